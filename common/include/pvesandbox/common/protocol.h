@@ -1,0 +1,170 @@
+// The agent wire protocol (see DESIGN.md, "Host agent"): one request and one reply per line,
+// ASCII, '\n'-terminated.
+//
+//   HELLO 1                      -> OK pve-sandbox-agent <version> proto=1
+//   ALLOW <ipv4> [ttl=<seconds>] -> OK
+//   REVOKE <ipv4>                -> OK
+//   SYNC [<ipv4>[@<ttl>] ...]    -> OK <n>
+//   LIST                         -> OK <n> <ipv4>[@<seconds-left>] ...
+//   BIND <port> <mac> <ipv4>     -> OK
+//   UNBIND <port>                -> OK
+//   BINDINGS                     -> OK <n> <port>=<mac>/<ipv4> ...
+//   STATUS                       -> OK <key>=<value> ...
+//   anything wrong               -> ERR <code> <message>
+//
+// The codec is strict: fields are separated by exactly one space, verbs are upper case, and any
+// byte outside printable ASCII (NUL, CR, TAB, >= 0x7f) rejects the line. Every function here
+// takes a line *without* its terminating '\n'; framing is the caller's job.
+//
+// Policy (which addresses are allowed, the element limit) is not checked here: the codec only
+// knows what is well-formed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+#include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/common/mac_address.h"
+
+namespace pvs::proto {
+
+inline constexpr int kProtocolVersion = 1;
+// Longest request line, '\n' excluded. A longer line is answered with ERR 413.
+inline constexpr std::size_t kMaxRequestLine = 64 * 1024;
+// Longest reply line a client accepts. Larger than kMaxRequestLine because LIST and BINDINGS
+// grow with the set (max_elements addresses at up to 26 bytes each).
+inline constexpr std::size_t kMaxReplyLine = 4 * 1024 * 1024;
+// Longest lease: 30 days. Leases are renewed by the controller; older kernels also mishandle
+// element timeouts beyond 2^32 ms.
+inline constexpr std::uint32_t kMaxTtlSeconds = 30u * 24 * 3600;
+
+// The numeric codes of ERR replies.
+enum class ReplyCode : int {
+  kBadRequest = 400,
+  kForbidden = 403,  // "not authorized" and "address not allowed"
+  kConflict = 409,   // "ruleset missing"
+  kTooLarge = 413,
+  kInternal = 500,
+};
+
+// An address with an optional lease in seconds (ALLOW, SYNC), or with the seconds left on
+// its lease (LIST). No ttl means no timeout.
+struct Grant {
+  Ipv4Address address;
+  std::optional<std::uint32_t> ttl_seconds;
+  bool operator==(const Grant&) const = default;
+};
+
+// The L2 guard of one bridge port: frames from `port` must carry `mac`, and their IPv4/ARP
+// source must be `address`.
+struct Binding {
+  std::string port;
+  MacAddress mac;
+  Ipv4Address address;
+  bool operator==(const Binding&) const = default;
+};
+
+struct HelloRequest {
+  int version = kProtocolVersion;
+  bool operator==(const HelloRequest&) const = default;
+};
+struct AllowRequest {
+  Grant grant;
+  bool operator==(const AllowRequest&) const = default;
+};
+struct RevokeRequest {
+  Ipv4Address address;
+  bool operator==(const RevokeRequest&) const = default;
+};
+struct SyncRequest {
+  std::vector<Grant> grants;  // no address twice
+  bool operator==(const SyncRequest&) const = default;
+};
+struct ListRequest {
+  bool operator==(const ListRequest&) const = default;
+};
+struct BindRequest {
+  Binding binding;
+  bool operator==(const BindRequest&) const = default;
+};
+struct UnbindRequest {
+  std::string port;
+  bool operator==(const UnbindRequest&) const = default;
+};
+struct BindingsRequest {
+  bool operator==(const BindingsRequest&) const = default;
+};
+struct StatusRequest {
+  bool operator==(const StatusRequest&) const = default;
+};
+
+using Request = std::variant<HelloRequest, AllowRequest, RevokeRequest, SyncRequest, ListRequest,
+                             BindRequest, UnbindRequest, BindingsRequest, StatusRequest>;
+
+// Parses one request line. Errors carry ErrorCode::kTooLarge for an overlong line and
+// kInvalidArgument otherwise, with a message fit to send back (see reply_code_for()).
+Result<Request> parse_request(std::string_view line);
+// The canonical line for a request (what parse_request() accepts back unchanged).
+std::string format_request(const Request& request);
+// "ALLOW", "SYNC", ...
+std::string_view verb_name(const Request& request);
+
+// True for the bridge port names Proxmox gives container NICs: veth<vmid>i<n>, or
+// fwpr<vmid>p<n> when the NIC has firewall=1 (vmid 100-999999999, n 0-31, at most 15 bytes).
+bool is_valid_port_name(std::string_view port);
+
+// ---- replies ----------------------------------------------------------------------------
+
+// A reply line split into its status and its text: the payload after "OK" (may be empty) or
+// the message after "ERR <code>".
+struct Reply {
+  bool ok = false;
+  int code = 0;  // 0 for OK
+  std::string text;
+  bool operator==(const Reply&) const = default;
+};
+
+Result<Reply> parse_reply(std::string_view line);
+
+std::string format_ok(std::string_view payload = {});
+// The message is made safe for the wire: bytes outside printable ASCII become '?', and it is
+// cut to a sane length.
+std::string format_error(ReplyCode code, std::string_view message);
+// The ERR code to answer a codec or policy error with.
+ReplyCode reply_code_for(const Error& error);
+// The Error a client reports for an ERR reply: 400 -> kInvalidArgument, 403 -> kPermissionDenied,
+// 409 -> kConflict, 413 -> kTooLarge, anything else -> kInternal.
+Error error_from_reply(const Reply& reply);
+
+// Payloads of the OK replies that carry data.
+struct HelloInfo {
+  std::string agent_version;
+  int protocol = 0;
+  bool operator==(const HelloInfo&) const = default;
+};
+std::string format_hello_payload(std::string_view agent_version);
+Result<HelloInfo> parse_hello_payload(std::string_view payload);
+
+Result<std::uint64_t> parse_count_payload(std::string_view payload);  // SYNC: "<n>"
+
+std::string format_list_payload(const std::vector<Grant>& grants);
+Result<std::vector<Grant>> parse_list_payload(std::string_view payload);
+
+std::string format_bindings_payload(const std::vector<Binding>& bindings);
+Result<std::vector<Binding>> parse_bindings_payload(std::string_view payload);
+
+// STATUS: space-separated key=value pairs in the agent's order; keys [a-z0-9_], unique;
+// values printable ASCII without spaces.
+using StatusFields = std::vector<std::pair<std::string, std::string>>;
+std::string format_status_payload(const StatusFields& fields);
+Result<StatusFields> parse_status_payload(std::string_view payload);
+std::optional<std::string_view> find_field(const StatusFields& fields, std::string_view key);
+
+}  // namespace pvs::proto

@@ -1,0 +1,26 @@
+// Fuzzes the controller's side of the agent protocol: reply lines and every payload parser.
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "pvesandbox/common/protocol.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace pvs::proto;
+  std::string_view line(reinterpret_cast<const char*>(data), size);
+  auto reply = parse_reply(line);
+  if (!reply || !reply->ok) return 0;
+  const std::string& payload = reply->text;
+  (void)parse_hello_payload(payload);
+  (void)parse_count_payload(payload);
+  (void)parse_status_payload(payload);
+  if (auto list = parse_list_payload(payload)) {
+    auto again = parse_list_payload(format_list_payload(*list));
+    if (!again || *again != *list) std::abort();
+  }
+  if (auto bindings = parse_bindings_payload(payload)) {
+    auto again = parse_bindings_payload(format_bindings_payload(*bindings));
+    if (!again || *again != *bindings) std::abort();
+  }
+  return 0;
+}

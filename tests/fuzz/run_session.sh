@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs a bounded libFuzzer session on a scratch copy of a seed corpus, so that new inputs found
+# in CI never dirty the source tree. Usage: run_session.sh <fuzzer> <corpus-dir> <seconds>
+set -euo pipefail
+fuzzer=$1 corpus=$2 seconds=$3
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cp -r "$corpus"/. "$scratch"/
+# -rss_limit_mb keeps a runaway input from eating the machine; artifacts go to the scratch dir.
+exec "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=70000 \
+  -artifact_prefix="$scratch/" -print_final_stats=1 "$scratch"
