@@ -1,0 +1,91 @@
+// The agent's logic, independent of sockets: policy, the verbs, the desired state, drift
+// detection and re-apply. The server feeds it request lines and ticks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config.h"
+#include "nft_backend.h"
+#include "pvesandbox/common/protocol.h"
+#include "state.h"
+
+namespace pvs::agent {
+
+// Who sent a request (SO_PEERCRED).
+struct Peer {
+  pid_t pid = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+class Agent {
+ public:
+  Agent(AgentConfig config, std::unique_ptr<NftBackend> backend);
+
+  // Loads the state file (a missing file means: adopt what the kernel has now), drops expired
+  // leases and re-applies the desired state. Fails on an unreadable or corrupt state file.
+  Status start();
+
+  // Answers one request line ('\n' excluded) with one reply line ('\n' excluded).
+  std::string handle(const Peer& peer, std::string_view line);
+  std::string handle(const Peer& peer, const proto::Request& request);
+
+  // Periodic work: forgets expired leases, and when the ruleset generation moved, compares the
+  // kernel with the desired state and re-applies it if they differ (or the sets came back).
+  void tick();
+
+  // Writes the state file if the desired state changed since the last write.
+  Status persist();
+  bool state_dirty() const { return dirty_; }
+
+  void set_client_count(std::size_t n) { clients_ = n; }
+  const DesiredState& desired() const { return desired_; }
+  const AgentConfig& config() const { return config_; }
+  NftBackend& backend() { return *backend_; }
+  std::uint64_t reapply_count() const { return reapplies_; }
+
+  // Re-applies the whole desired state (atomic replace of each set). Public for tests/bench.
+  Status reapply(std::string_view reason);
+
+ private:
+  Status check_address(Ipv4Address address) const;
+  std::string error_reply(const Error& error);
+  std::string do_allow(const Peer& peer, const proto::AllowRequest& r);
+  std::string do_revoke(const Peer& peer, const proto::RevokeRequest& r);
+  std::string do_sync(const Peer& peer, const proto::SyncRequest& r);
+  std::string do_list();
+  std::string do_bind(const Peer& peer, const proto::BindRequest& r);
+  std::string do_unbind(const Peer& peer, const proto::UnbindRequest& r);
+  std::string do_bindings();
+  std::string do_status();
+  Result<std::vector<proto::Binding>> kernel_bindings(std::vector<RawElement>* mac_elements,
+                                                      std::vector<RawElement>* ip_elements);
+  // Compares the kernel with the desired state; true if they differ.
+  Result<bool> drifted();
+  void log_change(const Peer& peer, std::string_view what, const std::string& reply);
+  Error missing_error(const Error& error, const SetRef& set);
+
+  AgentConfig config_;
+  std::unique_ptr<NftBackend> backend_;
+  SetRef set_;
+  SetRef port_mac_;
+  SetRef port_ip4_;
+  DesiredState desired_;
+  bool dirty_ = false;
+  bool state_error_ = false;
+  std::optional<bool> set_has_timeout_;
+  std::optional<std::uint32_t> verified_generation_;
+  std::uint64_t lost_acks_seen_ = 0;
+  std::int64_t last_reapply_ms_ = 0;
+  std::uint64_t reapplies_ = 0;
+  std::int64_t started_ms_ = 0;
+  std::size_t clients_ = 0;
+};
+
+}  // namespace pvs::agent

@@ -1,0 +1,175 @@
+#include "state.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+
+#include "pvesandbox/common/text.h"
+#include "pvesandbox/common/unique_fd.h"
+
+namespace pvs::agent {
+namespace {
+
+constexpr std::string_view kHeader = "pve-sandbox-agent-state 1";
+constexpr std::size_t kMaxStateFile = 64 * 1024 * 1024;
+
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> out;
+  while (!line.empty()) {
+    auto space = line.find(' ');
+    out.push_back(line.substr(0, space));
+    if (space == std::string_view::npos) break;
+    line.remove_prefix(space + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::int64_t unix_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::size_t DesiredState::prune(std::int64_t now_ms) {
+  std::size_t dropped = 0;
+  for (auto it = grants.begin(); it != grants.end();) {
+    if (it->second && *it->second <= now_ms) {
+      it = grants.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  return dropped;
+}
+
+Result<DesiredState> parse_state(std::string_view text) {
+  DesiredState state;
+  std::size_t line_no = 0;
+  bool header = false;
+  auto bad = [&](const std::string& what) {
+    return fail(ErrorCode::kInvalidArgument, "line " + std::to_string(line_no) + ": " + what);
+  };
+  while (!text.empty()) {
+    ++line_no;
+    auto nl = text.find('\n');
+    if (nl == std::string_view::npos) return bad("not terminated by a newline (truncated file?)");
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    for (char c : line) {
+      auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x7f) return bad("byte outside printable ASCII");
+    }
+    if (!header) {
+      if (line != kHeader) return bad("expected " + std::string(kHeader));
+      header = true;
+      continue;
+    }
+    auto fields = fields_of(line);
+    if (fields.empty() || fields[0].empty()) return bad("empty line");
+    if (fields[0] == "grant") {
+      if (fields.size() != 3) return bad("expected: grant <ipv4> <expiry-ms|->");
+      auto address = Ipv4Address::parse(fields[1]);
+      if (!address) return bad(address.error().message);
+      std::optional<std::int64_t> expiry;
+      if (fields[2] != "-") {
+        std::int64_t value = 0;
+        auto f = fields[2];
+        auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
+        if (ec != std::errc() || end != f.data() + f.size() || value <= 0 || f[0] == '0') {
+          return bad("invalid expiry " + quoted(f));
+        }
+        expiry = value;
+      }
+      if (!state.grants.emplace(*address, expiry).second) {
+        return bad("address " + address->to_string() + " listed twice");
+      }
+    } else if (fields[0] == "bind") {
+      if (fields.size() != 4) return bad("expected: bind <port> <mac> <ipv4>");
+      auto request = proto::parse_request("BIND " + std::string(fields[1]) + " " +
+                                          std::string(fields[2]) + " " + std::string(fields[3]));
+      if (!request) return bad(request.error().message);
+      const auto& binding = std::get<proto::BindRequest>(*request).binding;
+      if (!state.bindings.emplace(binding.port, binding).second) {
+        return bad("port " + binding.port + " listed twice");
+      }
+    } else {
+      return bad("unknown record " + quoted(fields[0], 16));
+    }
+  }
+  if (!header) return fail(ErrorCode::kInvalidArgument, "empty state file");
+  return state;
+}
+
+std::string format_state(const DesiredState& state) {
+  std::string out(kHeader);
+  out += '\n';
+  for (const auto& [address, expiry] : state.grants) {
+    out += "grant " + address.to_string() + " " + (expiry ? std::to_string(*expiry) : "-") + "\n";
+  }
+  for (const auto& [port, b] : state.bindings) {
+    out += "bind " + port + " " + b.mac.to_string() + " " + b.address.to_string() + "\n";
+  }
+  return out;
+}
+
+Result<std::optional<DesiredState>> load_state(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::optional<DesiredState>();
+    return fail(errno_error("state file " + path, errno));
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno_error("reading state file " + path, errno));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxStateFile) {
+      return fail(ErrorCode::kTooLarge, "state file " + path + " is larger than 64 MiB");
+    }
+  }
+  auto state = parse_state(text);
+  if (!state) return fail(state.error().code, "state file " + path + ": " + state.error().message);
+  return std::optional<DesiredState>(std::move(*state));
+}
+
+Status save_state(const std::string& path, const DesiredState& state, bool fsync) {
+  std::string text = format_state(state);
+  std::string tmp = path + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) return fail(errno_error("creating " + tmp, errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno_error("writing " + tmp, errno));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (fsync && ::fsync(fd.get()) != 0) return fail(errno_error("fsync " + tmp, errno));
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return fail(errno_error("renaming " + tmp + " to " + path, errno));
+  }
+  if (fsync) {
+    auto slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dfd) ::fsync(dfd.get());
+  }
+  return {};
+}
+
+}  // namespace pvs::agent
