@@ -1,0 +1,59 @@
+// What the controller writes into a sandbox container's description, so that it can rebuild
+// its whole state from Proxmox after a restart (Proxmox is the source of truth).
+//
+// The description is a human line and a marker line holding compact JSON:
+//
+//   Managed by pve-sandbox; do not edit the next line.
+//   pve-sandbox:v1 {"id":"sb-4f2a9c1e","vmid":120,"created":1795360000,...}
+//
+// decode_description() finds the marker anywhere in the text, so an operator's note above it
+// does not break recovery. Proxmox limits descriptions to 8192 bytes; the label limits below
+// keep the encoding well inside that.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "pvesandbox/common/error.h"
+#include "pvesandbox/common/ipv4.h"
+
+namespace pvs {
+
+inline constexpr std::size_t kMaxLabels = 16;
+inline constexpr std::size_t kMaxLabelKey = 63;
+inline constexpr std::size_t kMaxLabelValue = 128;
+
+// Label keys: 1-63 of [a-z0-9._/-], starting with a letter or digit. Values: 0-128 printable
+// ASCII bytes. At most kMaxLabels labels.
+Status validate_labels(const std::map<std::string, std::string>& labels);
+
+struct SandboxMetadata {
+  // Where a sandbox is in its life. A sandbox found in "creating" or "destroying" after a
+  // restart was interrupted and is destroyed by recovery.
+  enum class Phase { kCreating, kReady, kDestroying };
+
+  std::string id;  // the sandbox's public id
+  int vmid = 0;
+  Phase phase = Phase::kCreating;
+  std::int64_t created_at = 0;  // unix seconds
+  std::int64_t expires_at = 0;  // unix seconds; 0: no TTL
+  bool internet = false;        // internet wanted (the agent's set follows this)
+  std::optional<Ipv4Address> address;
+  std::string owner;  // the API token name that created it
+  std::map<std::string, std::string> labels;
+
+  bool operator==(const SandboxMetadata&) const = default;
+};
+
+std::string_view to_string(SandboxMetadata::Phase phase);
+
+// The full description text for a container.
+std::string encode_description(const SandboxMetadata& metadata);
+// kNotFound if the text carries no marker (not ours); kInvalidArgument if the marker line is
+// damaged (ours, but unreadable: recovery treats it as an orphan).
+Result<SandboxMetadata> decode_description(std::string_view description);
+
+}  // namespace pvs

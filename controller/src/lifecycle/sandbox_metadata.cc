@@ -1,0 +1,143 @@
+#include "pvesandbox/sandbox_metadata.h"
+
+#include <Poco/JSON/Object.h>
+#include <Poco/JSON/Parser.h>
+
+#include <sstream>
+
+#include "pvesandbox/common/text.h"
+
+namespace pvs {
+namespace {
+
+constexpr std::string_view kMarker = "pve-sandbox:v1 ";
+constexpr std::string_view kHeader = "Managed by pve-sandbox; do not edit the next line.";
+
+bool is_key_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '/' ||
+         c == '-';
+}
+
+Result<SandboxMetadata::Phase> parse_phase(const std::string& text) {
+  for (auto phase : {SandboxMetadata::Phase::kCreating, SandboxMetadata::Phase::kReady,
+                     SandboxMetadata::Phase::kDestroying}) {
+    if (text == to_string(phase)) return phase;
+  }
+  return fail(ErrorCode::kInvalidArgument, "unknown phase " + quoted(text));
+}
+
+}  // namespace
+
+Status validate_labels(const std::map<std::string, std::string>& labels) {
+  if (labels.size() > kMaxLabels) {
+    return fail(ErrorCode::kInvalidArgument,
+                "at most " + std::to_string(kMaxLabels) + " labels are allowed");
+  }
+  for (const auto& [key, value] : labels) {
+    bool ok = !key.empty() && key.size() <= kMaxLabelKey && key[0] != '.' && key[0] != '_' &&
+              key[0] != '/' && key[0] != '-';
+    for (char c : key) ok = ok && is_key_char(c);
+    if (!ok) {
+      return fail(ErrorCode::kInvalidArgument,
+                  "invalid label key " + quoted(key) +
+                      ": 1-63 characters of a-z 0-9 . _ / -, starting with a letter or digit");
+    }
+    if (value.size() > kMaxLabelValue) {
+      return fail(ErrorCode::kInvalidArgument, "label " + key + ": value longer than 128 bytes");
+    }
+    for (char c : value) {
+      auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x7f) {
+        return fail(ErrorCode::kInvalidArgument,
+                    "label " + key + ": value must be printable ASCII");
+      }
+    }
+  }
+  return {};
+}
+
+std::string_view to_string(SandboxMetadata::Phase phase) {
+  switch (phase) {
+    case SandboxMetadata::Phase::kCreating: return "creating";
+    case SandboxMetadata::Phase::kReady: return "ready";
+    case SandboxMetadata::Phase::kDestroying: return "destroying";
+  }
+  return "unknown";
+}
+
+std::string encode_description(const SandboxMetadata& m) {
+  Poco::JSON::Object o;
+  o.set("id", m.id);
+  o.set("vmid", m.vmid);
+  o.set("phase", std::string(to_string(m.phase)));
+  o.set("created", m.created_at);
+  o.set("expires", m.expires_at);
+  o.set("internet", m.internet);
+  if (m.address) o.set("ip", m.address->to_string());
+  if (!m.owner.empty()) o.set("owner", m.owner);
+  if (!m.labels.empty()) {
+    Poco::JSON::Object labels;
+    for (const auto& [k, v] : m.labels) labels.set(k, v);
+    o.set("labels", labels);
+  }
+  std::ostringstream out;
+  out << kHeader << '\n' << kMarker;
+  o.stringify(out);  // compact, one line: no pretty-printing indent
+  return out.str();
+}
+
+Result<SandboxMetadata> decode_description(std::string_view description) {
+  // The marker must start a line.
+  std::size_t pos = 0;
+  std::string_view line;
+  for (;;) {
+    auto found = description.find(kMarker, pos);
+    if (found == std::string_view::npos) {
+      return fail(ErrorCode::kNotFound, "no pve-sandbox metadata in the description");
+    }
+    if (found == 0 || description[found - 1] == '\n') {
+      auto end = description.find('\n', found);
+      line = description.substr(found + kMarker.size(),
+                                end == std::string_view::npos ? end : end - found - kMarker.size());
+      break;
+    }
+    pos = found + 1;
+  }
+  auto damaged = [](const std::string& why) {
+    return fail(ErrorCode::kInvalidArgument, "damaged pve-sandbox metadata: " + why);
+  };
+  try {
+    Poco::JSON::Parser parser;
+    auto root = parser.parse(std::string(line)).extract<Poco::JSON::Object::Ptr>();
+    if (!root) return damaged("not an object");
+    SandboxMetadata m;
+    m.id = root->getValue<std::string>("id");
+    m.vmid = root->getValue<int>("vmid");
+    auto phase = parse_phase(root->getValue<std::string>("phase"));
+    if (!phase) return damaged(phase.error().message);
+    m.phase = *phase;
+    m.created_at = root->getValue<std::int64_t>("created");
+    m.expires_at = root->getValue<std::int64_t>("expires");
+    m.internet = root->getValue<bool>("internet");
+    if (root->has("ip")) {
+      auto ip = Ipv4Address::parse(root->getValue<std::string>("ip"));
+      if (!ip) return damaged(ip.error().message);
+      m.address = *ip;
+    }
+    if (root->has("owner")) m.owner = root->getValue<std::string>("owner");
+    if (root->has("labels")) {
+      auto labels = root->getObject("labels");
+      if (!labels) return damaged("labels is not an object");
+      for (const auto& [k, v] : *labels) m.labels[k] = v.convert<std::string>();
+      if (auto ok = validate_labels(m.labels); !ok) return damaged(ok.error().message);
+    }
+    if (m.id.empty() || m.vmid < 100) return damaged("missing id or vmid");
+    return m;
+  } catch (const Poco::Exception& e) {
+    return damaged(e.displayText());
+  } catch (const std::exception& e) {
+    return damaged(e.what());
+  }
+}
+
+}  // namespace pvs

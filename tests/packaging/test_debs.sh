@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Packaging test: usage test_debs.sh <build-dir>
+#   1. cpack makes the .debs of every component the build has;
+#   2. lintian reports no error; every systemd unit passes `systemd-analyze verify`;
+#   3. in a fresh Debian 12 root (debootstrap, minbase + the packages' Depends): install a build
+#      with a lower version, upgrade over it (a locally edited conffile and the state survive),
+#      remove (configuration and users stay) and purge (nothing of ours is left).
+# Prints PASS/FAIL per check; exits non-zero on any FAIL.
+set -euo pipefail
+
+build=$(cd "$1" && pwd)
+work=$(mktemp -d /var/tmp/pvs-packaging.XXXXXX)
+root=$work/root
+failures=0
+
+cleanup() {
+  # Unmount anything still mounted under the root before deleting it.
+  for m in "$root/proc" "$root/dev/pts" "$root/dev"; do
+    mountpoint -q "$m" 2>/dev/null && umount -l "$m" || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+check() {
+  local what=$1
+  shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
+}
+
+for tool in cpack lintian debootstrap dpkg-deb systemd-analyze; do
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool is not installed (scripts/install-deps)"; exit 1; }
+done
+
+# ---- 1. build the packages --------------------------------------------------------------------
+(cd "$build" && cpack -G DEB -B "$work/out" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; exit 1; }
+mapfile -t debs < <(find "$work/out" -maxdepth 1 -name '*.deb' | sort)
+((${#debs[@]} > 0)) || { echo "FAIL: cpack made no .deb"; exit 1; }
+for deb in "${debs[@]}"; do echo "built $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"; done
+pkg_of() { dpkg-deb -f "$1" Package; }
+
+# ---- 2. lintian and systemd-analyze -----------------------------------------------------------
+for deb in "${debs[@]}"; do
+  if lintian --fail-on error --no-tag-display-limit "$deb" >"$work/lintian.log" 2>&1; then
+    pass "lintian $(pkg_of "$deb") (no errors; $(grep -c '^W:' "$work/lintian.log" || true) warnings)"
+  else
+    cat "$work/lintian.log"
+    fail "lintian $(pkg_of "$deb")"
+  fi
+  grep '^W:' "$work/lintian.log" || true
+done
+
+for deb in "${debs[@]}"; do
+  x=$work/x-$(pkg_of "$deb")
+  dpkg-deb -x "$deb" "$x"
+  mkdir -p "$x/units"
+  for unit in "$x"/lib/systemd/system/*; do
+    [[ -f "$unit" ]] || continue
+    # Point ExecStart at the extracted binaries so verify can check they exist.
+    sed "s|/usr/sbin/pve-sandbox|$x/usr/sbin/pve-sandbox|g; s|/usr/bin/pve-sandbox|$x/usr/bin/pve-sandbox|g" \
+      "$unit" >"$x/units/$(basename "$unit")"
+  done
+  for unit in "$x"/units/*; do
+    [[ -f "$unit" ]] || continue
+    check "systemd-analyze verify $(basename "$unit")" systemd-analyze verify "$unit"
+  done
+done
+
+# ---- 3. install / upgrade / remove / purge in a Debian 12 root --------------------------------
+# The mirror is the one this machine's apt already uses.
+mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
+[[ -n "$mirror" ]] || mirror=$(awk '$1=="deb" && $3 ~ /^bookworm$/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+[[ -n "$mirror" ]] || { echo "FAIL: no Debian mirror found in the apt sources"; exit 1; }
+
+# Every dependency of our packages, so that dpkg -i needs no network inside the root.
+deps=$(for deb in "${debs[@]}"; do dpkg-deb -f "$deb" Depends | tr ',' '\n'; done |
+  sed 's/|.*//; s/(.*)//; s/ //g' | grep -v '^$' | sort -u | paste -sd, -)
+cache=${PVS_DEBOOTSTRAP_CACHE:-/var/cache/pve-sandbox-test}
+tarball=$cache/bookworm-minbase-$(echo "$deps" | sha256sum | cut -c1-12).tgz
+mkdir -p "$cache"
+if [[ ! -f "$tarball" ]]; then
+  echo "debootstrap (minbase + $deps): first run downloads the packages"
+  debootstrap --variant=minbase --include="$deps" --make-tarball="$tarball.tmp" bookworm "$work/dl" "$mirror" \
+    >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; exit 1; }
+  mv "$tarball.tmp" "$tarball"
+  rm -rf "$work/dl"
+fi
+debootstrap --variant=minbase --include="$deps" --unpack-tarball="$tarball" bookworm "$root" "$mirror" \
+  >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; exit 1; }
+pass "debootstrap bookworm root"
+in_root() { chroot "$root" "$@"; }
+# What a purge must return to: every path in the root before our packages arrive.
+snapshot() {
+  (cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev -o -path ./tmp \
+    -o -path ./var/lib/dpkg -o -path ./var/log -o -path ./var/cache -o -path ./run \) -prune -o -print |
+    grep -vE '^\./etc/(passwd|group|shadow|gshadow|subuid|subgid)-?$' | sort)
+}
+snapshot >"$work/before.txt"
+
+# A "previous release": the same package with a lower version.
+mkdir -p "$root/tmp/debs"
+for deb in "${debs[@]}"; do
+  pkg=$(pkg_of "$deb")
+  cp "$deb" "$root/tmp/debs/$pkg-new.deb"
+  dpkg-deb -R "$deb" "$work/old-$pkg"
+  sed -i 's/^Version: .*/Version: 0.0.1-1/' "$work/old-$pkg/DEBIAN/control"
+  dpkg-deb --root-owner-group -b "$work/old-$pkg" "$root/tmp/debs/$pkg-old.deb" >/dev/null
+done
+has_agent=0 has_controller=0
+[[ -f "$root/tmp/debs/pve-sandbox-agent-new.deb" ]] && has_agent=1
+[[ -f "$root/tmp/debs/pve-sandbox-controller-new.deb" ]] && has_controller=1
+
+check "install the lower version" in_root sh -c 'dpkg -i /tmp/debs/*-old.deb'
+user_exists() { in_root getent passwd "$1" >/dev/null; }
+group_exists() { in_root getent group "$1" >/dev/null; }
+check "group pve-sandbox created" group_exists pve-sandbox
+if ((has_agent)); then
+  check "agent user created" user_exists pve-sandbox-agent
+  check "agent binary installed" test -x "$root/usr/sbin/pve-sandbox-agent"
+  check "agent config installed" test -f "$root/etc/pve-sandbox/agent.yaml"
+  check "agent state directory owned by the agent" \
+    test "$(stat -c %U:%G "$root/var/lib/pve-sandbox")" = pve-sandbox-agent:pve-sandbox
+  check "agent socket enabled" test -L "$root/etc/systemd/system/sockets.target.wants/pve-sandbox-agent.socket"
+  check "agent config passes check-config" in_root /usr/sbin/pve-sandbox-agent check-config --config /etc/pve-sandbox/agent.yaml
+  echo "# edited by the operator" >>"$root/etc/pve-sandbox/agent.yaml"
+  echo "state from the old version" >"$root/var/lib/pve-sandbox/agent-state"
+fi
+if ((has_controller)); then
+  check "controller user created" user_exists pve-sandbox-controller
+  echo "# edited by the operator" >>"$root/etc/pve-sandbox/controller.yaml"
+fi
+
+check "upgrade to the new version" in_root sh -c 'dpkg -i /tmp/debs/*-new.deb'
+for deb in "${debs[@]}"; do
+  pkg=$(pkg_of "$deb")
+  check "$pkg upgraded" test "$(in_root dpkg-query -W -f='${Version}' "$pkg")" = "$(dpkg-deb -f "$deb" Version)"
+done
+if ((has_agent)); then
+  check "agent conffile edit kept across upgrade" grep -q 'edited by the operator' "$root/etc/pve-sandbox/agent.yaml"
+  check "agent state kept across upgrade" grep -q 'state from the old version' "$root/var/lib/pve-sandbox/agent-state"
+fi
+if ((has_controller)); then
+  check "controller conffile edit kept across upgrade" grep -q 'edited by the operator' "$root/etc/pve-sandbox/controller.yaml"
+fi
+
+pkgs=$(for deb in "${debs[@]}"; do pkg_of "$deb"; done | paste -sd' ' -)
+# shellcheck disable=SC2086
+check "remove" in_root dpkg -r $pkgs
+if ((has_agent)); then
+  check "agent binary gone after remove" test ! -e "$root/usr/sbin/pve-sandbox-agent"
+  check "agent unit gone after remove" test ! -e "$root/lib/systemd/system/pve-sandbox-agent.service"
+  check "agent config kept after remove" test -f "$root/etc/pve-sandbox/agent.yaml"
+  check "agent user kept after remove" user_exists pve-sandbox-agent
+fi
+
+# shellcheck disable=SC2086
+check "purge" in_root dpkg -P $pkgs
+check "group gone after purge" bash -c "! chroot '$root' getent group pve-sandbox >/dev/null"
+((has_agent)) && check "agent user gone after purge" bash -c "! chroot '$root' getent passwd pve-sandbox-agent >/dev/null"
+((has_controller)) && check "controller user gone after purge" bash -c "! chroot '$root' getent passwd pve-sandbox-controller >/dev/null"
+snapshot >"$work/after.txt"
+if diff "$work/before.txt" "$work/after.txt" >"$work/leftovers.txt"; then
+  pass "purge leaves nothing behind"
+else
+  cat "$work/leftovers.txt"
+  fail "purge leaves nothing behind"
+fi
+
+echo "packaging: $failures failure(s)"
+((failures == 0))
