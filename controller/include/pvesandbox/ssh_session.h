@@ -1,0 +1,277 @@
+// SshSession: command execution and SFTP on one sandbox over one SSH connection (libssh2).
+//
+//   pvs::SshConfig cfg;
+//   cfg.host = "10.99.0.7";
+//   cfg.user = "sandbox";
+//   cfg.private_key_file = "/etc/pve-sandbox/id_ed25519";
+//   cfg.host_key_policy = pvs::HostKeyPolicy::kPinned;
+//   cfg.host_key_fingerprint = "SHA256:5vHQlfSs+AX/CB9+YuT0jICdx9Gam/Q7CGLQpeBuwrw";
+//   pvs::SshSession ssh(cfg);
+//   auto r = ssh.exec("uname -a", {.timeout = std::chrono::seconds(10)});
+//   if (r) use(r->exit_code, r->out, r->err);
+//
+// Threading model (see docs/ssh.md): libssh2 sessions are not thread-safe, so each SshSession
+// owns ONE I/O thread, and only that thread ever touches the libssh2 session, its channels and
+// its SFTP handles. Public methods are thread-safe: they queue an operation for the I/O thread
+// and wait for its result. The I/O thread runs every channel in non-blocking mode and polls the
+// socket only when no channel can make progress, so a long command never blocks a short one and
+// stdout/stderr are always drained together (no window deadlock). Up to `max_channels` channels
+// run at once; more wait in a queue. The thread starts with the first connection and stops in
+// close() or the destructor.
+//
+// Errors: a non-zero exit status is a result, not an error. Everything else (cannot connect,
+// host key mismatch, auth refused, connection lost, SFTP failures, ...) is an SshError carrying
+// an SSH-specific kind and a generic pvs::ErrorCode; SshResult<T> converts to pvs::Result<T>.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+
+namespace pvs {
+
+// What exactly failed; callers branch on this, the message is for people.
+enum class SshErrc {
+  kInvalidArgument,   // bad config or arguments (empty host, bad env name, ...)
+  kKeyInvalid,        // the private key cannot be read or parsed (or wrong passphrase)
+  kKeyUnsupported,    // an RSA key: libssh2 1.10 signs only ssh-rsa (SHA-1), OpenSSH refuses it
+  kResolveFailed,     // host name did not resolve
+  kConnectRefused,    // TCP RST: nothing listens on host:port
+  kConnectTimeout,    // no TCP/SSH handshake within connect_timeout
+  kNetwork,           // other socket error (unreachable, reset during setup, ...)
+  kHandshake,         // SSH key exchange failed (e.g. no ed25519 host key)
+  kHostKeyMismatch,   // the server's key differs from the pinned/known/first-seen one
+  kHostKeyUnknown,    // known_hosts policy and the host is not in the file
+  kAuthFailed,        // the server refused our key for this user
+  kChannelRefused,    // the server refused to open a channel (MaxSessions, ...)
+  kDisconnected,      // the connection dropped while the operation was in flight
+  kTimeout,           // an operation deadline passed (exec timeouts are results, not errors)
+  kProtocol,          // unexpected libssh2/SSH failure
+  kNoSuchFile,        // SFTP: path does not exist
+  kPermissionDenied,  // SFTP: access refused
+  kDiskFull,          // SFTP: write failed and the remote filesystem has no space left
+  kAlreadyExists,     // SFTP: e.g. mkdir of an existing path
+  kSftpFailure,       // SFTP: other server-side failure
+  kLocalIo,           // reading the local source / writing the local sink failed
+  kTooLarge,          // a download exceeded its max_size
+  kClosed,            // the session was closed while the operation waited
+};
+
+// Stable lower-case name, e.g. "host_key_mismatch".
+std::string_view to_string(SshErrc kind);
+// The generic code a kind maps to (kHostKeyMismatch -> kPermissionDenied, ...).
+ErrorCode error_code_for(SshErrc kind);
+
+// A pvs::Error plus the SSH-specific kind; slices into pvs::Error where a generic one is wanted.
+struct SshError : Error {
+  SshErrc kind = SshErrc::kProtocol;
+};
+
+template <typename T>
+using SshResult = tl::expected<T, SshError>;
+using SshStatus = SshResult<void>;
+
+// Builds the error side of an SshResult: `return ssh_fail(SshErrc::kAuthFailed, "...")`.
+tl::unexpected<SshError> ssh_fail(SshErrc kind, std::string message);
+
+enum class HostKeyPolicy {
+  kPinned,           // host_key_fingerprint must equal the server key's "SHA256:..." fingerprint
+  kKnownHosts,       // the server key must be listed for [host]:port in known_hosts_file
+  kTrustOnFirstUse,  // accept the first key seen, refuse any other afterwards (see below)
+  kInsecure,         // accept any key; logs a warning on every connection
+};
+
+struct SshConfig {
+  std::string host;  // IPv4/IPv6 literal or name
+  std::uint16_t port = 22;
+  std::string user = "root";
+
+  // The client key: an ed25519 (or ECDSA) private key in OpenSSH or PEM format, from a file or
+  // from memory (exactly one of the two). RSA keys are refused up front with kKeyUnsupported.
+  std::string private_key_file;
+  std::string private_key;  // the key text itself
+  std::string passphrase;   // empty: unencrypted key
+
+  HostKeyPolicy host_key_policy = HostKeyPolicy::kPinned;
+  std::string host_key_fingerprint;  // kPinned: "SHA256:<base64, no padding>" (ssh-keygen -lf)
+  // kKnownHosts: the OpenSSH known_hosts file to check (plain or hashed entries).
+  // kTrustOnFirstUse: optional; where the first key is remembered (appended in known_hosts
+  // format, so it survives restarts). Empty: remembered in this SshSession only, across
+  // reconnects; seed it with host_key_fingerprint to continue an earlier trust.
+  std::string known_hosts_file;
+  // Host key algorithm preference. libssh2 would pick ECDSA if offered; pinning ed25519 keeps
+  // the fingerprint stable. Sandboxes must have an ed25519 host key.
+  std::string host_key_algorithms = "ssh-ed25519";
+
+  std::chrono::milliseconds connect_timeout{10000};  // TCP connect + handshake + auth
+  // SSH keepalive (want_reply=0, sent by the I/O thread) to keep NAT/conntrack state alive;
+  // dead peers are detected by TCP keepalive and TCP_USER_TIMEOUT (dead_peer_timeout). 0: off.
+  std::chrono::seconds keepalive_interval{15};
+  std::chrono::seconds dead_peer_timeout{60};
+
+  // Channels open at once on this connection (execs + SFTP). The sandbox sshd's MaxSessions
+  // must be at least this (the template sets 64); if the server refuses earlier, the session
+  // learns the real limit and queues. SFTP instances count too.
+  int max_channels = 32;
+  // SFTP subsystem channels kept open for transfers (each transfer uses sftp_streams of them).
+  int max_sftp_channels = 4;
+  // Bytes handed to each libssh2_sftp_read/write call: the pipeline depth is about this /30000.
+  std::size_t sftp_buffer_size = 1 << 20;
+
+  // After an exec timeout the process group is killed; wait this long for the channel to close
+  // before returning the partial result anyway.
+  std::chrono::milliseconds kill_grace{3000};
+};
+
+enum class ExecStream { kStdout, kStderr };
+
+struct ExecOptions {
+  // Bytes written to the command's stdin, which is then closed (also when empty, so that `cat`
+  // does not wait forever).
+  std::string stdin_data;
+  // Exported before the command runs. Names must match [A-Za-z_][A-Za-z0-9_]*.
+  std::vector<std::pair<std::string, std::string>> env;
+  // Working directory; empty: the login directory. A missing directory fails the command with
+  // exit code 126 and a message on stderr.
+  std::string cwd;
+  // 0: no limit. When it passes, the command's whole process group is killed with SIGKILL (a
+  // second channel runs kill; a remote `timeout` guard fires too if this controller is gone) and
+  // the output so far is returned with timed_out = true.
+  std::chrono::milliseconds timeout{0};
+  // Per stream: at most this many bytes are kept; when more arrive, the first half and the last
+  // half of the cap are kept, `truncated` is set and the totals count everything.
+  std::size_t max_output = 16 << 20;
+  // Called on the session's I/O thread with each chunk as it arrives (stdout and stderr
+  // separately, in arrival order). Keep it short and never call back into this SshSession from
+  // it (that would wait for the very thread that runs the callback).
+  std::function<void(ExecStream, std::string_view)> on_output;
+};
+
+struct ExecResult {
+  int exit_code = -1;           // the exit status; -1 when the command died of a signal
+  std::string exit_signal;      // "KILL", "TERM", ... (no "SIG" prefix); empty if exited normally
+  std::string out;              // stdout (head + tail when truncated)
+  std::string err;              // stderr (idem)
+  std::uint64_t out_total = 0;  // bytes the command wrote to stdout
+  std::uint64_t err_total = 0;
+  bool truncated = false;  // out or err lost bytes to max_output
+  bool timed_out = false;
+  std::chrono::microseconds duration{0};
+};
+
+// One file's attributes, as far as the server reported them.
+struct SftpAttributes {
+  std::uint64_t size = 0;
+  std::uint32_t mode = 0;  // type and permission bits, as st_mode
+  std::uint32_t uid = 0;
+  std::uint32_t gid = 0;
+  std::int64_t mtime = 0;  // seconds since the epoch
+  bool is_dir() const { return (mode & 0170000) == 0040000; }
+  bool is_regular() const { return (mode & 0170000) == 0100000; }
+  bool is_symlink() const { return (mode & 0170000) == 0120000; }
+};
+
+struct SftpEntry {
+  std::string name;  // without the directory; "." and ".." are left out
+  SftpAttributes attrs;
+};
+
+struct UploadOptions {
+  std::uint32_t mode = 0644;
+  bool create_parents = false;  // mkdir -p the parent directory first (mode 0755)
+  // Write to a temporary name beside the target, then rename over it (mv -f, since SFTPv3
+  // rename cannot replace a file): readers see the old or the new file, never a partial one.
+  bool atomic = true;
+  bool fsync = false;  // fsync@openssh.com before the rename
+  // Parallel SFTP channels for one big transfer (each its own pipeline); 0: automatic (2 for
+  // sources of at least 64 MiB whose size is known, else 1).
+  int streams = 0;
+};
+
+struct DownloadOptions {
+  std::uint64_t max_size = UINT64_MAX;  // fail with kTooLarge beyond this
+  int streams = 0;                      // as UploadOptions::streams
+};
+
+// Counters for tests and metrics.
+struct SshStats {
+  std::uint64_t connects = 0;  // successful connections (1 + reconnects)
+  std::uint64_t keepalives_sent = 0;
+  std::int64_t libssh2_live_allocations = 0;  // of the current connection (leak watch)
+  int channels_open = 0;
+  int channel_limit = 0;  // learnt from the server's refusals, else max_channels
+};
+
+class SshSession {
+ public:
+  explicit SshSession(SshConfig config);
+  ~SshSession();  // close()
+  SshSession(const SshSession&) = delete;
+  SshSession& operator=(const SshSession&) = delete;
+
+  // Connects now (operations connect on demand anyway, and reconnect once transparently when
+  // the connection dropped between calls). Errors: every SshErrc of the connection phase.
+  SshStatus connect();
+  // True while a connection is established (a drop is noticed when the socket reports it).
+  bool is_connected() const;
+  // Fails queued and running operations with kClosed, disconnects, stops the I/O thread.
+  // The session may be used again afterwards (it reconnects).
+  void close();
+
+  // The server's host key fingerprint, "SHA256:...", once connected (for TOFU bookkeeping).
+  std::string host_key_fingerprint() const;
+  SshStats stats() const;
+
+  // Runs `command` through the remote user's login shell ($SHELL -c). Thread-safe; many may
+  // run at once. A non-zero exit is a result; errors are connection/channel failures.
+  SshResult<ExecResult> exec(std::string command, ExecOptions options = {});
+  std::future<SshResult<ExecResult>> exec_async(std::string command, ExecOptions options = {});
+
+  // SFTP. Paths are remote paths as the server sees them (relative ones from the login dir).
+  SshStatus upload(const std::string& remote_path, std::string_view data,
+                   const UploadOptions& options = {});
+  // Reads `in` to its end; `size_hint` (if known) lets a big upload use parallel streams.
+  SshStatus upload(const std::string& remote_path, std::istream& in,
+                   const UploadOptions& options = {},
+                   std::optional<std::uint64_t> size_hint = std::nullopt);
+  SshResult<std::string> download(const std::string& remote_path,
+                                  const DownloadOptions& options = {});
+  // Writes the file to `out`; returns the number of bytes written.
+  SshResult<std::uint64_t> download(const std::string& remote_path, std::ostream& out,
+                                    const DownloadOptions& options = {});
+  SshResult<SftpAttributes> stat(const std::string& remote_path);
+  SshResult<std::vector<SftpEntry>> list_dir(const std::string& remote_path);
+  SshStatus mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
+  SshStatus remove(const std::string& remote_path);  // a file (unlink)
+
+  class Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Helpers exposed for tests and for tools.
+namespace ssh_detail {
+// "SHA256:" + unpadded base64 of a 32-byte digest, as ssh-keygen -l prints it.
+std::string format_sha256_fingerprint(std::string_view raw_digest);
+// The key type named inside an OpenSSH or PEM private key ("ssh-ed25519", "ssh-rsa",
+// "ecdsa-sha2-nistp256", ...), or an error for text that is not a private key.
+SshResult<std::string> private_key_type(std::string_view key_text);
+// POSIX single-quoting: 'it'\''s'.
+std::string shell_quote(std::string_view text);
+// The command line sent to the server for an exec (pid marker, cd, env, timeout guard).
+SshResult<std::string> build_remote_command(std::string_view command, const ExecOptions& options);
+}  // namespace ssh_detail
+
+}  // namespace pvs

@@ -1,0 +1,207 @@
+// Internal: the I/O thread that owns one libssh2 session and the operations it drives.
+//
+// Every libssh2 call happens on the I/O thread (Impl::run). Public SshSession methods build an
+// Op, queue it (mutex + eventfd wake-up) and wait on its future. The loop steps every active Op
+// with non-blocking libssh2 calls; only when a full pass made no progress does it poll() the
+// socket (directions from libssh2_session_block_directions) and the wake-up fd.
+#pragma once
+
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pvesandbox/common/unique_fd.h"
+#include "pvesandbox/ssh_session.h"
+
+namespace pvs::ssh_detail {
+
+using Clock = std::chrono::steady_clock;
+
+// Keeps the first and last half of `cap` bytes of a stream and counts all of it.
+class CappedBuffer {
+ public:
+  explicit CappedBuffer(std::size_t cap) : cap_(cap) {}
+  void append(std::string_view data);
+  std::uint64_t total() const { return total_; }
+  bool truncated() const { return total_ > cap_; }
+  // head + tail, in stream order.
+  std::string take();
+
+ private:
+  std::size_t cap_;
+  std::uint64_t total_ = 0;
+  std::string head_;
+  std::string ring_;          // the tail, as a ring buffer once full
+  std::size_t ring_pos_ = 0;  // next write position when the ring is full
+};
+
+// Error helpers.
+bool is_fatal_session_error(int rc);  // the connection is unusable after this return code
+SshError session_error(LIBSSH2_SESSION* s, int rc, std::string_view what);
+SshError sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what);
+
+}  // namespace pvs::ssh_detail
+
+namespace pvs {
+
+class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
+ public:
+  using Clock = ssh_detail::Clock;
+
+  // One unit of work driven by the I/O thread.
+  class Op {
+   public:
+    enum class Step { kIdle, kProgress, kDone };
+    virtual ~Op() = default;
+    // Non-blocking work. kDone: the op delivered its result and is dropped. A fatal session
+    // error is reported through Impl::fatal().
+    virtual Step step(Impl& io) = 0;
+    // The connection is about to be torn down (its socket is already shut down, so libssh2
+    // calls fail fast): free channels/handles this op holds.
+    virtual void abandon(Impl& io) = 0;
+    // The session is gone (dropped, or closed). Return true to be retried on a new connection
+    // (only if may_retry and nothing was sent yet); otherwise deliver `error`. No libssh2 calls.
+    virtual bool on_session_lost(const SshError& error, bool may_retry) = 0;
+    // For the poll timeout.
+    virtual Clock::time_point deadline() const { return Clock::time_point::max(); }
+    int retries = 0;
+  };
+
+  struct SftpSlot {
+    LIBSSH2_SFTP* sftp = nullptr;
+    bool busy = false;
+  };
+
+  explicit Impl(SshConfig config);
+  ~Impl();
+
+  // Caller side (any thread).
+  void submit(std::shared_ptr<Op> op);
+  SshStatus connect_sync();
+  void close();
+  bool connected() const { return connected_.load(); }
+  std::string fingerprint() const;
+  SshStats stats() const;
+  const SshConfig& config() const { return config_; }
+
+  // I/O-thread side, used by the ops.
+  LIBSSH2_SESSION* session() const { return session_; }
+  // The session-wide "opening" state (channel open, sftp init) is single-flight in libssh2.
+  bool try_take_opener(const Op* op);
+  void release_opener(const Op* op);
+  // Channel accounting: reserve before opening, release after freeing / on failure.
+  bool try_reserve_channel();
+  void release_channel();
+  // The server refused a channel: remember that `open_channels` is its limit.
+  void learn_channel_limit();
+  int channels_open() const { return channels_open_; }
+  // Bumped whenever a channel is released (a refused opener waits for this to change).
+  std::uint64_t release_epoch() const { return release_epoch_; }
+  // SFTP instance pool. Returns a slot index, -1 while waiting, or an error.
+  SshResult<int> acquire_sftp(const Op* op);
+  LIBSSH2_SFTP* sftp(int slot) const { return sftp_slots_[static_cast<std::size_t>(slot)].sftp; }
+  void release_sftp(int slot);
+  // An SFTP instance whose channel failed: shut it down instead of reusing it.
+  void discard_sftp(int slot);
+  // Report that the connection is unusable; the loop tears it down after this pass.
+  void fatal(SshError error);
+  // Channels whose command is abandoned (after a timeout): closed and freed in the background.
+  void adopt_zombie(LIBSSH2_CHANNEL* channel);
+  // Queue an internal op from the I/O thread (e.g. the kill after a timeout).
+  void spawn(std::shared_ptr<Op> op) { spawned_.push_back(std::move(op)); }
+  std::uint64_t session_generation() const { return generation_; }
+
+ private:
+  void ensure_thread();  // REQUIRES: mu_ held
+  void run();
+  SshStatus do_connect();
+  SshStatus verify_host_key();
+  SshStatus authenticate();
+  SshStatus wait_socket(Clock::time_point deadline);
+  void teardown(bool graceful);
+  void fail_all(const SshError& error, bool allow_retry);
+  void reap_zombies();
+  void wake();
+
+  SshConfig config_;
+
+  // Shared with callers.
+  mutable std::mutex mu_;
+  std::deque<std::shared_ptr<Op>> queue_;  // GUARDED_BY(mu_)
+  bool stop_ = false;                      // GUARDED_BY(mu_)
+  std::thread thread_;                     // GUARDED_BY(mu_)
+  std::string fingerprint_;                // GUARDED_BY(mu_)
+  std::string tofu_fingerprint_;           // GUARDED_BY(mu_): the key trusted first
+  UniqueFd wake_fd_;
+  std::atomic<bool> connected_{false};
+  std::atomic<std::uint64_t> connects_{0};
+  std::atomic<std::uint64_t> keepalives_{0};
+  std::atomic<int> stat_channels_open_{0};
+  std::atomic<int> stat_channel_limit_{0};
+
+ public:
+  // libssh2 allocation counter (its allocator callbacks reach it through the abstract pointer).
+  std::atomic<std::int64_t> live_allocations_{0};
+
+ private:
+  // I/O thread only.
+  UniqueFd sock_;
+  LIBSSH2_SESSION* session_ = nullptr;
+  std::uint64_t generation_ = 0;
+  std::vector<std::shared_ptr<Op>> active_;
+  std::vector<std::shared_ptr<Op>> spawned_;
+  const Op* opener_ = nullptr;
+  int channels_open_ = 0;
+  int channel_limit_ = 0;
+  std::uint64_t release_epoch_ = 0;
+  bool limit_learned_ = false;
+  bool sftp_refused_ = false;
+  std::uint64_t sftp_refused_epoch_ = 0;
+  Clock::time_point sftp_retry_at_{};
+  std::vector<SftpSlot> sftp_slots_;
+  std::vector<LIBSSH2_CHANNEL*> zombies_;
+  bool fatal_pending_ = false;
+  SshError fatal_error_;
+  Clock::time_point next_keepalive_ = Clock::time_point::max();
+};
+
+// Op factories (ssh_exec.cc, ssh_sftp.cc).
+namespace ssh_detail {
+
+std::shared_ptr<SshSession::Impl::Op> make_exec_op(
+    std::string remote_command, ExecOptions options,
+    std::shared_ptr<std::promise<SshResult<ExecResult>>> promise);
+
+// A source yields up to n bytes into buf and returns how many (0 at the end).
+using Source = std::function<SshResult<std::size_t>(char* buf, std::size_t n)>;
+using Sink = std::function<SshStatus(std::string_view data)>;
+
+struct SftpOpResult {
+  std::uint64_t bytes = 0;
+  SftpAttributes attrs;
+  std::vector<SftpEntry> entries;
+};
+using SftpPromise = std::shared_ptr<std::promise<SshResult<SftpOpResult>>>;
+
+enum class SftpCall { kStat, kLstat, kMkdir, kUnlink, kRmdir, kRename, kStatvfsFree };
+std::shared_ptr<SshSession::Impl::Op> make_sftp_call_op(SftpCall call, std::string path,
+                                                        std::string path2, std::uint32_t mode,
+                                                        SftpPromise promise);
+std::shared_ptr<SshSession::Impl::Op> make_list_op(std::string path, SftpPromise promise);
+std::shared_ptr<SshSession::Impl::Op> make_upload_op(std::string path, std::uint32_t mode,
+                                                     bool fsync, int streams, Source source,
+                                                     SftpPromise promise);
+std::shared_ptr<SshSession::Impl::Op> make_download_op(std::string path, std::uint64_t max_size,
+                                                       int streams, Sink sink, SftpPromise promise);
+
+}  // namespace ssh_detail
+}  // namespace pvs

@@ -1,0 +1,631 @@
+// SFTP operations (driven by the I/O thread) and the public SFTP methods of SshSession.
+//
+// Each op borrows one LIBSSH2_SFTP instance from the session's pool for its whole duration:
+// libssh2 keeps per-instance state for open/read/write/stat, so one instance runs one op at a
+// time. Transfers pass sftp_buffer_size (1 MiB) to every read/write, which keeps ~35 requests
+// in flight (libssh2 splits into 30000-byte packets and pipelines them).
+#include <cstring>
+#include <istream>
+#include <ostream>
+#include <random>
+
+#include "pvesandbox/common/log.h"
+#include "session_impl.h"
+
+namespace pvs::ssh_detail {
+namespace {
+
+using Op = SshSession::Impl::Op;
+using Step = Op::Step;
+
+SftpAttributes to_attrs(const LIBSSH2_SFTP_ATTRIBUTES& a) {
+  SftpAttributes r;
+  if (a.flags & LIBSSH2_SFTP_ATTR_SIZE) r.size = a.filesize;
+  if (a.flags & LIBSSH2_SFTP_ATTR_PERMISSIONS) r.mode = static_cast<std::uint32_t>(a.permissions);
+  if (a.flags & LIBSSH2_SFTP_ATTR_UIDGID) {
+    r.uid = static_cast<std::uint32_t>(a.uid);
+    r.gid = static_cast<std::uint32_t>(a.gid);
+  }
+  if (a.flags & LIBSSH2_SFTP_ATTR_ACMODTIME) r.mtime = static_cast<std::int64_t>(a.mtime);
+  return r;
+}
+
+// Common part: borrow an SFTP instance, deliver exactly once, give the instance back.
+class SftpOp : public Op {
+ public:
+  explicit SftpOp(SftpPromise promise) : promise_(std::move(promise)) {}
+
+  bool on_session_lost(const SshError& error, bool may_retry) override {
+    if (done_) return false;
+    slot_ = -1;
+    handle_ = nullptr;
+    if (!sent_ && may_retry) {
+      reset();
+      return true;
+    }
+    deliver(tl::unexpected<SshError>(error));
+    return false;
+  }
+
+  void abandon(SshSession::Impl&) override {
+    // The handle dies with its SFTP instance (libssh2_sftp_shutdown in teardown).
+    handle_ = nullptr;
+  }
+
+ protected:
+  // Returns false while waiting (or after delivering an error).
+  bool acquire(SshSession::Impl& io) {
+    if (slot_ >= 0) return true;
+    auto r = io.acquire_sftp(this);
+    if (!r) {
+      deliver(tl::unexpected<SshError>(r.error()));
+      return false;
+    }
+    if (*r < 0) return false;
+    slot_ = *r;
+    return true;
+  }
+
+  LIBSSH2_SFTP* sftp(SshSession::Impl& io) const { return io.sftp(slot_); }
+
+  // rc from a libssh2 SFTP call that failed (not EAGAIN).
+  Step fail_call(SshSession::Impl& io, int rc, std::string_view what) {
+    SshError e = sftp_error(io.session(), sftp(io), rc, what);
+    if (is_fatal_session_error(rc)) {
+      io.fatal(e);
+      return Step::kIdle;
+    }
+    return finish(io, tl::unexpected<SshError>(std::move(e)));
+  }
+
+  Step finish(SshSession::Impl& io, SshResult<SftpOpResult> r) {
+    if (slot_ >= 0) io.release_sftp(slot_);
+    slot_ = -1;
+    deliver(std::move(r));
+    return Step::kDone;
+  }
+
+  void deliver(SshResult<SftpOpResult> r) {
+    if (done_) return;
+    done_ = true;
+    promise_->set_value(std::move(r));
+  }
+
+  virtual void reset() {}
+
+  SftpPromise promise_;
+  int slot_ = -1;
+  bool sent_ = false;  // a request that changes remote state went out
+  bool done_ = false;
+  LIBSSH2_SFTP_HANDLE* handle_ = nullptr;
+};
+
+class CallOp : public SftpOp {
+ public:
+  CallOp(SftpCall call, std::string path, std::string path2, std::uint32_t mode, SftpPromise p)
+      : SftpOp(std::move(p)),
+        call_(call),
+        path_(std::move(path)),
+        path2_(std::move(path2)),
+        mode_(mode) {}
+
+  Step step(SshSession::Impl& io) override {
+    if (done_) return Step::kDone;
+    if (!acquire(io)) return done_ ? Step::kDone : Step::kIdle;
+    LIBSSH2_SFTP* s = sftp(io);
+    const auto len = static_cast<unsigned>(path_.size());
+    LIBSSH2_SFTP_ATTRIBUTES attrs{};
+    LIBSSH2_SFTP_STATVFS vfs{};
+    int rc = 0;
+    std::string_view what;
+    switch (call_) {
+      case SftpCall::kStat:
+        rc = libssh2_sftp_stat_ex(s, path_.c_str(), len, LIBSSH2_SFTP_STAT, &attrs);
+        what = "stat";
+        break;
+      case SftpCall::kLstat:
+        rc = libssh2_sftp_stat_ex(s, path_.c_str(), len, LIBSSH2_SFTP_LSTAT, &attrs);
+        what = "lstat";
+        break;
+      case SftpCall::kMkdir:
+        rc = libssh2_sftp_mkdir_ex(s, path_.c_str(), len, static_cast<long>(mode_));
+        what = "mkdir";
+        break;
+      case SftpCall::kUnlink:
+        rc = libssh2_sftp_unlink_ex(s, path_.c_str(), len);
+        what = "unlink";
+        break;
+      case SftpCall::kRmdir:
+        rc = libssh2_sftp_rmdir_ex(s, path_.c_str(), len);
+        what = "rmdir";
+        break;
+      case SftpCall::kRename:
+        rc = libssh2_sftp_rename_ex(s, path_.c_str(), len, path2_.c_str(),
+                                    static_cast<unsigned>(path2_.size()),
+                                    LIBSSH2_SFTP_RENAME_OVERWRITE | LIBSSH2_SFTP_RENAME_ATOMIC |
+                                        LIBSSH2_SFTP_RENAME_NATIVE);
+        what = "rename";
+        break;
+      case SftpCall::kStatvfsFree:
+        rc = libssh2_sftp_statvfs(s, path_.c_str(), path_.size(), &vfs);
+        what = "statvfs";
+        break;
+    }
+    if (rc == LIBSSH2_ERROR_EAGAIN) {
+      if (call_ != SftpCall::kStat && call_ != SftpCall::kLstat &&
+          call_ != SftpCall::kStatvfsFree) {
+        sent_ = true;
+      }
+      return Step::kIdle;
+    }
+    if (rc != 0) return fail_call(io, rc, std::string(what) + " " + path_);
+    SftpOpResult r;
+    r.attrs = to_attrs(attrs);
+    if (call_ == SftpCall::kStatvfsFree) r.bytes = vfs.f_bavail * vfs.f_frsize;
+    return finish(io, std::move(r));
+  }
+
+ private:
+  SftpCall call_;
+  std::string path_;
+  std::string path2_;
+  std::uint32_t mode_;
+};
+
+class ListOp : public SftpOp {
+ public:
+  ListOp(std::string path, SftpPromise p) : SftpOp(std::move(p)), path_(std::move(path)) {}
+
+  Step step(SshSession::Impl& io) override {
+    if (done_) return Step::kDone;
+    if (!acquire(io)) return done_ ? Step::kDone : Step::kIdle;
+    if (handle_ == nullptr && !closing_) {
+      handle_ = libssh2_sftp_open_ex(sftp(io), path_.c_str(), static_cast<unsigned>(path_.size()),
+                                     0, 0, LIBSSH2_SFTP_OPENDIR);
+      if (handle_ == nullptr) {
+        int rc = libssh2_session_last_errno(io.session());
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        return fail_call(io, rc, "opendir " + path_);
+      }
+    }
+    char name[1024];
+    while (!closing_) {
+      LIBSSH2_SFTP_ATTRIBUTES attrs{};
+      int rc = libssh2_sftp_readdir_ex(handle_, name, sizeof name, nullptr, 0, &attrs);
+      if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+      if (rc < 0) {
+        error_ = sftp_error(io.session(), sftp(io), rc, "readdir " + path_);
+        if (is_fatal_session_error(rc)) {
+          io.fatal(*error_);
+          return Step::kIdle;
+        }
+        closing_ = true;
+        break;
+      }
+      if (rc == 0) {
+        closing_ = true;
+        break;
+      }
+      std::string n(name, static_cast<std::size_t>(rc));
+      if (n == "." || n == "..") continue;
+      result_.entries.push_back(SftpEntry{std::move(n), to_attrs(attrs)});
+    }
+    int rc = libssh2_sftp_close_handle(handle_);
+    if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+    handle_ = nullptr;
+    if (error_) return finish(io, tl::unexpected<SshError>(std::move(*error_)));
+    return finish(io, std::move(result_));
+  }
+
+ private:
+  std::string path_;
+  bool closing_ = false;
+  std::optional<SshError> error_;
+  SftpOpResult result_;
+};
+
+// Upload: open (create/truncate) -> write the source in sftp_buffer_size blocks -> [fsync] ->
+// close. libssh2_sftp_write must be called again with the same unacknowledged bytes until the
+// whole block is acknowledged, so the block is kept untouched until then.
+class UploadOp : public SftpOp {
+ public:
+  UploadOp(std::string path, std::uint32_t mode, bool fsync, Source source, SftpPromise p)
+      : SftpOp(std::move(p)),
+        path_(std::move(path)),
+        mode_(mode),
+        fsync_(fsync),
+        source_(std::move(source)) {}
+
+  Step step(SshSession::Impl& io) override {
+    if (done_) return Step::kDone;
+    if (!acquire(io)) return done_ ? Step::kDone : Step::kIdle;
+    switch (state_) {
+      case State::kOpen: {
+        handle_ = libssh2_sftp_open_ex(sftp(io), path_.c_str(), static_cast<unsigned>(path_.size()),
+                                       LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
+                                       static_cast<long>(mode_), LIBSSH2_SFTP_OPENFILE);
+        if (handle_ == nullptr) {
+          int rc = libssh2_session_last_errno(io.session());
+          if (rc == LIBSSH2_ERROR_EAGAIN) {
+            sent_ = true;
+            return Step::kIdle;
+          }
+          return fail_call(io, rc, "open " + path_ + " for writing");
+        }
+        sent_ = true;
+        buffer_.resize(std::max<std::size_t>(io.config().sftp_buffer_size, 32768));
+        state_ = State::kWrite;
+        [[fallthrough]];
+      }
+      case State::kWrite: {
+        if (off_ == len_) {
+          if (source_eof_) {
+            state_ = fsync_ ? State::kFsync : State::kClose;
+            return Step::kProgress;
+          }
+          // Refill the block from the source.
+          len_ = 0;
+          off_ = 0;
+          while (len_ < buffer_.size()) {
+            auto n = source_(buffer_.data() + len_, buffer_.size() - len_);
+            if (!n) {
+              error_ = n.error();
+              state_ = State::kClose;
+              return Step::kProgress;
+            }
+            if (*n == 0) {
+              source_eof_ = true;
+              break;
+            }
+            len_ += *n;
+          }
+          if (len_ == 0) return Step::kProgress;
+        }
+        ssize_t rc = libssh2_sftp_write(handle_, buffer_.data() + off_, len_ - off_);
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        if (rc < 0) {
+          int code = static_cast<int>(rc);
+          error_ = sftp_error(io.session(), sftp(io), code, "write " + path_);
+          if (is_fatal_session_error(code)) {
+            io.fatal(*error_);
+            return Step::kIdle;
+          }
+          state_ = State::kClose;
+          return Step::kProgress;
+        }
+        off_ += static_cast<std::size_t>(rc);
+        total_ += static_cast<std::uint64_t>(rc);
+        return Step::kProgress;
+      }
+      case State::kFsync: {
+        int rc = libssh2_sftp_fsync(handle_);
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        if (rc != 0 && !error_) error_ = sftp_error(io.session(), sftp(io), rc, "fsync " + path_);
+        state_ = State::kClose;
+        [[fallthrough]];
+      }
+      case State::kClose: {
+        int rc = libssh2_sftp_close_handle(handle_);
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        handle_ = nullptr;
+        if (rc != 0 && !error_) error_ = sftp_error(io.session(), sftp(io), rc, "close " + path_);
+        if (error_) return finish(io, tl::unexpected<SshError>(std::move(*error_)));
+        SftpOpResult r;
+        r.bytes = total_;
+        return finish(io, std::move(r));
+      }
+    }
+    return Step::kIdle;
+  }
+
+ private:
+  enum class State { kOpen, kWrite, kFsync, kClose };
+  std::string path_;
+  std::uint32_t mode_;
+  bool fsync_;
+  Source source_;
+  State state_ = State::kOpen;
+  std::vector<char> buffer_;
+  std::size_t len_ = 0;
+  std::size_t off_ = 0;
+  bool source_eof_ = false;
+  std::uint64_t total_ = 0;
+  std::optional<SshError> error_;
+};
+
+class DownloadOp : public SftpOp {
+ public:
+  DownloadOp(std::string path, std::uint64_t max_size, Sink sink, SftpPromise p)
+      : SftpOp(std::move(p)), path_(std::move(path)), max_size_(max_size), sink_(std::move(sink)) {}
+
+  Step step(SshSession::Impl& io) override {
+    if (done_) return Step::kDone;
+    if (!acquire(io)) return done_ ? Step::kDone : Step::kIdle;
+    if (state_ == State::kOpen) {
+      handle_ = libssh2_sftp_open_ex(sftp(io), path_.c_str(), static_cast<unsigned>(path_.size()),
+                                     LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+      if (handle_ == nullptr) {
+        int rc = libssh2_session_last_errno(io.session());
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        return fail_call(io, rc, "open " + path_ + " for reading");
+      }
+      buffer_.resize(std::max<std::size_t>(io.config().sftp_buffer_size, 32768));
+      state_ = State::kRead;
+    }
+    if (state_ == State::kRead) {
+      ssize_t rc = libssh2_sftp_read(handle_, buffer_.data(), buffer_.size());
+      if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+      if (rc < 0) {
+        int code = static_cast<int>(rc);
+        error_ = sftp_error(io.session(), sftp(io), code, "read " + path_);
+        if (is_fatal_session_error(code)) {
+          io.fatal(*error_);
+          return Step::kIdle;
+        }
+        state_ = State::kClose;
+      } else if (rc == 0) {
+        state_ = State::kClose;
+      } else {
+        total_ += static_cast<std::uint64_t>(rc);
+        if (total_ > max_size_) {
+          error_ = ssh_fail(SshErrc::kTooLarge, "download " + path_ + ": larger than " +
+                                                    std::to_string(max_size_) + " bytes")
+                       .value();
+          state_ = State::kClose;
+        } else if (auto st = sink_(std::string_view(buffer_.data(), static_cast<std::size_t>(rc)));
+                   !st) {
+          error_ = st.error();
+          state_ = State::kClose;
+        }
+        return Step::kProgress;
+      }
+    }
+    int rc = libssh2_sftp_close_handle(handle_);
+    if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+    handle_ = nullptr;
+    if (error_) return finish(io, tl::unexpected<SshError>(std::move(*error_)));
+    SftpOpResult r;
+    r.bytes = total_;
+    return finish(io, std::move(r));
+  }
+
+ private:
+  enum class State { kOpen, kRead, kClose };
+  void reset() override {
+    state_ = State::kOpen;
+    total_ = 0;
+  }
+  std::string path_;
+  std::uint64_t max_size_;
+  Sink sink_;
+  State state_ = State::kOpen;
+  std::vector<char> buffer_;
+  std::uint64_t total_ = 0;
+  std::optional<SshError> error_;
+};
+
+}  // namespace
+
+std::shared_ptr<Op> make_sftp_call_op(SftpCall call, std::string path, std::string path2,
+                                      std::uint32_t mode, SftpPromise promise) {
+  return std::make_shared<CallOp>(call, std::move(path), std::move(path2), mode,
+                                  std::move(promise));
+}
+
+std::shared_ptr<Op> make_list_op(std::string path, SftpPromise promise) {
+  return std::make_shared<ListOp>(std::move(path), std::move(promise));
+}
+
+std::shared_ptr<Op> make_upload_op(std::string path, std::uint32_t mode, bool fsync, int,
+                                   Source source, SftpPromise promise) {
+  return std::make_shared<UploadOp>(std::move(path), mode, fsync, std::move(source),
+                                    std::move(promise));
+}
+
+std::shared_ptr<Op> make_download_op(std::string path, std::uint64_t max_size, int, Sink sink,
+                                     SftpPromise promise) {
+  return std::make_shared<DownloadOp>(std::move(path), max_size, std::move(sink),
+                                      std::move(promise));
+}
+
+}  // namespace pvs::ssh_detail
+
+// ---------------------------------------------------------------------------------------------
+// Public SFTP API (caller threads).
+
+namespace pvs {
+
+using ssh_detail::SftpCall;
+using ssh_detail::SftpOpResult;
+
+namespace {
+
+SshResult<SftpOpResult> run_op(
+    SshSession::Impl& impl,
+    const std::function<std::shared_ptr<SshSession::Impl::Op>(ssh_detail::SftpPromise)>& make) {
+  auto promise = std::make_shared<std::promise<SshResult<SftpOpResult>>>();
+  auto future = promise->get_future();
+  impl.submit(make(promise));
+  return future.get();
+}
+
+SshResult<SftpOpResult> call(SshSession::Impl& impl, SftpCall c, const std::string& path,
+                             const std::string& path2 = {}, std::uint32_t mode = 0) {
+  return run_op(impl, [&](ssh_detail::SftpPromise p) {
+    return ssh_detail::make_sftp_call_op(c, path, path2, mode, std::move(p));
+  });
+}
+
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {".", path};
+  if (slash == 0) return {"/", path.substr(1)};
+  return {path.substr(0, slash), path.substr(slash + 1)};
+}
+
+std::string random_suffix() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  std::uint64_t v = rng();
+  for (int i = 0; i < 12; ++i, v >>= 4) s += kHex[v & 15];
+  return s;
+}
+
+}  // namespace
+
+SshResult<SftpAttributes> SshSession::stat(const std::string& remote_path) {
+  auto r = call(*impl_, SftpCall::kStat, remote_path);
+  if (!r) return tl::unexpected<SshError>(r.error());
+  return r->attrs;
+}
+
+SshResult<std::vector<SftpEntry>> SshSession::list_dir(const std::string& remote_path) {
+  auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
+    return ssh_detail::make_list_op(remote_path, std::move(p));
+  });
+  if (!r) return tl::unexpected<SshError>(r.error());
+  return std::move(r->entries);
+}
+
+SshStatus SshSession::remove(const std::string& remote_path) {
+  auto r = call(*impl_, SftpCall::kUnlink, remote_path);
+  if (!r) return tl::unexpected<SshError>(r.error());
+  return {};
+}
+
+SshStatus SshSession::mkdir(const std::string& remote_path, std::uint32_t mode, bool parents) {
+  if (remote_path.empty()) return ssh_fail(SshErrc::kInvalidArgument, "mkdir: empty path");
+  auto r = call(*impl_, SftpCall::kMkdir, remote_path, {}, mode);
+  if (r) return {};
+  if (!parents) return tl::unexpected<SshError>(r.error());
+  // mkdir -p: an existing directory is fine; a missing parent is created first.
+  auto st = stat(remote_path);
+  if (st && st->is_dir()) return {};
+  if (st) return ssh_fail(SshErrc::kAlreadyExists, "mkdir " + remote_path + ": not a directory");
+  if (r.error().kind != SshErrc::kNoSuchFile) return tl::unexpected<SshError>(r.error());
+  auto [parent, base] = split_path(remote_path);
+  if (parent == remote_path || parent == "/" || parent == ".") {
+    return tl::unexpected<SshError>(r.error());
+  }
+  if (auto p = mkdir(parent, mode, true); !p) return p;
+  auto again = call(*impl_, SftpCall::kMkdir, remote_path, {}, mode);
+  if (!again) {
+    auto st2 = stat(remote_path);
+    if (st2 && st2->is_dir()) return {};
+    return tl::unexpected<SshError>(again.error());
+  }
+  return {};
+}
+
+namespace {
+
+SshStatus do_upload(SshSession& self, SshSession::Impl& impl, const std::string& remote_path,
+                    ssh_detail::Source source, const UploadOptions& options) {
+  if (remote_path.empty() || remote_path.back() == '/') {
+    return ssh_fail(SshErrc::kInvalidArgument, "upload: bad remote path " + remote_path);
+  }
+  auto [dir, base] = split_path(remote_path);
+  if (options.create_parents && dir != "/" && dir != ".") {
+    if (auto st = self.mkdir(dir, 0755, true); !st) return st;
+  }
+  const std::string target =
+      options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" + random_suffix()
+                     : remote_path;
+  auto r = run_op(impl, [&](ssh_detail::SftpPromise p) {
+    return ssh_detail::make_upload_op(target, options.mode, options.fsync, options.streams,
+                                      std::move(source), std::move(p));
+  });
+  if (!r) {
+    SshError e = r.error();
+    if (e.kind == SshErrc::kSftpFailure) {
+      // OpenSSH reports ENOSPC as a bare SSH_FX_FAILURE: ask the filesystem.
+      auto vfs = call(impl, SftpCall::kStatvfsFree, dir);
+      if (vfs && vfs->bytes < (1u << 20)) {
+        e.kind = SshErrc::kDiskFull;
+        e.code = error_code_for(e.kind);
+        e.message += ": no space left on the remote filesystem (" + std::to_string(vfs->bytes) +
+                     " bytes free)";
+      }
+    }
+    if (options.atomic && e.kind != SshErrc::kDisconnected && e.kind != SshErrc::kClosed) {
+      (void)call(impl, SftpCall::kUnlink, target);
+    }
+    return tl::unexpected<SshError>(std::move(e));
+  }
+  if (options.atomic) {
+    // SFTPv3 rename (libssh2 1.10) refuses to replace an existing file; mv -f is rename(2).
+    ExecOptions o;
+    o.timeout = std::chrono::seconds(60);
+    auto mv = self.exec(
+        "mv -f -- " + ssh_detail::shell_quote(target) + " " + ssh_detail::shell_quote(remote_path),
+        std::move(o));
+    if (!mv || mv->exit_code != 0) {
+      (void)call(impl, SftpCall::kUnlink, target);
+      if (!mv) return tl::unexpected<SshError>(mv.error());
+      SshErrc kind = mv->err.find("ermission denied") != std::string::npos
+                         ? SshErrc::kPermissionDenied
+                         : SshErrc::kSftpFailure;
+      return ssh_fail(kind, "upload " + remote_path + ": rename into place failed: " + mv->err);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+SshStatus SshSession::upload(const std::string& remote_path, std::string_view data,
+                             const UploadOptions& options) {
+  auto pos = std::make_shared<std::size_t>(0);
+  ssh_detail::Source src = [data, pos](char* buf, std::size_t n) -> SshResult<std::size_t> {
+    std::size_t k = std::min(n, data.size() - *pos);
+    std::memcpy(buf, data.data() + *pos, k);
+    *pos += k;
+    return k;
+  };
+  return do_upload(*this, *impl_, remote_path, std::move(src), options);
+}
+
+SshStatus SshSession::upload(const std::string& remote_path, std::istream& in,
+                             const UploadOptions& options, std::optional<std::uint64_t>) {
+  ssh_detail::Source src = [&in](char* buf, std::size_t n) -> SshResult<std::size_t> {
+    in.read(buf, static_cast<std::streamsize>(n));
+    auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0 && in.bad())
+      return ssh_fail(SshErrc::kLocalIo, "upload: reading the source failed");
+    return got;
+  };
+  return do_upload(*this, *impl_, remote_path, std::move(src), options);
+}
+
+SshResult<std::string> SshSession::download(const std::string& remote_path,
+                                            const DownloadOptions& options) {
+  auto data = std::make_shared<std::string>();
+  ssh_detail::Sink sink = [data](std::string_view chunk) -> SshStatus {
+    data->append(chunk);
+    return {};
+  };
+  auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
+    return ssh_detail::make_download_op(remote_path, options.max_size, options.streams,
+                                        std::move(sink), std::move(p));
+  });
+  if (!r) return tl::unexpected<SshError>(r.error());
+  return std::move(*data);
+}
+
+SshResult<std::uint64_t> SshSession::download(const std::string& remote_path, std::ostream& out,
+                                              const DownloadOptions& options) {
+  ssh_detail::Sink sink = [&out](std::string_view chunk) -> SshStatus {
+    out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    if (!out) return ssh_fail(SshErrc::kLocalIo, "download: writing the destination failed");
+    return {};
+  };
+  auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
+    return ssh_detail::make_download_op(remote_path, options.max_size, options.streams,
+                                        std::move(sink), std::move(p));
+  });
+  if (!r) return tl::unexpected<SshError>(r.error());
+  return r->bytes;
+}
+
+}  // namespace pvs

@@ -1,0 +1,644 @@
+// SshSession against a real OpenSSH sshd started by the test on 127.0.0.1 (tests/support).
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "pvesandbox/ssh_session.h"
+#include "support/sshd_fixture.h"
+
+namespace pvs {
+namespace {
+
+using namespace std::chrono_literals;
+using test::SshdFixture;
+
+class SshSessionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { sshd_ = new SshdFixture(); }
+  static void TearDownTestSuite() {
+    delete sshd_;
+    sshd_ = nullptr;
+  }
+
+  static SshConfig config() {
+    SshConfig c;
+    c.host = sshd_->host();
+    c.port = sshd_->port();
+    c.user = sshd_->user();
+    c.private_key_file = sshd_->client_key_path();
+    c.host_key_policy = HostKeyPolicy::kPinned;
+    c.host_key_fingerprint = sshd_->host_key_fingerprint();
+    c.connect_timeout = 5s;
+    return c;
+  }
+
+  static ExecResult run(SshSession& s, const std::string& cmd, ExecOptions o = {}) {
+    auto r = s.exec(cmd, std::move(o));
+    EXPECT_TRUE(r) << cmd << ": " << r.error().to_string();
+    return r ? *r : ExecResult{};
+  }
+
+  static SshdFixture* sshd_;
+};
+
+SshdFixture* SshSessionTest::sshd_ = nullptr;
+
+ExecOptions timeout_opts(std::chrono::milliseconds t) {
+  ExecOptions o;
+  o.timeout = t;
+  return o;
+}
+
+UploadOptions upload_opts(std::uint32_t mode, bool create_parents = false, bool atomic = true) {
+  UploadOptions o;
+  o.mode = mode;
+  o.create_parents = create_parents;
+  o.atomic = atomic;
+  return o;
+}
+
+DownloadOptions max_size(std::uint64_t n) {
+  DownloadOptions o;
+  o.max_size = n;
+  return o;
+}
+
+int count_dir(const char* path) {
+  int n = 0;
+  DIR* d = ::opendir(path);
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+std::string random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i + 8 <= n; i += 8) {
+    std::uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, 8);
+  }
+  return s;
+}
+
+std::string local_sha256(const std::string& data) {
+  char path[] = "/tmp/pvs-ssh-sum-XXXXXX";
+  int fd = ::mkstemp(path);
+  EXPECT_GE(fd, 0);
+  std::size_t off = 0;
+  while (off < data.size()) {
+    ssize_t w = ::write(fd, data.data() + off, data.size() - off);
+    if (w <= 0) break;
+    off += static_cast<std::size_t>(w);
+  }
+  ::close(fd);
+  std::string out;
+  test::run_command({"sha256sum", path}, &out);
+  ::unlink(path);
+  return out.substr(0, 64);
+}
+
+TEST_F(SshSessionTest, ExitCodes) {
+  SshSession s(config());
+  EXPECT_EQ(run(s, "true").exit_code, 0);
+  EXPECT_EQ(run(s, "false").exit_code, 1);
+  auto r = run(s, "echo partial; exit 3");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "partial\n");
+  EXPECT_TRUE(r.exit_signal.empty());
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_TRUE(s.is_connected());
+}
+
+TEST_F(SshSessionTest, ExitSignal) {
+  SshSession s(config());
+  auto r = run(s, "kill -TERM $$");
+  EXPECT_EQ(r.exit_signal, "TERM");
+  EXPECT_EQ(r.exit_code, -1);
+}
+
+TEST_F(SshSessionTest, StdoutAndStderrSeparate) {
+  SshSession s(config());
+  auto r = run(s, "echo out1; echo err1 >&2; echo out2; echo err2 >&2");
+  EXPECT_EQ(r.out, "out1\nout2\n");
+  EXPECT_EQ(r.err, "err1\nerr2\n");
+  // Both streams far beyond the channel window at once: must not deadlock.
+  auto big = run(s, "head -c 8000000 /dev/zero >&2 & head -c 8000000 /dev/zero; wait; exit 7");
+  EXPECT_EQ(big.exit_code, 7);
+  EXPECT_EQ(big.out.size(), 8000000u);
+  EXPECT_EQ(big.err.size(), 8000000u);
+}
+
+TEST_F(SshSessionTest, StdinIsFedAndClosed) {
+  SshSession s(config());
+  // No stdin: cat sees EOF at once instead of hanging.
+  auto empty = run(s, "cat", timeout_opts(10s));
+  EXPECT_EQ(empty.exit_code, 0);
+  EXPECT_EQ(empty.out, "");
+  EXPECT_FALSE(empty.timed_out);
+  ExecOptions o;
+  o.stdin_data = "hello\nworld\n";
+  EXPECT_EQ(run(s, "cat", o).out, "hello\nworld\n");
+  // Binary-safe both ways: every byte value, 6 MiB (more than the channel window).
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  std::string bin;
+  while (bin.size() < (6u << 20)) bin += all;
+  o.stdin_data = bin;
+  auto echo = run(s, "cat", o);
+  EXPECT_EQ(echo.out.size(), bin.size());
+  EXPECT_TRUE(echo.out == bin);
+  // A command that ignores stdin does not hang the writer.
+  o.stdin_data = std::string(5 << 20, 'x');
+  auto ignore = run(s, "echo done", o);
+  EXPECT_EQ(ignore.out, "done\n");
+}
+
+TEST_F(SshSessionTest, EnvAndCwd) {
+  SshSession s(config());
+  ExecOptions o;
+  o.env = {{"PVS_A", "x y 'z'"}, {"PVS_B", "$HOME;`id`"}};
+  o.cwd = sshd_->home();
+  auto r = run(s, "printf '%s|%s|' \"$PVS_A\" \"$PVS_B\"; pwd", o);
+  EXPECT_EQ(r.out, "x y 'z'|$HOME;`id`|" + sshd_->home() + "\n");
+  ExecOptions missing;
+  missing.cwd = "/nonexistent/dir";
+  auto m = run(s, "pwd", missing);
+  EXPECT_EQ(m.exit_code, 126);
+  EXPECT_FALSE(m.err.empty());
+  ExecOptions bad;
+  bad.env = {{"BAD NAME", "x"}};
+  auto b = s.exec("true", bad);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().kind, SshErrc::kInvalidArgument);
+}
+
+std::vector<std::string> user_commands(uid_t uid) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    struct stat st {};
+    std::string p = std::string("/proc/") + e->d_name;
+    if (::stat(p.c_str(), &st) != 0 || st.st_uid != uid) continue;
+    std::ifstream in(p + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), {});
+    for (auto& c : cmd) {
+      if (c == '\0') c = ' ';
+    }
+    out.push_back(cmd);
+  }
+  ::closedir(d);
+  return out;
+}
+
+TEST_F(SshSessionTest, TimeoutKillsTheWholeProcessTree) {
+  struct stat st {};
+  ASSERT_EQ(::stat(sshd_->home().c_str(), &st), 0);
+  const uid_t uid = st.st_uid;
+  SshSession s(config());
+  ExecOptions o;
+  o.timeout = 1s;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run(s, "echo started; echo to-err >&2; sh -c 'sleep 1000 & sleep 1000'", o);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.out, "started\n");
+  EXPECT_EQ(r.err, "to-err\n");  // the pid marker is not part of the output
+  EXPECT_EQ(r.exit_signal, "KILL");
+  EXPECT_LT(took, 3s);
+  // Every sleep of the user is gone (the session and the test user run nothing else).
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = true;
+    for (const auto& c : user_commands(uid)) {
+      if (c.find("sleep 1000") != std::string::npos) gone = false;
+    }
+    if (!gone) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(gone) << "a 'sleep 1000' survived the timeout";
+  // The session is still fine.
+  EXPECT_EQ(run(s, "echo ok").out, "ok\n");
+}
+
+TEST_F(SshSessionTest, OutputCapKeepsHeadAndTail) {
+  SshSession s(config());
+  ExecOptions o;
+  o.max_output = 1 << 20;
+  o.timeout = 60s;
+  auto r = run(s, "echo BEGIN; head -c 209715200 /dev/zero; echo END", o);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.out_total, 209715200u + 10u);
+  EXPECT_EQ(r.out.size(), 1u << 20);
+  EXPECT_EQ(r.out.substr(0, 6), "BEGIN\n");
+  EXPECT_EQ(r.out.substr(r.out.size() - 4), "END\n");
+  EXPECT_EQ(r.out[r.out.size() / 2], '\0');
+}
+
+TEST_F(SshSessionTest, StreamingCallbackSeesChunksEarly) {
+  SshSession s(config());
+  std::mutex mu;
+  std::string seen_out, seen_err;
+  std::chrono::steady_clock::time_point first_chunk{};
+  ExecOptions o;
+  o.on_output = [&](ExecStream stream, std::string_view data) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_chunk == std::chrono::steady_clock::time_point{}) {
+      first_chunk = std::chrono::steady_clock::now();
+    }
+    (stream == ExecStream::kStdout ? seen_out : seen_err).append(data);
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run(s, "echo a; echo e >&2; sleep 0.5; echo b", o);
+  auto done = std::chrono::steady_clock::now();
+  EXPECT_EQ(seen_out, "a\nb\n");
+  EXPECT_EQ(seen_err, "e\n");
+  EXPECT_EQ(r.out, "a\nb\n");
+  EXPECT_LT(first_chunk - t0, done - t0 - 300ms);
+}
+
+TEST_F(SshSessionTest, ConcurrentExecsDoNotWaitForASlowOne) {
+  SshSession s(config());
+  ASSERT_TRUE(s.connect());
+  std::vector<std::future<SshResult<ExecResult>>> futures;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 32; ++i) {
+    futures.push_back(s.exec_async(i == 16 ? "sleep 2; echo slow" : "echo " + std::to_string(i)));
+  }
+  for (int i = 0; i < 32; ++i) {
+    if (i == 16) continue;
+    ASSERT_EQ(futures[static_cast<std::size_t>(i)].wait_until(t0 + 1500ms),
+              std::future_status::ready)
+        << "exec " << i << " waited behind the slow one";
+    auto r = futures[static_cast<std::size_t>(i)].get();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->out, std::to_string(i) + "\n");
+  }
+  EXPECT_NE(futures[16].wait_for(0ms), std::future_status::ready);
+  auto slow = futures[16].get();
+  ASSERT_TRUE(slow);
+  EXPECT_EQ(slow->out, "slow\n");
+  // Many threads at once, each calling exec().
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 5; ++k) {
+        auto r = s.exec("echo " + std::to_string(i * 10 + k));
+        if (r && r->out == std::to_string(i * 10 + k) + "\n") ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 80);
+}
+
+TEST_F(SshSessionTest, SftpRoundTrip100MiB) {
+  SshSession s(config());
+  const std::string data = random_bytes(100u << 20, 42);
+  const std::string remote = sshd_->home() + "/big.bin";
+  auto up = s.upload(remote, data, upload_opts(0600));
+  ASSERT_TRUE(up) << up.error().to_string();
+  auto sum = run(s, "sha256sum " + remote);
+  EXPECT_EQ(sum.out.substr(0, 64), local_sha256(data));
+  auto st = s.stat(remote);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->size, data.size());
+  EXPECT_EQ(st->mode & 0777, 0600u);
+  EXPECT_TRUE(st->is_regular());
+  auto down = s.download(remote);
+  ASSERT_TRUE(down) << down.error().to_string();
+  EXPECT_EQ(down->size(), data.size());
+  EXPECT_TRUE(*down == data) << "downloaded bytes differ";
+  std::ostringstream os;
+  auto n = s.download(remote, os);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(*n, data.size());
+  EXPECT_TRUE(os.str() == data);
+  ASSERT_TRUE(s.remove(remote));
+}
+
+TEST_F(SshSessionTest, SftpFilesDirectoriesAndErrors) {
+  SshSession s(config());
+  const std::string base = sshd_->home() + "/tree";
+  // Parents are created; the write is atomic and replaces an existing file.
+  ASSERT_TRUE(s.upload(base + "/a/b/c.txt", "one", upload_opts(0644, true)));
+  ASSERT_TRUE(s.upload(base + "/a/b/c.txt", "two"));
+  EXPECT_EQ(*s.download(base + "/a/b/c.txt"), "two");
+  std::istringstream in("from a stream");
+  ASSERT_TRUE(s.upload(base + "/a/s.txt", in, upload_opts(0640)));
+  EXPECT_EQ(*s.download(base + "/a/s.txt"), "from a stream");
+  EXPECT_EQ(s.stat(base + "/a/s.txt")->mode & 0777, 0640u);
+  // No temporary files left behind.
+  auto list = s.list_dir(base + "/a/b");
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].name, "c.txt");
+  EXPECT_EQ((*list)[0].attrs.size, 3u);
+  auto top = s.list_dir(base + "/a");
+  ASSERT_TRUE(top);
+  EXPECT_EQ(top->size(), 2u);
+  ASSERT_TRUE(s.mkdir(base + "/x/y/z", 0755, true));
+  ASSERT_TRUE(s.mkdir(base + "/x/y/z", 0755, true));  // exists: fine with parents
+  EXPECT_TRUE(s.stat(base + "/x/y/z")->is_dir());
+  // Typed errors.
+  auto missing = s.stat(base + "/nope");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, SshErrc::kNoSuchFile);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  auto dl = s.download(base + "/nope");
+  ASSERT_FALSE(dl);
+  EXPECT_EQ(dl.error().kind, SshErrc::kNoSuchFile);
+  auto denied = s.upload("/root/pvs-denied.txt", "x", upload_opts(0644, false, false));
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().kind, SshErrc::kPermissionDenied);
+  auto too_big = s.download(base + "/a/s.txt", max_size(4));
+  ASSERT_FALSE(too_big);
+  EXPECT_EQ(too_big.error().kind, SshErrc::kTooLarge);
+  auto no_parent = s.upload(base + "/missing/dir/f", "x");
+  ASSERT_FALSE(no_parent);
+  EXPECT_EQ(no_parent.error().kind, SshErrc::kNoSuchFile);
+}
+
+TEST_F(SshSessionTest, SftpDiskFull) {
+  const std::string mnt = sshd_->dir() + "/small";
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+  ASSERT_EQ(test::run_command({"mount", "-t", "tmpfs", "-o", "size=1m,mode=0777", "tmpfs", mnt}),
+            0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { test::run_command({"umount", path}); }
+  } unmount{mnt};
+  SshSession s(config());
+  auto r = s.upload(mnt + "/big", std::string(3u << 20, 'x'));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, SshErrc::kDiskFull) << r.error().message;
+  auto list = s.list_dir(mnt);
+  ASSERT_TRUE(list);
+  EXPECT_TRUE(list->empty()) << "temporary file left behind";
+}
+
+TEST_F(SshSessionTest, HostKeyPolicies) {
+  {
+    auto c = config();
+    c.host_key_fingerprint = "SHA256:" + std::string(43, 'A');
+    SshSession s(c);
+    auto r = s.exec("true");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, SshErrc::kHostKeyMismatch);
+    EXPECT_FALSE(s.is_connected());
+  }
+  {
+    auto c = config();
+    c.host_key_policy = HostKeyPolicy::kKnownHosts;
+    c.known_hosts_file = sshd_->known_hosts_path();
+    SshSession s(c);
+    EXPECT_TRUE(s.connect());
+    EXPECT_EQ(s.host_key_fingerprint(), sshd_->host_key_fingerprint());
+  }
+  {
+    // known_hosts listing a different key for this host:port.
+    const std::string other = sshd_->dir() + "/other_known_hosts";
+    std::ofstream(other)
+        << "[127.0.0.1]:" << sshd_->port()
+        << " ssh-ed25519 "
+           "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n";
+    auto c = config();
+    c.host_key_policy = HostKeyPolicy::kKnownHosts;
+    c.known_hosts_file = other;
+    SshSession s(c);
+    auto r = s.connect();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, SshErrc::kHostKeyMismatch);
+    // And a file that does not know the host at all.
+    std::ofstream(other, std::ios::trunc) << "[127.0.0.1]:1 ssh-ed25519 "
+                                             "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabg"
+                                             "H5C9okWi0dh2l9GKJl\n";
+    SshSession s2(c);
+    auto r2 = s2.connect();
+    ASSERT_FALSE(r2);
+    EXPECT_EQ(r2.error().kind, SshErrc::kHostKeyUnknown);
+  }
+  {
+    auto c = config();
+    c.host_key_policy = HostKeyPolicy::kInsecure;
+    c.host_key_fingerprint.clear();
+    SshSession s(c);
+    EXPECT_TRUE(s.connect());
+  }
+}
+
+TEST_F(SshSessionTest, TrustOnFirstUseRefusesAChangedKey) {
+  const std::string file = sshd_->dir() + "/tofu_known_hosts";
+  auto c = config();
+  c.host_key_policy = HostKeyPolicy::kTrustOnFirstUse;
+  c.host_key_fingerprint.clear();
+  SshSession memory(c);  // remembered in the session
+  c.known_hosts_file = file;
+  SshSession persisted(c);  // remembered in a file
+  ASSERT_TRUE(memory.connect());
+  ASSERT_TRUE(persisted.connect());
+  EXPECT_EQ(memory.host_key_fingerprint(), sshd_->host_key_fingerprint());
+  {
+    SshSession again(c);  // a new session trusts what the file remembers
+    EXPECT_TRUE(again.connect());
+  }
+  sshd_->stop();
+  sshd_->regenerate_host_key();
+  sshd_->start();
+  auto r1 = memory.exec("true");
+  ASSERT_FALSE(r1);
+  EXPECT_EQ(r1.error().kind, SshErrc::kHostKeyMismatch);
+  auto r2 = persisted.exec("true");
+  ASSERT_FALSE(r2);
+  EXPECT_EQ(r2.error().kind, SshErrc::kHostKeyMismatch);
+  SshSession fresh(c);
+  auto r3 = fresh.connect();
+  ASSERT_FALSE(r3);
+  EXPECT_EQ(r3.error().kind, SshErrc::kHostKeyMismatch);
+}
+
+TEST_F(SshSessionTest, AuthenticationErrors) {
+  const std::string other = sshd_->dir() + "/other_ed25519";
+  ASSERT_EQ(test::run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other}), 0);
+  {
+    auto c = config();
+    c.private_key_file = other;
+    SshSession s(c);
+    auto r = s.connect();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, SshErrc::kAuthFailed);
+  }
+  {
+    const std::string rsa = sshd_->dir() + "/rsa_key";
+    ASSERT_EQ(
+        test::run_command({"ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", rsa}), 0);
+    auto c = config();
+    c.private_key_file = rsa;
+    SshSession s(c);
+    auto r = s.connect();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, SshErrc::kKeyUnsupported);
+    EXPECT_NE(r.error().message.find("ed25519"), std::string::npos);
+  }
+  {
+    auto c = config();
+    c.private_key_file.clear();
+    c.private_key = sshd_->client_key_text();  // from memory works too
+    SshSession s(c);
+    EXPECT_TRUE(s.connect());
+  }
+  {
+    auto c = config();
+    c.private_key_file = sshd_->dir() + "/does-not-exist";
+    SshSession s(c);
+    auto r = s.connect();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, SshErrc::kKeyInvalid);
+  }
+}
+
+TEST_F(SshSessionTest, ConnectErrors) {
+  // Refused: a port nobody listens on (bound to reserve it, not listening).
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  {
+    auto c = config();
+    c.port = ntohs(a.sin_port);
+    SshSession s(c);
+    auto r = s.connect();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, SshErrc::kConnectRefused);
+  }
+  // Timeout: the port accepts TCP but never speaks SSH.
+  ASSERT_EQ(::listen(fd, 4), 0);
+  {
+    auto c = config();
+    c.port = ntohs(a.sin_port);
+    c.connect_timeout = 500ms;
+    SshSession s(c);
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = s.connect();
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, SshErrc::kConnectTimeout);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  }
+  ::close(fd);
+}
+
+TEST_F(SshSessionTest, ReconnectsAfterSshdRestart) {
+  SshSession s(config());
+  EXPECT_EQ(run(s, "echo one").out, "one\n");
+  EXPECT_EQ(s.stats().connects, 1u);
+  sshd_->restart();
+  // The next call notices the dead connection and reconnects transparently.
+  EXPECT_EQ(run(s, "echo two").out, "two\n");
+  EXPECT_EQ(s.stats().connects, 2u);
+  EXPECT_TRUE(s.is_connected());
+  // While sshd is down: a clean error, then recovery once it is back.
+  sshd_->stop();
+  auto down = s.exec("true");
+  ASSERT_FALSE(down);
+  EXPECT_TRUE(down.error().kind == SshErrc::kConnectRefused ||
+              down.error().kind == SshErrc::kDisconnected)
+      << down.error().to_string();
+  sshd_->start();
+  EXPECT_EQ(run(s, "echo three").out, "three\n");
+  s.close();
+  EXPECT_FALSE(s.is_connected());
+  EXPECT_EQ(run(s, "echo four").out, "four\n");  // usable after close()
+}
+
+TEST_F(SshSessionTest, NoLeakedFdsOrThreads) {
+  const int fds0 = count_dir("/proc/self/fd");
+  const int threads0 = count_dir("/proc/self/task");
+  for (int round = 0; round < 3; ++round) {
+    SshSession s(config());
+    EXPECT_EQ(run(s, "echo x").out, "x\n");
+    ASSERT_TRUE(s.upload(sshd_->home() + "/leak.txt", "data"));
+    ASSERT_TRUE(s.download(sshd_->home() + "/leak.txt"));
+    ExecOptions o;
+    o.timeout = 200ms;
+    EXPECT_TRUE(run(s, "sleep 5", o).timed_out);
+    EXPECT_GT(count_dir("/proc/self/task"), threads0);  // the I/O thread runs
+  }
+  EXPECT_EQ(count_dir("/proc/self/fd"), fds0);
+  EXPECT_EQ(count_dir("/proc/self/task"), threads0);
+}
+
+TEST_F(SshSessionTest, KeepaliveDoesNotLeak) {
+  auto c = config();
+  c.keepalive_interval = 2s;
+  SshSession s(c);
+  ASSERT_TRUE(s.connect());
+  EXPECT_EQ(run(s, "true").exit_code, 0);
+  std::this_thread::sleep_for(2500ms);
+  auto before = s.stats();
+  std::this_thread::sleep_for(4500ms);
+  auto after = s.stats();
+  EXPECT_GE(after.keepalives_sent, before.keepalives_sent + 2);
+  EXPECT_LE(after.libssh2_live_allocations, before.libssh2_live_allocations)
+      << "libssh2 keeps allocating per keepalive (want_reply=1 leak?)";
+  EXPECT_EQ(run(s, "echo alive").out, "alive\n");
+}
+
+TEST_F(SshSessionTest, CloseFailsRunningCommands) {
+  SshSession s(config());
+  auto f = s.exec_async("sleep 30");
+  std::this_thread::sleep_for(300ms);
+  auto t0 = std::chrono::steady_clock::now();
+  s.close();
+  auto r = f.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, SshErrc::kClosed);
+}
+
+// A server with a small MaxSessions: the session learns the limit and queues.
+TEST(SshSessionLimits, MaxSessionsRefusalIsHandled) {
+  test::SshdOptions opts;
+  opts.max_sessions = 4;
+  SshdFixture sshd(opts);
+  SshConfig c;
+  c.host = sshd.host();
+  c.port = sshd.port();
+  c.user = sshd.user();
+  c.private_key_file = sshd.client_key_path();
+  c.host_key_fingerprint = sshd.host_key_fingerprint();
+  SshSession s(c);
+  std::vector<std::future<SshResult<ExecResult>>> futures;
+  for (int i = 0; i < 12; ++i)
+    futures.push_back(s.exec_async("sleep 0.2; echo " + std::to_string(i)));
+  for (int i = 0; i < 12; ++i) {
+    auto r = futures[static_cast<std::size_t>(i)].get();
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->out, std::to_string(i) + "\n");
+  }
+  EXPECT_EQ(s.stats().channel_limit, 4);
+  // SFTP shares the limit.
+  ASSERT_TRUE(s.upload(sshd.home() + "/f", "x"));
+  EXPECT_EQ(*s.download(sshd.home() + "/f"), "x");
+}
+
+}  // namespace
+}  // namespace pvs

@@ -1,0 +1,91 @@
+// Unit tests of the SSH client's pure helpers (no server needed).
+#include <gtest/gtest.h>
+
+#include "pvesandbox/ssh_session.h"
+
+namespace pvs {
+namespace {
+
+using ssh_detail::build_remote_command;
+using ssh_detail::format_sha256_fingerprint;
+using ssh_detail::private_key_type;
+using ssh_detail::shell_quote;
+
+TEST(SshUtil, FingerprintIsUnpaddedBase64) {
+  // 32 zero bytes -> 43 'A' characters (no '=' padding), as ssh-keygen prints.
+  EXPECT_EQ(format_sha256_fingerprint(std::string(32, '\0')), "SHA256:" + std::string(43, 'A'));
+  EXPECT_EQ(format_sha256_fingerprint("abc"), "SHA256:YWJj");
+  EXPECT_EQ(format_sha256_fingerprint("ab"), "SHA256:YWI");
+}
+
+TEST(SshUtil, ShellQuote) {
+  EXPECT_EQ(shell_quote("plain"), "'plain'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+}
+
+TEST(SshUtil, KeyTypeOfOpenSshKeys) {
+  // Public halves of real keys (ssh-keygen), with private parts that do not matter here: the
+  // type is read from the unencrypted public key inside the container.
+  const char* ed25519 =
+      "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+      "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+      "QyNTUxOQAAACDzWJ4dmP5J0Xo8sS5dC3Yx6Y1vJ0Wm3Y2S8cF6Zt4yOQAAAJhf0Q8MX9EP\n"
+      "-----END OPENSSH PRIVATE KEY-----\n";
+  auto t = private_key_type(ed25519);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(*t, "ssh-ed25519");
+  EXPECT_EQ(*private_key_type("-----BEGIN RSA PRIVATE KEY-----\nxx\n-----END RSA PRIVATE KEY-----"),
+            "ssh-rsa");
+  EXPECT_EQ(*private_key_type("-----BEGIN EC PRIVATE KEY-----\nxx\n-----END EC PRIVATE KEY-----"),
+            "ecdsa");
+  auto bad = private_key_type("hello");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, SshErrc::kKeyInvalid);
+  auto garbage = private_key_type(
+      "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n");
+  ASSERT_FALSE(garbage);
+}
+
+TEST(SshUtil, RemoteCommandPlain) {
+  auto c = build_remote_command("echo hi", {});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(*c, "echo hi");
+}
+
+TEST(SshUtil, RemoteCommandWithEnvCwdTimeout) {
+  ExecOptions o;
+  o.env = {{"A", "x y"}, {"B_2", "it's"}};
+  o.cwd = "/tmp/a b";
+  o.timeout = std::chrono::seconds(5);
+  auto c = build_remote_command("run", o);
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->find("printf '\\036pvs:%s\\036' \"$$\" >&2\n"), std::string::npos);
+  EXPECT_NE(c->find("cd -- '/tmp/a b' || exit 126\n"), std::string::npos);
+  EXPECT_NE(c->find("export A='x y'\n"), std::string::npos);
+  EXPECT_NE(c->find("export B_2='it'\\''s'\n"), std::string::npos);
+  EXPECT_NE(c->find("exec timeout -s KILL 15 \"${SHELL:-/bin/sh}\" -c 'run'"), std::string::npos);
+}
+
+TEST(SshUtil, RemoteCommandRejectsBadInput) {
+  ExecOptions o;
+  o.env = {{"1BAD", "x"}};
+  auto c = build_remote_command("true", o);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, SshErrc::kInvalidArgument);
+  o.env = {{"A;rm", "x"}};
+  EXPECT_FALSE(build_remote_command("true", o));
+  EXPECT_FALSE(build_remote_command(std::string("a\0b", 3), {}));
+}
+
+TEST(SshUtil, ErrorsConvertToPvsResult) {
+  SshResult<int> r = ssh_fail(SshErrc::kHostKeyMismatch, "bad key");
+  Result<int> generic = r;
+  ASSERT_FALSE(generic);
+  EXPECT_EQ(generic.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_EQ(generic.error().message, "bad key");
+  EXPECT_EQ(to_string(SshErrc::kHostKeyMismatch), "host_key_mismatch");
+}
+
+}  // namespace
+}  // namespace pvs
