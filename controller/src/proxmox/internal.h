@@ -1,0 +1,28 @@
+// Internals shared by the Proxmox client's source files.
+#pragma once
+
+#include <Poco/Dynamic/Var.h>
+
+#include <string>
+#include <string_view>
+
+#include "pvesandbox/proxmox_client.h"
+
+namespace pvs::pve {
+
+inline ApiError make_error(ErrorKind kind, int http_status, std::string message) {
+  ApiError error;
+  error.kind = kind;
+  error.http_status = http_status;
+  error.message = std::move(message);
+  return error;
+}
+
+struct ClientAccess {
+  // One API call with retries; returns the envelope's "data" (and "total" if asked).
+  static Result<Poco::Dynamic::Var> request(Client& client, std::string_view method,
+                                            std::string_view path, const Params& params,
+                                            int* total);
+};
+
+}  // namespace pvs::pve

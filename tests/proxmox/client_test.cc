@@ -1,0 +1,704 @@
+// ProxmoxClient against pvesim over real HTTPS: every endpoint, every error class, retries,
+// TLS modes, the task waiter and concurrent use.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "pvesandbox/common/ipv4.h"
+#include "sim_fixture.h"
+
+namespace pvs::pve::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+class ClientTest : public SimTest {
+ protected:
+  void TearDown() override {
+    // Every request the client sent passed the real schema (unless a test sent junk on purpose).
+    if (!expect_rejections_) {
+      EXPECT_EQ(sim_->schema_rejections(), 0u);
+    }
+    SimTest::TearDown();
+  }
+  bool expect_rejections_ = false;
+};
+
+TEST_F(ClientTest, NextIdIsLowestFreeAndReservesNothing) {
+  auto a = client_->next_id();
+  ASSERT_TRUE(a) << a.error().to_string();
+  EXPECT_EQ(*a, 100);
+  auto b = client_->next_id();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(*b, 100);  // nothing was reserved
+  clone_ok(100);
+  EXPECT_EQ(*client_->next_id(), 101);
+  auto taken = client_->next_id(100);
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.error().kind, ErrorKind::kAlreadyExists);
+  EXPECT_EQ(taken.error().http_status, 400);
+  EXPECT_EQ(taken.error().param_errors.at("vmid"), "VM 100 already exists");
+  EXPECT_EQ(*client_->next_id(555), 555);
+}
+
+TEST_F(ClientTest, NextIdWireTypeIsAString) {
+  auto raw = client_->call("GET", "/cluster/nextid");
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(*raw, "\"100\"");
+}
+
+TEST_F(ClientTest, CloneStartStopDestroyLifecycle) {
+  clone_ok(120, "sandboxes");
+  auto config = client_->config(kNode, 120);
+  ASSERT_TRUE(config) << config.error().to_string();
+  EXPECT_EQ(config->at("hostname"), "sb-120");
+  EXPECT_EQ(config->count("lock"), 0u);
+  EXPECT_EQ(config->count("template"), 0u);
+  EXPECT_EQ(config->at("memory"), "512");
+  EXPECT_FALSE(config->at("digest").empty());
+  auto pool = client_->pool("sandboxes");
+  ASSERT_TRUE(pool);
+  ASSERT_EQ(pool->members.size(), 1u);
+  EXPECT_EQ(pool->members[0].vmid, 120);
+  EXPECT_EQ(pool->members[0].id, "lxc/120");
+
+  auto stopped = client_->interfaces(kNode, 120);
+  ASSERT_TRUE(stopped);
+  EXPECT_FALSE(stopped->has_value());  // null while stopped
+
+  task_ok(client_->start(kNode, 120));
+  auto status = client_->status(kNode, 120);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->status, "running");
+  EXPECT_EQ(status->vmid, 120);
+  EXPECT_EQ(status->name, "sb-120");
+  EXPECT_EQ(status->maxmem, 512LL * 1048576);
+  EXPECT_GT(status->pid, 0);
+
+  auto again = client_->start(kNode, 120);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind, ErrorKind::kAlreadyRunning);
+  EXPECT_EQ(again.error().message, "CT 120 already running");
+
+  auto ifaces = client_->interfaces(kNode, 120);
+  ASSERT_TRUE(ifaces) << ifaces.error().to_string();
+  ASSERT_TRUE(ifaces->has_value());
+  const auto& list = **ifaces;
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].name, "lo");
+  EXPECT_EQ(list[0].inet, "127.0.0.1/8");
+  EXPECT_EQ(list[1].name, "eth0");
+  auto eth0 = std::find_if(list[1].addresses.begin(), list[1].addresses.end(),
+                           [](const InterfaceAddress& a) { return a.family == "inet"; });
+  ASSERT_NE(eth0, list[1].addresses.end());
+  auto addr = Ipv4Address::parse(eth0->address);
+  ASSERT_TRUE(addr);
+  EXPECT_TRUE(Cidr::parse("10.99.0.0/16")->contains(*addr));
+  EXPECT_EQ(eth0->prefix, 16);
+  EXPECT_EQ(list[1].inet6.substr(0, 6), "fe80::");
+
+  auto busy = client_->destroy(kNode, 120);
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().kind, ErrorKind::kServer);
+  EXPECT_EQ(busy.error().message, "unable to destroy CT 120 - container is running");
+
+  task_ok(client_->stop(kNode, 120));
+  auto not_running = client_->stop(kNode, 120);
+  ASSERT_FALSE(not_running);
+  EXPECT_EQ(not_running.error().kind, ErrorKind::kNotRunning);
+  auto shutdown = client_->shutdown(kNode, 120, 5, true);
+  ASSERT_FALSE(shutdown);
+  EXPECT_EQ(shutdown.error().kind, ErrorKind::kNotRunning);
+
+  task_ok(client_->destroy(kNode, 120, DestroyOptions{true, false, true}));
+  auto gone = client_->config(kNode, 120);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(gone.error().http_status, 500);
+  EXPECT_EQ(gone.error().message, "Configuration file 'nodes/pve/lxc/120.conf' does not exist");
+  EXPECT_TRUE(client_->pool("sandboxes")->members.empty());
+}
+
+TEST_F(ClientTest, ShutdownAndForcedDestroyOfRunningContainer) {
+  clone_ok(121);
+  task_ok(client_->start(kNode, 121));
+  task_ok(client_->shutdown(kNode, 121, 10, false));
+  EXPECT_EQ(client_->status(kNode, 121)->status, "stopped");
+  task_ok(client_->start(kNode, 121));
+  task_ok(client_->destroy(kNode, 121, DestroyOptions{false, true, std::nullopt}));
+  EXPECT_EQ(client_->status(kNode, 121).error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(ClientTest, ClonesFromOneTemplateAreSerialized) {
+  sim_->set_task_ms("vzclone", 400);
+  CloneRequest first{kTemplate, 130, "a", "", "", "", "", std::nullopt};
+  auto upid = client_->clone(kNode, first);
+  ASSERT_TRUE(upid);
+  // The template holds lock 'disk', the new CT lock 'create', until the task ends.
+  EXPECT_EQ(client_->config(kNode, kTemplate)->at("lock"), "disk");
+  EXPECT_EQ(client_->status(kNode, 130)->lock, "create");
+  CloneRequest second{kTemplate, 131, "b", "", "", "", "", std::nullopt};
+  auto refused = client_->clone(kNode, second);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kLocked);
+  EXPECT_EQ(refused.error().message, "CT is locked (disk)");
+  EXPECT_EQ(refused.error().attempts, 1);  // a clone is never retried
+  EXPECT_EQ(sim_->count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 2u);
+  // Starting the CT while it is still being created fails inside the task.
+  auto early = client_->start(kNode, 130);
+  ASSERT_TRUE(early);
+  auto early_done = client_->wait_task(*early);
+  ASSERT_FALSE(early_done);
+  EXPECT_EQ(early_done.error().kind, ErrorKind::kTaskFailed);
+  EXPECT_EQ(early_done.error().message, "CT is locked (create)");
+  ASSERT_TRUE(client_->wait_task(*upid));
+  EXPECT_EQ(client_->config(kNode, kTemplate)->count("lock"), 0u);
+  EXPECT_EQ(client_->status(kNode, 130)->lock, "");
+  auto exists = client_->clone(kNode, CloneRequest{kTemplate, 130, "", "", "", "", "", {}});
+  ASSERT_FALSE(exists);
+  EXPECT_EQ(exists.error().kind, ErrorKind::kAlreadyExists);
+  EXPECT_EQ(exists.error().message, "CT 130 already exists on node 'pve'");
+}
+
+TEST_F(ClientTest, CloneIntoMissingPoolIsPermissionDenied) {
+  auto r = client_->clone(kNode, CloneRequest{kTemplate, 140, "", "", "nopool", "", "", {}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kPermissionDenied);
+  EXPECT_EQ(r.error().http_status, 403);
+  auto missing = client_->clone(kNode, CloneRequest{555, 141, "", "", "", "", "", {}});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(ClientTest, UpdateConfigNormalizesTagsAndChecksDigest) {
+  clone_ok(150);
+  auto before = client_->config(kNode, 150);
+  ASSERT_TRUE(before);
+  ASSERT_TRUE(client_->update_config(kNode, 150,
+                                     {{"tags", "pve-sandbox,Owner_7;pve-sandbox b"},
+                                      {"memory", "1024"},
+                                      {"digest", before->at("digest")}}));
+  auto after = client_->config(kNode, 150);
+  EXPECT_EQ(after->at("tags"), "b;owner_7;pve-sandbox");
+  EXPECT_EQ(after->at("memory"), "1024");
+  auto stale =
+      client_->update_config(kNode, 150, {{"memory", "768"}, {"digest", before->at("digest")}});
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().message,
+            "detected modified configuration - file changed by other user? Try again.");
+  ASSERT_TRUE(client_->update_config(kNode, 150, {{"delete", "description"}}));
+  EXPECT_EQ(client_->config(kNode, 150)->count("description"), 0u);
+  auto nothing = client_->update_config(kNode, 150, {});
+  ASSERT_FALSE(nothing);
+  EXPECT_EQ(nothing.error().message, "no options specified");
+  // Feature flags other than nesting: never for tokens.
+  auto features = client_->update_config(kNode, 150, {{"features", "nesting=1,keyctl=1"}});
+  ASSERT_FALSE(features);
+  EXPECT_EQ(features.error().kind, ErrorKind::kPermissionDenied);
+  ASSERT_TRUE(client_->update_config(kNode, 150, {{"features", "nesting=0"}}));
+}
+
+TEST_F(ClientTest, InvalidParametersCarryTheErrorMap) {
+  expect_rejections_ = true;
+  clone_ok(151);
+  auto bad = client_->update_config(
+      kNode, 151,
+      {{"onboot", "true"}, {"memory", "8"}, {"bogus", "1"}, {"net0", "name=eth0,ip=300.1.1.1/24"}});
+  ASSERT_FALSE(bad);
+  const ApiError& e = bad.error();
+  EXPECT_EQ(e.kind, ErrorKind::kInvalidParameters);
+  EXPECT_EQ(e.http_status, 400);
+  EXPECT_EQ(e.message, "Parameter verification failed.");
+  EXPECT_EQ(e.param_errors.at("onboot"), "type check ('boolean') failed - got 'true'");
+  EXPECT_EQ(e.param_errors.at("memory"), "value must have a minimum value of 16");
+  EXPECT_EQ(e.param_errors.at("bogus"),
+            "property is not defined in schema and the schema does not allow additional "
+            "properties");
+  EXPECT_NE(e.param_errors.at("net0").find("invalid format"), std::string::npos);
+  auto clone = client_->clone(kNode, CloneRequest{kTemplate, 99, "bad_name", "", "", "", "", {}});
+  ASSERT_FALSE(clone);
+  EXPECT_EQ(clone.error().param_errors.count("newid"), 1u);
+  EXPECT_EQ(clone.error().param_errors.count("hostname"), 1u);
+  EXPECT_GE(sim_->schema_rejections(), 2u);
+}
+
+TEST_F(ClientTest, ResizeGrowsAndRefusesNoOps) {
+  clone_ok(160);
+  task_ok(client_->resize(kNode, 160, "rootfs", "+1G"));
+  EXPECT_NE(client_->config(kNode, 160)->at("rootfs").find("size=9G"), std::string::npos);
+  task_ok(client_->resize(kNode, 160, "rootfs", "10G"));
+  auto same = client_->resize(kNode, 160, "rootfs", "10G");
+  ASSERT_FALSE(same);
+  EXPECT_EQ(same.error().message, "disk is already at specified size");
+  auto shrink = client_->resize(kNode, 160, "rootfs", "2G");
+  ASSERT_FALSE(shrink);
+  EXPECT_EQ(shrink.error().message, "unable to shrink disk size");
+  EXPECT_EQ(client_->status(kNode, 160)->maxdisk, 10LL << 30);
+}
+
+TEST_F(ClientTest, SnapshotsCreateListRollbackDelete) {
+  clone_ok(170);
+  task_ok(client_->create_snapshot(kNode, 170, "clean", "fresh clone"));
+  ASSERT_TRUE(client_->update_config(kNode, 170, {{"memory", "2048"}}));
+  auto list = client_->snapshots(kNode, 170);
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "clean");
+  EXPECT_EQ((*list)[0].description, "fresh clone");
+  EXPECT_GT((*list)[0].snaptime, 0);
+  EXPECT_TRUE((*list)[1].is_current);
+  EXPECT_EQ((*list)[1].parent, "clean");
+  task_ok(client_->rollback_snapshot(kNode, 170, "clean", true));
+  EXPECT_EQ(client_->config(kNode, 170)->at("memory"), "512");
+  EXPECT_EQ(client_->status(kNode, 170)->status, "running");
+  auto dup = client_->create_snapshot(kNode, 170, "clean");
+  ASSERT_TRUE(dup);
+  auto dup_done = client_->wait_task(*dup);
+  ASSERT_FALSE(dup_done);
+  EXPECT_EQ(dup_done.error().message, "snapshot name 'clean' already used");
+  auto reserved = client_->create_snapshot(kNode, 170, "current");
+  ASSERT_FALSE(reserved);
+  EXPECT_EQ(reserved.error().message, "unable to use snapshot name 'current' (reserved name)");
+  task_ok(client_->delete_snapshot(kNode, 170, "clean"));
+  EXPECT_EQ(client_->snapshots(kNode, 170)->size(), 1u);
+  auto missing = client_->delete_snapshot(kNode, 170, "clean", true);
+  ASSERT_TRUE(missing);  // all checks happen in the task
+  auto missing_done = client_->wait_task(*missing);
+  ASSERT_FALSE(missing_done);
+  EXPECT_EQ(missing_done.error().kind, ErrorKind::kTaskFailed);
+  EXPECT_EQ(missing_done.error().message, "snapshot 'clean' does not exist");
+  ASSERT_FALSE(missing_done.error().task_log.empty());
+  EXPECT_EQ(missing_done.error().task_log.back(), "TASK ERROR: snapshot 'clean' does not exist");
+}
+
+TEST_F(ClientTest, FirewallOptions) {
+  clone_ok(180);
+  ASSERT_TRUE(client_->set_firewall_options(
+      kNode, 180,
+      {{"enable", "1"}, {"ipfilter", "1"}, {"policy_in", "DROP"}, {"policy_out", "ACCEPT"}}));
+  auto options = client_->firewall_options(kNode, 180);
+  ASSERT_TRUE(options);
+  EXPECT_EQ(options->at("enable"), "1");
+  EXPECT_EQ(options->at("policy_in"), "DROP");
+  ASSERT_TRUE(client_->set_firewall_options(kNode, 180, {{"delete", "ipfilter"}}));
+  EXPECT_EQ(client_->firewall_options(kNode, 180)->count("ipfilter"), 0u);
+}
+
+TEST_F(ClientTest, Pools) {
+  ASSERT_TRUE(client_->create_pool("agents", "sandboxes of agents"));
+  auto dup = client_->create_pool("agents");
+  ASSERT_FALSE(dup);
+  EXPECT_EQ(dup.error().kind, ErrorKind::kAlreadyExists);
+  clone_ok(190);
+  clone_ok(191);
+  ASSERT_TRUE(client_->add_to_pool("agents", {190, 191}));
+  auto twice = client_->add_to_pool("agents", {190});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message, "VM 190 is already a pool member");
+  auto move = client_->add_to_pool("sandboxes", {191});
+  ASSERT_FALSE(move);
+  ASSERT_TRUE(client_->add_to_pool("sandboxes", {191}, true));
+  auto busy = client_->delete_pool("agents");
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().message, "pool 'agents' is not empty (contains VM 190)");
+  ASSERT_TRUE(client_->remove_from_pool("agents", {190}));
+  auto pools = client_->pools();
+  ASSERT_TRUE(pools);
+  EXPECT_EQ(pools->size(), 2u);
+  ASSERT_TRUE(client_->delete_pool("agents"));
+  auto gone = client_->pool("agents");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().kind, ErrorKind::kNotFound);
+  auto resources = client_->resources("vm");
+  ASSERT_TRUE(resources);
+  auto r191 = std::find_if(resources->begin(), resources->end(),
+                           [](const ClusterResource& r) { return r.vmid == 191; });
+  ASSERT_NE(r191, resources->end());
+  EXPECT_EQ(r191->pool, "sandboxes");
+  EXPECT_EQ(r191->id, "lxc/191");
+  EXPECT_EQ(r191->type, "lxc");
+  auto tmpl = std::find_if(resources->begin(), resources->end(),
+                           [](const ClusterResource& r) { return r.vmid == kTemplate; });
+  ASSERT_NE(tmpl, resources->end());
+  EXPECT_TRUE(tmpl->is_template);
+  auto cts = client_->list_containers(kNode);
+  ASSERT_TRUE(cts);
+  EXPECT_EQ(cts->size(), 3u);
+}
+
+TEST_F(ClientTest, TaskStatusLogAndList) {
+  clone_ok(200);
+  auto upid = client_->start(kNode, 200);
+  ASSERT_TRUE(upid);
+  auto parsed = Upid::parse(*upid);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->type, "vzstart");
+  EXPECT_EQ(parsed->id, "200");
+  EXPECT_EQ(parsed->user, kTokenId);
+  auto done = client_->wait_task(*upid);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->exitstatus, "OK");
+  EXPECT_EQ(done->user, "sandbox@pve");
+  int total = 0;
+  auto log = client_->task_log(*upid, 0, 50, &total);
+  ASSERT_TRUE(log);
+  EXPECT_EQ(total, static_cast<int>(log->size()));
+  EXPECT_EQ(log->back().t, "TASK OK");
+  auto bad = client_->task_status("UPID:pve:nothex:");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidParameters);
+  auto unknown = client_->task_status("UPID:pve:0000FFFF:0000FFFF:00000001:vzstart:1:root@pam:");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().kind, ErrorKind::kInvalidParameters);
+  EXPECT_EQ(unknown.error().param_errors.at("upid"), "no such task");
+}
+
+TEST_F(ClientTest, StopTaskKillsARunningTask) {
+  clone_ok(210);
+  sim_->set_task_ms("vzstart", 5000);
+  auto upid = client_->start(kNode, 210);
+  ASSERT_TRUE(upid);
+  ASSERT_TRUE(client_->stop_task(*upid));
+  auto status = client_->task_status(*upid);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->status, "stopped");
+  EXPECT_FALSE(status->succeeded());
+}
+
+TEST_F(ClientTest, TaskFailureSurfacesTheLog) {
+  clone_ok(220);
+  sim_->set_fail_task("vzstart", "startup for container '220' failed");
+  auto upid = client_->start(kNode, 220);
+  ASSERT_TRUE(upid);
+  auto done = client_->wait_task(*upid);
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().kind, ErrorKind::kTaskFailed);
+  EXPECT_EQ(done.error().message, "startup for container '220' failed");
+  EXPECT_EQ(done.error().upid, *upid);
+  ASSERT_FALSE(done.error().task_log.empty());
+  EXPECT_EQ(done.error().task_log.back(), "TASK ERROR: startup for container '220' failed");
+  EXPECT_EQ(done.error().to_error().code, ErrorCode::kInternal);
+}
+
+TEST_F(ClientTest, FailedCloneLeavesNothingBehind) {
+  sim_->set_fail_task("vzclone", "storage error");
+  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 230, "", "", "sandboxes", "", "", {}});
+  ASSERT_TRUE(upid);
+  auto done = client_->wait_task(*upid);
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().message, "clone failed: storage error");
+  EXPECT_EQ(client_->config(kNode, 230).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(client_->config(kNode, kTemplate)->count("lock"), 0u);
+  EXPECT_TRUE(client_->pool("sandboxes")->members.empty());
+}
+
+TEST_F(ClientTest, WaitTaskDeadline) {
+  sim_->set_task_ms("vzclone", 3000);
+  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 240, "", "", "", "", "", {}});
+  ASSERT_TRUE(upid);
+  WaitOptions wait;
+  wait.timeout = milliseconds(150);
+  auto done = client_->wait_task(*upid, wait);
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().kind, ErrorKind::kTimeout);
+  EXPECT_EQ(done.error().upid, *upid);
+}
+
+TEST_F(ClientTest, StuckLockIsReportedAsLocked) {
+  clone_ok(250);
+  ASSERT_TRUE(sim_->set_lock(250, "backup"));
+  auto destroy = client_->destroy(kNode, 250);
+  ASSERT_FALSE(destroy);
+  EXPECT_EQ(destroy.error().kind, ErrorKind::kLocked);
+  EXPECT_EQ(destroy.error().message, "CT is locked (backup)");
+  EXPECT_EQ(destroy.error().to_error().code, ErrorCode::kConflict);
+  auto update = client_->update_config(kNode, 250, {{"memory", "1024"}});
+  ASSERT_FALSE(update);
+  EXPECT_EQ(update.error().kind, ErrorKind::kLocked);
+  auto start = client_->start(kNode, 250);
+  ASSERT_TRUE(start);
+  auto started = client_->wait_task(*start);
+  ASSERT_FALSE(started);
+  EXPECT_EQ(started.error().message, "CT is locked (backup)");
+}
+
+TEST_F(ClientTest, SlowInterfacesHaveNoIpv4AtFirst) {
+  clone_ok(260);
+  sim_->set_interfaces_delay_ms(400);
+  task_ok(client_->start(kNode, 260));
+  auto early = client_->interfaces(kNode, 260);
+  ASSERT_TRUE(early && early->has_value());
+  EXPECT_EQ((**early)[1].inet, "");
+  std::this_thread::sleep_for(milliseconds(450));
+  auto later = client_->interfaces(kNode, 260);
+  ASSERT_TRUE(later && later->has_value());
+  EXPECT_NE((**later)[1].inet, "");
+}
+
+// ---- errors of the transport and of authentication --------------------------------------
+
+TEST_F(ClientTest, BadTokenIsAuthenticationAndNotRetried) {
+  auto o = client_options();
+  o.token_secret = "wrong";
+  auto client = make_client(o);
+  auto r = client->next_id();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kAuthentication);
+  EXPECT_EQ(r.error().http_status, 401);
+  EXPECT_EQ(r.error().message, "Authentication failed!");
+  EXPECT_EQ(r.error().attempts, 1);
+  EXPECT_EQ(sim_->count("GET", "/cluster/nextid"), 1u);
+}
+
+TEST_F(ClientTest, UnknownPathIsNotImplemented) {
+  auto r = client_->call("GET", "/nodes/pve/frobnicate");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kNotImplemented);
+  EXPECT_EQ(r.error().http_status, 501);
+  EXPECT_EQ(r.error().message, "Method 'GET /api2/json/nodes/pve/frobnicate' not implemented");
+}
+
+TEST_F(ClientTest, FingerprintMismatchIsRefusedBeforeAnyRequest) {
+  auto o = client_options();
+  std::string fp = o.fingerprint;
+  fp[0] = fp[0] == 'A' ? 'B' : 'A';
+  o.fingerprint = fp;
+  auto client = make_client(o);
+  auto r = client->next_id();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kTls);
+  EXPECT_EQ(r.error().attempts, 1);  // never retried
+  EXPECT_EQ(sim_->total_requests(), 0u);
+  // Colons and case do not matter.
+  auto plain = client_options();
+  std::string hex;
+  for (char c : plain.fingerprint)
+    if (c != ':') hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  plain.fingerprint = hex;
+  EXPECT_TRUE(make_client(plain)->next_id());
+  auto bad = client_options();
+  bad.fingerprint = "12:34";
+  EXPECT_FALSE(Client::create(bad));
+}
+
+TEST_F(ClientTest, CaFileVerificationAndSystemStore) {
+  auto o = client_options();
+  o.fingerprint.clear();
+  o.ca_file = sim_->cert_file();
+  auto with_ca = make_client(o);
+  auto ok = with_ca->next_id();
+  EXPECT_TRUE(ok) << ok.error().to_string();
+  o.ca_file.clear();  // the system store does not know the simulator's certificate
+  auto system = make_client(o);
+  auto refused = system->next_id();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kTls);
+  o.insecure_skip_verify = true;
+  EXPECT_TRUE(make_client(o)->next_id());
+}
+
+TEST_F(ClientTest, GetsAreRetriedOn596AndTransportErrors) {
+  sim_->set_faults(
+      {pvesim::FaultRule{"GET", "/cluster/nextid", 596, "Connection timed out", 1.0, 2}});
+  auto r = client_->next_id();
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(sim_->count("GET", "/cluster/nextid"), 3u);
+}
+
+TEST_F(ClientTest, GetsGiveUpAfterMaxAttempts) {
+  sim_->set_faults(
+      {pvesim::FaultRule{"GET", "*", 595, "Errors during connection establishment", 1.0, -1}});
+  auto r = client_->next_id();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kTransport);
+  EXPECT_EQ(r.error().http_status, 595);
+  EXPECT_EQ(r.error().attempts, 4);
+  EXPECT_EQ(sim_->count("GET", "/cluster/nextid"), 4u);
+}
+
+TEST_F(ClientTest, MutationsAreRetriedOnlyOn595) {
+  // 595: pveproxy never reached pvedaemon, so even a clone is safe to send again.
+  sim_->set_faults(
+      {pvesim::FaultRule{"POST", "/nodes/{node}/lxc/{vmid}/clone", 595,
+                         "Errors during connection establishment, proxy handshake", 1.0, 1}});
+  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 270, "", "", "", "", "", {}});
+  ASSERT_TRUE(upid) << upid.error().to_string();
+  EXPECT_EQ(sim_->count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 2u);
+  ASSERT_TRUE(client_->wait_task(*upid));
+  // 596: the daemon may be executing it; a clone or a delete is never sent twice.
+  sim_->set_faults({pvesim::FaultRule{"POST", "*", 596, "Connection timed out", 1.0, 1},
+                    pvesim::FaultRule{"DELETE", "*", 596, "Connection timed out", 1.0, 1}});
+  auto second = client_->clone(kNode, CloneRequest{kTemplate, 271, "", "", "", "", "", {}});
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().kind, ErrorKind::kTransport);
+  EXPECT_EQ(second.error().attempts, 1);
+  EXPECT_EQ(sim_->count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 3u);
+  auto destroy = client_->destroy(kNode, 270);
+  ASSERT_FALSE(destroy);
+  EXPECT_EQ(destroy.error().attempts, 1);
+  EXPECT_EQ(sim_->count("DELETE", "/nodes/{node}/lxc/{vmid}"), 1u);
+  // Plain 500s are never retried, not even for GETs.
+  sim_->set_faults({pvesim::FaultRule{"GET", "*", 500, "internal error", 1.0, 1}});
+  EXPECT_FALSE(client_->status(kNode, 270));
+  EXPECT_EQ(sim_->count("GET", "/nodes/{node}/lxc/{vmid}/status/current"), 1u);
+}
+
+TEST_F(ClientTest, ConnectFailuresAreRetriedAndAreTransport) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  socklen_t len = sizeof sa;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ::close(fd);  // nothing listens there now
+  auto o = client_options();
+  o.base_url = "https://127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  auto client = make_client(o);
+  auto r = client->clone(kNode, CloneRequest{kTemplate, 280, "", "", "", "", "", {}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kTransport);
+  EXPECT_EQ(r.error().http_status, 0);
+  EXPECT_EQ(r.error().attempts, 4);  // nothing was sent, so retrying was safe
+  EXPECT_EQ(client->requests_sent(), 4u);
+}
+
+TEST_F(ClientTest, LatencyAndRequestTimeout) {
+  sim_->set_latency_ms(300);
+  auto o = client_options();
+  o.request_timeout = milliseconds(100);
+  o.max_attempts = 2;
+  auto client = make_client(o);
+  auto r = client->start(kNode, kTemplate);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, ErrorKind::kTransport);
+  EXPECT_EQ(r.error().attempts, 1);  // a timed-out POST may have been accepted
+  auto g = client->next_id();
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.error().attempts, 2);
+  sim_->set_latency_ms(0);
+}
+
+TEST_F(ClientTest, SixtyFourThreadsShareOneClient) {
+  clone_ok(300);
+  constexpr int kThreads = 64, kCalls = 15;
+  uint64_t before = client_->requests_sent();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        bool ok = false;
+        switch ((t + i) % 3) {
+          case 0: ok = client_->next_id().has_value(); break;
+          case 1: ok = client_->status(kNode, 300).has_value(); break;
+          case 2: ok = client_->config(kNode, kTemplate).has_value(); break;
+        }
+        if (!ok) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(client_->requests_sent() - before, static_cast<uint64_t>(kThreads * kCalls));
+}
+
+TEST_F(ClientTest, ConcurrentClonesOfOneTemplate) {
+  sim_->set_task_ms("vzclone", 200);
+  constexpr int kThreads = 8;
+  std::atomic<int> accepted{0}, locked{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto r = client_->clone(kNode, CloneRequest{kTemplate, 400 + t, "", "", "", "", "", {}});
+      if (r)
+        ++accepted;
+      else if (r.error().kind == ErrorKind::kLocked)
+        ++locked;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(accepted.load(), 1);
+  EXPECT_EQ(locked.load(), kThreads - 1);
+}
+
+// ---- helpers that need no server --------------------------------------------------------
+
+TEST(ProxmoxClassify, Messages) {
+  EXPECT_EQ(classify(500, "CT is locked (disk)"), ErrorKind::kLocked);
+  EXPECT_EQ(classify(500, "can't lock file '/run/lock/lxc/pve-config-105.lock' - got timeout"),
+            ErrorKind::kLocked);
+  EXPECT_EQ(classify(500, "CT 105 already exists on node 'pve'"), ErrorKind::kAlreadyExists);
+  EXPECT_EQ(classify(500, "CT 105 already running"), ErrorKind::kAlreadyRunning);
+  EXPECT_EQ(classify(500, "VM 105 not running"), ErrorKind::kNotRunning);
+  EXPECT_EQ(classify(500, "pool 'x' does not exist"), ErrorKind::kNotFound);
+  EXPECT_EQ(classify(403, "Permission check failed (pool 'x' does not exist)"),
+            ErrorKind::kPermissionDenied);
+  EXPECT_EQ(classify(401, "No ticket"), ErrorKind::kAuthentication);
+  EXPECT_EQ(classify(400, "Parameter verification failed."), ErrorKind::kInvalidParameters);
+  EXPECT_EQ(classify(595, "Errors during connection establishment"), ErrorKind::kTransport);
+  EXPECT_EQ(classify(596, "Connection timed out"), ErrorKind::kTransport);
+  EXPECT_EQ(classify(501, "Unexpected content for method 'DELETE'"), ErrorKind::kNotImplemented);
+  EXPECT_EQ(classify(500, "unable to destroy CT 1 - container is running"), ErrorKind::kServer);
+  EXPECT_EQ(to_string(ErrorKind::kAlreadyRunning), "already_running");
+}
+
+TEST(ProxmoxUpid, Parse) {
+  auto u = Upid::parse("UPID:proxmox2:000D7AA2:08D5A17C:63DF62A5:vzclone:200:root@pam!api_token:");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->node, "proxmox2");
+  EXPECT_EQ(u->pid, 0x000D7AA2u);
+  EXPECT_EQ(u->pstart, 0x08D5A17Cu);
+  EXPECT_EQ(u->starttime, 0x63DF62A5u);
+  EXPECT_EQ(u->type, "vzclone");
+  EXPECT_EQ(u->id, "200");
+  EXPECT_EQ(u->user, "root@pam!api_token");
+  EXPECT_TRUE(Upid::parse("UPID:n:00000001:123456789:00000001:vzstart::root@pam:"));
+  EXPECT_FALSE(Upid::parse("UPID:n:0001:00000001:00000001:vzstart:1:root@pam:"));
+  EXPECT_FALSE(Upid::parse("UPID:-n:00000001:00000001:00000001:vzstart:1:root@pam:"));
+  EXPECT_FALSE(Upid::parse("UPID:n:00000001:00000001:00000001:vzstart:1:root@pam"));
+  EXPECT_FALSE(Upid::parse("UPID:n:00000001:00000001:00000001:vz/start:1:root@pam:"));
+  EXPECT_FALSE(Upid::parse(""));
+}
+
+TEST(ProxmoxSecrets, FileAndEnvironment) {
+  char path[] = "/tmp/pvs-secret-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string text = "  0d3c5e2a-6b1f \n second line\n";
+  ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  auto secret = read_secret_file(path);
+  ASSERT_TRUE(secret);
+  EXPECT_EQ(*secret, "0d3c5e2a-6b1f");
+  ::unlink(path);
+  EXPECT_FALSE(read_secret_file(path));
+  std::string var = "PVS_TEST_SECRET_" + std::to_string(::getpid());
+  ::setenv(var.c_str(), "abc-123", 1);
+  EXPECT_EQ(*read_secret_env(var), "abc-123");
+  ::setenv(var.c_str(), "", 1);
+  EXPECT_FALSE(read_secret_env(var));
+  ::unsetenv(var.c_str());
+  EXPECT_FALSE(read_secret_env(var));
+}
+
+TEST(ProxmoxCreate, RejectsBadOptions) {
+  ClientOptions o;
+  o.base_url = "https://x:8006";
+  o.token_id = "root@pam";  // no token name
+  o.token_secret = "s";
+  EXPECT_FALSE(Client::create(o));
+  o.token_id = "root@pam!t";
+  o.token_secret = "";
+  EXPECT_FALSE(Client::create(o));
+}
+
+}  // namespace
+}  // namespace pvs::pve::testing

@@ -1,0 +1,344 @@
+// The model backend (state only) and the netns backend (a namespace + veth + sshd per CT).
+#include "backend.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <Poco/JSON/Array.h>
+#include <Poco/JSON/Object.h>
+#include <Poco/JSON/Parser.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/common/log.h"
+#include "schema.h"
+
+extern char** environ;
+
+namespace pvesim {
+
+namespace {
+
+std::map<std::string, std::string> net0_of(const std::map<std::string, std::string>& config) {
+  std::map<std::string, std::string> parts;
+  auto it = config.find("net0");
+  if (it == config.end()) return parts;
+  std::string error;
+  parse_property_string(it->second, "", &parts, &error);
+  return parts;
+}
+
+// fe80::/64 address from a MAC (modified EUI-64), as the kernel derives it.
+std::string link_local(const std::string& mac) {
+  unsigned int b[6] = {};
+  if (std::sscanf(mac.c_str(), "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
+    return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "fe80::%x:%x:%x:%x/64", ((b[0] ^ 2) << 8) | b[1],
+                (b[2] << 8) | 0xff, 0xfe00 | b[3], (b[4] << 8) | b[5]);
+  return buf;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+class ModelBackend : public Backend {
+ public:
+  std::string start(int vmid, const std::map<std::string, std::string>& config,
+                    const std::string& ipv4) override {
+    auto net0 = net0_of(config);
+    std::vector<LiveInterface> list;
+    list.push_back({"lo", "00:00:00:00:00:00", {"127.0.0.1/8", "::1/128"}});
+    if (!net0.empty()) {
+      LiveInterface eth{net0.count("name") ? net0["name"] : "eth0", lower(net0["hwaddr"]), {}};
+      if (!ipv4.empty()) eth.addresses.push_back(ipv4);
+      eth.addresses.push_back(link_local(net0["hwaddr"]));
+      list.push_back(eth);
+    }
+    live_[vmid] = std::move(list);
+    return "";
+  }
+  void stop(int vmid) override { live_.erase(vmid); }
+  std::vector<LiveInterface> interfaces(int vmid) override {
+    auto it = live_.find(vmid);
+    return it == live_.end() ? std::vector<LiveInterface>{} : it->second;
+  }
+
+ private:
+  std::map<int, std::vector<LiveInterface>> live_;
+};
+
+pid_t spawn(const std::vector<std::string>& argv, int out_fd) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  posix_spawn_file_actions_adddup2(&actions, devnull, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_fd >= 0 ? out_fd : devnull, 1);
+  posix_spawn_file_actions_adddup2(&actions, out_fd >= 0 ? out_fd : devnull, 2);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(devnull);
+  return rc == 0 ? pid : -1;
+}
+
+bool wait_port(const std::string& ip, int port, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, ip.c_str(), &sa.sin_addr);
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+    ::close(fd);
+    if (ok) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+class NetnsBackend : public Backend {
+ public:
+  explicit NetnsBackend(NetnsOptions options) : o_(std::move(options)) {}
+
+  pvs::Status init() {
+    if (o_.authorized_keys.empty() || ::access(o_.authorized_keys.c_str(), R_OK) != 0)
+      return pvs::fail(pvs::ErrorCode::kInvalidArgument,
+                       "netns backend: --authorized-keys file missing: " + o_.authorized_keys);
+    if (::access(o_.sshd_path.c_str(), X_OK) != 0)
+      return pvs::fail(pvs::ErrorCode::kNotFound, "netns backend: no sshd at " + o_.sshd_path);
+    if (o_.bridge.size() > 15)
+      return pvs::fail(pvs::ErrorCode::kInvalidArgument, "bridge name longer than 15 bytes");
+    char dir[] = "/tmp/pvesim-ssh-XXXXXX";
+    if (!mkdtemp(dir)) return pvs::fail(pvs::errno_error("mkdtemp", errno));
+    dir_ = dir;
+    host_key_ = dir_ + "/ssh_host_ed25519_key";
+    if (run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", host_key_}) != 0)
+      return pvs::fail(pvs::ErrorCode::kIo, "ssh-keygen failed");
+    ::mkdir("/run/sshd", 0755);  // sshd's privilege separation directory
+    if (run_command({"ip", "link", "show", "dev", o_.bridge}) != 0) {
+      if (!o_.create_bridge)
+        return pvs::fail(pvs::ErrorCode::kNotFound, "bridge " + o_.bridge + " does not exist");
+      std::string out;
+      if (run_command({"ip", "link", "add", o_.bridge, "type", "bridge"}, &out) != 0 ||
+          run_command({"ip", "addr", "add", o_.bridge_cidr, "dev", o_.bridge}, &out) != 0 ||
+          run_command({"ip", "link", "set", o_.bridge, "up"}, &out) != 0) {
+        run_command({"ip", "link", "del", o_.bridge});
+        return pvs::fail(pvs::ErrorCode::kIo, "cannot create bridge " + o_.bridge + ": " + out);
+      }
+      created_bridge_ = true;
+    }
+    return {};
+  }
+
+  std::string start(int vmid, const std::map<std::string, std::string>& config,
+                    const std::string& ipv4) override {
+    if (running_.count(vmid)) return "";
+    auto net0 = net0_of(config);
+    std::string ns = o_.ns_prefix + std::to_string(vmid);
+    std::string port = "veth" + std::to_string(vmid) + "i0";  // Proxmox's port name
+    std::string ifname = net0.count("name") ? net0["name"] : "eth0";
+    std::string out;
+    auto fail = [&](const std::string& what) {
+      teardown(vmid, ns, port, -1);
+      return what + ": " + out;
+    };
+    if (run_command({"ip", "netns", "add", ns}, &out) != 0) return fail("ip netns add " + ns);
+    if (run_command(
+            {"ip", "link", "add", port, "type", "veth", "peer", "name", ifname, "netns", ns},
+            &out) != 0)
+      return fail("veth");
+    if (!net0["hwaddr"].empty() &&
+        run_command({"ip", "-n", ns, "link", "set", ifname, "address", lower(net0["hwaddr"])},
+                    &out) != 0)
+      return fail("hwaddr");
+    if (run_command({"ip", "link", "set", port, "master", o_.bridge, "up"}, &out) != 0)
+      return fail("attach to bridge " + o_.bridge);
+    run_command({"ip", "-n", ns, "link", "set", "lo", "up"});
+    if (run_command({"ip", "-n", ns, "link", "set", ifname, "up"}, &out) != 0)
+      return fail("link up");
+    std::string ip = ipv4.substr(0, ipv4.find('/'));
+    if (!ipv4.empty()) {
+      if (run_command({"ip", "-n", ns, "addr", "add", ipv4, "dev", ifname}, &out) != 0)
+        return fail("address " + ipv4);
+      if (!net0["gw"].empty())
+        run_command({"ip", "-n", ns, "route", "add", "default", "via", net0["gw"]});
+    }
+    pid_t pid = -1;
+    if (!ip.empty()) {
+      pid = spawn({"ip",
+                   "netns",
+                   "exec",
+                   ns,
+                   o_.sshd_path,
+                   "-D",
+                   "-e",
+                   "-f",
+                   "/dev/null",
+                   "-o",
+                   "ListenAddress=" + ip,
+                   "-o",
+                   "Port=" + std::to_string(o_.ssh_port),
+                   "-o",
+                   "HostKey=" + host_key_,
+                   "-o",
+                   "AuthorizedKeysFile=" + o_.authorized_keys,
+                   "-o",
+                   "StrictModes=no",
+                   "-o",
+                   "PidFile=none",
+                   "-o",
+                   "UsePAM=no",
+                   "-o",
+                   "PasswordAuthentication=no",
+                   "-o",
+                   "KbdInteractiveAuthentication=no",
+                   "-o",
+                   "PermitRootLogin=prohibit-password",
+                   "-o",
+                   "AllowUsers=" + o_.user,
+                   "-o",
+                   "Subsystem=sftp internal-sftp"},
+                  -1);
+      if (pid < 0) return fail("spawn sshd");
+      if (!wait_port(ip, o_.ssh_port, 5000)) {
+        teardown(vmid, ns, port, pid);
+        return "sshd did not start in " + ns;
+      }
+    }
+    running_[vmid] = pid;
+    return "";
+  }
+
+  void stop(int vmid) override {
+    auto it = running_.find(vmid);
+    if (it == running_.end()) return;
+    teardown(vmid, o_.ns_prefix + std::to_string(vmid), "veth" + std::to_string(vmid) + "i0",
+             it->second);
+    running_.erase(it);
+  }
+
+  std::vector<LiveInterface> interfaces(int vmid) override {
+    std::vector<LiveInterface> list;
+    std::string out;
+    if (run_command({"ip", "-n", o_.ns_prefix + std::to_string(vmid), "-j", "addr", "show"},
+                    &out) != 0)
+      return list;
+    try {
+      Poco::JSON::Parser parser;
+      auto array = parser.parse(out).extract<Poco::JSON::Array::Ptr>();
+      for (const auto& item : *array) {
+        auto o = item.extract<Poco::JSON::Object::Ptr>();
+        LiveInterface iface;
+        iface.name = o->getValue<std::string>("ifname");
+        iface.hwaddr = o->has("address") ? o->getValue<std::string>("address") : "";
+        if (auto infos = o->getArray("addr_info")) {
+          for (const auto& ai : *infos) {
+            auto a = ai.extract<Poco::JSON::Object::Ptr>();
+            iface.addresses.push_back(a->getValue<std::string>("local") + "/" +
+                                      std::to_string(a->getValue<int>("prefixlen")));
+          }
+        }
+        list.push_back(std::move(iface));
+      }
+    } catch (const std::exception&) {
+    }
+    return list;
+  }
+
+  void cleanup() override {
+    for (auto& [vmid, pid] : running_)
+      teardown(vmid, o_.ns_prefix + std::to_string(vmid), "veth" + std::to_string(vmid) + "i0",
+               pid);
+    running_.clear();
+    if (created_bridge_) run_command({"ip", "link", "del", o_.bridge});
+    created_bridge_ = false;
+    if (!dir_.empty()) {
+      ::unlink(host_key_.c_str());
+      ::unlink((host_key_ + ".pub").c_str());
+      ::rmdir(dir_.c_str());
+      dir_.clear();
+    }
+  }
+
+  ~NetnsBackend() override { cleanup(); }
+
+ private:
+  void teardown(int /*vmid*/, const std::string& ns, const std::string& port, pid_t pid) {
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      for (int i = 0; i < 100; ++i) {
+        if (::waitpid(pid, nullptr, WNOHANG) == pid) {
+          pid = -1;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+    // Any process left in the namespace (e.g. an sshd session child) goes too.
+    std::string pids;
+    if (run_command({"ip", "netns", "pids", ns}, &pids) == 0) {
+      std::istringstream in(pids);
+      for (pid_t p; in >> p;) ::kill(p, SIGKILL);
+    }
+    run_command({"ip", "link", "del", port});
+    run_command({"ip", "netns", "del", ns});
+  }
+
+  NetnsOptions o_;
+  std::string dir_, host_key_;
+  bool created_bridge_ = false;
+  std::map<int, pid_t> running_;
+};
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& argv, std::string* out) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  pid_t pid = spawn(argv, fds[1]);
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  if (pid < 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (out) *out = text;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options) {
+  if (options.backend == "model") return std::unique_ptr<Backend>(new ModelBackend);
+  if (options.backend == "netns") {
+    auto backend = std::make_unique<NetnsBackend>(options.netns);
+    if (auto ok = backend->init(); !ok) return pvs::fail(ok.error());
+    return std::unique_ptr<Backend>(std::move(backend));
+  }
+  return pvs::fail(pvs::ErrorCode::kInvalidArgument, "unknown backend " + options.backend);
+}
+
+}  // namespace pvesim

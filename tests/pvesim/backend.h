@@ -1,0 +1,36 @@
+// Container backends of pvesim: what "running" means for a container.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+#include "sim.h"
+
+namespace pvesim {
+
+struct LiveInterface {
+  std::string name, hwaddr;
+  std::vector<std::string> addresses;  // "addr/prefix", IPv4 and IPv6
+};
+
+// Called with the simulator's state lock held.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // ipv4 is "addr/prefix" from net0 (static ip= or a lease), or "". Returns "" or an error.
+  virtual std::string start(int vmid, const std::map<std::string, std::string>& config,
+                            const std::string& ipv4) = 0;
+  virtual void stop(int vmid) = 0;
+  virtual std::vector<LiveInterface> interfaces(int vmid) = 0;
+  virtual void cleanup() {}
+};
+
+pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options);
+
+// Runs argv (no shell); returns the exit status (-1 if it could not run). Output in *out.
+int run_command(const std::vector<std::string>& argv, std::string* out = nullptr);
+
+}  // namespace pvesim

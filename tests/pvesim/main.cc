@@ -1,0 +1,228 @@
+// pvesim: command-line front end of the Proxmox VE API simulator. See README.md.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "pvesandbox/common/log.h"
+#include "sim.h"
+
+namespace {
+
+const char* kUsage = R"(usage: pvesim [options]
+  --listen ADDR            address to listen on (127.0.0.1)
+  --port N                 port (0: any free port; see --info-file)
+  --node NAME              node name (pve)
+  --schema FILE            request schema (the pve-schema.json next to the sources)
+  --token ID=SECRET        accepted API token, e.g. root@pam!test=uuid (repeatable)
+  --token-file ID=PATH     same, secret read from the first line of PATH
+  --auth-delay-ms N        delay before a 401 (3000, as pveproxy)
+  --task-ms TYPE=MS        duration of tasks of TYPE (vzclone, vzstart, ...) (repeatable)
+  --default-task-ms MS     duration of other tasks (50)
+  --latency-ms N           added to every API request (0)
+  --fault 'METHOD PATH=STATUS[:RATE[:COUNT[:MESSAGE]]]'
+                           e.g. 'POST /nodes/{node}/lxc/{vmid}/clone=595:1:2' (repeatable;
+                           METHOD and PATH may be *)
+  --fail-task TYPE=MSG     tasks of TYPE end with 'TASK ERROR: MSG' (repeatable)
+  --interfaces-delay-ms N  started CTs report no IPv4 for N ms (DHCP)
+  --rrd-delay-ms N         new guests show status 'unknown' in /cluster/resources for N ms
+  --template VMID          template CT present at start (repeatable; default 9000)
+  --no-template            start without any template
+  --pool NAME              pool present at start (repeatable)
+  --dhcp-cidr CIDR         simulated DHCP range for ip=dhcp (10.99.0.0/16)
+  --backend model|netns    what a started CT is (model)
+  netns backend:
+  --bridge NAME            bridge the CT veths join (pvesimbr0)
+  --bridge-cidr ADDR/LEN   host address on the bridge, when pvesim creates it (10.99.0.1/16)
+  --no-create-bridge       use an existing bridge
+  --ns-prefix P            namespace name prefix (pvesim-)
+  --authorized-keys FILE   public key(s) the CT's sshd accepts (required)
+  --sshd PATH              sshd binary (/usr/sbin/sshd)
+  --ssh-user NAME          user allowed to log in (root)
+  --ssh-port N             sshd port inside the CT (22)
+  --info-file PATH         write port=, fingerprint=, cert= lines once listening
+  --log-level LEVEL        debug|info|warn|error
+)";
+
+bool split_eq(const std::string& text, std::string* key, std::string* value) {
+  auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  *key = text.substr(0, eq);
+  *value = text.substr(eq + 1);
+  return true;
+}
+
+bool parse_fault(const std::string& text, pvesim::FaultRule* rule) {
+  // "METHOD PATH=STATUS[:RATE[:COUNT[:MESSAGE]]]"
+  auto eq = text.find('=');
+  auto sp = text.find(' ');
+  if (eq == std::string::npos || sp == std::string::npos || sp > eq) return false;
+  rule->method = text.substr(0, sp);
+  rule->path = text.substr(sp + 1, eq - sp - 1);
+  std::string rest = text.substr(eq + 1);
+  std::string fields[4];
+  for (int i = 0; i < 4 && !rest.empty(); ++i) {
+    auto colon = i == 3 ? std::string::npos : rest.find(':');
+    fields[i] = rest.substr(0, colon);
+    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  }
+  try {
+    rule->status = std::stoi(fields[0]);
+    if (!fields[1].empty()) rule->rate = std::stod(fields[1]);
+    if (!fields[2].empty()) rule->count = std::stoi(fields[2]);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!fields[3].empty())
+    rule->message = fields[3];
+  else if (rule->status == 595)
+    rule->message = "Errors during connection establishment, proxy handshake: No route to host";
+  else if (rule->status == 596)
+    rule->message = "Connection timed out";
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pvesim::Options options;
+  std::string info_file;
+  bool templates_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "pvesim: %s needs a value\n", arg.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    std::string k, v;
+    try {
+      if (arg == "--help" || arg == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      } else if (arg == "--listen")
+        options.listen = next();
+      else if (arg == "--port")
+        options.port = std::stoi(next());
+      else if (arg == "--node")
+        options.node = next();
+      else if (arg == "--schema")
+        options.schema_file = next();
+      else if (arg == "--token" && split_eq(next(), &k, &v))
+        options.tokens[k] = v;
+      else if (arg == "--token-file" && split_eq(next(), &k, &v)) {
+        std::ifstream in(v);
+        std::string secret;
+        if (!in || !std::getline(in, secret)) {
+          std::fprintf(stderr, "pvesim: cannot read %s\n", v.c_str());
+          return 2;
+        }
+        options.tokens[k] = secret;
+      } else if (arg == "--auth-delay-ms")
+        options.auth_delay_ms = std::stoi(next());
+      else if (arg == "--task-ms" && split_eq(next(), &k, &v))
+        options.task_ms[k] = std::stoi(v);
+      else if (arg == "--default-task-ms")
+        options.default_task_ms = std::stoi(next());
+      else if (arg == "--latency-ms")
+        options.latency_ms = std::stoi(next());
+      else if (arg == "--fault") {
+        pvesim::FaultRule rule;
+        if (!parse_fault(next(), &rule)) {
+          std::fprintf(stderr, "pvesim: bad --fault\n");
+          return 2;
+        }
+        options.faults.push_back(rule);
+      } else if (arg == "--fail-task") {
+        std::string text = next();
+        auto eq = text.find('=');
+        if (eq == std::string::npos) return 2;
+        options.fail_tasks[text.substr(0, eq)] = text.substr(eq + 1);
+      } else if (arg == "--interfaces-delay-ms")
+        options.interfaces_delay_ms = std::stoi(next());
+      else if (arg == "--rrd-delay-ms")
+        options.rrd_delay_ms = std::stoi(next());
+      else if (arg == "--template") {
+        if (!templates_given) options.templates.clear();
+        templates_given = true;
+        options.templates.push_back(std::stoi(next()));
+      } else if (arg == "--no-template") {
+        templates_given = true;
+        options.templates.clear();
+      } else if (arg == "--pool")
+        options.pools.push_back(next());
+      else if (arg == "--dhcp-cidr")
+        options.dhcp_cidr = next();
+      else if (arg == "--backend")
+        options.backend = next();
+      else if (arg == "--bridge")
+        options.netns.bridge = next();
+      else if (arg == "--bridge-cidr")
+        options.netns.bridge_cidr = next();
+      else if (arg == "--no-create-bridge")
+        options.netns.create_bridge = false;
+      else if (arg == "--ns-prefix")
+        options.netns.ns_prefix = next();
+      else if (arg == "--authorized-keys")
+        options.netns.authorized_keys = next();
+      else if (arg == "--sshd")
+        options.netns.sshd_path = next();
+      else if (arg == "--ssh-user")
+        options.netns.user = next();
+      else if (arg == "--ssh-port")
+        options.netns.ssh_port = std::stoi(next());
+      else if (arg == "--info-file")
+        info_file = next();
+      else if (arg == "--log-level") {
+        pvs::log::Level level;
+        if (!pvs::log::parse_level(next(), &level)) return 2;
+        pvs::log::set_level(level);
+      } else {
+        std::fprintf(stderr, "pvesim: unknown or malformed option %s\n%s", arg.c_str(), kUsage);
+        return 2;
+      }
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "pvesim: bad value for %s\n", arg.c_str());
+      return 2;
+    }
+  }
+  if (options.tokens.empty()) {
+    std::fprintf(stderr, "pvesim: give at least one --token ID=SECRET\n");
+    return 2;
+  }
+  // Block the signals before any thread starts, then wait for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto sim = pvesim::Simulator::start(options);
+  if (!sim) {
+    std::fprintf(stderr, "pvesim: %s\n", sim.error().to_string().c_str());
+    return 1;
+  }
+  std::string info = "port=" + std::to_string((*sim)->port()) +
+                     "\nfingerprint=" + (*sim)->fingerprint() + "\ncert=" + (*sim)->cert_file() +
+                     "\n";
+  if (!info_file.empty()) {
+    std::string tmp = info_file + ".tmp";
+    std::ofstream(tmp) << info;
+    std::rename(tmp.c_str(), info_file.c_str());
+  }
+  std::printf("pvesim listening on https://%s:%d backend=%s fingerprint=%s\n",
+              options.listen.c_str(), (*sim)->port(), options.backend.c_str(),
+              (*sim)->fingerprint().c_str());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  pvs::log::info("pvesim: stopping");
+  sim->reset();
+  return 0;
+}

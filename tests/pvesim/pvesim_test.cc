@@ -1,0 +1,170 @@
+// pvesim's wire behaviour as a raw HTTPS client sees it: envelope, reason phrases, 401/501,
+// Connection: close after errors, schema validation messages, the control endpoint.
+#include <gtest/gtest.h>
+
+#include <Poco/Net/AcceptCertificateHandler.h>
+#include <Poco/Net/Context.h>
+#include <Poco/Net/HTTPRequest.h>
+#include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/HTTPSClientSession.h>
+#include <Poco/StreamCopier.h>
+
+#include <sstream>
+
+#include "schema.h"
+#include "sim.h"
+
+namespace {
+
+constexpr const char* kAuth = "PVEAPIToken=root@pam!test=secret-uuid";
+
+struct Answer {
+  int status = 0;
+  std::string reason, body, connection;
+};
+
+class PvesimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    pvesim::Options options;
+    options.tokens["root@pam!test"] = "secret-uuid";
+    options.auth_delay_ms = 10;
+    options.default_task_ms = 10;
+    auto sim = pvesim::Simulator::start(options);
+    ASSERT_TRUE(sim) << sim.error().to_string();
+    sim_ = std::move(*sim);
+    context_ = new Poco::Net::Context(Poco::Net::Context::TLS_CLIENT_USE, "", "", "",
+                                      Poco::Net::Context::VERIFY_NONE);
+  }
+
+  Answer request(const std::string& method, const std::string& path, const std::string& body = "",
+                 const char* auth = kAuth,
+                 const std::string& type = "application/x-www-form-urlencoded") {
+    Poco::Net::HTTPSClientSession session("127.0.0.1", static_cast<Poco::UInt16>(sim_->port()),
+                                          context_);
+    Poco::Net::HTTPRequest req(method, path, Poco::Net::HTTPMessage::HTTP_1_1);
+    if (auth) req.set("Authorization", auth);
+    if (!body.empty()) {
+      req.setContentType(type);
+      req.setContentLength(static_cast<std::streamsize>(body.size()));
+    }
+    session.sendRequest(req) << body;
+    Poco::Net::HTTPResponse resp;
+    std::istream& in = session.receiveResponse(resp);
+    Answer a;
+    a.status = resp.getStatus();
+    a.reason = resp.getReason();
+    a.connection = resp.get("Connection", "");
+    std::ostringstream os;
+    Poco::StreamCopier::copyStream(in, os);
+    a.body = os.str();
+    return a;
+  }
+
+  std::unique_ptr<pvesim::Simulator> sim_;
+  Poco::Net::Context::Ptr context_;
+};
+
+TEST_F(PvesimTest, EnvelopeAndNextIdAsString) {
+  auto a = request("GET", "/api2/json/cluster/nextid");
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(a.body, R"({"data":"100"})");
+  auto v = request("GET", "/api2/json/version");
+  EXPECT_NE(v.body.find(R"("release":"9.1")"), std::string::npos);
+}
+
+TEST_F(PvesimTest, AuthenticationFailures) {
+  auto none = request("GET", "/api2/json/cluster/nextid", "", nullptr);
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.reason, "No ticket");
+  EXPECT_EQ(none.body, "");
+  auto bad = request("GET", "/api2/json/cluster/nextid", "", "PVEAPIToken=root@pam!test=nope");
+  EXPECT_EQ(bad.status, 401);
+  EXPECT_EQ(bad.reason, "Authentication failed!");
+  // The secret is split at the last '=' and may be URI-escaped.
+  auto escaped =
+      request("GET", "/api2/json/cluster/nextid", "", "PVEAPIToken=root%40pam!test=secret-uuid");
+  EXPECT_EQ(escaped.status, 200);
+}
+
+TEST_F(PvesimTest, BodyOnGetOrDeleteIs501) {
+  auto del = request("DELETE", "/api2/json/nodes/pve/lxc/9000", "purge=1");
+  EXPECT_EQ(del.status, 501);
+  EXPECT_EQ(del.reason, "Unexpected content for method 'DELETE'");
+  EXPECT_EQ(del.connection, "Close");
+  auto get = request("GET", "/api2/json/cluster/nextid", "vmid=100");
+  EXPECT_EQ(get.status, 501);
+}
+
+TEST_F(PvesimTest, UnknownPathIs501AndMissingGuestIs500) {
+  auto a = request("GET", "/api2/json/nodes/pve/lxc/9000/frobnicate");
+  EXPECT_EQ(a.status, 501);
+  EXPECT_EQ(a.reason, "Method 'GET /api2/json/nodes/pve/lxc/9000/frobnicate' not implemented");
+  auto m = request("GET", "/api2/json/nodes/pve/lxc/4242/status/current");
+  EXPECT_EQ(m.status, 500);
+  EXPECT_EQ(m.reason, "Configuration file 'nodes/pve/lxc/4242.conf' does not exist");
+  EXPECT_EQ(m.connection, "Close");
+  EXPECT_NE(m.body.find(R"("data":null)"), std::string::npos);
+}
+
+TEST_F(PvesimTest, SchemaValidationMessages) {
+  auto a = request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=12&full=true&foo=1");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_EQ(a.reason, "Parameter verification failed.");
+  EXPECT_NE(a.body.find(R"("newid":"value must have a minimum value of 100")"), std::string::npos);
+  EXPECT_NE(a.body.find(R"("full":"type check ('boolean') failed - got 'true'")"),
+            std::string::npos);
+  EXPECT_NE(a.body.find(R"("foo":"property is not defined in schema)"), std::string::npos);
+  auto missing = request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "full=1");
+  EXPECT_NE(missing.body.find(R"("newid":"property is missing and it is not optional")"),
+            std::string::npos);
+  auto node = request("GET", "/api2/json/nodes/bad_node/lxc");
+  EXPECT_EQ(node.status, 400);
+  // JSON bodies are accepted too, with real booleans.
+  auto json = request("POST", "/api2/json/nodes/pve/lxc/9000/clone",
+                      R"({"newid":150,"full":false})", kAuth, "application/json");
+  EXPECT_EQ(json.status, 200) << json.reason;
+  EXPECT_EQ(sim_->schema_rejections(), 3u);
+}
+
+TEST_F(PvesimTest, ControlEndpoint) {
+  auto f = request(
+      "POST", "/_pvesim/faults",
+      R"({"rules":[{"method":"GET","path":"/version","status":596,"message":"Connection timed out","count":1}]})",
+      nullptr, "application/json");
+  EXPECT_EQ(f.status, 200) << f.reason;
+  EXPECT_EQ(request("GET", "/api2/json/version").status, 596);
+  EXPECT_EQ(request("GET", "/api2/json/version").status, 200);
+  auto s = request("GET", "/_pvesim/stats", "", nullptr);
+  EXPECT_NE(s.body.find(R"("GET /version":2)"), std::string::npos) << s.body;
+  EXPECT_EQ(sim_->count("GET", "/version"), 2u);
+}
+
+TEST(PvesimSchema, PropertyStringsAndFormats) {
+  auto schema = pvesim::Schema::load(PVESIM_SCHEMA_FILE_FOR_TEST);
+  ASSERT_TRUE(schema) << schema.error().to_string();
+  pvesim::ParamMap path;
+  auto* ep = schema->match("PUT", "/nodes/pve/lxc/100/config", &path);
+  ASSERT_NE(ep, nullptr);
+  EXPECT_EQ(path["vmid"], "100");
+  auto ok = schema->validate(
+      *ep,
+      {{"node", "pve"},
+       {"vmid", "100"},
+       {"net0",
+        "name=eth0,bridge=vmbr1,ip=10.99.0.5/16,gw=10.99.0.1,hwaddr=BC:24:11:00:00:01,firewall=1"},
+       {"tags", "a;b,c"},
+       {"rootfs", "local-lvm:vm-100-disk-0,size=8G"}});
+  EXPECT_TRUE(ok.empty()) << ok.begin()->first << ": " << ok.begin()->second;
+  auto bad = schema->validate(*ep, {{"node", "pve"},
+                                    {"vmid", "100"},
+                                    {"net0", "name=eth0,ip=dhcp,hwaddr=01:00:00:00:00:01"},
+                                    {"net32", "name=eth1"},
+                                    {"tags", "bad tag!"}});
+  EXPECT_EQ(bad.size(), 3u);
+  EXPECT_NE(bad["net0"].find("hwaddr"), std::string::npos);
+  EXPECT_NE(bad["net32"].find("not defined"), std::string::npos);
+  EXPECT_EQ(pvesim::split_list("a, b;c\td"), (std::vector<std::string>{"a", "b", "c", "d"}));
+}
+
+}  // namespace

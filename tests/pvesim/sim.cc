@@ -1,0 +1,1665 @@
+// pvesim core: HTTPS front end, request pipeline (auth, routing, faults, schema validation),
+// the container/pool/task model, and the task scheduler.
+#include "sim.h"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <unistd.h>
+
+#include <Poco/JSON/Array.h>
+#include <Poco/JSON/Object.h>
+#include <Poco/JSON/Parser.h>
+#include <Poco/JSON/Stringifier.h>
+#include <Poco/Net/Context.h>
+#include <Poco/Net/HTTPRequestHandler.h>
+#include <Poco/Net/HTTPRequestHandlerFactory.h>
+#include <Poco/Net/HTTPServer.h>
+#include <Poco/Net/HTTPServerParams.h>
+#include <Poco/Net/HTTPServerRequest.h>
+#include <Poco/Net/HTTPServerResponse.h>
+#include <Poco/Net/SSLManager.h>
+#include <Poco/Net/SecureServerSocket.h>
+#include <Poco/URI.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "backend.h"
+#include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/common/log.h"
+#include "schema.h"
+
+#ifndef PVESIM_SCHEMA_FILE
+#define PVESIM_SCHEMA_FILE "pve-schema.json"
+#endif
+
+namespace pvesim {
+
+namespace {
+
+using Poco::Dynamic::Var;
+using Poco::JSON::Array;
+using Poco::JSON::Object;
+using Clock = std::chrono::steady_clock;
+
+// An error a handler raises: status, reason phrase, optional per-parameter errors.
+struct ApiFail {
+  int status;
+  std::string message;
+  ErrorMap errors;
+};
+
+ApiFail fail500(std::string message) {
+  return ApiFail{500, std::move(message), {}};
+}
+ApiFail fail400(const std::string& param, std::string message) {
+  return ApiFail{400, "Parameter verification failed.", {{param, std::move(message)}}};
+}
+
+std::string hex_upper(uint64_t value, int width) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%0*llX", width, static_cast<unsigned long long>(value));
+  return buf;
+}
+
+std::string sha1_hex(const std::string& text) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha1(), nullptr);
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", md[i]);
+    out += b;
+  }
+  return out;
+}
+
+ParamMap parse_form(const std::string& text) {
+  ParamMap out;
+  std::stringstream in(text);
+  std::string pair;
+  while (std::getline(in, pair, '&')) {
+    if (pair.empty()) continue;
+    auto eq = pair.find('=');
+    std::string key = pair.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : pair.substr(eq + 1);
+    std::replace(key.begin(), key.end(), '+', ' ');
+    std::replace(value.begin(), value.end(), '+', ' ');
+    std::string k, v;
+    Poco::URI::decode(key, k);
+    Poco::URI::decode(value, v);
+    out[k] = v;
+  }
+  return out;
+}
+
+// size strings "8G", "512M", "1024" (bytes) -> bytes
+bool parse_size(const std::string& text, uint64_t* out) {
+  if (text.empty()) return false;
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
+  if (i == 0) return false;
+  double number = std::stod(text.substr(0, i));
+  std::string unit = text.substr(i);
+  double mult = 1;
+  if (unit.rfind("K", 0) == 0)
+    mult = 1024.0;
+  else if (unit.rfind("M", 0) == 0)
+    mult = 1024.0 * 1024;
+  else if (unit.rfind("G", 0) == 0)
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit.rfind("T", 0) == 0)
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    return false;
+  *out = static_cast<uint64_t>(number * mult);
+  return true;
+}
+
+std::string format_size(uint64_t bytes) {
+  const uint64_t g = 1024ull * 1024 * 1024, m = 1024ull * 1024, k = 1024;
+  if (bytes % g == 0) return std::to_string(bytes / g) + "G";
+  if (bytes % m == 0) return std::to_string(bytes / m) + "M";
+  if (bytes % k == 0) return std::to_string(bytes / k) + "K";
+  return std::to_string(bytes);
+}
+
+struct Snapshot {
+  std::string name, description, parent;
+  int64_t snaptime = 0;
+  std::map<std::string, std::string> config;
+};
+
+struct Container {
+  int vmid = 0;
+  std::map<std::string, std::string> config;
+  bool running = false;
+  Clock::time_point created{};
+  Clock::time_point started{};
+  std::vector<Snapshot> snapshots;
+  std::map<std::string, std::string> firewall;
+  std::string lease;  // DHCP address when ip=dhcp
+};
+
+struct Task {
+  std::string upid, node, type, id, user;
+  uint32_t pid = 0;
+  uint64_t pstart = 0;
+  int64_t starttime = 0;
+  int64_t endtime = 0;
+  bool running = true;
+  std::string exitstatus;
+  std::vector<std::string> log;
+  std::function<std::string()> finish;  // runs under the state lock; "" = OK
+  bool killed = false;
+};
+
+struct Pool {
+  std::string comment;
+  std::set<int> members;
+};
+
+std::vector<std::string> split_list_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+std::string json(const Var& v) {
+  std::ostringstream out;
+  Poco::JSON::Stringifier::stringify(v, out, 0, -1);
+  return out.str();
+}
+
+}  // namespace
+
+struct Simulator::Impl {
+  Options options;
+  Schema schema;
+  const Endpoint* config_schema = nullptr;
+  std::string tmpdir, key_file, cert_path, fingerprint;
+  std::unique_ptr<Poco::Net::HTTPServer> server;
+  int port = 0;
+  std::unique_ptr<Backend> backend;
+
+  mutable std::mutex mutex;  // guards everything below
+  std::map<int, Container> cts;
+  std::map<std::string, Pool> pools;
+  std::map<std::string, Task> tasks;
+  std::vector<std::string> task_order;
+  std::map<std::string, uint64_t> counts;
+  uint64_t request_total = 0;
+  uint64_t schema_rejections = 0;
+  std::map<std::string, int> fault_used;
+  uint32_t next_pid = 0x1000;
+  std::mt19937_64 rng{std::random_device{}()};
+  std::set<uint32_t> leases;
+
+  // Scheduler.
+  std::mutex sched_mutex;
+  std::condition_variable sched_cv;
+  std::multimap<Clock::time_point, std::string> due;  // time -> upid
+  bool stopping = false;
+  std::thread scheduler;
+
+  ~Impl() { shutdown(); }
+
+  void shutdown() {
+    if (server) {
+      server->stopAll(true);
+      server.reset();
+    }
+    {
+      std::lock_guard lock(sched_mutex);
+      stopping = true;
+    }
+    sched_cv.notify_all();
+    if (scheduler.joinable()) scheduler.join();
+    if (backend) {
+      std::lock_guard lock(mutex);
+      for (auto& [vmid, ct] : cts)
+        if (ct.running) backend->stop(vmid);
+      backend->cleanup();
+      backend.reset();
+    }
+    if (!tmpdir.empty()) {
+      ::unlink(key_file.c_str());
+      ::unlink(cert_path.c_str());
+      ::rmdir(tmpdir.c_str());
+      tmpdir.clear();
+    }
+  }
+
+  // ---- TLS ------------------------------------------------------------------------------
+  pvs::Status make_certificate() {
+    char dir[] = "/tmp/pvesim-XXXXXX";
+    if (!mkdtemp(dir)) return pvs::fail(pvs::errno_error("mkdtemp", errno));
+    tmpdir = dir;
+    key_file = tmpdir + "/key.pem";
+    cert_path = tmpdir + "/cert.pem";
+    EVP_PKEY* key = EVP_EC_gen("P-256");
+    X509* cert = X509_new();
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), static_cast<long>(rng() & 0x7fffffff));
+    X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 86400L * 365);
+    X509_set_version(cert, 2);
+    X509_set_pubkey(cert, key);
+    X509_NAME* name = X509_get_subject_name(cert);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("PVE Cluster Node"), -1, -1,
+                               0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>(options.node.c_str()), -1, -1,
+                               0);
+    X509_set_issuer_name(cert, name);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, cert, cert, nullptr, nullptr, 0);
+    std::string san = "DNS:localhost,DNS:" + options.node + ",IP:127.0.0.1";
+    if (options.listen != "0.0.0.0" && options.listen != "127.0.0.1")
+      san += ",IP:" + options.listen;
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &v3, NID_subject_alt_name, san.c_str());
+    if (ext) {
+      X509_add_ext(cert, ext, -1);
+      X509_EXTENSION_free(ext);
+    }
+    X509_sign(cert, key, EVP_sha256());
+    unsigned char md[32];
+    unsigned int len = 0;
+    X509_digest(cert, EVP_sha256(), md, &len);
+    for (unsigned int i = 0; i < len; ++i) {
+      if (i) fingerprint += ':';
+      fingerprint += hex_upper(md[i], 2);
+    }
+    FILE* kf = std::fopen(key_file.c_str(), "w");
+    FILE* cf = std::fopen(cert_path.c_str(), "w");
+    bool ok = kf && cf && PEM_write_PrivateKey(kf, key, nullptr, nullptr, 0, nullptr, nullptr) &&
+              PEM_write_X509(cf, cert);
+    if (kf) std::fclose(kf);
+    if (cf) std::fclose(cf);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    if (!ok) return pvs::fail(pvs::ErrorCode::kIo, "cannot write the certificate");
+    return {};
+  }
+
+  // ---- tasks ----------------------------------------------------------------------------
+  int task_ms(const std::string& type) {
+    auto it = options.task_ms.find(type);
+    return it == options.task_ms.end() ? options.default_task_ms : it->second;
+  }
+
+  // Starts a task (state lock held). `finish` runs at the end, under the lock, and returns
+  // "" for OK or the error message.
+  std::string start_task(const std::string& type, const std::string& id, const std::string& user,
+                         std::function<std::string()> finish) {
+    Task t;
+    t.node = options.node;
+    t.type = type;
+    t.id = id;
+    t.user = user;
+    t.pid = next_pid++;
+    t.pstart = 0x2A5F1C0 + t.pid;
+    t.starttime = std::time(nullptr);
+    t.upid = "UPID:" + t.node + ":" + hex_upper(t.pid, 8) + ":" + hex_upper(t.pstart, 8) + ":" +
+             hex_upper(static_cast<uint64_t>(t.starttime), 8) + ":" + type + ":" + id + ":" + user +
+             ":";
+    t.finish = std::move(finish);
+    std::string upid = t.upid;
+    tasks[upid] = std::move(t);
+    task_order.push_back(upid);
+    {
+      std::lock_guard lock(sched_mutex);
+      due.emplace(Clock::now() + std::chrono::milliseconds(task_ms(type)), upid);
+    }
+    sched_cv.notify_all();
+    return upid;
+  }
+
+  void run_scheduler() {
+    std::unique_lock lock(sched_mutex);
+    while (!stopping) {
+      if (due.empty()) {
+        sched_cv.wait(lock);
+        continue;
+      }
+      auto when = due.begin()->first;
+      if (Clock::now() < when) {
+        sched_cv.wait_until(lock, when);
+        continue;
+      }
+      std::string upid = due.begin()->second;
+      due.erase(due.begin());
+      lock.unlock();
+      complete_task(upid);
+      lock.lock();
+    }
+  }
+
+  void complete_task(const std::string& upid) {
+    std::lock_guard lock(mutex);
+    auto it = tasks.find(upid);
+    if (it == tasks.end() || !it->second.running) return;
+    Task& t = it->second;
+    std::string error;
+    auto fail = options.fail_tasks.find(t.type);
+    if (fail != options.fail_tasks.end()) {
+      error = fail->second;
+      // A failing clone still has to clean up after itself.
+      if (t.type == "vzclone" && t.finish) {
+        t.finish();
+        error = "clone failed: " + fail->second;
+      }
+    } else if (t.finish) {
+      error = t.finish();
+    }
+    finish_task(t, error);
+  }
+
+  void finish_task(Task& t, const std::string& error) {
+    t.running = false;
+    t.endtime = std::time(nullptr);
+    if (error.empty()) {
+      t.exitstatus = "OK";
+      t.log.push_back("TASK OK");
+    } else {
+      t.exitstatus = error;
+      t.log.push_back("TASK ERROR: " + error);
+    }
+  }
+
+  // ---- helpers --------------------------------------------------------------------------
+  std::string conf_missing(int vmid) {
+    return "Configuration file 'nodes/" + options.node + "/lxc/" + std::to_string(vmid) +
+           ".conf' does not exist";
+  }
+
+  Container* find(int vmid) {
+    auto it = cts.find(vmid);
+    return it == cts.end() ? nullptr : &it->second;
+  }
+
+  std::string lock_of(const Container& ct) {
+    auto it = ct.config.find("lock");
+    return it == ct.config.end() ? "" : it->second;
+  }
+
+  std::string random_mac() {
+    uint64_t r = rng();
+    unsigned char b[6];
+    for (int i = 0; i < 6; ++i) b[i] = static_cast<unsigned char>(r >> (8 * i));
+    b[0] = static_cast<unsigned char>((b[0] & 0xfe) | 0x02);  // unicast, locally administered
+    std::string out;
+    for (int i = 0; i < 6; ++i) {
+      if (i) out += ':';
+      out += hex_upper(b[i], 2);
+    }
+    return out;
+  }
+
+  std::string pool_of(int vmid) {
+    for (const auto& [id, pool] : pools)
+      if (pool.members.count(vmid)) return id;
+    return "";
+  }
+
+  std::string digest_of(const Container& ct) {
+    std::string text;
+    for (const auto& [k, v] : ct.config) text += k + ": " + v + "\n";
+    return sha1_hex(text);
+  }
+
+  uint64_t rootfs_size(const Container& ct) {
+    auto it = ct.config.find("rootfs");
+    if (it == ct.config.end()) return 4ull << 30;
+    std::map<std::string, std::string> parts;
+    std::string error;
+    parse_property_string(it->second, "volume", &parts, &error);
+    uint64_t size = 0;
+    if (parts.count("size") && parse_size(parts["size"], &size)) return size;
+    return 4ull << 30;
+  }
+
+  int64_t config_int(const Container& ct, const std::string& key, int64_t fallback) {
+    auto it = ct.config.find(key);
+    if (it == ct.config.end()) return fallback;
+    try {
+      return std::stoll(it->second);
+    } catch (const std::exception&) {
+      return fallback;
+    }
+  }
+
+  // PVE::LXC::vmstatus for one container.
+  Object::Ptr vmstatus(const Container& ct) {
+    Object::Ptr o = new Object;
+    o->set("vmid", ct.vmid);
+    auto host = ct.config.find("hostname");
+    std::string name = host == ct.config.end() ? "CT" + std::to_string(ct.vmid) : host->second;
+    name.erase(std::remove_if(name.begin(), name.end(), ::isspace), name.end());
+    o->set("name", name);
+    o->set("status", ct.running ? "running" : "stopped");
+    o->set("type", "lxc");
+    int64_t memory = config_int(ct, "memory", 512), swap = config_int(ct, "swap", 512);
+    o->set("maxmem", memory * 1048576);
+    o->set("maxswap", swap * 1048576);
+    o->set("maxdisk", static_cast<Poco::Int64>(rootfs_size(ct)));
+    o->set("cpus", config_int(ct, "cores", 1));
+    auto uptime =
+        ct.running
+            ? std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - ct.started).count()
+            : 0;
+    o->set("uptime", static_cast<Poco::Int64>(uptime));
+    o->set("cpu", 0);
+    o->set("mem", ct.running ? 48 * 1048576 : 0);
+    o->set("swap", 0);
+    o->set("disk", ct.running ? 700 * 1048576 : 0);
+    o->set("diskread", 0);
+    o->set("diskwrite", 0);
+    o->set("netin", 0);
+    o->set("netout", 0);
+    if (ct.running) o->set("pid", 100000 + ct.vmid);
+    if (config_int(ct, "template", 0)) o->set("template", 1);
+    auto lock = ct.config.find("lock");
+    if (lock != ct.config.end()) o->set("lock", lock->second);
+    auto tags = ct.config.find("tags");
+    if (tags != ct.config.end()) o->set("tags", tags->second);
+    return o;
+  }
+
+  const Endpoint* config_endpoint() {
+    if (!config_schema) config_schema = schema.match("PUT", "/nodes/x/lxc/100/config", nullptr);
+    return config_schema;
+  }
+
+  // Config values rendered the way the real API does: integers and booleans as numbers.
+  Object::Ptr render_config(const std::map<std::string, std::string>& config) {
+    Object::Ptr o = new Object;
+    for (const auto& [k, v] : config) {
+      std::string type = config_endpoint() ? schema.type_of(*config_endpoint(), k) : "";
+      if ((type == "integer" || type == "boolean") && !v.empty() &&
+          v.find_first_not_of("-0123456789") == std::string::npos) {
+        o->set(k, static_cast<Poco::Int64>(std::stoll(v)));
+      } else if (type == "number" && !v.empty()) {
+        try {
+          o->set(k, std::stod(v));
+        } catch (const std::exception&) {
+          o->set(k, v);
+        }
+      } else {
+        o->set(k, v);
+      }
+    }
+    return o;
+  }
+
+  static std::string normalize_tags(const std::string& text) {
+    std::set<std::string> tags;
+    for (auto tag : split_list(text)) {
+      std::transform(tag.begin(), tag.end(), tag.begin(), ::tolower);
+      tags.insert(tag);
+    }
+    std::string out;
+    for (const auto& t : tags) {
+      if (!out.empty()) out += ';';
+      out += t;
+    }
+    return out;
+  }
+
+  // Address the model reports for net0 (static ip= or a DHCP lease).
+  std::string ipv4_of(Container& ct) {
+    auto net0 = ct.config.find("net0");
+    if (net0 == ct.config.end()) return "";
+    std::map<std::string, std::string> parts;
+    std::string error;
+    parse_property_string(net0->second, "", &parts, &error);
+    std::string ip = parts["ip"];
+    if (ip.empty() || ip == "manual") return "";
+    if (ip != "dhcp") return ip;
+    if (ct.lease.empty()) {
+      auto cidr = pvs::Cidr::parse(options.dhcp_cidr);
+      if (!cidr) return "";
+      uint32_t base = cidr->network().to_uint();
+      uint32_t size = cidr->prefix() >= 31 ? 1 : (1u << (32 - cidr->prefix())) - 2;
+      for (uint32_t i = 100; i < size; ++i) {
+        if (!leases.count(base + i)) {
+          leases.insert(base + i);
+          ct.lease = pvs::Ipv4Address(base + i).to_string() + "/" + std::to_string(cidr->prefix());
+          break;
+        }
+      }
+    }
+    return ct.lease;
+  }
+
+  void release_lease(Container& ct) {
+    if (ct.lease.empty()) return;
+    auto addr = pvs::Ipv4Address::parse(ct.lease.substr(0, ct.lease.find('/')));
+    if (addr) leases.erase(addr->to_uint());
+    ct.lease.clear();
+  }
+
+  // ---- handlers -------------------------------------------------------------------------
+  struct Call {
+    const Endpoint* endpoint;
+    ParamMap params;
+    std::string user;  // token id user@realm!tokenid
+    std::string method;
+    std::string path;
+  };
+
+  struct Reply {
+    Var data;
+    int total = -1;
+  };
+
+  int vmid_param(const Call& c, const char* name = "vmid") { return std::stoi(c.params.at(name)); }
+  bool flag(const Call& c, const std::string& name) {
+    auto it = c.params.find(name);
+    return it != c.params.end() && it->second == "1";
+  }
+  std::string param(const Call& c, const std::string& name, const std::string& fallback = "") {
+    auto it = c.params.find(name);
+    return it == c.params.end() ? fallback : it->second;
+  }
+
+  void check_node(const Call& c) {
+    auto it = c.params.find("node");
+    if (it != c.params.end() && it->second != options.node)
+      throw fail500("hostname lookup '" + it->second +
+                    "' failed - failed to get address info for: " + it->second +
+                    ": Name or service not known");
+  }
+
+  Container& need(int vmid) {
+    Container* ct = find(vmid);
+    if (!ct) throw fail500(conf_missing(vmid));
+    return *ct;
+  }
+
+  void check_unlocked(const Container& ct) {
+    std::string lock = lock_of(ct);
+    if (!lock.empty()) throw fail500("CT is locked (" + lock + ")");
+  }
+
+  Reply dispatch(Call& c) {
+    const std::string key = c.method + " " + c.endpoint->path;
+    check_node(c);
+    if (key == "GET /version") {
+      Object::Ptr o = new Object;
+      o->set("version", "9.1.3");
+      o->set("release", "9.1");
+      o->set("repoid", "5c9e4ea7");
+      return {o};
+    }
+    if (key == "GET /nodes") {
+      Array::Ptr a = new Array;
+      Object::Ptr n = new Object;
+      n->set("node", options.node);
+      n->set("status", "online");
+      n->set("type", "node");
+      n->set("id", "node/" + options.node);
+      n->set("maxcpu", 4);
+      n->set("maxmem", static_cast<Poco::Int64>(16ll << 30));
+      n->set("ssl_fingerprint", fingerprint);
+      a->add(n);
+      return {a};
+    }
+    if (key == "GET /cluster/nextid") {
+      if (c.params.count("vmid")) {
+        int vmid = vmid_param(c);
+        if (cts.count(vmid))
+          throw fail400("vmid", "VM " + std::to_string(vmid) + " already exists");
+        return {std::to_string(vmid)};
+      }
+      for (int id = 100; id < 1000000; ++id)
+        if (!cts.count(id)) return {std::to_string(id)};  // a string on the wire, as real
+      throw fail500("unable to get any free VMID in range [100, 1000000]");
+    }
+    if (key == "GET /cluster/resources") return {resources(param(c, "type"))};
+    if (key == "GET /nodes/{node}/lxc") {
+      Array::Ptr a = new Array;
+      for (const auto& [vmid, ct] : cts) a->add(vmstatus(ct));
+      return {a};
+    }
+    if (key == "POST /nodes/{node}/lxc/{vmid}/clone") return {clone(c)};
+    if (key == "GET /nodes/{node}/lxc/{vmid}/config") {
+      Container& ct = need(vmid_param(c));
+      auto o = render_config(ct.config);
+      o->set("digest", digest_of(ct));
+      return {o};
+    }
+    if (key == "PUT /nodes/{node}/lxc/{vmid}/config") {
+      update_config(c);
+      return {Var()};
+    }
+    if (key == "PUT /nodes/{node}/lxc/{vmid}/resize") return {resize(c)};
+    if (key == "POST /nodes/{node}/lxc/{vmid}/status/start") return {start(c)};
+    if (key == "POST /nodes/{node}/lxc/{vmid}/status/stop" ||
+        key == "POST /nodes/{node}/lxc/{vmid}/status/shutdown" ||
+        key == "POST /nodes/{node}/lxc/{vmid}/status/reboot")
+      return {stop_like(c)};
+    if (key == "GET /nodes/{node}/lxc/{vmid}/status/current") {
+      Container& ct = need(vmid_param(c));
+      auto o = vmstatus(ct);
+      Object::Ptr ha = new Object;
+      ha->set("managed", 0);
+      o->set("ha", ha);
+      return {o};
+    }
+    if (key == "GET /nodes/{node}/lxc/{vmid}/interfaces") return {interfaces(need(vmid_param(c)))};
+    if (key == "DELETE /nodes/{node}/lxc/{vmid}") return {destroy(c)};
+    if (key == "GET /nodes/{node}/lxc/{vmid}/snapshot") return {snapshot_list(need(vmid_param(c)))};
+    if (key == "POST /nodes/{node}/lxc/{vmid}/snapshot") return {snapshot_create(c)};
+    if (key == "DELETE /nodes/{node}/lxc/{vmid}/snapshot/{snapname}") return {snapshot_delete(c)};
+    if (key == "POST /nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback")
+      return {snapshot_rollback(c)};
+    if (key == "GET /nodes/{node}/tasks") return task_list(c);
+    if (key == "GET /nodes/{node}/tasks/{upid}/status") return {task_status(c)};
+    if (key == "GET /nodes/{node}/tasks/{upid}/log") return task_log(c);
+    if (key == "DELETE /nodes/{node}/tasks/{upid}") {
+      Task& t = need_task(c);
+      if (t.running) {
+        t.killed = true;
+        t.log.push_back("received interrupt");
+        finish_task(t, "unexpected status");
+      }
+      return {Var()};
+    }
+    if (key == "GET /pools") return {pool_list(c)};
+    if (key == "GET /pools/{poolid}") {
+      auto list = pool_list(c);
+      auto o = list->getObject(0);
+      o->remove("poolid");
+      return {o};
+    }
+    if (key == "POST /pools") {
+      std::string id = param(c, "poolid");
+      if (!std::isalpha(static_cast<unsigned char>(id[0])))
+        throw fail400("poolid", "invalid format - pool ID must start with a letter");
+      if (pools.count(id)) throw fail500("pool '" + id + "' already exists");
+      pools[id].comment = param(c, "comment");
+      return {Var()};
+    }
+    if (key == "PUT /pools" || key == "PUT /pools/{poolid}") {
+      pool_update(c);
+      return {Var()};
+    }
+    if (key == "DELETE /pools") {
+      std::string id = param(c, "poolid");
+      auto it = pools.find(id);
+      if (it == pools.end()) throw fail500("pool '" + id + "' does not exist");
+      if (!it->second.members.empty())
+        throw fail500("pool '" + id + "' is not empty (contains VM " +
+                      std::to_string(*it->second.members.begin()) + ")");
+      pools.erase(it);
+      return {Var()};
+    }
+    if (key == "GET /nodes/{node}/lxc/{vmid}/firewall/options") {
+      Container& ct = need(vmid_param(c));
+      return {render_firewall(ct.firewall)};
+    }
+    if (key == "PUT /nodes/{node}/lxc/{vmid}/firewall/options") {
+      Container& ct = need(vmid_param(c));
+      for (const auto& name : split_list(param(c, "delete"))) ct.firewall.erase(name);
+      for (const auto& [k, v] : c.params)
+        if (k != "node" && k != "vmid" && k != "delete" && k != "digest") ct.firewall[k] = v;
+      return {Var()};
+    }
+    if (key == "GET /nodes/{node}/lxc/{vmid}/firewall/rules") {
+      need(vmid_param(c));
+      return {Var(Array::Ptr(new Array))};
+    }
+    if (key == "POST /nodes/{node}/lxc/{vmid}/firewall/rules") {
+      need(vmid_param(c));
+      return {Var()};
+    }
+    throw ApiFail{501, "Method '" + c.method + " " + c.path + "' not implemented", {}};
+  }
+
+  Object::Ptr render_firewall(const std::map<std::string, std::string>& fw) {
+    Object::Ptr o = new Object;
+    for (const auto& [k, v] : fw) {
+      if (v == "0" || v == "1")
+        o->set(k, std::stoi(v));
+      else
+        o->set(k, v);
+    }
+    return o;
+  }
+
+  Array::Ptr resources(const std::string& type) {
+    Array::Ptr a = new Array;
+    auto now = Clock::now();
+    if (type.empty() || type == "vm") {
+      for (auto& [vmid, ct] : cts) {
+        Object::Ptr o = vmstatus(ct);
+        o->set("id", "lxc/" + std::to_string(vmid));
+        o->set("node", options.node);
+        bool fresh = now - ct.created < std::chrono::milliseconds(options.rrd_delay_ms);
+        if (fresh) {  // pvestatd has not written RRD data yet
+          o->set("status", "unknown");
+          o->remove("name");
+        }
+        std::string pool = pool_of(vmid);
+        if (!pool.empty()) o->set("pool", pool);
+        o->set("template", config_int(ct, "template", 0));
+        a->add(o);
+      }
+    }
+    if (type.empty() || type == "node") {
+      Object::Ptr n = new Object;
+      n->set("id", "node/" + options.node);
+      n->set("type", "node");
+      n->set("node", options.node);
+      n->set("status", "online");
+      a->add(n);
+    }
+    if (type.empty() || type == "storage") {
+      Object::Ptr s = new Object;
+      s->set("id", "storage/" + options.node + "/local-lvm");
+      s->set("type", "storage");
+      s->set("storage", "local-lvm");
+      s->set("node", options.node);
+      s->set("status", "available");
+      a->add(s);
+    }
+    return a;
+  }
+
+  std::string clone(Call& c) {
+    int src = vmid_param(c), newid = vmid_param(c, "newid");
+    Container& source = need(src);
+    std::string pool = param(c, "pool");
+    if (!pool.empty() && !pools.count(pool))
+      throw ApiFail{403, "Permission check failed (pool '" + pool + "' does not exist)", {}};
+    if (cts.count(newid))
+      throw fail500("CT " + std::to_string(newid) + " already exists on node '" + options.node +
+                    "'");
+    bool is_template = config_int(source, "template", 0) != 0;
+    bool full = c.params.count("full") ? flag(c, "full") : !is_template;
+    if (!full && c.params.count("storage"))
+      throw fail500("parameter 'storage' not allowed for linked clones");
+    if (full && source.running && !c.params.count("snapname"))
+      throw fail500("snapshot name is required for a full clone of a running CT");
+    check_unlocked(source);
+    source.config["lock"] = "disk";
+    Container ct;
+    ct.vmid = newid;
+    ct.created = Clock::now();
+    ct.config = source.config;
+    ct.config.erase("template");
+    ct.config["lock"] = "create";
+    for (auto& [k, v] : ct.config) {
+      if (k.rfind("net", 0) == 0 && k.size() > 3 &&
+          std::isdigit(static_cast<unsigned char>(k[3]))) {
+        std::string out;
+        bool replaced = false;
+        for (const auto& part : split_list_commas(v)) {
+          std::string item = part;
+          if (part.rfind("hwaddr=", 0) == 0) {
+            item = "hwaddr=" + random_mac();
+            replaced = true;
+          }
+          out += (out.empty() ? "" : ",") + item;
+        }
+        if (!replaced) out += ",hwaddr=" + random_mac();
+        v = out;
+      }
+    }
+    if (c.params.count("hostname")) ct.config["hostname"] = param(c, "hostname");
+    if (c.params.count("description")) ct.config["description"] = param(c, "description");
+    auto rootfs = ct.config.find("rootfs");
+    if (rootfs != ct.config.end()) {
+      auto size = rootfs->second.substr(rootfs->second.find(','));
+      rootfs->second = "local-lvm:vm-" + std::to_string(newid) + "-disk-0" + size;
+    }
+    ct.firewall = source.firewall;
+    cts[newid] = std::move(ct);
+    return start_task("vzclone", std::to_string(src), c.user, [this, src, newid, pool] {
+      Container* s = find(src);
+      Container* n = find(newid);
+      auto& log = tasks[task_order.back()].log;
+      (void)log;
+      if (s && lock_of(*s) == "disk") s->config.erase("lock");
+      bool failing = false;
+      for (const auto& [type, msg] : options.fail_tasks)
+        if (type == "vzclone") failing = true;
+      if (failing) {  // the worker frees the new volumes and config
+        cts.erase(newid);
+        return std::string();
+      }
+      if (n) {
+        if (!pool.empty() && pools.count(pool)) pools[pool].members.insert(newid);
+        if (lock_of(*n) == "create") n->config.erase("lock");
+      }
+      return std::string();
+    });
+  }
+
+  void update_config(Call& c) {
+    Container& ct = need(vmid_param(c));
+    ParamMap changes;
+    for (const auto& [k, v] : c.params)
+      if (k != "node" && k != "vmid" && k != "digest" && k != "delete" && k != "revert")
+        changes[k] = v;
+    auto deletes = split_list(param(c, "delete"));
+    if (changes.empty() && deletes.empty() && !c.params.count("revert"))
+      throw fail500("no options specified");
+    // Feature flags other than nesting: root@pam only; tokens never.
+    if (changes.count("features")) {
+      std::map<std::string, std::string> want, have;
+      std::string error;
+      parse_property_string(changes["features"], "", &want, &error);
+      if (ct.config.count("features"))
+        parse_property_string(ct.config["features"], "", &have, &error);
+      std::set<std::string> keys;
+      for (const auto& [k, v] : want) keys.insert(k);
+      for (const auto& [k, v] : have) keys.insert(k);
+      for (const auto& k : keys) {
+        if (k == "nesting") continue;
+        if (want[k] != have[k])
+          throw ApiFail{403,
+                        "Permission check failed (changing feature flags (except nesting) is "
+                        "only allowed for root@pam)",
+                        {}};
+      }
+    }
+    check_unlocked(ct);
+    if (c.params.count("digest") && param(c, "digest") != digest_of(ct))
+      throw fail500("detected modified configuration - file changed by other user? Try again.");
+    if (changes.count("unprivileged") && changes["unprivileged"] != ct.config["unprivileged"])
+      throw fail500("unable to modify read-only option: 'unprivileged'");
+    for (const auto& d : deletes) {
+      if (d == "memory" || d == "rootfs" || d == "ostype")
+        throw fail400("delete", "unable to delete required option '" + d + "'");
+      if (changes.count(d))
+        throw fail400(d, "unable to delete and set the same option at the same time");
+    }
+    for (const auto& d : deletes) ct.config.erase(d);
+    for (auto& [k, v] : changes) {
+      if (k == "tags") v = normalize_tags(v);
+      ct.config[k] = v;
+    }
+  }
+
+  std::string resize(Call& c) {
+    Container& ct = need(vmid_param(c));
+    check_unlocked(ct);
+    std::string disk = param(c, "disk"), size = param(c, "size");
+    if (disk != "rootfs" && !ct.config.count(disk))
+      throw fail500("no such mount point '" + disk + "'");
+    bool grow = !size.empty() && size[0] == '+';
+    uint64_t amount = 0;
+    if (!parse_size(grow ? size.substr(1) : size, &amount))
+      throw fail400("size", "unable to parse size '" + size + "'");
+    uint64_t current = rootfs_size(ct);
+    uint64_t target = grow ? current + amount : amount;
+    if (target < current) throw fail500("unable to shrink disk size");
+    if (target == current) throw fail500("disk is already at specified size");
+    int vmid = ct.vmid;
+    return start_task("resize", std::to_string(vmid), c.user, [this, vmid, target] {
+      Container* n = find(vmid);
+      if (!n) return conf_missing(vmid);
+      auto& rootfs = n->config["rootfs"];
+      auto pos = rootfs.find("size=");
+      if (pos != std::string::npos) {
+        auto end = rootfs.find(',', pos);
+        rootfs.replace(pos, end == std::string::npos ? std::string::npos : end - pos,
+                       "size=" + format_size(target));
+      } else {
+        rootfs += ",size=" + format_size(target);
+      }
+      return std::string();
+    });
+  }
+
+  std::string start(Call& c) {
+    int vmid = vmid_param(c);
+    if (flag(c, "skiplock") && c.user.rfind("root@pam", 0) != 0)
+      throw fail400("skiplock", "Only root may use this option.");
+    Container* ct = find(vmid);
+    if (ct && ct->running) throw fail500("CT " + std::to_string(vmid) + " already running");
+    return start_task("vzstart", std::to_string(vmid), c.user, [this, vmid] {
+      Container* n = find(vmid);
+      if (!n) return conf_missing(vmid);
+      std::string lock = lock_of(*n);
+      if (!lock.empty()) return "CT is locked (" + lock + ")";
+      if (config_int(*n, "template", 0))
+        return std::string("you can't start a CT if it's a template");
+      if (n->running) return std::string();
+      std::string error = backend->start(n->vmid, n->config, ipv4_of(*n));
+      if (!error.empty())
+        return "startup for container '" + std::to_string(vmid) + "' failed: " + error;
+      n->running = true;
+      n->started = Clock::now();
+      return std::string();
+    });
+  }
+
+  std::string stop_like(Call& c) {
+    int vmid = vmid_param(c);
+    Container& ct = need(vmid);
+    std::string kind = c.endpoint->path.substr(c.endpoint->path.rfind('/') + 1);
+    if (!ct.running)
+      throw fail500((kind == "reboot" ? "VM " : "CT ") + std::to_string(vmid) + " not running");
+    std::string type = kind == "stop" ? "vzstop" : kind == "shutdown" ? "vzshutdown" : "vzreboot";
+    bool skiplock = flag(c, "skiplock");
+    return start_task(type, std::to_string(vmid), c.user, [this, vmid, type, skiplock] {
+      Container* n = find(vmid);
+      if (!n) return conf_missing(vmid);
+      std::string lock = lock_of(*n);
+      if (!lock.empty() && lock != "mounted" && !skiplock) return "CT is locked (" + lock + ")";
+      if (!n->running) return std::string();
+      backend->stop(vmid);
+      if (type == "vzreboot") {
+        std::string error = backend->start(vmid, n->config, ipv4_of(*n));
+        if (!error.empty()) {
+          n->running = false;
+          return error;
+        }
+        n->started = Clock::now();
+        return std::string();
+      }
+      n->running = false;
+      release_lease(*n);
+      return std::string();
+    });
+  }
+
+  Var interfaces(Container& ct) {
+    if (!ct.running) return Var();  // {"data":null}
+    auto live = backend->interfaces(ct.vmid);
+    bool dhcp_done =
+        Clock::now() - ct.started >= std::chrono::milliseconds(options.interfaces_delay_ms);
+    Array::Ptr a = new Array;
+    for (const auto& iface : live) {
+      Object::Ptr o = new Object;
+      o->set("name", iface.name);
+      o->set("hwaddr", iface.hwaddr);
+      o->set("hardware-address", iface.hwaddr);
+      Array::Ptr addrs = new Array;
+      std::string inet, inet6;
+      for (const auto& addr : iface.addresses) {
+        bool v6 = addr.find(':') != std::string::npos;
+        if (!v6 && iface.name != "lo" && !dhcp_done) continue;
+        Object::Ptr ao = new Object;
+        auto slash = addr.find('/');
+        ao->set("ip-address", addr.substr(0, slash));
+        ao->set("ip-address-type", v6 ? "inet6" : "inet");
+        ao->set("prefix", std::stoi(addr.substr(slash + 1)));
+        addrs->add(ao);
+        (v6 ? inet6 : inet) = addr;  // only the last one of a family is kept
+      }
+      o->set("ip-addresses", addrs);
+      if (!inet.empty()) o->set("inet", inet);
+      if (!inet6.empty()) o->set("inet6", inet6);
+      a->add(o);
+    }
+    return a;
+  }
+
+  std::string destroy(Call& c) {
+    int vmid = vmid_param(c);
+    Container& ct = need(vmid);
+    if (config_int(ct, "protection", 0))
+      throw fail500("can't remove CT " + std::to_string(vmid) + " - protection mode enabled");
+    check_unlocked(ct);
+    bool force = flag(c, "force");
+    if (ct.running && !force)
+      throw fail500("unable to destroy CT " + std::to_string(vmid) + " - container is running");
+    ct.config["lock"] = "destroyed";
+    return start_task("vzdestroy", std::to_string(vmid), c.user, [this, vmid] {
+      Container* n = find(vmid);
+      if (!n) return conf_missing(vmid);
+      if (n->running) {
+        backend->stop(vmid);
+        n->running = false;
+      }
+      release_lease(*n);
+      for (auto& [id, pool] : pools) pool.members.erase(vmid);
+      cts.erase(vmid);
+      return std::string();
+    });
+  }
+
+  Array::Ptr snapshot_list(Container& ct) {
+    Array::Ptr a = new Array;
+    for (const auto& s : ct.snapshots) {
+      Object::Ptr o = new Object;
+      o->set("name", s.name);
+      o->set("description", s.description);
+      o->set("snaptime", static_cast<Poco::Int64>(s.snaptime));
+      if (!s.parent.empty()) o->set("parent", s.parent);
+      a->add(o);
+    }
+    Object::Ptr current = new Object;
+    current->set("name", "current");
+    current->set("description", "You are here!");
+    current->set("running", ct.running ? 1 : 0);
+    current->set("digest", digest_of(ct));
+    if (!ct.snapshots.empty()) current->set("parent", ct.snapshots.back().name);
+    a->add(current);
+    return a;
+  }
+
+  std::string snapshot_create(Call& c) {
+    int vmid = vmid_param(c);
+    std::string name = param(c, "snapname");
+    if (name == "current" || name == "vzdump")
+      throw fail500("unable to use snapshot name '" + name + "' (reserved name)");
+    std::string description = param(c, "description");
+    return start_task("vzsnapshot", std::to_string(vmid), c.user, [this, vmid, name, description] {
+      Container* n = find(vmid);
+      if (!n) return conf_missing(vmid);
+      for (const auto& s : n->snapshots)
+        if (s.name == name) return "snapshot name '" + name + "' already used";
+      if (config_int(*n, "template", 0))
+        return std::string("you can't take a snapshot if it's a template");
+      std::string lock = lock_of(*n);
+      if (!lock.empty()) return "CT is locked (" + lock + ")";
+      Snapshot s;
+      s.name = name;
+      s.description = description;
+      s.snaptime = std::time(nullptr);
+      s.parent = n->snapshots.empty() ? "" : n->snapshots.back().name;
+      s.config = n->config;
+      n->snapshots.push_back(std::move(s));
+      return std::string();
+    });
+  }
+
+  std::string snapshot_delete(Call& c) {
+    int vmid = vmid_param(c);
+    std::string name = param(c, "snapname");
+    return start_task("vzdelsnapshot", std::to_string(vmid), c.user, [this, vmid, name] {
+      Container* n = find(vmid);
+      if (!n) return conf_missing(vmid);
+      std::string lock = lock_of(*n);
+      if (!lock.empty()) return "CT is locked (" + lock + ")";
+      auto it = std::find_if(n->snapshots.begin(), n->snapshots.end(),
+                             [&](const Snapshot& s) { return s.name == name; });
+      if (it == n->snapshots.end()) return "snapshot '" + name + "' does not exist";
+      std::string parent = it->parent;
+      for (auto& s : n->snapshots)
+        if (s.parent == name) s.parent = parent;
+      n->snapshots.erase(it);
+      return std::string();
+    });
+  }
+
+  std::string snapshot_rollback(Call& c) {
+    int vmid = vmid_param(c);
+    std::string name = param(c, "snapname");
+    bool start_after = flag(c, "start");
+    return start_task("vzrollback", std::to_string(vmid), c.user, [this, vmid, name, start_after] {
+      Container* n = find(vmid);
+      if (!n) return conf_missing(vmid);
+      std::string lock = lock_of(*n);
+      if (!lock.empty()) return "CT is locked (" + lock + ")";
+      auto it = std::find_if(n->snapshots.begin(), n->snapshots.end(),
+                             [&](const Snapshot& s) { return s.name == name; });
+      if (it == n->snapshots.end()) return "snapshot '" + name + "' does not exist";
+      if (n->running) {
+        backend->stop(vmid);
+        n->running = false;
+      }
+      n->config = it->config;
+      if (start_after) {
+        std::string error = backend->start(vmid, n->config, ipv4_of(*n));
+        if (!error.empty()) return error;
+        n->running = true;
+        n->started = Clock::now();
+      }
+      return std::string();
+    });
+  }
+
+  Task& need_task(const Call& c) {
+    std::string upid = param(c, "upid");
+    auto it = tasks.find(upid);
+    if (it == tasks.end()) {
+      static const char* kRe = "UPID:";
+      if (upid.rfind(kRe, 0) != 0 || upid.back() != ':')
+        throw fail400("upid", "unable to parse worker upid '" + upid + "'");
+      throw fail400("upid", "no such task");
+    }
+    return it->second;
+  }
+
+  Object::Ptr task_object(const Task& t) {
+    Object::Ptr o = new Object;
+    o->set("upid", t.upid);
+    o->set("node", t.node);
+    o->set("pid", t.pid);
+    o->set("pstart", static_cast<Poco::Int64>(t.pstart));
+    o->set("starttime", static_cast<Poco::Int64>(t.starttime));
+    o->set("type", t.type);
+    o->set("id", t.id);
+    auto bang = t.user.find('!');
+    o->set("user", t.user.substr(0, bang));
+    if (bang != std::string::npos) o->set("tokenid", t.user.substr(bang + 1));
+    return o;
+  }
+
+  Object::Ptr task_status(const Call& c) {
+    Task& t = need_task(c);
+    auto o = task_object(t);
+    o->set("status", t.running ? "running" : "stopped");
+    if (!t.running) o->set("exitstatus", t.exitstatus);
+    return o;
+  }
+
+  Reply task_log(const Call& c) {
+    Task& t = need_task(c);
+    int start = std::stoi(param(c, "start", "0")), limit = std::stoi(param(c, "limit", "50"));
+    Array::Ptr a = new Array;
+    int total = static_cast<int>(t.log.size());
+    for (int i = start; i < total && i < start + limit; ++i) {
+      Object::Ptr o = new Object;
+      o->set("n", i + 1);
+      o->set("t", t.log[static_cast<std::size_t>(i)]);
+      a->add(o);
+    }
+    return {a, total};
+  }
+
+  Reply task_list(const Call& c) {
+    std::string source = param(c, "source", "archive");
+    std::string vmid = param(c, "vmid"), typefilter = param(c, "typefilter");
+    int start = std::stoi(param(c, "start", "0")), limit = std::stoi(param(c, "limit", "50"));
+    Array::Ptr a = new Array;
+    int index = 0, total = 0;
+    for (auto it = task_order.rbegin(); it != task_order.rend(); ++it) {
+      const Task& t = tasks[*it];
+      if (source == "archive" && t.running) continue;
+      if (source == "active" && !t.running) continue;
+      if (!vmid.empty() && t.id != vmid) continue;
+      if (!typefilter.empty() && t.type != typefilter) continue;
+      ++total;
+      if (index++ < start || static_cast<int>(a->size()) >= limit) continue;
+      auto o = task_object(t);
+      if (!t.running) {
+        o->set("status", t.exitstatus);
+        o->set("endtime", static_cast<Poco::Int64>(t.endtime));
+      }
+      a->add(o);
+    }
+    return {a, total};
+  }
+
+  Array::Ptr pool_list(const Call& c) {
+    Array::Ptr a = new Array;
+    std::string only = param(c, "poolid");
+    if (!only.empty() && !pools.count(only)) throw fail500("pool '" + only + "' does not exist");
+    for (const auto& [id, pool] : pools) {
+      if (!only.empty() && id != only) continue;
+      Object::Ptr o = new Object;
+      o->set("poolid", id);
+      if (!pool.comment.empty()) o->set("comment", pool.comment);
+      if (!only.empty()) {
+        Array::Ptr members = new Array;
+        for (int vmid : pool.members) {
+          Container* ct = find(vmid);
+          if (!ct) continue;
+          auto m = vmstatus(*ct);
+          m->set("id", "lxc/" + std::to_string(vmid));
+          m->set("node", options.node);
+          members->add(m);
+        }
+        o->set("members", members);
+      }
+      a->add(o);
+    }
+    return a;
+  }
+
+  void pool_update(const Call& c) {
+    std::string id = param(c, "poolid");
+    auto it = pools.find(id);
+    if (it == pools.end()) throw fail500("pool '" + id + "' does not exist");
+    if (c.params.count("comment")) it->second.comment = param(c, "comment");
+    bool remove = flag(c, "delete"), allow_move = flag(c, "allow-move");
+    for (const auto& text : split_list(param(c, "vms"))) {
+      int vmid = std::stoi(text);
+      if (!find(vmid)) throw fail500("no such VMID '" + text + "'");
+      if (remove) {
+        if (!it->second.members.count(vmid)) throw fail500("VM " + text + " is not a pool member");
+        it->second.members.erase(vmid);
+        continue;
+      }
+      if (it->second.members.count(vmid)) throw fail500("VM " + text + " is already a pool member");
+      std::string other = pool_of(vmid);
+      if (!other.empty()) {
+        if (!allow_move)
+          throw fail500("VM " + text + " belongs already to pool '" + other +
+                        "' and 'allow-move' is not set");
+        pools[other].members.erase(vmid);
+      }
+      it->second.members.insert(vmid);
+    }
+  }
+
+  // ---- the HTTP pipeline ----------------------------------------------------------------
+  void send(Poco::Net::HTTPServerResponse& resp, int status, const std::string& reason,
+            const std::string& body) {
+    resp.setStatusAndReason(static_cast<Poco::Net::HTTPResponse::HTTPStatus>(status), reason);
+    if (status >= 400) resp.setKeepAlive(false);
+    resp.setContentType("application/json;charset=UTF-8");
+    resp.setContentLength(static_cast<std::streamsize>(body.size()));
+    resp.send() << body;
+  }
+
+  void send_error(Poco::Net::HTTPServerResponse& resp, const ApiFail& f) {
+    Object::Ptr o = new Object;
+    o->set("data", Var());
+    if (!f.errors.empty()) {
+      Object::Ptr e = new Object;
+      for (const auto& [k, v] : f.errors) e->set(k, v);
+      o->set("errors", e);
+    }
+    o->set("message", f.message + "\n");
+    // Only the first line of the message goes into the reason phrase.
+    std::string reason = f.message.substr(0, f.message.find('\n'));
+    send(resp, f.status, reason, json(o));
+  }
+
+  void handle(Poco::Net::HTTPServerRequest& req, Poco::Net::HTTPServerResponse& resp) {
+    Poco::URI uri(req.getURI());
+    std::string path = uri.getPath();
+    std::string method = req.getMethod();
+    std::string body;
+    if (req.hasContentLength() || req.getChunkedTransferEncoding()) {
+      std::ostringstream os;
+      os << req.stream().rdbuf();
+      body = os.str();
+    }
+    if (path.rfind("/_pvesim/", 0) == 0) return control(method, path, body, resp);
+    const std::string prefix = "/api2/json";
+    std::string api_path = path.rfind(prefix, 0) == 0 ? path.substr(prefix.size()) : "";
+    ParamMap path_params;
+    const Endpoint* endpoint =
+        api_path.empty() ? nullptr : schema.match(method, api_path, &path_params);
+    {
+      std::lock_guard lock(mutex);
+      ++request_total;
+      ++counts[method + " " + (endpoint ? endpoint->path : api_path.empty() ? path : api_path)];
+    }
+    if (api_path.empty()) return send_error(resp, {501, "no such uri", {}});
+    // Authentication (pveproxy): token header, split at the last '='.
+    std::string auth = req.get("Authorization", "");
+    std::string user;
+    {
+      auto pos = auth.find("PVEAPIToken");
+      if (pos == std::string::npos ||
+          (pos > 0 && !std::isspace(static_cast<unsigned char>(auth[pos - 1])))) {
+        if (!auth.empty())
+          std::this_thread::sleep_for(std::chrono::milliseconds(options.auth_delay_ms));
+        resp.setStatusAndReason(Poco::Net::HTTPResponse::HTTP_UNAUTHORIZED,
+                                auth.empty() ? "No ticket" : "Authentication failed!");
+        resp.setKeepAlive(false);
+        resp.setContentLength(0);
+        resp.send();
+        return;
+      }
+      std::string value = auth.substr(pos + 11);
+      if (!value.empty() && (value[0] == '=' || value[0] == ' ')) value.erase(0, 1);
+      value = value.substr(0, value.find(';'));
+      std::string decoded;
+      Poco::URI::decode(value, decoded);
+      auto eq = decoded.rfind('=');
+      std::string id = eq == std::string::npos ? "" : decoded.substr(0, eq);
+      std::string secret = eq == std::string::npos ? "" : decoded.substr(eq + 1);
+      auto it = options.tokens.find(id);
+      if (it == options.tokens.end() || it->second != secret) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(options.auth_delay_ms));
+        resp.setStatusAndReason(Poco::Net::HTTPResponse::HTTP_UNAUTHORIZED,
+                                "Authentication failed!");
+        resp.setKeepAlive(false);
+        resp.setContentLength(0);
+        resp.send();
+        return;
+      }
+      user = id;
+    }
+    if ((method == "GET" || method == "DELETE") && !body.empty())
+      return send_error(resp, {501, "Unexpected content for method '" + method + "'", {}});
+    if (!endpoint) {
+      return send_error(resp, {501, "Method '" + method + " " + path + "' not implemented", {}});
+    }
+    int latency = 0;
+    std::optional<ApiFail> fault;
+    {
+      std::lock_guard lock(mutex);
+      latency = options.latency_ms;
+      for (std::size_t i = 0; i < options.faults.size(); ++i) {
+        auto& rule = options.faults[i];
+        if (rule.method != "*" && rule.method != method) continue;
+        if (rule.path != "*" && rule.path != endpoint->path) continue;
+        if (rule.count == 0) continue;
+        if (std::uniform_real_distribution<double>(0, 1)(rng) >= rule.rate) continue;
+        if (rule.count > 0) --rule.count;
+        fault = ApiFail{rule.status, rule.message, {}};
+        break;
+      }
+    }
+    if (latency > 0) std::this_thread::sleep_for(std::chrono::milliseconds(latency));
+    if (fault) return send_error(resp, *fault);
+    // Parameters: body (form or JSON), then the query string overrides.
+    ParamMap params;
+    if (method == "POST" || method == "PUT") {
+      if (req.getContentType().find("application/json") != std::string::npos && !body.empty()) {
+        try {
+          Poco::JSON::Parser parser;
+          auto o = parser.parse(body).extract<Object::Ptr>();
+          for (const auto& [k, v] : *o)
+            params[k] = v.isBoolean() ? (v.convert<bool>() ? "1" : "0") : v.convert<std::string>();
+        } catch (const std::exception&) {
+          return send_error(resp, {400, "malformed JSON body", {}});
+        }
+      } else {
+        params = parse_form(body);
+      }
+    }
+    for (const auto& [k, v] : parse_form(uri.getRawQuery())) params[k] = v;
+    for (const auto& [k, v] : path_params) {
+      std::string decoded;
+      Poco::URI::decode(v, decoded);
+      auto it = params.find(k);
+      if (it != params.end() && it->second != decoded)
+        return send_error(resp, {400,
+                                 "Parameter verification failed.",
+                                 {{k, "duplicate parameter (path and body differ)"}}});
+      params[k] = decoded;
+    }
+    auto errors = schema.validate(*endpoint, params);
+    if (!errors.empty()) {
+      {
+        std::lock_guard lock(mutex);
+        ++schema_rejections;
+      }
+      std::string detail;
+      for (const auto& [k, v] : errors) detail += " " + k + ": " + v + ";";
+      pvs::log::info("pvesim: " + method + " " + api_path + " rejected:" + detail);
+      return send_error(resp, {400, "Parameter verification failed.", errors});
+    }
+    if (!endpoint->allowtoken)
+      return send_error(resp, {403,
+                               "Permission check failed (URI '" + path +
+                                   "' not available with API token, need proper ticket.)",
+                               {}});
+    Call call{endpoint, std::move(params), user, method, api_path};
+    try {
+      Reply reply;
+      {
+        std::lock_guard lock(mutex);
+        reply = dispatch(call);
+      }
+      Object::Ptr o = new Object;
+      o->set("data", reply.data);
+      if (reply.total >= 0) o->set("total", reply.total);
+      send(resp, 200, "OK", json(o));
+    } catch (const ApiFail& f) {
+      send_error(resp, f);
+    } catch (const std::exception& ex) {
+      send_error(resp, {500, ex.what(), {}});
+    }
+  }
+
+  void control(const std::string& method, const std::string& path, const std::string& body,
+               Poco::Net::HTTPServerResponse& resp) {
+    try {
+      Object::Ptr in;
+      if (!body.empty()) {
+        Poco::JSON::Parser parser;
+        in = parser.parse(body).extract<Object::Ptr>();
+      }
+      Object::Ptr out = new Object;
+      if (path == "/_pvesim/stats" && method == "GET") {
+        std::lock_guard lock(mutex);
+        Object::Ptr c = new Object;
+        for (const auto& [k, v] : counts) c->set(k, v);
+        out->set("requests", c);
+        out->set("total", request_total);
+      } else if (path == "/_pvesim/stats" && method == "DELETE") {
+        std::lock_guard lock(mutex);
+        counts.clear();
+        request_total = 0;
+      } else if (path == "/_pvesim/faults" && method == "POST" && in) {
+        std::lock_guard lock(mutex);
+        if (in->has("latency_ms")) options.latency_ms = in->getValue<int>("latency_ms");
+        if (in->has("interfaces_delay_ms"))
+          options.interfaces_delay_ms = in->getValue<int>("interfaces_delay_ms");
+        if (in->has("rules")) {
+          options.faults.clear();
+          for (const auto& r : *in->getArray("rules")) {
+            auto ro = r.extract<Object::Ptr>();
+            FaultRule rule;
+            if (ro->has("method")) rule.method = ro->getValue<std::string>("method");
+            if (ro->has("path")) rule.path = ro->getValue<std::string>("path");
+            if (ro->has("status")) rule.status = ro->getValue<int>("status");
+            if (ro->has("message")) rule.message = ro->getValue<std::string>("message");
+            if (ro->has("rate")) rule.rate = ro->getValue<double>("rate");
+            if (ro->has("count")) rule.count = ro->getValue<int>("count");
+            options.faults.push_back(rule);
+          }
+        }
+        if (in->has("fail_tasks")) {
+          options.fail_tasks.clear();
+          for (const auto& [k, v] : *in->getObject("fail_tasks"))
+            options.fail_tasks[k] = v.convert<std::string>();
+        }
+        if (in->has("task_ms"))
+          for (const auto& [k, v] : *in->getObject("task_ms"))
+            options.task_ms[k] = v.convert<int>();
+        if (in->has("locks")) {
+          for (const auto& [k, v] : *in->getObject("locks")) {
+            Container* ct = find(std::stoi(k));
+            if (!ct) throw ApiFail{400, "no CT " + k, {}};
+            std::string value = v.convert<std::string>();
+            if (value.empty())
+              ct->config.erase("lock");
+            else
+              ct->config["lock"] = value;
+          }
+        }
+      } else {
+        throw ApiFail{501, "no such control endpoint", {}};
+      }
+      Object::Ptr o = new Object;
+      o->set("data", out);
+      send(resp, 200, "OK", json(o));
+    } catch (const ApiFail& f) {
+      send_error(resp, f);
+    } catch (const std::exception& ex) {
+      send_error(resp, {400, ex.what(), {}});
+    }
+  }
+
+  void add_template(int vmid) {
+    Container ct;
+    ct.vmid = vmid;
+    ct.created = Clock::now() - std::chrono::hours(1);
+    ct.config = {
+        {"arch", "amd64"},
+        {"cores", "1"},
+        {"description", "pve-sandbox template"},
+        {"features", "nesting=1"},
+        {"hostname", "sandbox-template"},
+        {"memory", "512"},
+        {"net0", "name=eth0,bridge=vmbr1,firewall=1,hwaddr=" + random_mac() + ",ip=dhcp,type=veth"},
+        {"ostype", "debian"},
+        {"rootfs", "local-lvm:base-" + std::to_string(vmid) + "-disk-0,size=8G"},
+        {"swap", "512"},
+        {"tags", "pve-sandbox-template"},
+        {"template", "1"},
+        {"unprivileged", "1"},
+    };
+    cts[vmid] = std::move(ct);
+  }
+};
+
+namespace {
+
+class Handler : public Poco::Net::HTTPRequestHandler {
+ public:
+  explicit Handler(Simulator::Impl* impl) : impl_(impl) {}
+  void handleRequest(Poco::Net::HTTPServerRequest& req,
+                     Poco::Net::HTTPServerResponse& resp) override {
+    impl_->handle(req, resp);
+  }
+
+ private:
+  Simulator::Impl* impl_;
+};
+
+class Factory : public Poco::Net::HTTPRequestHandlerFactory {
+ public:
+  explicit Factory(Simulator::Impl* impl) : impl_(impl) {}
+  Poco::Net::HTTPRequestHandler* createRequestHandler(
+      const Poco::Net::HTTPServerRequest&) override {
+    return new Handler(impl_);
+  }
+
+ private:
+  Simulator::Impl* impl_;
+};
+
+std::once_flag g_ssl_init;
+
+}  // namespace
+
+Simulator::Simulator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Simulator::~Simulator() {
+  impl_->shutdown();
+}
+
+pvs::Result<std::unique_ptr<Simulator>> Simulator::start(Options options) {
+  std::call_once(g_ssl_init, [] { Poco::Net::initializeSSL(); });
+  auto impl = std::make_unique<Impl>();
+  if (options.schema_file.empty()) options.schema_file = PVESIM_SCHEMA_FILE;
+  auto schema = Schema::load(options.schema_file);
+  if (!schema) return pvs::fail(schema.error());
+  impl->schema = std::move(*schema);
+  impl->options = options;
+  if (auto cidr = pvs::Cidr::parse(options.dhcp_cidr); !cidr)
+    return pvs::fail(pvs::ErrorCode::kInvalidArgument, "bad --dhcp-cidr " + options.dhcp_cidr);
+  auto backend = make_backend(options);
+  if (!backend) return pvs::fail(backend.error());
+  impl->backend = std::move(*backend);
+  if (auto made = impl->make_certificate(); !made) return pvs::fail(made.error());
+  for (int vmid : options.templates) impl->add_template(vmid);
+  for (const auto& pool : options.pools) impl->pools[pool] = {};
+  try {
+    Poco::Net::Context::Ptr context =
+        new Poco::Net::Context(Poco::Net::Context::TLS_SERVER_USE, impl->key_file, impl->cert_path,
+                               "", Poco::Net::Context::VERIFY_NONE);
+    Poco::Net::SecureServerSocket socket(Poco::Net::SocketAddress(options.listen, options.port), 64,
+                                         context);
+    impl->port = socket.address().port();
+    auto params = new Poco::Net::HTTPServerParams;
+    params->setMaxThreads(160);
+    params->setMaxQueued(512);
+    params->setKeepAlive(true);
+    params->setMaxKeepAliveRequests(0);
+    params->setKeepAliveTimeout(Poco::Timespan(30, 0));
+    impl->server = std::make_unique<Poco::Net::HTTPServer>(new Factory(impl.get()), socket, params);
+    impl->server->start();
+  } catch (const Poco::Exception& ex) {
+    return pvs::fail(pvs::ErrorCode::kUnavailable, "pvesim cannot listen: " + ex.displayText());
+  }
+  impl->scheduler = std::thread([p = impl.get()] { p->run_scheduler(); });
+  return std::unique_ptr<Simulator>(new Simulator(std::move(impl)));
+}
+
+int Simulator::port() const {
+  return impl_->port;
+}
+std::string Simulator::fingerprint() const {
+  return impl_->fingerprint;
+}
+std::string Simulator::cert_file() const {
+  return impl_->cert_path;
+}
+
+uint64_t Simulator::count(const std::string& method, const std::string& path_template) const {
+  std::lock_guard lock(impl_->mutex);
+  auto it = impl_->counts.find(method + " " + path_template);
+  return it == impl_->counts.end() ? 0 : it->second;
+}
+
+uint64_t Simulator::schema_rejections() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->schema_rejections;
+}
+
+uint64_t Simulator::total_requests() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->request_total;
+}
+
+void Simulator::reset_counts() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->counts.clear();
+  impl_->request_total = 0;
+}
+
+void Simulator::set_faults(std::vector<FaultRule> rules) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->options.faults = std::move(rules);
+}
+
+void Simulator::set_fail_task(const std::string& type, const std::string& message) {
+  std::lock_guard lock(impl_->mutex);
+  if (message.empty())
+    impl_->options.fail_tasks.erase(type);
+  else
+    impl_->options.fail_tasks[type] = message;
+}
+
+void Simulator::set_latency_ms(int ms) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->options.latency_ms = ms;
+}
+
+void Simulator::set_interfaces_delay_ms(int ms) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->options.interfaces_delay_ms = ms;
+}
+
+void Simulator::set_task_ms(const std::string& type, int ms) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->options.task_ms[type] = ms;
+}
+
+pvs::Status Simulator::set_lock(int vmid, const std::string& lock) {
+  std::lock_guard guard(impl_->mutex);
+  auto* ct = impl_->find(vmid);
+  if (!ct) return pvs::fail(pvs::ErrorCode::kNotFound, "no CT " + std::to_string(vmid));
+  if (lock.empty())
+    ct->config.erase("lock");
+  else
+    ct->config["lock"] = lock;
+  return {};
+}
+
+}  // namespace pvesim

@@ -1,0 +1,99 @@
+// pvesim: a Proxmox VE API simulator over real HTTPS (Poco), for tests and the demo.
+//
+//   pvesim::Options options;
+//   options.tokens["root@pam!test"] = "secret";
+//   auto sim = pvesim::Simulator::start(options);
+//   // https://127.0.0.1:<(*sim)->port()>/api2/json, pin (*sim)->fingerprint()
+//
+// See README.md for the behaviours it models and its knobs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+
+namespace pvesim {
+
+// Answer `status message` instead of handling a matching request, with probability `rate`,
+// at most `count` times (-1: unlimited). path is a schema template or "*".
+struct FaultRule {
+  std::string method = "*";
+  std::string path = "*";
+  int status = 500;
+  std::string message = "simulated failure";
+  double rate = 1.0;
+  int count = -1;
+};
+
+// The netns backend: every started container becomes a network namespace "<prefix><vmid>"
+// joined by a veth to `bridge`, configured from net0 (static ip= or a lease from
+// dhcp_cidr), running `sshd_path` with `authorized_keys` for `user`.
+struct NetnsOptions {
+  std::string bridge = "pvesimbr0";
+  std::string bridge_cidr = "10.99.0.1/16";  // the host's (gateway) address on the bridge
+  std::string ns_prefix = "pvesim-";
+  std::string authorized_keys;  // file with the template's key(s); required
+  std::string sshd_path = "/usr/sbin/sshd";
+  std::string user = "root";  // who may log in (the sshd runs as root in the namespace)
+  int ssh_port = 22;
+  bool create_bridge = true;  // create the bridge if missing, delete it at exit
+};
+
+struct Options {
+  std::string listen = "127.0.0.1";
+  int port = 0;  // 0: any free port
+  std::string node = "pve";
+  std::string schema_file;                    // default: the pve-schema.json built in
+  std::map<std::string, std::string> tokens;  // "user@realm!tokenid" -> secret
+  int auth_delay_ms = 3000;                   // pveproxy delays failed logins ~3 s
+  std::map<std::string, int> task_ms;         // per task type, e.g. {"vzclone", 500}
+  int default_task_ms = 50;
+  int latency_ms = 0;  // added to every API request
+  std::vector<FaultRule> faults;
+  std::map<std::string, std::string> fail_tasks;  // task type -> exit message
+  int interfaces_delay_ms = 0;                    // a started CT has no IPv4 for this long (DHCP)
+  int rrd_delay_ms = 0;                    // new guests show status 'unknown' in /cluster/resources
+  std::vector<int> templates{9000};        // template CTs present at start
+  std::vector<std::string> pools;          // pools present at start
+  std::string dhcp_cidr = "10.99.0.0/16";  // simulated DHCP leases for ip=dhcp
+  std::string backend = "model";           // "model" | "netns"
+  NetnsOptions netns;
+};
+
+class Simulator {
+ public:
+  static pvs::Result<std::unique_ptr<Simulator>> start(Options options);
+  ~Simulator();  // stops the server, the tasks and every netns container
+
+  int port() const;
+  std::string fingerprint() const;  // SHA-256 of the certificate, "AB:CD:..."
+  std::string cert_file() const;    // PEM of the self-signed certificate
+
+  // Requests seen for "METHOD /path/{template}" (every attempt, also failed ones).
+  uint64_t count(const std::string& method, const std::string& path_template) const;
+  uint64_t total_requests() const;
+  // Requests refused by schema validation (400 Parameter verification failed.).
+  uint64_t schema_rejections() const;
+  void reset_counts();
+
+  // Changes fault injection at run time (also reachable at POST /_pvesim/faults).
+  void set_faults(std::vector<FaultRule> rules);
+  void set_fail_task(const std::string& type, const std::string& message);
+  void set_latency_ms(int ms);
+  void set_interfaces_delay_ms(int ms);
+  void set_task_ms(const std::string& type, int ms);
+  // A stuck lock on a container ("" removes it).
+  pvs::Status set_lock(int vmid, const std::string& lock);
+
+  struct Impl;
+
+ private:
+  explicit Simulator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pvesim
