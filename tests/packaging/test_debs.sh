@@ -120,8 +120,9 @@ if ((has_agent)); then
   check "agent user created" user_exists pve-sandbox-agent
   check "agent binary installed" test -x "$root/usr/sbin/pve-sandbox-agent"
   check "agent config installed" test -f "$root/etc/pve-sandbox/agent.yaml"
+  # Names resolve inside the root, where the user lives.
   check "agent state directory owned by the agent" \
-    test "$(stat -c %U:%G "$root/var/lib/pve-sandbox")" = pve-sandbox-agent:pve-sandbox
+    test "$(in_root stat -c %U:%G /var/lib/pve-sandbox)" = pve-sandbox-agent:pve-sandbox
   check "agent socket enabled" test -L "$root/etc/systemd/system/sockets.target.wants/pve-sandbox-agent.socket"
   check "agent config passes check-config" in_root /usr/sbin/pve-sandbox-agent check-config --config /etc/pve-sandbox/agent.yaml
   echo "# edited by the operator" >>"$root/etc/pve-sandbox/agent.yaml"
