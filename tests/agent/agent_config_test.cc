@@ -1,0 +1,131 @@
+// The agent's config parser and state-file codec (pure functions, no kernel).
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "config.h"
+#include "state.h"
+
+namespace pvs::agent {
+namespace {
+
+std::string error_of(std::string_view yaml) {
+  auto config = parse_config(yaml, "agent.yaml");
+  return config ? "<ok>" : config.error().message;
+}
+
+TEST(AgentConfig, DefaultsAndTheDesignExample) {
+  auto config = parse_config(
+      "socket: /run/pve-sandbox/agent.sock\n"
+      "socket_group: pve-sandbox\n"
+      "allowed_uids: [0]\n"
+      "allowed_gids: []\n"
+      "sandbox_cidr: 10.99.0.0/16\n"
+      "gateway: 10.99.0.1\n"
+      "family: inet\n"
+      "table: sandbox\n"
+      "set: internet_allowed\n"
+      "state_file: /var/lib/pve-sandbox/agent-state\n"
+      "max_elements: 65536\n",
+      "agent.yaml");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->sandbox_cidr.to_string(), "10.99.0.0/16");
+  EXPECT_EQ(config->gateway.to_string(), "10.99.0.1");
+  EXPECT_EQ(config->max_elements, 65536u);
+  EXPECT_EQ(config->allowed_uids, std::vector<uid_t>{0});
+
+  auto minimal = parse_config("sandbox_cidr: 10.50.0.0/24\n", "x");
+  ASSERT_TRUE(minimal);
+  EXPECT_EQ(minimal->gateway.to_string(), "10.50.0.1");  // first host by default
+  EXPECT_EQ(minimal->set, "internet_allowed");
+}
+
+TEST(AgentConfig, PreciseErrors) {
+  EXPECT_EQ(error_of("gateway: 10.99.0.1\n"),
+            "agent.yaml: key 'sandbox_cidr': required (e.g. sandbox_cidr: 10.99.0.0/16)");
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\ngateway: 10.98.0.1\n"),
+            "agent.yaml:2: key 'gateway': 10.98.0.1 is not a host address of sandbox_cidr "
+            "10.99.0.0/16");
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\ngateway: 10.99.255.255\n").substr(0, 27),
+            "agent.yaml:2: key 'gateway'");
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.5/16\n").find("key 'sandbox_cidr'"), std::string::npos);
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\ntabel: x\n"),
+            "agent.yaml:2: key 'tabel': unknown key");
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\nmax_elements: -1\n"),
+            "agent.yaml:2: key 'max_elements': expected a whole number 1-1000000, got \"-1\"");
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\nmax_elements: 0x10\n").substr(0, 32),
+            "agent.yaml:2: key 'max_elements'");
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\nallowed_uids: 0\n"),
+            "agent.yaml:2: key 'allowed_uids': expected a list of numeric ids, e.g. [0, 110]");
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\nsocket: relative.sock\n"),
+            "agent.yaml:2: key 'socket': must be an absolute path");
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\nfamily: bridge\n"),
+            "agent.yaml:2: key 'family': expected inet or ip, got \"bridge\"");
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\nset: \"bad name\"\n").find("invalid nftables"),
+            std::string::npos);
+  EXPECT_NE(error_of("sandbox_cidr: [\n").find("agent.yaml:"), std::string::npos);
+  EXPECT_EQ(error_of("- a\n- b\n"), "agent.yaml: expected a mapping of keys");
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\nallowed_uids: []\n").find("nobody could"),
+            std::string::npos);
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\nstate_fsync: maybe\n"),
+            "agent.yaml:2: key 'state_fsync': expected true or false, got \"maybe\"");
+}
+
+TEST(AgentState, RoundTripAndPrune) {
+  DesiredState state;
+  state.grants[*Ipv4Address::parse("10.99.0.5")] = std::nullopt;
+  state.grants[*Ipv4Address::parse("10.99.0.6")] = 1000;
+  state.grants[*Ipv4Address::parse("10.99.0.7")] = 5000;
+  state.bindings["veth100i0"] = proto::Binding{"veth100i0", *MacAddress::parse("bc:24:11:2a:3b:4c"),
+                                               *Ipv4Address::parse("10.99.0.7")};
+  std::string text = format_state(state);
+  EXPECT_EQ(text,
+            "pve-sandbox-agent-state 1\n"
+            "grant 10.99.0.5 -\n"
+            "grant 10.99.0.6 1000\n"
+            "grant 10.99.0.7 5000\n"
+            "bind veth100i0 bc:24:11:2a:3b:4c 10.99.0.7\n");
+  auto parsed = parse_state(text);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(*parsed, state);
+  EXPECT_EQ(parsed->prune(1000), 1u);
+  EXPECT_EQ(parsed->grants.size(), 2u);
+}
+
+TEST(AgentState, StrictParser) {
+  auto err = [](std::string_view text) {
+    auto s = parse_state(text);
+    return s ? "<ok>" : s.error().message;
+  };
+  EXPECT_EQ(err(""), "empty state file");
+  EXPECT_EQ(err("garbage\n"), "line 1: expected pve-sandbox-agent-state 1");
+  EXPECT_EQ(err("pve-sandbox-agent-state 1\ngrant 10.99.0.5 -"),
+            "line 2: not terminated by a newline (truncated file?)");
+  EXPECT_EQ(err("pve-sandbox-agent-state 1\ngrant 10.99.0.5 -\ngrant 10.99.0.5 7\n"),
+            "line 3: address 10.99.0.5 listed twice");
+  EXPECT_EQ(err("pve-sandbox-agent-state 1\ngrant 10.99.0.5 007\n"),
+            "line 2: invalid expiry \"007\"");
+  EXPECT_EQ(err("pve-sandbox-agent-state 1\nbind eth0 bc:24:11:2a:3b:4c 10.99.0.7\n").substr(0, 20),
+            "line 2: invalid port");
+  EXPECT_EQ(err("pve-sandbox-agent-state 1\nfoo\n"), "line 2: unknown record \"foo\"");
+  EXPECT_EQ(err("pve-sandbox-agent-state 1\n\n"), "line 2: empty line");
+}
+
+TEST(AgentState, SaveAndLoad) {
+  char tmpl[] = "/tmp/pvs-agent-state-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string path = std::string(tmpl) + "/state";
+  auto missing = load_state(path);
+  ASSERT_TRUE(missing);
+  EXPECT_FALSE(missing->has_value());
+  DesiredState state;
+  state.grants[*Ipv4Address::parse("10.99.0.5")] = 42;
+  ASSERT_TRUE(save_state(path, state, true));
+  auto loaded = load_state(path);
+  ASSERT_TRUE(loaded && loaded->has_value());
+  EXPECT_EQ(**loaded, state);
+  std::filesystem::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace pvs::agent

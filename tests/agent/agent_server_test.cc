@@ -1,0 +1,497 @@
+// The pve-sandbox-agent binary end to end: started inside a namespace of the test's own with the
+// contract's tables, spoken to over its unix socket, checked against `nft list`.
+#include <grp.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "agent/agent_test_util.h"
+#include "pvesandbox/common/protocol.h"
+
+namespace pvs::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class AgentServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ns_.load_contract(); }
+  void start(const std::string& extra = "") {
+    agent_ = std::make_unique<AgentProcess>(ns_, dir_, extra);
+  }
+  std::string nft_set() { return ns_.output("nft list set inet sandbox internet_allowed"); }
+  // Waits until `pred(LIST reply)` holds.
+  template <typename Pred>
+  bool eventually(LineClient& c, Pred pred, std::chrono::milliseconds limit = 3000ms) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred(c.call("LIST"))) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  NetNs ns_;
+  TempDir dir_;
+  std::unique_ptr<AgentProcess> agent_;
+};
+
+TEST_F(AgentServerTest, EveryVerb) {
+  start();
+  LineClient c(agent_->socket());
+  EXPECT_EQ(c.call("HELLO 1"), "OK pve-sandbox-agent " PVS_VERSION " proto=1");
+  EXPECT_TRUE(c.call("HELLO 2").starts_with("ERR 400"));
+  EXPECT_EQ(c.call("ALLOW 10.99.0.5"), "OK");
+  EXPECT_EQ(c.call("ALLOW 10.99.0.6 ttl=300"), "OK");
+  std::string list = c.call("LIST");
+  EXPECT_TRUE(list.starts_with("OK 2 10.99.0.5 10.99.0.6@")) << list;
+  EXPECT_NE(nft_set().find("10.99.0.6 timeout 5m"), std::string::npos) << nft_set();
+  EXPECT_EQ(c.call("REVOKE 10.99.0.5"), "OK");
+  EXPECT_EQ(nft_set().find("10.99.0.5"), std::string::npos);
+  EXPECT_EQ(c.call("SYNC 10.99.1.1 10.99.1.2@60"), "OK 2");
+  list = c.call("LIST");
+  EXPECT_TRUE(list.starts_with("OK 2 10.99.1.1 10.99.1.2@")) << list;
+  EXPECT_EQ(c.call("SYNC"), "OK 0");
+  EXPECT_EQ(c.call("LIST"), "OK 0");
+
+  // BIND against a real bridge port in the namespace.
+  ns_.run(
+      "ip link add br0 type bridge && ip link add veth100i0 type veth peer name ct100 && "
+      "ip link set veth100i0 master br0 && ip link set br0 up && ip link set veth100i0 up");
+  EXPECT_EQ(c.call("BIND veth100i0 BC:24:11:2A:3B:4C 10.99.0.7"), "OK");
+  EXPECT_EQ(c.call("BINDINGS"), "OK 1 veth100i0=bc:24:11:2a:3b:4c/10.99.0.7");
+  std::string l2 = ns_.output("nft list table bridge sandbox_l2");
+  EXPECT_NE(l2.find("\"veth100i0\" . bc:24:11:2a:3b:4c"), std::string::npos) << l2;
+  EXPECT_NE(l2.find("\"veth100i0\" . 10.99.0.7"), std::string::npos) << l2;
+  // BIND replaces the port's binding.
+  EXPECT_EQ(c.call("BIND veth100i0 bc:24:11:00:00:01 10.99.0.8"), "OK");
+  EXPECT_EQ(c.call("BINDINGS"), "OK 1 veth100i0=bc:24:11:00:00:01/10.99.0.8");
+  l2 = ns_.output("nft list table bridge sandbox_l2");
+  EXPECT_EQ(l2.find("10.99.0.7"), std::string::npos) << l2;
+  // An address bound to another port is a conflict; invalid ports and MACs are bad requests.
+  EXPECT_TRUE(c.call("BIND veth101i0 bc:24:11:00:00:02 10.99.0.8").starts_with("ERR 409"));
+  EXPECT_TRUE(c.call("BIND eth0 bc:24:11:00:00:02 10.99.0.9").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("BIND veth101i0 01:00:5e:00:00:01 10.99.0.9").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("BIND veth101i0 00:00:00:00:00:00 10.99.0.9").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("BIND veth101i0 bc:24:11:00:00:02 10.99.0.1").starts_with("ERR 403"));
+  EXPECT_EQ(c.call("BIND fwpr101p0 bc:24:11:00:00:02 10.99.0.9"), "OK");
+  EXPECT_EQ(c.call("UNBIND veth100i0"), "OK");
+  EXPECT_EQ(c.call("UNBIND veth100i0"), "OK");  // idempotent
+  EXPECT_EQ(c.call("BINDINGS"), "OK 1 fwpr101p0=bc:24:11:00:00:02/10.99.0.9");
+
+  std::string status = c.call("STATUS");
+  ASSERT_TRUE(status.starts_with("OK ")) << status;
+  auto fields = proto::parse_status_payload(status.substr(3));
+  ASSERT_TRUE(fields) << status;
+  EXPECT_EQ(proto::find_field(*fields, "table"), "present");
+  EXPECT_EQ(proto::find_field(*fields, "set"), "present");
+  EXPECT_EQ(proto::find_field(*fields, "elements"), "0");
+  EXPECT_EQ(proto::find_field(*fields, "l2"), "present");
+  EXPECT_TRUE(proto::find_field(*fields, "last_reapply").has_value());
+
+  // Every change was logged with the peer.
+  std::string log = agent_->log_text();
+  EXPECT_NE(log.find("uid=0 pid=" + std::to_string(::getpid()) +
+                     " verb=ALLOW address=10.99.0.6 ttl=300 result=OK"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(AgentServerTest, Idempotency) {
+  start();
+  LineClient c(agent_->socket());
+  EXPECT_EQ(c.call("ALLOW 10.99.0.5"), "OK");
+  EXPECT_EQ(c.call("ALLOW 10.99.0.5"), "OK");
+  EXPECT_EQ(c.call("LIST"), "OK 1 10.99.0.5");
+  EXPECT_EQ(c.call("REVOKE 10.99.0.5"), "OK");
+  EXPECT_EQ(c.call("REVOKE 10.99.0.5"), "OK");
+  EXPECT_EQ(c.call("REVOKE 10.99.200.200"), "OK");
+  EXPECT_EQ(c.call("LIST"), "OK 0");
+  EXPECT_EQ(c.call("SYNC 10.99.0.5 10.99.0.6"), "OK 2");
+  EXPECT_EQ(c.call("SYNC 10.99.0.5 10.99.0.6"), "OK 2");
+  EXPECT_EQ(c.call("LIST"), "OK 2 10.99.0.5 10.99.0.6");
+}
+
+TEST_F(AgentServerTest, PolicyRefusesAddressesOutsideTheSandbox) {
+  start();
+  LineClient c(agent_->socket());
+  for (const char* bad : {"10.98.0.5", "10.99.0.0", "10.99.255.255", "10.99.0.1", "8.8.8.8"}) {
+    std::string reply = c.call(std::string("ALLOW ") + bad);
+    EXPECT_TRUE(reply.starts_with("ERR 403 address not allowed")) << bad << ": " << reply;
+    reply = c.call(std::string("SYNC 10.99.0.5 ") + bad);
+    EXPECT_TRUE(reply.starts_with("ERR 403 address not allowed")) << bad << ": " << reply;
+  }
+  EXPECT_EQ(c.call("LIST"), "OK 0");  // nothing half-applied
+}
+
+TEST_F(AgentServerTest, TtlExpiryAndRefresh) {
+  start();
+  LineClient c(agent_->socket());
+  EXPECT_EQ(c.call("ALLOW 10.99.0.5 ttl=1"), "OK");
+  EXPECT_EQ(c.call("ALLOW 10.99.0.6 ttl=2"), "OK");
+  std::this_thread::sleep_for(1200ms);
+  // Re-allowing refreshes the lease (destroy + add in one batch).
+  EXPECT_EQ(c.call("ALLOW 10.99.0.6 ttl=100"), "OK");
+  std::string list = c.call("LIST");
+  EXPECT_TRUE(list == "OK 1 10.99.0.6@100" || list == "OK 1 10.99.0.6@99") << list;
+  std::this_thread::sleep_for(1200ms);
+  list = c.call("LIST");
+  EXPECT_TRUE(list.starts_with("OK 1 10.99.0.6@")) << list;
+  // Re-allowing without ttl turns the lease into a permanent grant.
+  EXPECT_EQ(c.call("ALLOW 10.99.0.6"), "OK");
+  EXPECT_EQ(c.call("LIST"), "OK 1 10.99.0.6");
+}
+
+TEST_F(AgentServerTest, DriftAfterFlushSetIsRepaired) {
+  start();
+  LineClient c(agent_->socket());
+  EXPECT_EQ(c.call("SYNC 10.99.0.5 10.99.0.6@600"), "OK 2");
+  EXPECT_EQ(c.call("BIND veth100i0 bc:24:11:00:00:01 10.99.0.5"), "OK");
+  ns_.run(
+      "nft flush set inet sandbox internet_allowed && nft flush set bridge sandbox_l2 port_mac");
+  EXPECT_TRUE(eventually(c, [](const std::string& l) { return l.starts_with("OK 2 10.99.0.5 "); }));
+  EXPECT_NE(nft_set().find("10.99.0.6 timeout"), std::string::npos) << nft_set();
+  EXPECT_NE(ns_.output("nft list set bridge sandbox_l2 port_mac").find("veth100i0"),
+            std::string::npos);
+  std::string status = c.call("STATUS");
+  EXPECT_EQ(status.find("last_reapply=never"), std::string::npos) << status;
+  // A foreign element is removed again, too.
+  ns_.run("nft add element inet sandbox internet_allowed { 10.99.9.9 }");
+  EXPECT_TRUE(eventually(c, [](const std::string& l) { return l.starts_with("OK 2 "); }));
+}
+
+TEST_F(AgentServerTest, DriftAfterReloadingTheTableIsRepaired) {
+  start();
+  LineClient c(agent_->socket());
+  EXPECT_EQ(c.call("SYNC 10.99.0.5 10.99.0.6"), "OK 2");
+  ns_.run("nft delete table inet sandbox");
+  EXPECT_TRUE(eventually(c, [](const std::string& l) { return l.starts_with("ERR 409"); }));
+  std::string status = c.call("STATUS");
+  EXPECT_NE(status.find("table=missing set=missing"), std::string::npos) << status;
+  // While the ruleset is missing, a change is refused with 409 and a revoke still sticks.
+  EXPECT_TRUE(c.call("ALLOW 10.99.0.7").starts_with("ERR 409 ruleset missing"));
+  EXPECT_TRUE(c.call("REVOKE 10.99.0.6").starts_with("ERR 409"));
+  ns_.load_contract();  // `systemctl restart nftables`
+  EXPECT_TRUE(eventually(c, [](const std::string& l) { return l == "OK 1 10.99.0.5"; }));
+}
+
+TEST_F(AgentServerTest, RestartRestoresLiveLeasesOnly) {
+  start();
+  {
+    LineClient c(agent_->socket());
+    EXPECT_EQ(c.call("ALLOW 10.99.0.5 ttl=1"), "OK");
+    EXPECT_EQ(c.call("ALLOW 10.99.0.6 ttl=600"), "OK");
+    EXPECT_EQ(c.call("ALLOW 10.99.0.7"), "OK");
+    EXPECT_EQ(c.call("BIND veth100i0 bc:24:11:00:00:01 10.99.0.7"), "OK");
+  }
+  int status = agent_->stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(std::filesystem::exists(agent_->socket()));  // SIGTERM: clean exit, socket gone
+  // "Reboot": the kernel forgets everything, and the short lease ends meanwhile.
+  ns_.run("nft flush ruleset");
+  ns_.load_contract();
+  std::this_thread::sleep_for(1100ms);
+  agent_->start();
+  LineClient c(agent_->socket());
+  std::string list = c.call("LIST");
+  EXPECT_TRUE(list.starts_with("OK 2 10.99.0.6@") && list.ends_with(" 10.99.0.7")) << list;
+  EXPECT_EQ(c.call("BINDINGS"), "OK 1 veth100i0=bc:24:11:00:00:01/10.99.0.7");
+}
+
+TEST_F(AgentServerTest, CorruptStateFileStopsTheAgentWithAClearMessage) {
+  std::ofstream(dir_.file("agent-state")) << "pve-sandbox-agent-state 1\ngrant 10.99.0.5\n";
+  try {
+    start();
+    FAIL() << "agent started with a corrupt state file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+}
+
+// Connects as `uid`/`gid` from a child process and returns the first line it got.
+std::string reply_as(const std::string& socket, uid_t uid, gid_t gid) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return "<pipe>";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe_fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(3);
+    int fd = connect_unix(socket);
+    if (fd < 0) ::_exit(4);
+    (void)::send(fd, "STATUS\n", 7, MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);  // no more requests: the agent answers, then closes
+    char buf[256];
+    std::string got;
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) got.append(buf, static_cast<std::size_t>(n));
+    (void)::write(pipe_fds[1], got.data(), got.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(pipe_fds[0], buf, sizeof(buf))) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return "<child failed " + std::to_string(WEXITSTATUS(status)) + ">";
+  }
+  return out;
+}
+
+TEST_F(AgentServerTest, PeersAreCheckedWithSoPeercred) {
+  group* nogroup = ::getgrnam("nogroup");
+  passwd* nobody = ::getpwnam("nobody");
+  ASSERT_TRUE(nogroup != nullptr && nobody != nullptr) << "needs the nobody user and nogroup";
+  uid_t uid = nobody->pw_uid;
+  gid_t gid = nogroup->gr_gid;
+  start("allowed_uids: [0]\n");
+  // The socket group gives `nobody` the file permission; SO_PEERCRED must still refuse it.
+  ASSERT_EQ(::chown(agent_->socket().c_str(), 0, gid), 0);
+  EXPECT_EQ(reply_as(agent_->socket(), uid, gid), "ERR 403 not authorized\n");
+  EXPECT_NE(agent_->log_text().find("refused peer uid=" + std::to_string(uid)), std::string::npos);
+  LineClient root(agent_->socket());
+  EXPECT_EQ(root.call("LIST"), "OK 0");  // and root is fine
+  agent_->stop();
+
+  // Allowed by group instead.
+  agent_.reset();
+  std::filesystem::remove(dir_.file("agent.yaml"));
+  start("allowed_uids: []\nallowed_gids: [" + std::to_string(gid) + "]\n");
+  ASSERT_EQ(::chown(agent_->socket().c_str(), 0, gid), 0);
+  std::string reply = reply_as(agent_->socket(), uid, gid);
+  EXPECT_TRUE(reply.starts_with("OK table=present")) << reply;
+  LineClient root2(agent_->socket());
+  EXPECT_EQ(root2.read_line(2000), "ERR 403 not authorized");  // root is not in the list now
+}
+
+TEST_F(AgentServerTest, MalformedInputIsAnsweredWhileAnotherClientKeepsWorking) {
+  start();
+  std::atomic<bool> done{false};
+  std::atomic<int> good{0}, bad{0};
+  std::thread other([&] {
+    LineClient c(agent_->socket());
+    while (!done) {
+      (c.call("ALLOW 10.99.7.7") == "OK" ? good : bad)++;
+      (c.call("LIST").starts_with("OK ") ? good : bad)++;
+    }
+  });
+
+  LineClient c(agent_->socket());
+  // Overlong line: 413, and the connection carries on with the next line.
+  c.send_raw(std::string(70 * 1024, 'A') + "\nHELLO 1\n");
+  EXPECT_EQ(c.read_line(), "ERR 413 line longer than 65536 bytes");
+  EXPECT_EQ(c.read_line(), "OK pve-sandbox-agent " PVS_VERSION " proto=1");
+  // NUL bytes and binary garbage.
+  c.send_raw(std::string("ALLOW 10.99.0.5\0\n", 17));
+  EXPECT_EQ(c.read_line(), "ERR 400 NUL byte at offset 15");
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i)
+    garbage += static_cast<char>((i * 7919 + 13) % 256 == '\n' ? 0 : (i * 7919 + 13) % 256);
+  c.send_raw(garbage + "\n");
+  auto reply = c.read_line();
+  ASSERT_TRUE(reply);
+  EXPECT_TRUE(reply->starts_with("ERR 400")) << *reply;
+  EXPECT_TRUE(c.call("ALLOW  10.99.0.5").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("allow 10.99.0.5").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("ALLOW 10.99.0.5\r").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("ALLOW 010.99.0.5").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("ALLOW 10.99.0.5 ttl=0").starts_with("ERR 400"));
+  EXPECT_TRUE(c.call("").starts_with("ERR 400"));
+
+  // A partial line, then disconnect.
+  {
+    LineClient partial(agent_->socket());
+    partial.send_raw("ALLOW 10.99.");
+  }
+  // 1,000 requests pipelined in one write: 1,000 replies, in order.
+  std::string batch;
+  for (int i = 0; i < 1000; ++i) {
+    batch +=
+        (i % 2 == 0 ? "ALLOW 10.99.8." : "REVOKE 10.99.8.") + std::to_string(i % 250 + 2) + "\n";
+  }
+  c.send_raw(batch);
+  int oks = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto line = c.read_line();
+    ASSERT_TRUE(line) << "reply " << i << " missing";
+    if (*line == "OK") ++oks;
+  }
+  EXPECT_EQ(oks, 1000);
+  EXPECT_EQ(c.call("HELLO 1"), "OK pve-sandbox-agent " PVS_VERSION " proto=1");
+
+  done = true;
+  other.join();
+  EXPECT_GT(good.load(), 0);
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST_F(AgentServerTest, SyncIsAtomicForAConcurrentList) {
+  start();
+  // Two disjoint sets of 3,000 addresses each (one SYNC line is about 36 KiB).
+  std::string sync_a = "SYNC", sync_b = "SYNC";
+  for (std::uint32_t i = 0; i < 3000; ++i) {
+    sync_a += " " + Ipv4Address(0x0a630100u + i).to_string();
+    sync_b += " " + Ipv4Address(0x0a632100u + i).to_string();
+  }
+  LineClient writer(agent_->socket());
+  ASSERT_EQ(writer.call(sync_a), "OK 3000");
+  std::atomic<bool> done{false};
+  std::atomic<int> lists{0}, torn{0};
+  std::thread reader([&] {
+    LineClient c(agent_->socket());
+    while (!done) {
+      std::string list = c.call("LIST", 10000);
+      if (!list.starts_with("OK 3000 10.99.1.0 ") && !list.starts_with("OK 3000 10.99.33.0 ")) {
+        ++torn;
+      }
+      ++lists;
+    }
+  });
+  // An outside reader too: nft itself must never see a half-replaced set.
+  std::thread nft_reader([&] {
+    while (!done) {
+      std::string out = ns_.output(
+          "nft list set inet sandbox internet_allowed | grep -o \"10\\.99\\.[0-9]*\\.[0-9]*\" | wc "
+          "-l");
+      if (std::stoi(out) != 3000) ++torn;
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(writer.call(i % 2 == 0 ? sync_b : sync_a, 10000), "OK 3000");
+  }
+  done = true;
+  reader.join();
+  nft_reader.join();
+  EXPECT_GT(lists.load(), 0);
+  EXPECT_EQ(torn.load(), 0);
+}
+
+TEST_F(AgentServerTest, HundredConcurrentClients) {
+  start("max_clients: 128\n");
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 100; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        LineClient c(agent_->socket());
+        std::string address = "10.99.5." + std::to_string(i + 2);
+        if (c.call("HELLO 1").rfind("OK", 0) != 0) ++failures;
+        if (c.call("ALLOW " + address + " ttl=600") != "OK") ++failures;
+        if (c.call("LIST").find(address) == std::string::npos) ++failures;
+        if (c.call("REVOKE " + address) != "OK") ++failures;
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  LineClient c(agent_->socket());
+  EXPECT_EQ(c.call("LIST"), "OK 0");
+}
+
+TEST_F(AgentServerTest, MaxClientsIsBounded) {
+  start("max_clients: 2\n");
+  std::this_thread::sleep_for(300ms);  // let the agent drop the readiness probe's connection
+  LineClient a(agent_->socket()), b(agent_->socket());
+  EXPECT_EQ(a.call("LIST"), "OK 0");
+  EXPECT_EQ(b.call("LIST"), "OK 0");
+  LineClient third(agent_->socket());
+  EXPECT_EQ(third.read_line(2000), "ERR 500 too many clients");
+  EXPECT_EQ(a.call("LIST"), "OK 0");
+}
+
+TEST_F(AgentServerTest, IdleClientsAreClosed) {
+  start("idle_timeout_seconds: 1\n");
+  LineClient c(agent_->socket());
+  EXPECT_EQ(c.call("LIST"), "OK 0");
+  EXPECT_FALSE(c.read_line(3000).has_value());  // EOF after the idle timeout
+}
+
+TEST_F(AgentServerTest, SocketActivation) {
+  // Bind the socket ourselves, as systemd would, and pass it as fd 3.
+  std::string path = dir_.file("activated.sock");
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  // The config names another path: it must never be created while the passed socket answers.
+  pid_t child = ::fork();
+  if (child == 0) {
+    int ns = ::open(ns_.path().c_str(), O_RDONLY);
+    if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) ::_exit(120);
+    std::ofstream(dir_.file("activated.yaml"))
+        << "socket: " << dir_.file("unused.sock") << "\nsocket_group: \"\"\n"
+        << "sandbox_cidr: 10.99.0.0/16\nstate_file: " << dir_.file("state2") << "\n";
+    ::dup2(fd, 3);
+    ::setenv("LISTEN_FDS", "1", 1);
+    ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
+    int log = ::open(dir_.file("activated.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(log, 2);
+    std::string config = dir_.file("activated.yaml");
+    ::execl(PVS_AGENT_BINARY, PVS_AGENT_BINARY, "--config", config.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fd);
+  std::string reply;
+  for (int i = 0; i < 300 && reply.empty(); ++i) {
+    int c = connect_unix(path);
+    if (c >= 0) {
+      ::close(c);
+      LineClient lc(path);
+      reply = lc.call("HELLO 1");
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(reply, "OK pve-sandbox-agent " PVS_VERSION " proto=1");
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("unused.sock")));
+  ::kill(child, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // The activated socket belongs to systemd: the agent must not unlink it.
+  EXPECT_TRUE(std::filesystem::exists(path));
+}
+
+TEST_F(AgentServerTest, RelayCopiesStdinAndStdout) {
+  start();
+  std::string out =
+      shell_output("printf 'HELLO 1\\nALLOW 10.99.0.5\\nLIST\\n' | " +
+                   std::string(PVS_AGENT_BINARY) + " relay --socket " + agent_->socket());
+  EXPECT_EQ(out, "OK pve-sandbox-agent " PVS_VERSION " proto=1\nOK\nOK 1 10.99.0.5\n");
+}
+
+TEST_F(AgentServerTest, CheckConfigGivesPreciseMessages) {
+  std::string bad = dir_.file("bad.yaml");
+  std::ofstream(bad) << "sandbox_cidr: 10.99.0.0/16\ngateway: 10.98.0.1\n";
+  int status = 0;
+  std::string out =
+      shell_output(std::string(PVS_AGENT_BINARY) + " check-config --config " + bad, &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(out.find(bad + ":2: key 'gateway': 10.98.0.1 is not a host address"), std::string::npos)
+      << out;
+  std::ofstream(bad) << "sandbox_cidr: 10.99.0.0/16\nmax_elemnts: 5\n";
+  out = shell_output(std::string(PVS_AGENT_BINARY) + " check-config --config " + bad, &status);
+  EXPECT_NE(out.find("key 'max_elemnts': unknown key"), std::string::npos) << out;
+  std::ofstream(bad) << "sandbox_cidr: 10.99.0.0/16\n";
+  out = shell_output(std::string(PVS_AGENT_BINARY) + " check-config --config " + bad, &status);
+  EXPECT_EQ(status, 0) << out;
+}
+
+}  // namespace
+}  // namespace pvs::test
