@@ -1,0 +1,244 @@
+#!/bin/bash
+# Runs setup/pve-sandbox-setup against stub pvesh/pveum/pct/pveam/systemctl/ifreload/sysctl/
+# apt-get/dpkg-query/nft (tests/setup/pvestub.py) in a scratch root, and asserts on the recorded
+# calls, the files written, --dry-run and idempotency. One PASS/FAIL line per check.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SETUP="$HERE/../../setup/pve-sandbox-setup"
+T=$(mktemp -d /tmp/pvs-setup-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+FAILED=0
+pass() { echo "PASS $1"; }
+fail() {
+	echo "FAIL $1"
+	FAILED=$((FAILED + 1))
+}
+check() { # check NAME COMMAND...
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+
+mkdir -p "$T/bin"
+for tool in pvesh pveum pct pveam systemctl ifreload sysctl apt-get dpkg-query nft; do
+	ln -s "$HERE/pvestub.py" "$T/bin/$tool"
+done
+export PATH="$T/bin:$PATH"
+
+# fresh_host NAME: a new scratch root, stub state and call log.
+fresh_host() {
+	export PVS_ROOT="$T/$1/root" STUB_STATE="$T/$1/state" STUB_LOG="$T/$1/calls.log"
+	mkdir -p "$PVS_ROOT/etc/network" "$STUB_STATE"
+	: >"$STUB_LOG"
+	cat >"$PVS_ROOT/etc/network/interfaces" <<'IF'
+auto lo
+iface lo inet loopback
+
+auto vmbr0
+iface vmbr0 inet static
+	address 192.168.50.10/24
+	gateway 192.168.50.1
+	bridge-ports eno1
+	bridge-stp off
+	bridge-fd 0
+IF
+	CONFIG="$T/$1/setup.conf"
+	cat >"$CONFIG" <<'CONF'
+# test site
+NODE=pve1
+POOL=sandbox-pool
+BRIDGE=vmbr1
+SANDBOX_CIDR=10.99.0.0/16
+GATEWAY="10.99.0.1"
+RULESET_SCOPE=ports
+SSH_KEY=/etc/pve-sandbox/ssh/id_ed25519
+TOKEN_FILE=/etc/pve-sandbox/proxmox-token
+CONF
+}
+
+setup() { "$SETUP" --config "$CONFIG" "$@"; }
+calls() { cat "$STUB_LOG"; }
+# Mutating calls = anything but the read-only queries.
+mutations() {
+	grep -Ev '^(pvesh get |pct config |pveam list |systemctl is-(enabled|active) |dpkg-query |nft -c )' "$STUB_LOG" || true
+}
+has_call() { grep -Fxq -- "$1" "$STUB_LOG"; }
+has_call_re() { grep -Eq -- "$1" "$STUB_LOG"; }
+line_of() { grep -Fn -- "$1" "$STUB_LOG" | head -n1 | cut -d: -f1; }
+before() { # before A B: first call matching A comes before first call matching B
+	local a b
+	a=$(line_of "$1")
+	b=$(line_of "$2")
+	[[ -n $a && -n $b && $a -lt $b ]]
+}
+file_has() { grep -Eq -- "$2" "$PVS_ROOT$1"; }
+mode_of() { stat -c %a "$PVS_ROOT$1"; }
+
+# ---- 1. --dry-run on a fresh host changes nothing and prints every change -----------------------
+fresh_host dry
+out=$(setup --dry-run all 2>&1) && rc=0 || rc=$?
+check "dry-run: exits 0" test "$rc" = 0
+check "dry-run: no mutating stub call" test -z "$(mutations)"
+check "dry-run: no file written" test -z "$(find "$PVS_ROOT" -type f ! -path '*/etc/network/interfaces')"
+for want in "would run: pvesh create /pools --poolid sandbox-pool" "would run: pveum role add PVESandbox" \
+	"would run: pveum user add pve-sandbox@pve" "would run: pveum user token add pve-sandbox@pve controller --privsep 1" \
+	"would run: pveum acl modify /pool/sandbox-pool --users pve-sandbox@pve --roles PVESandbox" \
+	"would run: ifreload -a" "would write: /etc/network/interfaces.d/pve-sandbox-vmbr1" \
+	"would write: /etc/dnsmasq.d/pve-sandbox.conf" "would write: /etc/pve-sandbox/sandbox.nft" \
+	"would run: systemctl enable pve-sandbox-nftables.service" "would run: pct create 9000" \
+	"would run: pct template 9000" "would run: ssh-keygen -q -t ed25519"; do
+	check "dry-run prints: $want" grep -Fq -- "$want" <<<"$out"
+done
+
+# ---- 2. all on a fresh host ---------------------------------------------------------------------
+fresh_host real
+out=$(setup all 2>&1) && rc=0 || rc=$?
+echo "$out" >"$T/real.out"
+check "all: exits 0" test "$rc" = 0
+check "pool: created" has_call "pvesh create /pools --poolid sandbox-pool --comment 'pve-sandbox containers'"
+privs="Pool.Audit,VM.Allocate,VM.Audit,VM.Clone,VM.Config.CPU,VM.Config.Disk,VM.Config.Memory,VM.Config.Network,VM.Config.Options,VM.PowerMgmt,VM.Snapshot,VM.Snapshot.Rollback"
+check "role: least-privilege set" has_call "pveum role add PVESandbox --privs $privs"
+check "role: nothing beyond the pool's guests (no Sys./Permissions./Console/Pool.Allocate)" \
+	bash -c '! grep -E "^pveum role .*(Sys\.|Permissions\.|VM\.Console|VM\.Monitor|Pool\.Allocate|Datastore\.Allocate[^S]|Realm|User\.)" "$1"' _ "$STUB_LOG"
+check "user: created" has_call "pveum user add pve-sandbox@pve --comment 'pve-sandbox controller'"
+check "token: privilege-separated" has_call "pveum user token add pve-sandbox@pve controller --privsep 1 --comment 'pve-sandbox controller' --output-format json"
+for acl in "/pool/sandbox-pool PVESandbox" "/storage/local-lvm PVEDatastoreUser" "/sdn/zones/localnetwork/vmbr1 PVESDNUser"; do
+	set -- $acl
+	check "acl $1: $2 for the user" has_call "pveum acl modify $1 --users pve-sandbox@pve --roles $2"
+	check "acl $1: $2 for the token" has_call "pveum acl modify $1 --tokens 'pve-sandbox@pve!controller' --roles $2"
+done
+check "acl: nothing on / or /vms" bash -c '! grep -E "^pveum acl modify (/|/vms[^ ]*) " "$1"' _ "$STUB_LOG"
+check "token secret: stored" file_has /etc/pve-sandbox/proxmox-token '^0b9e3c2a-5f1d-4c7e-9a8b-stub-secret$'
+check "token secret: mode 600" test "$(mode_of /etc/pve-sandbox/proxmox-token)" = 600
+check "token secret: not printed" bash -c '! grep -q stub-secret "$1"' _ "$T/real.out"
+check "ssh key: private key mode 600" test "$(mode_of /etc/pve-sandbox/ssh/id_ed25519)" = 600
+check "ssh key: public key mode 644" test "$(mode_of /etc/pve-sandbox/ssh/id_ed25519.pub)" = 644
+check "ssh key: directory mode 750" test "$(mode_of /etc/pve-sandbox/ssh)" = 750
+check "ssh key: ed25519" file_has /etc/pve-sandbox/ssh/id_ed25519.pub '^ssh-ed25519 '
+stanza=/etc/network/interfaces.d/pve-sandbox-vmbr1
+check "bridge: stanza has no ports" file_has "$stanza" '^[[:space:]]+bridge-ports none$'
+check "bridge: address is the gateway" file_has "$stanza" '^[[:space:]]+address 10\.99\.0\.1/16$'
+check "bridge: IPv6 off on the bridge" file_has "$stanza" 'disable_ipv6=1'
+check "bridge: interfaces sources interfaces.d" file_has /etc/network/interfaces '^source /etc/network/interfaces\.d/\*$'
+check "bridge: vmbr0 untouched" file_has /etc/network/interfaces 'bridge-ports eno1'
+check "bridge: ifreload -a" has_call "ifreload -a"
+check "bridge: ip_forward persisted and applied" bash -c 'grep -q "net.ipv4.ip_forward = 1" "$1/etc/sysctl.d/90-pve-sandbox.conf" && grep -Fq "sysctl -q -p $1/etc/sysctl.d/90-pve-sandbox.conf" "$2"' _ "$PVS_ROOT" "$STUB_LOG"
+dq=/etc/dnsmasq.d/pve-sandbox.conf
+check "dnsmasq: installed" has_call "apt-get install -y dnsmasq"
+check "dnsmasq: only on the bridge address" bash -c 'grep -qx "interface=vmbr1" "$1" && grep -qx "listen-address=10.99.0.1" "$1" && grep -qx "bind-interfaces" "$1"' _ "$PVS_ROOT$dq"
+check "dnsmasq: DHCP range with /16 netmask" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.1\.1,10\.99\.254\.254,255\.255\.0\.0,1h$'
+check "dnsmasq: router and DNS are the gateway" bash -c 'grep -qx "dhcp-option=vmbr1,option:router,10.99.0.1" "$1" && grep -qx "dhcp-option=vmbr1,option:dns-server,10.99.0.1" "$1"' _ "$PVS_ROOT$dq"
+check "dnsmasq: rebind protection" file_has "$dq" '^stop-dns-rebind$'
+check "dnsmasq: enabled and restarted" bash -c 'grep -qx "systemctl enable dnsmasq.service" "$1" && grep -qx "systemctl restart dnsmasq.service" "$1"' _ "$STUB_LOG"
+nftf=/etc/pve-sandbox/sandbox.nft
+check "ruleset: rendered with the site's defines" bash -c 'grep -qx "define SANDBOX_BRIDGE = \"vmbr1\"" "$1" && grep -qx "define SANDBOX_CIDR = 10.99.0.0/16" "$1" && grep -qx "define SANDBOX_GW = 10.99.0.1" "$1"' _ "$PVS_ROOT$nftf"
+check "ruleset: ports scope as configured" file_has "$nftf" '^[[:space:]]+iifname \$SANDBOX_PORTS jump from_port$'
+check "ruleset: checked with nft -c before install" has_call_re '^nft -c -f '
+unit=/etc/systemd/system/pve-sandbox-nftables.service
+check "ruleset: unit loads the file at boot before networking" bash -c 'grep -qx "ExecStart=/usr/sbin/nft -f /etc/pve-sandbox/sandbox.nft" "$1" && grep -q "^Before=network-pre.target" "$1" && grep -qx "WantedBy=sysinit.target" "$1"' _ "$PVS_ROOT$unit"
+check "ruleset: daemon-reload, enable, restart" bash -c 'grep -qx "systemctl daemon-reload" "$1" && grep -qx "systemctl enable pve-sandbox-nftables.service" "$1" && grep -qx "systemctl restart pve-sandbox-nftables.service" "$1"' _ "$STUB_LOG"
+check "template: image downloaded" has_call "pveam download local debian-12-standard_12.7-1_amd64.tar.zst"
+create=$(grep '^pct create 9000 ' "$STUB_LOG" || true)
+for flag in "--unprivileged 1" "--features nesting=0" "--swap 0" "--pool sandbox-pool" \
+	"--ssh-public-keys $PVS_ROOT/etc/pve-sandbox/ssh/id_ed25519.pub" "--nameserver 10.99.0.1" "--start 0"; do
+	check "template: pct create $flag" grep -Fq -- " $flag" <<<"$create"
+done
+check "template: PID cap and no core dumps in the CT config" bash -c 'grep -qx "lxc.cgroup2.pids.max: 1024" "$1" && grep -qx "lxc.prlimit.core: 0" "$1"' _ "$PVS_ROOT/etc/pve/lxc/9000.conf"
+check "template: port bound and address allowed before start" before 'nft add element inet sandbox internet_allowed' 'pct start 9000'
+check "template: L2 binding uses the CT's MAC and port" has_call "nft add element bridge sandbox_l2 port_mac '{ \"veth9000i0\" . BC:24:11:AA:BB:28 }'"
+check "template: provisioned with pct exec" has_call_re '^pct exec 9000 -- bash -c '
+# (the provisioning script is the multi-line argument of the one pct exec call)
+check "template: provisioning creates the sandbox user and sshd policy" bash -c 'grep -q "useradd -m -s /bin/bash sandbox" "$1" && grep -q "PermitRootLogin no" "$1" && grep -q "PasswordAuthentication no" "$1"' _ "$STUB_LOG"
+check "template: nproc and core limits" bash -c 'grep -Eq "hard[[:space:]]+nproc[[:space:]]+512" "$1" && grep -Eq "hard[[:space:]]+core[[:space:]]+0" "$1"' _ "$STUB_LOG"
+check "template: internet revoked after stop" before 'pct stop 9000' 'nft delete element inet sandbox internet_allowed'
+check "template: back to DHCP, then made a template" before "pct set 9000 --net0 name=eth0,bridge=vmbr1,ip=dhcp,firewall=0,hwaddr=BC:24:11:AA:BB:28" "pct template 9000"
+check "order: ssh-key before template" before 'pvesh create /pools' 'pct create 9000'
+check "all: reports its changes" grep -Eq '^done: [1-9][0-9]* change\(s\) made$' "$T/real.out"
+
+# ---- 3. idempotency ------------------------------------------------------------------------------
+: >"$STUB_LOG"
+out=$(setup all 2>&1) && rc=0 || rc=$?
+check "re-run: exits 0" test "$rc" = 0
+check "re-run: no mutating call" test -z "$(mutations)"
+check "re-run: reports 0 changes" grep -qx 'done: 0 change(s) made' <<<"$out"
+: >"$STUB_LOG"
+out=$(setup --dry-run all 2>&1) && rc=0 || rc=$?
+check "dry-run after setup: 0 changes" grep -qx 'dry run: 0 change(s) would be made' <<<"$out"
+
+# ---- 4. a changed site value touches only what depends on it ------------------------------------
+echo "DHCP_END=10.99.200.254" >>"$CONFIG"
+: >"$STUB_LOG"
+out=$(setup all 2>&1) && rc=0 || rc=$?
+check "changed DHCP range: exits 0" test "$rc" = 0
+check "changed DHCP range: only dnsmasq restarted" test "$(mutations)" = "systemctl restart dnsmasq.service"
+check "changed DHCP range: file updated" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.1\.1,10\.99\.200\.254,'
+
+# ---- 5. drift is repaired -----------------------------------------------------------------------
+python3 - "$STUB_STATE/state.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+st = json.load(open(p))
+st["roles"]["PVESandbox"].append("Sys.Modify")
+st["active"]["pve-sandbox-nftables.service"] = False
+json.dump(st, open(p, "w"))
+PY
+chmod 644 "$PVS_ROOT/etc/pve-sandbox/ssh/id_ed25519"
+: >"$STUB_LOG"
+out=$(setup api-user ruleset ssh-key 2>&1) && rc=0 || rc=$?
+check "drift: exits 0" test "$rc" = 0
+check "drift: role privileges reset" has_call "pveum role modify PVESandbox --privs $privs"
+check "drift: ruleset unit started again" has_call "systemctl restart pve-sandbox-nftables.service"
+check "drift: private key mode repaired" test "$(mode_of /etc/pve-sandbox/ssh/id_ed25519)" = 600
+check "drift: key not regenerated" bash -c '! grep -q "^ssh-keygen" "$1"' _ "$STUB_LOG"
+
+# ---- 6. a failing provisioning cleans up its grants and does not make a template -----------------
+fresh_host failing
+export STUB_FAIL="pct exec"
+out=$(setup ssh-key template 2>&1) && rc=0 || rc=$?
+unset STUB_FAIL
+check "failed provisioning: exits non-zero" test "$rc" != 0
+check "failed provisioning: internet grant removed" has_call_re '^nft delete element inet sandbox internet_allowed'
+check "failed provisioning: L2 bindings removed" has_call_re '^nft delete element bridge sandbox_l2 port_mac'
+check "failed provisioning: no template made" bash -c '! grep -q "^pct template" "$1"' _ "$STUB_LOG"
+: >"$STUB_LOG"
+out=$(setup template 2>&1) && rc=0 || rc=$?
+check "half-built CT is not silently reused" bash -c '[[ $1 != 0 ]] && grep -q "exists and is not a template" <<<"$2"' _ "$rc" "$out"
+
+# ---- 7. config and usage errors ---------------------------------------------------------------
+fresh_host bad
+bad_config() { # bad_config NAME LINE
+	cp "$CONFIG" "$CONFIG.bad"
+	echo "$2" >>"$CONFIG.bad"
+	: >"$STUB_LOG"
+	if "$SETUP" --config "$CONFIG.bad" all >/dev/null 2>&1; then
+		fail "config refused: $1"
+	elif [[ -n $(mutations) ]]; then
+		fail "config refused: $1 (but something ran)"
+	else
+		pass "config refused: $1"
+	fi
+}
+bad_config "unknown key" "BRIGDE=vmbr1"
+bad_config "bad CIDR" "SANDBOX_CIDR=10.99.0.0"
+bad_config "shell in a value" 'BRIDGE=vmbr1;reboot'
+bad_config "command substitution" 'POOL=$(reboot)'
+bad_config "bad port set" 'SANDBOX_PORTS={ "veth*" }; flush ruleset'
+bad_config "nproc soft > hard" "NPROC_SOFT=1000"
+bad_config "not KEY=VALUE" "just words"
+if "$SETUP" --config "$CONFIG" frobnicate >/dev/null 2>&1; then fail "unknown step refused"; else pass "unknown step refused"; fi
+if "$SETUP" --config "$T/nope.conf" all >/dev/null 2>&1; then fail "missing config file refused"; else pass "missing config file refused"; fi
+printf 'auto vmbr1\niface vmbr1 inet manual\n' >>"$PVS_ROOT/etc/network/interfaces"
+: >"$STUB_LOG"
+out=$(setup bridge 2>&1) && rc=0 || rc=$?
+check "bridge already in /etc/network/interfaces: refused" bash -c '[[ $1 != 0 ]] && grep -q "already defined" <<<"$2"' _ "$rc" "$out"
+check "render-ruleset prints the ruleset and changes nothing" bash -c '"$1" --config "$2" render-ruleset | grep -q "^table inet sandbox" && [[ -z $(grep -Ev "^(nft -c|pvesh get)" "$3") ]]' _ "$SETUP" "$CONFIG" "$STUB_LOG"
+
+example="$HERE/../../setup/setup.conf.example"
+check "setup.conf.example parses and renders the default site" bash -c '"$1" --config "$2" render-ruleset | grep -qx "define SANDBOX_BRIDGE = \"vmbr1\""' _ "$SETUP" "$example"
+
+if [[ $FAILED -eq 0 ]]; then
+	echo "ALL PASS setup"
+else
+	echo "FAILED setup: $FAILED check(s)"
+	exit 1
+fi
