@@ -89,7 +89,11 @@ TEST_F(NetnsTest, StartSshStopLeavesNothing) {
   task_ok(client_->start(kNode, 120));
   std::string ns = prefix_ + "120";
   EXPECT_TRUE(netns_exists(ns));
-  EXPECT_TRUE(link_exists("veth120i0"));
+  // The template's net0 has firewall=1: Proxmox's bridge port is then fwpr<vmid>p0.
+  EXPECT_TRUE(link_exists("fwpr120p0"));
+  std::string master;
+  pvesim::run_command({"ip", "-o", "link", "show", "dev", "fwpr120p0"}, &master);
+  EXPECT_NE(master.find("master " + bridge_), std::string::npos) << master;
 
   std::string ip = ipv4_of(120);
   ASSERT_EQ(ip, "10.213." + std::to_string(octet_) + ".100");  // first simulated lease
@@ -99,9 +103,11 @@ TEST_F(NetnsTest, StartSshStopLeavesNothing) {
       << out;
   EXPECT_NE(out.find("hello-from-ct"), std::string::npos) << out;
   // The sshd really runs inside the namespace: it sees only lo and eth0.
-  ASSERT_EQ(ssh(ip, "ls /sys/class/net", &out), 0) << out;
+  ASSERT_EQ(ssh(ip, "ls /sys/class/net; ip route show default", &out), 0) << out;
   EXPECT_NE(out.find("eth0"), std::string::npos);
-  EXPECT_EQ(out.find("veth120i0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("fwpr120p0"), std::string::npos) << out;
+  EXPECT_NE(out.find("default via 10.213." + std::to_string(octet_) + ".1"), std::string::npos)
+      << out;
 
   // The interface MAC is the one from net0.
   auto config = client_->config(kNode, 120);
@@ -117,7 +123,7 @@ TEST_F(NetnsTest, StartSshStopLeavesNothing) {
 
   task_ok(client_->stop(kNode, 120));
   EXPECT_FALSE(netns_exists(ns));
-  EXPECT_FALSE(link_exists("veth120i0"));
+  EXPECT_FALSE(link_exists("fwpr120p0"));
   EXPECT_NE(ssh(ip, "true", &out, 1), 0);
   auto stopped = client_->interfaces(kNode, 120);
   ASSERT_TRUE(stopped);
@@ -130,6 +136,7 @@ TEST_F(NetnsTest, StartSshStopLeavesNothing) {
       {{"net0", "name=eth0,bridge=vmbr1,ip=" + net + ".50/24,gw=" + net + ".1,type=veth"}}));
   task_ok(client_->start(kNode, 120));
   EXPECT_EQ(ipv4_of(120), net + ".50");
+  EXPECT_TRUE(link_exists("veth120i0"));  // no firewall=1 now
   ASSERT_EQ(ssh(net + ".50", "echo static", &out), 0) << out;
   task_ok(client_->destroy(kNode, 120, DestroyOptions{true, true, std::nullopt}));
   EXPECT_FALSE(netns_exists(ns));

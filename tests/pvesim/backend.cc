@@ -152,7 +152,7 @@ class NetnsBackend : public Backend {
     if (running_.count(vmid)) return "";
     auto net0 = net0_of(config);
     std::string ns = o_.ns_prefix + std::to_string(vmid);
-    std::string port = "veth" + std::to_string(vmid) + "i0";  // Proxmox's port name
+    std::string port = port_name(vmid, net0);
     std::string ifname = net0.count("name") ? net0["name"] : "eth0";
     std::string out;
     auto fail = [&](const std::string& what) {
@@ -177,8 +177,11 @@ class NetnsBackend : public Backend {
     if (!ipv4.empty()) {
       if (run_command({"ip", "-n", ns, "addr", "add", ipv4, "dev", ifname}, &out) != 0)
         return fail("address " + ipv4);
-      if (!net0["gw"].empty())
-        run_command({"ip", "-n", ns, "route", "add", "default", "via", net0["gw"]});
+      // A static ip= uses net0's gw=; a DHCP lease gets the router the DHCP server would offer.
+      std::string gw = net0["gw"];
+      if (gw.empty() && net0["ip"] == "dhcp")
+        gw = o_.gateway.empty() ? o_.bridge_cidr.substr(0, o_.bridge_cidr.find('/')) : o_.gateway;
+      if (!gw.empty()) run_command({"ip", "-n", ns, "route", "add", "default", "via", gw});
     }
     pid_t pid = -1;
     if (!ip.empty()) {
@@ -222,15 +225,14 @@ class NetnsBackend : public Backend {
         return "sshd did not start in " + ns;
       }
     }
-    running_[vmid] = pid;
+    running_[vmid] = Live{pid, port};
     return "";
   }
 
   void stop(int vmid) override {
     auto it = running_.find(vmid);
     if (it == running_.end()) return;
-    teardown(vmid, o_.ns_prefix + std::to_string(vmid), "veth" + std::to_string(vmid) + "i0",
-             it->second);
+    teardown(vmid, o_.ns_prefix + std::to_string(vmid), it->second.port, it->second.pid);
     running_.erase(it);
   }
 
@@ -263,9 +265,8 @@ class NetnsBackend : public Backend {
   }
 
   void cleanup() override {
-    for (auto& [vmid, pid] : running_)
-      teardown(vmid, o_.ns_prefix + std::to_string(vmid), "veth" + std::to_string(vmid) + "i0",
-               pid);
+    for (auto& [vmid, live] : running_)
+      teardown(vmid, o_.ns_prefix + std::to_string(vmid), live.port, live.pid);
     running_.clear();
     if (created_bridge_) run_command({"ip", "link", "del", o_.bridge});
     created_bridge_ = false;
@@ -305,10 +306,23 @@ class NetnsBackend : public Backend {
     run_command({"ip", "netns", "del", ns});
   }
 
+  // The bridge port Proxmox would create: fwpr<vmid>p0 behind the firewall bridge when net0
+  // has firewall=1, else the CT's veth itself, veth<vmid>i0.
+  static std::string port_name(int vmid, const std::map<std::string, std::string>& net0) {
+    auto fw = net0.find("firewall");
+    bool firewall = fw != net0.end() && fw->second == "1";
+    return (firewall ? "fwpr" : "veth") + std::to_string(vmid) + (firewall ? "p0" : "i0");
+  }
+
+  struct Live {
+    pid_t pid = -1;
+    std::string port;
+  };
+
   NetnsOptions o_;
   std::string dir_, host_key_;
   bool created_bridge_ = false;
-  std::map<int, pid_t> running_;
+  std::map<int, Live> running_;
 };
 
 }  // namespace

@@ -37,6 +37,7 @@ const char* kUsage = R"(usage: pvesim [options]
   netns backend:
   --bridge NAME            bridge the CT veths join (pvesimbr0)
   --bridge-cidr ADDR/LEN   host address on the bridge, when pvesim creates it (10.99.0.1/16)
+  --gateway ADDR            default route of CTs with ip=dhcp (the --bridge-cidr address)
   --no-create-bridge       use an existing bridge
   --ns-prefix P            namespace name prefix (pvesim-)
   --authorized-keys FILE   public key(s) the CT's sshd accepts (required)

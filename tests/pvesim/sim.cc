@@ -222,9 +222,25 @@ struct Simulator::Impl {
 
   ~Impl() { shutdown(); }
 
+  // Handlers still running (Poco's stopAll does not wait for them).
+  std::atomic<int> active{0};
+  std::atomic<bool> closing{false};
+
+  // Sleeps, but returns early when the server shuts down.
+  void nap(int ms) {
+    auto until = Clock::now() + std::chrono::milliseconds(ms);
+    while (!closing.load() && Clock::now() < until)
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(std::chrono::milliseconds(5), until - Clock::now()));
+  }
+
   void shutdown() {
+    closing = true;
     if (server) {
       server->stopAll(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let dispatched ones enter
+      for (int i = 0; i < 2000 && active.load() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       server.reset();
     }
     {
@@ -1284,6 +1300,15 @@ struct Simulator::Impl {
   }
 
   void handle(Poco::Net::HTTPServerRequest& req, Poco::Net::HTTPServerResponse& resp) {
+    struct Active {
+      std::atomic<int>& n;
+      explicit Active(std::atomic<int>& count) : n(count) { ++n; }
+      ~Active() { --n; }
+    } active_guard(active);
+    if (closing.load()) {
+      resp.setKeepAlive(false);
+      return send_error(resp, {503, "simulator shutting down", {}});
+    }
     Poco::URI uri(req.getURI());
     std::string path = uri.getPath();
     std::string method = req.getMethod();
@@ -1312,8 +1337,7 @@ struct Simulator::Impl {
       auto pos = auth.find("PVEAPIToken");
       if (pos == std::string::npos ||
           (pos > 0 && !std::isspace(static_cast<unsigned char>(auth[pos - 1])))) {
-        if (!auth.empty())
-          std::this_thread::sleep_for(std::chrono::milliseconds(options.auth_delay_ms));
+        if (!auth.empty()) nap(options.auth_delay_ms);
         resp.setStatusAndReason(Poco::Net::HTTPResponse::HTTP_UNAUTHORIZED,
                                 auth.empty() ? "No ticket" : "Authentication failed!");
         resp.setKeepAlive(false);
@@ -1331,7 +1355,7 @@ struct Simulator::Impl {
       std::string secret = eq == std::string::npos ? "" : decoded.substr(eq + 1);
       auto it = options.tokens.find(id);
       if (it == options.tokens.end() || it->second != secret) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(options.auth_delay_ms));
+        nap(options.auth_delay_ms);
         resp.setStatusAndReason(Poco::Net::HTTPResponse::HTTP_UNAUTHORIZED,
                                 "Authentication failed!");
         resp.setKeepAlive(false);
@@ -1362,7 +1386,7 @@ struct Simulator::Impl {
         break;
       }
     }
-    if (latency > 0) std::this_thread::sleep_for(std::chrono::milliseconds(latency));
+    if (latency > 0) nap(latency);
     if (fault) return send_error(resp, *fault);
     // Parameters: body (form or JSON), then the query string overrides.
     ParamMap params;

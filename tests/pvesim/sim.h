@@ -30,11 +30,14 @@ struct FaultRule {
 };
 
 // The netns backend: every started container becomes a network namespace "<prefix><vmid>"
-// joined by a veth to `bridge`, configured from net0 (static ip= or a lease from
-// dhcp_cidr), running `sshd_path` with `authorized_keys` for `user`.
+// joined by a veth to `bridge` (host end named like Proxmox's bridge port: veth<vmid>i0, or
+// fwpr<vmid>p0 when net0 has firewall=1), configured from net0 (static ip=/gw= or a lease
+// from dhcp_cidr with `gateway` as router), running `sshd_path` with `authorized_keys` for
+// `user`.
 struct NetnsOptions {
   std::string bridge = "pvesimbr0";
-  std::string bridge_cidr = "10.99.0.1/16";  // the host's (gateway) address on the bridge
+  std::string bridge_cidr = "10.99.0.1/16";  // the host's address on the bridge (if created)
+  std::string gateway;  // default route of DHCP CTs; "" = bridge_cidr's address
   std::string ns_prefix = "pvesim-";
   std::string authorized_keys;  // file with the template's key(s); required
   std::string sshd_path = "/usr/sbin/sshd";
