@@ -442,6 +442,40 @@ TEST_F(ClientTest, SlowInterfacesHaveNoIpv4AtFirst) {
   EXPECT_NE((**later)[1].inet, "");
 }
 
+TEST_F(ClientTest, ResourcesAreStaleForNewGuests) {
+  sim_->set_rrd_delay_ms(60000);
+  clone_ok(280);
+  auto resources = client_->resources("vm");
+  ASSERT_TRUE(resources);
+  auto fresh = std::find_if(resources->begin(), resources->end(),
+                            [](const ClusterResource& r) { return r.vmid == 280; });
+  ASSERT_NE(fresh, resources->end());
+  EXPECT_EQ(fresh->status, "unknown");  // pvestatd has not seen it yet
+  EXPECT_EQ(fresh->name, "");
+  EXPECT_EQ(client_->status(kNode, 280)->status, "stopped");  // status/current is live
+}
+
+TEST_F(ClientTest, TaskListByVmid) {
+  clone_ok(290);
+  task_ok(client_->start(kNode, 290));
+  auto raw = client_->call("GET", "/nodes/pve/tasks", {{"vmid", "290"}, {"source", "all"}});
+  ASSERT_TRUE(raw) << raw.error().to_string();
+  EXPECT_NE(raw->find("\"type\":\"vzstart\""), std::string::npos) << *raw;
+  EXPECT_NE(raw->find("\"status\":\"OK\""), std::string::npos) << *raw;
+}
+
+TEST_F(ClientTest, ErrorRatePerEndpoint) {
+  sim_->set_faults({pvesim::FaultRule{"GET", "/nodes/{node}/lxc/{vmid}/status/current", 500,
+                                      "simulated failure", 0.3, -1}});
+  int failed = 0;
+  for (int i = 0; i < 100; ++i)
+    if (!client_->status(kNode, kTemplate)) ++failed;
+  EXPECT_GT(failed, 10);
+  EXPECT_LT(failed, 55);
+  EXPECT_EQ(sim_->count("GET", "/nodes/{node}/lxc/{vmid}/status/current"), 100u);  // 500: no retry
+  EXPECT_TRUE(client_->next_id());  // other endpoints unaffected
+}
+
 // ---- errors of the transport and of authentication --------------------------------------
 
 TEST_F(ClientTest, BadTokenIsAuthenticationAndNotRetried) {

@@ -1670,6 +1670,11 @@ void Simulator::set_interfaces_delay_ms(int ms) {
   impl_->options.interfaces_delay_ms = ms;
 }
 
+void Simulator::set_rrd_delay_ms(int ms) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->options.rrd_delay_ms = ms;
+}
+
 void Simulator::set_task_ms(const std::string& type, int ms) {
   std::lock_guard lock(impl_->mutex);
   impl_->options.task_ms[type] = ms;

@@ -89,6 +89,7 @@ class Simulator {
   void set_latency_ms(int ms);
   void set_interfaces_delay_ms(int ms);
   void set_task_ms(const std::string& type, int ms);
+  void set_rrd_delay_ms(int ms);
   // A stuck lock on a container ("" removes it).
   pvs::Status set_lock(int vmid, const std::string& lock);
 

@@ -238,6 +238,7 @@ struct Client::Impl {
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // no "/../" squashing: the path is what we built
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, write_header);
@@ -374,7 +375,7 @@ Result<Poco::Dynamic::Var> ClientAccess::request(Client& client, std::string_vie
   } else {
     body = encode_params(params);
   }
-  std::mt19937 rng(std::random_device{}());
+  thread_local std::mt19937 rng(std::random_device{}());
   auto backoff = impl.options.backoff_initial;
   for (int attempt = 1;; ++attempt) {
     auto start = std::chrono::steady_clock::now();
