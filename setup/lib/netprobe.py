@@ -1,5 +1,6 @@
-#!/usr/bin/env python3
-"""Tiny servers and clients for the ruleset rig. Run inside network namespaces.
+#!/usr/bin/python3
+"""Tiny servers and clients for the ruleset tests and pve-sandbox-check (network namespaces or
+containers; the clients also run as `python3 - ARGS < netprobe.py`).
 
 serve --tcp P,.. --udp P,.. --log FILE --ready FILE   echo servers on every address (v4+v6)
 tcp HOST PORT [--timeout S] [--src ADDR]               exit 0 iff connect + echo round trip

@@ -16,7 +16,9 @@
 # these namespaces.
 
 RIG_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-RIG_PROBE="$RIG_DIR/netprobe.py"
+RIG_PROBE="$RIG_DIR/../../setup/lib/netprobe.py"
+# The system interpreter: a version-manager shim on PATH can cost a second per probe.
+RIG_PYTHON=${RIG_PYTHON:-/usr/bin/python3}
 RIG_ID=${RIG_ID:-pvr$$}
 RIG_TMP=""
 RIG_PIDS=()
@@ -45,7 +47,7 @@ rig_in() {
 rig_probe() {
 	local ns=$1
 	shift
-	ip netns exec "$ns" python3 "$RIG_PROBE" "$@"
+	ip netns exec "$ns" "$RIG_PYTHON" "$RIG_PROBE" "$@"
 }
 
 rig_sysctl() {

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Stand-in for pvesh, pveum, pct, pveam, systemctl, ifreload, sysctl, apt-get, dpkg-query and
 nft in the setup tests. Invoked through symlinks named like the real tools. Every call is
 appended to $STUB_LOG (one shell-quoted command line); state (pools, roles, users, tokens, ACLs,
