@@ -1,0 +1,75 @@
+// The API's request bodies and parameters, parsed and validated into plain structs. Nothing
+// here talks to the Manager: the handlers turn these into pvs::CreateOptions etc.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api_error.h"
+#include "config.h"
+
+namespace pvs::service {
+
+// Upper bounds that do not come from the config.
+inline constexpr std::size_t kMaxCommandBytes = 64 << 10;
+inline constexpr std::size_t kMaxPathBytes = 4096;
+inline constexpr std::size_t kMaxEnvEntries = 64;
+inline constexpr std::size_t kMaxEnvValueBytes = 8 << 10;
+inline constexpr std::size_t kMaxSnapshotDescription = 1024;
+inline constexpr std::size_t kMaxLabels = 16;  // as sandbox_metadata.h
+inline constexpr std::size_t kMaxLabelKey = 63;
+inline constexpr std::size_t kMaxLabelValue = 128;
+
+struct CreateRequest {
+  int cpus = 1;
+  int memory_mb = 512;
+  int disk_gb = 0;  // 0: the template's size
+  bool internet = false;
+  int ttl_seconds = 0;  // 0: the configured default
+  std::map<std::string, std::string> labels;
+  std::string hostname;  // empty: chosen by the controller
+};
+
+struct ExecRequest {
+  std::string command;
+  std::string cwd;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string stdin_data;
+  int timeout_seconds = 0;  // 0: limit from config (max_exec_timeout_seconds)
+};
+
+struct SnapshotRequest {
+  std::string name;
+  std::string description;
+};
+
+ApiResult<CreateRequest> parse_create(std::string_view body, const ServiceConfig& config);
+ApiResult<ExecRequest> parse_exec(std::string_view body, const ServiceConfig& config);
+ApiResult<bool> parse_internet(std::string_view body);                         // {"enabled": bool}
+ApiResult<int> parse_ttl(std::string_view body, const ServiceConfig& config);  // {"ttl_seconds"}
+ApiResult<SnapshotRequest> parse_snapshot(std::string_view body);
+
+// Why these labels are invalid, or nullopt (the rules of pvs::validate_labels).
+std::optional<std::string> label_error(const std::map<std::string, std::string>& labels);
+// "sb-" + 12 lower-case hex digits.
+bool is_sandbox_id(std::string_view id);
+// An RFC 1123 label: 1-63 of [a-z0-9-], not starting or ending with '-'.
+bool is_hostname(std::string_view name);
+// A Proxmox snapshot name: a letter, then letters, digits, '_' or '-'; 2-40 characters.
+bool is_snapshot_name(std::string_view name);
+// A shell variable name.
+bool is_env_name(std::string_view name);
+// An absolute path without NUL, at most kMaxPathBytes.
+ApiResult<std::string> validate_path(std::string_view path);
+// An octal file mode "0644" / "755" (at most 07777).
+ApiResult<std::uint32_t> parse_mode(std::string_view text);
+// The label selector of GET /v1/sandboxes: every "label" query value is "key=value".
+ApiResult<std::map<std::string, std::string>> parse_selector(
+    const std::vector<std::string>& label_params);
+
+}  // namespace pvs::service

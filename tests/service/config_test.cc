@@ -1,0 +1,146 @@
+#include "config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace pvs::service {
+namespace {
+
+const char* kHash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";  // "test"
+
+std::string minimal(const std::string& extra = "") {
+  return std::string("auth:\n  tokens:\n    - name: ci\n      sha256: ") + kHash +
+         "\nproxmox:\n  url: https://127.0.0.1:8006\n  node: pve\n"
+         "  token_id: sandbox@pve!controller\n  token_secret_env: PVS_TEST_SECRET\n"
+         "  template_vmid: 9000\n"
+         "ssh:\n  host_key_policy: insecure\n" +
+         extra;
+}
+
+const std::map<std::string, std::string> kEnv = {{"PVS_TEST_SECRET", "s3cr3t-uuid"}};
+
+std::string error_of(const std::string& yaml) {
+  auto c = parse_config(yaml, "controller.yaml", &kEnv);
+  EXPECT_FALSE(c.has_value()) << yaml;
+  return c ? "" : c.error().message;
+}
+
+TEST(Config, MinimalHasDocumentedDefaults) {
+  auto c = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->listen_address, "127.0.0.1");
+  EXPECT_EQ(c->listen_port, 8787);
+  EXPECT_EQ(c->proxmox_token_secret, "s3cr3t-uuid");
+  EXPECT_EQ(c->proxmox_token_secret_source, "env PVS_TEST_SECRET");
+  EXPECT_EQ(c->template_vmid, 9000);
+  EXPECT_EQ(c->pool, "pve-sandbox");
+  EXPECT_EQ(c->network_cidr, "10.99.0.0/16");
+  EXPECT_EQ(c->max_body_bytes, 1u << 20);
+  ASSERT_EQ(c->tokens.size(), 1u);
+  EXPECT_EQ(c->tokens[0].name, "ci");
+  EXPECT_FALSE(c->tokens[0].admin);
+}
+
+TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
+  // packaging/deb/controller.yaml is the documented default: it must parse once the operator
+  // added a token and the Proxmox settings (the lines the file asks for).
+  std::ifstream in(std::string(PVS_SOURCE_DIR) + "/packaging/deb/controller.yaml");
+  ASSERT_TRUE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto shipped = parse_config(text.str(), "controller.yaml", &kEnv);
+  ASSERT_FALSE(shipped);  // as shipped it names no token: refuses to start, saying why
+  EXPECT_NE(shipped.error().message.find("auth.tokens"), std::string::npos)
+      << shipped.error().message;
+}
+
+TEST(Config, ErrorsNameFileKeyAndReason) {
+  EXPECT_EQ(error_of(minimal("listen:\n  port: 70000\n")),
+            "controller.yaml: listen.port: must be an integer in [1, 65535], not \"70000\"");
+  EXPECT_EQ(error_of(minimal("listen:\n  prot: 1\n")), "controller.yaml: listen.prot: unknown key");
+  EXPECT_EQ(error_of(minimal("bogus: 1\n")), "controller.yaml: bogus: unknown key");
+  EXPECT_EQ(error_of(minimal("limits:\n  max_cpus: many\n")),
+            "controller.yaml: limits.max_cpus: must be an integer in [1, 1024], not \"many\"");
+  EXPECT_EQ(error_of(minimal("log_level: loud\n")),
+            "controller.yaml: log_level: must be one of debug, error, info, warn, not \"loud\"");
+  EXPECT_EQ(error_of(minimal("network:\n  gateway: 10.100.0.1\n")),
+            "controller.yaml: network.gateway: must lie inside network.cidr 10.99.0.0/16");
+  EXPECT_EQ(error_of(minimal("http:\n  threads: [1]\n")),
+            "controller.yaml: http.threads: must be an integer in [2, 1024]");
+  EXPECT_EQ(error_of("listen: [\n"), "controller.yaml:2: YAML: end of sequence flow not found");
+}
+
+TEST(Config, RequiredKeys) {
+  EXPECT_EQ(error_of("auth:\n  tokens: []\n"),
+            "controller.yaml: auth.tokens: at least one API token is required");
+  std::string no_node = minimal();
+  no_node.replace(no_node.find("  node: pve\n"), 12, "");
+  EXPECT_EQ(error_of(no_node), "controller.yaml: proxmox.node: is required");
+  EXPECT_EQ(error_of(""), "controller.yaml: the file is empty");
+  EXPECT_EQ(error_of("- a\n- b\n"), "controller.yaml: (top level): must be a mapping");
+}
+
+TEST(Config, TokensAreValidated) {
+  std::string yaml = minimal();
+  std::string bad = yaml;
+  bad.replace(bad.find(kHash), 64, "secret-in-clear");
+  EXPECT_NE(error_of(bad).find("auth.tokens[0].sha256: must be 64 lower-case hex digits"),
+            std::string::npos);
+  std::string dup = std::string("auth:\n  tokens:\n    - {name: a, sha256: ") + kHash +
+                    "}\n    - {name: a, sha256: " + std::string(64, 'a') + "}\n";
+  EXPECT_NE(error_of(dup).find("auth.tokens[1].name: duplicate token name a"), std::string::npos);
+  std::string same = std::string("auth:\n  tokens:\n    - {name: a, sha256: ") + kHash +
+                     "}\n    - {name: b, sha256: " + kHash + "}\n";
+  EXPECT_NE(error_of(same).find("auth.tokens[1].sha256: the same token is listed twice"),
+            std::string::npos);
+}
+
+TEST(Config, SecretsFromFileOrEnvNeverInDescription) {
+  char dir[] = "/tmp/pvs-config-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string file = std::string(dir) + "/secret";
+  std::ofstream(file) << "from-file-secret\n";
+  std::string yaml = minimal();
+  yaml.replace(yaml.find("token_secret_env: PVS_TEST_SECRET"), 33, "token_secret_file: " + file);
+  auto c = parse_config(yaml, "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->proxmox_token_secret, "from-file-secret");
+  EXPECT_EQ(describe(*c).find("from-file-secret"), std::string::npos);
+  EXPECT_NE(describe(*c).find("secret from file " + file), std::string::npos);
+
+  std::map<std::string, std::string> no_env;
+  auto missing = parse_config(minimal(), "c.yaml", &no_env);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message,
+            "c.yaml: proxmox.token_secret_env: environment variable PVS_TEST_SECRET is not set");
+  std::string both = minimal("");
+  both.replace(both.find("  token_secret_env"), 0, "  token_secret_file: " + file + "\n");
+  EXPECT_NE(error_of(both).find("set either token_secret_file or token_secret_env, not both"),
+            std::string::npos);
+  std::string neither = minimal();
+  neither.replace(neither.find("  token_secret_env: PVS_TEST_SECRET\n"), 35, "");
+  EXPECT_EQ(error_of(neither),
+            "controller.yaml: proxmox.token_secret_file: is required (or token_secret_env)");
+  unlink(file.c_str());
+  rmdir(dir);
+}
+
+TEST(Config, LoadConfigReportsMissingFile) {
+  auto c = load_config("/nonexistent/controller.yaml", &kEnv);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(c.error().message.find("/nonexistent/controller.yaml"), std::string::npos);
+}
+
+TEST(Config, PinnedHostKeyNeedsFingerprint) {
+  std::string yaml = minimal();
+  yaml.replace(yaml.find("host_key_policy: insecure"), 25, "host_key_policy: pinned");
+  EXPECT_NE(error_of(yaml).find("ssh.host_key_fingerprint: host_key_policy pinned needs"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace pvs::service
