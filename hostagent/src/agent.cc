@@ -29,7 +29,9 @@ std::string iso_time(std::int64_t unix_ms) {
 }  // namespace
 
 Agent::Agent(AgentConfig config, std::unique_ptr<NftBackend> backend)
-    : config_(std::move(config)), backend_(std::move(backend)) {
+    : config_(std::move(config)),
+      backend_(std::move(backend)),
+      store_(config_.state_file, config_.state_fsync) {
   set_ = SetRef{config_.family_number(), config_.table, config_.set};
   port_mac_ = SetRef{NFPROTO_BRIDGE, config_.l2_table, config_.port_mac_set};
   port_ip4_ = SetRef{NFPROTO_BRIDGE, config_.l2_table, config_.port_ip4_set};
@@ -37,7 +39,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<NftBackend> backend)
 }
 
 Status Agent::start() {
-  auto loaded = load_state(config_.state_file);
+  auto loaded = store_.open();
   if (!loaded) return fail(loaded.error());
   if (*loaded) {
     desired_ = std::move(**loaded);
@@ -45,7 +47,6 @@ Status Agent::start() {
     log::info("state file " + config_.state_file + ": " + std::to_string(desired_.grants.size()) +
               " grants, " + std::to_string(desired_.bindings.size()) + " bindings" +
               (expired > 0 ? ", " + std::to_string(expired) + " expired leases dropped" : ""));
-    if (expired > 0) dirty_ = true;
     if (auto ok = reapply("start"); !ok) log::warn("re-apply at start: " + ok.error().message);
   } else {
     // First start: the kernel's current elements become the desired state.
@@ -66,22 +67,27 @@ Status Agent::start() {
     log::info("no state file " + config_.state_file + ": adopted " +
               std::to_string(desired_.grants.size()) + " grants and " +
               std::to_string(desired_.bindings.size()) + " bindings from the kernel");
-    dirty_ = true;
   }
+  snapshot_needed_ = true;  // fold the journal into a fresh snapshot
   if (auto gen = backend_->generation(); gen) verified_generation_ = *gen;
   return persist();
 }
 
 Status Agent::persist() {
-  if (!dirty_) return {};
-  auto ok = save_state(config_.state_file, desired_, config_.state_fsync);
+  if (!state_dirty()) return {};
+  constexpr std::size_t kMaxJournal = 4 * 1024 * 1024;
+  Status ok = snapshot_needed_ || store_.journal_bytes() > kMaxJournal
+                  ? store_.snapshot(desired_)
+                  : store_.append(journal_pending_);
   if (!ok) {
-    if (!state_error_) log::error("cannot write state file: " + ok.error().message);
+    if (!state_error_) log::error("cannot write the state file: " + ok.error().message);
     state_error_ = true;
+    snapshot_needed_ = true;  // the journal may be incomplete now: rewrite it all next time
     return ok;
   }
   state_error_ = false;
-  dirty_ = false;
+  snapshot_needed_ = false;
+  journal_pending_.clear();
   return {};
 }
 
@@ -204,7 +210,8 @@ std::string Agent::do_allow(const Peer& peer, const proto::AllowRequest& r) {
     std::optional<std::int64_t> expiry;
     if (grant.ttl_seconds) expiry = unix_now_ms() + std::int64_t{*grant.ttl_seconds} * 1000;
     desired_.grants[grant.address] = expiry;
-    dirty_ = true;
+    journal_pending_ += "grant " + grant.address.to_string() + " " +
+                        (expiry ? std::to_string(*expiry) : "-") + "\n";
     return proto::format_ok();
   }();
   log_change(peer, what, reply);
@@ -216,7 +223,9 @@ std::string Agent::do_revoke(const Peer& peer, const proto::RevokeRequest& r) {
   auto reply = [&]() -> std::string {
     if (auto ok = check_address(r.address); !ok) return error_reply(ok.error());
     // The revoke sticks even if the kernel part fails: a revoked address is never re-applied.
-    if (desired_.grants.erase(r.address) > 0) dirty_ = true;
+    if (desired_.grants.erase(r.address) > 0) {
+      journal_pending_ += "revoke " + r.address.to_string() + "\n";
+    }
     Batch batch;
     batch.destroy(set_, {RawElement{ipv4_key(r.address), std::nullopt}});
     if (auto ok = backend_->commit(batch); !ok) {
@@ -274,7 +283,7 @@ std::string Agent::do_sync(const Peer& peer, const proto::SyncRequest& r) {
       if (grant.ttl_seconds) expiry = now + std::int64_t{*grant.ttl_seconds} * 1000;
       desired_.grants.emplace(grant.address, expiry);
     }
-    dirty_ = true;
+    snapshot_needed_ = true;
     return proto::format_ok(std::to_string(r.grants.size()));
   }();
   log_change(peer, what, reply);
@@ -368,7 +377,8 @@ std::string Agent::do_bind(const Peer& peer, const proto::BindRequest& r) {
       return error_reply(missing_error(ok.error(), port_mac_));
     }
     desired_.bindings[b.port] = b;
-    dirty_ = true;
+    journal_pending_ +=
+        "bind " + b.port + " " + b.mac.to_string() + " " + b.address.to_string() + "\n";
     return proto::format_ok();
   }();
   log_change(peer, what, reply);
@@ -378,7 +388,7 @@ std::string Agent::do_bind(const Peer& peer, const proto::BindRequest& r) {
 std::string Agent::do_unbind(const Peer& peer, const proto::UnbindRequest& r) {
   std::string what = "verb=UNBIND port=" + r.port;
   auto reply = [&]() -> std::string {
-    if (desired_.bindings.erase(r.port) > 0) dirty_ = true;
+    if (desired_.bindings.erase(r.port) > 0) journal_pending_ += "unbind " + r.port + "\n";
     std::vector<RawElement> old_macs, old_ips;
     auto current = kernel_bindings(&old_macs, &old_ips);
     if (!current) return error_reply(current.error());
@@ -441,7 +451,7 @@ std::string Agent::do_status() {
 
 Status Agent::reapply(std::string_view reason) {
   std::int64_t now = unix_now_ms();
-  if (desired_.prune(now) > 0) dirty_ = true;
+  desired_.prune(now);  // expired leases are dropped again on load: no record needed
   Status result;
   auto info = backend_->info(set_);
   if (info && info->set_present) {
@@ -534,7 +544,7 @@ Result<bool> Agent::drifted() {
 }
 
 void Agent::tick() {
-  if (desired_.prune(unix_now_ms()) > 0) dirty_ = true;
+  desired_.prune(unix_now_ms());
   if (backend_->stats().lost_acks != lost_acks_seen_) {
     lost_acks_seen_ = backend_->stats().lost_acks;
     verified_generation_.reset();

@@ -42,7 +42,7 @@ class Agent {
 
   // Writes the state file if the desired state changed since the last write.
   Status persist();
-  bool state_dirty() const { return dirty_; }
+  bool state_dirty() const { return snapshot_needed_ || !journal_pending_.empty(); }
 
   void set_client_count(std::size_t n) { clients_ = n; }
   const DesiredState& desired() const { return desired_; }
@@ -77,7 +77,9 @@ class Agent {
   SetRef port_mac_;
   SetRef port_ip4_;
   DesiredState desired_;
-  bool dirty_ = false;
+  StateStore store_;
+  std::string journal_pending_;   // records not yet appended
+  bool snapshot_needed_ = false;  // a change too big for the journal (SYNC), or first start
   bool state_error_ = false;
   std::optional<bool> set_has_timeout_;
   std::optional<std::uint32_t> verified_generation_;

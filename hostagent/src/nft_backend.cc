@@ -270,7 +270,10 @@ Status NftBackend::commit(const Batch& batch) {
     std::size_t messages = elements / kMessageBudget + 1;
     bytes += (elements + messages * 1024) * (op.kind == Batch::Kind::kDestroy ? 2 : 1);
   }
-  std::vector<char> buf(bytes);
+  // One buffer for the backend's lifetime: a fresh multi-100-KiB vector per batch costs an
+  // mmap, page faults and a munmap every time.
+  if (tx_.size() < bytes) tx_.resize(bytes);
+  std::vector<char>& buf = tx_;
   std::size_t used = 0;
   auto put = [&](nlmsghdr* nlh) { used += NLMSG_ALIGN(nlh->nlmsg_len); };
 

@@ -151,6 +151,7 @@ class NftBackend {
   bool need_drain_ = false;
   int ack_timeout_ms_ = 5000;
   std::vector<char> rx_;
+  std::vector<char> tx_;
   BackendStats stats_;
 };
 

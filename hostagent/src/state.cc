@@ -28,6 +28,53 @@ std::vector<std::string_view> fields_of(std::string_view line) {
   return out;
 }
 
+std::optional<std::uint64_t> parse_epoch(std::string_view f) {
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
+  if (f.empty() || ec != std::errc() || end != f.data() + f.size() ||
+      (f.size() > 1 && f[0] == '0')) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+Result<std::optional<std::int64_t>> parse_expiry(std::string_view f) {
+  if (f == "-") return std::optional<std::int64_t>();
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
+  if (f.empty() || ec != std::errc() || end != f.data() + f.size() || value <= 0 || f[0] == '0') {
+    return fail(ErrorCode::kInvalidArgument, "invalid expiry " + quoted(f));
+  }
+  return std::optional<std::int64_t>(value);
+}
+
+Result<std::string> read_file(const std::string& path, bool* missing) {
+  *missing = false;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) {
+      *missing = true;
+      return std::string();
+    }
+    return fail(errno_error(path, errno));
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno_error("reading " + path, errno));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxStateFile) {
+      return fail(ErrorCode::kTooLarge, path + " is larger than 64 MiB");
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 std::int64_t unix_now_ms() {
@@ -73,21 +120,18 @@ Result<DesiredState> parse_state(std::string_view text) {
     }
     auto fields = fields_of(line);
     if (fields.empty() || fields[0].empty()) return bad("empty line");
-    if (fields[0] == "grant") {
+    if (fields[0] == "epoch") {
+      if (line_no != 2 || fields.size() != 2) return bad("epoch belongs on line 2");
+      auto epoch = parse_epoch(fields[1]);
+      if (!epoch) return bad("invalid epoch " + quoted(fields[1]));
+      state.epoch = *epoch;
+    } else if (fields[0] == "grant") {
       if (fields.size() != 3) return bad("expected: grant <ipv4> <expiry-ms|->");
       auto address = Ipv4Address::parse(fields[1]);
       if (!address) return bad(address.error().message);
-      std::optional<std::int64_t> expiry;
-      if (fields[2] != "-") {
-        std::int64_t value = 0;
-        auto f = fields[2];
-        auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
-        if (ec != std::errc() || end != f.data() + f.size() || value <= 0 || f[0] == '0') {
-          return bad("invalid expiry " + quoted(f));
-        }
-        expiry = value;
-      }
-      if (!state.grants.emplace(*address, expiry).second) {
+      auto expiry = parse_expiry(fields[2]);
+      if (!expiry) return bad(expiry.error().message);
+      if (!state.grants.emplace(*address, *expiry).second) {
         return bad("address " + address->to_string() + " listed twice");
       }
     } else if (fields[0] == "bind") {
@@ -110,6 +154,7 @@ Result<DesiredState> parse_state(std::string_view text) {
 std::string format_state(const DesiredState& state) {
   std::string out(kHeader);
   out += '\n';
+  out += "epoch " + std::to_string(state.epoch) + "\n";
   for (const auto& [address, expiry] : state.grants) {
     out += "grant " + address.to_string() + " " + (expiry ? std::to_string(*expiry) : "-") + "\n";
   }
@@ -120,26 +165,11 @@ std::string format_state(const DesiredState& state) {
 }
 
 Result<std::optional<DesiredState>> load_state(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return std::optional<DesiredState>();
-    return fail(errno_error("state file " + path, errno));
-  }
-  std::string text;
-  char buf[65536];
-  while (true) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno_error("reading state file " + path, errno));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > kMaxStateFile) {
-      return fail(ErrorCode::kTooLarge, "state file " + path + " is larger than 64 MiB");
-    }
-  }
-  auto state = parse_state(text);
+  bool missing = false;
+  auto text = read_file(path, &missing);
+  if (!text) return fail(text.error());
+  if (missing) return std::optional<DesiredState>();
+  auto state = parse_state(*text);
   if (!state) return fail(state.error().code, "state file " + path + ": " + state.error().message);
   return std::optional<DesiredState>(std::move(*state));
 }
@@ -170,6 +200,117 @@ Status save_state(const std::string& path, const DesiredState& state, bool fsync
     if (dfd) ::fsync(dfd.get());
   }
   return {};
+}
+
+Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) {
+  std::size_t line_no = 0;
+  std::optional<std::uint64_t> epoch;
+  auto bad = [&](const std::string& what) {
+    return fail(ErrorCode::kInvalidArgument,
+                "journal line " + std::to_string(line_no) + ": " + what);
+  };
+  while (!text.empty()) {
+    ++line_no;
+    auto nl = text.find('\n');
+    if (nl == std::string_view::npos) break;  // torn last write: never acknowledged
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl + 1);
+    for (char c : line) {
+      auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x7f) return bad("byte outside printable ASCII");
+    }
+    auto fields = fields_of(line);
+    if (fields.empty() || fields[0].empty()) return bad("empty line");
+    if (!epoch) {
+      if (fields[0] != "epoch" || fields.size() != 2) return bad("expected: epoch <n>");
+      epoch = parse_epoch(fields[1]);
+      if (!epoch) return bad("invalid epoch " + quoted(fields[1]));
+      continue;
+    }
+    if (fields[0] == "grant" && fields.size() == 3) {
+      auto address = Ipv4Address::parse(fields[1]);
+      if (!address) return bad(address.error().message);
+      auto expiry = parse_expiry(fields[2]);
+      if (!expiry) return bad(expiry.error().message);
+      state->grants[*address] = *expiry;
+    } else if (fields[0] == "revoke" && fields.size() == 2) {
+      auto address = Ipv4Address::parse(fields[1]);
+      if (!address) return bad(address.error().message);
+      state->grants.erase(*address);
+    } else if (fields[0] == "bind" && fields.size() == 4) {
+      auto request = proto::parse_request("BIND " + std::string(fields[1]) + " " +
+                                          std::string(fields[2]) + " " + std::string(fields[3]));
+      if (!request) return bad(request.error().message);
+      const auto& binding = std::get<proto::BindRequest>(*request).binding;
+      state->bindings[binding.port] = binding;
+    } else if (fields[0] == "unbind" && fields.size() == 2) {
+      if (!proto::is_valid_port_name(fields[1])) return bad("invalid port " + quoted(fields[1]));
+      state->bindings.erase(std::string(fields[1]));
+    } else {
+      return bad("unknown record " + quoted(line, 32));
+    }
+  }
+  if (!epoch) return fail(ErrorCode::kInvalidArgument, "journal without an epoch line");
+  return *epoch;
+}
+
+StateStore::~StateStore() {
+  if (journal_fd_ >= 0) ::close(journal_fd_);
+}
+
+Result<std::optional<DesiredState>> StateStore::open() {
+  auto snapshot = load_state(path_);
+  if (!snapshot) return fail(snapshot.error());
+  bool missing = false;
+  std::string journal_path = path_ + ".journal";
+  auto journal = read_file(journal_path, &missing);
+  if (!journal) return fail(journal.error());
+  std::optional<DesiredState> state = std::move(*snapshot);
+  if (!missing && !journal->empty()) {
+    DesiredState replayed = state ? *state : DesiredState{};
+    auto epoch = apply_journal(*journal, &replayed);
+    if (!epoch) return fail(epoch.error().code, journal_path + ": " + epoch.error().message);
+    // A journal of another epoch predates the snapshot (a crash during compaction): skip it.
+    if (*epoch == replayed.epoch) state = std::move(replayed);
+  }
+  epoch_ = state ? state->epoch : 0;
+  return state;
+}
+
+Status StateStore::start_journal() {
+  if (journal_fd_ >= 0) ::close(journal_fd_);
+  std::string journal_path = path_ + ".journal";
+  journal_fd_ =
+      ::open(journal_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  if (journal_fd_ < 0) return fail(errno_error("opening " + journal_path, errno));
+  journal_bytes_ = 0;
+  return append("epoch " + std::to_string(epoch_) + "\n");
+}
+
+Status StateStore::append(std::string_view records) {
+  if (journal_fd_ < 0) return fail(ErrorCode::kInternal, "state journal not open");
+  std::size_t done = 0;
+  while (done < records.size()) {
+    ssize_t n = ::write(journal_fd_, records.data() + done, records.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno_error("appending to " + path_ + ".journal", errno));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  journal_bytes_ += records.size();
+  if (fsync_ && ::fdatasync(journal_fd_) != 0) {
+    return fail(errno_error("fdatasync " + path_ + ".journal", errno));
+  }
+  return {};
+}
+
+Status StateStore::snapshot(const DesiredState& state) {
+  DesiredState next = state;
+  next.epoch = epoch_ + 1;
+  if (auto ok = save_state(path_, next, fsync_); !ok) return ok;
+  epoch_ = next.epoch;
+  return start_journal();
 }
 
 }  // namespace pvs::agent

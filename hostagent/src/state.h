@@ -3,6 +3,7 @@
 // small text file, replaced atomically (write temp, fsync, rename, fsync directory):
 //
 //   pve-sandbox-agent-state 1
+//   epoch 7
 //   grant 10.99.0.5 -
 //   grant 10.99.0.6 1763900000123        <- expiry, unix milliseconds
 //   bind veth100i0 bc:24:11:2a:3b:4c 10.99.0.7
@@ -24,6 +25,7 @@ struct DesiredState {
   // address -> lease expiry in unix milliseconds; nullopt = no lease (permanent until revoked)
   std::map<Ipv4Address, std::optional<std::int64_t>> grants;
   std::map<std::string, proto::Binding> bindings;  // by port
+  std::uint64_t epoch = 0;                         // of the snapshot it was read from
 
   // Drops leases that ended at or before `now_ms`; returns how many.
   std::size_t prune(std::int64_t now_ms);
@@ -37,6 +39,44 @@ std::string format_state(const DesiredState& state);
 // nullopt if the file does not exist.
 Result<std::optional<DesiredState>> load_state(const std::string& path);
 Status save_state(const std::string& path, const DesiredState& state, bool fsync);
+
+// Journal records, one line each, appended to "<state_file>.journal" between snapshots:
+//   epoch <n>                       first line: the snapshot epoch this journal continues
+//   grant <ipv4> <expiry-ms|->
+//   revoke <ipv4>
+//   bind <port> <mac> <ipv4>
+//   unbind <port>
+// Applies the records of `text` to `state`. A last line without '\n' is a write cut short by a
+// crash (its change was never acknowledged) and is ignored. Returns the journal's epoch.
+Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state);
+
+// The desired state on disk: a snapshot (state_file, written atomically) plus an append-only
+// journal, so that a change costs one append (and an fdatasync when `fsync`) instead of a
+// rewrite. The journal is folded into a new snapshot when it grows, and on every open().
+class StateStore {
+ public:
+  StateStore(std::string path, bool fsync) : path_(std::move(path)), fsync_(fsync) {}
+  ~StateStore();
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  // Reads snapshot + journal (nullopt: neither exists), then opens a fresh journal.
+  Result<std::optional<DesiredState>> open();
+  // Appends records (each ending in '\n').
+  Status append(std::string_view records);
+  // Writes a new snapshot and starts an empty journal of the next epoch.
+  Status snapshot(const DesiredState& state);
+  std::size_t journal_bytes() const { return journal_bytes_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  Status start_journal();
+  std::string path_;
+  bool fsync_;
+  std::uint64_t epoch_ = 0;
+  int journal_fd_ = -1;
+  std::size_t journal_bytes_ = 0;
+};
 
 std::int64_t unix_now_ms();
 

@@ -201,12 +201,17 @@ class AgentProcess {
                            << "sandbox_cidr: 10.99.0.0/16\n"
                            << "gateway: 10.99.0.1\n"
                            << "state_file: " << dir.file("agent-state") << "\n"
-                           << "state_fsync: false\n"
-                           << "drift_check_ms: 100\n"
-                           << extra_yaml;
+                           << default_key(extra_yaml, "state_fsync", "false")
+                           << default_key(extra_yaml, "drift_check_ms", "100") << extra_yaml;
     start(listen_fd);
   }
   ~AgentProcess() { stop(); }
+  // "key: value\n" unless `extra` sets the key itself.
+  static std::string default_key(const std::string& extra, const std::string& key,
+                                 const std::string& value) {
+    if (extra.find(key + ":") != std::string::npos) return "";
+    return key + ": " + value + "\n";
+  }
   AgentProcess(const AgentProcess&) = delete;
   AgentProcess& operator=(const AgentProcess&) = delete;
 

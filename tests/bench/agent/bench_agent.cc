@@ -1,0 +1,259 @@
+// Benchmark of pve-sandbox-agent against the nft CLI, in one run, in a namespace of its own.
+//
+//   bench_agent [ops]        (default 1000 operations per side)
+//
+// 1. ALLOW+REVOKE through the agent's socket vs `nft add element` / `nft delete element` as
+//    subprocesses: p50/p99 per operation and the ratio.
+// 2. SYNC of 10,000 addresses through the verb code in-process (the protocol line limit of
+//    64 KiB holds about 5,000), the largest SYNC that fits one line through the socket, and
+//    `nft -f` of the same 10,000-element atomic replace.
+// 3. The agent's RSS holding 10,000 elements.
+// Not part of ctest. Needs root, ip and nft.
+#include <linux/netfilter.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "agent.h"
+#include "agent/agent_test_util.h"
+#include "nft_backend.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using pvs::test::AgentProcess;
+using pvs::test::LineClient;
+using pvs::test::NetNs;
+using pvs::test::TempDir;
+
+double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  std::size_t i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size() - 1));
+  return v[i];
+}
+
+double median(std::vector<double> v) {
+  return percentile(std::move(v), 50);
+}
+
+// Runs argv (looked up in PATH) and waits; returns false on a non-zero exit.
+bool spawn_wait(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return false;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+std::string addr(std::uint32_t i) {
+  return pvs::Ipv4Address(0x0a630002u + i).to_string();
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int ops = argc > 1 ? std::atoi(argv[1]) : 1000;
+  if (ops < 10) ops = 10;
+  NetNs ns;
+  ns.load_contract();
+  TempDir dir;
+  std::printf("pve-sandbox-agent benchmark: %d operations per side, namespace %s\n", ops,
+              ns.name().c_str());
+
+  // ---- 1. per-operation latency --------------------------------------------------------------
+  std::vector<double> agent_ops, agent_ops_fsync, nft_ops;
+  auto run_agent_ops = [&](const std::string& extra, std::vector<double>* out) {
+    TempDir d;
+    AgentProcess agent(ns, d, extra);
+    LineClient c(agent.socket());
+    c.call("HELLO 1");
+    for (int i = 0; i < 50; ++i) {  // warm-up
+      c.call("ALLOW " + addr(static_cast<std::uint32_t>(i)));
+      c.call("REVOKE " + addr(static_cast<std::uint32_t>(i)));
+    }
+    for (int i = 0; i < ops / 2; ++i) {
+      std::string a = addr(static_cast<std::uint32_t>(i % 5000));
+      auto t0 = Clock::now();
+      if (c.call("ALLOW " + a) != "OK") std::printf("ALLOW failed\n");
+      out->push_back(us_since(t0));
+      t0 = Clock::now();
+      if (c.call("REVOKE " + a) != "OK") std::printf("REVOKE failed\n");
+      out->push_back(us_since(t0));
+    }
+  };
+  // The state file lives in a temp dir on this machine's disk; the agent writes it (temp file +
+  // rename) before each OK. With state_fsync: true (the default) it also fsyncs file and dir.
+  run_agent_ops("state_fsync: false\n", &agent_ops);
+  run_agent_ops("state_fsync: true\n", &agent_ops_fsync);
+
+  {
+    pvs::test::EnterNs enter(ns);  // children of this thread run in the namespace
+    for (int i = 0; i < ops / 2; ++i) {
+      std::string a = addr(static_cast<std::uint32_t>(i % 5000));
+      auto t0 = Clock::now();
+      spawn_wait({"nft", "add", "element", "inet", "sandbox", "internet_allowed", "{", a, "}"});
+      nft_ops.push_back(us_since(t0));
+      t0 = Clock::now();
+      spawn_wait({"nft", "delete", "element", "inet", "sandbox", "internet_allowed", "{", a, "}"});
+      nft_ops.push_back(us_since(t0));
+    }
+  }
+  double a50 = median(agent_ops), a99 = percentile(agent_ops, 99);
+  double f50 = median(agent_ops_fsync), f99 = percentile(agent_ops_fsync, 99);
+  double n50 = median(nft_ops), n99 = percentile(nft_ops, 99);
+  std::printf("\nALLOW/REVOKE per operation (%zu ops each)\n", agent_ops.size());
+  std::printf("  agent socket, state_fsync=false   p50 %9.1f us   p99 %9.1f us\n", a50, a99);
+  std::printf("  agent socket, state_fsync=true    p50 %9.1f us   p99 %9.1f us\n", f50, f99);
+  std::printf("  nft CLI subprocess                p50 %9.1f us   p99 %9.1f us\n", n50, n99);
+  std::printf("  ratio nft/agent (fsync off)       p50 %9.1fx    p99 %9.1fx\n", n50 / a50,
+              n99 / a99);
+  std::printf("  ratio nft/agent (fsync on)        p50 %9.1fx    p99 %9.1fx\n", n50 / f50,
+              n99 / f99);
+
+  // The same operations through the verb code in-process: netlink only, no socket, no state file.
+  std::vector<double> verb_ops;
+  {
+    pvs::agent::AgentConfig config;
+    config.sandbox_cidr = *pvs::Cidr::parse("10.99.0.0/16");
+    config.gateway = *pvs::Ipv4Address::parse("10.99.0.1");
+    config.state_file = dir.file("verb-state");
+    std::unique_ptr<pvs::agent::NftBackend> backend;
+    {
+      pvs::test::EnterNs enter(ns);
+      backend = std::move(*pvs::agent::NftBackend::open());
+    }
+    pvs::agent::Agent agent(config, std::move(backend));
+    (void)agent.start();
+    pvs::agent::Peer peer{1, 0, 0};
+    for (int i = 0; i < ops / 2; ++i) {
+      pvs::Ipv4Address a(0x0a630002u + static_cast<std::uint32_t>(i % 5000));
+      auto t0 = Clock::now();
+      agent.handle(peer, pvs::proto::Request(pvs::proto::AllowRequest{{a, std::nullopt}}));
+      verb_ops.push_back(us_since(t0));
+      t0 = Clock::now();
+      agent.handle(peer, pvs::proto::Request(pvs::proto::RevokeRequest{a}));
+      verb_ops.push_back(us_since(t0));
+    }
+  }
+  std::printf("  verb code in-process (netlink)    p50 %9.1f us   p99 %9.1f us\n", median(verb_ops),
+              percentile(verb_ops, 99));
+
+  // ---- 2. SYNC of 10,000 ----------------------------------------------------------------------
+  std::vector<double> verb_sync, socket_sync, nft_sync;
+  {
+    pvs::agent::AgentConfig config;
+    config.sandbox_cidr = *pvs::Cidr::parse("10.99.0.0/16");
+    config.gateway = *pvs::Ipv4Address::parse("10.99.0.1");
+    config.state_file = dir.file("inproc-state");
+    config.state_fsync = false;
+    std::unique_ptr<pvs::agent::NftBackend> backend;
+    {
+      pvs::test::EnterNs enter(ns);
+      backend = std::move(*pvs::agent::NftBackend::open());
+    }
+    pvs::agent::Agent agent(config, std::move(backend));
+    (void)agent.start();
+    pvs::proto::SyncRequest a, b;
+    for (std::uint32_t i = 0; i < 10000; ++i) {
+      a.grants.push_back({pvs::Ipv4Address(0x0a630002u + i), std::nullopt});
+      b.grants.push_back({pvs::Ipv4Address(0x0a633002u + i), std::nullopt});
+    }
+    pvs::agent::Peer peer{1, 0, 0};
+    for (int i = 0; i < 21; ++i) {
+      auto t0 = Clock::now();
+      std::string reply = agent.handle(peer, pvs::proto::Request(i % 2 == 0 ? a : b));
+      double t = us_since(t0);
+      if (reply != "OK 10000") std::printf("SYNC failed: %s\n", reply.c_str());
+      if (i > 0) verb_sync.push_back(t);
+    }
+  }
+  std::size_t fit = 0;
+  {
+    AgentProcess agent(ns, dir, "state_fsync: false\n");
+    LineClient c(agent.socket());
+    std::string sa = "SYNC", sb = "SYNC";
+    for (std::uint32_t i = 0;; ++i) {
+      std::string next_a = " " + pvs::Ipv4Address(0x0a630002u + i).to_string();
+      std::string next_b = " " + pvs::Ipv4Address(0x0a638002u + i).to_string();
+      if (sa.size() + next_a.size() > pvs::proto::kMaxRequestLine ||
+          sb.size() + next_b.size() > pvs::proto::kMaxRequestLine) {
+        break;
+      }
+      sa += next_a;
+      sb += next_b;
+      ++fit;
+    }
+    for (int i = 0; i < 21; ++i) {
+      auto t0 = Clock::now();
+      std::string reply = c.call(i % 2 == 0 ? sa : sb, 30000);
+      double t = us_since(t0);
+      if (reply != "OK " + std::to_string(fit)) std::printf("SYNC failed: %s\n", reply.c_str());
+      if (i > 0) socket_sync.push_back(t);
+    }
+
+    // ---- 3. RSS with 10,000 elements (5,000 by SYNC, 5,000 by pipelined ALLOWs) ------------
+    std::string allows;
+    for (std::uint32_t i = 0; i < 10000 - fit; ++i) {
+      allows += "ALLOW " + pvs::Ipv4Address(0x0a63a002u + i).to_string() + "\n";
+    }
+    c.send_raw(allows);
+    for (std::uint32_t i = 0; i < 10000 - fit; ++i) c.read_line(30000);
+    std::string list = c.call("LIST", 30000);
+    std::printf("\nagent holds %s elements; RSS %ld KiB (%.2f MiB)\n",
+                list.substr(3, list.find(' ', 3) - 3).c_str(), rss_kib(agent.pid()),
+                static_cast<double>(rss_kib(agent.pid())) / 1024.0);
+  }
+  {
+    std::string file_a = dir.file("a.nft"), file_b = dir.file("b.nft");
+    std::ofstream fa(file_a), fb(file_b);
+    fa << "flush set inet sandbox internet_allowed\nadd element inet sandbox internet_allowed { ";
+    fb << "flush set inet sandbox internet_allowed\nadd element inet sandbox internet_allowed { ";
+    for (std::uint32_t i = 0; i < 10000; ++i) {
+      fa << (i ? ", " : "") << pvs::Ipv4Address(0x0a630002u + i).to_string();
+      fb << (i ? ", " : "") << pvs::Ipv4Address(0x0a633002u + i).to_string();
+    }
+    fa << " }\n";
+    fb << " }\n";
+    fa.close();
+    fb.close();
+    pvs::test::EnterNs enter(ns);
+    for (int i = 0; i < 11; ++i) {
+      auto t0 = Clock::now();
+      if (!spawn_wait({"nft", "-f", i % 2 == 0 ? file_a : file_b})) std::printf("nft -f failed\n");
+      double t = us_since(t0);
+      if (i > 0) nft_sync.push_back(t);
+    }
+  }
+  std::printf("\nSYNC (atomic replace), median of %zu runs\n", verb_sync.size());
+  std::printf("  10,000 addresses, verb code in-process   %8.2f ms\n", median(verb_sync) / 1000);
+  std::printf("  %zu addresses (one 64 KiB line), socket  %8.2f ms\n", fit,
+              median(socket_sync) / 1000);
+  std::printf("  10,000 addresses, nft -f subprocess      %8.2f ms\n", median(nft_sync) / 1000);
+  std::printf("  ratio nft -f / agent (10,000)            %8.1fx\n",
+              median(nft_sync) / median(verb_sync));
+  return 0;
+}
