@@ -278,11 +278,11 @@ TEST_F(SshSessionTest, ConcurrentExecsDoNotWaitForASlowOne) {
   std::vector<std::future<SshResult<ExecResult>>> futures;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 32; ++i) {
-    futures.push_back(s.exec_async(i == 16 ? "sleep 2; echo slow" : "echo " + std::to_string(i)));
+    futures.push_back(s.exec_async(i == 16 ? "sleep 4; echo slow" : "echo " + std::to_string(i)));
   }
   for (int i = 0; i < 32; ++i) {
     if (i == 16) continue;
-    ASSERT_EQ(futures[static_cast<std::size_t>(i)].wait_until(t0 + 1500ms),
+    ASSERT_EQ(futures[static_cast<std::size_t>(i)].wait_until(t0 + 3500ms),
               std::future_status::ready)
         << "exec " << i << " waited behind the slow one";
     auto r = futures[static_cast<std::size_t>(i)].get();

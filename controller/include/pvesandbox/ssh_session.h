@@ -124,7 +124,11 @@ struct SshConfig {
   // must be at least this (the template sets 64); if the server refuses earlier, the session
   // learns the real limit and queues. SFTP instances count too.
   int max_channels = 32;
-  // SFTP subsystem channels kept open for transfers (each transfer uses sftp_streams of them).
+  // Channels opened ahead of time while idle, so that an exec skips the channel-open round
+  // trip. They count against max_channels / MaxSessions (one slot is always left free).
+  int spare_channels = 1;
+  // SFTP subsystem channels kept open; each SFTP operation borrows one for its duration, so this
+  // many transfers run in parallel.
   int max_sftp_channels = 4;
   // Bytes handed to each libssh2_sftp_read/write call: the pipeline depth is about this /30000.
   std::size_t sftp_buffer_size = 1 << 20;
@@ -194,14 +198,10 @@ struct UploadOptions {
   // rename cannot replace a file): readers see the old or the new file, never a partial one.
   bool atomic = true;
   bool fsync = false;  // fsync@openssh.com before the rename
-  // Parallel SFTP channels for one big transfer (each its own pipeline); 0: automatic (2 for
-  // sources of at least 64 MiB whose size is known, else 1).
-  int streams = 0;
 };
 
 struct DownloadOptions {
   std::uint64_t max_size = UINT64_MAX;  // fail with kTooLarge beyond this
-  int streams = 0;                      // as UploadOptions::streams
 };
 
 // Counters for tests and metrics.
@@ -211,6 +211,8 @@ struct SshStats {
   std::int64_t libssh2_live_allocations = 0;  // of the current connection (leak watch)
   int channels_open = 0;
   int channel_limit = 0;  // learnt from the server's refusals, else max_channels
+  // Negotiated algorithms of the current connection: "kex=... hostkey=... cipher=... mac=...".
+  std::string methods;
 };
 
 class SshSession {
@@ -241,7 +243,8 @@ class SshSession {
   // SFTP. Paths are remote paths as the server sees them (relative ones from the login dir).
   SshStatus upload(const std::string& remote_path, std::string_view data,
                    const UploadOptions& options = {});
-  // Reads `in` to its end; `size_hint` (if known) lets a big upload use parallel streams.
+  // Reads `in` to its end (on the session's I/O thread, while the caller waits). `size_hint`
+  // is accepted for callers that know the size; the transfer does not need it.
   SshStatus upload(const std::string& remote_path, std::istream& in,
                    const UploadOptions& options = {},
                    std::optional<std::uint64_t> size_hint = std::nullopt);

@@ -106,6 +106,10 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   int channels_open() const { return channels_open_; }
   // Bumped whenever a channel is released (a refused opener waits for this to change).
   std::uint64_t release_epoch() const { return release_epoch_; }
+  // True if the server has closed the TCP connection (EOF is the next thing on the socket).
+  bool peer_closed() const;
+  // A channel opened ahead of time (its slot is already reserved), or nullptr.
+  LIBSSH2_CHANNEL* take_spare();
   // SFTP instance pool. Returns a slot index, -1 while waiting, or an error.
   SshResult<int> acquire_sftp(const Op* op);
   LIBSSH2_SFTP* sftp(int slot) const { return sftp_slots_[static_cast<std::size_t>(slot)].sftp; }
@@ -130,6 +134,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   void teardown(bool graceful);
   void fail_all(const SshError& error, bool allow_retry);
   void reap_zombies();
+  bool step_spare();  // opens spare channels while nothing else needs the opener
   void wake();
 
   SshConfig config_;
@@ -141,6 +146,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::thread thread_;                     // GUARDED_BY(mu_)
   std::string fingerprint_;                // GUARDED_BY(mu_)
   std::string tofu_fingerprint_;           // GUARDED_BY(mu_): the key trusted first
+  std::string methods_;                    // GUARDED_BY(mu_)
   UniqueFd wake_fd_;
   std::atomic<bool> connected_{false};
   std::atomic<std::uint64_t> connects_{0};
@@ -169,6 +175,10 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   Clock::time_point sftp_retry_at_{};
   std::vector<SftpSlot> sftp_slots_;
   std::vector<LIBSSH2_CHANNEL*> zombies_;
+  std::vector<LIBSSH2_CHANNEL*> spares_;
+  bool spare_opening_ = false;
+  bool spares_disabled_ = false;
+  char spare_token_ = 0;  // its address marks the opener as taken by step_spare()
   bool fatal_pending_ = false;
   SshError fatal_error_;
   Clock::time_point next_keepalive_ = Clock::time_point::max();
@@ -198,10 +208,10 @@ std::shared_ptr<SshSession::Impl::Op> make_sftp_call_op(SftpCall call, std::stri
                                                         SftpPromise promise);
 std::shared_ptr<SshSession::Impl::Op> make_list_op(std::string path, SftpPromise promise);
 std::shared_ptr<SshSession::Impl::Op> make_upload_op(std::string path, std::uint32_t mode,
-                                                     bool fsync, int streams, Source source,
+                                                     bool fsync, Source source,
                                                      SftpPromise promise);
 std::shared_ptr<SshSession::Impl::Op> make_download_op(std::string path, std::uint64_t max_size,
-                                                       int streams, Sink sink, SftpPromise promise);
+                                                       Sink sink, SftpPromise promise);
 
 }  // namespace ssh_detail
 }  // namespace pvs

@@ -55,6 +55,14 @@ class ExecOp : public Op {
           return Step::kIdle;
         }
         refused_ = false;
+        if (!internal_) {
+          if (LIBSSH2_CHANNEL* spare = io.take_spare()) {
+            channel_ = spare;
+            reserved_ = true;
+            state_ = State::kStarting;
+            return step(io);
+          }
+        }
         if (!io.try_take_opener(this)) return Step::kIdle;
         if (!internal_ && !io.try_reserve_channel()) {
           io.release_opener(this);
@@ -99,10 +107,19 @@ class ExecOp : public Op {
         [[fallthrough]];
       }
       case State::kStarting: {
+        if (!started_) {
+          // A connection that died while idle (e.g. sshd restarted) is noticed here, before
+          // the command is sent, so that it can be retried on a new connection.
+          if (io.peer_closed()) {
+            io.fatal(
+                ssh_fail(SshErrc::kDisconnected, "ssh exec: server closed the connection").value());
+            return Step::kIdle;
+          }
+          started_ = true;
+        }
         int rc = libssh2_channel_process_startup(channel_, "exec", 4, command_.data(),
                                                  static_cast<unsigned>(command_.size()));
         if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        started_ = true;
         if (rc != 0) {
           SshError e = session_error(io.session(), rc, "ssh exec: exec request");
           if (is_fatal_session_error(rc)) {

@@ -181,6 +181,8 @@ SshStats SshSession::Impl::stats() const {
   s.libssh2_live_allocations = live_allocations_.load();
   s.channels_open = stat_channels_open_.load();
   s.channel_limit = stat_channel_limit_.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  s.methods = methods_;
   return s;
 }
 
@@ -238,7 +240,12 @@ SshResult<int> SshSession::Impl::acquire_sftp(const Op* op) {
   sftp_refused_ = false;
   if (opener_ != op) {
     if (opener_ != nullptr) return -1;
-    if (!try_reserve_channel()) return -1;
+    if (!try_reserve_channel()) {
+      if (!spares_.empty()) {  // give a spare exec channel's slot to SFTP
+        adopt_zombie(take_spare());
+      }
+      return -1;
+    }
     opener_ = op;
   }
   LIBSSH2_SFTP* sftp = libssh2_sftp_init(session_);
@@ -282,6 +289,52 @@ void SshSession::Impl::fatal(SshError error) {
     fatal_pending_ = true;
     fatal_error_ = std::move(error);
   }
+}
+
+bool SshSession::Impl::peer_closed() const {
+  if (!sock_) return true;
+  char c;
+  ssize_t r = ::recv(sock_.get(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+LIBSSH2_CHANNEL* SshSession::Impl::take_spare() {
+  if (spares_.empty()) return nullptr;
+  LIBSSH2_CHANNEL* c = spares_.back();
+  spares_.pop_back();
+  return c;
+}
+
+bool SshSession::Impl::step_spare() {
+  const Op* token = reinterpret_cast<const Op*>(&spare_token_);
+  if (!spare_opening_) {
+    if (spares_disabled_ || static_cast<int>(spares_.size()) >= config_.spare_channels ||
+        channels_open_ + 2 > channel_limit_ || opener_ != nullptr) {
+      return false;
+    }
+    if (!try_reserve_channel()) return false;
+    opener_ = token;
+    spare_opening_ = true;
+  }
+  LIBSSH2_CHANNEL* c =
+      libssh2_channel_open_ex(session_, "session", 7, LIBSSH2_CHANNEL_WINDOW_DEFAULT * 2,
+                              LIBSSH2_CHANNEL_PACKET_DEFAULT, nullptr, 0);
+  if (c == nullptr) {
+    int rc = libssh2_session_last_errno(session_);
+    if (rc == LIBSSH2_ERROR_EAGAIN) return false;
+    spare_opening_ = false;
+    release_opener(token);
+    release_channel();
+    spares_disabled_ = true;  // the server said no: do not insist on this connection
+    if (ssh_detail::is_fatal_session_error(rc)) {
+      fatal(ssh_detail::session_error(session_, rc, "ssh: open spare channel"));
+    }
+    return true;
+  }
+  spare_opening_ = false;
+  release_opener(token);
+  spares_.push_back(c);
+  return true;
 }
 
 void SshSession::Impl::adopt_zombie(LIBSSH2_CHANNEL* channel) {
@@ -421,6 +474,17 @@ SshStatus SshSession::Impl::do_connect() {
     next_keepalive_ = Clock::now() + config_.keepalive_interval;
   } else {
     next_keepalive_ = Clock::time_point::max();
+  }
+  {
+    auto method = [this](int which) {
+      const char* m = libssh2_session_methods(session_, which);
+      return std::string(m != nullptr ? m : "?");
+    };
+    std::string methods =
+        "kex=" + method(LIBSSH2_METHOD_KEX) + " hostkey=" + method(LIBSSH2_METHOD_HOSTKEY) +
+        " cipher=" + method(LIBSSH2_METHOD_CRYPT_CS) + " mac=" + method(LIBSSH2_METHOD_MAC_CS);
+    std::lock_guard<std::mutex> lock(mu_);
+    methods_ = std::move(methods);
   }
   channels_open_ = 0;
   channel_limit_ = std::max(1, config_.max_channels);
@@ -604,6 +668,9 @@ void SshSession::Impl::teardown(bool graceful) {
     }
   }
   zombies_.clear();
+  spares_.clear();  // freed with the session
+  spare_opening_ = false;
+  spares_disabled_ = false;
   libssh2_session_free(session_);
   session_ = nullptr;
   sock_.reset();
@@ -674,6 +741,7 @@ void SshSession::Impl::run() {
       continue;
     }
     if (session_ != nullptr && !zombies_.empty()) reap_zombies();
+    if (session_ != nullptr && config_.spare_channels > 0 && step_spare()) progress = true;
 
     auto now = Clock::now();
     if (session_ != nullptr && now >= next_keepalive_) {
@@ -710,14 +778,20 @@ void SshSession::Impl::run() {
     }
     int pn = ::poll(fds, 2, timeout_ms);
     if (pn > 0 && session_ != nullptr && active_.empty() && fds[1].revents != 0) {
-      char c;
-      ssize_t r = ::recv(sock_.get(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      if (peer_closed()) {
         log::info("ssh " + config_.host + ": server closed the idle connection");
         teardown(false);
-      } else if (r > 0) {
-        // SSH data while idle (e.g. a server keepalive): libssh2 reads it with the next op.
-        idle_data_pending = true;
+      } else if (!spares_.empty()) {
+        // SSH data while idle (a server keepalive, hostkeys-00@openssh.com, ...): a read on a
+        // spare channel makes libssh2 process it, so EOF behind it is noticed too.
+        char buf[512];
+        ssize_t rc = libssh2_channel_read_ex(spares_.front(), 0, buf, sizeof buf);
+        if (rc < 0 && ssh_detail::is_fatal_session_error(static_cast<int>(rc))) {
+          log::info("ssh " + config_.host + ": idle connection failed");
+          teardown(false);
+        }
+      } else {
+        idle_data_pending = true;  // libssh2 reads it with the next op
       }
     }
   }

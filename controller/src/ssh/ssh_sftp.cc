@@ -416,13 +416,13 @@ std::shared_ptr<Op> make_list_op(std::string path, SftpPromise promise) {
   return std::make_shared<ListOp>(std::move(path), std::move(promise));
 }
 
-std::shared_ptr<Op> make_upload_op(std::string path, std::uint32_t mode, bool fsync, int,
-                                   Source source, SftpPromise promise) {
+std::shared_ptr<Op> make_upload_op(std::string path, std::uint32_t mode, bool fsync, Source source,
+                                   SftpPromise promise) {
   return std::make_shared<UploadOp>(std::move(path), mode, fsync, std::move(source),
                                     std::move(promise));
 }
 
-std::shared_ptr<Op> make_download_op(std::string path, std::uint64_t max_size, int, Sink sink,
+std::shared_ptr<Op> make_download_op(std::string path, std::uint64_t max_size, Sink sink,
                                      SftpPromise promise) {
   return std::make_shared<DownloadOp>(std::move(path), max_size, std::move(sink),
                                       std::move(promise));
@@ -533,8 +533,8 @@ SshStatus do_upload(SshSession& self, SshSession::Impl& impl, const std::string&
       options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" + random_suffix()
                      : remote_path;
   auto r = run_op(impl, [&](ssh_detail::SftpPromise p) {
-    return ssh_detail::make_upload_op(target, options.mode, options.fsync, options.streams,
-                                      std::move(source), std::move(p));
+    return ssh_detail::make_upload_op(target, options.mode, options.fsync, std::move(source),
+                                      std::move(p));
   });
   if (!r) {
     SshError e = r.error();
@@ -606,8 +606,8 @@ SshResult<std::string> SshSession::download(const std::string& remote_path,
     return {};
   };
   auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
-    return ssh_detail::make_download_op(remote_path, options.max_size, options.streams,
-                                        std::move(sink), std::move(p));
+    return ssh_detail::make_download_op(remote_path, options.max_size, std::move(sink),
+                                        std::move(p));
   });
   if (!r) return tl::unexpected<SshError>(r.error());
   return std::move(*data);
@@ -621,8 +621,8 @@ SshResult<std::uint64_t> SshSession::download(const std::string& remote_path, st
     return {};
   };
   auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
-    return ssh_detail::make_download_op(remote_path, options.max_size, options.streams,
-                                        std::move(sink), std::move(p));
+    return ssh_detail::make_download_op(remote_path, options.max_size, std::move(sink),
+                                        std::move(p));
   });
   if (!r) return tl::unexpected<SshError>(r.error());
   return r->bytes;

@@ -1,0 +1,283 @@
+// SshSession versus OpenSSH, in the same run, against one private sshd on loopback
+// (tests/support), logged in as a throw-away user whose shell is /bin/sh.
+//
+//   ssh_bench [--runs N] [--mib M]
+//
+// 1. `true` round trip: warm SshSession vs `ssh` through a running ControlMaster.
+// 2. SFTP upload/download of an M MiB random file (default 256): SshSession vs `sftp -b`
+//    (OpenSSH's time excludes its connection set-up, measured with an empty batch).
+// 3. 32 concurrent execs of `sleep 0.2` (and of `true`) on one session.
+// Prints the figures and ratios; exits 1 if a target is missed.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pvesandbox/ssh_session.h"
+#include "support/sshd_fixture.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  std::size_t i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+double median(std::vector<double> v) {
+  return percentile(std::move(v), 0.5);
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& stderr_file = "/dev/null") {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  if (posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int run(const std::vector<std::string>& argv, const std::string& stderr_file = "/dev/null") {
+  pid_t pid = spawn(argv, stderr_file);
+  return pid < 0 ? -1 : wait_exit(pid);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+std::string grep_line(const std::string& text, const std::string& needle) {
+  auto at = text.find(needle);
+  if (at == std::string::npos) return "?";
+  auto end = text.find('\n', at);
+  return text.substr(at + needle.size(), end - at - needle.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 200;
+  std::size_t mib = 256;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--mib") == 0) mib = static_cast<std::size_t>(std::atoi(argv[i + 1]));
+  }
+  pvs::test::SshdFixture sshd;
+  const std::string dir = sshd.dir();
+  const std::string port = std::to_string(sshd.port());
+  const std::string target = sshd.user() + "@" + sshd.host();
+  const std::vector<std::string> ssh_opts = {"-F", "/dev/null",
+                                             "-o", "BatchMode=yes",
+                                             "-o", "IdentitiesOnly=yes",
+                                             "-i", sshd.client_key_path(),
+                                             "-o", "UserKnownHostsFile=" + sshd.known_hosts_path(),
+                                             "-o", "StrictHostKeyChecking=yes"};
+  bool ok = true;
+
+  pvs::SshConfig cfg;
+  cfg.host = sshd.host();
+  cfg.port = sshd.port();
+  cfg.user = sshd.user();
+  cfg.private_key_file = sshd.client_key_path();
+  cfg.host_key_fingerprint = sshd.host_key_fingerprint();
+  pvs::SshSession session(cfg);
+  if (auto c = session.connect(); !c) {
+    std::fprintf(stderr, "connect: %s\n", c.error().to_string().c_str());
+    return 2;
+  }
+
+  // ---- 1. exec round trip ----------------------------------------------------------------
+  std::vector<double> ours;
+  for (int i = 0; i < runs + 10; ++i) {
+    auto t0 = Clock::now();
+    auto r = session.exec("true");
+    double t = ms_since(t0);
+    if (!r || r->exit_code != 0) {
+      std::fprintf(stderr, "exec failed\n");
+      return 2;
+    }
+    if (i >= 10) ours.push_back(t);
+  }
+  const std::string cm = dir + "/cm.sock";
+  std::vector<std::string> master = {"ssh"};
+  master.insert(master.end(), ssh_opts.begin(), ssh_opts.end());
+  for (const char* a : {"-M", "-N", "-S"}) master.push_back(a);
+  master.push_back(cm);
+  master.insert(master.end(), {"-p", port, target});
+  pid_t master_pid = spawn(master);
+  for (int i = 0; i < 500 && access(cm.c_str(), F_OK) != 0; ++i) std::this_thread::sleep_for(10ms);
+  std::vector<double> theirs;
+  std::vector<std::string> client = {"ssh"};
+  client.insert(client.end(), ssh_opts.begin(), ssh_opts.end());
+  client.insert(client.end(), {"-S", cm, "-p", port, target, "true"});
+  for (int i = 0; i < runs / 2 + 5; ++i) {
+    auto t0 = Clock::now();
+    int rc = run(client);
+    double t = ms_since(t0);
+    if (rc != 0) {
+      std::fprintf(stderr, "ssh via ControlMaster failed (%d)\n", rc);
+      ok = false;
+      break;
+    }
+    if (i >= 5) theirs.push_back(t);
+  }
+  if (master_pid > 0) {
+    kill(master_pid, SIGTERM);
+    wait_exit(master_pid);
+  }
+  double ours_p50 = median(ours), theirs_p50 = theirs.empty() ? 0 : median(theirs);
+  std::printf("exec `true`, warm session (n=%zu): p50 %.2f ms  p90 %.2f  p99 %.2f\n", ours.size(),
+              ours_p50, percentile(ours, 0.9), percentile(ours, 0.99));
+  if (!theirs.empty()) {
+    std::printf("ssh via ControlMaster     (n=%zu): p50 %.2f ms  p90 %.2f  p99 %.2f\n",
+                theirs.size(), theirs_p50, percentile(theirs, 0.9), percentile(theirs, 0.99));
+    double ratio = ours_p50 / theirs_p50;
+    std::printf("  ratio ours/OpenSSH p50 = %.2fx (target <= 0.30x) %s\n", ratio,
+                ratio <= 0.30 ? "OK" : "MISSED");
+    ok = ok && ratio <= 0.30;
+  }
+
+  // ---- 2. SFTP throughput ----------------------------------------------------------------
+  const std::string local = dir + "/bench.bin";
+  const std::string back = dir + "/bench.back";
+  const std::string remote = sshd.home() + "/bench.bin";
+  {
+    std::mt19937_64 rng(7);
+    std::vector<std::uint64_t> block(1 << 17);  // 1 MiB
+    std::ofstream out(local, std::ios::binary);
+    for (std::size_t m = 0; m < mib; ++m) {
+      for (auto& v : block) v = rng();
+      out.write(reinterpret_cast<const char*>(block.data()), 1 << 20);
+    }
+  }
+  const double size_mib = static_cast<double>(mib);
+  std::vector<double> up_ours, down_ours, up_theirs, down_theirs;
+  std::vector<std::string> sftp = {"sftp", "-q"};
+  sftp.insert(sftp.end(), ssh_opts.begin(), ssh_opts.end());
+  sftp.insert(sftp.end(), {"-P", port, "-b"});
+  auto sftp_batch = [&](const std::string& commands) {
+    std::ofstream(dir + "/batch") << commands;
+    auto args = sftp;
+    args.push_back(dir + "/batch");
+    args.push_back(target);
+    auto t0 = Clock::now();
+    int rc = run(args, dir + "/sftp.err");
+    double t = ms_since(t0);
+    if (rc != 0) std::fprintf(stderr, "sftp: %s\n", read_file(dir + "/sftp.err").c_str());
+    return rc == 0 ? t : -1.0;
+  };
+  for (int round = 0; round < 3; ++round) {
+    {
+      std::ifstream in(local, std::ios::binary);
+      auto t0 = Clock::now();
+      auto r = session.upload(remote, in, {});
+      up_ours.push_back(ms_since(t0));
+      if (!r) std::fprintf(stderr, "upload: %s\n", r.error().to_string().c_str()), ok = false;
+    }
+    {
+      std::ofstream out(back, std::ios::binary | std::ios::trunc);
+      auto t0 = Clock::now();
+      auto r = session.download(remote, out);
+      out.flush();
+      down_ours.push_back(ms_since(t0));
+      if (!r) std::fprintf(stderr, "download: %s\n", r.error().to_string().c_str()), ok = false;
+    }
+    double setup = sftp_batch("pwd\n");
+    double up = sftp_batch("put " + local + " " + remote + "\n");
+    double down = sftp_batch("get " + remote + " " + back + "\n");
+    if (setup < 0 || up < 0 || down < 0) {
+      std::fprintf(stderr, "sftp failed\n");
+      ok = false;
+      break;
+    }
+    up_theirs.push_back(up - setup);
+    down_theirs.push_back(down - setup);
+  }
+  if (run({"cmp", "-s", local, back}) != 0) {
+    std::fprintf(stderr, "downloaded file differs\n");
+    ok = false;
+  }
+  std::string ssh_v = dir + "/ssh-v.log";
+  {
+    std::vector<std::string> args = {"ssh", "-v"};
+    args.insert(args.end(), ssh_opts.begin(), ssh_opts.end());
+    args.insert(args.end(), {"-p", port, target, "true"});
+    run(args, ssh_v);
+  }
+  const std::string log = read_file(ssh_v);
+  auto mibs = [&](double ms) { return size_mib / (ms / 1000.0); };
+  double ou = mibs(median(up_ours)), od = mibs(median(down_ours));
+  std::printf("SFTP %zu MiB, median of %zu (MiB/s):\n", mib, up_ours.size());
+  std::printf("  SshSession   upload %6.1f  download %6.1f   [%s]\n", ou, od,
+              session.stats().methods.c_str());
+  if (!up_theirs.empty()) {
+    double tu = mibs(median(up_theirs)), td = mibs(median(down_theirs));
+    std::printf("  OpenSSH sftp upload %6.1f  download %6.1f   [kex=%s cipher=%s]\n", tu, td,
+                grep_line(log, "kex: algorithm: ").c_str(),
+                grep_line(log, "kex: client->server cipher: ").c_str());
+    std::printf("  ratio upload %.2fx  download %.2fx (target >= 1.0x) %s\n", ou / tu, od / td,
+                (ou / tu >= 1.0 && od / td >= 1.0) ? "OK" : "MISSED");
+    ok = ok && ou / tu >= 1.0 && od / td >= 1.0;
+  }
+  unlink(local.c_str());
+  unlink(back.c_str());
+  (void)session.remove(remote);
+
+  // ---- 3. 32 concurrent execs ------------------------------------------------------------
+  for (const char* cmd : {"sleep 0.2", "true"}) {
+    std::vector<double> totals;
+    for (int round = 0; round < 5; ++round) {
+      auto t0 = Clock::now();
+      std::vector<std::future<pvs::SshResult<pvs::ExecResult>>> fs;
+      for (int i = 0; i < 32; ++i) fs.push_back(session.exec_async(cmd));
+      for (auto& f : fs) {
+        auto r = f.get();
+        if (!r || r->exit_code != 0) ok = false;
+      }
+      totals.push_back(ms_since(t0));
+    }
+    std::printf("32 concurrent `%s` on one session: median %.0f ms, max %.0f ms%s\n", cmd,
+                median(totals), *std::max_element(totals.begin(), totals.end()),
+                std::string(cmd) == "sleep 0.2"
+                    ? (median(totals) <= 500 ? " (target <= 500 ms) OK" : " (target <= 500) MISSED")
+                    : "");
+    if (std::string(cmd) == "sleep 0.2") ok = ok && median(totals) <= 500;
+  }
+  std::printf("%s\n", ok ? "all targets met" : "SOME TARGETS MISSED");
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,301 @@
+#include "support/stack_fixture.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "sim.h"
+#include "support/sshd_fixture.h"
+
+#ifndef PVS_STACK_AGENT_BIN
+#error "PVS_STACK_AGENT_BIN must name the pve-sandbox-agent binary"
+#endif
+#ifndef PVS_STACK_RULESET_LIB
+#error "PVS_STACK_RULESET_LIB must name setup/lib/ruleset.sh"
+#endif
+#ifndef PVS_STACK_RULESET
+#error "PVS_STACK_RULESET must name nftables/sandbox.nft"
+#endif
+
+namespace pvs::test {
+namespace {
+
+void must(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("stack: " + what);
+}
+
+void run(const std::vector<std::string>& argv) {
+  std::string out;
+  int rc = run_command(argv, &out);
+  std::string line;
+  for (auto& a : argv) line += a + " ";
+  must(rc == 0, line + "failed (" + std::to_string(rc) + "): " + out);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Stack::Stack(StackOptions options) : options_(std::move(options)) {
+  id_ = options_.id.empty() ? "pvs" + std::to_string(::getpid()) : options_.id;
+  node_ns_ = id_ + "-node";
+  std::string tmpl = "/tmp/" + id_ + ".XXXXXX";
+  must(::mkdtemp(tmpl.data()) != nullptr, "mkdtemp");
+  dir_ = tmpl;
+  try {
+    // The node: a fresh namespace this thread enters.
+    run({"ip", "netns", "add", node_ns_});
+    original_ns_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    must(original_ns_ >= 0, "open own netns");
+    int fd = ::open(("/run/netns/" + node_ns_).c_str(), O_RDONLY | O_CLOEXEC);
+    must(fd >= 0, "open node netns");
+    int rc = ::setns(fd, CLONE_NEWNET);
+    ::close(fd);
+    must(rc == 0, "setns into the node namespace");
+    entered_ = true;
+    run({"ip", "link", "set", "lo", "up"});
+    run({"sysctl", "-qw", "net.ipv4.ip_forward=1"});
+    // The sandbox bridge, as the node has it.
+    run({"ip", "link", "add", "vmbr1", "type", "bridge", "stp_state", "0", "forward_delay", "0"});
+    run({"ip", "addr", "add", "10.99.0.1/16", "dev", "vmbr1"});
+    run({"ip", "link", "set", "vmbr1", "up"});
+    // The hardened ruleset, rendered by setup's own helper for this kernel (bridge scope when
+    // the kernel has `meta ibrname`, else port-name scope).
+    run({"bash", "-c",
+         "set -euo pipefail; source \"$1\"; if pvs_kernel_has_ibrname; then s=bridge; "
+         "else s=ports; fi; pvs_render_ruleset \"$2\" vmbr1 10.99.0.0/16 10.99.0.1 \"$s\" "
+         "'{ \"veth*\", \"fwpr*\" }' > \"$3\"",
+         "render", PVS_STACK_RULESET_LIB, PVS_STACK_RULESET, dir_ + "/sandbox.nft"});
+    run({"nft", "-f", dir_ + "/sandbox.nft"});
+    // The template's SSH key.
+    run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "stack", "-f", ssh_key()});
+    {
+      std::ofstream ak(dir_ + "/authorized_keys");
+      ak << slurp(ssh_key() + ".pub");
+    }
+    if (options_.agent) {
+      std::ofstream cfg(dir_ + "/agent.yaml");
+      cfg << "socket: " << agent_socket() << "\n"
+          << "socket_group: \"\"\n"
+          << "allowed_uids: [0]\n"
+          << "sandbox_cidr: 10.99.0.0/16\n"
+          << "gateway: 10.99.0.1\n"
+          << "state_file: " << dir_ << "/agent-state\n";
+      cfg.close();
+      start_agent();
+    }
+    pvesim::Options so;
+    so.tokens[kTokenId] = kTokenSecret;
+    so.auth_delay_ms = 0;
+    so.default_task_ms = options_.default_task_ms;
+    so.task_ms = options_.task_ms;
+    so.pools = {"pve-sandbox"};
+    so.backend = options_.backend;
+    so.netns.bridge = "vmbr1";
+    so.netns.bridge_cidr = "10.99.0.1/16";
+    so.netns.create_bridge = false;
+    so.netns.ns_prefix = id_ + "-";
+    so.netns.authorized_keys = dir_ + "/authorized_keys";
+    auto sim = pvesim::Simulator::start(so);
+    must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
+    sim_ = std::move(*sim);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+}
+
+Stack::~Stack() {
+  cleanup();
+}
+
+void Stack::cleanup() {
+  sim_.reset();  // stops CT namespaces and their sshds
+  if (agent_pid_ > 0) stop_agent();
+  if (entered_) {
+    if (original_ns_ >= 0) (void)::setns(original_ns_, CLONE_NEWNET);
+    entered_ = false;
+  }
+  if (original_ns_ >= 0) ::close(original_ns_);
+  original_ns_ = -1;
+  run_command({"ip", "netns", "del", node_ns_});
+  // CT namespaces a crashed simulator may have left.
+  std::string list;
+  run_command({"ip", "netns", "list"}, &list);
+  std::istringstream in(list);
+  std::string name;
+  while (in >> name) {
+    if (name.rfind(id_ + "-", 0) == 0) run_command({"ip", "netns", "del", name});
+    std::string rest;
+    std::getline(in, rest);
+  }
+  if (!dir_.empty()) run_command({"rm", "-rf", dir_});
+  dir_.clear();
+}
+
+void Stack::start_agent() {
+  ::unlink(agent_socket().c_str());
+  pid_t pid = ::fork();
+  must(pid >= 0, "fork");
+  if (pid == 0) {
+    int log = ::open((dir_ + "/agent.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (log >= 0) {
+      ::dup2(log, 1);
+      ::dup2(log, 2);
+    }
+    std::string cfg = dir_ + "/agent.yaml";
+    ::execl(PVS_STACK_AGENT_BIN, PVS_STACK_AGENT_BIN, "--config", cfg.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  agent_pid_ = pid;
+  for (int i = 0; i < 200; ++i) {
+    if (::access(agent_socket().c_str(), F_OK) == 0) return;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      agent_pid_ = -1;
+      must(false, "the agent exited: " + agent_log());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  must(false, "the agent did not create its socket: " + agent_log());
+}
+
+void Stack::stop_agent() {
+  if (agent_pid_ <= 0) return;
+  ::kill(agent_pid_, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (::waitpid(agent_pid_, &status, WNOHANG) == agent_pid_) {
+      agent_pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  kill_agent();
+}
+
+void Stack::kill_agent() {
+  if (agent_pid_ <= 0) return;
+  ::kill(agent_pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(agent_pid_, &status, 0);
+  agent_pid_ = -1;
+}
+
+std::string Stack::agent_log() const {
+  return slurp(dir_ + "/agent.log");
+}
+
+int Stack::port() const {
+  return sim_->port();
+}
+std::string Stack::fingerprint() const {
+  return sim_->fingerprint();
+}
+
+ManagerConfig Stack::manager_config() const {
+  return config_for(port(), fingerprint(), dir_, options_.backend == "netns");
+}
+
+ManagerConfig Stack::config_for(int sim_port, const std::string& sim_fingerprint,
+                                const std::string& stack_dir, bool wait_for_ssh) {
+  ManagerConfig c;
+  c.proxmox.base_url = "https://127.0.0.1:" + std::to_string(sim_port);
+  c.proxmox.token_id = kTokenId;
+  c.proxmox.token_secret = kTokenSecret;
+  c.proxmox.fingerprint = sim_fingerprint;
+  c.proxmox.backoff_initial = std::chrono::milliseconds(20);
+  c.proxmox.backoff_max = std::chrono::milliseconds(100);
+  c.proxmox.max_connections = 16;
+  c.node = "pve";
+  c.template_vmid = 9000;
+  c.pool = "pve-sandbox";
+  c.vmid_min = 10000;
+  c.vmid_max = 10999;
+  c.sandbox_cidr = *Cidr::parse("10.99.0.0/16");
+  c.gateway = *Ipv4Address::parse("10.99.0.1");
+  c.bridge = "vmbr1";
+  c.ssh.user = "root";
+  c.ssh.private_key_file = stack_dir + "/id_ed25519";
+  c.ssh.host_key_policy = HostKeyPolicy::kInsecure;
+  c.ssh.connect_timeout = std::chrono::milliseconds(3000);
+  c.ssh_ready_timeout = std::chrono::milliseconds(20000);
+  c.wait_for_ssh = wait_for_ssh;
+  c.agent.socket_path = stack_dir + "/agent.sock";
+  c.agent.timeout = std::chrono::milliseconds(5000);
+  c.internet_lease = std::chrono::seconds(300);
+  c.task_timeout = std::chrono::milliseconds(30000);
+  c.clone_lock_wait = std::chrono::milliseconds(30000);
+  c.background = false;
+  return c;
+}
+
+std::set<std::string> Stack::internet_set() const {
+  std::string out;
+  must(run_command({"nft", "list", "set", "inet", "sandbox", "internet_allowed"}, &out) == 0,
+       "nft list set");
+  std::set<std::string> result;
+  auto pos = out.find("elements");
+  if (pos == std::string::npos) return result;
+  static const std::regex ip(R"((\d+\.\d+\.\d+\.\d+))");
+  std::string tail = out.substr(pos);
+  for (std::sregex_iterator it(tail.begin(), tail.end(), ip), end; it != end; ++it)
+    result.insert((*it)[1]);
+  return result;
+}
+
+std::set<std::string> Stack::bound_ports() const {
+  std::string out;
+  must(run_command({"nft", "list", "set", "bridge", "sandbox_l2", "port_ip4"}, &out) == 0,
+       "nft list set port_ip4");
+  std::set<std::string> result;
+  auto pos = out.find("elements");
+  if (pos == std::string::npos) return result;
+  static const std::regex el(R"re("?([a-z0-9]+)"? \. (\d+\.\d+\.\d+\.\d+))re");
+  std::string tail = out.substr(pos);
+  for (std::sregex_iterator it(tail.begin(), tail.end(), el), end; it != end; ++it)
+    result.insert(std::string((*it)[1]) + "/" + std::string((*it)[2]));
+  return result;
+}
+
+std::vector<int> Stack::containers() const {
+  auto client = pve::Client::create(manager_config().proxmox);
+  must(client.has_value(), "client");
+  auto list = (*client)->list_containers("pve");
+  must(list.has_value(), "list containers: " + (list ? "" : list.error().to_string()));
+  std::vector<int> out;
+  for (auto& c : *list)
+    if (!c.is_template) out.push_back(c.vmid);
+  return out;
+}
+
+std::vector<std::string> Stack::ct_namespaces() const {
+  std::string list;
+  run_command({"ip", "netns", "list"}, &list);
+  std::istringstream in(list);
+  std::string line;
+  std::vector<std::string> out;
+  while (std::getline(in, line)) {
+    auto name = line.substr(0, line.find(' '));
+    if (name.rfind(id_ + "-", 0) == 0 && name != node_ns_) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace pvs::test

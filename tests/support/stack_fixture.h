@@ -1,0 +1,100 @@
+// The whole pve-sandbox stack on one machine, for end-to-end tests and the demo:
+//
+//   node namespace "<id>-node" (the Proxmox node; this process enters it)
+//     ├─ bridge vmbr1 10.99.0.1/16 (the sandbox bridge), lo up
+//     ├─ nftables/sandbox.nft loaded (table inet sandbox + bridge sandbox_l2)
+//     ├─ pve-sandbox-agent (the real binary) on <tmp>/agent.sock, uid 0 allowed
+//     └─ pvesim in-process on 127.0.0.1 (HTTPS, pinned fingerprint), pool "pve-sandbox",
+//        template 9000; backend "netns": every started CT is a namespace "<id>-<vmid>" on
+//        vmbr1 running a real sshd that accepts the stack's ed25519 key for root
+//
+//   pvs::test::Stack stack;                          // throws std::runtime_error on failure
+//   auto manager = pvs::Manager::open(stack.manager_config());
+//   ...
+//   stack.internet_set();                            // what `nft` says is in internet_allowed
+//
+// The constructor moves the CALLING THREAD into the node namespace (threads created later
+// inherit it), so construct the Stack before starting threads, and join them before the
+// destructor, which returns the thread to its original namespace and removes everything it
+// created (agent, simulator with its CT namespaces, node namespace, temp dir). Names carry
+// the pid, so tests may run in parallel. Link `pvs_test_stack` (tests/lifecycle/CMakeLists.txt).
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/manager.h"
+
+namespace pvesim {
+class Simulator;
+}
+
+namespace pvs::test {
+
+struct StackOptions {
+  std::string backend = "netns";       // "netns" (real CTs) or "model" (no namespaces per CT)
+  int default_task_ms = 0;             // pvesim task duration
+  std::map<std::string, int> task_ms;  // per task type
+  bool agent = true;                   // start pve-sandbox-agent
+  std::string id;                      // name prefix; default "pvs<pid>"
+};
+
+class Stack {
+ public:
+  explicit Stack(StackOptions options = {});
+  ~Stack();
+  Stack(const Stack&) = delete;
+  Stack& operator=(const Stack&) = delete;
+
+  pvesim::Simulator& sim() { return *sim_; }
+  // A ManagerConfig for this stack: Proxmox URL/token/fingerprint, node "pve", template 9000,
+  // VMIDs 10000-10999, 10.99.0.0/16 via 10.99.0.1 on vmbr1, the agent socket, SSH as root with
+  // the stack's key (host key policy kInsecure), short timeouts, background loop off.
+  ManagerConfig manager_config() const;
+  // The same for another process (e.g. a driver program) that knows the stack's simulator
+  // port and fingerprint and its temp dir.
+  static ManagerConfig config_for(int sim_port, const std::string& sim_fingerprint,
+                                  const std::string& stack_dir, bool wait_for_ssh);
+
+  // Addresses in `inet sandbox internet_allowed`, as `nft list set` prints them.
+  std::set<std::string> internet_set() const;
+  // `port=mac/ip` of the bridge bindings (set port_ip4), as `nft` prints them.
+  std::set<std::string> bound_ports() const;
+  // VMIDs of containers pvesim holds (templates excluded).
+  std::vector<int> containers() const;
+  // CT namespaces of the netns backend that exist now.
+  std::vector<std::string> ct_namespaces() const;
+
+  void stop_agent();   // SIGTERM and wait
+  void start_agent();  // again, same socket and state file
+  void kill_agent();   // SIGKILL
+
+  const std::string& id() const { return id_; }
+  const std::string& dir() const { return dir_; }  // temp dir (keys, agent config/log/socket)
+  const std::string& node_namespace() const { return node_ns_; }
+  std::string agent_socket() const { return dir_ + "/agent.sock"; }
+  std::string agent_log() const;
+  std::string ssh_key() const { return dir_ + "/id_ed25519"; }
+  int port() const;
+  std::string fingerprint() const;
+  static constexpr const char* kTokenId = "root@pam!stack";
+  static constexpr const char* kTokenSecret = "5e1f6b2a-stack-secret";
+
+ private:
+  void cleanup();
+
+  StackOptions options_;
+  std::string id_, dir_, node_ns_;
+  int original_ns_ = -1;
+  bool entered_ = false;
+  pid_t agent_pid_ = -1;
+  std::unique_ptr<pvesim::Simulator> sim_;
+};
+
+}  // namespace pvs::test
