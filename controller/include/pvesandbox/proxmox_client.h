@@ -276,3 +276,7 @@ class Client {
 };
 
 }  // namespace pvs::pve
+
+namespace pvs {
+using ProxmoxClient = pve::Client;  // the name DESIGN.md uses
+}  // namespace pvs

@@ -238,7 +238,13 @@ struct Client::Impl {
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https,http");
-    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);  // no "/../" squashing: the path is what we built
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+    // pveproxy speaks HTTP/1.1, and errors live in the reason phrase, which HTTP/2 lacks.
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+    curl_easy_setopt(
+        h, CURLOPT_SSLVERSION,
+        static_cast<long>(
+            CURL_SSLVERSION_TLSv1_2));  // no "/../" squashing: the path is what we built
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, write_header);
