@@ -128,6 +128,7 @@ def cmd_hold(args):
         print("before=0 after=0 connect-failed")
         return 1
     s.settimeout(0.3)
+    print("connected", flush=True)
     end = time.time() + args.duration
     while time.time() < end:
         flagged = os.path.exists(args.flag)

@@ -125,7 +125,11 @@ prop_begin "2 revoking an address cuts its established connections"
 flag="$RIG_TMP/revoked"
 rig_probe "$NS_A" hold "$INET" 80 --flag "$flag" --duration 3 >"$RIG_TMP/hold.out" &
 hold_pid=$!
-sleep 1.2
+for _ in $(seq 1 50); do
+	grep -q connected "$RIG_TMP/hold.out" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 0.6
 rig_revoke "$IP_A"
 touch "$flag"
 wait "$hold_pid" || true
