@@ -1,6 +1,7 @@
 // Unit tests of the SSH client's pure helpers (no server needed).
 #include <gtest/gtest.h>
 
+#include "../../controller/src/ssh/session_impl.h"
 #include "pvesandbox/ssh_session.h"
 
 namespace pvs {
@@ -76,6 +77,33 @@ TEST(SshUtil, RemoteCommandRejectsBadInput) {
   o.env = {{"A;rm", "x"}};
   EXPECT_FALSE(build_remote_command("true", o));
   EXPECT_FALSE(build_remote_command(std::string("a\0b", 3), {}));
+}
+
+TEST(SshUtil, CappedBufferKeepsHeadAndTail) {
+  ssh_detail::CappedBuffer small(10);
+  small.append("abc");
+  EXPECT_FALSE(small.truncated());
+  EXPECT_EQ(small.take(), "abc");
+
+  ssh_detail::CappedBuffer b(10);
+  std::string all;
+  for (int i = 0; i < 100; ++i) {
+    std::string chunk(static_cast<std::size_t>(i % 7 + 1), static_cast<char>('a' + i % 26));
+    b.append(chunk);
+    all += chunk;
+  }
+  EXPECT_TRUE(b.truncated());
+  EXPECT_EQ(b.total(), all.size());
+  EXPECT_EQ(b.take(), all.substr(0, 5) + all.substr(all.size() - 5));
+
+  ssh_detail::CappedBuffer exact(6);
+  exact.append("abcdef");
+  EXPECT_FALSE(exact.truncated());
+  EXPECT_EQ(exact.take(), "abcdef");
+
+  ssh_detail::CappedBuffer big_chunk(4);
+  big_chunk.append("0123456789");
+  EXPECT_EQ(big_chunk.take(), "0189");
 }
 
 TEST(SshUtil, ErrorsConvertToPvsResult) {
