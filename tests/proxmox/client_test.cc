@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/common/log.h"
 #include "sim_fixture.h"
 
 namespace pvs::pve::testing {
@@ -474,6 +475,75 @@ TEST_F(ClientTest, ErrorRatePerEndpoint) {
   EXPECT_LT(failed, 55);
   EXPECT_EQ(sim_->count("GET", "/nodes/{node}/lxc/{vmid}/status/current"), 100u);  // 500: no retry
   EXPECT_TRUE(client_->next_id());  // other endpoints unaffected
+}
+
+TEST_F(ClientTest, WarningsAreSuccess) {
+  clone_ok(310);
+  sim_->set_fail_task("vzstart", "WARNINGS: 2");
+  auto upid = client_->start(kNode, 310);
+  ASSERT_TRUE(upid);
+  auto done = client_->wait_task(*upid);
+  ASSERT_TRUE(done) << done.error().to_string();
+  EXPECT_EQ(done->exitstatus, "WARNINGS: 2");
+  EXPECT_TRUE(done->succeeded());
+  EXPECT_EQ(client_->status(kNode, 310)->status, "running");
+}
+
+TEST_F(ClientTest, CloneTaskLogNamesTheVolume) {
+  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 320, "", "", "", "", "", {}});
+  ASSERT_TRUE(upid);
+  ASSERT_TRUE(client_->wait_task(*upid));
+  auto log = client_->task_log(*upid);
+  ASSERT_TRUE(log);
+  ASSERT_EQ(log->size(), 2u);
+  EXPECT_EQ((*log)[0].n, 1);
+  EXPECT_EQ((*log)[0].t, "create linked clone of mount point rootfs (local-lvm:base-9000-disk-0)");
+  EXPECT_EQ((*log)[1].t, "TASK OK");
+}
+
+TEST_F(ClientTest, SecretIsNeverLogged) {
+  // Capture everything the client logs (stderr), at debug level, through retries, failures
+  // and a bad-token answer.
+  char path[] = "/tmp/pvs-log-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  int saved = ::dup(2);
+  ::dup2(fd, 2);
+  auto level = pvs::log::level();
+  pvs::log::set_level(pvs::log::Level::kDebug);
+  sim_->set_faults({pvesim::FaultRule{"GET", "*", 596, "Connection timed out", 1.0, 2}});
+  EXPECT_TRUE(client_->next_id());
+  auto o = client_options();
+  o.token_secret = "another-secret-4711";
+  o.insecure_skip_verify = true;
+  o.fingerprint.clear();
+  EXPECT_FALSE(make_client(o)->next_id());
+  pvs::log::set_level(level);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ::close(fd);
+  ::unlink(path);
+  EXPECT_NE(text.find("retry"), std::string::npos) << text;  // something was logged
+  EXPECT_EQ(text.find(kSecret), std::string::npos) << text;
+  EXPECT_EQ(text.find("another-secret-4711"), std::string::npos) << text;
+}
+
+TEST_F(ClientTest, FewConnectionsManyThreads) {
+  auto o = client_options();
+  o.max_connections = 2;
+  auto client = make_client(o);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i)
+        if (!client->status(kNode, kTemplate)) ++failures;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(sim_->count("GET", "/nodes/{node}/lxc/{vmid}/status/current"), 160u);
 }
 
 // ---- errors of the transport and of authentication --------------------------------------

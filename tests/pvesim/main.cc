@@ -26,7 +26,9 @@ const char* kUsage = R"(usage: pvesim [options]
   --fault 'METHOD PATH=STATUS[:RATE[:COUNT[:MESSAGE]]]'
                            e.g. 'POST /nodes/{node}/lxc/{vmid}/clone=595:1:2' (repeatable;
                            METHOD and PATH may be *)
-  --fail-task TYPE=MSG     tasks of TYPE end with 'TASK ERROR: MSG' (repeatable)
+  --fail-task TYPE=MSG     tasks of TYPE end with 'TASK ERROR: MSG' (repeatable); a MSG
+                           'WARNINGS: n' makes them succeed with warnings
+  --lock VMID=LOCK         a stuck lock on a CT present at start (e.g. 9000=backup)
   --interfaces-delay-ms N  started CTs report no IPv4 for N ms (DHCP)
   --rrd-delay-ms N         new guests show status 'unknown' in /cluster/resources for N ms
   --template VMID          template CT present at start (repeatable; default 9000)
@@ -144,6 +146,8 @@ int main(int argc, char** argv) {
         auto eq = text.find('=');
         if (eq == std::string::npos) return 2;
         options.fail_tasks[text.substr(0, eq)] = text.substr(eq + 1);
+      } else if (arg == "--lock" && split_eq(next(), &k, &v)) {
+        options.locks[std::stoi(k)] = v;
       } else if (arg == "--interfaces-delay-ms")
         options.interfaces_delay_ms = std::stoi(next());
       else if (arg == "--rrd-delay-ms")

@@ -48,6 +48,8 @@ TEST(PvesimBinary, FlagsInfoFileAndCleanExit) {
                                    "vzclone=10",
                                    "--fault",
                                    "GET /cluster/nextid=596:1:1",
+                                   "--lock",
+                                   "8000=backup",
                                    "--info-file",
                                    info_file};
   std::vector<char*> argv;
@@ -73,6 +75,16 @@ TEST(PvesimBinary, FlagsInfoFileAndCleanExit) {
   ASSERT_TRUE(id) << id.error().to_string();
   EXPECT_EQ(*id, 100);
   EXPECT_EQ((*client)->requests_sent(), 2u);
+  auto locked = (*client)->clone("pve", {8000, 100, "x", "", "sb", "", "", std::nullopt});
+  ASSERT_FALSE(locked);
+  EXPECT_EQ(locked.error().message, "CT is locked (backup)");
+  std::string unlock;
+  ASSERT_EQ(
+      pvesim::run_command(
+          {"curl", "-s", "--cacert", info["cert"], "-H", "Content-Type: application/json", "--data",
+           R"({"locks":{"8000":""}})", "https://127.0.0.1:" + info["port"] + "/_pvesim/faults"},
+          &unlock),
+      0);
   auto upid = (*client)->clone("pve", {8000, 100, "x", "", "sb", "", "", std::nullopt});
   ASSERT_TRUE(upid) << upid.error().to_string();
   ASSERT_TRUE((*client)->wait_task(*upid));

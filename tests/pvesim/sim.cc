@@ -377,7 +377,8 @@ struct Simulator::Impl {
     Task& t = it->second;
     std::string error;
     auto fail = options.fail_tasks.find(t.type);
-    if (fail != options.fail_tasks.end()) {
+    bool warnings = fail != options.fail_tasks.end() && is_warnings(fail->second);
+    if (fail != options.fail_tasks.end() && !warnings) {
       error = fail->second;
       // A failing clone still has to clean up after itself.
       if (t.type == "vzclone" && t.finish) {
@@ -386,9 +387,15 @@ struct Simulator::Impl {
       }
     } else if (t.finish) {
       error = t.finish();
+      if (error.empty() && warnings) {  // success with warnings
+        t.log.push_back("WARN: simulated warning");
+        error = fail->second;
+      }
     }
     finish_task(t, error);
   }
+
+  static bool is_warnings(const std::string& text) { return text.rfind("WARNINGS: ", 0) == 0; }
 
   void finish_task(Task& t, const std::string& error) {
     t.running = false;
@@ -396,6 +403,9 @@ struct Simulator::Impl {
     if (error.empty()) {
       t.exitstatus = "OK";
       t.log.push_back("TASK OK");
+    } else if (is_warnings(error)) {
+      t.exitstatus = error;
+      t.log.push_back("TASK " + error);
     } else {
       t.exitstatus = error;
       t.log.push_back("TASK ERROR: " + error);
@@ -845,21 +855,22 @@ struct Simulator::Impl {
     if (c.params.count("hostname")) ct.config["hostname"] = param(c, "hostname");
     if (c.params.count("description")) ct.config["description"] = param(c, "description");
     auto rootfs = ct.config.find("rootfs");
+    std::string source_volume;
     if (rootfs != ct.config.end()) {
-      auto size = rootfs->second.substr(rootfs->second.find(','));
-      rootfs->second = "local-lvm:vm-" + std::to_string(newid) + "-disk-0" + size;
+      auto comma = rootfs->second.find(',');
+      source_volume = rootfs->second.substr(0, comma);
+      std::string rest = comma == std::string::npos ? "" : rootfs->second.substr(comma);
+      rootfs->second = "local-lvm:vm-" + std::to_string(newid) + "-disk-0" + rest;
     }
     ct.firewall = source.firewall;
     cts[newid] = std::move(ct);
-    return start_task("vzclone", std::to_string(src), c.user, [this, src, newid, pool] {
+    std::string upid = start_task("vzclone", std::to_string(src), c.user, [this, src, newid, pool] {
       Container* s = find(src);
       Container* n = find(newid);
-      auto& log = tasks[task_order.back()].log;
-      (void)log;
       if (s && lock_of(*s) == "disk") s->config.erase("lock");
       bool failing = false;
       for (const auto& [type, msg] : options.fail_tasks)
-        if (type == "vzclone") failing = true;
+        if (type == "vzclone" && !is_warnings(msg)) failing = true;
       if (failing) {  // the worker frees the new volumes and config
         cts.erase(newid);
         return std::string();
@@ -870,6 +881,9 @@ struct Simulator::Impl {
       }
       return std::string();
     });
+    tasks[upid].log.push_back(std::string(full ? "create full clone" : "create linked clone") +
+                              " of mount point rootfs (" + source_volume + ")");
+    return upid;
   }
 
   void update_config(Call& c) {
@@ -1593,6 +1607,12 @@ pvs::Result<std::unique_ptr<Simulator>> Simulator::start(Options options) {
   if (auto made = impl->make_certificate(); !made) return pvs::fail(made.error());
   for (int vmid : options.templates) impl->add_template(vmid);
   for (const auto& pool : options.pools) impl->pools[pool] = {};
+  for (const auto& [vmid, lock] : options.locks) {
+    if (!impl->cts.count(vmid))
+      return pvs::fail(pvs::ErrorCode::kInvalidArgument,
+                       "--lock: no CT " + std::to_string(vmid) + " at start");
+    impl->cts[vmid].config["lock"] = lock;
+  }
   try {
     Poco::Net::Context::Ptr context =
         new Poco::Net::Context(Poco::Net::Context::TLS_SERVER_USE, impl->key_file, impl->cert_path,

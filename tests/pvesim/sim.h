@@ -62,6 +62,7 @@ struct Options {
   int rrd_delay_ms = 0;                    // new guests show status 'unknown' in /cluster/resources
   std::vector<int> templates{9000};        // template CTs present at start
   std::vector<std::string> pools;          // pools present at start
+  std::map<int, std::string> locks;        // stuck locks at start, e.g. {9000, "backup"}
   std::string dhcp_cidr = "10.99.0.0/16";  // simulated DHCP leases for ip=dhcp
   std::string backend = "model";           // "model" | "netns"
   NetnsOptions netns;
