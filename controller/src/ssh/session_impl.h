@@ -119,7 +119,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   // Report that the connection is unusable; the loop tears it down after this pass.
   void fatal(SshError error);
   // Channels whose command is abandoned (after a timeout): closed and freed in the background.
-  void adopt_zombie(LIBSSH2_CHANNEL* channel);
+  void adopt_zombie(LIBSSH2_CHANNEL* channel, bool counted = true);
   // Queue an internal op from the I/O thread (e.g. the kill after a timeout).
   void spawn(std::shared_ptr<Op> op) { spawned_.push_back(std::move(op)); }
   std::uint64_t session_generation() const { return generation_; }
@@ -174,7 +174,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::uint64_t sftp_refused_epoch_ = 0;
   Clock::time_point sftp_retry_at_{};
   std::vector<SftpSlot> sftp_slots_;
-  std::vector<LIBSSH2_CHANNEL*> zombies_;
+  std::vector<std::pair<LIBSSH2_CHANNEL*, bool>> zombies_;  // channel, counted in channels_open_
   std::vector<LIBSSH2_CHANNEL*> spares_;
   bool spare_opening_ = false;
   bool spares_disabled_ = false;

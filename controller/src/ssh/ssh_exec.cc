@@ -70,7 +70,7 @@ class ExecOp : public Op {
         }
         if (internal_) {
           // The kill must not wait behind the commands it is meant to stop.
-          if (!io.try_reserve_channel()) force_reserved_ = true;
+          force_reserved_ = !io.try_reserve_channel();
         }
         reserved_ = true;
         state_ = State::kOpening;
@@ -289,7 +289,7 @@ class ExecOp : public Op {
         "ssh exec: command did not end within kill_grace after its timeout; abandoning "
         "its channel");
     if (channel_ != nullptr) {
-      io.adopt_zombie(channel_);  // keeps its channel slot until freed
+      io.adopt_zombie(channel_, reserved_ && !force_reserved_);  // keeps its slot until freed
       channel_ = nullptr;
       reserved_ = false;
     }

@@ -337,19 +337,20 @@ bool SshSession::Impl::step_spare() {
   return true;
 }
 
-void SshSession::Impl::adopt_zombie(LIBSSH2_CHANNEL* channel) {
-  zombies_.push_back(channel);
+void SshSession::Impl::adopt_zombie(LIBSSH2_CHANNEL* channel, bool counted) {
+  zombies_.emplace_back(channel, counted);
 }
 
 void SshSession::Impl::reap_zombies() {
   for (auto it = zombies_.begin(); it != zombies_.end();) {
-    int rc = libssh2_channel_free(*it);
+    int rc = libssh2_channel_free(it->first);
     if (rc == LIBSSH2_ERROR_EAGAIN) {
       ++it;
       continue;
     }
+    bool counted = it->second;
     it = zombies_.erase(it);
-    release_channel();
+    if (counted) release_channel();
   }
 }
 
@@ -663,7 +664,7 @@ void SshSession::Impl::teardown(bool graceful) {
     }
   }
   sftp_slots_.clear();
-  for (auto* ch : zombies_) {
+  for (auto& [ch, counted] : zombies_) {
     for (int i = 0; i < 100 && libssh2_channel_free(ch) == LIBSSH2_ERROR_EAGAIN; ++i) {
     }
   }
