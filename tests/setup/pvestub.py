@@ -52,7 +52,9 @@ def pvesh():
         if parts[0] == "pools" and len(parts) == 2:
             if parts[1] not in st["pools"]:
                 missing("pool")
-            print(json.dumps({"poolid": parts[1], "members": []}))
+            members = [{"type": "lxc", "vmid": int(v), "id": "lxc/%s" % v}
+                       for v, c in sorted(st["cts"].items()) if c.get("pool") == parts[1]]
+            print(json.dumps({"poolid": parts[1], "members": members}))
         elif parts[:2] == ["access", "roles"] and len(parts) == 3:
             if parts[2] not in st["roles"]:
                 missing("role")
@@ -131,7 +133,7 @@ def pct():
             f.write("arch: amd64\nhostname: %s\nnet0: %s\nswap: %s\nunprivileged: %s\n"
                     "features: %s\n" % (opt("--hostname"), net0, opt("--swap"),
                                         opt("--unprivileged"), opt("--features")))
-        st["cts"][vmid] = {"status": "stopped"}
+        st["cts"][vmid] = {"status": "stopped", "pool": opt("--pool")}
     elif verb == "set":
         text = open(ct_conf_path(vmid)).read().splitlines()
         text = [("net0: " + opt("--net0")) if l.startswith("net0:") else l for l in text]

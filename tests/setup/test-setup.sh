@@ -191,7 +191,34 @@ check "drift: ruleset unit started again" has_call "systemctl restart pve-sandbo
 check "drift: private key mode repaired" test "$(mode_of /etc/pve-sandbox/ssh/id_ed25519)" = 600
 check "drift: key not regenerated" bash -c '! grep -q "^ssh-keygen" "$1"' _ "$STUB_LOG"
 
-# ---- 6. a failing provisioning cleans up its grants and does not make a template -----------------
+# ---- 6. pve-sandbox-check's container items against the stubbed node set up above ------------
+CHECK="$HERE/../../setup/pve-sandbox-check"
+# (the node of sections 2-5: set up, then repaired)
+json=$("$CHECK" --config "$CONFIG" --only container --json 2>/dev/null) && rc=0 || rc=$?
+st() { jq -r --arg id "$1" '.items[] | select(.id == $id) | .status' <<<"$json"; }
+check "check: prepared node passes the container items (exit 0)" test "$rc" = 0
+for id in container.unprivileged container.nesting container.swap container.pool-scope; do
+	check "check: $id PASS on the prepared node" test "$(st "$id")" = PASS
+done
+check "check: evidence names the pool's containers" bash -c 'jq -e ".items[] | select(.id == \"container.unprivileged\") | .evidence | test(\"1 CT\")" <<<"$1" >/dev/null' _ "$json"
+# A privileged container with nesting and swap in the pool, and an ACL on / for the token.
+printf 'unprivileged: 0\nfeatures: nesting=1\nswap: 512\n' >"$PVS_ROOT/etc/pve/lxc/9100.conf"
+python3 - "$STUB_STATE/state.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+st = json.load(open(p))
+st["cts"]["9100"] = {"status": "running", "pool": "sandbox-pool"}
+st["acl"].append({"path": "/", "roleid": "PVEAdmin", "type": "token", "ugid": "pve-sandbox@pve!controller", "propagate": 1})
+json.dump(st, open(p, "w"))
+PY
+json=$("$CHECK" --config "$CONFIG" --only container --json 2>/dev/null) && rc=0 || rc=$?
+check "check: a bad node fails (exit 1)" test "$rc" = 1
+for id in container.unprivileged container.nesting container.swap container.pool-scope; do
+	check "check: $id FAIL on the bad node" test "$(st "$id")" = FAIL
+done
+check "check: evidence names the offender" bash -c 'jq -e ".items[] | select(.id == \"container.pool-scope\") | .evidence | test(\"/:PVEAdmin\")" <<<"$1" >/dev/null && jq -e ".items[] | select(.id == \"container.nesting\") | .evidence | test(\"9100\")" <<<"$1" >/dev/null' _ "$json"
+
+# ---- 7. a failing provisioning cleans up its grants and does not make a template -----------------
 fresh_host failing
 export STUB_FAIL="pct exec"
 out=$(setup ssh-key template 2>&1) && rc=0 || rc=$?
@@ -204,7 +231,7 @@ check "failed provisioning: no template made" bash -c '! grep -q "^pct template"
 out=$(setup template 2>&1) && rc=0 || rc=$?
 check "half-built CT is not silently reused" bash -c '[[ $1 != 0 ]] && grep -q "exists and is not a template" <<<"$2"' _ "$rc" "$out"
 
-# ---- 7. config and usage errors ---------------------------------------------------------------
+# ---- 8. config and usage errors ---------------------------------------------------------------
 fresh_host bad
 bad_config() { # bad_config NAME LINE
 	cp "$CONFIG" "$CONFIG.bad"
