@@ -312,7 +312,7 @@ class ExecOp : public Op {
   void consume(int stream, std::string_view data, SshSession::Impl& io) {
     if (stream == 0) {
       out_.append(data);
-      if (options_.on_output) options_.on_output(ExecStream::kStdout, data);
+      notify(ExecStream::kStdout, data);
       return;
     }
     if (!want_marker_) {
@@ -350,10 +350,21 @@ class ExecOp : public Op {
     window_.clear();
   }
 
+  // The caller's callback runs on the I/O thread: an exception must not take the thread down.
+  void notify(ExecStream stream, std::string_view data) {
+    if (!options_.on_output) return;
+    try {
+      options_.on_output(stream, data);
+    } catch (...) {
+      log::warn("ssh exec: on_output callback threw; no further chunks are delivered to it");
+      options_.on_output = nullptr;
+    }
+  }
+
   void emit_err(std::string_view data) {
     if (data.empty()) return;
     err_.append(data);
-    if (options_.on_output) options_.on_output(ExecStream::kStderr, data);
+    notify(ExecStream::kStderr, data);
   }
 
   Step finish() {

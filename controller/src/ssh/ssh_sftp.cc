@@ -253,19 +253,22 @@ class UploadOp : public SftpOp {
           return fail_call(io, rc, "open " + path_ + " for writing");
         }
         sent_ = true;
-        buffer_.resize(std::max<std::size_t>(io.config().sftp_buffer_size, 32768));
+        block_ = std::max<std::size_t>(io.config().sftp_buffer_size, 32768);
+        buffer_.resize(2 * block_);
         state_ = State::kWrite;
         [[fallthrough]];
       }
       case State::kWrite: {
-        if (off_ == len_) {
-          if (source_eof_) {
-            state_ = fsync_ ? State::kFsync : State::kClose;
-            return Step::kProgress;
+        // Keep the pipeline full: whenever less than one block is unacknowledged, append the
+        // next block behind it. libssh2 has already copied the sent part into its packets, so
+        // the unacknowledged bytes may move to the front of the buffer (same bytes, same
+        // order); it only packetizes what lies beyond them.
+        if (!source_eof_ && len_ - off_ < block_) {
+          if (off_ > 0) {
+            std::memmove(buffer_.data(), buffer_.data() + off_, len_ - off_);
+            len_ -= off_;
+            off_ = 0;
           }
-          // Refill the block from the source.
-          len_ = 0;
-          off_ = 0;
           while (len_ < buffer_.size()) {
             auto n = source_(buffer_.data() + len_, buffer_.size() - len_);
             if (!n) {
@@ -279,7 +282,13 @@ class UploadOp : public SftpOp {
             }
             len_ += *n;
           }
-          if (len_ == 0) return Step::kProgress;
+        }
+        if (off_ == len_) {
+          if (source_eof_) {
+            state_ = fsync_ ? State::kFsync : State::kClose;
+            return Step::kProgress;
+          }
+          return Step::kProgress;
         }
         ssize_t rc = libssh2_sftp_write(handle_, buffer_.data() + off_, len_ - off_);
         if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
@@ -326,6 +335,7 @@ class UploadOp : public SftpOp {
   Source source_;
   State state_ = State::kOpen;
   std::vector<char> buffer_;
+  std::size_t block_ = 0;
   std::size_t len_ = 0;
   std::size_t off_ = 0;
   bool source_eof_ = false;
@@ -589,7 +599,11 @@ SshStatus SshSession::upload(const std::string& remote_path, std::string_view da
 SshStatus SshSession::upload(const std::string& remote_path, std::istream& in,
                              const UploadOptions& options, std::optional<std::uint64_t>) {
   ssh_detail::Source src = [&in](char* buf, std::size_t n) -> SshResult<std::size_t> {
-    in.read(buf, static_cast<std::streamsize>(n));
+    try {
+      in.read(buf, static_cast<std::streamsize>(n));
+    } catch (const std::exception& e) {
+      return ssh_fail(SshErrc::kLocalIo, std::string("upload: reading the source: ") + e.what());
+    }
     auto got = static_cast<std::size_t>(in.gcount());
     if (got == 0 && in.bad())
       return ssh_fail(SshErrc::kLocalIo, "upload: reading the source failed");
@@ -616,7 +630,11 @@ SshResult<std::string> SshSession::download(const std::string& remote_path,
 SshResult<std::uint64_t> SshSession::download(const std::string& remote_path, std::ostream& out,
                                               const DownloadOptions& options) {
   ssh_detail::Sink sink = [&out](std::string_view chunk) -> SshStatus {
-    out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    try {
+      out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    } catch (const std::exception& e) {
+      return ssh_fail(SshErrc::kLocalIo, std::string("download: writing: ") + e.what());
+    }
     if (!out) return ssh_fail(SshErrc::kLocalIo, "download: writing the destination failed");
     return {};
   };
