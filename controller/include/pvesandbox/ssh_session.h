@@ -149,16 +149,18 @@ struct ExecOptions {
   // Working directory; empty: the login directory. A missing directory fails the command with
   // exit code 126 and a message on stderr.
   std::string cwd;
-  // 0: no limit. When it passes, the command's whole process group is killed with SIGKILL (a
-  // second channel runs kill; a remote `timeout` guard fires too if this controller is gone) and
-  // the output so far is returned with timed_out = true.
+  // 0: no limit. Counted from the call (time spent waiting for a free channel included). When
+  // it passes, the command's whole process group is killed with SIGKILL (a second channel runs
+  // kill; a remote `timeout` guard fires too if this controller is gone) and the output so far
+  // is returned with timed_out = true. Processes that leave the group (setsid) survive.
   std::chrono::milliseconds timeout{0};
   // Per stream: at most this many bytes are kept; when more arrive, the first half and the last
   // half of the cap are kept, `truncated` is set and the totals count everything.
   std::size_t max_output = 16 << 20;
   // Called on the session's I/O thread with each chunk as it arrives (stdout and stderr
   // separately, in arrival order). Keep it short and never call back into this SshSession from
-  // it (that would wait for the very thread that runs the callback).
+  // it (that would wait for the very thread that runs the callback). If it throws, it is not
+  // called again (the output is still collected).
   std::function<void(ExecStream, std::string_view)> on_output;
 };
 
