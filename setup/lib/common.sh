@@ -171,3 +171,21 @@ pvs_validate_config() {
 	(( ${CONF[NPROC_SOFT]} <= ${CONF[NPROC_HARD]} )) || die "NPROC_SOFT must not exceed NPROC_HARD"
 	return 0
 }
+
+# pve-sandbox-agent: it owns the sets' elements and undoes foreign `nft` edits within a second,
+# so while it runs, grants and bindings go through its socket.
+PVS_AGENT_SOCK=${PVS_AGENT_SOCK:-$PVS_ROOT/run/pve-sandbox/agent.sock}
+pvs_agent_running() { [[ -S $PVS_AGENT_SOCK ]]; }
+# pvs_agent VERB ARGS...: one request line, one reply line; 0 iff the reply starts with OK.
+pvs_agent() {
+	"${PVS_PYTHON:-/usr/bin/python3}" - "$PVS_AGENT_SOCK" "$*" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall((sys.argv[2] + "\n").encode())
+reply = s.makefile().readline().strip()
+print(reply)
+sys.exit(0 if reply.startswith("OK") else 1)
+PY
+}

@@ -231,6 +231,36 @@ check "failed provisioning: no template made" bash -c '! grep -q "^pct template"
 out=$(setup template 2>&1) && rc=0 || rc=$?
 check "half-built CT is not silently reused" bash -c '[[ $1 != 0 ]] && grep -q "exists and is not a template" <<<"$2"' _ "$rc" "$out"
 
+# ---- 7b. with pve-sandbox-agent running, the template's grant and binding go through it ------
+fresh_host withagent
+mkdir -p "$PVS_ROOT/run/pve-sandbox"
+/usr/bin/python3 - "$PVS_ROOT/run/pve-sandbox/agent.sock" "$T/withagent/agent.log" <<'PY' &
+import os, socket, sys
+path, log = sys.argv[1], sys.argv[2]
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(path)
+srv.listen(8)
+while True:
+    c, _ = srv.accept()
+    line = c.makefile().readline().strip()
+    with open(log, "a") as f:
+        f.write(line + "\n")
+    c.sendall(b"OK\n")
+    c.close()
+PY
+agent_pid=$!
+for _ in $(seq 1 50); do [[ -S $PVS_ROOT/run/pve-sandbox/agent.sock ]] && break; sleep 0.1; done
+out=$(setup ssh-key template 2>&1) && rc=0 || rc=$?
+kill "$agent_pid" 2>/dev/null || true
+wait "$agent_pid" 2>/dev/null || true
+alog=$(cat "$T/withagent/agent.log" 2>/dev/null || true)
+check "agent: template step exits 0" test "$rc" = 0
+check "agent: requests BIND, ALLOW with a lease, REVOKE, UNBIND in order" test "$alog" = "BIND veth9000i0 BC:24:11:AA:BB:28 10.99.0.2
+ALLOW 10.99.0.2 ttl=1800
+REVOKE 10.99.0.2
+UNBIND veth9000i0"
+check "agent: no direct nft edits while the agent runs" bash -c '! grep -q "^nft " "$1"' _ "$STUB_LOG"
+
 # ---- 8. config and usage errors ---------------------------------------------------------------
 fresh_host bad
 bad_config() { # bad_config NAME LINE
