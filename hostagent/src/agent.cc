@@ -67,6 +67,9 @@ Status Agent::start() {
     log::info("no state file " + config_.state_file + ": adopted " +
               std::to_string(desired_.grants.size()) + " grants and " +
               std::to_string(desired_.bindings.size()) + " bindings from the kernel");
+    // Makes the kernel equal what was adopted (drops elements the policy does not allow).
+    if (auto ok = reapply("first start"); !ok)
+      log::warn("re-apply at start: " + ok.error().message);
   }
   snapshot_needed_ = true;  // fold the journal into a fresh snapshot
   if (auto gen = backend_->generation(); gen) verified_generation_ = *gen;

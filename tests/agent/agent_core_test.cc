@@ -242,9 +242,14 @@ TEST_F(AgentCoreTest, MaxElementsIsEnforced) {
 }
 
 TEST_F(AgentCoreTest, FirstStartAdoptsTheKernelsElements) {
-  ns_.run("nft add element inet sandbox internet_allowed { 10.99.4.4, 10.99.4.5 timeout 1h }");
+  ns_.run(
+      "nft add element inet sandbox internet_allowed { 10.99.4.4, 10.99.4.5 timeout 1h, "
+      "10.99.0.1, 192.168.1.1 }");
   auto agent = make_agent();
   EXPECT_EQ(agent->desired().grants.size(), 2u);
+  // The gateway and the outside address are not adopted, and are gone from the kernel.
+  std::string list = agent->handle(peer_, "LIST");
+  EXPECT_TRUE(list.starts_with("OK 2 10.99.4.4 10.99.4.5@")) << list;
   auto state = load_state(dir_.file("state"));
   ASSERT_TRUE(state && *state);
   EXPECT_EQ((*state)->grants.size(), 2u);
