@@ -142,5 +142,32 @@ TEST_F(NetnsTest, StartSshStopLeavesNothing) {
   EXPECT_FALSE(link_exists("veth120i0"));
 }
 
+TEST_F(NetnsTest, ConcurrentStartsGetTheirOwnNamespaces) {
+  clone_ok(130);
+  clone_ok(131);
+  auto a = client_->start(kNode, 130);
+  auto b = client_->start(kNode, 131);
+  ASSERT_TRUE(a && b);
+  // The API keeps answering while the namespaces come up.
+  EXPECT_TRUE(client_->status(kNode, 130));
+  ASSERT_TRUE(client_->wait_task(*a));
+  ASSERT_TRUE(client_->wait_task(*b));
+  std::string ip130 = ipv4_of(130), ip131 = ipv4_of(131);
+  EXPECT_FALSE(ip130.empty());
+  EXPECT_FALSE(ip131.empty());
+  EXPECT_NE(ip130, ip131);
+  EXPECT_TRUE(netns_exists(prefix_ + "130"));
+  EXPECT_TRUE(netns_exists(prefix_ + "131"));
+  auto s130 = client_->stop(kNode, 130);
+  auto s131 = client_->stop(kNode, 131);
+  ASSERT_TRUE(s130 && s131);
+  ASSERT_TRUE(client_->wait_task(*s130));
+  ASSERT_TRUE(client_->wait_task(*s131));
+  EXPECT_FALSE(netns_exists(prefix_ + "130"));
+  EXPECT_FALSE(netns_exists(prefix_ + "131"));
+  EXPECT_FALSE(link_exists("fwpr130p0"));
+  EXPECT_FALSE(link_exists("fwpr131p0"));
+}
+
 }  // namespace
 }  // namespace pvs::pve::testing

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "pvesandbox/common/ipv4.h"
@@ -67,16 +68,22 @@ class ModelBackend : public Backend {
       eth.addresses.push_back(link_local(net0["hwaddr"]));
       list.push_back(eth);
     }
+    std::lock_guard lock(mutex_);
     live_[vmid] = std::move(list);
     return "";
   }
-  void stop(int vmid) override { live_.erase(vmid); }
+  void stop(int vmid) override {
+    std::lock_guard lock(mutex_);
+    live_.erase(vmid);
+  }
   std::vector<LiveInterface> interfaces(int vmid) override {
+    std::lock_guard lock(mutex_);
     auto it = live_.find(vmid);
     return it == live_.end() ? std::vector<LiveInterface>{} : it->second;
   }
 
  private:
+  std::mutex mutex_;
   std::map<int, std::vector<LiveInterface>> live_;
 };
 
@@ -149,7 +156,15 @@ class NetnsBackend : public Backend {
 
   std::string start(int vmid, const std::map<std::string, std::string>& config,
                     const std::string& ipv4) override {
-    if (running_.count(vmid)) return "";
+    {
+      std::lock_guard lock(mutex_);
+      if (running_.count(vmid)) return "";  // running or being started
+      running_[vmid] = Live{-1, port_name(vmid, net0_of(config))};
+    }
+    auto forget = [&] {
+      std::lock_guard lock(mutex_);
+      running_.erase(vmid);
+    };
     auto net0 = net0_of(config);
     std::string ns = o_.ns_prefix + std::to_string(vmid);
     std::string port = port_name(vmid, net0);
@@ -157,6 +172,7 @@ class NetnsBackend : public Backend {
     std::string out;
     auto fail = [&](const std::string& what) {
       teardown(vmid, ns, port, -1);
+      forget();
       return what + ": " + out;
     };
     if (run_command({"ip", "netns", "add", ns}, &out) != 0) return fail("ip netns add " + ns);
@@ -222,18 +238,25 @@ class NetnsBackend : public Backend {
       if (pid < 0) return fail("spawn sshd");
       if (!wait_port(ip, o_.ssh_port, 5000)) {
         teardown(vmid, ns, port, pid);
+        forget();
         return "sshd did not start in " + ns;
       }
     }
+    std::lock_guard lock(mutex_);
     running_[vmid] = Live{pid, port};
     return "";
   }
 
   void stop(int vmid) override {
-    auto it = running_.find(vmid);
-    if (it == running_.end()) return;
-    teardown(vmid, o_.ns_prefix + std::to_string(vmid), it->second.port, it->second.pid);
-    running_.erase(it);
+    Live live;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = running_.find(vmid);
+      if (it == running_.end()) return;
+      live = it->second;
+      running_.erase(it);
+    }
+    teardown(vmid, o_.ns_prefix + std::to_string(vmid), live.port, live.pid);
   }
 
   std::vector<LiveInterface> interfaces(int vmid) override {
@@ -265,9 +288,13 @@ class NetnsBackend : public Backend {
   }
 
   void cleanup() override {
-    for (auto& [vmid, live] : running_)
+    std::map<int, Live> all;
+    {
+      std::lock_guard lock(mutex_);
+      all.swap(running_);
+    }
+    for (auto& [vmid, live] : all)
       teardown(vmid, o_.ns_prefix + std::to_string(vmid), live.port, live.pid);
-    running_.clear();
     if (created_bridge_) run_command({"ip", "link", "del", o_.bridge});
     created_bridge_ = false;
     if (!dir_.empty()) {
@@ -322,7 +349,8 @@ class NetnsBackend : public Backend {
   NetnsOptions o_;
   std::string dir_, host_key_;
   bool created_bridge_ = false;
-  std::map<int, Live> running_;
+  std::mutex mutex_;
+  std::map<int, Live> running_;  // pid -1 while starting
 };
 
 }  // namespace

@@ -16,7 +16,8 @@ struct LiveInterface {
   std::vector<std::string> addresses;  // "addr/prefix", IPv4 and IPv6
 };
 
-// Called with the simulator's state lock held.
+// Thread-safe: start and stop run without the simulator's state lock, from several task
+// threads at once.
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -166,7 +166,9 @@ struct Task {
   bool running = true;
   std::string exitstatus;
   std::vector<std::string> log;
-  std::function<std::string()> finish;  // runs under the state lock; "" = OK
+  // Phases at the end of the task: pre (state lock held; an error ends the task), work (no
+  // lock: slow backend operations), finish (state lock held). "" = OK.
+  std::function<std::string()> pre, work, finish;
   bool killed = false;
 };
 
@@ -218,7 +220,7 @@ struct Simulator::Impl {
   std::condition_variable sched_cv;
   std::multimap<Clock::time_point, std::string> due;  // time -> upid
   bool stopping = false;
-  std::thread scheduler;
+  std::vector<std::thread> schedulers;  // complete due tasks, several at a time
 
   ~Impl() { shutdown(); }
 
@@ -248,7 +250,9 @@ struct Simulator::Impl {
       stopping = true;
     }
     sched_cv.notify_all();
-    if (scheduler.joinable()) scheduler.join();
+    for (auto& thread : schedulers)
+      if (thread.joinable()) thread.join();
+    schedulers.clear();
     if (backend) {
       std::lock_guard lock(mutex);
       for (auto& [vmid, ct] : cts)
@@ -326,7 +330,9 @@ struct Simulator::Impl {
   // Starts a task (state lock held). `finish` runs at the end, under the lock, and returns
   // "" for OK or the error message.
   std::string start_task(const std::string& type, const std::string& id, const std::string& user,
-                         std::function<std::string()> finish) {
+                         std::function<std::string()> finish,
+                         std::function<std::string()> pre = nullptr,
+                         std::function<std::string()> work = nullptr) {
     Task t;
     t.node = options.node;
     t.type = type;
@@ -339,6 +345,8 @@ struct Simulator::Impl {
              hex_upper(static_cast<uint64_t>(t.starttime), 8) + ":" + type + ":" + id + ":" + user +
              ":";
     t.finish = std::move(finish);
+    t.pre = std::move(pre);
+    t.work = std::move(work);
     std::string upid = t.upid;
     tasks[upid] = std::move(t);
     task_order.push_back(upid);
@@ -371,26 +379,43 @@ struct Simulator::Impl {
   }
 
   void complete_task(const std::string& upid) {
+    std::function<std::string()> work;
+    std::string warnings;
+    {
+      std::lock_guard lock(mutex);
+      auto it = tasks.find(upid);
+      if (it == tasks.end() || !it->second.running) return;
+      Task& t = it->second;
+      auto fail = options.fail_tasks.find(t.type);
+      if (fail != options.fail_tasks.end() && !is_warnings(fail->second)) {
+        std::string error = fail->second;
+        // A failing clone still has to clean up after itself.
+        if (t.type == "vzclone" && t.finish) {
+          t.finish();
+          error = "clone failed: " + fail->second;
+        }
+        finish_task(t, error);
+        return;
+      }
+      if (fail != options.fail_tasks.end()) warnings = fail->second;
+      if (t.pre) {
+        std::string error = t.pre();
+        if (!error.empty()) {
+          finish_task(t, error);
+          return;
+        }
+      }
+      work = t.work;
+    }
+    std::string error = work ? work() : "";
     std::lock_guard lock(mutex);
     auto it = tasks.find(upid);
-    if (it == tasks.end() || !it->second.running) return;
+    if (it == tasks.end() || !it->second.running) return;  // killed meanwhile
     Task& t = it->second;
-    std::string error;
-    auto fail = options.fail_tasks.find(t.type);
-    bool warnings = fail != options.fail_tasks.end() && is_warnings(fail->second);
-    if (fail != options.fail_tasks.end() && !warnings) {
-      error = fail->second;
-      // A failing clone still has to clean up after itself.
-      if (t.type == "vzclone" && t.finish) {
-        t.finish();
-        error = "clone failed: " + fail->second;
-      }
-    } else if (t.finish) {
-      error = t.finish();
-      if (error.empty() && warnings) {  // success with warnings
-        t.log.push_back("WARN: simulated warning");
-        error = fail->second;
-      }
+    if (error.empty() && t.finish) error = t.finish();
+    if (error.empty() && !warnings.empty()) {  // success with warnings
+      t.log.push_back("WARN: simulated warning");
+      error = warnings;
     }
     finish_task(t, error);
   }
@@ -969,21 +994,46 @@ struct Simulator::Impl {
       throw fail400("skiplock", "Only root may use this option.");
     Container* ct = find(vmid);
     if (ct && ct->running) throw fail500("CT " + std::to_string(vmid) + " already running");
-    return start_task("vzstart", std::to_string(vmid), c.user, [this, vmid] {
+    // The namespace and sshd of the netns backend take a while: that part runs without the
+    // state lock, so the API keeps answering (as pveproxy does while a CT starts).
+    struct Start {
+      bool skip = false;
+      std::map<std::string, std::string> config;
+      std::string ipv4;
+    };
+    auto st = std::make_shared<Start>();
+    auto pre = [this, vmid, st] {
       Container* n = find(vmid);
       if (!n) return conf_missing(vmid);
       std::string lock = lock_of(*n);
       if (!lock.empty()) return "CT is locked (" + lock + ")";
       if (config_int(*n, "template", 0))
         return std::string("you can't start a CT if it's a template");
-      if (n->running) return std::string();
-      std::string error = backend->start(n->vmid, n->config, ipv4_of(*n));
+      st->skip = n->running;
+      st->config = n->config;
+      st->ipv4 = ipv4_of(*n);
+      return std::string();
+    };
+    auto work = [this, vmid, st] {
+      if (st->skip) return std::string();
+      std::string error = backend->start(vmid, st->config, st->ipv4);
       if (!error.empty())
         return "startup for container '" + std::to_string(vmid) + "' failed: " + error;
-      n->running = true;
-      n->started = Clock::now();
       return std::string();
-    });
+    };
+    auto finish = [this, vmid, st] {
+      Container* n = find(vmid);
+      if (!n) {  // destroyed meanwhile
+        if (!st->skip) backend->stop(vmid);
+        return conf_missing(vmid);
+      }
+      if (!st->skip) {
+        n->running = true;
+        n->started = Clock::now();
+      }
+      return std::string();
+    };
+    return start_task("vzstart", std::to_string(vmid), c.user, finish, pre, work);
   }
 
   std::string stop_like(Call& c) {
@@ -994,6 +1044,30 @@ struct Simulator::Impl {
       throw fail500((kind == "reboot" ? "VM " : "CT ") + std::to_string(vmid) + " not running");
     std::string type = kind == "stop" ? "vzstop" : kind == "shutdown" ? "vzshutdown" : "vzreboot";
     bool skiplock = flag(c, "skiplock");
+    if (type != "vzreboot") {
+      auto skip = std::make_shared<bool>(false);
+      auto pre = [this, vmid, skiplock, skip] {
+        Container* n = find(vmid);
+        if (!n) return conf_missing(vmid);
+        std::string lock = lock_of(*n);
+        if (!lock.empty() && lock != "mounted" && !skiplock) return "CT is locked (" + lock + ")";
+        *skip = !n->running;
+        return std::string();
+      };
+      auto work = [this, vmid, skip] {
+        if (!*skip) backend->stop(vmid);
+        return std::string();
+      };
+      auto finish = [this, vmid, skip] {
+        Container* n = find(vmid);
+        if (n && !*skip) {
+          n->running = false;
+          release_lease(*n);
+        }
+        return std::string();
+      };
+      return start_task(type, std::to_string(vmid), c.user, finish, pre, work);
+    }
     return start_task(type, std::to_string(vmid), c.user, [this, vmid, type, skiplock] {
       Container* n = find(vmid);
       if (!n) return conf_missing(vmid);
@@ -1631,7 +1705,8 @@ pvs::Result<std::unique_ptr<Simulator>> Simulator::start(Options options) {
   } catch (const Poco::Exception& ex) {
     return pvs::fail(pvs::ErrorCode::kUnavailable, "pvesim cannot listen: " + ex.displayText());
   }
-  impl->scheduler = std::thread([p = impl.get()] { p->run_scheduler(); });
+  for (int i = 0; i < 4; ++i)
+    impl->schedulers.emplace_back([p = impl.get()] { p->run_scheduler(); });
   return std::unique_ptr<Simulator>(new Simulator(std::move(impl)));
 }
 
