@@ -206,7 +206,7 @@ ServiceConfig parse(const YAML::Node& root, const std::map<std::string, std::str
       throw ConfigError{s.key("address"),
                         "must be an IPv4 address, not " + Section::quoted(c.listen_address)};
     }
-    s.integer("port", &c.listen_port, 1, 65535);
+    s.integer("port", &c.listen_port, 0, 65535);  // 0: any free port (tests)
     Section tls = s.section("tls");
     tls.string("cert_file", &c.tls_cert_file);
     tls.string("key_file", &c.tls_key_file);
@@ -343,6 +343,7 @@ ServiceConfig parse(const YAML::Node& root, const std::map<std::string, std::str
       if (!rc) throw ConfigError{s.key("reserved"), Section::quoted(r) + ": " + rc.error().message};
     }
     s.boolean("dhcp", &c.network_dhcp);
+    s.boolean("firewall", &c.network_firewall);
     s.finish();
   }
   {
@@ -369,13 +370,13 @@ ServiceConfig parse(const YAML::Node& root, const std::map<std::string, std::str
     }
     s.integer("connect_timeout_seconds", &c.ssh_connect_timeout_seconds, 1, 600);
     s.integer("ready_timeout_seconds", &c.ssh_ready_timeout_seconds, 1, 3600);
+    s.boolean("wait_for_ready", &c.ssh_wait_for_ready);
     s.finish();
   }
   {
     Section s = top.section("agent");
     s.string("socket", &c.agent_socket);
     if (c.agent_socket.empty()) throw ConfigError{s.key("socket"), "must not be empty"};
-    s.string_list("command", &c.agent_command);
     s.integer("timeout_seconds", &c.agent_timeout_seconds, 1, 600);
     s.integer("internet_lease_seconds", &c.internet_lease_seconds, 10, 7 * 24 * 3600);
     s.finish();
@@ -452,8 +453,7 @@ std::string describe(const ServiceConfig& c) {
     << " bridge=" << c.network_bridge << (c.network_dhcp ? " dhcp" : "") << "\n"
     << "  ssh user=" << c.ssh_user << " key=" << c.ssh_private_key_file
     << " host_key_policy=" << c.ssh_host_key_policy << "\n"
-    << "  agent " << (c.agent_command.empty() ? c.agent_socket : "command " + c.agent_command[0])
-    << " lease=" << c.internet_lease_seconds << "s\n"
+    << "  agent " << c.agent_socket << " lease=" << c.internet_lease_seconds << "s\n"
     << "  limits max_sandboxes=" << c.max_sandboxes << " ttl=" << c.default_ttl_seconds << "s/"
     << c.max_ttl_seconds << "s cpus<=" << c.max_cpus << " memory<=" << c.max_memory_mb
     << "MB disk<=" << c.max_disk_gb << "GB\n";

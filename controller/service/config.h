@@ -82,6 +82,7 @@ struct ServiceConfig {
   std::string network_bridge = "vmbr1";
   std::vector<std::string> network_reserved;
   bool network_dhcp = false;
+  bool network_firewall = false;
 
   // ssh
   std::string ssh_user = "root";
@@ -93,10 +94,10 @@ struct ServiceConfig {
   std::string ssh_known_hosts_file;
   int ssh_connect_timeout_seconds = 10;
   int ssh_ready_timeout_seconds = 60;
+  bool ssh_wait_for_ready = true;  // false: create returns once started (no sshd in template)
 
   // agent
   std::string agent_socket = "/run/pve-sandbox/agent.sock";
-  std::vector<std::string> agent_command;  // non-empty: a relay command (ssh ... relay) instead
   int agent_timeout_seconds = 10;
   int internet_lease_seconds = 300;
 

@@ -1,0 +1,134 @@
+// The REST API on Poco's HTTPServer: routing, authentication, limits, the handlers on
+// pvs::Manager, metrics and the audit log.
+//
+//   pvs::service::Api api(config, &audit, &metrics);
+//   api.set_manager(manager);          // until then sandbox calls answer 503 "starting"
+//   pvs::service::HttpServer server(config, api);
+//   server.start();                    // binds; server.port() is the bound port
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <Poco/Net/HTTPRequestHandlerFactory.h>
+#include <Poco/Net/HTTPServer.h>
+#include <Poco/Net/HTTPServerRequest.h>
+#include <Poco/Net/HTTPServerResponse.h>
+#include <Poco/ThreadPool.h>
+
+#include "api_error.h"
+#include "audit.h"
+#include "auth.h"
+#include "config.h"
+#include "metrics.h"
+#include "pvesandbox/manager.h"
+#include "router.h"
+
+namespace pvs::service {
+
+// One request as the handlers see it.
+struct RequestContext {
+  Poco::Net::HTTPServerRequest* request = nullptr;
+  Poco::Net::HTTPServerResponse* response = nullptr;
+  std::string method, path, route;
+  PathParams params;
+  std::multimap<std::string, std::string> query;
+  std::optional<Principal> principal;
+  std::string request_id;
+  std::chrono::steady_clock::time_point start;
+  bool responded = false;
+  int status = 0;
+  // For the audit log of mutating calls.
+  std::string action;
+  std::string sandbox;
+  std::string params_json = "{}";
+  std::optional<ApiError> error;
+
+  std::string query_value(const std::string& key) const;
+};
+
+class Api {
+ public:
+  Api(ServiceConfig config, AuditLog* audit, Metrics* metrics);
+  ~Api();
+
+  // The Manager, once Manager::open succeeded; null: sandbox calls get 503.
+  void set_manager(std::shared_ptr<Manager> manager);
+  std::shared_ptr<Manager> manager() const;
+
+  void handle(Poco::Net::HTTPServerRequest& request, Poco::Net::HTTPServerResponse& response);
+
+  const ServiceConfig& config() const { return config_; }
+
+  static void declare_metrics(Metrics& metrics);
+
+ private:
+  using Handler = void (Api::*)(RequestContext&);
+  void dispatch(RequestContext& ctx);
+
+  void health(RequestContext& ctx);
+  void openapi(RequestContext& ctx);
+  void metrics_text(RequestContext& ctx);
+  void create(RequestContext& ctx);
+  void list(RequestContext& ctx);
+  void show(RequestContext& ctx);
+  void destroy(RequestContext& ctx);
+  void exec(RequestContext& ctx);
+  void get_file(RequestContext& ctx);
+  void put_file(RequestContext& ctx);
+  void internet(RequestContext& ctx);
+  void ttl(RequestContext& ctx);
+  void snapshot_create(RequestContext& ctx);
+  void snapshot_list(RequestContext& ctx);
+  void snapshot_rollback(RequestContext& ctx);
+  void snapshot_delete(RequestContext& ctx);
+
+  // Helpers.
+  std::shared_ptr<Manager> require_manager();
+  std::shared_ptr<Sandbox> find_sandbox(RequestContext& ctx);       // throws ApiError
+  std::string read_body(RequestContext& ctx, std::uint64_t limit);  // throws ApiError
+  void require_json(RequestContext& ctx);
+  void send_json(RequestContext& ctx, int status, const std::string& body);
+  void send_error(RequestContext& ctx, const ApiError& error);
+  void send_empty(RequestContext& ctx, int status);
+  void finish(RequestContext& ctx);
+
+  ServiceConfig config_;
+  TokenStore tokens_;
+  AuditLog* audit_;
+  Metrics* metrics_;
+  Router<Handler> router_;
+  mutable std::mutex mu_;
+  std::shared_ptr<Manager> manager_;
+  std::map<std::string, int> creating_;  // token -> creates in flight (per-token limit)
+  std::atomic<std::uint64_t> next_request_{1};
+  std::string request_prefix_;
+};
+
+// ServiceConfig -> ManagerConfig (Proxmox, network, SSH, agent, limits).
+Result<ManagerConfig> manager_config(const ServiceConfig& config);
+
+class HttpServer {
+ public:
+  HttpServer(const ServiceConfig& config, Api& api);
+  ~HttpServer();  // stop()
+  // Binds and starts serving. Errors: the address cannot be bound, TLS files unusable.
+  Status start();
+  void stop();
+  std::uint16_t port() const { return port_; }
+
+ private:
+  const ServiceConfig& config_;
+  Api& api_;
+  std::unique_ptr<Poco::ThreadPool> pool_;
+  std::unique_ptr<Poco::Net::HTTPServer> server_;
+  std::uint16_t port_ = 0;
+};
+
+// The JSON of a sandbox, as the API returns it.
+std::string sandbox_json(const SandboxInfo& info);
+
+}  // namespace pvs::service
