@@ -59,7 +59,7 @@ TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
 
 TEST(Config, ErrorsNameFileKeyAndReason) {
   EXPECT_EQ(error_of(minimal("listen:\n  port: 70000\n")),
-            "controller.yaml: listen.port: must be an integer in [1, 65535], not \"70000\"");
+            "controller.yaml: listen.port: must be an integer in [0, 65535], not \"70000\"");
   EXPECT_EQ(error_of(minimal("listen:\n  prot: 1\n")), "controller.yaml: listen.prot: unknown key");
   EXPECT_EQ(error_of(minimal("bogus: 1\n")), "controller.yaml: bogus: unknown key");
   EXPECT_EQ(error_of(minimal("limits:\n  max_cpus: many\n")),
