@@ -111,9 +111,11 @@ def cmd_udp(args):
     s = socket.socket(family_of(args.host), socket.SOCK_DGRAM)
     s.settimeout(args.timeout)
     try:
-        s.sendto(b"probe", addr_of(args.host, args.port))
+        if args.src:
+            s.bind((args.src, 0))
+        s.sendto(args.token.encode() if args.token else b"probe", addr_of(args.host, args.port))
         data, _ = s.recvfrom(64)
-        return 0 if data == b"probe" else 1
+        return 0 if data == (args.token.encode() if args.token else b"probe") else 1
     except OSError:
         return 1
 
@@ -242,6 +244,7 @@ def main():
         a.add_argument("--duration", type=float, default=3.0)
         a.add_argument("--n", type=int, default=20)
         a.add_argument("--gap", type=float, default=0.05)
+        a.add_argument("--token")
     a = sub.add_parser("dhcp-raw")
     a.add_argument("iface")
     a.add_argument("token")

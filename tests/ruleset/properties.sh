@@ -263,6 +263,18 @@ check "LAN device -> guest:80" ok tcp "$NS_L" 192.168.50.30 80 2
 check "node -> guest:80" ok tcp "$NS_NODE" 192.168.50.30 80 2
 prop_end
 
+prop_begin "extra: sandbox source addresses are refused from outside the sandbox bridge"
+rig_in "$NS_L" ip addr add "$IP_A/32" dev eth0
+rig_in "$NS_L" ip route add 203.0.113.0/24 via 192.168.50.10
+token="spoof-$RIG_ID-$BRNF"
+rig_probe "$NS_L" udp "$RESOLVER" 53 --timeout "$T" --src "$IP_A" --token "$token" || true
+check "LAN host using ct101's granted address, via the node's NAT, reaches nothing" blocked \
+	grep -q "$token" "$RIG_TMP/log.$NS_R"
+check "control: the same LAN host with its own address is routed by the node" ok \
+	rig_probe "$NS_L" udp "$RESOLVER" 53 --timeout 2 --src 192.168.50.20
+rig_in "$NS_L" ip addr del "$IP_A/32" dev eth0
+prop_end
+
 if [[ $FAILED -eq 0 ]]; then
 	echo "ALL PASS $TAG"
 else
