@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "pvesandbox/ssh_session.h"
@@ -272,6 +273,20 @@ TEST_F(SshSessionTest, StreamingCallbackSeesChunksEarly) {
   EXPECT_LT(first_chunk - t0, done - t0 - 300ms);
 }
 
+TEST_F(SshSessionTest, ThrowingCallbackDoesNotBreakTheSession) {
+  SshSession s(config());
+  int calls = 0;
+  ExecOptions o;
+  o.on_output = [&](ExecStream, std::string_view) {
+    ++calls;
+    throw std::runtime_error("callback failure");
+  };
+  auto r = run(s, "echo a; sleep 0.1; echo b", o);
+  EXPECT_EQ(r.out, "a\nb\n");
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(run(s, "echo still").out, "still\n");
+}
+
 TEST_F(SshSessionTest, ConcurrentExecsDoNotWaitForASlowOne) {
   SshSession s(config());
   ASSERT_TRUE(s.connect());
@@ -338,7 +353,9 @@ TEST_F(SshSessionTest, SftpFilesDirectoriesAndErrors) {
   const std::string base = sshd_->home() + "/tree";
   // Parents are created; the write is atomic and replaces an existing file.
   ASSERT_TRUE(s.upload(base + "/a/b/c.txt", "one", upload_opts(0644, true)));
-  ASSERT_TRUE(s.upload(base + "/a/b/c.txt", "two"));
+  UploadOptions synced;
+  synced.fsync = true;
+  ASSERT_TRUE(s.upload(base + "/a/b/c.txt", "two", synced));
   EXPECT_EQ(*s.download(base + "/a/b/c.txt"), "two");
   std::istringstream in("from a stream");
   ASSERT_TRUE(s.upload(base + "/a/s.txt", in, upload_opts(0640)));
