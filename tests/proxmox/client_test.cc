@@ -138,7 +138,7 @@ TEST_F(ClientTest, ShutdownAndForcedDestroyOfRunningContainer) {
 }
 
 TEST_F(ClientTest, ClonesFromOneTemplateAreSerialized) {
-  sim_->set_task_ms("vzclone", 400);
+  sim_->set_task_ms("vzclone", 2000);  // long enough for the checks below on a busy machine
   CloneRequest first{kTemplate, 130, "a", "", "", "", "", std::nullopt};
   auto upid = client_->clone(kNode, first);
   ASSERT_TRUE(upid);
@@ -432,12 +432,12 @@ TEST_F(ClientTest, StuckLockIsReportedAsLocked) {
 
 TEST_F(ClientTest, SlowInterfacesHaveNoIpv4AtFirst) {
   clone_ok(260);
-  sim_->set_interfaces_delay_ms(400);
+  sim_->set_interfaces_delay_ms(1500);
   task_ok(client_->start(kNode, 260));
   auto early = client_->interfaces(kNode, 260);
   ASSERT_TRUE(early && early->has_value());
   EXPECT_EQ((**early)[1].inet, "");
-  std::this_thread::sleep_for(milliseconds(450));
+  std::this_thread::sleep_for(milliseconds(1600));
   auto later = client_->interfaces(kNode, 260);
   ASSERT_TRUE(later && later->has_value());
   EXPECT_NE((**later)[1].inet, "");
@@ -715,7 +715,7 @@ TEST_F(ClientTest, SixtyFourThreadsShareOneClient) {
 }
 
 TEST_F(ClientTest, ConcurrentClonesOfOneTemplate) {
-  sim_->set_task_ms("vzclone", 200);
+  sim_->set_task_ms("vzclone", 5000);  // the first clone holds the lock for the whole test
   constexpr int kThreads = 8;
   std::atomic<int> accepted{0}, locked{0};
   std::vector<std::thread> threads;
