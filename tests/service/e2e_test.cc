@@ -1,0 +1,334 @@
+// The demo flow for real: the pve-sandbox-controller binary and sandboxctl against the whole
+// stack (pvs::test::Stack with pvesim's netns backend: every sandbox is a network namespace with
+// its own sshd; the real agent keeps the real nftables sets).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <Poco/JSON/Parser.h>
+
+#include "auth.h"
+#include "http_client.h"
+#include "support/stack_fixture.h"
+
+#ifndef PVS_CONTROLLER_BIN
+#error "PVS_CONTROLLER_BIN and PVS_SANDBOXCTL_BIN must name the binaries"
+#endif
+
+namespace pvs::service {
+namespace {
+
+Poco::JSON::Object::Ptr json(const std::string& text) {
+  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
+}
+
+struct Proc {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs argv with `input` on stdin; stdout/stderr collected through files in `dir`.
+Proc run(const std::vector<std::string>& argv, const std::string& dir,
+         const std::string& input = "", const std::vector<std::string>& env = {}) {
+  static int n = 0;
+  std::string base = dir + "/run" + std::to_string(++n);
+  std::ofstream(base + ".in", std::ios::binary) << input;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in = open((base + ".in").c_str(), O_RDONLY);
+    int out = open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Proc r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  return r;
+}
+
+std::uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+class ServiceE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stack_ = std::make_unique<test::Stack>();
+    dir_ = stack_->dir();
+    port_ = free_port();
+    config_ = dir_ + "/controller.yaml";
+    ManagerConfig mc = stack_->manager_config();  // the stack's user, key and agent socket
+    std::ofstream(config_) << "listen:\n  address: 127.0.0.1\n  port: " << port_ << "\n"
+                           << "auth:\n  tokens:\n    - name: demo\n      sha256: "
+                           << sha256_hex("tok-demo") << "\n      max_sandboxes: 64\n"
+                           << "audit:\n  file: " << dir_ << "/audit.log\n"
+                           << "proxmox:\n  url: https://127.0.0.1:" << stack_->port() << "\n"
+                           << "  node: pve\n  token_id: " << test::Stack::kTokenId << "\n"
+                           << "  token_secret_env: PVS_E2E_PVE_SECRET\n"
+                           << "  fingerprint: \"" << stack_->fingerprint() << "\"\n"
+                           << "  template_vmid: 9000\n  vmid_min: 10000\n  vmid_max: 10999\n"
+                           << "ssh:\n  user: " << mc.ssh.user << "\n"
+                           << "  private_key_file: " << mc.ssh.private_key_file << "\n"
+                           << "  host_key_policy: insecure\n  connect_timeout_seconds: 15\n"
+                           << "  ready_timeout_seconds: 20\n"
+                           << "agent:\n  socket: " << mc.agent.socket_path << "\n"
+                           << "limits:\n  reconcile_interval_seconds: 5\n";
+    start_controller();
+  }
+  void TearDown() override {
+    stop_controller();
+    stack_.reset();
+  }
+
+  void start_controller() {
+    log_ = dir_ + "/controller" + std::to_string(++starts_) + ".log";
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      setenv("PVS_E2E_PVE_SECRET", test::Stack::kTokenSecret, 1);
+      execl(PVS_CONTROLLER_BIN, PVS_CONTROLLER_BIN, ("--config=" + config_).c_str(), nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 200; ++i) {
+      try {
+        auto h = test::http(port_, "GET", "/v1/health");
+        if (h.status == 200) return;
+      } catch (...) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "controller did not become healthy:\n" << slurp(log_);
+  }
+  int stop_controller() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  Proc ctl(std::vector<std::string> args, const std::string& input = "") {
+    std::vector<std::string> argv = {PVS_SANDBOXCTL_BIN, "--url",
+                                     "http://127.0.0.1:" + std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, dir_, input, {"SANDBOXCTL_TOKEN=tok-demo", "HOME=" + dir_});
+  }
+
+  std::unique_ptr<test::Stack> stack_;
+  std::string dir_, config_, log_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  int starts_ = 0;
+};
+
+TEST_F(ServiceE2eTest, DemoFlowWithSandboxctl) {
+  auto created = ctl({"--json", "create", "--label", "demo=1", "--ttl", "600"});
+  ASSERT_EQ(created.exit_code, 0) << created.err << slurp(log_);
+  auto sb = json(created.out);
+  std::string id = sb->getValue<std::string>("id");
+  std::string address = sb->getValue<std::string>("address");
+
+  auto table = ctl({"list"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("ID"), std::string::npos);
+  EXPECT_NE(table.out.find(id), std::string::npos);
+  EXPECT_NE(ctl({"show", id}).out.find("demo=1"), std::string::npos);
+
+  // exec: output streams through; the exit code becomes sandboxctl's.
+  auto hello = ctl({"exec", id, "--", "echo hello; echo oops >&2; exit 3"});
+  EXPECT_EQ(hello.exit_code, 3) << hello.err;
+  EXPECT_EQ(hello.out, "hello\n");
+  EXPECT_EQ(hello.err, "oops\n");
+  auto env = ctl({"exec", id, "--env", "GREETING=hi there", "--cwd", "/tmp", "--", "echo",
+                  "\"$GREETING from $(pwd)\""});
+  EXPECT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(env.out, "hi there from /tmp\n");
+  auto in = ctl({"exec", id, "--stdin", "--", "wc -c"}, "12345");
+  EXPECT_EQ(in.out, "5\n");
+  auto slow = ctl({"exec", id, "--timeout", "1", "--", "sleep 30"});
+  EXPECT_EQ(slow.exit_code, 124);
+  auto js = ctl({"--json", "exec", id, "--", "echo x; exit 7"});
+  EXPECT_EQ(js.exit_code, 7);
+  EXPECT_EQ(json(js.out)->getValue<std::string>("stdout"), "x\n");
+
+  // Files both ways, with a mode, and a listing (in the login user's home).
+  std::string home = ctl({"exec", id, "--", "pwd"}).out;
+  ASSERT_FALSE(home.empty());
+  home.pop_back();
+  std::string local = dir_ + "/payload.bin";
+  std::string payload;
+  for (int i = 0; i < 100000; ++i) payload += static_cast<char>(i * 7);
+  std::ofstream(local, std::ios::binary) << payload;
+  ASSERT_EQ(ctl({"cp", "--mode", "0600", local, id + ":" + home + "/sub/payload.bin"}).exit_code,
+            0);
+  EXPECT_EQ(ctl({"exec", id, "--", "stat -c %a:%s sub/payload.bin"}).out, "600:100000\n");
+  ASSERT_EQ(ctl({"cp", id + ":" + home + "/sub/payload.bin", dir_ + "/back.bin"}).exit_code, 0);
+  EXPECT_EQ(slurp(dir_ + "/back.bin"), payload);
+  auto cat = ctl({"cp", id + ":/etc/hostname", "-"});
+  EXPECT_EQ(cat.exit_code, 0);
+  EXPECT_FALSE(cat.out.empty());
+  EXPECT_NE(ctl({"ls", id, home + "/sub"}).out.find("payload.bin"), std::string::npos);
+  EXPECT_NE(ctl({"cp", id + ":/nonexistent", "-"}).exit_code, 0);
+
+  // Internet: the agent's set follows.
+  EXPECT_TRUE(stack_->internet_set().empty());
+  ASSERT_EQ(ctl({"internet", id, "on"}).exit_code, 0);
+  EXPECT_EQ(stack_->internet_set(), std::set<std::string>{address});
+  ASSERT_EQ(ctl({"internet", id, "off"}).exit_code, 0);
+  EXPECT_TRUE(stack_->internet_set().empty());
+  EXPECT_EQ(ctl({"ttl", id, "1200"}).exit_code, 0);
+
+  // Snapshot and rollback.
+  ASSERT_EQ(ctl({"snapshot", id, "clean"}).exit_code, 0);
+  EXPECT_NE(ctl({"snapshots", id}).out.find("clean"), std::string::npos);
+  auto rb = ctl({"rollback", id, "clean"});
+  EXPECT_EQ(rb.exit_code, 0) << rb.err;
+
+  // Errors: usage 2, API errors 1 with the server's message.
+  EXPECT_EQ(ctl({"frobnicate"}).exit_code, 2);
+  auto missing = ctl({"show", "sb-000000000000"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("not_found"), std::string::npos);
+  auto badtoken = run({PVS_SANDBOXCTL_BIN, "--url", "http://127.0.0.1:" + std::to_string(port_),
+                       "--token", "wrong", "list"},
+                      dir_);
+  EXPECT_EQ(badtoken.exit_code, 1);
+  EXPECT_NE(badtoken.err.find("401"), std::string::npos);
+
+  ASSERT_EQ(ctl({"destroy", id}).exit_code, 0);
+  EXPECT_EQ(json(ctl({"--json", "list"}).out)->getArray("sandboxes")->size(), 0u);
+  EXPECT_TRUE(stack_->containers().empty());
+  EXPECT_TRUE(stack_->ct_namespaces().empty());
+  EXPECT_TRUE(stack_->internet_set().empty());
+  EXPECT_TRUE(stack_->bound_ports().empty());
+
+  // Every mutating call is in the audit log.
+  std::string audit = slurp(dir_ + "/audit.log");
+  for (const char* action :
+       {"sandbox.create", "sandbox.exec", "sandbox.put_file", "sandbox.internet", "sandbox.ttl",
+        "sandbox.snapshot", "sandbox.rollback", "sandbox.destroy"}) {
+    EXPECT_NE(audit.find(std::string("\"action\":\"") + action + "\""), std::string::npos)
+        << action;
+  }
+  EXPECT_EQ(audit.find("hi there"), std::string::npos);  // env values are not logged
+  EXPECT_EQ(audit.find("tok-demo"), std::string::npos);
+}
+
+TEST_F(ServiceE2eTest, StreamingExecEvents) {
+  auto created = test::http(port_, "POST", "/v1/sandboxes", "{}", "tok-demo");
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string id = json(created.body)->getValue<std::string>("id");
+  auto r = test::http(port_, "POST", "/v1/sandboxes/" + id + "/exec",
+                      R"({"command":"echo one; sleep 0.3; echo two >&2; exit 4"})", "tok-demo",
+                      {{"Accept", "application/x-ndjson"}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["Content-Type"], "application/x-ndjson");
+  EXPECT_EQ(r.headers["Transfer-Encoding"], "chunked");
+  std::vector<Poco::JSON::Object::Ptr> events;
+  std::istringstream lines(r.body);
+  for (std::string l; std::getline(lines, l);) events.push_back(json(l));
+  ASSERT_EQ(events.size(), 4u) << r.body;
+  EXPECT_EQ(events[0]->getValue<std::string>("type"), "start");
+  EXPECT_EQ(events[1]->getValue<std::string>("type"), "stdout");
+  EXPECT_EQ(events[1]->getValue<std::string>("data"), "one\n");
+  EXPECT_EQ(events[2]->getValue<std::string>("type"), "stderr");
+  EXPECT_EQ(events[2]->getValue<std::string>("data"), "two\n");
+  EXPECT_EQ(events[3]->getValue<std::string>("type"), "exit");
+  EXPECT_EQ(events[3]->getValue<int>("exit_code"), 4);
+  EXPECT_EQ(test::http(port_, "DELETE", "/v1/sandboxes/" + id, "", "tok-demo").status, 204);
+}
+
+TEST_F(ServiceE2eTest, RestartWhileSandboxesLiveAndCheckConfig) {
+  auto created = ctl({"--json", "create", "--internet"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  std::string id = json(created.out)->getValue<std::string>("id");
+  ASSERT_EQ(ctl({"exec", id, "--", "echo before > state"}).exit_code, 0);
+  EXPECT_EQ(stop_controller(), 0) << slurp(log_);  // SIGTERM: clean exit
+  start_controller();
+  EXPECT_NE(ctl({"list"}).out.find(id), std::string::npos);
+  EXPECT_EQ(ctl({"exec", id, "--", "cat state"}).out, "before\n");
+  EXPECT_EQ(stack_->internet_set().size(), 1u);
+  EXPECT_EQ(ctl({"destroy", id}).exit_code, 0);
+
+  auto ok = run({PVS_CONTROLLER_BIN, "--check-config", "--config", config_}, dir_, "",
+                {std::string("PVS_E2E_PVE_SECRET=") + test::Stack::kTokenSecret});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("configuration OK"), std::string::npos);
+  EXPECT_EQ(ok.out.find(test::Stack::kTokenSecret), std::string::npos);
+  std::ofstream(dir_ + "/bad.yaml") << slurp(config_) << "surprise: 1\n";
+  auto bad = run({PVS_CONTROLLER_BIN, "--check-config", "--config", dir_ + "/bad.yaml"}, dir_, "",
+                 {std::string("PVS_E2E_PVE_SECRET=") + test::Stack::kTokenSecret});
+  EXPECT_EQ(bad.exit_code, 78);
+  EXPECT_NE(bad.err.find(dir_ + "/bad.yaml: surprise: unknown key"), std::string::npos) << bad.err;
+  auto hash = run({PVS_CONTROLLER_BIN, "--hash-token"}, dir_, "tok-demo\n");
+  EXPECT_EQ(hash.out, sha256_hex("tok-demo") + "\n");
+}
+
+TEST_F(ServiceE2eTest, ThirtyTwoClientsCreateExecDestroy) {
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 32; ++i) {
+    clients.emplace_back([&, i] {
+      auto c = test::http(port_, "POST", "/v1/sandboxes", "{}", "tok-demo");
+      if (c.status != 201) {
+        ADD_FAILURE() << c.status << " " << c.body;
+        return;
+      }
+      std::string id = json(c.body)->getValue<std::string>("id");
+      auto e = test::http(port_, "POST", "/v1/sandboxes/" + id + "/exec",
+                          "{\"command\":\"echo " + std::to_string(i) + "\"}", "tok-demo");
+      bool exec_ok = e.status == 200 &&
+                     json(e.body)->getValue<std::string>("stdout") == std::to_string(i) + "\n";
+      auto d = test::http(port_, "DELETE", "/v1/sandboxes/" + id, "", "tok-demo");
+      if (exec_ok && d.status == 204) {
+        ++ok;
+      } else {
+        ADD_FAILURE() << e.status << " " << e.body << " / " << d.status;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 32);
+  EXPECT_TRUE(stack_->containers().empty());
+  EXPECT_TRUE(stack_->ct_namespaces().empty());
+}
+
+}  // namespace
+}  // namespace pvs::service
