@@ -155,8 +155,19 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::atomic<int> stat_channel_limit_{0};
 
  public:
-  // libssh2 allocation counter (its allocator callbacks reach it through the abstract pointer).
+  // libssh2's allocations for the current connection: counted (stats) and linked in a list
+  // so that teardown can free what libssh2 1.10 itself forgets to free (e.g. state of a channel
+  // open or disconnect that was in flight). The allocator callbacks reach this through the
+  // abstract pointer; they only run on the I/O thread.
+  struct AllocHeader {
+    AllocHeader* prev;
+    AllocHeader* next;
+    std::size_t size;
+    std::size_t pad;  // keeps the payload 16-byte aligned
+  };
+  AllocHeader alloc_list_{&alloc_list_, &alloc_list_, 0, 0};
   std::atomic<std::int64_t> live_allocations_{0};
+  void free_leftover_allocations();
 
  private:
   // I/O thread only.

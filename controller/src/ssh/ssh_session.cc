@@ -37,21 +37,51 @@ SshSession::Impl* impl_of(void** abstract) {
   return static_cast<SshSession::Impl*>(*abstract);
 }
 
+using AllocHeader = SshSession::Impl::AllocHeader;
+static_assert(sizeof(AllocHeader) % 16 == 0);
+
+void link_block(SshSession::Impl* impl, AllocHeader* h) {
+  AllocHeader* head = &impl->alloc_list_;
+  h->prev = head;
+  h->next = head->next;
+  head->next->prev = h;
+  head->next = h;
+}
+
+void unlink_block(AllocHeader* h) {
+  h->prev->next = h->next;
+  h->next->prev = h->prev;
+}
+
 LIBSSH2_ALLOC_FUNC(counting_alloc) {
-  void* p = std::malloc(count);
-  if (p != nullptr) impl_of(abstract)->live_allocations_.fetch_add(1, std::memory_order_relaxed);
-  return p;
+  auto* h = static_cast<AllocHeader*>(std::malloc(sizeof(AllocHeader) + count));
+  if (h == nullptr) return nullptr;
+  h->size = count;
+  link_block(impl_of(abstract), h);
+  impl_of(abstract)->live_allocations_.fetch_add(1, std::memory_order_relaxed);
+  return h + 1;
 }
 
 LIBSSH2_FREE_FUNC(counting_free) {
   if (ptr == nullptr) return;
+  AllocHeader* h = static_cast<AllocHeader*>(ptr) - 1;
+  unlink_block(h);
   impl_of(abstract)->live_allocations_.fetch_sub(1, std::memory_order_relaxed);
-  std::free(ptr);
+  std::free(h);
 }
 
 LIBSSH2_REALLOC_FUNC(counting_realloc) {
   if (ptr == nullptr) return counting_alloc(count, abstract);
-  return std::realloc(ptr, count);
+  AllocHeader* h = static_cast<AllocHeader*>(ptr) - 1;
+  unlink_block(h);
+  auto* nh = static_cast<AllocHeader*>(std::realloc(h, sizeof(AllocHeader) + count));
+  if (nh == nullptr) {
+    link_block(impl_of(abstract), h);
+    return nullptr;
+  }
+  nh->size = count;
+  link_block(impl_of(abstract), nh);
+  return nh + 1;
 }
 
 // Constant-time comparison of two fingerprints.
@@ -440,6 +470,7 @@ SshStatus SshSession::Impl::do_connect() {
   session_ = libssh2_session_init_ex(counting_alloc, counting_free, counting_realloc, this);
   if (session_ == nullptr) {
     sock_.reset();
+    free_leftover_allocations();
     return ssh_fail(SshErrc::kProtocol, "ssh: libssh2_session_init failed");
   }
   libssh2_session_set_blocking(session_, 0);
@@ -674,11 +705,27 @@ void SshSession::Impl::teardown(bool graceful) {
   spares_disabled_ = false;
   libssh2_session_free(session_);
   session_ = nullptr;
+  free_leftover_allocations();
   sock_.reset();
   opener_ = nullptr;
   channels_open_ = 0;
   stat_channels_open_.store(0);
   connected_.store(false);
+}
+
+void SshSession::Impl::free_leftover_allocations() {
+  int n = 0;
+  while (alloc_list_.next != &alloc_list_) {
+    AllocHeader* h = alloc_list_.next;
+    unlink_block(h);
+    std::free(h);
+    ++n;
+  }
+  live_allocations_.store(0);
+  if (n > 0) {
+    log::debug("ssh " + config_.host + ": freed " + std::to_string(n) +
+               " allocations libssh2 left behind");
+  }
 }
 
 void SshSession::Impl::fail_all(const SshError& error, bool allow_retry) {
