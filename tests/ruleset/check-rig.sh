@@ -12,6 +12,7 @@ CHECK="$HERE/../../setup/pve-sandbox-check"
 # shellcheck source=rig-lib.sh
 source "$HERE/rig-lib.sh"
 trap rig_down EXIT
+trap 'exit 143' TERM INT HUP
 FAILED=0
 pass() { echo "PASS $1"; }
 fail() {

@@ -35,6 +35,7 @@ done
 # shellcheck source=rig-lib.sh
 source "$HERE/rig-lib.sh"
 trap rig_down EXIT
+trap 'exit 143' TERM INT HUP
 
 TAG="[brnf=$BRNF]"
 FAILED=0

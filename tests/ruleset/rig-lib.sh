@@ -113,9 +113,20 @@ rig_lan_host() {
 	ip -n "$ns" addr add "$ip/24" dev eth0
 }
 
+# Namespaces of rigs whose test process is gone (killed by a timeout) and that hold no process.
+rig_reap_stale() {
+	local ns id
+	for ns in $(ip netns list | awk '{print $1}' | grep -E '^pvr[0-9]+-' || true); do
+		id=${ns%%-*}
+		[[ -d /proc/${id#pvr} ]] && continue
+		[[ -z $(ip netns pids "$ns" 2>/dev/null) ]] && ip netns del "$ns" 2>/dev/null || true
+	done
+}
+
 # rig_up BRNF(0|1)
 rig_up() {
 	local brnf=$1
+	rig_reap_stale
 	RIG_TMP=$(mktemp -d "/tmp/${RIG_ID}.XXXXXX")
 	ip netns add "$NS_NODE"
 	rig_sysctl "$NS_NODE" net.ipv6.conf.default.accept_dad 0
