@@ -55,6 +55,18 @@ TEST_F(ClientTest, NextIdWireTypeIsAString) {
   EXPECT_EQ(*raw, "\"100\"");
 }
 
+class NumericNextIdTest : public ClientTest {
+ protected:
+  void adjust(pvesim::Options& options) override { options.nextid_as_number = true; }
+};
+
+TEST_F(NumericNextIdTest, NextIdAcceptsANumberToo) {
+  EXPECT_EQ(*client_->call("GET", "/cluster/nextid"), "100");
+  auto id = client_->next_id();
+  ASSERT_TRUE(id) << id.error().to_string();
+  EXPECT_EQ(*id, 100);
+}
+
 TEST_F(ClientTest, CloneStartStopDestroyLifecycle) {
   clone_ok(120, "sandboxes");
   auto config = client_->config(kNode, 120);

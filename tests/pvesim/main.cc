@@ -34,6 +34,7 @@ const char* kUsage = R"(usage: pvesim [options]
   --template VMID          template CT present at start (repeatable; default 9000)
   --no-template            start without any template
   --pool NAME              pool present at start (repeatable)
+  --nextid-number          answer /cluster/nextid with a JSON number (real: a string)
   --dhcp-cidr CIDR         simulated DHCP range for ip=dhcp (10.99.0.0/16)
   --backend model|netns    what a started CT is (model)
   netns backend:

@@ -682,8 +682,11 @@ struct Simulator::Impl {
           throw fail400("vmid", "VM " + std::to_string(vmid) + " already exists");
         return {std::to_string(vmid)};
       }
-      for (int id = 100; id < 1000000; ++id)
-        if (!cts.count(id)) return {std::to_string(id)};  // a string on the wire, as real
+      for (int id = 100; id < 1000000; ++id) {
+        if (cts.count(id)) continue;
+        if (options.nextid_as_number) return {id};
+        return {std::to_string(id)};  // a string on the wire, as real servers send it
+      }
       throw fail500("unable to get any free VMID in range [100, 1000000]");
     }
     if (key == "GET /cluster/resources") return {resources(param(c, "type"))};

@@ -64,7 +64,8 @@ struct Options {
   std::vector<std::string> pools;          // pools present at start
   std::map<int, std::string> locks;        // stuck locks at start, e.g. {9000, "backup"}
   std::string dhcp_cidr = "10.99.0.0/16";  // simulated DHCP leases for ip=dhcp
-  std::string backend = "model";           // "model" | "netns"
+  bool nextid_as_number = false;  // answer nextid as a JSON number (real servers: a string)
+  std::string backend = "model";  // "model" | "netns"
   NetnsOptions netns;
 };
 
