@@ -76,7 +76,13 @@ class NetNs {
     name_ = "pvsa-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
     must_run("ip netns add " + name_);
   }
-  ~NetNs() { (void)shell_output("ip netns del " + name_); }
+  ~NetNs() {
+    // Concurrent `ip netns add/del` of parallel tests can make a delete fail transiently.
+    for (int i = 0; i < 10 && std::filesystem::exists(path()); ++i) {
+      (void)shell_output("ip netns del " + name_);
+      if (std::filesystem::exists(path())) ::usleep(100 * 1000);
+    }
+  }
   NetNs(const NetNs&) = delete;
   NetNs& operator=(const NetNs&) = delete;
 
