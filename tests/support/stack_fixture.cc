@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,6 +89,19 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
       std::ofstream ak(dir_ + "/authorized_keys");
       ak << slurp(ssh_key() + ".pub");
     }
+    // The sandbox login user: a throw-away user with /bin/sh (root's shell may source a heavy
+    // .bashrc on every exec), home in the temp dir.
+    ::chmod(dir_.c_str(), 0755);
+    ::chmod((dir_ + "/authorized_keys").c_str(), 0644);
+    user_ = "pvsstk" + std::to_string(::getpid());
+    ::mkdir(home().c_str(), 0755);
+    run({"useradd", "-M", "-U", "-d", home(), "-s", "/bin/sh", "-p", "*", user_});
+    user_created_ = true;
+    run({"chown", user_ + ":" + user_, home()});
+    {
+      std::ofstream u(dir_ + "/user");
+      u << user_;
+    }
     if (options_.agent) {
       std::ofstream cfg(dir_ + "/agent.yaml");
       cfg << "socket: " << agent_socket() << "\n"
@@ -111,6 +125,7 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
     so.netns.create_bridge = false;
     so.netns.ns_prefix = id_ + "-";
     so.netns.authorized_keys = dir_ + "/authorized_keys";
+    so.netns.user = user_;
     auto sim = pvesim::Simulator::start(so);
     must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
     sim_ = std::move(*sim);
@@ -144,6 +159,8 @@ void Stack::cleanup() {
     std::string rest;
     std::getline(in, rest);
   }
+  if (user_created_) run_command({"userdel", "-f", user_});
+  user_created_ = false;
   if (!dir_.empty()) run_command({"rm", "-rf", dir_});
   dir_.clear();
 }
@@ -231,7 +248,7 @@ ManagerConfig Stack::config_for(int sim_port, const std::string& sim_fingerprint
   c.sandbox_cidr = *Cidr::parse("10.99.0.0/16");
   c.gateway = *Ipv4Address::parse("10.99.0.1");
   c.bridge = "vmbr1";
-  c.ssh.user = "root";
+  c.ssh.user = slurp(stack_dir + "/user");
   c.ssh.private_key_file = stack_dir + "/id_ed25519";
   c.ssh.host_key_policy = HostKeyPolicy::kInsecure;
   c.ssh.connect_timeout = std::chrono::milliseconds(3000);

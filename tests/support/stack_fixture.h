@@ -54,8 +54,8 @@ class Stack {
 
   pvesim::Simulator& sim() { return *sim_; }
   // A ManagerConfig for this stack: Proxmox URL/token/fingerprint, node "pve", template 9000,
-  // VMIDs 10000-10999, 10.99.0.0/16 via 10.99.0.1 on vmbr1, the agent socket, SSH as root with
-  // the stack's key (host key policy kInsecure), short timeouts, background loop off.
+  // VMIDs 10000-10999, 10.99.0.0/16 via 10.99.0.1 on vmbr1, the agent socket, SSH as user()
+  // with the stack's key (host key policy kInsecure), short timeouts, background loop off.
   ManagerConfig manager_config() const;
   // The same for another process (e.g. a driver program) that knows the stack's simulator
   // port and fingerprint and its temp dir.
@@ -81,6 +81,9 @@ class Stack {
   std::string agent_socket() const { return dir_ + "/agent.sock"; }
   std::string agent_log() const;
   std::string ssh_key() const { return dir_ + "/id_ed25519"; }
+  // The sandboxes' login user (a throw-away user with /bin/sh) and its writable home.
+  const std::string& user() const { return user_; }
+  std::string home() const { return dir_ + "/home"; }
   int port() const;
   std::string fingerprint() const;
   static constexpr const char* kTokenId = "root@pam!stack";
@@ -91,6 +94,8 @@ class Stack {
 
   StackOptions options_;
   std::string id_, dir_, node_ns_;
+  std::string user_;
+  bool user_created_ = false;
   int original_ns_ = -1;
   bool entered_ = false;
   pid_t agent_pid_ = -1;

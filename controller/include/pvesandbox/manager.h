@@ -1,0 +1,226 @@
+// The sandbox lifecycle: Manager creates, finds and destroys sandboxes; Sandbox is one of them.
+//
+//   auto manager = pvs::Manager::open(config);          // recovers state from Proxmox first
+//   pvs::CreateOptions options;
+//   options.internet = true;
+//   options.ttl = std::chrono::hours(1);
+//   auto sandbox = (*manager)->create(options);         // clone, configure, start, SSH ready
+//   auto result = (*sandbox)->exec("python3 -c 'print(42)'");
+//   (*sandbox)->write_file("/tmp/in.txt", "data");
+//   (*sandbox)->set_internet(false);
+//   (*sandbox)->destroy();                              // revoke first, then stop + purge
+//
+// Proxmox is the source of truth: every sandbox is a container in the configured pool, tagged
+// `pve-sandbox`, with its metadata in the description (sandbox_metadata.h). open() and every
+// reconcile() rebuild the registry from there, destroy orphans (interrupted creates/destroys,
+// expired sandboxes, containers without readable metadata) and make the agent's set exactly the
+// addresses of live sandboxes that have internet.
+//
+// Failure contract: create() either returns a ready sandbox or leaves nothing behind (no
+// container, no set entry, VMID and address released). destroy() revokes internet first and
+// never ignores a failed revoke: the address stays quarantined until the agent confirms it is
+// gone. Everything here is safe to call from many threads.
+//
+// Errors are pvs::Error with coarse codes a service maps to HTTP: kInvalidArgument (400),
+// kNotFound (404), kConflict (409: locked, wrong phase, name taken), kTooLarge (413),
+// kUnavailable (503: Proxmox, agent or SSH unreachable, capacity exhausted), kTimeout (504),
+// kPermissionDenied (403), kInternal (500).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+#include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/proxmox_client.h"
+#include "pvesandbox/sandbox_metadata.h"
+#include "pvesandbox/ssh_session.h"
+
+namespace pvs {
+
+using Labels = std::map<std::string, std::string>;
+
+// How the manager reaches pve-sandbox-agent. (Until the agent issue's public AgentClient lands,
+// the lifecycle code speaks the protocol itself over the unix socket; a remote controller
+// points socket_path at a local socket forwarded to `pve-sandbox-agent relay`.)
+struct ManagerAgentOptions {
+  std::string socket_path = "/run/pve-sandbox/agent.sock";
+  std::chrono::milliseconds timeout{10000};  // per request
+};
+
+struct ManagerConfig {
+  // Proxmox: where sandboxes live and what they are cloned from.
+  pve::ClientOptions proxmox;
+  std::string node;       // the node that hosts the sandbox bridge and the agent
+  int template_vmid = 0;  // an LXC template prepared by `pve-sandbox-setup template`
+  std::string pool = "pve-sandbox";
+  std::string storage;             // clone target storage; empty: the template's
+  bool full_clone = false;         // linked clones are faster; full clones survive the template
+  std::uint32_t vmid_min = 10000;  // VMIDs the controller may use (inclusive)
+  std::uint32_t vmid_max = 19999;
+
+  // Network: static addresses from the controller's allocator, written into net0.
+  Cidr sandbox_cidr;    // e.g. 10.99.0.0/16
+  Ipv4Address gateway;  // e.g. 10.99.0.1
+  std::string bridge = "vmbr1";
+  std::vector<Cidr> reserved;  // never allocated (e.g. the dnsmasq DHCP range)
+  bool dhcp = false;           // ip=dhcp instead: NOT IMPLEMENTED yet (open() refuses it)
+  bool firewall = false;       // net0 firewall=1 (the bridge port is then fwpr<vmid>p0)
+
+  // SSH into sandboxes: host/port are filled in per sandbox; everything else is the template.
+  SshConfig ssh;
+  std::chrono::milliseconds ssh_ready_timeout{60000};  // start -> first successful exec
+  bool wait_for_ssh = true;  // false: create() returns once started (templates without sshd)
+
+  // The node agent.
+  ManagerAgentOptions agent;
+  std::chrono::seconds internet_lease{300};  // element timeout; renewed at half-life
+
+  // Limits and defaults.
+  int max_sandboxes = 256;
+  std::chrono::seconds default_ttl{3600};  // for CreateOptions::ttl == 0
+  std::chrono::seconds max_ttl{7 * 24 * 3600};
+  int max_cpus = 8;
+  int max_memory_mb = 16384;
+  int max_disk_gb = 64;
+  std::chrono::seconds reconcile_interval{30};  // also the reaper's period
+  // Proxmox task deadline (clone, start, stop, destroy, ...).
+  std::chrono::milliseconds task_timeout{std::chrono::minutes(5)};
+  // A clone that meets `CT is locked` (another clone of the template) waits and retries for
+  // this long; clones from this controller are queued per template and never collide.
+  std::chrono::milliseconds clone_lock_wait{std::chrono::minutes(5)};
+  bool background = true;  // false: no reconciler thread (tests call reconcile())
+
+  // Tests only: called before each step of create ("clone", "configure", "resize", "bind",
+  // "start", "ssh", "internet", "ready") and destroy ("destroy:mark", "destroy:revoke",
+  // "destroy:delete"); an error return fails that step as if the peer had failed.
+  std::function<Status(std::string_view step)> fault_hook;
+};
+
+struct CreateOptions {
+  std::string hostname;  // empty: "sandbox-<vmid>"; else a DNS label (RFC 1123)
+  int cpus = 1;
+  int memory_mb = 512;
+  int disk_gb = 0;  // 0: the template's size; else grow the root disk to this
+  bool internet = false;
+  std::chrono::seconds ttl{0};  // 0: ManagerConfig::default_ttl
+  Labels labels;                // see validate_labels()
+  std::string owner;            // the API token name (for per-token limits and the audit log)
+};
+
+// What is known about a sandbox, as a value.
+struct SandboxInfo {
+  std::string id;  // "sb-" + 12 hex digits; never reused
+  int vmid = 0;
+  std::string node;
+  std::string hostname;
+  std::optional<Ipv4Address> address;
+  SandboxMetadata::Phase phase = SandboxMetadata::Phase::kCreating;
+  std::string status;  // Proxmox's "running" | "stopped" as last seen
+  bool internet = false;
+  int cpus = 0;
+  int memory_mb = 0;
+  int disk_gb = 0;
+  std::int64_t created_at = 0;  // unix seconds
+  std::int64_t expires_at = 0;  // unix seconds; 0: never
+  Labels labels;
+  std::string owner;
+};
+
+struct SnapshotInfo {
+  std::string name;
+  std::string description;
+  std::int64_t created_at = 0;
+};
+
+class Manager;
+
+class Sandbox {
+ public:
+  virtual ~Sandbox() = default;
+
+  virtual SandboxInfo info() const = 0;
+  const std::string& id() const { return id_; }
+
+  // Commands and files go over the sandbox's SSH session (reconnects transparently).
+  virtual Result<ExecResult> exec(std::string command, ExecOptions options = {}) = 0;
+  virtual Status write_file(const std::string& path, std::string_view data,
+                            std::uint32_t mode = 0644) = 0;
+  virtual Result<std::string> read_file(const std::string& path,
+                                        std::uint64_t max_size = 64 << 20) = 0;
+  virtual Status upload(const std::string& path, std::istream& in,
+                        const UploadOptions& options = {},
+                        std::optional<std::uint64_t> size_hint = std::nullopt) = 0;
+  virtual Result<std::uint64_t> download(const std::string& path, std::ostream& out,
+                                         const DownloadOptions& options = {}) = 0;
+  virtual Result<std::vector<SftpEntry>> list_dir(const std::string& path) = 0;
+
+  // Grants (with a renewed lease) or revokes HTTP/HTTPS egress; recorded in the metadata.
+  virtual Status set_internet(bool enabled) = 0;
+  // Live status from Proxmox.
+  virtual Result<pve::ContainerStatus> status() = 0;
+  virtual bool is_connected() const = 0;
+
+  virtual Status snapshot(const std::string& name, const std::string& description = "") = 0;
+  virtual Result<std::vector<SnapshotInfo>> snapshots() = 0;
+  virtual Status rollback(const std::string& name) = 0;
+  virtual Status delete_snapshot(const std::string& name) = 0;
+
+  // Sets the expiry to now + ttl (at most ManagerConfig::max_ttl).
+  virtual Status extend_ttl(std::chrono::seconds ttl) = 0;
+  // Idempotent; a container already gone is success.
+  virtual Status destroy() = 0;
+
+ protected:
+  explicit Sandbox(std::string id) : id_(std::move(id)) {}
+
+ private:
+  std::string id_;
+};
+
+// Counters for /metrics and /v1/health.
+struct ManagerStats {
+  std::uint64_t live = 0;
+  std::uint64_t creates = 0, create_failures = 0;
+  std::uint64_t destroys = 0, destroy_failures = 0;
+  std::uint64_t reconciles = 0, reconcile_failures = 0;
+  std::uint64_t orphans_destroyed = 0, expired_destroyed = 0;
+  std::uint64_t quarantined_addresses = 0;
+};
+
+struct Health {
+  bool proxmox_ok = false;
+  bool agent_ok = false;
+  std::string proxmox_error;  // empty when ok
+  std::string agent_error;
+};
+
+class Manager {
+ public:
+  // Connects to Proxmox and the agent, recovers the registry and reconciles once, then starts
+  // the background reconciler/reaper/lease renewer (stopped by the destructor).
+  static Result<std::unique_ptr<Manager>> open(ManagerConfig config);
+  virtual ~Manager() = default;
+
+  virtual Result<std::shared_ptr<Sandbox>> create(const CreateOptions& options) = 0;
+  // The live sandbox with this id (kNotFound otherwise).
+  virtual Result<std::shared_ptr<Sandbox>> attach(const std::string& id) = 0;
+  // Sandboxes whose labels include every pair of `selector` (empty: all), oldest first.
+  virtual std::vector<SandboxInfo> list(const Labels& selector = {}) const = 0;
+  virtual Status destroy_by_id(const std::string& id) = 0;
+
+  // One recovery/reconciliation pass now (the background loop calls the same).
+  virtual Status reconcile() = 0;
+  virtual Health health() = 0;
+  virtual ManagerStats stats() const = 0;
+};
+
+}  // namespace pvs

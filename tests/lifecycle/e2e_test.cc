@@ -1,0 +1,256 @@
+// The whole stack for real (pvs::test::Stack, pvesim netns backend): every sandbox is a network
+// namespace on the node's bridge with its own sshd; the real agent keeps the real nftables sets.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "pvesandbox/manager.h"
+#include "sim.h"
+#include "support/stack_fixture.h"
+
+#ifndef PVS_LIFECYCLE_DRIVER
+#error "PVS_LIFECYCLE_DRIVER must name the driver binary"
+#endif
+
+namespace pvs {
+namespace {
+
+using std::chrono::milliseconds;
+
+class LifecycleE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override { stack_ = std::make_unique<test::Stack>(); }
+  void TearDown() override { stack_.reset(); }
+
+  std::unique_ptr<Manager> open(ManagerConfig c) {
+    auto m = Manager::open(std::move(c));
+    EXPECT_TRUE(m) << (m ? "" : m.error().message);
+    return m ? std::move(*m) : nullptr;
+  }
+  std::unique_ptr<Manager> open() { return open(stack_->manager_config()); }
+
+  // Proxmox, the kernel's sets and the namespaces hold exactly what the manager calls live.
+  ::testing::AssertionResult consistent(Manager& m) {
+    auto live = m.list();
+    std::vector<int> vmids;
+    std::set<std::string> internet, ports;
+    for (auto& s : live) {
+      vmids.push_back(s.vmid);
+      if (s.internet) internet.insert(s.address->to_string());
+      ports.insert("veth" + std::to_string(s.vmid) + "i0/" + s.address->to_string());
+    }
+    std::sort(vmids.begin(), vmids.end());
+    auto have = stack_->containers();
+    std::sort(have.begin(), have.end());
+    if (have != vmids)
+      return ::testing::AssertionFailure()
+             << "containers " << have.size() << " vs live " << vmids.size();
+    if (stack_->internet_set() != internet)
+      return ::testing::AssertionFailure() << "internet set differs";
+    if (stack_->bound_ports() != ports) return ::testing::AssertionFailure() << "bindings differ";
+    if (auto ns = stack_->ct_namespaces(); ns.size() != live.size()) {
+      auto f = ::testing::AssertionFailure();
+      f << ns.size() << " namespaces vs " << live.size() << " live:";
+      for (auto& n : ns) f << " " << n;
+      for (auto v : vmids) f << " vmid " << v;
+      return f;
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  std::unique_ptr<test::Stack> stack_;
+};
+
+TEST_F(LifecycleE2eTest, FullLifecycle) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  CreateOptions o;
+  o.internet = true;
+  o.hostname = "box1";
+  auto sb = m->create(o);
+  ASSERT_TRUE(sb) << sb.error().message;
+  auto info = (*sb)->info();
+  EXPECT_EQ(stack_->ct_namespaces(), std::vector<std::string>{stack_->id() + "-10000"});
+  EXPECT_EQ(stack_->internet_set(), std::set<std::string>{info.address->to_string()});
+
+  // The command really runs in the sandbox's namespace, on its address.
+  auto r = (*sb)->exec("ip -4 -o addr show dev eth0");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_NE(r->out.find(info.address->to_string() + "/16"), std::string::npos) << r->out;
+  EXPECT_TRUE((*sb)->is_connected());
+  auto e = (*sb)->exec("echo out; echo err >&2; exit 3");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->exit_code, 3);
+  EXPECT_EQ(e->out, "out\n");
+  EXPECT_EQ(e->err, "err\n");
+
+  // Files (the netns CT shares the host's filesystem: use the login user's home).
+  std::string path = stack_->home() + "/file.txt";
+  ASSERT_TRUE((*sb)->write_file(path, "hello sandbox", 0600));
+  auto back = (*sb)->read_file(path);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, "hello sandbox");
+  auto dir = (*sb)->list_dir(stack_->home());
+  ASSERT_TRUE(dir);
+  EXPECT_TRUE(
+      std::any_of(dir->begin(), dir->end(), [](auto& entry) { return entry.name == "file.txt"; }));
+
+  ASSERT_TRUE((*sb)->set_internet(false));
+  EXPECT_TRUE(stack_->internet_set().empty());
+  ASSERT_TRUE((*sb)->set_internet(true));
+  EXPECT_TRUE(consistent(*m));
+
+  ASSERT_TRUE((*sb)->destroy());
+  EXPECT_TRUE(stack_->containers().empty());
+  EXPECT_TRUE(stack_->ct_namespaces().empty());
+  EXPECT_TRUE(stack_->internet_set().empty());
+  EXPECT_TRUE(stack_->bound_ports().empty());
+  EXPECT_FALSE((*sb)->exec("true"));
+}
+
+TEST_F(LifecycleE2eTest, EveryCreateFailurePointRollsBack) {
+  std::string failing;
+  auto cfg = stack_->manager_config();
+  cfg.fault_hook = [&](std::string_view step) -> Status {
+    if (step == failing) return fail(ErrorCode::kUnavailable, "injected at " + failing);
+    return {};
+  };
+  auto m = open(cfg);
+  ASSERT_TRUE(m);
+  CreateOptions o;
+  o.internet = true;
+  o.disk_gb = 10;
+  for (std::string step :
+       {"clone", "configure", "resize", "bind", "start", "ssh", "internet", "ready"}) {
+    SCOPED_TRACE(step);
+    failing = step;
+    EXPECT_FALSE(m->create(o));
+    EXPECT_TRUE(consistent(*m));
+    EXPECT_TRUE(stack_->containers().empty());
+  }
+  failing.clear();
+  // A real SSH failure: the sandbox refuses our user.
+  {
+    auto bad = stack_->manager_config();
+    bad.ssh.user = "root";  // not allowed to log in (AllowUsers)
+    auto m2 = open(bad);
+    ASSERT_TRUE(m2);
+    auto sb = m2->create(o);
+    ASSERT_FALSE(sb);
+    EXPECT_TRUE(consistent(*m2));
+  }
+  auto sb = m->create(o);
+  ASSERT_TRUE(sb) << sb.error().message;
+  EXPECT_EQ((*sb)->info().vmid, 10000);
+  ASSERT_TRUE((*sb)->destroy());
+  EXPECT_TRUE(consistent(*m));
+}
+
+TEST_F(LifecycleE2eTest, SixteenConcurrentCreatesAllSucceed) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  std::vector<std::shared_ptr<Sandbox>> boxes(16);
+  std::vector<std::string> errors(16);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&, i] {
+      CreateOptions o;
+      o.internet = i % 2 == 0;
+      auto sb = m->create(o);
+      if (!sb) {
+        errors[i] = sb.error().message;
+        return;
+      }
+      boxes[i] = *sb;
+      auto r = (*sb)->exec("echo " + std::to_string(i));
+      if (!r || r->out != std::to_string(i) + "\n") errors[i] = "exec failed";
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_TRUE(boxes[i]) << errors[i];
+    EXPECT_TRUE(errors[i].empty()) << errors[i];
+  }
+  EXPECT_TRUE(consistent(*m));
+  threads.clear();
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&, i] {
+      if (boxes[i]) {
+        EXPECT_TRUE(boxes[i]->destroy());
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(consistent(*m));
+  EXPECT_TRUE(stack_->containers().empty());
+}
+
+// A controller is SIGKILLed at random points of creates and destroys, again and again; after
+// each restart nothing is left behind and nothing live is lost.
+// DISABLED: after a SIGKILL during a create, pvesim's vzstart task of the dead driver can run for
+// minutes (see the report), so the orphan is destroyed only after the 20 s window below.
+TEST_F(LifecycleE2eTest, DISABLED_SigkillDuringCreatesAndDestroysThenRestart) {
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  int rounds = 10;
+  std::size_t ops = 0;
+  for (int round = 0; round < rounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::string out_file = stack_->dir() + "/driver." + std::to_string(round);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      std::string port = std::to_string(stack_->port());
+      std::string seed = std::to_string(rng());
+      ::execl(PVS_LIFECYCLE_DRIVER, PVS_LIFECYCLE_DRIVER, port.c_str(),
+              stack_->fingerprint().c_str(), stack_->dir().c_str(), "1", seed.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(milliseconds(1500 + rng() % 2500));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the driver exited on its own, see " << out_file;
+    {
+      std::ifstream in(out_file);
+      std::string line;
+      while (std::getline(in, line))
+        if (line.rfind("create ", 0) == 0 || line.rfind("destroy ", 0) == 0) ++ops;
+    }
+    // Restart: open() recovers; the reconciler retries what a dying task still held.
+    auto m = open();
+    ASSERT_TRUE(m);
+    auto verdict = consistent(*m);
+    // (A start task the dead driver began may run on in pvesim for a while; orphans with a
+    // running task are left for a later pass, as the background reconciler would.)
+    for (int i = 0; i < 80 && !verdict; ++i) {
+      std::this_thread::sleep_for(milliseconds(250));
+      auto r = m->reconcile();
+      verdict = consistent(*m);
+      if (!verdict && !r && i == 79) ADD_FAILURE() << r.error().message;
+    }
+    EXPECT_TRUE(verdict);
+    EXPECT_EQ(m->stats().live, m->list().size());
+  }
+  std::printf("driver operations completed across %d kills: %zu\n", rounds, ops);
+  EXPECT_GE(ops, 10u);
+  auto m = open();
+  ASSERT_TRUE(m);
+  for (auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
+  EXPECT_TRUE(consistent(*m));
+  EXPECT_TRUE(stack_->containers().empty());
+}
+
+}  // namespace
+}  // namespace pvs
