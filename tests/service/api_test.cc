@@ -49,6 +49,10 @@ class ApiTest : public ::testing::Test {
     start();
   }
   void TearDown() override {
+    // Leave nothing behind (a Manager destroyed with live sandboxes keeps them in Proxmox).
+    if (auto m = api_ ? api_->manager() : nullptr) {
+      for (const auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
+    }
     stop();
     stack_.reset();
   }

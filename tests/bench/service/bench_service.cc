@@ -1,0 +1,267 @@
+// bench_service exec   REST exec ("true") vs a direct SshSession exec to the same sandbox
+// bench_service list   GET /v1/sandboxes req/s (vs GET /v1/health) with 100 live sandboxes,
+//                      and the controller's RSS idle and with 100 sandboxes
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <Poco/JSON/Parser.h>
+#include <Poco/Net/HTTPClientSession.h>
+#include <Poco/Net/HTTPRequest.h>
+#include <Poco/Net/HTTPResponse.h>
+#include <Poco/StreamCopier.h>
+
+#include "auth.h"
+#include "server.h"
+#include "support/stack_fixture.h"
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+struct Stats {
+  double mean, p50, p99;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {sum / v.size(), v[v.size() / 2], v[v.size() * 99 / 100]};
+}
+
+// One keep-alive connection.
+class Conn {
+ public:
+  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) { s_.setKeepAlive(true); }
+  int call(const std::string& method, const std::string& uri, const std::string& body,
+           std::string* out) {
+    Poco::Net::HTTPRequest req(method, uri, Poco::Net::HTTPMessage::HTTP_1_1);
+    req.set("Authorization", "Bearer tok-bench");
+    req.setKeepAlive(true);
+    if (!body.empty()) {
+      req.setContentType("application/json");
+      req.setContentLength(static_cast<std::streamsize>(body.size()));
+    }
+    s_.sendRequest(req) << body;
+    Poco::Net::HTTPResponse resp;
+    std::string sink;
+    Poco::StreamCopier::copyToString(s_.receiveResponse(resp), out ? *out : sink);
+    return resp.getStatus();
+  }
+
+ private:
+  Poco::Net::HTTPClientSession s_;
+};
+
+long rss_kb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+std::uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+int bench_exec(int n) {
+  pvs::test::Stack stack;  // netns backend: real sshd per sandbox
+  pvs::service::ServiceConfig config;
+  config.listen_port = 0;
+  config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 10, true}};
+  config.audit_file = stack.dir() + "/audit.log";
+  auto audit = pvs::service::AuditLog::open(config.audit_file, false);
+  pvs::service::Metrics metrics;
+  pvs::service::Api::declare_metrics(metrics);
+  pvs::service::Api api(config, audit->get(), &metrics);
+  auto mc = stack.manager_config();
+  auto manager = pvs::Manager::open(mc);
+  if (!manager) {
+    std::cerr << manager.error().message << "\n";
+    return 1;
+  }
+  api.set_manager(std::shared_ptr<pvs::Manager>(std::move(*manager)));
+  pvs::service::HttpServer server(api.config(), api);
+  if (!server.start()) return 1;
+  Conn conn(server.port());
+  std::string body;
+  if (conn.call("POST", "/v1/sandboxes", "{}", &body) != 201) {
+    std::cerr << body << "\n";
+    return 1;
+  }
+  auto sb = Poco::JSON::Parser().parse(body).extract<Poco::JSON::Object::Ptr>();
+  std::string id = sb->getValue<std::string>("id");
+  pvs::SshConfig ssh = mc.ssh;
+  ssh.host = sb->getValue<std::string>("address");
+  pvs::SshSession direct(ssh);
+  if (!direct.connect()) return 1;
+
+  // The same options the API uses by default (timeout = max_exec_timeout_seconds installs the
+  // remote timeout guard), so the difference is the REST layer alone.
+  pvs::ExecOptions same;
+  same.timeout = std::chrono::seconds(config.max_exec_timeout_seconds);
+  same.max_output = config.max_exec_output_bytes;
+  std::vector<double> rest, raw, bare;
+  for (int i = 0; i < 10; ++i) {  // warm-up
+    conn.call("POST", "/v1/sandboxes/" + id + "/exec", R"({"command":"true"})", nullptr);
+    (void)direct.exec("true");
+  }
+  for (int i = 0; i < n; ++i) {
+    auto t0 = Clock::now();
+    (void)direct.exec("true");
+    bare.push_back(ms(Clock::now() - t0));
+    t0 = Clock::now();
+    (void)direct.exec("true", same);
+    raw.push_back(ms(Clock::now() - t0));
+    t0 = Clock::now();
+    if (conn.call("POST", "/v1/sandboxes/" + id + "/exec", R"({"command":"true"})", nullptr) !=
+        200) {
+      return 1;
+    }
+    rest.push_back(ms(Clock::now() - t0));
+  }
+  auto r = stats(rest), d = stats(raw), b = stats(bare);
+  std::printf("exec 'true' x%d          mean     p50     p99  (ms)\n", n);
+  std::printf("  direct, no timeout  %7.2f %7.2f %7.2f\n", b.mean, b.p50, b.p99);
+  std::printf("  direct, API options %7.2f %7.2f %7.2f\n", d.mean, d.p50, d.p99);
+  std::printf("  REST /exec          %7.2f %7.2f %7.2f\n", r.mean, r.p50, r.p99);
+  std::printf("  REST / direct       %7.2fx  overhead %+.2f ms (p50)\n", r.p50 / d.p50,
+              r.p50 - d.p50);
+  conn.call("DELETE", "/v1/sandboxes/" + id, "", nullptr);
+  server.stop();
+  return 0;
+}
+
+double throughput(std::uint16_t port, const std::string& uri, int threads, double seconds) {
+  std::atomic<long> done{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      Conn c(port);
+      while (!stop) {
+        if (c.call("GET", uri, "", nullptr) != 200) break;
+        ++done;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : ts) t.join();
+  return done / seconds;
+}
+
+int bench_list(int sandboxes) {
+  pvs::test::StackOptions o;
+  o.backend = "model";
+  pvs::test::Stack stack(o);
+  auto mc = stack.manager_config();
+  std::uint16_t port = free_port();
+  std::string config = stack.dir() + "/controller.yaml";
+  std::ofstream(config) << "listen:\n  port: " << port << "\nhttp:\n  threads: 16\n"
+                        << "auth:\n  tokens:\n    - {name: bench, max_sandboxes: 1000, sha256: "
+                        << pvs::service::sha256_hex("tok-bench") << "}\n"
+                        << "audit:\n  file: " << stack.dir() << "/audit.log\n"
+                        << "log_level: warn\n"
+                        << "proxmox:\n  url: https://127.0.0.1:" << stack.port()
+                        << "\n  node: pve\n  token_id: " << pvs::test::Stack::kTokenId
+                        << "\n  token_secret_env: PVS_BENCH_SECRET\n  fingerprint: \""
+                        << stack.fingerprint() << "\"\n  template_vmid: 9000\n"
+                        << "  vmid_min: 10000\n  vmid_max: 10999\n"
+                        << "ssh:\n  user: " << mc.ssh.user
+                        << "\n  private_key_file: " << mc.ssh.private_key_file
+                        << "\n  host_key_policy: insecure\n  wait_for_ready: false\n"
+                        << "agent:\n  socket: " << mc.agent.socket_path << "\n"
+                        << "limits:\n  max_sandboxes: 1000\n";
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("PVS_BENCH_SECRET", pvs::test::Stack::kTokenSecret, 1);
+    execl(PVS_CONTROLLER_BIN, PVS_CONTROLLER_BIN, ("--config=" + config).c_str(), nullptr);
+    _exit(127);
+  }
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      std::string b;
+      up = Conn(port).call("GET", "/v1/health", "", &b) == 200;
+    } catch (...) {
+    }
+  }
+  if (!up) {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+    return 1;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  long idle = rss_kb(pid);
+  double health0 = throughput(port, "/v1/health", 4, 2);
+  double list0 = throughput(port, "/v1/sandboxes", 4, 2);
+  Conn conn(port);
+  auto t0 = Clock::now();
+  for (int i = 0; i < sandboxes; ++i) {
+    std::string b;
+    if (conn.call("POST", "/v1/sandboxes", "{\"labels\":{\"bench\":\"1\"}}", &b) != 201) {
+      std::cerr << b << "\n";
+      break;
+    }
+  }
+  double create_s = ms(Clock::now() - t0) / 1000;
+  long loaded = rss_kb(pid);
+  double health = throughput(port, "/v1/health", 4, 3);
+  double list = throughput(port, "/v1/sandboxes", 4, 3);
+  long after = rss_kb(pid);
+  std::printf("controller (model backend, %d sandboxes created in %.1f s)\n", sandboxes, create_s);
+  std::printf("  RSS idle            %6ld KiB\n", idle);
+  std::printf("  RSS %3d sandboxes   %6ld KiB (after load %ld KiB)\n", sandboxes, loaded, after);
+  std::printf("  GET /v1/health      %8.0f req/s (0 sandboxes: %.0f)\n", health, health0);
+  std::printf("  GET /v1/sandboxes   %8.0f req/s (0 sandboxes: %.0f)  list/health %.2fx\n", list,
+              list0, list / health);
+  std::string b;
+  conn.call("GET", "/v1/sandboxes", "", &b);
+  auto arr =
+      Poco::JSON::Parser().parse(b).extract<Poco::JSON::Object::Ptr>()->getArray("sandboxes");
+  std::printf("  list reply          %zu bytes for %zu sandboxes\n", b.size(), arr->size());
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    conn.call(
+        "DELETE",
+        "/v1/sandboxes/" + arr->getObject(static_cast<unsigned>(i))->getValue<std::string>("id"),
+        "", nullptr);
+  }
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "exec") return bench_exec(argc > 2 ? std::atoi(argv[2]) : 200);
+  if (mode == "list") return bench_list(argc > 2 ? std::atoi(argv[2]) : 100);
+  std::cerr << "usage: bench_service exec [N] | list [SANDBOXES]\n";
+  return 2;
+}
