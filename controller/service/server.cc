@@ -410,6 +410,14 @@ void Api::health(RequestContext& ctx) {
     status = 503;
     w.key("status").value("starting");
   } else {
+    {
+      std::lock_guard lock(mu_);
+      if (std::chrono::steady_clock::now() - health_at_ < std::chrono::seconds(1)) {
+        auto cached = health_cached_;
+        send_json(ctx, cached.first, cached.second);
+        return;
+      }
+    }
     Health h = manager->health();
     bool ok = h.proxmox_ok && h.agent_ok;
     status = ok ? 200 : 503;
@@ -424,7 +432,13 @@ void Api::health(RequestContext& ctx) {
   }
   w.key("version").value(std::string(pvs::version()));
   w.end_object();
-  send_json(ctx, status, w.take());
+  std::string body = w.take();
+  if (manager) {
+    std::lock_guard lock(mu_);
+    health_at_ = std::chrono::steady_clock::now();
+    health_cached_ = {status, body};
+  }
+  send_json(ctx, status, body);
 }
 
 void Api::openapi(RequestContext& ctx) {

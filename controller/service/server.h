@@ -104,6 +104,9 @@ class Api {
   mutable std::mutex mu_;
   std::shared_ptr<Manager> manager_;
   std::map<std::string, int> creating_;  // token -> creates in flight (per-token limit)
+  // /v1/health asks Proxmox and the agent; its answer is reused for a second (it is public).
+  std::chrono::steady_clock::time_point health_at_{};
+  std::pair<int, std::string> health_cached_;
   std::atomic<std::uint64_t> next_request_{1};
   std::string request_prefix_;
 };
