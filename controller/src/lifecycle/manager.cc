@@ -281,6 +281,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
 
   void start_background();
   void stop_background();
+  // Drops the registry (it holds the sandboxes, which hold this core): called when the
+  // Manager goes away, so that nothing keeps the core alive but handles still in use.
+  void forget_all() {
+    std::map<std::string, std::shared_ptr<SandboxImpl>> gone;
+    std::lock_guard lock(mu_);
+    gone.swap(registry_);
+  }
 
  private:
   struct Step;  // rollback bookkeeping of one create
@@ -1214,7 +1221,10 @@ Status SandboxImpl::destroy() {
 class ManagerHandle final : public Manager {
  public:
   explicit ManagerHandle(std::shared_ptr<ManagerCore> core) : core_(std::move(core)) {}
-  ~ManagerHandle() override { core_->stop_background(); }
+  ~ManagerHandle() override {
+    core_->stop_background();
+    core_->forget_all();
+  }
 
   Result<std::shared_ptr<Sandbox>> create(const CreateOptions& options) override {
     return core_->create(options);
