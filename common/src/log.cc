@@ -16,8 +16,12 @@ constexpr std::string_view kNames[] = {"DEBUG", "INFO", "WARN", "ERROR"};
 
 }  // namespace
 
-void set_level(Level level) { g_level.store(level, std::memory_order_relaxed); }
-Level level() { return g_level.load(std::memory_order_relaxed); }
+void set_level(Level level) {
+  g_level.store(level, std::memory_order_relaxed);
+}
+Level level() {
+  return g_level.load(std::memory_order_relaxed);
+}
 
 bool parse_level(std::string_view text, Level* out) {
   static constexpr std::string_view kLower[] = {"debug", "info", "warn", "error"};
@@ -34,7 +38,8 @@ void write(Level lvl, std::string_view message) {
   if (lvl < level()) return;
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char stamp[40];

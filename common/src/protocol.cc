@@ -8,13 +8,14 @@
 namespace pvs::proto {
 namespace {
 
-Error bad(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
+Error bad(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
 
 // Checks the framing rules shared by requests and replies.
 Status check_line(std::string_view line, std::size_t max) {
   if (line.size() > max) {
-    return fail(ErrorCode::kTooLarge,
-                "line longer than " + std::to_string(max) + " bytes");
+    return fail(ErrorCode::kTooLarge, "line longer than " + std::to_string(max) + " bytes");
   }
   if (line.empty()) return fail(bad("empty line"));
   for (std::size_t i = 0; i < line.size(); ++i) {
@@ -29,7 +30,8 @@ Status check_line(std::string_view line, std::size_t max) {
     }
   }
   if (line.front() == ' ' || line.back() == ' ') return fail(bad("leading or trailing space"));
-  if (line.find("  ") != std::string_view::npos) return fail(bad("fields separated by more than one space"));
+  if (line.find("  ") != std::string_view::npos)
+    return fail(bad("fields separated by more than one space"));
   return {};
 }
 
@@ -120,7 +122,9 @@ Status expect_arity(const std::vector<std::string_view>& fields, std::size_t min
   return {};
 }
 
-bool is_key_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+bool is_key_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
 
 }  // namespace
 
@@ -230,9 +234,7 @@ struct RequestFormatter {
     if (r.grant.ttl_seconds) out += " ttl=" + std::to_string(*r.grant.ttl_seconds);
     return out;
   }
-  std::string operator()(const RevokeRequest& r) const {
-    return "REVOKE " + r.address.to_string();
-  }
+  std::string operator()(const RevokeRequest& r) const { return "REVOKE " + r.address.to_string(); }
   std::string operator()(const SyncRequest& r) const {
     std::string out = "SYNC";
     out.reserve(r.grants.size() * 18 + 4);
@@ -273,7 +275,8 @@ Result<Reply> parse_reply(std::string_view line) {
     auto space = rest.find(' ');
     auto code = parse_decimal(rest.substr(0, space), 100, 599, "error code");
     if (!code) return fail(code.error());
-    std::string message = space == std::string_view::npos ? "" : std::string(rest.substr(space + 1));
+    std::string message =
+        space == std::string_view::npos ? "" : std::string(rest.substr(space + 1));
     return Reply{false, static_cast<int>(*code), std::move(message)};
   }
   return fail(bad("reply is neither OK nor ERR: " + quoted(line)));

@@ -2,6 +2,8 @@
 
 namespace pvs {
 
-std::string_view version() { return PVS_VERSION; }
+std::string_view version() {
+  return PVS_VERSION;
+}
 
 }  // namespace pvs

@@ -7,8 +7,12 @@
 namespace pvs::proto {
 namespace {
 
-Ipv4Address ip(std::string_view text) { return Ipv4Address::parse(text).value(); }
-MacAddress mac(std::string_view text) { return MacAddress::parse(text).value(); }
+Ipv4Address ip(std::string_view text) {
+  return Ipv4Address::parse(text).value();
+}
+MacAddress mac(std::string_view text) {
+  return MacAddress::parse(text).value();
+}
 
 Request parse_ok(std::string_view line) {
   auto r = parse_request(line);
@@ -79,9 +83,9 @@ TEST(ParseRequest, ListBindingsStatus) {
 TEST(ParseRequest, Bind) {
   EXPECT_EQ(parse_ok("BIND veth101i0 BC:24:11:2A:3B:4C 10.99.0.7"),
             Request(BindRequest{Binding{"veth101i0", mac("bc:24:11:2a:3b:4c"), ip("10.99.0.7")}}));
-  EXPECT_EQ(parse_ok("BIND fwpr99999999p31 02:00:00:00:00:01 10.99.0.7"),
-            Request(BindRequest{
-                Binding{"fwpr99999999p31", mac("02:00:00:00:00:01"), ip("10.99.0.7")}}));
+  EXPECT_EQ(
+      parse_ok("BIND fwpr99999999p31 02:00:00:00:00:01 10.99.0.7"),
+      Request(BindRequest{Binding{"fwpr99999999p31", mac("02:00:00:00:00:01"), ip("10.99.0.7")}}));
 }
 
 TEST(ParseRequest, Unbind) {
@@ -99,7 +103,8 @@ TEST(ParseRequest, RejectsEmptyAndSpacing) {
 }
 
 TEST(ParseRequest, RejectsForbiddenBytes) {
-  expect_rejected(std::string("ALLOW 10.99.0.7\0", 16), ErrorCode::kInvalidArgument, "NUL byte at offset 15");
+  expect_rejected(std::string("ALLOW 10.99.0.7\0", 16), ErrorCode::kInvalidArgument,
+                  "NUL byte at offset 15");
   expect_rejected("ALLOW 10.99.0.7\r", ErrorCode::kInvalidArgument, "carriage return");
   expect_rejected("ALLOW\t10.99.0.7", ErrorCode::kInvalidArgument, "tab");
   expect_rejected("ALLOW 10.99.0.7\n", ErrorCode::kInvalidArgument, "control byte");
@@ -129,9 +134,9 @@ TEST(ParseRequest, RejectsUnknownVerbs) {
 
 TEST(ParseRequest, RejectsWrongArity) {
   for (const char* line :
-       {"HELLO", "HELLO 1 2", "ALLOW", "ALLOW 10.99.0.7 ttl=5 x", "REVOKE", "REVOKE 10.99.0.7 10.99.0.8",
-        "LIST x", "BIND veth101i0 02:00:00:00:00:01", "BIND a b c d", "UNBIND", "UNBIND a b",
-        "BINDINGS x", "STATUS all"}) {
+       {"HELLO", "HELLO 1 2", "ALLOW", "ALLOW 10.99.0.7 ttl=5 x", "REVOKE",
+        "REVOKE 10.99.0.7 10.99.0.8", "LIST x", "BIND veth101i0 02:00:00:00:00:01", "BIND a b c d",
+        "UNBIND", "UNBIND a b", "BINDINGS x", "STATUS all"}) {
     expect_rejected(line, ErrorCode::kInvalidArgument, "usage:");
   }
 }
@@ -156,7 +161,8 @@ TEST(ParseRequest, RejectsBadAddresses) {
 TEST(ParseRequest, RejectsBadTtl) {
   expect_rejected("ALLOW 10.99.0.7 ttl=0", ErrorCode::kInvalidArgument, "must be 1-2592000");
   expect_rejected("ALLOW 10.99.0.7 ttl=2592001", ErrorCode::kInvalidArgument, "must be 1-2592000");
-  expect_rejected("ALLOW 10.99.0.7 ttl=99999999999999999999999", ErrorCode::kInvalidArgument, "ttl");
+  expect_rejected("ALLOW 10.99.0.7 ttl=99999999999999999999999", ErrorCode::kInvalidArgument,
+                  "ttl");
   expect_rejected("ALLOW 10.99.0.7 ttl=", ErrorCode::kInvalidArgument, "invalid ttl");
   expect_rejected("ALLOW 10.99.0.7 ttl=-5", ErrorCode::kInvalidArgument, "invalid ttl");
   expect_rejected("ALLOW 10.99.0.7 ttl=+5", ErrorCode::kInvalidArgument, "invalid ttl");
@@ -179,28 +185,55 @@ TEST(ParseRequest, RejectsDuplicateSyncAddresses) {
 // ---- ports and MACs -------------------------------------------------------------------------
 
 TEST(PortName, AcceptsProxmoxForms) {
-  for (const char* port : {"veth100i0", "veth101i31", "veth999999999i9", "fwpr100p0", "fwpr5000p12"}) {
+  for (const char* port :
+       {"veth100i0", "veth101i31", "veth999999999i9", "fwpr100p0", "fwpr5000p12"}) {
     EXPECT_TRUE(is_valid_port_name(port)) << port;
   }
 }
 
 TEST(PortName, RejectsEverythingElse) {
-  for (const char* port :
-       {"", "veth", "vethi0", "veth100", "veth100i", "veth99i0", "veth0100i0", "veth100i32",
-        "veth100i01", "veth100p0", "fwpr100i0", "fwln100i0", "tap100i0", "vmbr1", "eth0",
-        "veth100i0 ", "veth-100i0", "veth100i-1", "veth1000000000i0", "veth999999999i10",
-        "VETH100i0", "veth100I0", "veth100i0x", "fwpr100p0/", "veth100i0\n", "veth1e3i0"}) {
+  for (const char* port : {"",
+                           "veth",
+                           "vethi0",
+                           "veth100",
+                           "veth100i",
+                           "veth99i0",
+                           "veth0100i0",
+                           "veth100i32",
+                           "veth100i01",
+                           "veth100p0",
+                           "fwpr100i0",
+                           "fwln100i0",
+                           "tap100i0",
+                           "vmbr1",
+                           "eth0",
+                           "veth100i0 ",
+                           "veth-100i0",
+                           "veth100i-1",
+                           "veth1000000000i0",
+                           "veth999999999i10",
+                           "VETH100i0",
+                           "veth100I0",
+                           "veth100i0x",
+                           "fwpr100p0/",
+                           "veth100i0\n",
+                           "veth1e3i0"}) {
     EXPECT_FALSE(is_valid_port_name(port)) << port;
   }
 }
 
 TEST(ParseRequest, RejectsBadBindings) {
-  expect_rejected("BIND vmbr1 02:00:00:00:00:01 10.99.0.7", ErrorCode::kInvalidArgument, "invalid port");
+  expect_rejected("BIND vmbr1 02:00:00:00:00:01 10.99.0.7", ErrorCode::kInvalidArgument,
+                  "invalid port");
   expect_rejected("UNBIND eth0", ErrorCode::kInvalidArgument, "invalid port");
-  expect_rejected("BIND veth101i0 02:00:00:00:00 10.99.0.7", ErrorCode::kInvalidArgument, "invalid MAC");
-  expect_rejected("BIND veth101i0 00:00:00:00:00:00 10.99.0.7", ErrorCode::kInvalidArgument, "unicast");
-  expect_rejected("BIND veth101i0 ff:ff:ff:ff:ff:ff 10.99.0.7", ErrorCode::kInvalidArgument, "unicast");
-  expect_rejected("BIND veth101i0 01:00:5e:00:00:01 10.99.0.7", ErrorCode::kInvalidArgument, "unicast");
+  expect_rejected("BIND veth101i0 02:00:00:00:00 10.99.0.7", ErrorCode::kInvalidArgument,
+                  "invalid MAC");
+  expect_rejected("BIND veth101i0 00:00:00:00:00:00 10.99.0.7", ErrorCode::kInvalidArgument,
+                  "unicast");
+  expect_rejected("BIND veth101i0 ff:ff:ff:ff:ff:ff 10.99.0.7", ErrorCode::kInvalidArgument,
+                  "unicast");
+  expect_rejected("BIND veth101i0 01:00:5e:00:00:01 10.99.0.7", ErrorCode::kInvalidArgument,
+                  "unicast");
 }
 
 // ---- round trips ----------------------------------------------------------------------------
@@ -241,11 +274,11 @@ TEST(Reply, ParsesOkAndErr) {
 }
 
 TEST(Reply, RejectsMalformed) {
-  for (std::string line : {std::string(""), std::string("OKAY"), std::string("ok"),
-                           std::string("ERR"), std::string("ERR x"), std::string("ERR 99 low"),
-                           std::string("ERR 600 high"), std::string("ERR 0403 x"),
-                           std::string("OK \x01"), std::string("WHAT 1"),
-                           std::string("OK 1\r"), std::string("OK  1")}) {
+  for (std::string line :
+       {std::string(""), std::string("OKAY"), std::string("ok"), std::string("ERR"),
+        std::string("ERR x"), std::string("ERR 99 low"), std::string("ERR 600 high"),
+        std::string("ERR 0403 x"), std::string("OK \x01"), std::string("WHAT 1"),
+        std::string("OK 1\r"), std::string("OK  1")}) {
     EXPECT_FALSE(parse_reply(line).has_value()) << line;
   }
   EXPECT_EQ(parse_reply(std::string(kMaxReplyLine + 1, 'O')).error().code, ErrorCode::kTooLarge);
@@ -308,7 +341,8 @@ TEST(Payload, Bindings) {
   std::vector<Binding> bindings = {{"veth101i0", mac("bc:24:11:2a:3b:4c"), ip("10.99.0.7")},
                                    {"fwpr102p1", mac("02:00:00:00:00:02"), ip("10.99.0.8")}};
   std::string payload = format_bindings_payload(bindings);
-  EXPECT_EQ(payload, "2 veth101i0=bc:24:11:2a:3b:4c/10.99.0.7 fwpr102p1=02:00:00:00:00:02/10.99.0.8");
+  EXPECT_EQ(payload,
+            "2 veth101i0=bc:24:11:2a:3b:4c/10.99.0.7 fwpr102p1=02:00:00:00:00:02/10.99.0.8");
   EXPECT_EQ(parse_bindings_payload(payload).value(), bindings);
   EXPECT_FALSE(parse_bindings_payload("1 veth101i0/10.99.0.7=bc:24:11:2a:3b:4c").has_value());
   EXPECT_FALSE(parse_bindings_payload("1 eth0=bc:24:11:2a:3b:4c/10.99.0.7").has_value());

@@ -7,7 +7,9 @@
 namespace pvs {
 namespace {
 
-bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+bool is_open(int fd) {
+  return ::fcntl(fd, F_GETFD) != -1;
+}
 
 TEST(UniqueFd, ClosesOnDestruction) {
   int raw;

@@ -48,7 +48,9 @@ using Status = Result<void>;
 inline tl::unexpected<Error> fail(ErrorCode code, std::string message) {
   return tl::unexpected<Error>(Error{code, std::move(message)});
 }
-inline tl::unexpected<Error> fail(Error error) { return tl::unexpected<Error>(std::move(error)); }
+inline tl::unexpected<Error> fail(Error error) {
+  return tl::unexpected<Error>(std::move(error));
+}
 
 // An error from errno: "<what>: <strerror(err)>", code kIo.
 Error errno_error(std::string_view what, int err);

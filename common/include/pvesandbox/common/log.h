@@ -21,9 +21,17 @@ bool parse_level(std::string_view text, Level* out);
 // Writes the line with a single write(2), so concurrent lines never interleave.
 void write(Level level, std::string_view message);
 
-inline void debug(std::string_view message) { write(Level::kDebug, message); }
-inline void info(std::string_view message) { write(Level::kInfo, message); }
-inline void warn(std::string_view message) { write(Level::kWarn, message); }
-inline void error(std::string_view message) { write(Level::kError, message); }
+inline void debug(std::string_view message) {
+  write(Level::kDebug, message);
+}
+inline void info(std::string_view message) {
+  write(Level::kInfo, message);
+}
+inline void warn(std::string_view message) {
+  write(Level::kWarn, message);
+}
+inline void error(std::string_view message) {
+  write(Level::kError, message);
+}
 
 }  // namespace pvs::log
