@@ -21,23 +21,8 @@ ApiError protocol_error(std::string message) {
   return make_error(ErrorKind::kProtocol, 0, std::move(message));
 }
 
-std::string path_part(std::string_view text) {
-  std::string out;
-  static const char* kHex = "0123456789ABCDEF";
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string ct_path(std::string_view node, int vmid, std::string_view rest = "") {
-  return "/nodes/" + path_part(node) + "/lxc/" + std::to_string(vmid) + std::string(rest);
+  return "/nodes/" + url_encode(node) + "/lxc/" + std::to_string(vmid) + std::string(rest);
 }
 
 Object::Ptr as_object(const Var& v) {
@@ -220,7 +205,7 @@ Result<std::vector<ClusterResource>> Client::resources(std::string_view type) {
 }
 
 Result<std::vector<ContainerStatus>> Client::list_containers(std::string_view node) {
-  auto data = PVS_REQ("GET", "/nodes/" + path_part(node) + "/lxc", {}, nullptr);
+  auto data = PVS_REQ("GET", "/nodes/" + url_encode(node) + "/lxc", {}, nullptr);
   if (!data) return tl::unexpected(data.error());
   auto array = as_array(*data);
   if (!array) return tl::unexpected(protocol_error("lxc list: expected an array"));
@@ -362,7 +347,7 @@ Result<std::string> Client::rollback_snapshot(std::string_view node, int vmid,
                                               std::string_view name, bool start_after) {
   Params params;
   if (start_after) params.emplace_back("start", "1");
-  return upid_of(PVS_REQ("POST", ct_path(node, vmid, "/snapshot/" + path_part(name) + "/rollback"),
+  return upid_of(PVS_REQ("POST", ct_path(node, vmid, "/snapshot/" + url_encode(name) + "/rollback"),
                          params, nullptr));
 }
 
@@ -371,7 +356,7 @@ Result<std::string> Client::delete_snapshot(std::string_view node, int vmid, std
   Params params;
   if (force) params.emplace_back("force", "1");
   return upid_of(
-      PVS_REQ("DELETE", ct_path(node, vmid, "/snapshot/" + path_part(name)), params, nullptr));
+      PVS_REQ("DELETE", ct_path(node, vmid, "/snapshot/" + url_encode(name)), params, nullptr));
 }
 
 Result<Config> Client::firewall_options(std::string_view node, int vmid) {
@@ -433,7 +418,7 @@ Result<std::string> task_base(std::string_view upid) {
     error.param_errors["upid"] = "unable to parse worker upid";
     return tl::unexpected(std::move(error));
   }
-  return "/nodes/" + path_part(parsed->node) + "/tasks/" + path_part(upid);
+  return "/nodes/" + url_encode(parsed->node) + "/tasks/" + url_encode(upid);
 }
 }  // namespace
 

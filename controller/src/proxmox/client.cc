@@ -79,22 +79,6 @@ CURLcode ssl_ctx_callback(CURL* /*curl*/, void* ssl_ctx, void* user) {
   return CURLE_OK;
 }
 
-std::string url_encode(std::string_view in) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(in.size() * 3);
-  for (unsigned char c : in) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string encode_params(const Params& params) {
   std::string out;
   for (const auto& [key, value] : params) {
@@ -159,6 +143,22 @@ bool is_connect_failure(CURLcode code) {
 }
 
 }  // namespace
+
+std::string url_encode(std::string_view in) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(in.size() * 3);
+  for (unsigned char c : in) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
 
 struct Client::Impl {
   ClientOptions options;

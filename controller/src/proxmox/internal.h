@@ -18,6 +18,10 @@ inline ApiError make_error(ErrorKind kind, int http_status, std::string message)
   return error;
 }
 
+// Percent-encodes everything but RFC 3986 unreserved characters: for path segments and for
+// form/query values alike.
+std::string url_encode(std::string_view in);
+
 struct ClientAccess {
   // One API call with retries; returns the envelope's "data" (and "total" if asked).
   static Result<Poco::Dynamic::Var> request(Client& client, std::string_view method,
