@@ -314,6 +314,21 @@ std::string Agent::do_list() {
   return proto::format_ok(proto::format_list_payload(grants));
 }
 
+Status Agent::kernel_port_elements(const std::string& port, std::vector<RawElement>* macs,
+                                   std::vector<RawElement>* ips) {
+  auto current = kernel_bindings(macs, ips);
+  if (!current) return fail(current.error());
+  std::erase_if(*macs, [&](const RawElement& e) {
+    auto d = decode_port_mac_key(e.key);
+    return !d || d->first != port;
+  });
+  std::erase_if(*ips, [&](const RawElement& e) {
+    auto d = decode_port_ip4_key(e.key);
+    return !d || d->first != port;
+  });
+  return {};
+}
+
 Result<std::vector<proto::Binding>> Agent::kernel_bindings(std::vector<RawElement>* mac_elements,
                                                            std::vector<RawElement>* ip_elements) {
   auto macs = backend_->list(port_mac_);
@@ -361,16 +376,9 @@ std::string Agent::do_bind(const Peer& peer, const proto::BindRequest& r) {
     }
     // Replace: remove whatever the kernel has for this port, then add the new pair.
     std::vector<RawElement> old_macs, old_ips;
-    auto current = kernel_bindings(&old_macs, &old_ips);
-    if (!current) return error_reply(current.error());
-    std::erase_if(old_macs, [&](const RawElement& e) {
-      auto d = decode_port_mac_key(e.key);
-      return !d || d->first != b.port;
-    });
-    std::erase_if(old_ips, [&](const RawElement& e) {
-      auto d = decode_port_ip4_key(e.key);
-      return !d || d->first != b.port;
-    });
+    if (auto ok = kernel_port_elements(b.port, &old_macs, &old_ips); !ok) {
+      return error_reply(ok.error());
+    }
     Batch batch;
     batch.destroy(port_mac_, std::move(old_macs));
     batch.destroy(port_ip4_, std::move(old_ips));
@@ -393,16 +401,9 @@ std::string Agent::do_unbind(const Peer& peer, const proto::UnbindRequest& r) {
   auto reply = [&]() -> std::string {
     if (desired_.bindings.erase(r.port) > 0) journal_pending_ += "unbind " + r.port + "\n";
     std::vector<RawElement> old_macs, old_ips;
-    auto current = kernel_bindings(&old_macs, &old_ips);
-    if (!current) return error_reply(current.error());
-    std::erase_if(old_macs, [&](const RawElement& e) {
-      auto d = decode_port_mac_key(e.key);
-      return !d || d->first != r.port;
-    });
-    std::erase_if(old_ips, [&](const RawElement& e) {
-      auto d = decode_port_ip4_key(e.key);
-      return !d || d->first != r.port;
-    });
+    if (auto ok = kernel_port_elements(r.port, &old_macs, &old_ips); !ok) {
+      return error_reply(ok.error());
+    }
     Batch batch;
     batch.destroy(port_mac_, std::move(old_macs));
     batch.destroy(port_ip4_, std::move(old_ips));

@@ -64,6 +64,9 @@ class Agent {
   std::string do_unbind(const Peer& peer, const proto::UnbindRequest& r);
   std::string do_bindings();
   std::string do_status();
+  // The kernel's port_mac and port_ip4 elements of one port (what BIND replaces, UNBIND removes).
+  Status kernel_port_elements(const std::string& port, std::vector<RawElement>* macs,
+                              std::vector<RawElement>* ips);
   Result<std::vector<proto::Binding>> kernel_bindings(std::vector<RawElement>* mac_elements,
                                                       std::vector<RawElement>* ip_elements);
   // Compares the kernel with the desired state; true if they differ.
