@@ -236,6 +236,104 @@ TEST_F(SshSessionTest, TimeoutKillsTheWholeProcessTree) {
   EXPECT_EQ(run(s, "echo ok").out, "ok\n");
 }
 
+// Processes of `uid` whose command line contains one of `needles`.
+std::vector<std::string> user_commands_matching(uid_t uid,
+                                                std::initializer_list<const char*> needles) {
+  std::vector<std::string> out;
+  for (const auto& c : user_commands(uid)) {
+    for (const char* n : needles) {
+      if (c.find(n) != std::string::npos) {
+        out.push_back(c);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Polls until no process of `uid` matches (true), or `limit` passes (false).
+bool wait_until_gone(uid_t uid, std::initializer_list<const char*> needles,
+                     std::chrono::milliseconds limit) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (!user_commands_matching(uid, needles).empty()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+uid_t home_uid(const std::string& home) {
+  struct stat st {};
+  EXPECT_EQ(::stat(home.c_str(), &st), 0);
+  return st.st_uid;
+}
+
+TEST_F(SshSessionTest, TimedExecIsExactAndLeavesNoWatchdog) {
+  const uid_t uid = home_uid(sshd_->home());
+  SshSession s(config());
+  ExecOptions o = timeout_opts(30s);
+  o.env = {{"PVS_X", "x"}};
+  o.cwd = "/";
+  auto r = run(s, "printf 'a\\nb'; printf 'e%s\\n' \"$PVS_X\" >&2; pwd; exit 42", o);
+  EXPECT_EQ(r.exit_code, 42);
+  EXPECT_EQ(r.out, "a\nb/\n");
+  EXPECT_EQ(r.err, "ex\n");
+  EXPECT_TRUE(r.exit_signal.empty());
+  EXPECT_FALSE(r.timed_out);
+  // Signals are reported as without a timeout: the shell's own, and its last command's (which
+  // depends on the shell: bash execs the last command, dash 0.5.12 reports 128 + signal).
+  auto sig = run(s, "kill -TERM $$", timeout_opts(30s));
+  EXPECT_EQ(sig.exit_signal, "TERM");
+  EXPECT_EQ(sig.exit_code, -1);
+  for (const char* cmd : {"sh -c 'kill -USR1 $$'", "bash -c 'kill -USR1 $$'"}) {
+    auto untimed = run(s, cmd);
+    auto timed = run(s, cmd, timeout_opts(30s));
+    EXPECT_EQ(timed.exit_signal, untimed.exit_signal) << cmd;
+    EXPECT_EQ(timed.exit_code, untimed.exit_code) << cmd;
+    EXPECT_TRUE(timed.exit_code == 138 || timed.exit_signal == "USR1") << cmd;
+  }
+  // A `wait` in the command does not wait for the watchdog (it is not a job of the shell).
+  auto t0 = std::chrono::steady_clock::now();
+  auto waited = run(s, "sleep 0.1 & wait; echo waited", timeout_opts(30s));
+  EXPECT_EQ(waited.out, "waited\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  // Binary stdout stays exact.
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  ExecOptions in = timeout_opts(30s);
+  in.stdin_data = all;
+  EXPECT_TRUE(run(s, "cat", in).out == all);
+  // Each watchdog ends within its 1 s poll after its command; none is left behind.
+  EXPECT_TRUE(wait_until_gone(uid, {"tail", "timeout", "sleep"}, 3s))
+      << "left behind: " << user_commands_matching(uid, {"tail", "timeout", "sleep"}).front();
+}
+
+TEST_F(SshSessionTest, WatchdogKillsTheGroupWhenTheControllerIsGone) {
+  const uid_t uid = home_uid(sshd_->home());
+  std::atomic<bool> started{false};
+  auto s = std::make_unique<SshSession>(config());
+  ExecOptions o = timeout_opts(1s);
+  o.on_output = [&](ExecStream, std::string_view d) {
+    if (d.find("started") != std::string_view::npos) started = true;
+  };
+  auto f = s->exec_async("echo started; sh -c 'sleep 1001 & sleep 1001'", o);
+  for (int i = 0; i < 200 && !started; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(started.load());
+  // The controller "dies": the connection goes away without the timeout's kill.
+  s->close();
+  auto r = f.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind, SshErrc::kClosed);
+  s.reset();
+  std::this_thread::sleep_for(1500ms);  // past the timeout: nobody killed them yet
+  int sleeps = 0;
+  for (const auto& c : user_commands(uid)) sleeps += c.rfind("sleep 1001", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(sleeps, 2);
+  // The remote guard (timeout + 10 s after the start) kills the whole group.
+  EXPECT_TRUE(wait_until_gone(uid, {"sleep 1001"}, 12s)) << "the guard did not fire";
+  EXPECT_TRUE(wait_until_gone(uid, {"tail", "timeout"}, 3s));
+}
+
 TEST_F(SshSessionTest, OutputCapKeepsHeadAndTail) {
   SshSession s(config());
   ExecOptions o;
@@ -321,6 +419,43 @@ TEST_F(SshSessionTest, ConcurrentExecsDoNotWaitForASlowOne) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 80);
+}
+
+TEST_F(SshSessionTest, ExecBurstsSpreadOverAPoolOfConnections) {
+  for (int pool : {1, 2}) {
+    SshConfig c = config();
+    c.exec_connections = pool;
+    // TOFU: an extra connection must meet the key the first one trusted.
+    c.host_key_policy = HostKeyPolicy::kTrustOnFirstUse;
+    c.host_key_fingerprint.clear();
+    SshSession s(c);
+    ASSERT_TRUE(s.connect());
+    EXPECT_EQ(s.stats().exec_connections, 1);
+    for (int burst = 0; burst < 3; ++burst) {
+      std::vector<std::future<SshResult<ExecResult>>> futures;
+      for (int i = 0; i < 32; ++i) {
+        futures.push_back(s.exec_async("sleep 0.1; echo " + std::to_string(i),
+                                       i % 2 ? timeout_opts(30s) : ExecOptions{}));
+      }
+      for (int i = 0; i < 32; ++i) {
+        auto r = futures[static_cast<std::size_t>(i)].get();
+        ASSERT_TRUE(r) << r.error().to_string();
+        EXPECT_EQ(r->out, std::to_string(i) + "\n");
+        EXPECT_EQ(r->exit_code, 0);
+      }
+      // The extra connection is opened in the background during the first burst.
+      for (int i = 0; i < 100 && s.stats().exec_connections < pool; ++i) {
+        std::this_thread::sleep_for(20ms);
+      }
+    }
+    EXPECT_EQ(s.stats().exec_connections, pool);
+    EXPECT_EQ(s.stats().connects, 1u);  // the first connection's count
+    // Single execs stay on the first connection and still work after close() + reuse.
+    EXPECT_EQ(run(s, "echo one").out, "one\n");
+    s.close();
+    EXPECT_EQ(s.stats().exec_connections, 1);
+    EXPECT_EQ(run(s, "echo again").out, "again\n");
+  }
 }
 
 TEST_F(SshSessionTest, SftpRoundTrip100MiB) {

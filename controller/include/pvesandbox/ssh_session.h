@@ -130,6 +130,13 @@ struct SshConfig {
   // SFTP subsystem channels kept open; each SFTP operation borrows one for its duration, so this
   // many transfers run in parallel.
   int max_sftp_channels = 4;
+  // Connections execs may use. sshd handles the requests of one connection in one process and
+  // forks every command there one after another, so a burst of execs on one connection is
+  // bounded by that process. With more than 1, up to exec_connections - 1 further connections
+  // are opened in the background once execs pile up (2 or more running on every open one) and
+  // kept until close(); each exec then goes to the least busy connected one. The first
+  // connection carries everything else (SFTP, stats). 1: a single connection.
+  int exec_connections = 2;
   // Bytes handed to each libssh2_sftp_read/write call: the pipeline depth is about this /30000.
   std::size_t sftp_buffer_size = 1 << 20;
 
@@ -151,8 +158,10 @@ struct ExecOptions {
   std::string cwd;
   // 0: no limit. Counted from the call (time spent waiting for a free channel included). When
   // it passes, the command's whole process group is killed with SIGKILL (a second channel runs
-  // kill; a remote `timeout` guard fires too if this controller is gone) and the output so far
-  // is returned with timed_out = true. Processes that leave the group (setsid) survive.
+  // kill) and the output so far is returned with timed_out = true. If this controller is gone,
+  // a remote watchdog started beside the command kills the group timeout + 10 s after the
+  // start; it ends within a second after the command. Processes that leave the group (setsid)
+  // survive.
   std::chrono::milliseconds timeout{0};
   // Per stream: at most this many bytes are kept; when more arrive, the first half and the last
   // half of the cap are kept, `truncated` is set and the totals count everything.
@@ -212,7 +221,8 @@ struct SshStats {
   std::uint64_t keepalives_sent = 0;
   std::int64_t libssh2_live_allocations = 0;  // of the current connection (leak watch)
   int channels_open = 0;
-  int channel_limit = 0;  // learnt from the server's refusals, else max_channels
+  int channel_limit = 0;     // learnt from the server's refusals, else max_channels
+  int exec_connections = 1;  // connections open for execs (the first + extra pool members)
   // Negotiated algorithms of the current connection: "kex=... hostkey=... cipher=... mac=...".
   std::string methods;
 };
@@ -261,9 +271,13 @@ class SshSession {
   SshStatus remove(const std::string& remote_path);  // a file (unlink)
 
   class Impl;
+  struct ExecPool;
 
  private:
+  void grow_pool_locked();  // REQUIRES: pool_->mu held
+
   std::shared_ptr<Impl> impl_;
+  std::shared_ptr<ExecPool> pool_;
 };
 
 // Helpers exposed for tests and for tools.

@@ -198,9 +198,11 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
 // Op factories (ssh_exec.cc, ssh_sftp.cc).
 namespace ssh_detail {
 
+// `inflight` (optional) is decremented once when the exec delivers its result or error.
 std::shared_ptr<SshSession::Impl::Op> make_exec_op(
     std::string remote_command, ExecOptions options,
-    std::shared_ptr<std::promise<SshResult<ExecResult>>> promise);
+    std::shared_ptr<std::promise<SshResult<ExecResult>>> promise,
+    std::shared_ptr<std::atomic<int>> inflight = nullptr);
 
 // A source yields up to n bytes into buf and returns how many (0 at the end).
 using Source = std::function<SshResult<std::size_t>(char* buf, std::size_t n)>;

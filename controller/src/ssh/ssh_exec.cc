@@ -36,6 +36,10 @@ class ExecOp : public Op {
     if (options_.timeout.count() > 0) deadline_ = start_ + options_.timeout;
   }
 
+  ~ExecOp() override { count_done(); }
+
+  void set_inflight_counter(std::shared_ptr<std::atomic<int>> c) { inflight_ = std::move(c); }
+
   Clock::time_point deadline() const override {
     if (state_ == State::kDone) return Clock::time_point::max();
     if (refused_) return std::min(retry_at_, deadline_);
@@ -384,6 +388,7 @@ class ExecOp : public Op {
     r.err = err_.take();
     r.timed_out = timed_out_;
     r.duration = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_);
+    count_done();  // before the caller wakes up (and perhaps picks a connection for the next)
     promise_->set_value(std::move(r));
     return Step::kDone;
   }
@@ -391,13 +396,20 @@ class ExecOp : public Op {
   Step deliver_error(SshError e) {
     if (state_ == State::kDone) return Step::kDone;
     state_ = State::kDone;
+    count_done();
     promise_->set_value(tl::unexpected<SshError>(std::move(e)));
     return Step::kDone;
+  }
+
+  void count_done() {
+    if (inflight_) inflight_->fetch_sub(1, std::memory_order_relaxed);
+    inflight_.reset();
   }
 
   std::string command_;
   ExecOptions options_;
   std::shared_ptr<std::promise<SshResult<ExecResult>>> promise_;
+  std::shared_ptr<std::atomic<int>> inflight_;
   bool internal_;
   State state_ = State::kWaitSlot;
   LIBSSH2_CHANNEL* channel_ = nullptr;
@@ -428,9 +440,12 @@ class ExecOp : public Op {
 
 std::shared_ptr<SshSession::Impl::Op> make_exec_op(
     std::string remote_command, ExecOptions options,
-    std::shared_ptr<std::promise<SshResult<ExecResult>>> promise) {
-  return std::make_shared<ExecOp>(std::move(remote_command), std::move(options), std::move(promise),
-                                  false);
+    std::shared_ptr<std::promise<SshResult<ExecResult>>> promise,
+    std::shared_ptr<std::atomic<int>> inflight) {
+  auto op = std::make_shared<ExecOp>(std::move(remote_command), std::move(options),
+                                     std::move(promise), false);
+  op->set_inflight_counter(std::move(inflight));
+  return op;
 }
 
 }  // namespace pvs::ssh_detail

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "pvesandbox/common/log.h"
@@ -136,7 +137,46 @@ class ConnectOp : public SshSession::Impl::Op {
   std::shared_ptr<std::promise<SshStatus>> promise_;
 };
 
+// Connects a pool member in the background; `done` runs on that member's I/O thread.
+class BackgroundConnectOp : public SshSession::Impl::Op {
+ public:
+  explicit BackgroundConnectOp(std::function<void(bool)> done) : done_(std::move(done)) {}
+  Step step(SshSession::Impl&) override {
+    finish(true);
+    return Step::kDone;
+  }
+  void abandon(SshSession::Impl&) override {}
+  bool on_session_lost(const SshError& error, bool) override {
+    if (error.kind != SshErrc::kClosed) {
+      log::warn("ssh: extra exec connection failed: " + error.message);
+    }
+    finish(false);
+    return false;
+  }
+
+ private:
+  void finish(bool ok) {
+    auto done = std::move(done_);
+    done_ = nullptr;
+    if (done) done(ok);
+  }
+  std::function<void(bool)> done_;
+};
+
 }  // namespace
+
+// The connections execs are spread over (SshConfig::exec_connections): the primary (impl_)
+// and extras opened in the background when execs pile up.
+struct SshSession::ExecPool {
+  struct Member {
+    std::shared_ptr<Impl> impl;
+    std::shared_ptr<std::atomic<int>> inflight = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<std::atomic<bool>> connecting = std::make_shared<std::atomic<bool>>(false);
+  };
+  std::mutex mu;
+  std::shared_ptr<std::atomic<int>> primary_inflight = std::make_shared<std::atomic<int>>(0);
+  std::vector<Member> extras;  // GUARDED_BY(mu)
+};
 
 // ---------------------------------------------------------------------------------------------
 // Caller side.
@@ -861,10 +901,11 @@ void SshSession::Impl::run() {
 // ---------------------------------------------------------------------------------------------
 // Public API.
 
-SshSession::SshSession(SshConfig config) : impl_(std::make_shared<Impl>(std::move(config))) {}
+SshSession::SshSession(SshConfig config)
+    : impl_(std::make_shared<Impl>(std::move(config))), pool_(std::make_shared<ExecPool>()) {}
 
 SshSession::~SshSession() {
-  impl_->close();
+  close();
 }
 
 SshStatus SshSession::connect() {
@@ -874,13 +915,27 @@ bool SshSession::is_connected() const {
   return impl_->connected();
 }
 void SshSession::close() {
+  std::vector<ExecPool::Member> extras;
+  {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    extras.swap(pool_->extras);
+  }
+  for (auto& m : extras) m.impl->close();
   impl_->close();
 }
 std::string SshSession::host_key_fingerprint() const {
   return impl_->fingerprint();
 }
 SshStats SshSession::stats() const {
-  return impl_->stats();
+  SshStats s = impl_->stats();
+  s.exec_connections = 1;
+  std::lock_guard<std::mutex> lock(pool_->mu);
+  for (const auto& m : pool_->extras) {
+    if (!m.impl->connected()) continue;
+    ++s.exec_connections;
+    s.channels_open += m.impl->stats().channels_open;
+  }
+  return s;
 }
 
 std::future<SshResult<ExecResult>> SshSession::exec_async(std::string command,
@@ -892,8 +947,58 @@ std::future<SshResult<ExecResult>> SshSession::exec_async(std::string command,
     promise->set_value(tl::unexpected<SshError>(remote.error()));
     return future;
   }
-  impl_->submit(ssh_detail::make_exec_op(std::move(*remote), std::move(options), promise));
+  std::shared_ptr<Impl> target = impl_;
+  std::shared_ptr<std::atomic<int>> counter = pool_->primary_inflight;
+  {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    const SshConfig& cfg = impl_->config();
+    int load = counter->load();
+    if (cfg.exec_connections > 1 && load > 0) {
+      // The least busy connected member; the primary wins ties.
+      for (auto& m : pool_->extras) {
+        if (!m.impl->connected()) continue;
+        int l = m.inflight->load();
+        if (l < load) {
+          load = l;
+          target = m.impl;
+          counter = m.inflight;
+        }
+      }
+      if (load >= 2 && impl_->connected()) grow_pool_locked();
+    }
+    counter->fetch_add(1);
+  }
+  target->submit(
+      ssh_detail::make_exec_op(std::move(*remote), std::move(options), promise, counter));
   return future;
+}
+
+void SshSession::grow_pool_locked() {
+  for (const auto& m : pool_->extras) {
+    if (m.connecting->load()) return;  // one at a time
+  }
+  ExecPool::Member* member = nullptr;
+  for (auto& m : pool_->extras) {
+    if (!m.impl->connected()) {
+      member = &m;
+      break;
+    }
+  }
+  if (member == nullptr) {
+    if (static_cast<int>(pool_->extras.size()) + 1 >= impl_->config().exec_connections) return;
+    SshConfig cfg = impl_->config();
+    // The extra connection must meet the key the primary accepted (for TOFU: not a new first).
+    if (cfg.host_key_policy == HostKeyPolicy::kTrustOnFirstUse) {
+      cfg.host_key_fingerprint = impl_->fingerprint();
+    }
+    ExecPool::Member m;
+    m.impl = std::make_shared<Impl>(std::move(cfg));
+    pool_->extras.push_back(std::move(m));
+    member = &pool_->extras.back();
+  }
+  member->connecting->store(true);
+  member->impl->submit(std::make_shared<BackgroundConnectOp>(
+      [flag = member->connecting](bool) { flag->store(false); }));
 }
 
 SshResult<ExecResult> SshSession::exec(std::string command, ExecOptions options) {

@@ -228,6 +228,20 @@ SshResult<std::string> build_remote_command(std::string_view command, const Exec
     // The login shell is a session and process-group leader (sshd calls setsid), so $$ names
     // the process group of everything the command starts. We kill that group on timeout.
     s += "printf '\\036pvs:%s\\036' \"$$\" >&2\n";
+    // Remote guard for when this controller disappears: a watchdog in the background, off the
+    // command's critical path. It stays in the login shell's process group, so the pgid cannot
+    // be reused while it lives; it is double-forked, so it is not a job of the login shell (a
+    // `wait` in the command does not wait for it); it never touches the channel's stdio. It
+    // waits for the login shell's pid (which the command keeps when the shell execs it) to go
+    // away, at most timeout + 10 s, and then kills the group. `tail --pid` polls once a second,
+    // so it is gone within a second after the command. Without GNU timeout/tail it falls back
+    // to sleeping the full guard time.
+    const auto ms = options.timeout.count();
+    const std::string secs = std::to_string((ms + 999) / 1000 + 10);
+    const std::string kill_group = "{ kill -s KILL -- -$$ 2>/dev/null || kill -9 -$$; }";
+    s += "( (timeout " + secs + " tail --pid=$$ -s 1 -f /dev/null; r=$?; if [ $r = 124 ]; then " +
+         kill_group + "; elif [ $r != 0 ]; then sleep " + secs + "; kill -0 $$ && " + kill_group +
+         "; fi) & ) </dev/null >/dev/null 2>&1 &\n";
   }
   if (!options.cwd.empty()) {
     if (options.cwd.find('\0') != std::string::npos) {
@@ -244,13 +258,6 @@ SshResult<std::string> build_remote_command(std::string_view command, const Exec
       return ssh_fail(SshErrc::kInvalidArgument, "environment value of " + name + " has a NUL");
     }
     s += "export " + name + "=" + shell_quote(value) + "\n";
-  }
-  if (with_timeout) {
-    // Remote guard: if this controller disappears, `timeout` still kills the group (it stays
-    // in the login shell's group: setpgid fails for a session leader, and kill(0) hits all).
-    auto secs = std::chrono::duration_cast<std::chrono::seconds>(options.timeout).count() + 10;
-    s += "command -v timeout >/dev/null 2>&1 && exec timeout -s KILL " + std::to_string(secs) +
-         " \"${SHELL:-/bin/sh}\" -c " + shell_quote(command) + "\n";
   }
   s.append(command);
   return s;
