@@ -213,6 +213,7 @@ std::string Agent::do_allow(const Peer& peer, const proto::AllowRequest& r) {
     std::optional<std::int64_t> expiry;
     if (grant.ttl_seconds) expiry = unix_now_ms() + std::int64_t{*grant.ttl_seconds} * 1000;
     desired_.grants[grant.address] = expiry;
+    ++changes_;
     journal_pending_ += "grant " + grant.address.to_string() + " " +
                         (expiry ? std::to_string(*expiry) : "-") + "\n";
     return proto::format_ok();
@@ -227,6 +228,7 @@ std::string Agent::do_revoke(const Peer& peer, const proto::RevokeRequest& r) {
     if (auto ok = check_address(r.address); !ok) return error_reply(ok.error());
     // The revoke sticks even if the kernel part fails: a revoked address is never re-applied.
     if (desired_.grants.erase(r.address) > 0) {
+      ++changes_;
       journal_pending_ += "revoke " + r.address.to_string() + "\n";
     }
     Batch batch;
@@ -287,6 +289,7 @@ std::string Agent::do_sync(const Peer& peer, const proto::SyncRequest& r) {
       desired_.grants.emplace(grant.address, expiry);
     }
     snapshot_needed_ = true;
+    ++changes_;
     return proto::format_ok(std::to_string(r.grants.size()));
   }();
   log_change(peer, what, reply);
@@ -388,6 +391,7 @@ std::string Agent::do_bind(const Peer& peer, const proto::BindRequest& r) {
       return error_reply(missing_error(ok.error(), port_mac_));
     }
     desired_.bindings[b.port] = b;
+    ++changes_;
     journal_pending_ +=
         "bind " + b.port + " " + b.mac.to_string() + " " + b.address.to_string() + "\n";
     return proto::format_ok();
@@ -399,7 +403,10 @@ std::string Agent::do_bind(const Peer& peer, const proto::BindRequest& r) {
 std::string Agent::do_unbind(const Peer& peer, const proto::UnbindRequest& r) {
   std::string what = "verb=UNBIND port=" + r.port;
   auto reply = [&]() -> std::string {
-    if (desired_.bindings.erase(r.port) > 0) journal_pending_ += "unbind " + r.port + "\n";
+    if (desired_.bindings.erase(r.port) > 0) {
+      ++changes_;
+      journal_pending_ += "unbind " + r.port + "\n";
+    }
     std::vector<RawElement> old_macs, old_ips;
     if (auto ok = kernel_port_elements(r.port, &old_macs, &old_ips); !ok) {
       return error_reply(ok.error());

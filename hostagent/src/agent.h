@@ -43,6 +43,9 @@ class Agent {
   // Writes the state file if the desired state changed since the last write.
   Status persist();
   bool state_dirty() const { return snapshot_needed_ || !journal_pending_.empty(); }
+  // Counts changes of the desired state made by requests: a reply to a request that moved it
+  // may only leave once persist() has succeeded.
+  std::uint64_t changes() const { return changes_; }
 
   void set_client_count(std::size_t n) { clients_ = n; }
   const DesiredState& desired() const { return desired_; }
@@ -89,6 +92,7 @@ class Agent {
   std::uint64_t lost_acks_seen_ = 0;
   std::int64_t last_reapply_ms_ = 0;
   std::uint64_t reapplies_ = 0;
+  std::uint64_t changes_ = 0;
   std::int64_t started_ms_ = 0;
   std::size_t clients_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "nft_backend.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
 #include <libnftnl/gen.h>
@@ -282,25 +283,31 @@ Status NftBackend::commit(const Batch& batch) {
   std::uint32_t first_seq = seq_;
   std::uint32_t last_seq = first_seq;
 
+  // The element messages are written straight into the buffer with libmnl (the attribute
+  // layout libnftnl's nftnl_set_elems_nlmsg_build_payload() produces): no per-element heap
+  // objects, which dominated the CPU time of a 10,000-element SYNC.
   auto message = [&](std::uint16_t type, std::uint16_t flags, const Batch::Op& op, std::size_t from,
                      std::size_t to, bool with_timeout) {
-    NftnlSet s;
-    nftnl_set_set_str(s.s, NFTNL_SET_TABLE, op.set.table.c_str());
-    nftnl_set_set_str(s.s, NFTNL_SET_NAME, op.set.set.c_str());
-    for (std::size_t i = from; i < to; ++i) {
-      const RawElement& element = op.elements[i];
-      nftnl_set_elem* e = nftnl_set_elem_alloc();
-      nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, element.key.data(),
-                         static_cast<std::uint32_t>(element.key.size()));
-      if (with_timeout && element.timeout_ms) {
-        nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, *element.timeout_ms);
-      }
-      nftnl_set_elem_add(s.s, e);
-    }
     last_seq = next_seq();
     nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf.data() + used, type, op.set.family,
                                           static_cast<std::uint16_t>(flags | NLM_F_ACK), last_seq);
-    nftnl_set_elems_nlmsg_build_payload(nlh, s.s);
+    mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, op.set.set.c_str());
+    mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, op.set.table.c_str());
+    if (from < to) {
+      nlattr* list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+      for (std::size_t i = from; i < to; ++i) {
+        const RawElement& element = op.elements[i];
+        nlattr* elem = mnl_attr_nest_start(nlh, NFTA_LIST_ELEM);
+        if (with_timeout && element.timeout_ms) {
+          mnl_attr_put_u64(nlh, NFTA_SET_ELEM_TIMEOUT, htobe64(*element.timeout_ms));
+        }
+        nlattr* key = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_KEY);
+        mnl_attr_put(nlh, NFTA_DATA_VALUE, element.key.size(), element.key.data());
+        mnl_attr_nest_end(nlh, key);
+        mnl_attr_nest_end(nlh, elem);
+      }
+      mnl_attr_nest_end(nlh, list);
+    }
     put(nlh);
     ++stats_.messages;
   };

@@ -278,7 +278,11 @@ bool Server::process_client(Client& c, int budget) {
       break;
     }
     std::string_view line(c.in.data() + c.consumed, nl - c.consumed);
+    std::uint64_t changes = agent_.changes();
     std::string reply = agent_.handle(c.peer, line);
+    if (agent_.changes() != changes && reply.starts_with("OK")) {
+      c.unpersisted.emplace_back(c.out.size(), reply.size());
+    }
     c.out += reply;
     c.out += '\n';
     c.consumed = nl + 1;
@@ -328,6 +332,30 @@ void Server::update_interest(Client& c) {
   ev.data.fd = c.fd.get();
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
   c.events = events;
+}
+
+void Server::persist_turn(const std::vector<int>& fds) {
+  auto ok = agent_.persist();
+  for (int fd : fds) {
+    auto it = clients_.find(fd);
+    if (it == clients_.end() || it->second.unpersisted.empty()) continue;
+    Client& c = it->second;
+    if (!ok) {
+      std::string error = proto::format_error(
+          proto::ReplyCode::kInternal,
+          "change applied but not saved to the state file (" + ok.error().message + "): retry");
+      std::string out;
+      std::size_t from = 0;
+      for (auto [offset, length] : c.unpersisted) {
+        out.append(c.out, from, offset - from);
+        out += error;
+        from = offset + length;
+      }
+      out.append(c.out, from, std::string::npos);
+      c.out = std::move(out);
+    }
+    c.unpersisted.clear();
+  }
 }
 
 void Server::close_client(int fd) {
@@ -411,7 +439,7 @@ int Server::run() {
     }
     // Group commit: the state file is written once per turn, before any reply of the turn
     // leaves, so an OK is never sent for a change that a crash could forget.
-    (void)agent_.persist();
+    persist_turn(touched);
     for (int fd : touched) {
       auto it = clients_.find(fd);
       if (it == clients_.end()) continue;
@@ -447,7 +475,9 @@ int Server::run() {
   }
   // Every request read so far has been answered and its change committed; push out what the
   // clients have not taken yet, briefly, then go.
-  (void)agent_.persist();
+  std::vector<int> all;
+  for (const auto& [fd, c] : clients_) all.push_back(fd);
+  persist_turn(all);
   std::int64_t deadline = mono_ms() + 1000;
   for (auto& [fd, c] : clients_) {
     while (pending_out(c) > 0 && !c.broken && mono_ms() < deadline) {

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent.h"
 #include "pvesandbox/common/unique_fd.h"
@@ -49,6 +51,9 @@ class Server {
     bool broken = false;
     std::string out;
     std::size_t out_sent = 0;
+    // OK replies in `out` (offset, length) to requests that changed the desired state; they
+    // wait for this turn's persist() and become errors if it fails.
+    std::vector<std::pair<std::size_t, std::size_t>> unpersisted;
     std::uint32_t events = 0;
     std::int64_t last_activity_ms = 0;
   };
@@ -61,6 +66,11 @@ class Server {
   void flush_client(Client& c);
   void update_interest(Client& c);
   void close_client(int fd);
+  // Group commit of one loop turn: writes the state file once for every change the turn made,
+  // before any of the turn's replies leaves. If the write fails, the OK replies to those changes
+  // are turned into errors (the change is in the kernel and in memory, but not durable yet: the
+  // next write retries, and the client's retry of the idempotent verb is answered once it is).
+  void persist_turn(const std::vector<int>& fds);
   std::size_t pending_out(const Client& c) const { return c.out.size() - c.out_sent; }
 
   Agent& agent_;

@@ -206,7 +206,7 @@ class AgentProcess {
                            << "socket_group: \"\"\n"
                            << "sandbox_cidr: 10.99.0.0/16\n"
                            << "gateway: 10.99.0.1\n"
-                           << "state_file: " << dir.file("agent-state") << "\n"
+                           << default_key(extra_yaml, "state_file", dir.file("agent-state"))
                            << default_key(extra_yaml, "state_fsync", "false")
                            << default_key(extra_yaml, "drift_check_ms", "100") << extra_yaml;
     start(listen_fd);
@@ -270,6 +270,14 @@ class AgentProcess {
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
     return status;
+  }
+  // SIGKILL: no chance to finish anything (a crash); start() again afterwards.
+  void kill_now() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
   }
   bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
