@@ -501,5 +501,79 @@ TEST_F(ManagerModelTest, TenPercentFaultsOnEveryEndpoint) {
   expect_clean();
 }
 
+// Call statistics for /metrics: every Proxmox request, task wait and agent request is counted,
+// failures too, with a cumulative latency histogram.
+TEST_F(ManagerModelTest, CallStatisticsCountProxmoxTasksAndAgentCalls) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  auto check_histogram = [](const CallStats& c, const char* what) {
+    EXPECT_EQ(c.buckets.back(), c.count) << what;
+    for (std::size_t i = 1; i < c.buckets.size(); ++i)
+      EXPECT_LE(c.buckets[i - 1], c.buckets[i]) << what << " bucket " << i;
+    EXPECT_LE(c.errors, c.count) << what;
+    if (c.count > 0) {
+      EXPECT_GT(c.sum_seconds, 0.0) << what;
+    }
+  };
+  auto before = m->stats();  // open() reconciled: a listing and a SYNC at least
+  EXPECT_GE(before.proxmox_calls.count, 1u);
+  EXPECT_GE(before.agent_calls.count, 1u);
+  stack_->sim().reset_counts();
+  CreateOptions o;
+  o.internet = true;
+  auto sb = m->create(o);
+  ASSERT_TRUE(sb) << sb.error().message;
+  ASSERT_TRUE((*sb)->destroy());
+  auto after = m->stats();
+  check_histogram(after.proxmox_calls, "proxmox_calls");
+  check_histogram(after.proxmox_tasks, "proxmox_tasks");
+  check_histogram(after.agent_calls, "agent_calls");
+  // pvesim saw exactly the manager's requests (task polls are inside the task waits).
+  auto proxmox = after.proxmox_calls.count - before.proxmox_calls.count;
+  auto polls = stack_->sim().count("GET", "/nodes/{node}/tasks/{upid}/status");
+  EXPECT_EQ(proxmox + polls, stack_->sim().total_requests());
+  // clone, start, stop, destroy.
+  EXPECT_EQ(after.proxmox_tasks.count - before.proxmox_tasks.count, 4u);
+  // BIND, ALLOW, REVOKE, UNBIND.
+  EXPECT_EQ(after.agent_calls.count - before.agent_calls.count, 4u);
+  EXPECT_EQ(after.proxmox_calls.errors, before.proxmox_calls.errors);
+  EXPECT_EQ(after.agent_calls.errors, 0u);
+
+  // Failures are counted: a refused clone, and an agent that is gone.
+  stack_->sim().set_faults({{"POST", "/nodes/{node}/lxc/{vmid}/clone", 500, "injected", 1.0, 1}});
+  EXPECT_FALSE(m->create({}));
+  EXPECT_EQ(m->stats().proxmox_calls.errors, after.proxmox_calls.errors + 1);
+  stack_->stop_agent();
+  EXPECT_FALSE(m->health().agent_ok);
+  EXPECT_GE(m->stats().agent_calls.errors, 1u);
+  stack_->start_agent();
+  check_histogram(m->stats().agent_calls, "agent_calls");
+  expect_clean();
+}
+
+// Snapshot names that do not exist are kNotFound (404 for the service), not a Proxmox 500.
+TEST_F(ManagerModelTest, MissingSnapshotIsNotFound) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  auto sb = m->create({});
+  ASSERT_TRUE(sb) << sb.error().message;
+  auto r = (*sb)->rollback("nosuch");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kNotFound) << r.error().message;
+  auto d = (*sb)->delete_snapshot("nosuch");
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().code, ErrorCode::kNotFound) << d.error().message;
+  ASSERT_TRUE((*sb)->snapshot("one"));
+  auto again = (*sb)->snapshot("one");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kConflict) << again.error().message;
+  ASSERT_TRUE((*sb)->rollback("one"));
+  ASSERT_TRUE((*sb)->delete_snapshot("one"));
+  EXPECT_EQ((*sb)->rollback("one").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ((*sb)->info().phase, SandboxMetadata::Phase::kReady);
+  ASSERT_TRUE((*sb)->destroy());
+  expect_clean();
+}
+
 }  // namespace
 }  // namespace pvs

@@ -18,6 +18,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -70,6 +71,10 @@ class AgentClient {
   // Sends one request and returns the agent's reply payload (OK) or its error (ERR).
   Result<std::string> call(const proto::Request& request);
 
+  // Connections established so far (HELLO answered): a caller that sees this grow knows the
+  // agent was reconnected (e.g. restarted) and may want to re-assert its state.
+  std::uint64_t connections() const { return connections_.load(); }
+
  private:
   Status ensure_connected_locked();
   Status open_transport_locked();
@@ -85,6 +90,7 @@ class AgentClient {
   pid_t child_ = -1;
   std::string buffer_;
   std::optional<proto::HelloInfo> hello_;
+  std::atomic<std::uint64_t> connections_{0};
 };
 
 }  // namespace pvs

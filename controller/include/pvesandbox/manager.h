@@ -27,6 +27,7 @@
 // kPermissionDenied (403), kInternal (500).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -48,12 +49,14 @@ namespace pvs {
 
 using Labels = std::map<std::string, std::string>;
 
-// How the manager reaches pve-sandbox-agent. (Until the agent issue's public AgentClient lands,
-// the lifecycle code speaks the protocol itself over the unix socket; a remote controller
-// points socket_path at a local socket forwarded to `pve-sandbox-agent relay`.)
+// How the manager reaches pve-sandbox-agent (through pvs::AgentClient, agent_client.h): the
+// local unix socket, or, for a controller on another machine, a command that relays
+// stdin/stdout to the agent (e.g. {"ssh", "-T", "pve-sandbox-relay@node1"} with the forced
+// command `pve-sandbox-agent relay`).
 struct ManagerAgentOptions {
   std::string socket_path = "/run/pve-sandbox/agent.sock";
-  std::chrono::milliseconds timeout{10000};  // per request
+  std::chrono::milliseconds timeout{10000};  // per request (and at most 5 s to connect)
+  std::vector<std::string> command;          // not empty: spawn this relay instead
 };
 
 struct ManagerConfig {
@@ -186,6 +189,19 @@ class Sandbox {
   std::string id_;
 };
 
+// Calls to one peer (the Proxmox API, Proxmox tasks or the agent), for /metrics.
+struct CallStats {
+  // Upper bounds of the latency histogram's buckets in milliseconds; one more bucket is +Inf.
+  static constexpr std::array<std::uint32_t, 11> kBucketBoundsMs{1,   5,   10,   25,   50,  100,
+                                                                 250, 500, 1000, 2500, 5000};
+  std::uint64_t count = 0;   // calls completed
+  std::uint64_t errors = 0;  // of which failed (any error, including "not found")
+  double sum_seconds = 0;    // total latency of all calls
+  // Cumulative, as Prometheus wants them: buckets[i] = calls that took <= kBucketBoundsMs[i]
+  // milliseconds; buckets[11] (le="+Inf") == count.
+  std::array<std::uint64_t, kBucketBoundsMs.size() + 1> buckets{};
+};
+
 // Counters for /metrics and /v1/health.
 struct ManagerStats {
   std::uint64_t live = 0;
@@ -194,6 +210,12 @@ struct ManagerStats {
   std::uint64_t reconciles = 0, reconcile_failures = 0;
   std::uint64_t orphans_destroyed = 0, expired_destroyed = 0;
   std::uint64_t quarantined_addresses = 0;
+  // Every Proxmox API request the manager made (one call of pvs::pve::Client, its internal
+  // retries included), waits for Proxmox tasks (start to end of the task: clone, start, stop,
+  // destroy, resize, snapshots), and every request to the agent (HELLO pings included).
+  CallStats proxmox_calls;
+  CallStats proxmox_tasks;
+  CallStats agent_calls;
 };
 
 struct Health {

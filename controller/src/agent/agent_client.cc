@@ -238,6 +238,7 @@ Status AgentClient::ensure_connected_locked() {
                 "agent speaks protocol " + std::to_string(info->protocol) + ", expected 1");
   }
   hello_ = *info;
+  ++connections_;
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include "pvesandbox/manager.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
@@ -12,7 +13,7 @@
 #include <thread>
 #include <tuple>
 
-#include "agent_link.h"
+#include "pvesandbox/agent_client.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/mac_address.h"
 #include "pvesandbox/id_pool.h"
@@ -120,6 +121,166 @@ int size_gb(const std::string& rootfs) {
     return 0;
   }
 }
+
+// Latencies and outcomes of calls to one peer; lock-free, read as a CallStats.
+class LatencyRecorder {
+ public:
+  void record(Clock::duration d, bool ok) {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+    if (ns < 0) ns = 0;
+    std::size_t i = 0;
+    while (i < CallStats::kBucketBoundsMs.size() &&
+           ns > static_cast<std::int64_t>(CallStats::kBucketBoundsMs[i]) * 1000000)
+      ++i;
+    sum_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+    if (!ok) errors_.fetch_add(1, std::memory_order_relaxed);
+    buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  }
+  CallStats snapshot() const {
+    CallStats s;
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+      total += buckets_[i].load(std::memory_order_relaxed);
+      s.buckets[i] = total;
+    }
+    s.count = total;
+    s.errors = std::min(total, errors_.load(std::memory_order_relaxed));
+    s.sum_seconds = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9;
+    return s;
+  }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, CallStats::kBucketBoundsMs.size() + 1> buckets_{};
+  std::atomic<std::uint64_t> errors_{0};
+  std::atomic<std::uint64_t> sum_ns_{0};
+};
+
+template <class F>
+auto timed(LatencyRecorder& recorder, F&& f) {
+  auto start = Clock::now();
+  auto r = f();
+  recorder.record(Clock::now() - start, r.has_value());
+  return r;
+}
+
+// The Proxmox calls the lifecycle makes, each timed into `calls` (tasks into `tasks`).
+class TimedPve {
+ public:
+  explicit TimedPve(std::unique_ptr<pve::Client> client) : c_(std::move(client)) {}
+
+  pve::Result<std::string> call(std::string_view method, std::string_view path,
+                                const pve::Params& params = {}) {
+    return timed(calls, [&] { return c_->call(method, path, params); });
+  }
+  pve::Result<std::vector<pve::ContainerStatus>> list_containers(std::string_view node) {
+    return timed(calls, [&] { return c_->list_containers(node); });
+  }
+  pve::Result<std::string> clone(std::string_view node, const pve::CloneRequest& request) {
+    return timed(calls, [&] { return c_->clone(node, request); });
+  }
+  pve::Result<pve::Config> config(std::string_view node, int vmid) {
+    return timed(calls, [&] { return c_->config(node, vmid); });
+  }
+  pve::Status update_config(std::string_view node, int vmid, const pve::Params& changes) {
+    return timed(calls, [&] { return c_->update_config(node, vmid, changes); });
+  }
+  pve::Result<std::string> resize(std::string_view node, int vmid, std::string_view disk,
+                                  std::string_view size) {
+    return timed(calls, [&] { return c_->resize(node, vmid, disk, size); });
+  }
+  pve::Result<std::string> start(std::string_view node, int vmid) {
+    return timed(calls, [&] { return c_->start(node, vmid); });
+  }
+  pve::Result<std::string> stop(std::string_view node, int vmid) {
+    return timed(calls, [&] { return c_->stop(node, vmid); });
+  }
+  pve::Result<pve::ContainerStatus> status(std::string_view node, int vmid) {
+    return timed(calls, [&] { return c_->status(node, vmid); });
+  }
+  pve::Result<std::string> destroy(std::string_view node, int vmid,
+                                   const pve::DestroyOptions& options) {
+    return timed(calls, [&] { return c_->destroy(node, vmid, options); });
+  }
+  pve::Result<std::vector<pve::Snapshot>> snapshots(std::string_view node, int vmid) {
+    return timed(calls, [&] { return c_->snapshots(node, vmid); });
+  }
+  pve::Result<std::string> create_snapshot(std::string_view node, int vmid, std::string_view name,
+                                           std::string_view description) {
+    return timed(calls, [&] { return c_->create_snapshot(node, vmid, name, description); });
+  }
+  pve::Result<std::string> rollback_snapshot(std::string_view node, int vmid, std::string_view name,
+                                             bool start_after) {
+    return timed(calls, [&] { return c_->rollback_snapshot(node, vmid, name, start_after); });
+  }
+  pve::Result<std::string> delete_snapshot(std::string_view node, int vmid, std::string_view name) {
+    return timed(calls, [&] { return c_->delete_snapshot(node, vmid, name); });
+  }
+  pve::Result<pve::TaskStatus> wait_task(std::string_view upid, const pve::WaitOptions& options) {
+    return timed(tasks, [&] { return c_->wait_task(upid, options); });
+  }
+
+  LatencyRecorder calls;
+  LatencyRecorder tasks;
+
+ private:
+  std::unique_ptr<pve::Client> c_;
+};
+
+// pve-sandbox-agent through the public AgentClient, every request timed. Agent errors carry
+// the verb ("agent: REVOKE: ...") so that logs say which step failed.
+class TimedAgent {
+ public:
+  explicit TimedAgent(const ManagerAgentOptions& o) : client_(client_options(o)) {}
+
+  Status allow(Ipv4Address address, std::uint32_t ttl_seconds) {
+    return named("ALLOW", timed(calls, [&] { return client_.allow(address, ttl_seconds); }));
+  }
+  Status revoke(Ipv4Address address) {
+    return named("REVOKE", timed(calls, [&] { return client_.revoke(address); }));
+  }
+  Result<std::uint64_t> sync(const std::vector<proto::Grant>& grants) {
+    return named("SYNC", timed(calls, [&] { return client_.sync(grants); }));
+  }
+  Status bind(const proto::Binding& binding) {
+    return named("BIND", timed(calls, [&] { return client_.bind(binding); }));
+  }
+  Status unbind(const std::string& port) {
+    return named("UNBIND", timed(calls, [&] { return client_.unbind(port); }));
+  }
+  Result<std::vector<proto::Binding>> bindings() {
+    return named("BINDINGS", timed(calls, [&] { return client_.bindings(); }));
+  }
+  Result<proto::StatusFields> status() {
+    return named("STATUS", timed(calls, [&] { return client_.status(); }));
+  }
+  // A HELLO on the (re)connected link: notices an agent that went away and came back.
+  Status ping() {
+    auto r = timed(calls, [&] { return client_.call(proto::HelloRequest{}); });
+    if (!r) return named("HELLO", Status(fail(r.error())));
+    return {};
+  }
+  std::uint64_t connects() const { return client_.connections(); }
+
+  LatencyRecorder calls;
+
+ private:
+  static AgentClientOptions client_options(const ManagerAgentOptions& o) {
+    AgentClientOptions a;
+    a.socket_path = o.socket_path;
+    a.command = o.command;
+    a.request_timeout = o.timeout;
+    a.connect_timeout = std::min(o.timeout, milliseconds(5000));
+    a.retries = 1;
+    return a;
+  }
+  template <class R>
+  static R named(std::string_view verb, R r) {
+    if (!r) r.error().message = "agent: " + std::string(verb) + ": " + r.error().message;
+    return r;
+  }
+
+  AgentClient client_;
+};
 
 class ManagerCore;
 
@@ -235,6 +396,7 @@ class SandboxImpl final : public Sandbox {
 
  private:
   Result<std::shared_ptr<SshSession>> session();
+  Result<bool> has_snapshot(const std::string& name);
   // Writes md into the description (op_mu_ held).
   Status write_metadata(const SandboxMetadata& md);
 
@@ -256,14 +418,14 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
               std::unique_ptr<AddressPool> addresses)
       : cfg_(std::move(config)),
         pve_(std::move(pve)),
-        agent_(cfg_.agent.socket_path, cfg_.agent.timeout),
+        agent_(cfg_.agent),
         vmids_(cfg_.vmid_min, cfg_.vmid_max),
         addrs_(std::move(addresses)) {}
 
   ~ManagerCore() { stop_background(); }
 
   const ManagerConfig& config() const { return cfg_; }
-  pve::Client& pve() { return *pve_; }
+  TimedPve& pve() { return pve_; }
 
   Result<std::shared_ptr<Sandbox>> create(const CreateOptions& options);
   Result<std::shared_ptr<Sandbox>> attach(const std::string& id);
@@ -315,8 +477,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   }
 
   const ManagerConfig cfg_;
-  std::unique_ptr<pve::Client> pve_;
-  lifecycle::AgentLink agent_;
+  TimedPve pve_;
+  TimedAgent agent_;
   VmidPool vmids_;
   std::unique_ptr<AddressPool> addrs_;
 
@@ -438,13 +600,13 @@ Status ManagerCore::wait(const pve::Result<std::string>& upid, std::string_view 
   w.timeout = cfg_.task_timeout;
   w.poll_initial = milliseconds(20);
   w.poll_max = milliseconds(500);
-  auto done = pve_->wait_task(*upid, w);
+  auto done = pve_.wait_task(*upid, w);
   if (!done) return fail(pve_error(done.error(), what));
   return {};
 }
 
 Status ManagerCore::write_description(int vmid, const SandboxMetadata& md) {
-  auto r = pve_->update_config(cfg_.node, vmid, {{"description", encode_description(md)}});
+  auto r = pve_.update_config(cfg_.node, vmid, {{"description", encode_description(md)}});
   if (!r) return fail(pve_error(r.error(), "write metadata"));
   return {};
 }
@@ -464,7 +626,7 @@ Status ManagerCore::destroy_container(int vmid, const std::string& id) {
 }
 
 Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
-  auto conf = pve_->config(cfg_.node, vmid);
+  auto conf = pve_.config(cfg_.node, vmid);
   if (!conf) {
     if (conf.error().kind == pve::ErrorKind::kNotFound) return {};
     return fail(pve_error(conf.error(), "read config of " + std::to_string(vmid)));
@@ -476,7 +638,7 @@ Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
   if (!ours)
     return fail(ErrorCode::kPermissionDenied,
                 "container " + std::to_string(vmid) + " is not this sandbox's; left alone");
-  auto stop = pve_->stop(cfg_.node, vmid);
+  auto stop = pve_.stop(cfg_.node, vmid);
   if (!stop) {
     auto k = stop.error().kind;
     if (k == pve::ErrorKind::kNotFound) return {};
@@ -488,11 +650,11 @@ Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
   pve::DestroyOptions d;
   d.purge = true;
   d.destroy_unreferenced_disks = true;
-  auto del = pve_->destroy(cfg_.node, vmid, d);
+  auto del = pve_.destroy(cfg_.node, vmid, d);
   if (!del && del.error().kind == pve::ErrorKind::kNotFound) return {};
   if (auto w = wait(del, "destroy"); !w) {
     // The task may have failed because the container is gone already.
-    auto again = pve_->status(cfg_.node, vmid);
+    auto again = pve_.status(cfg_.node, vmid);
     if (!again && again.error().kind == pve::ErrorKind::kNotFound) return {};
     return w;
   }
@@ -655,7 +817,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
       auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
       auto delay = milliseconds(50);
       for (;;) {
-        auto upid = pve_->clone(cfg_.node, req);
+        auto upid = pve_.clone(cfg_.node, req);
         if (!upid && upid.error().kind == pve::ErrorKind::kAlreadyExists) {
           exists = true;
           break;
@@ -693,19 +855,19 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
                      ",gw=" + cfg_.gateway.to_string() + ",type=veth";
   if (cfg_.firewall) net0 += ",firewall=1";
   if (auto h = hook("configure"); !h) return failed(h.error());
-  auto conf = pve_->update_config(cfg_.node, s.vmid,
-                                  {{"cores", std::to_string(o.cpus)},
-                                   {"memory", std::to_string(o.memory_mb)},
-                                   {"swap", "0"},
-                                   {"hostname", hostname},
-                                   {"net0", net0},
-                                   {"tags", std::string(kTag)}});
+  auto conf = pve_.update_config(cfg_.node, s.vmid,
+                                 {{"cores", std::to_string(o.cpus)},
+                                  {"memory", std::to_string(o.memory_mb)},
+                                  {"swap", "0"},
+                                  {"hostname", hostname},
+                                  {"net0", net0},
+                                  {"tags", std::string(kTag)}});
   if (!conf) return failed(pve_error(conf.error(), "configure"));
   // 3. Resize.
   int disk_gb = o.disk_gb;
   if (o.disk_gb > 0) {
     if (auto h = hook("resize"); !h) return failed(h.error());
-    if (auto r = wait(pve_->resize(cfg_.node, s.vmid, "rootfs", std::to_string(o.disk_gb) + "G"),
+    if (auto r = wait(pve_.resize(cfg_.node, s.vmid, "rootfs", std::to_string(o.disk_gb) + "G"),
                       "resize");
         !r)
       return failed(r.error());
@@ -716,7 +878,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   s.port = binding.port;
   // 5. Start.
   if (auto h = hook("start"); !h) return failed(h.error());
-  if (auto r = wait(pve_->start(cfg_.node, s.vmid), "start"); !r) return failed(r.error());
+  if (auto r = wait(pve_.start(cfg_.node, s.vmid), "start"); !r) return failed(r.error());
   // 6. SSH.
   if (auto h = hook("ssh"); !h) return failed(h.error());
   if (cfg_.wait_for_ssh) {
@@ -736,7 +898,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   if (auto r = write_description(s.vmid, md); !r) return failed(r.error());
 
   if (disk_gb == 0) {
-    auto c = pve_->config(cfg_.node, s.vmid);
+    auto c = pve_.config(cfg_.node, s.vmid);
     if (c && c->count("rootfs")) disk_gb = size_gb(c->at("rootfs"));
   }
   auto sandbox = std::make_shared<SandboxImpl>(shared_from_this(), md, hostname, o.cpus,
@@ -865,7 +1027,7 @@ Status ManagerCore::reconcile() {
     std::lock_guard lock(mu_);
     for (auto& [id, sb] : registry_) registered_before.insert(id);
   }
-  auto cts = pve_->list_containers(cfg_.node);
+  auto cts = pve_.list_containers(cfg_.node);
   if (!cts) return fail_count(pve_error(cts.error(), "list containers"));
 
   struct Orphan {
@@ -902,7 +1064,7 @@ Status ManagerCore::reconcile() {
       vmids_.mark_used(static_cast<std::uint32_t>(ct.vmid));
       continue;
     }
-    auto conf = pve_->config(cfg_.node, ct.vmid);
+    auto conf = pve_.config(cfg_.node, ct.vmid);
     if (!conf) {
       if (conf.error().kind == pve::ErrorKind::kNotFound) continue;
       return fail_count(pve_error(conf.error(), "read config"));
@@ -974,8 +1136,8 @@ Status ManagerCore::reconcile() {
   // left, bindings included, until the task ended (Proxmox serialises such a destroy anyway).
   std::set<std::string> keep_ports;
   for (auto& o : orphans) {
-    auto active = pve_->call("GET", "/nodes/" + cfg_.node + "/tasks",
-                             {{"vmid", std::to_string(o.vmid)}, {"source", "active"}});
+    auto active = pve_.call("GET", "/nodes/" + cfg_.node + "/tasks",
+                            {{"vmid", std::to_string(o.vmid)}, {"source", "active"}});
     if (!active)
       log::warn("task list for " + std::to_string(o.vmid) + ": " + active.error().to_string());
     if (active && active->find("UPID:") != std::string::npos) {
@@ -1042,7 +1204,7 @@ Status ManagerCore::reconcile() {
 
 Health ManagerCore::health() {
   Health h;
-  auto v = pve_->call("GET", "/version");
+  auto v = pve_.call("GET", "/version");
   h.proxmox_ok = v.has_value();
   if (!v) h.proxmox_error = v.error().to_string();
   auto s = agent_.status();
@@ -1062,6 +1224,9 @@ ManagerStats ManagerCore::stats() const {
   ManagerStats s = stats_;
   s.live = registry_.size();
   s.quarantined_addresses = quarantined_.load();
+  s.proxmox_calls = pve_.calls.snapshot();
+  s.proxmox_tasks = pve_.tasks.snapshot();
+  s.agent_calls = agent_.calls.snapshot();
   return s;
 }
 
@@ -1172,10 +1337,39 @@ Result<pve::ContainerStatus> SandboxImpl::status() {
   return std::move(*r);
 }
 
+// Proxmox checks snapshot names only inside the task (a missing one fails the task with
+// "snapshot 'x' does not exist", a taken one with "snapshot name 'x' already used"), which the
+// client reports as a failed task (kInternal). Ask first, and map those task errors too, so
+// that callers get kNotFound / kConflict.
+Result<bool> SandboxImpl::has_snapshot(const std::string& name) {
+  auto r = core_->pve().snapshots(core_->config().node, md_.vmid);
+  if (!r) return fail(pve_error(r.error(), "snapshots"));
+  return std::any_of(r->begin(), r->end(),
+                     [&](const pve::Snapshot& s) { return !s.is_current && s.name == name; });
+}
+
+namespace {
+Status snapshot_result(Status r, const std::string& name) {
+  if (r) return r;
+  const auto& m = r.error().message;
+  if (m.find("does not exist") != std::string::npos)
+    return fail(ErrorCode::kNotFound, "no snapshot " + name);
+  if (m.find("already used") != std::string::npos)
+    return fail(ErrorCode::kConflict, "snapshot " + name + " exists already");
+  return r;
+}
+}  // namespace
+
 Status SandboxImpl::snapshot(const std::string& name, const std::string& description) {
   std::lock_guard op(op_mu_);
-  return core_->wait(
-      core_->pve().create_snapshot(core_->config().node, md_.vmid, name, description), "snapshot");
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto exists = has_snapshot(name);
+  if (!exists) return fail(exists.error());
+  if (*exists) return fail(ErrorCode::kConflict, "snapshot " + name + " exists already");
+  return snapshot_result(
+      core_->wait(core_->pve().create_snapshot(core_->config().node, md_.vmid, name, description),
+                  "snapshot"),
+      name);
 }
 
 Result<std::vector<SnapshotInfo>> SandboxImpl::snapshots() {
@@ -1189,9 +1383,15 @@ Result<std::vector<SnapshotInfo>> SandboxImpl::snapshots() {
 
 Status SandboxImpl::rollback(const std::string& name) {
   std::lock_guard op(op_mu_);
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto exists = has_snapshot(name);
+  if (!exists) return fail(exists.error());
+  if (!*exists) return fail(ErrorCode::kNotFound, "no snapshot " + name);
   close_session();
-  if (auto r = core_->wait(
-          core_->pve().rollback_snapshot(core_->config().node, md_.vmid, name, true), "rollback");
+  if (auto r = snapshot_result(
+          core_->wait(core_->pve().rollback_snapshot(core_->config().node, md_.vmid, name, true),
+                      "rollback"),
+          name);
       !r)
     return r;
   // The snapshot's config carries the description of its time: write today's back.
@@ -1200,8 +1400,14 @@ Status SandboxImpl::rollback(const std::string& name) {
 
 Status SandboxImpl::delete_snapshot(const std::string& name) {
   std::lock_guard op(op_mu_);
-  return core_->wait(core_->pve().delete_snapshot(core_->config().node, md_.vmid, name),
-                     "delete snapshot");
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto exists = has_snapshot(name);
+  if (!exists) return fail(exists.error());
+  if (!*exists) return fail(ErrorCode::kNotFound, "no snapshot " + name);
+  return snapshot_result(
+      core_->wait(core_->pve().delete_snapshot(core_->config().node, md_.vmid, name),
+                  "delete snapshot"),
+      name);
 }
 
 Status SandboxImpl::extend_ttl(std::chrono::seconds ttl) {
