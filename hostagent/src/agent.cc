@@ -288,7 +288,9 @@ std::string Agent::do_sync(const Peer& peer, const proto::SyncRequest& r) {
       if (grant.ttl_seconds) expiry = now + std::int64_t{*grant.ttl_seconds} * 1000;
       desired_.grants.emplace(grant.address, expiry);
     }
-    snapshot_needed_ = true;
+    // One journal group (one append, one fdatasync) instead of a snapshot (temp file + fsync +
+    // rename + directory fsync: two flushes); the journal is compacted when it grows.
+    append_sync_records(&journal_pending_, desired_.grants);
     ++changes_;
     return proto::format_ok(std::to_string(r.grants.size()));
   }();

@@ -172,14 +172,9 @@ void append_number(std::string& out, T value) {
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
-std::string format_state(const DesiredState& state, std::uint64_t epoch) {
-  std::string out;
-  out.reserve(64 + state.grants.size() * 32 + state.bindings.size() * 64);
-  out += kHeader;
-  out += "\nepoch ";
-  append_number(out, epoch);
-  out += '\n';
-  for (const auto& [address, expiry] : state.grants) {
+void append_grants(std::string& out,
+                   const std::map<Ipv4Address, std::optional<std::int64_t>>& grants) {
+  for (const auto& [address, expiry] : grants) {
     out += "grant ";
     append_ipv4(out, address);
     out += ' ';
@@ -190,6 +185,16 @@ std::string format_state(const DesiredState& state, std::uint64_t epoch) {
     }
     out += '\n';
   }
+}
+
+std::string format_state(const DesiredState& state, std::uint64_t epoch) {
+  std::string out;
+  out.reserve(64 + state.grants.size() * 32 + state.bindings.size() * 64);
+  out += kHeader;
+  out += "\nepoch ";
+  append_number(out, epoch);
+  out += '\n';
+  append_grants(out, state.grants);
   for (const auto& [port, b] : state.bindings) {
     out += "bind " + port + " " + b.mac.to_string() + " " + b.address.to_string() + "\n";
   }
@@ -243,9 +248,21 @@ Status save_state(const std::string& path, const DesiredState& state, bool fsync
   return save_text(path, format_state(state), fsync);
 }
 
+void append_sync_records(std::string* out,
+                         const std::map<Ipv4Address, std::optional<std::int64_t>>& grants) {
+  out->reserve(out->size() + 16 + grants.size() * 32);
+  *out += "sync ";
+  append_number(*out, grants.size());
+  *out += '\n';
+  append_grants(*out, grants);
+}
+
 Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) {
   std::size_t line_no = 0;
   std::optional<std::uint64_t> epoch;
+  // Inside a `sync` group: the grants collected so far and how many lines are still due.
+  std::optional<std::map<Ipv4Address, std::optional<std::int64_t>>> sync_grants;
+  std::size_t sync_left = 0;
   auto bad = [&](const std::string& what) {
     return fail(ErrorCode::kInvalidArgument,
                 "journal line " + std::to_string(line_no) + ": " + what);
@@ -268,7 +285,31 @@ Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) 
       if (!epoch) return bad("invalid epoch " + quoted(fields[1]));
       continue;
     }
-    if (fields[0] == "grant" && fields.size() == 3) {
+    if (sync_grants) {
+      if (fields[0] != "grant" || fields.size() != 3) return bad("expected a grant of the sync");
+      auto address = Ipv4Address::parse(fields[1]);
+      if (!address) return bad(address.error().message);
+      auto expiry = parse_expiry(fields[2]);
+      if (!expiry) return bad(expiry.error().message);
+      if (!sync_grants->emplace(*address, *expiry).second) {
+        return bad("address " + address->to_string() + " twice in one sync");
+      }
+      if (--sync_left == 0) {
+        state->grants = std::move(*sync_grants);
+        sync_grants.reset();
+      }
+      continue;
+    }
+    if (fields[0] == "sync" && fields.size() == 2) {
+      auto count = parse_epoch(fields[1]);  // same syntax: a decimal without leading zeros
+      if (!count) return bad("invalid count " + quoted(fields[1]));
+      if (*count == 0) {
+        state->grants.clear();
+      } else {
+        sync_grants.emplace();
+        sync_left = static_cast<std::size_t>(*count);
+      }
+    } else if (fields[0] == "grant" && fields.size() == 3) {
       auto address = Ipv4Address::parse(fields[1]);
       if (!address) return bad(address.error().message);
       auto expiry = parse_expiry(fields[2]);

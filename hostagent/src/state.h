@@ -46,9 +46,15 @@ Status save_state(const std::string& path, const DesiredState& state, bool fsync
 //   revoke <ipv4>
 //   bind <port> <mac> <ipv4>
 //   unbind <port>
+//   sync <n>                        a SYNC: replaces all grants by the n grant lines that follow
 // Applies the records of `text` to `state`. A last line without '\n' is a write cut short by a
-// crash (its change was never acknowledged) and is ignored. Returns the journal's epoch.
+// crash (its change was never acknowledged) and is ignored, and so is a `sync` group cut short
+// at the end of the journal: a SYNC is replayed whole or not at all. Returns the journal's epoch.
 Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state);
+
+// Appends the journal records of a SYNC that left `grants` as the desired grants.
+void append_sync_records(std::string* out,
+                         const std::map<Ipv4Address, std::optional<std::int64_t>>& grants);
 
 // The desired state on disk: a snapshot (state_file, written atomically) plus an append-only
 // journal, so that a change costs one append (and an fdatasync when `fsync`) instead of a

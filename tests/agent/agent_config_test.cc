@@ -150,6 +150,39 @@ TEST(AgentState, JournalReplay) {
   EXPECT_FALSE(apply_journal("epoch 1\nallow 10.99.0.5\n", &state));
 }
 
+TEST(AgentState, JournalSyncGroupIsAllOrNothing) {
+  DesiredState state;
+  state.grants[*Ipv4Address::parse("10.99.0.5")] = std::nullopt;
+  std::string sync;
+  std::map<Ipv4Address, std::optional<std::int64_t>> grants{
+      {*Ipv4Address::parse("10.99.1.1"), std::nullopt},
+      {*Ipv4Address::parse("10.99.1.2"), 1763900000123}};
+  append_sync_records(&sync, grants);
+  EXPECT_EQ(sync, "sync 2\ngrant 10.99.1.1 -\ngrant 10.99.1.2 1763900000123\n");
+  {
+    DesiredState s = state;
+    ASSERT_TRUE(apply_journal("epoch 1\n" + sync + "grant 10.99.0.9 -\n", &s));
+    EXPECT_EQ(s.grants.size(), 3u);
+    EXPECT_FALSE(s.grants.contains(*Ipv4Address::parse("10.99.0.5")));
+  }
+  // Cut anywhere inside the group (a crash mid-append): the SYNC never happened.
+  for (std::size_t cut = 1; cut < sync.size(); ++cut) {
+    DesiredState s = state;
+    auto epoch = apply_journal("epoch 1\n" + sync.substr(0, cut), &s);
+    ASSERT_TRUE(epoch) << cut << ": " << epoch.error().message;
+    EXPECT_EQ(s, state) << "cut at " << cut;
+  }
+  {
+    DesiredState s = state;
+    ASSERT_TRUE(apply_journal("epoch 1\nsync 0\n", &s));
+    EXPECT_TRUE(s.grants.empty());
+  }
+  DesiredState s = state;
+  EXPECT_FALSE(apply_journal("epoch 1\nsync 2\ngrant 10.99.1.1 -\nrevoke 10.99.1.1\n", &s));
+  EXPECT_FALSE(apply_journal("epoch 1\nsync 2\ngrant 10.99.1.1 -\ngrant 10.99.1.1 -\n", &s));
+  EXPECT_FALSE(apply_journal("epoch 1\nsync 02\n", &s));
+}
+
 TEST(AgentState, StoreSurvivesACrashAtEveryStep) {
   char tmpl[] = "/tmp/pvs-agent-store-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
