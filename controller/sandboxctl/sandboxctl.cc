@@ -4,9 +4,10 @@
 //   sandboxctl exec sb-0123456789ab -- python3 -c 'print(42)'   # exit code = the command's
 //   sandboxctl cp ./in.txt sb-0123456789ab:/tmp/in.txt
 //
-// Server and token come from flags (--url, --token), the environment (SANDBOXCTL_URL,
-// SANDBOXCTL_TOKEN) or a config file (--config, SANDBOXCTL_CONFIG, else
-// ~/.config/sandboxctl/config.yaml with keys url, token or token_file), in that order.
+// Server, token and CA come from flags (--url, --token, --cacert), the environment
+// (SANDBOXCTL_URL, SANDBOXCTL_TOKEN, SANDBOXCTL_CACERT) or a config file (--config,
+// SANDBOXCTL_CONFIG, else ~/.config/sandboxctl/config.yaml with keys url, token or token_file,
+// cacert), in that order.
 #include <curl/curl.h>
 #include <unistd.h>
 
@@ -33,7 +34,8 @@ constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
 const char* kUsage =
-    R"(usage: sandboxctl [--url URL] [--token TOKEN] [--config FILE] [--json] COMMAND ...
+    R"(usage: sandboxctl [--url URL] [--token TOKEN] [--cacert FILE] [--config FILE] [--json]
+                  COMMAND ...
 
 commands:
   create [--cpus N] [--memory MB] [--disk GB] [--internet] [--ttl SECONDS]
@@ -53,12 +55,15 @@ commands:
   health
 
 exec exits with the remote command's exit code (124 if it timed out).
-environment: SANDBOXCTL_URL, SANDBOXCTL_TOKEN, SANDBOXCTL_CONFIG
+--cacert FILE: PEM CA (or self-signed certificate) that an https:// server must chain to;
+without it the system's CA store is used. The server's name is always verified.
+environment: SANDBOXCTL_URL, SANDBOXCTL_TOKEN, SANDBOXCTL_CACERT, SANDBOXCTL_CONFIG
 )";
 
 struct Options {
   std::string url;
   std::string token;
+  std::string cacert;  // CA bundle for https:// (empty: the system's)
   bool json = false;
 };
 
@@ -107,6 +112,7 @@ class Client {
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    if (!options_.cacert.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.cacert.c_str());
     if (method == "POST" || method == "PUT" || !body.empty()) {
       curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
       curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
@@ -690,11 +696,12 @@ void load_file_config(Options& o, std::string path) {
   if (!root.IsMap()) throw std::runtime_error(path + ": must be a mapping");
   for (auto it = root.begin(); it != root.end(); ++it) {
     std::string k = it->first.as<std::string>();
-    if (k != "url" && k != "token" && k != "token_file") {
+    if (k != "url" && k != "token" && k != "token_file" && k != "cacert") {
       throw std::runtime_error(path + ": " + k + ": unknown key");
     }
   }
   if (o.url.empty() && root["url"]) o.url = root["url"].as<std::string>();
+  if (o.cacert.empty() && root["cacert"]) o.cacert = root["cacert"].as<std::string>();
   if (o.token.empty() && root["token"]) o.token = root["token"].as<std::string>();
   if (o.token.empty() && root["token_file"]) {
     std::ifstream t(root["token_file"].as<std::string>());
@@ -725,6 +732,8 @@ int main(int argc, char** argv) {
         options.url = value("--url");
       else if (a == "--token" || a.rfind("--token=", 0) == 0)
         options.token = value("--token");
+      else if (a == "--cacert" || a.rfind("--cacert=", 0) == 0)
+        options.cacert = value("--cacert");
       else if (a == "--config" || a.rfind("--config=", 0) == 0)
         config_path = value("--config");
       else if (a == "-h" || a == "--help") {
@@ -743,7 +752,13 @@ int main(int argc, char** argv) {
     if (options.token.empty()) {
       if (const char* e = std::getenv("SANDBOXCTL_TOKEN")) options.token = e;
     }
+    if (options.cacert.empty()) {
+      if (const char* e = std::getenv("SANDBOXCTL_CACERT")) options.cacert = e;
+    }
     load_file_config(options, config_path);
+    if (!options.cacert.empty() && !std::ifstream(options.cacert)) {
+      throw std::runtime_error("--cacert: cannot read " + options.cacert);
+    }
     if (options.url.empty()) options.url = "http://127.0.0.1:8787";
     if (!args.more()) throw UsageError("missing COMMAND");
 

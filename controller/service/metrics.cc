@@ -1,5 +1,6 @@
 #include "metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -98,6 +99,27 @@ void Metrics::observe(const std::string& name, const MetricLabels& labels, doubl
   }
   ++h.count;
   h.sum += value;
+}
+
+void Metrics::set_histogram(const std::string& name, const MetricLabels& labels,
+                            const std::vector<std::uint64_t>& cumulative, std::uint64_t count,
+                            double sum) {
+  std::lock_guard lock(mu_);
+  Family* f = find(name, Type::kHistogram);
+  if (cumulative.size() != f->buckets.size() && cumulative.size() != f->buckets.size() + 1) {
+    throw std::logic_error("histogram snapshot with the wrong number of buckets: " + name);
+  }
+  Histogram& h = f->histograms[render_labels(labels)];
+  h.counts.assign(f->buckets.size(), 0);
+  std::uint64_t below = 0;
+  for (std::size_t i = 0; i < f->buckets.size(); ++i) {
+    // A snapshot taken while calls complete may be torn; never render a decreasing series.
+    std::uint64_t at = std::max(cumulative[i], below);
+    h.counts[i] = at - below;
+    below = at;
+  }
+  h.count = std::max(count, below);
+  h.sum = sum;
 }
 
 void Metrics::add_collector(std::function<void(Metrics&)> collector) {

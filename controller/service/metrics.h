@@ -7,6 +7,7 @@
 //   std::string text = m.render();
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -28,6 +29,12 @@ class Metrics {
   void inc(const std::string& name, const MetricLabels& labels = {}, double by = 1);
   void set(const std::string& name, const MetricLabels& labels, double value);
   void observe(const std::string& name, const MetricLabels& labels, double value);
+  // Replaces a histogram series with a snapshot kept elsewhere (e.g. the Manager's call
+  // statistics): `cumulative[i]` = observations <= the family's i-th bound, as Prometheus
+  // counts them; `cumulative` has one entry per declared bound (a trailing +Inf entry is
+  // accepted and ignored: `count` is the +Inf bucket).
+  void set_histogram(const std::string& name, const MetricLabels& labels,
+                     const std::vector<std::uint64_t>& cumulative, std::uint64_t count, double sum);
 
   // Called at the start of every render(), outside the lock (e.g. to set gauges from
   // the Manager's counters).

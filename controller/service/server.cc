@@ -6,13 +6,17 @@
 #include <Poco/Net/SecureServerSocket.h>
 #include <Poco/Net/ServerSocket.h>
 #include <Poco/Net/SocketAddress.h>
+#include <Poco/String.h>
 #include <Poco/ThreadPool.h>
 #include <Poco/URI.h>
 
+#include <array>
 #include <condition_variable>
 #include <deque>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <streambuf>
 #include <thread>
 
 #include "json.h"
@@ -122,6 +126,76 @@ std::string sandbox_json(const SandboxInfo& s) {
 
 // ---- Api --------------------------------------------------------------------------------------
 
+namespace {
+// A request body as a std::streambuf, for streaming it to SFTP: at most `limit` bytes, exactly
+// `length` when the request has a Content-Length. Any other outcome makes the reader fail
+// (badbit) so the consumer gives up; state() says why.
+class BodyStreamBuf : public std::streambuf {
+ public:
+  enum class State { kOk, kTooLarge, kShort, kBroken };
+  BodyStreamBuf(std::istream* in, std::uint64_t limit, std::optional<std::uint64_t> length)
+      : in_(in), limit_(limit), length_(length) {}
+
+  State state() const { return state_; }
+  const std::string& error() const { return error_; }
+  std::uint64_t received() const { return received_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (!in_ || state_ != State::kOk) return fail_or_eof();
+    std::size_t want = buf_.size();
+    if (length_)
+      want = static_cast<std::size_t>(std::min<std::uint64_t>(want, *length_ - received_));
+    std::streamsize got = 0;
+    if (want > 0) {
+      try {
+        in_->read(buf_.data(), static_cast<std::streamsize>(want));
+        got = in_->gcount();
+      } catch (const std::exception& e) {
+        state_ = State::kBroken;
+        error_ = e.what();
+      }
+    }
+    received_ += static_cast<std::uint64_t>(got);
+    if (received_ > limit_) state_ = State::kTooLarge;
+    if (got == 0 && state_ == State::kOk && length_ && received_ < *length_) state_ = State::kShort;
+    if (state_ != State::kOk || got == 0) return fail_or_eof();
+    setg(buf_.data(), buf_.data(), buf_.data() + got);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  int_type fail_or_eof() {
+    // An exception from the streambuf sets badbit in the istream reading it.
+    if (state_ != State::kOk) throw std::runtime_error("request body unusable");
+    return traits_type::eof();
+  }
+
+  std::istream* in_;
+  std::uint64_t limit_;
+  std::optional<std::uint64_t> length_;
+  std::uint64_t received_ = 0;
+  State state_ = State::kOk;
+  std::string error_;
+  std::array<char, 64 << 10> buf_{};
+};
+
+// The Manager's peers whose calls /metrics shows.
+struct CallPeer {
+  const char* prefix;
+  const char* what;
+  CallStats ManagerStats::*stats;
+};
+constexpr CallPeer kCallPeers[] = {
+    {"pvs_proxmox_request", "Proxmox API requests (retries included)",
+     &ManagerStats::proxmox_calls},
+    {"pvs_proxmox_task", "Proxmox tasks waited for (clone, start, stop, destroy, ...)",
+     &ManagerStats::proxmox_tasks},
+    {"pvs_agent_request", "Requests to pve-sandbox-agent", &ManagerStats::agent_calls},
+};
+}  // namespace
+
 void Api::declare_metrics(Metrics& m) {
   m.declare_counter("pvs_http_requests_total", "HTTP requests by method, route and status.");
   m.declare_histogram("pvs_http_request_duration_seconds", "HTTP request latency by route.",
@@ -142,6 +216,15 @@ void Api::declare_metrics(Metrics& m) {
                       Metrics::latency_buckets());
   m.declare_counter("pvs_audit_failures_total", "Audit records that could not be written.");
   m.declare_counter("pvs_rejected_total", "Requests rejected by limits (413, 429).");
+  // The Manager's calls to its peers (pvs::CallStats), as histograms with its bucket bounds.
+  std::vector<double> call_buckets;
+  for (auto ms : CallStats::kBucketBoundsMs) call_buckets.push_back(ms / 1000.0);
+  for (const auto& peer : kCallPeers) {
+    m.declare_histogram(std::string(peer.prefix) + "_duration_seconds",
+                        std::string(peer.what) + ": latency.", call_buckets);
+    m.declare_counter(std::string(peer.prefix) + "_errors_total",
+                      std::string(peer.what) + " that failed.");
+  }
 }
 
 Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
@@ -173,6 +256,13 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
     mirror("pvs_reconcile_failures_total", s.reconcile_failures);
     mirror("pvs_orphans_destroyed_total", s.orphans_destroyed);
     mirror("pvs_expired_destroyed_total", s.expired_destroyed);
+    for (const auto& peer : kCallPeers) {
+      const CallStats& c = s.*peer.stats;
+      m.set_histogram(std::string(peer.prefix) + "_duration_seconds", {},
+                      std::vector<std::uint64_t>(c.buckets.begin(), c.buckets.end()), c.count,
+                      c.sum_seconds);
+      mirror((std::string(peer.prefix) + "_errors_total").c_str(), c.errors);
+    }
   });
 
   router_.add("GET", "/v1/health", &Api::health);
@@ -255,8 +345,29 @@ void Api::dispatch(RequestContext& ctx) {
   bool is_public =
       handler == &Api::health || handler == &Api::openapi || handler == &Api::metrics_text;
   if (!is_public) {
-    ctx.principal = tokens_.authenticate(ctx.request->get("Authorization", ""));
+    // A copy: get() returns its default argument by reference (a temporary here).
+    const std::string authorization = ctx.request->get("Authorization", "");
+    ctx.principal = tokens_.authenticate(authorization);
     if (!ctx.principal) {
+      // Refused calls are audited too: what was tried and why, never what was presented.
+      ctx.action = "auth.denied";
+      auto id = ctx.params.find("id");
+      if (id != ctx.params.end()) ctx.sandbox = id->second.substr(0, 64);
+      const char* reason =
+          authorization.empty() ? "missing"
+          : authorization.size() > 7 && Poco::icompare(authorization.substr(0, 7), "Bearer ") == 0
+              ? "unknown_token"
+              : "not_bearer";
+      JsonWriter p;
+      p.begin_object()
+          .key("method")
+          .value(ctx.method.substr(0, 16))
+          .key("route")
+          .value(ctx.route)
+          .key("reason")
+          .value(reason)
+          .end_object();
+      ctx.params_json = p.take();
       ctx.response->set("WWW-Authenticate", "Bearer");
       throw unauthenticated();
     }
@@ -704,18 +815,41 @@ void Api::put_file(RequestContext& ctx) {
     if (!parsed) throw parsed.error();
     mode = *parsed;
   }
+  auto& req = *ctx.request;
+  if (req.hasContentLength() &&
+      req.getContentLength64() > static_cast<std::int64_t>(config_.max_upload_bytes)) {
+    ctx.response->setKeepAlive(false);
+    throw too_large("request body larger than " + std::to_string(config_.max_upload_bytes) +
+                    " bytes");
+  }
   auto sandbox = find_sandbox(ctx);
-  std::string data = read_body(ctx, config_.max_upload_bytes);
-  JsonWriter p;
-  p.begin_object().key("path").value(*path).key("mode").value(octal(mode));
-  p.key("size").value(static_cast<std::uint64_t>(data.size())).end_object();
-  ctx.params_json = p.str();
-  std::istringstream in(std::move(data));
+  // The body streams from the socket to SFTP (64 KiB at a time, never held whole); the upload
+  // is atomic, so a body that breaks off or exceeds the limit leaves the target untouched.
+  std::optional<std::uint64_t> length;
+  if (req.hasContentLength()) length = static_cast<std::uint64_t>(req.getContentLength64());
+  bool has_body = length.has_value() || req.getChunkedTransferEncoding();
+  BodyStreamBuf body(has_body ? &req.stream() : nullptr, config_.max_upload_bytes, length);
+  std::istream in(&body);
   UploadOptions options;
   options.mode = mode;
   options.create_parents = true;
-  auto size = static_cast<std::uint64_t>(in.str().size());
-  if (auto st = sandbox->upload(*path, in, options, size); !st) throw from_error(st.error());
+  auto st = sandbox->upload(*path, in, options, length);
+  JsonWriter p;
+  p.begin_object().key("path").value(*path).key("mode").value(octal(mode));
+  p.key("size").value(body.received()).end_object();
+  ctx.params_json = p.str();
+  if (body.state() != BodyStreamBuf::State::kOk) ctx.response->setKeepAlive(false);
+  if (body.state() == BodyStreamBuf::State::kTooLarge) {
+    throw too_large("request body larger than " + std::to_string(config_.max_upload_bytes) +
+                    " bytes");
+  }
+  if (body.state() == BodyStreamBuf::State::kShort) {
+    throw bad_request("request body shorter than its Content-Length");
+  }
+  if (body.state() == BodyStreamBuf::State::kBroken) {
+    throw bad_request("reading the request body failed: " + body.error());
+  }
+  if (!st) throw from_error(st.error());
   send_json(ctx, 200, p.take());
 }
 

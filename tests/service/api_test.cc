@@ -122,6 +122,32 @@ TEST_F(ApiTest, PublicEndpointsAuthAndRouting) {
   EXPECT_EQ(call("GET", "/v1/sandboxes", "", "tok-mallory").status, 401);
   EXPECT_EQ(call("GET", "/v1/sandboxes", "", sha256_hex("tok-alice")).status, 401);
   EXPECT_EQ(call("GET", "/v1/sandboxes").status, 200);
+  EXPECT_EQ(call("DELETE", "/v1/sandboxes/sb-0123456789ab", "", "",
+                 {{"Authorization", "Basic dG9rLWFsaWNlOg=="}})
+                .status,
+            401);
+
+  // Every 401 is audited: route, reason and sandbox, never the presented token.
+  auto lines = audit_lines();
+  ASSERT_EQ(lines.size(), 4u);
+  const char* reasons[] = {"missing", "unknown_token", "unknown_token", "not_bearer"};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]->getValue<std::string>("action"), "auth.denied");
+    EXPECT_EQ(lines[i]->getValue<std::string>("token"), "");
+    EXPECT_EQ(lines[i]->getValue<int>("status"), 401);
+    EXPECT_EQ(lines[i]->getValue<std::string>("result"), "error");
+    EXPECT_EQ(lines[i]->getObject("params")->getValue<std::string>("reason"), reasons[i]);
+  }
+  EXPECT_EQ(lines[0]->getObject("params")->getValue<std::string>("route"), "/v1/sandboxes");
+  EXPECT_EQ(lines[3]->getObject("params")->getValue<std::string>("method"), "DELETE");
+  EXPECT_EQ(lines[3]->getObject("params")->getValue<std::string>("route"), "/v1/sandboxes/{id}");
+  EXPECT_EQ(lines[3]->getValue<std::string>("sandbox"), "sb-0123456789ab");
+  std::ifstream raw_in(config_.audit_file);
+  std::string raw((std::istreambuf_iterator<char>(raw_in)), std::istreambuf_iterator<char>());
+  for (const std::string& secret :
+       {std::string("tok-mallory"), sha256_hex("tok-alice"), std::string("dG9rLWFsaWNlOg")}) {
+    EXPECT_EQ(raw.find(secret), std::string::npos) << secret;
+  }
 
   auto nope = call("GET", "/v1/nope");
   EXPECT_EQ(nope.status, 404);
@@ -200,6 +226,22 @@ TEST_F(ApiTest, LifecycleOwnershipAndAudit) {
   auto metrics = call("GET", "/metrics", "", "").body;
   EXPECT_NE(metrics.find("pvs_sandbox_creates_total 2\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("pvs_sandboxes_live 0\n"), std::string::npos);
+  // The Manager's calls to Proxmox (requests and tasks) and to the agent, as histograms.
+  auto count_of = [&metrics](const std::string& series) {
+    auto at = metrics.find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + series.size() + 2));
+  };
+  for (const char* peer : {"pvs_proxmox_request", "pvs_proxmox_task", "pvs_agent_request"}) {
+    std::string name = peer;
+    EXPECT_GT(count_of(name + "_duration_seconds_count"), 0) << name << "\n" << metrics;
+    EXPECT_EQ(count_of(name + "_duration_seconds_bucket{le=\"+Inf\"}"),
+              count_of(name + "_duration_seconds_count"))
+        << name;
+    EXPECT_GT(count_of(name + "_duration_seconds_sum"), 0) << name;
+    EXPECT_NE(metrics.find("# TYPE " + name + "_errors_total counter\n"), std::string::npos);
+  }
+  // Clone, start, destroy... of two sandboxes: at least 3 tasks each.
+  EXPECT_GE(count_of("pvs_proxmox_task_duration_seconds_count"), 6);
 }
 
 TEST_F(ApiTest, InvalidInputIsRejectedWithTheRightStatus) {

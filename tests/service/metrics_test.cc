@@ -52,6 +52,30 @@ TEST(Metrics, HistogramWithoutLabelsAndCollectors) {
   EXPECT_NE(m.render().find("g 2\n"), std::string::npos);
 }
 
+TEST(Metrics, HistogramSnapshotFromCumulativeBuckets) {
+  Metrics m;
+  m.declare_histogram("calls_seconds", "Calls.", {0.001, 0.01, 0.1});
+  // Cumulative like Prometheus (and pvs::CallStats): 2 <= 1 ms, 5 <= 10 ms, 5 <= 100 ms, 7 in all.
+  m.set_histogram("calls_seconds", {{"peer", "proxmox"}}, {2, 5, 5, 7}, 7, 1.25);
+  EXPECT_EQ(m.render(),
+            "# HELP calls_seconds Calls.\n"
+            "# TYPE calls_seconds histogram\n"
+            "calls_seconds_bucket{peer=\"proxmox\",le=\"0.001\"} 2\n"
+            "calls_seconds_bucket{peer=\"proxmox\",le=\"0.01\"} 5\n"
+            "calls_seconds_bucket{peer=\"proxmox\",le=\"0.1\"} 5\n"
+            "calls_seconds_bucket{peer=\"proxmox\",le=\"+Inf\"} 7\n"
+            "calls_seconds_sum{peer=\"proxmox\"} 1.25\n"
+            "calls_seconds_count{peer=\"proxmox\"} 7\n");
+  // A later snapshot replaces the series (no double counting); a torn snapshot never renders
+  // a decreasing series.
+  m.set_histogram("calls_seconds", {{"peer", "proxmox"}}, {3, 2, 9}, 8, 2);
+  std::string text = m.render();
+  EXPECT_NE(text.find("le=\"0.01\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("le=\"0.1\"} 9\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("le=\"+Inf\"} 9\n"), std::string::npos) << text;
+  EXPECT_THROW(m.set_histogram("calls_seconds", {}, {1}, 1, 0), std::logic_error);
+}
+
 TEST(Metrics, ConcurrentIncrements) {
   Metrics m;
   m.declare_counter("c", "C.");
