@@ -297,6 +297,12 @@ TEST_F(SshSessionTest, TimedExecIsExactAndLeavesNoWatchdog) {
   auto waited = run(s, "sleep 0.1 & wait; echo waited", timeout_opts(30s));
   EXPECT_EQ(waited.out, "waited\n");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  // The watchdog (which first sleeps a second) never holds the channel open.
+  for (int i = 0; i < 3; ++i) {
+    auto quick = run(s, "true", timeout_opts(30s));
+    EXPECT_EQ(quick.exit_code, 0);
+    EXPECT_LT(quick.duration, 900ms);
+  }
   // Binary stdout stays exact.
   std::string all;
   for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));

@@ -14,9 +14,11 @@
 //    32 `ssh` clients on one ControlMaster.
 // Prints the figures and ratios, with the load average and CPU times; exits 1 if a target is
 // missed.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,7 +30,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,6 +116,68 @@ double process_cpu_ms() {
   return ms(ru.ru_utime) + ms(ru.ru_stime);
 }
 
+// CPU time (ms) of this process's reaped children so far.
+double children_cpu_ms() {
+  rusage ru{};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  auto ms = [](const timeval& tv) { return tv.tv_sec * 1000.0 + tv.tv_usec / 1000.0; };
+  return ms(ru.ru_utime) + ms(ru.ru_stime);
+}
+
+// Reaps every finished child (the bench is a subreaper, so orphaned remote processes such as
+// the timed exec's watchdogs end up here and their CPU time in children_cpu_ms()).
+void reap_orphans() {
+  int status = 0;
+  while (waitpid(-1, &status, WNOHANG) > 0) {
+  }
+}
+
+struct TreeCpu {
+  double own = 0;       // the sshd processes themselves
+  double children = 0;  // processes they reaped: the login shells and what those exec'd
+};
+
+// utime+stime and cutime+cstime, in ms, of every process below `root` (exclusive).
+TreeCpu tree_cpu(pid_t root) {
+  struct Proc {
+    pid_t ppid;
+    double own, children;
+  };
+  std::map<pid_t, Proc> procs;
+  const double tick_ms = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  DIR* d = opendir("/proc");
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::string st = read_file("/proc/" + std::string(e->d_name) + "/stat");
+    auto close_paren = st.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream in(st.substr(close_paren + 2));
+    std::vector<std::string> f;
+    for (std::string w; in >> w && f.size() < 16;) f.push_back(w);
+    if (f.size() < 15) continue;
+    // f[0] = state (field 3), f[1] = ppid, f[11..14] = utime stime cutime cstime
+    procs[pid] = Proc{static_cast<pid_t>(std::atoi(f[1].c_str())),
+                      (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) * tick_ms,
+                      (std::atof(f[13].c_str()) + std::atof(f[14].c_str())) * tick_ms};
+  }
+  if (d) closedir(d);
+  TreeCpu sum;
+  for (const auto& [pid, p] : procs) {
+    for (pid_t a = p.ppid; a > 1;) {
+      if (a == root) {
+        sum.own += p.own;
+        sum.children += p.children;
+        break;
+      }
+      auto it = procs.find(a);
+      if (it == procs.end()) break;
+      a = it->second.ppid;
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,14 +218,24 @@ int main(int argc, char** argv) {
 
   // ---- 1. exec round trip ----------------------------------------------------------------
   std::printf("load average at start: %s\n", load_average().c_str());
-  auto exec_series = [&](std::chrono::milliseconds timeout, double* cpu_ms) {
+  // Orphaned remote processes (the timed execs' watchdogs) are reparented to this process, so
+  // that their CPU time can be counted.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct SeriesCpu {
+    double client = 0, sshd = 0, shells = 0, orphans = 0;  // ms per exec
+  };
+  auto exec_series = [&](std::chrono::milliseconds timeout, SeriesCpu* cpu,
+                         const std::string& command = "true") {
     std::vector<double> t;
     pvs::ExecOptions o;
     o.timeout = timeout;
+    reap_orphans();
     double cpu0 = process_cpu_ms();
+    double orphans0 = children_cpu_ms();
+    TreeCpu remote0 = tree_cpu(sshd.pid());
     for (int i = 0; i < runs + 10; ++i) {
       auto t0 = Clock::now();
-      auto r = session.exec("true", o);
+      auto r = session.exec(command, o);
       double ms = ms_since(t0);
       if (!r || r->exit_code != 0) {
         std::fprintf(
@@ -169,14 +245,29 @@ int main(int argc, char** argv) {
       }
       if (i >= 10) t.push_back(ms);
     }
-    *cpu_ms = (process_cpu_ms() - cpu0) / (runs + 10);
+    const double n = runs + 10;
+    cpu->client = (process_cpu_ms() - cpu0) / n;
+    std::this_thread::sleep_for(1500ms);  // the last watchdogs end within a second
+    TreeCpu remote1 = tree_cpu(sshd.pid());
+    reap_orphans();
+    cpu->sshd = (remote1.own - remote0.own) / n;
+    cpu->shells = (remote1.children - remote0.children) / n;
+    cpu->orphans = (children_cpu_ms() - orphans0) / n;
     return t;
   };
-  double cpu_untimed = 0, cpu_timed = 0;
+  SeriesCpu cpu_untimed, cpu_timed;
   std::vector<double> ours = exec_series(0ms, &cpu_untimed);
   std::vector<double> ours_timed = exec_series(60000ms, &cpu_timed);
+  // For comparison: the guard SshSession used before the watchdog, a `timeout` wrapper around a
+  // second shell, sent as an untimed command.
+  SeriesCpu cpu_wrapper;
+  std::vector<double> wrapper =
+      exec_series(0ms, &cpu_wrapper,
+                  "printf '\\036pvs:%s\\036' \"$$\" >&2\ncommand -v timeout >/dev/null 2>&1 && "
+                  "exec timeout -s KILL 70 \"${SHELL:-/bin/sh}\" -c 'true'\ntrue");
   // The floor: what sshd must at least do per exec (fork, exec the login shell, reap it).
   std::vector<double> floor;
+  const double floor_cpu0 = children_cpu_ms();
   for (int i = 0; i < runs + 10; ++i) {
     auto t0 = Clock::now();
     int rc = run({"/bin/sh", "-c", "true"});
@@ -214,19 +305,26 @@ int main(int argc, char** argv) {
   }
   double ours_p50 = median(ours), theirs_p50 = theirs.empty() ? 0 : median(theirs);
   double timed_p50 = median(ours_timed), floor_p50 = median(floor);
+  const double floor_cpu = (children_cpu_ms() - floor_cpu0) / (runs + 10);
+  std::printf("exec `true`, warm session (n=%zu): p50 %.2f ms  p90 %.2f  p99 %.2f\n", ours.size(),
+              ours_p50, percentile(ours, 0.9), percentile(ours, 0.99));
+  std::printf("  same, timeout 60 s        (n=%zu): p50 %.2f ms  p90 %.2f  p99 %.2f\n",
+              ours_timed.size(), timed_p50, percentile(ours_timed, 0.9),
+              percentile(ours_timed, 0.99));
   std::printf(
-      "exec `true`, warm session (n=%zu): p50 %.2f ms  p90 %.2f  p99 %.2f  (client CPU %.2f "
-      "ms/exec)\n",
-      ours.size(), ours_p50, percentile(ours, 0.9), percentile(ours, 0.99), cpu_untimed);
-  std::printf(
-      "  same, timeout 60 s        (n=%zu): p50 %.2f ms  p90 %.2f  p99 %.2f  (client CPU %.2f "
-      "ms/exec)\n",
-      ours_timed.size(), timed_p50, percentile(ours_timed, 0.9), percentile(ours_timed, 0.99),
-      cpu_timed);
-  std::printf(
-      "  floor: local fork+exec of `/bin/sh -c true` p50 %.2f ms; ours - floor = %.2f ms "
-      "(timed: %.2f ms)\n",
-      floor_p50, ours_p50 - floor_p50, timed_p50 - floor_p50);
+      "  floor: local fork+exec of `/bin/sh -c true` p50 %.2f ms (CPU %.2f ms); ours - floor = "
+      "%.2f ms (timed: %.2f ms)\n",
+      floor_p50, floor_cpu, ours_p50 - floor_p50, timed_p50 - floor_p50);
+  std::printf("  previous guard (timeout wrapper) p50 %.2f ms  p90 %.2f\n", median(wrapper),
+              percentile(wrapper, 0.9));
+  for (const auto& [name, c] : {std::pair<const char*, SeriesCpu>{"untimed", cpu_untimed},
+                                {"timed", cpu_timed},
+                                {"previous guard", cpu_wrapper}}) {
+    std::printf(
+        "  CPU per exec, %s: client %.2f ms, sshd %.2f ms, login shell %.2f ms, watchdog "
+        "%.2f ms\n",
+        name, c.client, c.sshd, c.shells, c.orphans);
+  }
   if (!theirs.empty()) {
     std::printf("ssh via ControlMaster     (n=%zu): p50 %.2f ms  p90 %.2f  p99 %.2f\n",
                 theirs.size(), theirs_p50, percentile(theirs, 0.9), percentile(theirs, 0.99));
