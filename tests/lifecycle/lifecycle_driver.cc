@@ -1,42 +1,61 @@
 // A controller that never stops: creates and destroys sandboxes at random on a stack made by
-// pvs::test::Stack, until it is killed. The SIGKILL-restart test kills it at random points.
+// pvs::test::Stack, from several threads at once, until it is killed. The SIGKILL-restart
+// test kills it at random points.
 //
-//   lifecycle_driver <pvesim port> <pvesim fingerprint> <stack dir> <netns 0|1> <seed>
+//   lifecycle_driver <pvesim port> <pvesim fingerprint> <stack dir> <netns 0|1> <seed> [threads]
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pvesandbox/manager.h"
 #include "support/stack_fixture.h"
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: lifecycle_driver PORT FINGERPRINT DIR NETNS SEED\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: lifecycle_driver PORT FINGERPRINT DIR NETNS SEED [THREADS]\n");
     return 2;
   }
   auto config = pvs::test::Stack::config_for(std::stoi(argv[1]), argv[2], argv[3],
                                              std::string(argv[4]) == "1");
-  std::mt19937 rng(static_cast<unsigned>(std::stoul(argv[5])));
+  unsigned seed = static_cast<unsigned>(std::stoul(argv[5]));
+  int threads = argc == 7 ? std::stoi(argv[6]) : 1;
   auto manager = pvs::Manager::open(config);
   if (!manager) {
     std::fprintf(stderr, "driver: open: %s\n", manager.error().message.c_str());
     return 1;
   }
-  for (unsigned op = 0;; ++op) {
-    auto live = (*manager)->list();
-    bool create = live.size() < 2 || (live.size() < 6 && rng() % 2 == 0);
-    if (create) {
-      pvs::CreateOptions o;
-      o.internet = rng() % 2 == 0;
-      auto sb = (*manager)->create(o);
-      std::printf("create %s\n", sb ? (*sb)->id().c_str() : sb.error().message.c_str());
-    } else {
-      auto& victim = live[rng() % live.size()];
-      auto r = (*manager)->destroy_by_id(victim.id);
-      std::printf("destroy %s %s\n", victim.id.c_str(), r ? "ok" : r.error().message.c_str());
-    }
+  std::mutex out_mu;
+  // One line per event, written whole: the test counts "begin" lines (operations begun,
+  // finished or cut by the kill) and "create"/"destroy" lines (operations finished).
+  auto say = [&](const std::string& line) {
+    std::lock_guard lock(out_mu);
+    std::fputs((line + "\n").c_str(), stdout);
     std::fflush(stdout);
-  }
+  };
+  auto work = [&](unsigned worker) {
+    std::mt19937 rng(seed + worker);
+    for (;;) {
+      auto live = (*manager)->list();
+      bool create = live.size() < 2 || (live.size() < 6 && rng() % 2 == 0);
+      if (create) {
+        say("begin create");
+        pvs::CreateOptions o;
+        o.internet = rng() % 2 == 0;
+        auto sb = (*manager)->create(o);
+        say("create " + (sb ? (*sb)->id() : sb.error().message));
+      } else {
+        auto& victim = live[rng() % live.size()];
+        say("begin destroy");
+        auto r = (*manager)->destroy_by_id(victim.id);
+        say("destroy " + victim.id + " " + (r ? "ok" : r.error().message));
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(work, static_cast<unsigned>(i));
+  work(0);  // never returns: the process ends by SIGKILL
 }

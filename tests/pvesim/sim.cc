@@ -170,6 +170,7 @@ struct Task {
   // lock: slow backend operations), finish (state lock held). "" = OK.
   std::function<std::string()> pre, work, finish;
   bool killed = false;
+  Clock::time_point flock_wait_since{};  // first found the CT's config flock taken
 };
 
 struct Pool {
@@ -214,6 +215,10 @@ struct Simulator::Impl {
   uint32_t next_pid = 0x1000;
   std::mt19937_64 rng{std::random_device{}()};
   std::set<uint32_t> leases;
+  // CTs whose config flock (/run/lock/lxc/pve-config-<vmid>.lock) a task holds during its slow
+  // part: Proxmox's workers for start, stop, destroy, resize and snapshots all take it, so
+  // such tasks on one CT run one after the other (a destroy waits for a start to end).
+  std::set<std::string> flocked;
 
   // Scheduler.
   std::mutex sched_mutex;
@@ -378,14 +383,35 @@ struct Simulator::Impl {
     }
   }
 
+  static bool takes_flock(const std::string& type) {
+    return type != "vzclone";  // a clone locks the template (lock=disk) and the new CT
+  }
+
   void complete_task(const std::string& upid) {
     std::function<std::string()> work;
     std::string warnings;
+    std::string flock_id;
     {
       std::lock_guard lock(mutex);
       auto it = tasks.find(upid);
       if (it == tasks.end() || !it->second.running) return;
       Task& t = it->second;
+      if (takes_flock(t.type) && flocked.count(t.id)) {
+        // lock_config waits 10 s for the flock, then the task dies.
+        auto now = Clock::now();
+        if (t.flock_wait_since == Clock::time_point{}) t.flock_wait_since = now;
+        if (now - t.flock_wait_since >= std::chrono::seconds(10)) {
+          finish_task(t,
+                      "can't lock file '/run/lock/lxc/pve-config-" + t.id + ".lock' - got timeout");
+          return;
+        }
+        {
+          std::lock_guard sched(sched_mutex);
+          due.emplace(now + std::chrono::milliseconds(10), upid);
+        }
+        sched_cv.notify_all();
+        return;
+      }
       auto fail = options.fail_tasks.find(t.type);
       if (fail != options.fail_tasks.end() && !is_warnings(fail->second)) {
         std::string error = fail->second;
@@ -406,9 +432,14 @@ struct Simulator::Impl {
         }
       }
       work = t.work;
+      if (work && takes_flock(t.type)) {
+        flocked.insert(t.id);
+        flock_id = t.id;
+      }
     }
     std::string error = work ? work() : "";
     std::lock_guard lock(mutex);
+    if (!flock_id.empty()) flocked.erase(flock_id);
     auto it = tasks.find(upid);
     if (it == tasks.end() || !it->second.running) return;  // killed meanwhile
     Task& t = it->second;
@@ -1135,9 +1166,14 @@ struct Simulator::Impl {
     if (ct.running && !force)
       throw fail500("unable to destroy CT " + std::to_string(vmid) + " - container is running");
     ct.config["lock"] = "destroyed";
-    return start_task("vzdestroy", std::to_string(vmid), c.user, [this, vmid] {
+    return start_task("vzdestroy", std::to_string(vmid), c.user, [this, vmid, force] {
       Container* n = find(vmid);
       if (!n) return conf_missing(vmid);
+      // The worker checks again under the config flock: a start that ran meanwhile wins.
+      if (n->running && !force) {
+        n->config.erase("lock");
+        return "unable to destroy CT " + std::to_string(vmid) + " - container is running";
+      }
       if (n->running) {
         backend->stop(vmid);
         n->running = false;
