@@ -1,6 +1,9 @@
 // bench_service exec   REST exec ("true") vs a direct SshSession exec to the same sandbox
 // bench_service list   GET /v1/sandboxes req/s (vs GET /v1/health) with 100 live sandboxes,
 //                      and the controller's RSS idle and with 100 sandboxes
+// bench_service upload [MiB]  PUT .../files of MiB (default 256) through the controller binary
+//                      vs a direct SshSession upload to the same sandbox, and the controller's
+//                      peak RSS during the upload (the body is streamed, not held)
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -46,14 +49,17 @@ Stats stats(std::vector<double> v) {
 // One keep-alive connection.
 class Conn {
  public:
-  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) { s_.setKeepAlive(true); }
+  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) {
+    s_.setKeepAlive(true);
+    s_.setTimeout(Poco::Timespan(600, 0));
+  }
   int call(const std::string& method, const std::string& uri, const std::string& body,
-           std::string* out) {
+           std::string* out, const std::string& type = "application/json") {
     Poco::Net::HTTPRequest req(method, uri, Poco::Net::HTTPMessage::HTTP_1_1);
     req.set("Authorization", "Bearer tok-bench");
     req.setKeepAlive(true);
     if (!body.empty()) {
-      req.setContentType("application/json");
+      req.setContentType(type);
       req.setContentLength(static_cast<std::streamsize>(body.size()));
     }
     s_.sendRequest(req) << body;
@@ -256,12 +262,134 @@ int bench_list(int sandboxes) {
   return 0;
 }
 
+long peak_rss_kb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+void reset_peak_rss(pid_t pid) {
+  std::ofstream("/proc/" + std::to_string(pid) + "/clear_refs") << "5";
+}
+
+int bench_upload(int mib) {
+  pvs::test::Stack stack;  // netns backend: real sshd per sandbox
+  auto mc = stack.manager_config();
+  std::uint16_t port = free_port();
+  std::string config = stack.dir() + "/controller.yaml";
+  std::ofstream(config) << "listen:\n  port: " << port << "\nhttp:\n  threads: 8\n"
+                        << "  max_upload_bytes: " << (std::uint64_t(mib) << 20) << "\n"
+                        << "  max_download_bytes: " << (std::uint64_t(mib) << 20) << "\n"
+                        << "  request_timeout_seconds: 300\n"
+                        << "auth:\n  tokens:\n    - {name: bench, max_sandboxes: 10, sha256: "
+                        << pvs::service::sha256_hex("tok-bench") << "}\n"
+                        << "audit:\n  file: " << stack.dir() << "/audit.log\n"
+                        << "log_level: warn\n"
+                        << "proxmox:\n  url: https://127.0.0.1:" << stack.port()
+                        << "\n  node: pve\n  token_id: " << pvs::test::Stack::kTokenId
+                        << "\n  token_secret_env: PVS_BENCH_SECRET\n  fingerprint: \""
+                        << stack.fingerprint() << "\"\n  template_vmid: 9000\n"
+                        << "  vmid_min: 10000\n  vmid_max: 10999\n"
+                        << "ssh:\n  user: " << mc.ssh.user
+                        << "\n  private_key_file: " << mc.ssh.private_key_file
+                        << "\n  host_key_policy: insecure\n"
+                        << "agent:\n  socket: " << mc.agent.socket_path << "\n";
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("PVS_BENCH_SECRET", pvs::test::Stack::kTokenSecret, 1);
+    execl(PVS_CONTROLLER_BIN, PVS_CONTROLLER_BIN, ("--config=" + config).c_str(), nullptr);
+    _exit(127);
+  }
+  auto stop = [pid] {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+  };
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      std::string b;
+      up = Conn(port).call("GET", "/v1/health", "", &b) == 200;
+    } catch (...) {
+    }
+  }
+  Conn conn(port);
+  std::string body;
+  if (!up || conn.call("POST", "/v1/sandboxes", "{}", &body) != 201) {
+    std::cerr << "controller not ready: " << body << "\n";
+    stop();
+    return 1;
+  }
+  auto sb = Poco::JSON::Parser().parse(body).extract<Poco::JSON::Object::Ptr>();
+  std::string id = sb->getValue<std::string>("id");
+  pvs::SshConfig ssh = mc.ssh;
+  ssh.host = sb->getValue<std::string>("address");
+  pvs::SshSession direct(ssh);
+  if (!direct.connect()) {
+    stop();
+    return 1;
+  }
+  std::string data(std::size_t(mib) << 20, '\0');
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    data[i] = static_cast<char>((i * 2654435761u) >> 13);
+  }
+  std::string files = "/v1/sandboxes/" + id + "/files?path=" + stack.home() + "/";
+  long idle = rss_kb(pid);
+  double rest_s = 0, direct_s = 0, get_s = 0;
+  long rest_peak = 0, get_peak = 0;
+  const int rounds = 3;
+  for (int r = 0; r < rounds; ++r) {
+    reset_peak_rss(pid);
+    auto t0 = Clock::now();
+    std::string reply;
+    if (conn.call("PUT", files + "rest.bin", data, &reply, "application/octet-stream") != 200) {
+      std::cerr << "PUT failed: " << reply << "\n";
+      stop();
+      return 1;
+    }
+    rest_s += ms(Clock::now() - t0) / 1000;
+    rest_peak = std::max(rest_peak, peak_rss_kb(pid));
+    t0 = Clock::now();
+    if (!direct.upload(stack.home() + "/direct.bin", std::string_view(data))) {
+      stop();
+      return 1;
+    }
+    direct_s += ms(Clock::now() - t0) / 1000;
+    reset_peak_rss(pid);
+    t0 = Clock::now();
+    std::string back;
+    if (conn.call("GET", files + "rest.bin", "", &back) != 200 || back != data) {
+      std::cerr << "GET failed\n";
+      stop();
+      return 1;
+    }
+    get_s += ms(Clock::now() - t0) / 1000;
+    get_peak = std::max(get_peak, peak_rss_kb(pid));
+  }
+  double n = mib * rounds;
+  std::printf("upload %d MiB x%d (controller binary, netns sandbox, loopback)\n", mib, rounds);
+  std::printf("  direct SshSession upload   %7.1f MiB/s\n", n / direct_s);
+  std::printf("  REST PUT .../files         %7.1f MiB/s  (%.2fx of direct)\n", n / rest_s,
+              direct_s / rest_s);
+  std::printf("  REST GET .../files         %7.1f MiB/s\n", n / get_s);
+  std::printf(
+      "  controller RSS idle %ld KiB; peak during PUT %ld KiB (+%ld), during GET %ld KiB "
+      "(+%ld)\n",
+      idle, rest_peak, rest_peak - idle, get_peak, get_peak - idle);
+  conn.call("DELETE", "/v1/sandboxes/" + id, "", nullptr);
+  stop();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "exec") return bench_exec(argc > 2 ? std::atoi(argv[2]) : 200);
   if (mode == "list") return bench_list(argc > 2 ? std::atoi(argv[2]) : 100);
-  std::cerr << "usage: bench_service exec [N] | list [SANDBOXES]\n";
+  if (mode == "upload") return bench_upload(argc > 2 ? std::atoi(argv[2]) : 256);
+  std::cerr << "usage: bench_service exec [N] | list [SANDBOXES] | upload [MiB]\n";
   return 2;
 }
