@@ -282,11 +282,31 @@ std::string Agent::do_sync(const Peer& peer, const proto::SyncRequest& r) {
       return error_reply(missing_error(ok.error(), set_));
     }
     std::int64_t now = unix_now_ms();
-    desired_.grants.clear();
+    // The new grants, sorted (the first of duplicates wins), go into the map in order, reusing
+    // the old map's nodes: no allocation or rebalancing search per address.
+    std::vector<std::pair<Ipv4Address, std::optional<std::int64_t>>> sorted;
+    sorted.reserve(r.grants.size());
     for (const auto& grant : r.grants) {
       std::optional<std::int64_t> expiry;
       if (grant.ttl_seconds) expiry = now + std::int64_t{*grant.ttl_seconds} * 1000;
-      desired_.grants.emplace(grant.address, expiry);
+      sorted.emplace_back(grant.address, expiry);
+    }
+    auto by_address = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::stable_sort(sorted.begin(), sorted.end(), by_address);
+    sorted.erase(std::unique(sorted.begin(), sorted.end(),
+                             [](const auto& a, const auto& b) { return a.first == b.first; }),
+                 sorted.end());
+    auto old = std::move(desired_.grants);
+    desired_.grants.clear();
+    for (const auto& [address, expiry] : sorted) {
+      if (old.empty()) {
+        desired_.grants.emplace_hint(desired_.grants.end(), address, expiry);
+        continue;
+      }
+      auto node = old.extract(old.begin());
+      node.key() = address;
+      node.mapped() = expiry;
+      desired_.grants.insert(desired_.grants.end(), std::move(node));
     }
     // One journal group (one append, one fdatasync) instead of a snapshot (temp file + fsync +
     // rename + directory fsync: two flushes); the journal is compacted when it grows.

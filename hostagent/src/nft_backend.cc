@@ -115,30 +115,30 @@ std::string SetRef::to_string() const {
   return std::string(family_name(family)) + " " + table + " " + set;
 }
 
-std::vector<std::uint8_t> ipv4_key(Ipv4Address address) {
+ElementKey ipv4_key(Ipv4Address address) {
   std::uint32_t be = htonl(address.to_uint());
-  std::vector<std::uint8_t> key(4);
-  std::memcpy(key.data(), &be, 4);
-  return key;
+  std::uint8_t key[4];
+  std::memcpy(key, &be, 4);
+  return ElementKey(key, sizeof(key));
 }
 
-std::vector<std::uint8_t> port_mac_key(const std::string& port, const MacAddress& mac) {
-  std::vector<std::uint8_t> key(kIfnameLen + 8, 0);
-  std::memcpy(key.data(), port.data(), std::min(port.size(), kIfnameLen - 1));
-  std::memcpy(key.data() + kIfnameLen, mac.bytes().data(), 6);
-  return key;
+ElementKey port_mac_key(const std::string& port, const MacAddress& mac) {
+  std::uint8_t key[kIfnameLen + 8] = {};
+  std::memcpy(key, port.data(), std::min(port.size(), kIfnameLen - 1));
+  std::memcpy(key + kIfnameLen, mac.bytes().data(), 6);
+  return ElementKey(key, sizeof(key));
 }
 
-std::vector<std::uint8_t> port_ip4_key(const std::string& port, Ipv4Address address) {
-  std::vector<std::uint8_t> key(kIfnameLen + 4, 0);
-  std::memcpy(key.data(), port.data(), std::min(port.size(), kIfnameLen - 1));
+ElementKey port_ip4_key(const std::string& port, Ipv4Address address) {
+  std::uint8_t key[kIfnameLen + 4] = {};
+  std::memcpy(key, port.data(), std::min(port.size(), kIfnameLen - 1));
   std::uint32_t be = htonl(address.to_uint());
-  std::memcpy(key.data() + kIfnameLen, &be, 4);
-  return key;
+  std::memcpy(key + kIfnameLen, &be, 4);
+  return ElementKey(key, sizeof(key));
 }
 
 namespace {
-std::string decode_ifname(const std::vector<std::uint8_t>& key) {
+std::string decode_ifname(const ElementKey& key) {
   std::string name(reinterpret_cast<const char*>(key.data()), kIfnameLen);
   auto nul = name.find('\0');
   if (nul != std::string::npos) name.resize(nul);
@@ -146,23 +146,21 @@ std::string decode_ifname(const std::vector<std::uint8_t>& key) {
 }
 }  // namespace
 
-std::optional<Ipv4Address> decode_ipv4_key(const std::vector<std::uint8_t>& key) {
+std::optional<Ipv4Address> decode_ipv4_key(const ElementKey& key) {
   if (key.size() != 4) return std::nullopt;
   std::uint32_t be;
   std::memcpy(&be, key.data(), 4);
   return Ipv4Address(ntohl(be));
 }
 
-std::optional<std::pair<std::string, MacAddress>> decode_port_mac_key(
-    const std::vector<std::uint8_t>& key) {
+std::optional<std::pair<std::string, MacAddress>> decode_port_mac_key(const ElementKey& key) {
   if (key.size() != kIfnameLen + 8) return std::nullopt;
   MacAddress::Bytes bytes;
   std::memcpy(bytes.data(), key.data() + kIfnameLen, 6);
   return std::make_pair(decode_ifname(key), MacAddress(bytes));
 }
 
-std::optional<std::pair<std::string, Ipv4Address>> decode_port_ip4_key(
-    const std::vector<std::uint8_t>& key) {
+std::optional<std::pair<std::string, Ipv4Address>> decode_port_ip4_key(const ElementKey& key) {
   if (key.size() != kIfnameLen + 4) return std::nullopt;
   std::uint32_t be;
   std::memcpy(&be, key.data() + kIfnameLen, 4);
@@ -494,10 +492,8 @@ Result<std::vector<ListedElement>> NftBackend::list(const SetRef& set) {
         ListedElement element;
         std::uint32_t key_len = 0;
         const void* key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &key_len);
-        if (key != nullptr) {
-          const auto* bytes = static_cast<const std::uint8_t*>(key);
-          element.key.assign(bytes, bytes + key_len);
-        }
+        if (key != nullptr)
+          element.key = ElementKey(static_cast<const std::uint8_t*>(key), key_len);
         if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_EXPIRATION)) {
           element.expires_in_ms = nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION);
         } else if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_TIMEOUT)) {

@@ -10,6 +10,8 @@
 // followed by a delete of the same element in the same batch.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,15 +36,36 @@ struct SetRef {
 };
 
 // An element key in the kernel's layout (concatenations padded to 4 bytes per component),
-// with an optional timeout.
+// stored inline: a 10,000-element SYNC must not cost 10,000 heap allocations.
+class ElementKey {
+ public:
+  static constexpr std::size_t kMaxSize = 64;  // NFT_DATA_VALUE_MAXLEN
+  ElementKey() = default;
+  // Keys longer than kMaxSize (the kernel never sends one) are cut to kMaxSize.
+  ElementKey(const std::uint8_t* bytes, std::size_t size)
+      : size_(static_cast<std::uint8_t>(std::min(size, kMaxSize))) {
+    std::copy(bytes, bytes + size_, bytes_.begin());
+  }
+  const std::uint8_t* data() const { return bytes_.data(); }
+  std::size_t size() const { return size_; }
+  bool operator==(const ElementKey& other) const {
+    return size_ == other.size_ && std::equal(data(), data() + size_, other.data());
+  }
+
+ private:
+  std::array<std::uint8_t, kMaxSize> bytes_{};
+  std::uint8_t size_ = 0;
+};
+
+// An element to add or remove, with an optional timeout.
 struct RawElement {
-  std::vector<std::uint8_t> key;
+  ElementKey key;
   std::optional<std::uint64_t> timeout_ms;
 };
 
 // An element as dumped: its key and, for elements with a timeout, the milliseconds left.
 struct ListedElement {
-  std::vector<std::uint8_t> key;
+  ElementKey key;
   std::optional<std::uint64_t> expires_in_ms;
 };
 
@@ -54,16 +77,14 @@ struct SetInfo {
 };
 
 // Key encodings of the contract's sets.
-std::vector<std::uint8_t> ipv4_key(Ipv4Address address);
+ElementKey ipv4_key(Ipv4Address address);
 // `ifname . ether_addr` (16 + 8 bytes) and `ifname . ipv4_addr` (16 + 4 bytes).
-std::vector<std::uint8_t> port_mac_key(const std::string& port, const MacAddress& mac);
-std::vector<std::uint8_t> port_ip4_key(const std::string& port, Ipv4Address address);
+ElementKey port_mac_key(const std::string& port, const MacAddress& mac);
+ElementKey port_ip4_key(const std::string& port, Ipv4Address address);
 // Decoders for dumped keys; nullopt when the length does not match.
-std::optional<Ipv4Address> decode_ipv4_key(const std::vector<std::uint8_t>& key);
-std::optional<std::pair<std::string, MacAddress>> decode_port_mac_key(
-    const std::vector<std::uint8_t>& key);
-std::optional<std::pair<std::string, Ipv4Address>> decode_port_ip4_key(
-    const std::vector<std::uint8_t>& key);
+std::optional<Ipv4Address> decode_ipv4_key(const ElementKey& key);
+std::optional<std::pair<std::string, MacAddress>> decode_port_mac_key(const ElementKey& key);
+std::optional<std::pair<std::string, Ipv4Address>> decode_port_ip4_key(const ElementKey& key);
 
 // A batch under construction. Operations are applied in order, atomically, by
 // NftBackend::commit().

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <set>
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "agent.h"
@@ -229,6 +231,35 @@ TEST_F(AgentCoreTest, SyncOfTenThousandThroughTheVerbCode) {
   EXPECT_EQ(agent->desired().grants.size(), 10000u);
   std::string list = agent->handle(peer_, "LIST");
   EXPECT_TRUE(list.starts_with("OK 10000 10.99.0.2 10.99.0.3 ")) << list.substr(0, 80);
+}
+
+// SYNC reuses the old map's nodes for the new grants: whatever the sizes, order and duplicates,
+// the desired state is exactly the request (the first of duplicates wins), in order.
+TEST_F(AgentCoreTest, SyncDesiredStateIsExactlyTheRequest) {
+  auto agent = make_agent();
+  auto addr = [](std::uint32_t i) { return Ipv4Address(0x0a630000u + 2 + i); };
+  for (std::uint32_t size : {5u, 300u, 2u, 0u, 40u}) {
+    proto::SyncRequest sync;
+    std::map<Ipv4Address, bool> expected;  // address -> has a lease
+    for (std::uint32_t i = 0; i < size; ++i) {
+      std::uint32_t k = (i * 7919u + size) % 1000u;  // unsorted
+      std::optional<std::uint32_t> ttl;
+      if (k % 3 == 0) ttl = 600;
+      sync.grants.push_back({addr(k), ttl});
+      expected.emplace(addr(k), ttl.has_value());
+      sync.grants.push_back({addr(k), std::nullopt});  // a duplicate: the first one counts
+    }
+    EXPECT_EQ(agent->handle(peer_, proto::Request(sync)),
+              "OK " + std::to_string(sync.grants.size()));
+    const auto& grants = agent->desired().grants;
+    ASSERT_EQ(grants.size(), expected.size());
+    auto it = grants.begin();
+    for (const auto& [address, leased] : expected) {
+      EXPECT_EQ(it->first, address);
+      EXPECT_EQ(it->second.has_value(), leased) << address.to_string();
+      ++it;
+    }
+  }
 }
 
 TEST_F(AgentCoreTest, MaxElementsIsEnforced) {
