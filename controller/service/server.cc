@@ -13,6 +13,7 @@
 #include <array>
 #include <condition_variable>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -127,58 +128,107 @@ std::string sandbox_json(const SandboxInfo& s) {
 // ---- Api --------------------------------------------------------------------------------------
 
 namespace {
-// A request body as a std::streambuf, for streaming it to SFTP: at most `limit` bytes, exactly
-// `length` when the request has a Content-Length. Any other outcome makes the reader fail
-// (badbit) so the consumer gives up; state() says why.
-class BodyStreamBuf : public std::streambuf {
+// A request body as a std::streambuf, for streaming it to SFTP with read-ahead: pump() (on the
+// request's thread) reads the socket into a small queue while the consumer (the SSH session's
+// I/O thread, through an istream) writes what is already there, so the two overlap. At most
+// `limit` bytes, exactly `length` when the request has a Content-Length; any other outcome
+// makes the reader fail (badbit) so the consumer gives up, and state() says why.
+class BodyPump : public std::streambuf {
  public:
   enum class State { kOk, kTooLarge, kShort, kBroken };
-  BodyStreamBuf(std::istream* in, std::uint64_t limit, std::optional<std::uint64_t> length)
+  static constexpr std::size_t kChunk = 64 << 10;
+  static constexpr std::size_t kDepth = 8;  // chunks read ahead: at most 512 KiB per upload
+
+  BodyPump(std::istream* in, std::uint64_t limit, std::optional<std::uint64_t> length)
       : in_(in), limit_(limit), length_(length) {}
 
+  // Reads the body until its end, an error, or cancel(). Never throws.
+  void pump() {
+    State outcome = State::kOk;
+    std::string why;
+    while (in_) {
+      std::size_t want = kChunk;
+      if (length_)
+        want = static_cast<std::size_t>(std::min<std::uint64_t>(want, *length_ - received_));
+      if (want == 0) break;
+      std::string chunk(want, '\0');
+      std::streamsize got = 0;
+      try {
+        in_->read(chunk.data(), static_cast<std::streamsize>(want));
+        got = in_->gcount();
+      } catch (const std::exception& e) {
+        outcome = State::kBroken;
+        why = e.what();
+        break;
+      }
+      received_ += static_cast<std::uint64_t>(got);
+      if (received_ > limit_) {
+        outcome = State::kTooLarge;
+        break;
+      }
+      if (got == 0) {
+        if (length_ && received_ < *length_) outcome = State::kShort;
+        break;
+      }
+      chunk.resize(static_cast<std::size_t>(got));
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return queue_.size() < kDepth || cancelled_; });
+      if (cancelled_) {
+        stopped_early_ = true;
+        break;
+      }
+      queue_.push_back(std::move(chunk));
+      cv_.notify_all();
+    }
+    std::lock_guard lock(mu_);
+    state_ = outcome;
+    error_ = why;
+    finished_ = true;
+    cv_.notify_all();
+  }
+  // The consumer is gone: pump() stops reading.
+  void cancel() {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+  // After pump() returned:
   State state() const { return state_; }
   const std::string& error() const { return error_; }
   std::uint64_t received() const { return received_; }
+  // Whether the whole body was read (false when the consumer stopped early).
+  bool complete() const { return !stopped_early_; }
 
  protected:
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    if (!in_ || state_ != State::kOk) return fail_or_eof();
-    std::size_t want = buf_.size();
-    if (length_)
-      want = static_cast<std::size_t>(std::min<std::uint64_t>(want, *length_ - received_));
-    std::streamsize got = 0;
-    if (want > 0) {
-      try {
-        in_->read(buf_.data(), static_cast<std::streamsize>(want));
-        got = in_->gcount();
-      } catch (const std::exception& e) {
-        state_ = State::kBroken;
-        error_ = e.what();
-      }
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return !queue_.empty() || finished_; });
+    if (queue_.empty()) {
+      // An exception from the streambuf sets badbit in the istream reading it.
+      if (state_ != State::kOk) throw std::runtime_error("request body unusable");
+      return traits_type::eof();
     }
-    received_ += static_cast<std::uint64_t>(got);
-    if (received_ > limit_) state_ = State::kTooLarge;
-    if (got == 0 && state_ == State::kOk && length_ && received_ < *length_) state_ = State::kShort;
-    if (state_ != State::kOk || got == 0) return fail_or_eof();
-    setg(buf_.data(), buf_.data(), buf_.data() + got);
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    cv_.notify_all();
+    setg(current_.data(), current_.data(), current_.data() + current_.size());
     return traits_type::to_int_type(*gptr());
   }
 
  private:
-  int_type fail_or_eof() {
-    // An exception from the streambuf sets badbit in the istream reading it.
-    if (state_ != State::kOk) throw std::runtime_error("request body unusable");
-    return traits_type::eof();
-  }
-
   std::istream* in_;
   std::uint64_t limit_;
   std::optional<std::uint64_t> length_;
-  std::uint64_t received_ = 0;
+  std::uint64_t received_ = 0;  // pump()'s thread only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::string current_;  // the consumer's chunk
+  bool finished_ = false, cancelled_ = false;
+  bool stopped_early_ = false;  // pump()'s thread only
   State state_ = State::kOk;
   std::string error_;
-  std::array<char, 64 << 10> buf_{};
 };
 
 // The Manager's peers whose calls /metrics shows.
@@ -828,25 +878,37 @@ void Api::put_file(RequestContext& ctx) {
   std::optional<std::uint64_t> length;
   if (req.hasContentLength()) length = static_cast<std::uint64_t>(req.getContentLength64());
   bool has_body = length.has_value() || req.getChunkedTransferEncoding();
-  BodyStreamBuf body(has_body ? &req.stream() : nullptr, config_.max_upload_bytes, length);
-  std::istream in(&body);
+  BodyPump body(has_body ? &req.stream() : nullptr, config_.max_upload_bytes, length);
   UploadOptions options;
   options.mode = mode;
   options.create_parents = true;
-  auto st = sandbox->upload(*path, in, options, length);
+  Status st;
+  {
+    std::istream in(&body);
+    std::thread uploader([&] {
+      try {
+        st = sandbox->upload(*path, in, options, length);
+      } catch (const std::exception& e) {
+        st = fail(ErrorCode::kInternal, std::string("upload: ") + e.what());
+      }
+      body.cancel();
+    });
+    body.pump();
+    uploader.join();
+  }
   JsonWriter p;
   p.begin_object().key("path").value(*path).key("mode").value(octal(mode));
   p.key("size").value(body.received()).end_object();
   ctx.params_json = p.str();
-  if (body.state() != BodyStreamBuf::State::kOk) ctx.response->setKeepAlive(false);
-  if (body.state() == BodyStreamBuf::State::kTooLarge) {
+  if (!body.complete() || body.state() != BodyPump::State::kOk) ctx.response->setKeepAlive(false);
+  if (body.state() == BodyPump::State::kTooLarge) {
     throw too_large("request body larger than " + std::to_string(config_.max_upload_bytes) +
                     " bytes");
   }
-  if (body.state() == BodyStreamBuf::State::kShort) {
+  if (body.state() == BodyPump::State::kShort) {
     throw bad_request("request body shorter than its Content-Length");
   }
-  if (body.state() == BodyStreamBuf::State::kBroken) {
+  if (body.state() == BodyPump::State::kBroken) {
     throw bad_request("reading the request body failed: " + body.error());
   }
   if (!st) throw from_error(st.error());
