@@ -596,13 +596,26 @@ Status ManagerCore::sync_agent(const std::set<std::string>& keep_ports) {
 
 Status ManagerCore::wait(const pve::Result<std::string>& upid, std::string_view what) {
   if (!upid) return fail(pve_error(upid.error(), what));
-  pve::WaitOptions w;
-  w.timeout = cfg_.task_timeout;
-  w.poll_initial = milliseconds(20);
-  w.poll_max = milliseconds(500);
-  auto done = pve_.wait_task(*upid, w);
-  if (!done) return fail(pve_error(done.error(), what));
-  return {};
+  // A failed status poll says nothing about the task, which runs on: poll again until the
+  // deadline (giving up early would roll back while the task still works, e.g. a start).
+  auto deadline = Clock::now() + cfg_.task_timeout;
+  auto delay = milliseconds(100);
+  for (;;) {
+    pve::WaitOptions w;
+    w.timeout = std::max(milliseconds(1),
+                         std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+    w.poll_initial = milliseconds(20);
+    w.poll_max = milliseconds(500);
+    auto done = pve_.wait_task(*upid, w);
+    if (done) return {};
+    auto kind = done.error().kind;
+    bool poll_failed = kind == pve::ErrorKind::kServer || kind == pve::ErrorKind::kTransport ||
+                       kind == pve::ErrorKind::kProtocol || kind == pve::ErrorKind::kTimeout;
+    if (!poll_failed || Clock::now() + delay >= deadline)
+      return fail(pve_error(done.error(), what));
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, milliseconds(1000));
+  }
 }
 
 Status ManagerCore::write_description(int vmid, const SandboxMetadata& md) {
