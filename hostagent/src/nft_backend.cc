@@ -261,6 +261,16 @@ Status NftBackend::probe_destroy() {
 
 Status NftBackend::commit(const Batch& batch) {
   if (batch.empty()) return {};
+  for (const auto& op : batch.ops_) {
+    for (const auto& e : op.elements) {
+      if (!e.key.complete()) {
+        return fail(ErrorCode::kInvalidArgument, "element key of " + std::to_string(e.key.size()) +
+                                                     " bytes in " + op.set.to_string() +
+                                                     ": longer than " +
+                                                     std::to_string(ElementKey::kMaxSize));
+      }
+    }
+  }
   // Size the buffer: every message gets a generous fixed overhead.
   std::size_t bytes = 1024;
   for (const auto& op : batch.ops_) {

@@ -36,20 +36,24 @@ struct SetRef {
 };
 
 // An element key in the kernel's layout (concatenations padded to 4 bytes per component),
-// stored inline: a 10,000-element SYNC must not cost 10,000 heap allocations.
+// stored inline: a 10,000-element SYNC must not cost 10,000 heap allocations. The contract's
+// keys are 4 (ipv4_addr), 20 (ifname . ipv4_addr) and 24 (ifname . ether_addr) bytes; a longer
+// key (a foreign set's) keeps its true size but not its bytes, so it decodes as nothing and the
+// backend refuses to send it.
 class ElementKey {
  public:
-  static constexpr std::size_t kMaxSize = 64;  // NFT_DATA_VALUE_MAXLEN
+  static constexpr std::size_t kMaxSize = 32;
   ElementKey() = default;
-  // Keys longer than kMaxSize (the kernel never sends one) are cut to kMaxSize.
   ElementKey(const std::uint8_t* bytes, std::size_t size)
-      : size_(static_cast<std::uint8_t>(std::min(size, kMaxSize))) {
-    std::copy(bytes, bytes + size_, bytes_.begin());
+      : size_(static_cast<std::uint8_t>(std::min<std::size_t>(size, 255))) {
+    std::copy(bytes, bytes + std::min(size, kMaxSize), bytes_.begin());
   }
   const std::uint8_t* data() const { return bytes_.data(); }
   std::size_t size() const { return size_; }
+  bool complete() const { return size_ <= kMaxSize; }
   bool operator==(const ElementKey& other) const {
-    return size_ == other.size_ && std::equal(data(), data() + size_, other.data());
+    return size_ == other.size_ &&
+           std::equal(data(), data() + std::min<std::size_t>(size_, kMaxSize), other.data());
   }
 
  private:

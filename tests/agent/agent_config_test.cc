@@ -1,9 +1,11 @@
 // The agent's config parser and state-file codec (pure functions, no kernel).
+#include <cstring>
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "config.h"
+#include "nft_backend.h"
 #include "state.h"
 
 namespace pvs::agent {
@@ -218,6 +220,24 @@ TEST(AgentState, StoreSurvivesACrashAtEveryStep) {
     EXPECT_TRUE((*opened)->grants.empty());  // 10.99.0.5 stays revoked
   }
   std::filesystem::remove_all(tmpl);
+}
+
+TEST(ElementKey, InlineKeysAndOversizedOnes) {
+  auto key = port_mac_key("veth100i0", *MacAddress::parse("bc:24:11:2a:3b:4c"));
+  EXPECT_EQ(key.size(), 24u);
+  EXPECT_TRUE(key.complete());
+  auto decoded = decode_port_mac_key(key);
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(decoded->first, "veth100i0");
+  EXPECT_EQ(decode_ipv4_key(ipv4_key(*Ipv4Address::parse("10.99.0.5")))->to_string(), "10.99.0.5");
+  // A foreign set's 36-byte key: its first 24 bytes must never pass for a binding.
+  std::uint8_t long_key[36] = {};
+  std::memcpy(long_key, key.data(), key.size());
+  ElementKey oversized(long_key, sizeof(long_key));
+  EXPECT_EQ(oversized.size(), 36u);
+  EXPECT_FALSE(oversized.complete());
+  EXPECT_FALSE(decode_port_mac_key(oversized));
+  EXPECT_FALSE(oversized == key);
 }
 
 }  // namespace
