@@ -428,7 +428,7 @@ TEST_F(SshSessionTest, ConcurrentExecsDoNotWaitForASlowOne) {
 }
 
 TEST_F(SshSessionTest, ExecBurstsSpreadOverAPoolOfConnections) {
-  for (int pool : {1, 2}) {
+  for (int pool : {1, 2, 3}) {
     SshConfig c = config();
     c.exec_connections = pool;
     // TOFU: an extra connection must meet the key the first one trusted.

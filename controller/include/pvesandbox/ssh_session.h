@@ -136,7 +136,7 @@ struct SshConfig {
   // are opened in the background once execs pile up (2 or more running on every open one) and
   // kept until close(); each exec then goes to the least busy connected one. The first
   // connection carries everything else (SFTP, stats). 1: a single connection.
-  int exec_connections = 2;
+  int exec_connections = 3;
   // Bytes handed to each libssh2_sftp_read/write call: the pipeline depth is about this /30000.
   std::size_t sftp_buffer_size = 1 << 20;
 
