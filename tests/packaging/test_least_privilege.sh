@@ -94,7 +94,9 @@ if start_agent +net_admin; then
   expect "sync" "SYNC 10.99.0.8 10.99.0.9@30" "OK 2"
   expect "list" "LIST" "OK 2 10.99.0.*"
   expect "revoke" "REVOKE 10.99.0.8" "OK"
-  if ip netns exec "$ns" nft list set inet sandbox internet_allowed | grep -q '10.99.0.9'; then
+  # Captured first: with pipefail, `nft | grep -q` fails when grep's early exit kills nft (SIGPIPE).
+  set_now=$(ip netns exec "$ns" nft list set inet sandbox internet_allowed)
+  if [[ "$set_now" == *10.99.0.9* ]]; then
     pass "the kernel set holds what the unprivileged agent wrote"
   else
     fail "the kernel set holds what the unprivileged agent wrote"
@@ -110,7 +112,8 @@ fi
 ip netns exec "$ns" nft flush set inet sandbox internet_allowed
 if start_agent ""; then
   got=$(ask "ALLOW 10.99.0.20" || true)
-  if [[ "$got" == ERR* ]] && ! ip netns exec "$ns" nft list set inet sandbox internet_allowed | grep -q 10.99.0.20; then
+  set_now=$(ip netns exec "$ns" nft list set inet sandbox internet_allowed)
+  if [[ "$got" == ERR* && "$set_now" != *10.99.0.20* ]]; then
     pass "without CAP_NET_ADMIN nothing changes: ALLOW -> $got"
   else
     fail "without CAP_NET_ADMIN nothing changes: ALLOW -> '$got'"
