@@ -12,6 +12,10 @@
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
+#ifndef PVS_AGENT_BIN
+#error "PVS_AGENT_BIN must name the agent binary"
+#endif
+
 namespace pvs {
 namespace {
 
@@ -499,6 +503,34 @@ TEST_F(ManagerModelTest, TenPercentFaultsOnEveryEndpoint) {
   EXPECT_GT(failed, 0);
   for (auto& info : m->list()) ASSERT_TRUE(m->destroy_by_id(info.id));
   expect_clean();
+}
+
+// A controller on another machine reaches the agent through a relay command (in production
+// `ssh -T relay@node` with the forced command `pve-sandbox-agent relay`); here the relay runs
+// locally. Grants, bindings and reconnects work the same.
+TEST_F(ManagerModelTest, AgentThroughARelayCommand) {
+  auto cfg = stack_->manager_config();
+  cfg.agent.socket_path = "/nonexistent/agent.sock";  // unused with a command
+  cfg.agent.command = {PVS_AGENT_BIN, "relay", "--socket", stack_->agent_socket()};
+  auto m = open(cfg);
+  ASSERT_TRUE(m);
+  CreateOptions o;
+  o.internet = true;
+  auto sb = m->create(o);
+  ASSERT_TRUE(sb) << sb.error().message;
+  EXPECT_EQ(stack_->internet_set(), std::set<std::string>{"10.99.0.2"});
+  EXPECT_EQ(stack_->bound_ports(), std::set<std::string>{"veth10000i0/10.99.0.2"});
+  // The agent restarts: the relay's connection breaks, the next call spawns a new one.
+  stack_->stop_agent();
+  stack_->start_agent();
+  ASSERT_TRUE((*sb)->set_internet(false));
+  EXPECT_TRUE(stack_->internet_set().empty());
+  ASSERT_TRUE(m->reconcile());
+  auto h = m->health();
+  EXPECT_TRUE(h.agent_ok) << h.agent_error;
+  ASSERT_TRUE((*sb)->destroy());
+  expect_clean();
+  EXPECT_EQ(m->stats().agent_calls.errors, 0u);
 }
 
 // Call statistics for /metrics: every Proxmox request, task wait and agent request is counted,
