@@ -473,6 +473,11 @@ static void settle_body(RequestContext& ctx) {
 }
 
 void Api::send_json(RequestContext& ctx, int status, const std::string& body) {
+  send_bytes(ctx, status, "application/json", body);
+}
+
+void Api::send_bytes(RequestContext& ctx, int status, const std::string& content_type,
+                     std::string_view body) {
   audit_before_reply(audit_, metrics_, ctx, status, ctx.error ? &*ctx.error : nullptr);
   settle_body(ctx);
   ctx.responded = true;
@@ -480,8 +485,8 @@ void Api::send_json(RequestContext& ctx, int status, const std::string& body) {
   auto& resp = *ctx.response;
   resp.setStatus(static_cast<HTTPResponse::HTTPStatus>(status));
   resp.set("X-Request-Id", ctx.request_id);
-  resp.setContentType("application/json");
-  resp.setContentLength(static_cast<std::streamsize>(body.size()));
+  resp.setContentType(content_type);
+  resp.setContentLength64(static_cast<Poco::Int64>(body.size()));
   resp.sendBuffer(body.data(), body.size());
 }
 
@@ -531,11 +536,12 @@ std::string Api::read_body(RequestContext& ctx, std::uint64_t limit) {
   return body;
 }
 
-void Api::require_json(RequestContext& ctx) {
+std::string Api::json_body(RequestContext& ctx) {
   const std::string& type = ctx.request->getContentType();
   if (!type.empty() && type.rfind("application/json", 0) != 0) {
     throw unsupported_media_type("send the body as application/json");
   }
+  return read_body(ctx, config_.max_body_bytes);
 }
 
 std::shared_ptr<Manager> Api::require_manager() {
@@ -607,21 +613,12 @@ void Api::openapi(RequestContext& ctx) {
 }
 
 void Api::metrics_text(RequestContext& ctx) {
-  std::string text = metrics_->render();
-  ctx.responded = true;
-  ctx.status = 200;
-  auto& resp = *ctx.response;
-  resp.setStatus(HTTPResponse::HTTP_OK);
-  resp.setContentType("text/plain; version=0.0.4; charset=utf-8");
-  resp.setContentLength(static_cast<std::streamsize>(text.size()));
-  resp.sendBuffer(text.data(), text.size());
+  send_bytes(ctx, 200, "text/plain; version=0.0.4; charset=utf-8", metrics_->render());
 }
 
 void Api::create(RequestContext& ctx) {
   ctx.action = "sandbox.create";
-  require_json(ctx);
-  std::string body = read_body(ctx, config_.max_body_bytes);
-  auto req = parse_create(body, config_);
+  auto req = parse_create(json_body(ctx), config_);
   if (!req) throw req.error();
   {
     JsonWriter p;
@@ -703,9 +700,7 @@ void Api::destroy(RequestContext& ctx) {
 
 void Api::exec(RequestContext& ctx) {
   ctx.action = "sandbox.exec";
-  require_json(ctx);
-  std::string body = read_body(ctx, config_.max_body_bytes);
-  auto req = parse_exec(body, config_);
+  auto req = parse_exec(json_body(ctx), config_);
   if (!req) throw req.error();
   {
     // The command is recorded; stdin and env values may hold secrets and are not.
@@ -844,15 +839,7 @@ void Api::get_file(RequestContext& ctx) {
   }
   auto data = sandbox->read_file(*path, config_.max_download_bytes);
   if (!data) throw from_error(data.error());
-  settle_body(ctx);
-  ctx.responded = true;
-  ctx.status = 200;
-  auto& resp = *ctx.response;
-  resp.setStatus(HTTPResponse::HTTP_OK);
-  resp.set("X-Request-Id", ctx.request_id);
-  resp.setContentType("application/octet-stream");
-  resp.setContentLength64(static_cast<Poco::Int64>(data->size()));
-  resp.sendBuffer(data->data(), data->size());
+  send_bytes(ctx, 200, "application/octet-stream", *data);
 }
 
 void Api::put_file(RequestContext& ctx) {
@@ -917,8 +904,7 @@ void Api::put_file(RequestContext& ctx) {
 
 void Api::internet(RequestContext& ctx) {
   ctx.action = "sandbox.internet";
-  require_json(ctx);
-  auto enabled = parse_internet(read_body(ctx, config_.max_body_bytes));
+  auto enabled = parse_internet(json_body(ctx));
   if (!enabled) throw enabled.error();
   ctx.params_json = std::string("{\"enabled\":") + (*enabled ? "true" : "false") + "}";
   auto sandbox = find_sandbox(ctx);
@@ -928,8 +914,7 @@ void Api::internet(RequestContext& ctx) {
 
 void Api::ttl(RequestContext& ctx) {
   ctx.action = "sandbox.ttl";
-  require_json(ctx);
-  auto seconds = parse_ttl(read_body(ctx, config_.max_body_bytes), config_);
+  auto seconds = parse_ttl(json_body(ctx), config_);
   if (!seconds) throw seconds.error();
   ctx.params_json = "{\"ttl_seconds\":" + std::to_string(*seconds) + "}";
   auto sandbox = find_sandbox(ctx);
@@ -941,8 +926,7 @@ void Api::ttl(RequestContext& ctx) {
 
 void Api::snapshot_create(RequestContext& ctx) {
   ctx.action = "sandbox.snapshot";
-  require_json(ctx);
-  auto req = parse_snapshot(read_body(ctx, config_.max_body_bytes));
+  auto req = parse_snapshot(json_body(ctx));
   if (!req) throw req.error();
   JsonWriter p;
   p.begin_object().key("name").value(req->name).key("description").value(req->description);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <Poco/Net/HTTPRequestHandlerFactory.h>
 #include <Poco/Net/HTTPServer.h>
@@ -90,8 +91,11 @@ class Api {
   std::shared_ptr<Manager> require_manager();
   std::shared_ptr<Sandbox> find_sandbox(RequestContext& ctx);       // throws ApiError
   std::string read_body(RequestContext& ctx, std::uint64_t limit);  // throws ApiError
-  void require_json(RequestContext& ctx);
+  std::string json_body(RequestContext& ctx);  // application/json, at most max_body_bytes
   void send_json(RequestContext& ctx, int status, const std::string& body);
+  // Audits (mutating calls), settles an unread request body, then sends `body` whole.
+  void send_bytes(RequestContext& ctx, int status, const std::string& content_type,
+                  std::string_view body);
   void send_error(RequestContext& ctx, const ApiError& error);
   void send_empty(RequestContext& ctx, int status);
   void finish(RequestContext& ctx);
