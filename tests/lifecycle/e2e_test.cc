@@ -119,17 +119,13 @@ TEST_F(LifecycleE2eTest, FullLifecycle) {
 TEST_F(LifecycleE2eTest, EveryCreateFailurePointRollsBack) {
   std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = [&](std::string_view step) -> Status {
-    if (step == failing) return fail(ErrorCode::kUnavailable, "injected at " + failing);
-    return {};
-  };
+  cfg.fault_hook = test::fail_step(failing);
   auto m = open(cfg);
   ASSERT_TRUE(m);
   CreateOptions o;
   o.internet = true;
   o.disk_gb = 10;
-  for (std::string step :
-       {"clone", "configure", "resize", "bind", "start", "ssh", "internet", "ready"}) {
+  for (const std::string& step : test::kCreateSteps) {
     SCOPED_TRACE(step);
     failing = step;
     EXPECT_FALSE(m->create(o));

@@ -146,17 +146,13 @@ TEST_F(ManagerModelTest, InvalidOptionsAreRefusedBeforeAnythingHappens) {
 TEST_F(ManagerModelTest, EveryCreateStepFailureRollsBackCompletely) {
   std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = [&](std::string_view step) -> Status {
-    if (step == failing) return fail(ErrorCode::kUnavailable, "injected at " + failing);
-    return {};
-  };
+  cfg.fault_hook = test::fail_step(failing);
   auto m = open(cfg);
   ASSERT_TRUE(m);
   CreateOptions o;
   o.internet = true;
   o.disk_gb = 10;
-  for (std::string step :
-       {"clone", "configure", "resize", "bind", "start", "ssh", "internet", "ready"}) {
+  for (const std::string& step : test::kCreateSteps) {
     SCOPED_TRACE(step);
     failing = step;
     auto sb = m->create(o);
@@ -243,12 +239,9 @@ TEST_F(ManagerModelTest, AgentDownFailsCreateCleanlyAndReconcileRestoresTheSet) 
 }
 
 TEST_F(ManagerModelTest, FailedRevokeOnDestroyQuarantinesTheAddressUntilTheSetForgetsIt) {
-  bool fail_revoke = false;
+  std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = [&](std::string_view step) -> Status {
-    if (fail_revoke && step == "destroy:revoke") return fail(ErrorCode::kUnavailable, "agent");
-    return {};
-  };
+  cfg.fault_hook = test::fail_step(failing);
   auto m = open(cfg);
   ASSERT_TRUE(m);
   CreateOptions o;
@@ -256,9 +249,9 @@ TEST_F(ManagerModelTest, FailedRevokeOnDestroyQuarantinesTheAddressUntilTheSetFo
   auto a = m->create(o);
   ASSERT_TRUE(a);
   EXPECT_EQ((*a)->info().address->to_string(), "10.99.0.2");
-  fail_revoke = true;
+  failing = "destroy:revoke";
   ASSERT_TRUE((*a)->destroy());
-  fail_revoke = false;
+  failing.clear();
   EXPECT_TRUE(stack_->containers().empty());
   EXPECT_EQ(stack_->internet_set(), std::set<std::string>{"10.99.0.2"});  // still granted
   EXPECT_EQ(m->stats().quarantined_addresses, 1u);
@@ -279,21 +272,18 @@ TEST_F(ManagerModelTest, FailedRevokeOnDestroyQuarantinesTheAddressUntilTheSetFo
 }
 
 TEST_F(ManagerModelTest, FailedDeleteLeavesPhaseDestroyingAndTheReconcilerFinishesIt) {
-  bool fail_delete = false;
+  std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = [&](std::string_view step) -> Status {
-    if (fail_delete && step == "destroy:delete") return fail(ErrorCode::kUnavailable, "pve");
-    return {};
-  };
+  cfg.fault_hook = test::fail_step(failing);
   auto m = open(cfg);
   ASSERT_TRUE(m);
   CreateOptions o;
   o.internet = true;
   auto a = m->create(o);
   ASSERT_TRUE(a);
-  fail_delete = true;
+  failing = "destroy:delete";
   EXPECT_FALSE((*a)->destroy());
-  fail_delete = false;
+  failing.clear();
   // Internet is gone already (revoke first), the container is still there.
   EXPECT_TRUE(stack_->internet_set().empty());
   EXPECT_EQ(stack_->containers().size(), 1u);

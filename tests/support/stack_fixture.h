@@ -22,10 +22,12 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pvesandbox/common/ipv4.h"
@@ -101,5 +103,20 @@ class Stack {
   pid_t agent_pid_ = -1;
   std::unique_ptr<pvesim::Simulator> sim_;
 };
+
+// The steps of Manager::create, in order, as ManagerConfig::fault_hook names them.
+inline const std::vector<std::string> kCreateSteps = {"clone", "configure", "resize",   "bind",
+                                                      "start", "ssh",       "internet", "ready"};
+
+// A ManagerConfig::fault_hook that fails the step named by `failing` (read at every step, so a
+// test switches the fault on, moves it, or clears it by assigning the string).
+inline std::function<Status(std::string_view)> fail_step(const std::string& failing) {
+  return [&failing](std::string_view step) -> Status {
+    if (!failing.empty() && step == failing) {
+      return fail(ErrorCode::kUnavailable, "injected at " + failing);
+    }
+    return {};
+  };
+}
 
 }  // namespace pvs::test
