@@ -18,6 +18,7 @@
 
 #include "auth.h"
 #include "http_client.h"
+#include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
 #ifndef PVS_CONTROLLER_BIN
@@ -73,24 +74,12 @@ Proc run(const std::vector<std::string>& argv, const std::string& dir,
   return r;
 }
 
-std::uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 class ServiceE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     stack_ = std::make_unique<test::Stack>();
     dir_ = stack_->dir();
-    port_ = free_port();
+    port_ = test::free_port();
     config_ = dir_ + "/controller.yaml";
     ManagerConfig mc = stack_->manager_config();  // the stack's user, key and agent socket
     std::ofstream(config_) << "listen:\n  address: 127.0.0.1\n  port: " << port_ << "\n"

@@ -41,22 +41,6 @@ void write_file(const std::string& path, const std::string& text, mode_t mode) {
   ::chmod(path.c_str(), mode);
 }
 
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("sshd fixture: cannot find a free port");
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 bool port_accepts(std::uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
@@ -118,6 +102,22 @@ std::set<pid_t> processes_of_uid(uid_t uid) {
 std::atomic<int> g_counter{0};
 
 }  // namespace
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("test support: cannot find a free port");
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
 
 int run_command(const std::vector<std::string>& argv, std::string* out) {
   std::vector<char*> args;

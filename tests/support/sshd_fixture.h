@@ -16,6 +16,9 @@
 
 namespace pvs::test {
 
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
+std::uint16_t free_port();
+
 struct SshdOptions {
   bool create_user = true;   // false: log in as root (whose shell may be heavy)
   int max_sessions = 64;     // sshd MaxSessions (channels per connection)

@@ -26,6 +26,7 @@
 
 #include "auth.h"
 #include "server.h"
+#include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
 using Clock = std::chrono::steady_clock;
@@ -79,18 +80,6 @@ long rss_kb(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
   }
   return -1;
-}
-
-std::uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 int bench_exec(int n) {
@@ -185,7 +174,7 @@ int bench_list(int sandboxes) {
   o.backend = "model";
   pvs::test::Stack stack(o);
   auto mc = stack.manager_config();
-  std::uint16_t port = free_port();
+  std::uint16_t port = pvs::test::free_port();
   std::string config = stack.dir() + "/controller.yaml";
   std::ofstream(config) << "listen:\n  port: " << port << "\nhttp:\n  threads: 16\n"
                         << "auth:\n  tokens:\n    - {name: bench, max_sandboxes: 1000, sha256: "
@@ -277,7 +266,7 @@ void reset_peak_rss(pid_t pid) {
 int bench_upload(int mib) {
   pvs::test::Stack stack;  // netns backend: real sshd per sandbox
   auto mc = stack.manager_config();
-  std::uint16_t port = free_port();
+  std::uint16_t port = pvs::test::free_port();
   std::string config = stack.dir() + "/controller.yaml";
   std::ofstream(config) << "listen:\n  port: " << port << "\nhttp:\n  threads: 8\n"
                         << "  max_upload_bytes: " << (std::uint64_t(mib) << 20) << "\n"
