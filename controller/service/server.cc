@@ -78,16 +78,6 @@ struct ExecStreamState {
 
 constexpr std::size_t kStreamBufferCap = 8 << 20;
 
-// Proxmox reports a missing snapshot only as a failed task: look first, for a clean 404.
-void require_snapshot(Sandbox& sandbox, const std::string& name) {
-  auto snaps = sandbox.snapshots();
-  if (!snaps) throw from_error(snaps.error());
-  for (const auto& s : *snaps) {
-    if (s.name == name) return;
-  }
-  throw not_found("no snapshot " + name + " of " + sandbox.id());
-}
-
 }  // namespace
 
 std::string RequestContext::query_value(const std::string& key) const {
@@ -953,24 +943,27 @@ void Api::snapshot_list(RequestContext& ctx) {
   send_json(ctx, 200, w.take());
 }
 
-void Api::snapshot_rollback(RequestContext& ctx) {
-  ctx.action = "sandbox.rollback";
+// The {name} of a snapshot route, validated and recorded for the audit log. A missing snapshot
+// is the Manager's kNotFound (404).
+static const std::string& snapshot_name(RequestContext& ctx) {
   const std::string& name = ctx.params.at("name");
   if (!is_snapshot_name(name)) throw bad_request("name: not a snapshot name");
   ctx.params_json = "{\"name\":\"" + name + "\"}";
+  return name;
+}
+
+void Api::snapshot_rollback(RequestContext& ctx) {
+  ctx.action = "sandbox.rollback";
+  const std::string& name = snapshot_name(ctx);
   auto sandbox = find_sandbox(ctx);
-  require_snapshot(*sandbox, name);
   if (auto st = sandbox->rollback(name); !st) throw from_error(st.error());
   send_json(ctx, 200, sandbox_json(sandbox->info()));
 }
 
 void Api::snapshot_delete(RequestContext& ctx) {
   ctx.action = "sandbox.delete_snapshot";
-  const std::string& name = ctx.params.at("name");
-  if (!is_snapshot_name(name)) throw bad_request("name: not a snapshot name");
-  ctx.params_json = "{\"name\":\"" + name + "\"}";
+  const std::string& name = snapshot_name(ctx);
   auto sandbox = find_sandbox(ctx);
-  require_snapshot(*sandbox, name);
   if (auto st = sandbox->delete_snapshot(name); !st) throw from_error(st.error());
   send_empty(ctx, 204);
 }
