@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "pvesandbox/common/text.h"
 #include "pvesandbox/manager.h"
 #include "sim.h"
 #include "support/stack_fixture.h"
@@ -167,7 +168,12 @@ TEST_F(LifecycleE2eTest, SixteenConcurrentCreatesAllSucceed) {
       }
       boxes[i] = *sb;
       auto r = (*sb)->exec("echo " + std::to_string(i));
-      if (!r || r->out != std::to_string(i) + "\n") errors[i] = "exec failed";
+      if (!r) {
+        errors[i] = "exec failed: " + r.error().message;
+      } else if (r->out != std::to_string(i) + "\n") {
+        errors[i] = "exec: exit " + std::to_string(r->exit_code) + ", stdout " +
+                    pvs::quoted(r->out) + ", stderr " + pvs::quoted(r->err);
+      }
     });
   for (auto& t : threads) t.join();
   for (int i = 0; i < 16; ++i) {
