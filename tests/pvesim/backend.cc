@@ -53,6 +53,19 @@ std::string link_local(const std::string& mac) {
   return buf;
 }
 
+// The first IPv4 address of `ifname` in namespace `ns` ("" if none).
+std::string first_ipv4(const std::string& ns, const std::string& ifname) {
+  std::string out;
+  if (run_command({"ip", "-n", ns, "-4", "-o", "addr", "show", "dev", ifname}, &out) != 0)
+    return "";
+  auto at = out.find(" inet ");
+  if (at == std::string::npos) return "";
+  at += 6;
+  auto end = out.find_first_of("/ ", at);
+  auto ip = out.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  return pvs::Ipv4Address::parse(ip) ? ip : "";
+}
+
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -208,7 +221,15 @@ class NetnsBackend : public Backend {
     if (run_command({"ip", "-n", ns, "link", "set", ifname, "up"}, &out) != 0)
       return fail("link up");
     std::string ip = ipv4.substr(0, ipv4.find('/'));
-    if (!ipv4.empty()) {
+    bool real_dhcp = net0["ip"] == "dhcp" && !o_.dhcp_client.empty();
+    if (real_dhcp) {
+      // As on Proxmox, a CT whose DHCP gets no answer still starts, just without an address
+      // (and here without sshd): the caller's wait for SSH is what notices.
+      ip.clear();
+      if (run_command({"ip", "netns", "exec", ns, o_.dhcp_client, "run", ifname}, &out) == 0)
+        ip = first_ipv4(ns, ifname);
+      if (ip.empty()) pvs::log::warn("CT " + std::to_string(vmid) + ": no DHCP lease: " + out);
+    } else if (!ipv4.empty()) {
       if (run_command({"ip", "-n", ns, "addr", "add", ipv4, "dev", ifname}, &out) != 0)
         return fail("address " + ipv4);
       // A static ip= uses net0's gw=; a DHCP lease gets the router the DHCP server would offer.

@@ -47,6 +47,8 @@ const char* kUsage = R"(usage: pvesim [options]
   --sshd PATH              sshd binary (/usr/sbin/sshd)
   --ssh-user NAME          user allowed to log in (root)
   --ssh-port N             sshd port inside the CT (22)
+  --dhcp-client PATH       ip=dhcp CTs run `PATH run <ifname>` (a real DHCP exchange, e.g.
+                           tests/pvesim/dhcp-client.sh) instead of the simulated lease
   --info-file PATH         write port=, fingerprint=, cert= lines once listening
   --log-level LEVEL        debug|info|warn|error
 )";
@@ -180,6 +182,8 @@ int main(int argc, char** argv) {
         options.netns.sshd_path = next();
       else if (arg == "--ssh-user")
         options.netns.user = next();
+      else if (arg == "--dhcp-client")
+        options.netns.dhcp_client = next();
       else if (arg == "--ssh-port")
         options.netns.ssh_port = std::stoi(next());
       else if (arg == "--info-file")

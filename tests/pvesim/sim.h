@@ -32,8 +32,8 @@ struct FaultRule {
 // The netns backend: every started container becomes a network namespace "<prefix><vmid>"
 // joined by a veth to `bridge` (host end named like Proxmox's bridge port: veth<vmid>i0, or
 // fwpr<vmid>p0 when net0 has firewall=1), configured from net0 (static ip=/gw= or a lease
-// from dhcp_cidr with `gateway` as router), running `sshd_path` with `authorized_keys` for
-// `user`.
+// from dhcp_cidr with `gateway` as router, or a real DHCP exchange with `dhcp_client`), running
+// `sshd_path` with `authorized_keys` for `user`.
 struct NetnsOptions {
   std::string bridge = "pvesimbr0";
   std::string bridge_cidr = "10.99.0.1/16";  // the host's address on the bridge (if created)
@@ -44,6 +44,10 @@ struct NetnsOptions {
   std::string user = "root";  // who may log in (the sshd runs as root in the namespace)
   int ssh_port = 22;
   bool create_bridge = true;  // create the bridge if missing, delete it at exit
+  // A real DHCP client for CTs with ip=dhcp instead of the simulated lease: run inside the CT's
+  // namespace as `<dhcp_client> run <ifname>` (tests/pvesim/dhcp-client.sh), exit 0 once the
+  // interface has its lease from whatever DHCP server serves the bridge.
+  std::string dhcp_client;
 };
 
 struct Options {
