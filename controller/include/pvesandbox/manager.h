@@ -70,12 +70,13 @@ struct ManagerConfig {
   std::uint32_t vmid_min = 10000;  // VMIDs the controller may use (inclusive)
   std::uint32_t vmid_max = 19999;
 
-  // Network: static addresses from the controller's allocator, written into net0.
+  // Network: addresses from the controller's allocator, written into net0 (static) or handed
+  // out by the node's dnsmasq from the reservation the agent publishes at BIND (dhcp).
   Cidr sandbox_cidr;    // e.g. 10.99.0.0/16
   Ipv4Address gateway;  // e.g. 10.99.0.1
   std::string bridge = "vmbr1";
-  std::vector<Cidr> reserved;  // never allocated (e.g. the dnsmasq DHCP range)
-  bool dhcp = false;           // ip=dhcp instead: NOT IMPLEMENTED yet (open() refuses it)
+  std::vector<Cidr> reserved;  // never allocated (addresses something else on the bridge uses)
+  bool dhcp = false;           // net0 ip=dhcp: needs the agent's dhcp_hosts_dir + dnsmasq
   bool firewall = false;       // net0 firewall=1 (the bridge port is then fwpr<vmid>p0)
 
   // SSH into sandboxes: host/port are filled in per sandbox; everything else is the template.

@@ -49,17 +49,17 @@ std::string random_hex(int digits) {
   return out;
 }
 
-// A random locally administered unicast MAC (02:xx:...): the controller chooses it, so that
-// it can BIND the port before the container starts.
-MacAddress random_mac() {
-  MacAddress::Bytes b{};
-  auto r = rng()();
-  for (auto& byte : b) {
-    byte = static_cast<std::uint8_t>(r & 0xff);
-    r >>= 8;
-  }
-  b[0] = static_cast<std::uint8_t>((b[0] & 0xfc) | 0x02);
-  return MacAddress(b);
+// The sandbox's MAC, derived from its address: 02:53:<the four address bytes>, locally
+// administered and unicast. The controller chooses it so that it can BIND the port before the
+// container starts, and deriving it (rather than drawing it) means an address always comes with
+// the same MAC: the node's dnsmasq then hands a reused address to its new container even while
+// the previous container's lease runs (it refuses an address leased to a different MAC), and
+// neighbours' ARP caches are never stale.
+MacAddress mac_for(Ipv4Address address) {
+  auto a = address.to_uint();
+  return MacAddress(MacAddress::Bytes{
+      0x02, 0x53, static_cast<std::uint8_t>(a >> 24), static_cast<std::uint8_t>(a >> 16),
+      static_cast<std::uint8_t>(a >> 8), static_cast<std::uint8_t>(a)});
 }
 
 bool valid_hostname(std::string_view h) {
@@ -859,13 +859,18 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     break;
   }
 
-  // 2. Configure: resources, static address, tag. Never `features`.
-  auto mac = random_mac();
+  // 2. Configure: resources, address, tag. Never `features`. With DHCP the address is still
+  // ours: the agent's BIND publishes it as the node dnsmasq's reservation for this MAC.
+  auto mac = mac_for(*address);
   proto::Binding binding{port_name(s.vmid, cfg_.firewall), mac, *address};
-  std::string net0 = "name=eth0,bridge=" + cfg_.bridge + ",hwaddr=" + upper(mac.to_string()) +
-                     ",ip=" + address->to_string() + "/" +
-                     std::to_string(cfg_.sandbox_cidr.prefix()) +
-                     ",gw=" + cfg_.gateway.to_string() + ",type=veth";
+  std::string net0 = "name=eth0,bridge=" + cfg_.bridge + ",hwaddr=" + upper(mac.to_string());
+  if (cfg_.dhcp) {
+    net0 += ",ip=dhcp";
+  } else {
+    net0 += ",ip=" + address->to_string() + "/" + std::to_string(cfg_.sandbox_cidr.prefix()) +
+            ",gw=" + cfg_.gateway.to_string();
+  }
+  net0 += ",type=veth";
   if (cfg_.firewall) net0 += ",firewall=1";
   if (auto h = hook("configure"); !h) return failed(h.error());
   auto conf = pve_.update_config(cfg_.node, s.vmid,
@@ -1466,8 +1471,6 @@ class ManagerHandle final : public Manager {
 }  // namespace
 
 Result<std::unique_ptr<Manager>> Manager::open(ManagerConfig config) {
-  if (config.dhcp)
-    return fail(ErrorCode::kInvalidArgument, "dhcp addressing is not implemented; use static");
   if (config.node.empty()) return fail(ErrorCode::kInvalidArgument, "node is required");
   if (config.template_vmid <= 0)
     return fail(ErrorCode::kInvalidArgument, "template_vmid is required");
