@@ -31,7 +31,8 @@ std::string iso_time(std::int64_t unix_ms) {
 Agent::Agent(AgentConfig config, std::unique_ptr<NftBackend> backend)
     : config_(std::move(config)),
       backend_(std::move(backend)),
-      store_(config_.state_file, config_.state_fsync) {
+      store_(config_.state_file, config_.state_fsync),
+      dhcp_(config_.dhcp_hosts_dir) {
   set_ = SetRef{config_.family_number(), config_.table, config_.set};
   port_mac_ = SetRef{NFPROTO_BRIDGE, config_.l2_table, config_.port_mac_set};
   port_ip4_ = SetRef{NFPROTO_BRIDGE, config_.l2_table, config_.port_ip4_set};
@@ -70,6 +71,20 @@ Status Agent::start() {
     // Makes the kernel equal what was adopted (drops elements the policy does not allow).
     if (auto ok = reapply("first start"); !ok)
       log::warn("re-apply at start: " + ok.error().message);
+  }
+  if (dhcp_.enabled()) {
+    bool created = false;
+    if (auto ok = dhcp_.ensure_dir(&created); !ok) {
+      log::error("dhcp_hosts_dir: " + ok.error().message);
+    } else if (created) {
+      log::warn("dhcp_hosts_dir " + dhcp_.dir() +
+                " did not exist and was created: restart dnsmasq, which watches only a "
+                "directory that existed when it started");
+    }
+    if (auto ok = mirror_dhcp_hosts(); ok) {
+      log::info("dhcp_hosts_dir " + dhcp_.dir() + ": " + std::to_string(desired_.bindings.size()) +
+                " reservations");
+    }
   }
   snapshot_needed_ = true;  // fold the journal into a fresh snapshot
   if (auto gen = backend_->generation(); gen) verified_generation_ = *gen;
@@ -404,12 +419,29 @@ std::string Agent::do_bind(const Peer& peer, const proto::BindRequest& r) {
     if (auto ok = kernel_port_elements(b.port, &old_macs, &old_ips); !ok) {
       return error_reply(ok.error());
     }
+    // The DHCP reservation first: a port that is let through must also get its address. If it
+    // cannot be written, nothing changes.
+    if (dhcp_.enabled()) {
+      if (auto ok = dhcp_.write(b); !ok) {
+        return error_reply(Error{ErrorCode::kIo, "dhcp reservation: " + ok.error().message});
+      }
+    }
     Batch batch;
     batch.destroy(port_mac_, std::move(old_macs));
     batch.destroy(port_ip4_, std::move(old_ips));
     batch.add(port_mac_, {RawElement{port_mac_key(b.port, b.mac), std::nullopt}});
     batch.add(port_ip4_, {RawElement{port_ip4_key(b.port, b.address), std::nullopt}});
     if (auto ok = backend_->commit(batch); !ok) {
+      if (dhcp_.enabled()) {
+        // Back to what the port had: its previous binding's reservation, or none.
+        auto previous = desired_.bindings.find(b.port);
+        auto undo = previous != desired_.bindings.end() ? dhcp_.write(previous->second)
+                                                        : dhcp_.remove(b.port);
+        if (!undo) {
+          log::warn("dhcp_hosts_dir: undoing " + b.port + ": " + undo.error().message);
+          dhcp_dirty_ = true;
+        }
+      }
       return error_reply(missing_error(ok.error(), port_mac_));
     }
     desired_.bindings[b.port] = b;
@@ -428,6 +460,15 @@ std::string Agent::do_unbind(const Peer& peer, const proto::UnbindRequest& r) {
     if (desired_.bindings.erase(r.port) > 0) {
       ++changes_;
       journal_pending_ += "unbind " + r.port + "\n";
+    }
+    // A reservation left behind is harmless (the L2 guard drops the unbound port's frames, and
+    // the controller derives a MAC from its address, so it can only ever be re-bound as it was),
+    // but the directory is tidied up at the next mirror.
+    if (dhcp_.enabled()) {
+      if (auto ok = dhcp_.remove(r.port); !ok) {
+        log::warn("dhcp_hosts_dir: " + ok.error().message);
+        dhcp_dirty_ = true;
+      }
     }
     std::vector<RawElement> old_macs, old_ips;
     if (auto ok = kernel_port_elements(r.port, &old_macs, &old_ips); !ok) {
@@ -476,6 +517,7 @@ std::string Agent::do_status() {
   fields.emplace_back("last_reapply", last_reapply_ms_ > 0 ? iso_time(last_reapply_ms_) : "never");
   fields.emplace_back("reapplies", std::to_string(reapplies_));
   fields.emplace_back("state", state_error_ ? "error" : "ok");
+  fields.emplace_back("dhcp_hosts", !dhcp_.enabled() ? "off" : dhcp_dirty_ ? "error" : "ok");
   fields.emplace_back("clients", std::to_string(clients_));
   fields.emplace_back("uptime", std::to_string((unix_now_ms() - started_ms_) / 1000));
   fields.emplace_back("version", PVS_VERSION);
@@ -576,8 +618,22 @@ Result<bool> Agent::drifted() {
   return false;
 }
 
+Status Agent::mirror_dhcp_hosts() {
+  if (!dhcp_.enabled()) return {};
+  auto ok = dhcp_.mirror(desired_.bindings);
+  if (!ok) {
+    if (!dhcp_dirty_) log::error("dhcp_hosts_dir: " + ok.error().message + " (retrying)");
+    dhcp_dirty_ = true;
+    return ok;
+  }
+  if (dhcp_dirty_) log::info("dhcp_hosts_dir " + dhcp_.dir() + ": in step with the bindings");
+  dhcp_dirty_ = false;
+  return {};
+}
+
 void Agent::tick() {
   desired_.prune(unix_now_ms());
+  if (dhcp_dirty_) (void)mirror_dhcp_hosts();
   if (backend_->stats().lost_acks != lost_acks_seen_) {
     lost_acks_seen_ = backend_->stats().lost_acks;
     verified_generation_.reset();

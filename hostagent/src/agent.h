@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "config.h"
+#include "dhcp_hosts.h"
 #include "nft_backend.h"
 #include "pvesandbox/common/protocol.h"
 #include "state.h"
@@ -56,6 +57,11 @@ class Agent {
   // Re-applies the whole desired state (atomic replace of each set). Public for tests/bench.
   Status reapply(std::string_view reason);
 
+  // Makes dhcp_hosts_dir mirror the desired bindings (no-op when the key is not set). Done at
+  // start; retried by tick() while it fails.
+  Status mirror_dhcp_hosts();
+  bool dhcp_hosts_ok() const { return !dhcp_dirty_; }
+
  private:
   Status check_address(Ipv4Address address) const;
   std::string error_reply(const Error& error);
@@ -84,6 +90,8 @@ class Agent {
   SetRef port_ip4_;
   DesiredState desired_;
   StateStore store_;
+  DhcpHosts dhcp_;
+  bool dhcp_dirty_ = false;       // the directory may differ from the bindings: mirror again
   std::string journal_pending_;   // records not yet appended
   bool snapshot_needed_ = false;  // a change too big for the journal (SYNC), or first start
   bool state_error_ = false;

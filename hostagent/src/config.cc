@@ -105,6 +105,7 @@ Result<AgentConfig> parse_config(std::string_view text, std::string_view source)
   bool have_cidr = false;
   std::optional<Ipv4Address> gateway;
   YAML::Node gateway_node;
+  YAML::Node dhcp_node;
   std::set<std::string> seen;
 
   using Handler = std::function<Status(const std::string&, const YAML::Node&)>;
@@ -219,6 +220,30 @@ Result<AgentConfig> parse_config(std::string_view text, std::string_view source)
          config.state_file = *value;
          return {};
        }},
+      {"dhcp_hosts_dir",
+       [&](const std::string& key, const YAML::Node& node) -> Status {
+         if (node.IsNull()) {
+           config.dhcp_hosts_dir.clear();
+           return {};
+         }
+         auto value = scalar(ctx, key, node);
+         if (!value) return fail(value.error());
+         std::string dir = *value;
+         while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+         if (dir.empty()) {
+           config.dhcp_hosts_dir.clear();
+           return {};
+         }
+         if (dir[0] != '/') return fail(ctx.error(key, node, "must be an absolute path"));
+         if (dir == "/" || dir.find('\n') != std::string::npos ||
+             dir.find("/../") != std::string::npos || dir.ends_with("/..")) {
+           return fail(ctx.error(key, node, "not a usable directory: " + quoted(*value)));
+         }
+         if (dir.size() > 4000) return fail(ctx.error(key, node, "path too long"));
+         config.dhcp_hosts_dir = dir;
+         dhcp_node = node;
+         return {};
+       }},
       {"state_fsync",
        [&](const std::string& key, const YAML::Node& node) -> Status {
          auto value = boolean(ctx, key, node);
@@ -285,6 +310,14 @@ Result<AgentConfig> parse_config(std::string_view text, std::string_view source)
     config.gateway = *gateway;
   } else {
     config.gateway = config.sandbox_cidr.at(1);
+  }
+  // The agent deletes every file of dhcp_hosts_dir it did not write: never its own files' home.
+  auto parent = [](const std::string& path) { return path.substr(0, path.rfind('/')); };
+  if (!config.dhcp_hosts_dir.empty() && (config.dhcp_hosts_dir == parent(config.state_file) ||
+                                         config.dhcp_hosts_dir == parent(config.socket))) {
+    return fail(ctx.error("dhcp_hosts_dir", dhcp_node,
+                          "must be a directory of its own: the agent deletes every file in it "
+                          "that is not a reservation, and it holds the state file or socket"));
   }
   if (config.allowed_uids.empty() && config.allowed_gids.empty()) {
     return fail(ErrorCode::kInvalidArgument,

@@ -44,6 +44,8 @@ struct AgentConfig {
   std::uint32_t idle_timeout_seconds = 600;
   std::uint32_t drift_check_ms = 1000;
   DestroyMode destroy = DestroyMode::kAuto;
+  // dnsmasq dhcp-hostsdir the agent publishes its bindings to as reservations; empty: off.
+  std::string dhcp_hosts_dir;
   std::string log_level = "info";
 
   std::uint8_t family_number() const;

@@ -93,9 +93,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", config.error().message.c_str());
       return 1;
     }
-    std::printf("%s: ok (sandbox_cidr %s, gateway %s, set %s %s %s)\n", config_path.c_str(),
-                config->sandbox_cidr.to_string().c_str(), config->gateway.to_string().c_str(),
-                config->family.c_str(), config->table.c_str(), config->set.c_str());
+    std::printf("%s: ok (sandbox_cidr %s, gateway %s, set %s %s %s, dhcp_hosts_dir %s)\n",
+                config_path.c_str(), config->sandbox_cidr.to_string().c_str(),
+                config->gateway.to_string().c_str(), config->family.c_str(), config->table.c_str(),
+                config->set.c_str(),
+                config->dhcp_hosts_dir.empty() ? "off" : config->dhcp_hosts_dir.c_str());
     return 0;
   }
   if (command == "relay") return pvs::agent::run_relay(socket_path, STDIN_FILENO, STDOUT_FILENO);

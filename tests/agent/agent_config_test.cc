@@ -73,6 +73,46 @@ TEST(AgentConfig, PreciseErrors) {
             "agent.yaml:2: key 'state_fsync': expected true or false, got \"maybe\"");
 }
 
+TEST(AgentConfig, DhcpHostsDir) {
+  auto off = parse_config("sandbox_cidr: 10.99.0.0/16\n", "x");
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->dhcp_hosts_dir, "");
+  auto on = parse_config(
+      "sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /run/pve-sandbox/dhcp-hosts/\n", "x");
+  ASSERT_TRUE(on) << on.error().message;
+  EXPECT_EQ(on->dhcp_hosts_dir, "/run/pve-sandbox/dhcp-hosts");  // trailing '/' dropped
+  auto empty = parse_config("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: \"\"\n", "x");
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->dhcp_hosts_dir, "");
+
+  EXPECT_EQ(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: dhcp-hosts\n"),
+            "agent.yaml:2: key 'dhcp_hosts_dir': must be an absolute path");
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /\n").find("not a usable"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /run/../etc\n").find("not a usable"),
+      std::string::npos);
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: [a]\n").find("single value"),
+            std::string::npos);
+  // Never the directory of the state file or of the socket: the mirror deletes foreign files.
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /var/lib/pve-sandbox\n")
+                .find("must be a directory of its own"),
+            std::string::npos);
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /run/pve-sandbox\n")
+                .find("must be a directory of its own"),
+            std::string::npos);
+}
+
+// The reference config documents the defaults (the feature off); the package turns it on.
+TEST(AgentConfig, ShippedConfigsParse) {
+  auto reference = load_config(PVS_SOURCE_ROOT "/hostagent/agent.yaml");
+  ASSERT_TRUE(reference) << reference.error().message;
+  EXPECT_EQ(reference->dhcp_hosts_dir, "");
+  auto packaged = load_config(PVS_SOURCE_ROOT "/packaging/deb/agent.yaml");
+  ASSERT_TRUE(packaged) << packaged.error().message;
+  EXPECT_EQ(packaged->dhcp_hosts_dir, "/run/pve-sandbox/dhcp-hosts");
+}
+
 TEST(AgentState, RoundTripAndPrune) {
   DesiredState state;
   state.grants[*Ipv4Address::parse("10.99.0.5")] = std::nullopt;

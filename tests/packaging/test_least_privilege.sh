@@ -42,6 +42,7 @@ allowed_uids: [0]
 sandbox_cidr: 10.99.0.0/16
 gateway: 10.99.0.1
 state_file: $dir/state/agent-state
+dhcp_hosts_dir: $dir/run/dhcp-hosts
 YAML
 chmod 0644 "$dir/agent.yaml"
 
@@ -53,9 +54,12 @@ start_agent() {
     capargs=(--inh-caps="-all,$caps" --ambient-caps="-all,$caps" --bounding-set="-all,$caps")
   fi
   rm -f "$dir/run/agent.sock"
+  # The unit's UMask=0077: the DHCP reservations must still be readable by dnsmasq.
+  umask 077
   ip netns exec "$ns" setpriv --reuid="$user" --regid="$group" --clear-groups --no-new-privs \
     "${capargs[@]}" "$agent" --config "$dir/agent.yaml" 2>"$dir/agent.log" &
   pid=$!
+  umask 022
   for _ in $(seq 1 50); do
     [[ -S "$dir/run/agent.sock" ]] && return 0
     kill -0 "$pid" 2>/dev/null || return 1
@@ -102,6 +106,14 @@ if start_agent +net_admin; then
     fail "the kernel set holds what the unprivileged agent wrote"
   fi
   if [[ -s "$dir/state/agent-state" ]]; then pass "state written to its own directory"; else fail "state written to its own directory"; fi
+  res=$dir/run/dhcp-hosts/veth101i0
+  if [[ "$(cat "$res" 2>/dev/null)" == "02:00:00:00:00:07,10.99.0.7" && "$(stat -c %a "$res")" == 644 &&
+    "$(stat -c %a "$dir/run/dhcp-hosts")" == 755 ]]; then
+    pass "DHCP reservation written, world-readable (0644 in a 0755 directory) despite umask 077"
+  else
+    ls -la "$dir/run/dhcp-hosts" || true
+    fail "DHCP reservation written, world-readable (0644 in a 0755 directory) despite umask 077"
+  fi
   stop_agent
 else
   cat "$dir/agent.log"
