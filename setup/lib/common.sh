@@ -98,9 +98,8 @@ declare -A CONF=(
 	[BRIDGE]="vmbr1"
 	[SANDBOX_CIDR]="10.99.0.0/16"
 	[GATEWAY]="10.99.0.1"
-	[DHCP_START]="10.99.1.1"
-	[DHCP_END]="10.99.254.254"
 	[DHCP_LEASE]="1h"
+	[DHCP_HOSTS_DIR]="/run/pve-sandbox/dhcp-hosts"
 	[UPSTREAM_DNS]=""
 	[RULESET_SCOPE]="auto"
 	[SANDBOX_PORTS]='{ "veth*", "fwpr*" }'
@@ -134,6 +133,10 @@ pvs_load_config() {
 		value=${BASH_REMATCH[2]}
 		value=${value%"${value##*[![:space:]]}"}
 		if [[ $value =~ ^\"(.*)\"$ || $value =~ ^\'(.*)\'$ ]]; then value=${BASH_REMATCH[1]}; fi
+		if [[ $key == DHCP_START || $key == DHCP_END ]]; then
+			warn "$file:$n: $key is ignored: dnsmasq hands out only the reservations pve-sandbox-agent publishes (DHCP_HOSTS_DIR), there is no pool any more"
+			continue
+		fi
 		[[ -v CONF[$key] ]] || die "$file:$n: unknown key $key"
 		CONF[$key]=$value
 	done <"$file"
@@ -150,11 +153,11 @@ pvs_validate_config() {
 	done
 	[[ ${CONF[BRIDGE]} =~ ^[A-Za-z0-9_.-]{1,15}$ ]] || die "BRIDGE: bad bridge name"
 	[[ ${CONF[SANDBOX_CIDR]} =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]{1,2})$ ]] || die "SANDBOX_CIDR: expected a.b.c.d/len"
-	for k in GATEWAY DHCP_START DHCP_END; do
-		[[ ${CONF[$k]} =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}$ ]] || die "$k: expected an IPv4 address"
-	done
+	[[ ${CONF[GATEWAY]} =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}$ ]] || die "GATEWAY: expected an IPv4 address"
 	[[ -z ${CONF[UPSTREAM_DNS]} || ${CONF[UPSTREAM_DNS]} =~ ^[0-9a-fA-F.:,]+$ ]] || die "UPSTREAM_DNS: expected addresses separated by commas"
 	[[ ${CONF[DHCP_LEASE]} =~ ^[0-9]+[smh]?$ ]] || die "DHCP_LEASE: e.g. 1h"
+	[[ ${CONF[DHCP_HOSTS_DIR]} =~ ^(/[A-Za-z0-9_.-]+)+$ && ! ${CONF[DHCP_HOSTS_DIR]} =~ /\.\.?(/|$) ]] ||
+		die "DHCP_HOSTS_DIR: an absolute path of plain names, e.g. /run/pve-sandbox/dhcp-hosts"
 	[[ ${CONF[SANDBOX_PORTS]} =~ ^\{[\ \"A-Za-z0-9_.*,-]+\}$ ]] || die "SANDBOX_PORTS: an nft set of quoted name patterns, e.g. { \"veth*\", \"fwpr*\" }"
 	[[ ${CONF[RULESET_SCOPE]} =~ ^(auto|bridge|ports)$ ]] || die "RULESET_SCOPE: auto, bridge or ports"
 	for k in TEMPLATE_ID TEMPLATE_MEMORY TEMPLATE_CORES TEMPLATE_DISK_GB TEMPLATE_PIDS_MAX NPROC_SOFT NPROC_HARD; do

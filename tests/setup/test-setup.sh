@@ -85,6 +85,7 @@ for want in "would run: pvesh create /pools --poolid sandbox-pool" "would run: p
 	"would run: pveum acl modify /pool/sandbox-pool --users pve-sandbox@pve --roles PVESandbox" \
 	"would run: ifreload -a" "would write: /etc/network/interfaces.d/pve-sandbox-vmbr1" \
 	"would write: /etc/dnsmasq.d/pve-sandbox.conf" "would write: /etc/pve-sandbox/sandbox.nft" \
+	"would run: install -d -m 0755 /run/pve-sandbox/dhcp-hosts" \
 	"would run: systemctl enable pve-sandbox-nftables.service" "would run: pct create 9000" \
 	"would run: pct template 9000" "would run: ssh-keygen -q -t ed25519"; do
 	check "dry-run prints: $want" grep -Fq -- "$want" <<<"$out"
@@ -126,7 +127,13 @@ check "bridge: ip_forward persisted and applied" bash -c 'grep -q "net.ipv4.ip_f
 dq=/etc/dnsmasq.d/pve-sandbox.conf
 check "dnsmasq: installed" has_call "apt-get install -y dnsmasq"
 check "dnsmasq: only on the bridge address" bash -c 'grep -qx "interface=vmbr1" "$1" && grep -qx "listen-address=10.99.0.1" "$1" && grep -qx "bind-interfaces" "$1"' _ "$PVS_ROOT$dq"
-check "dnsmasq: DHCP range with /16 netmask" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.1\.1,10\.99\.254\.254,255\.255\.0\.0,1h$'
+check "dnsmasq: static DHCP range (no pool) with /16 netmask" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.0\.0,static,255\.255\.0\.0,1h$'
+check "dnsmasq: reservations from the agent's directory" file_has "$dq" '^dhcp-hostsdir=/run/pve-sandbox/dhcp-hosts$'
+check "dnsmasq: unknown MACs ignored" file_has "$dq" '^dhcp-ignore=tag:!known$'
+check "dnsmasq: no dynamic pool left" bash -c '! grep -E "^dhcp-range=" "$1" | grep -v ",static,"' _ "$PVS_ROOT$dq"
+check "dnsmasq: reservations directory exists, mode 755" test "$(mode_of /run/pve-sandbox/dhcp-hosts)" = 755
+check "dnsmasq: directory recreated at boot (tmpfiles.d, no package here)" file_has /etc/tmpfiles.d/pve-sandbox-dhcp-hosts.conf '^d /run/pve-sandbox/dhcp-hosts 0755 [a-z-]+ [a-z-]+ -$'
+check "dnsmasq: directory created before dnsmasq restarted" grep -Eq '^\+ install -d -m 0755 /run/pve-sandbox/dhcp-hosts$' "$T/real.out"
 check "dnsmasq: router and DNS are the gateway" bash -c 'grep -qx "dhcp-option=vmbr1,option:router,10.99.0.1" "$1" && grep -qx "dhcp-option=vmbr1,option:dns-server,10.99.0.1" "$1"' _ "$PVS_ROOT$dq"
 check "dnsmasq: rebind protection" file_has "$dq" '^stop-dns-rebind$'
 check "dnsmasq: enabled and restarted" bash -c 'grep -qx "systemctl enable dnsmasq.service" "$1" && grep -qx "systemctl restart dnsmasq.service" "$1"' _ "$STUB_LOG"
@@ -166,12 +173,32 @@ out=$(setup --dry-run all 2>&1) && rc=0 || rc=$?
 check "dry-run after setup: 0 changes" grep -qx 'dry run: 0 change(s) would be made' <<<"$out"
 
 # ---- 4. a changed site value touches only what depends on it ------------------------------------
-echo "DHCP_END=10.99.200.254" >>"$CONFIG"
+echo "DHCP_LEASE=2h" >>"$CONFIG"
 : >"$STUB_LOG"
 out=$(setup all 2>&1) && rc=0 || rc=$?
-check "changed DHCP range: exits 0" test "$rc" = 0
-check "changed DHCP range: only dnsmasq restarted" test "$(mutations)" = "systemctl restart dnsmasq.service"
-check "changed DHCP range: file updated" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.1\.1,10\.99\.200\.254,'
+check "changed DHCP lease: exits 0" test "$rc" = 0
+check "changed DHCP lease: only dnsmasq restarted" test "$(mutations)" = "systemctl restart dnsmasq.service"
+check "changed DHCP lease: file updated" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.0\.0,static,255\.255\.0\.0,2h$'
+# The pool keys of older configs are accepted with a warning and change nothing.
+printf 'DHCP_START=10.99.1.1\nDHCP_END=10.99.254.254\n' >>"$CONFIG"
+: >"$STUB_LOG"
+out=$(setup all 2>&1) && rc=0 || rc=$?
+check "old DHCP_START/DHCP_END: exits 0" test "$rc" = 0
+check "old DHCP_START/DHCP_END: warned as ignored" bash -c 'grep -q "WARNING: .*DHCP_START is ignored" <<<"$1" && grep -q "WARNING: .*DHCP_END is ignored" <<<"$1"' _ "$out"
+check "old DHCP_START/DHCP_END: nothing changed" test -z "$(mutations)"
+# The directory vanished (e.g. /run emptied without the tmpfiles entry): recreated, dnsmasq restarted.
+rmdir "$PVS_ROOT/run/pve-sandbox/dhcp-hosts"
+: >"$STUB_LOG"
+out=$(setup dnsmasq 2>&1) && rc=0 || rc=$?
+check "missing reservations directory: recreated" test -d "$PVS_ROOT/run/pve-sandbox/dhcp-hosts"
+check "missing reservations directory: dnsmasq restarted to watch it" test "$(mutations)" = "systemctl restart dnsmasq.service"
+# An agent.yaml without the matching dhcp_hosts_dir is pointed out.
+mkdir -p "$PVS_ROOT/etc/pve-sandbox" && echo "sandbox_cidr: 10.99.0.0/16" >"$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+out=$(setup dnsmasq 2>&1) && rc=0 || rc=$?
+check "agent.yaml without dhcp_hosts_dir: warned" grep -q "WARNING: .*dhcp_hosts_dir: /run/pve-sandbox/dhcp-hosts" <<<"$out"
+echo "dhcp_hosts_dir: /run/pve-sandbox/dhcp-hosts" >>"$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+out=$(setup dnsmasq 2>&1) && rc=0 || rc=$?
+check "agent.yaml with dhcp_hosts_dir: no warning" bash -c '! grep -q "WARNING: .*agent.yaml" <<<"$1"' _ "$out"
 
 # ---- 5. drift is repaired -----------------------------------------------------------------------
 python3 - "$STUB_STATE/state.json" <<'PY'
@@ -281,6 +308,8 @@ bad_config "shell in a value" 'BRIDGE=vmbr1;reboot'
 bad_config "command substitution" 'POOL=$(reboot)'
 bad_config "bad port set" 'SANDBOX_PORTS={ "veth*" }; flush ruleset'
 bad_config "nproc soft > hard" "NPROC_SOFT=1000"
+bad_config "relative DHCP_HOSTS_DIR" "DHCP_HOSTS_DIR=run/dhcp-hosts"
+bad_config "DHCP_HOSTS_DIR with .." "DHCP_HOSTS_DIR=/run/../etc"
 bad_config "not KEY=VALUE" "just words"
 if "$SETUP" --config "$CONFIG" frobnicate >/dev/null 2>&1; then fail "unknown step refused"; else pass "unknown step refused"; fi
 if "$SETUP" --config "$T/nope.conf" all >/dev/null 2>&1; then fail "missing config file refused"; else pass "missing config file refused"; fi
