@@ -27,6 +27,9 @@
 #ifndef PVS_STACK_RULESET
 #error "PVS_STACK_RULESET must name nftables/sandbox.nft"
 #endif
+#ifndef PVS_STACK_DHCP_CLIENT
+#error "PVS_STACK_DHCP_CLIENT must name tests/pvesim/dhcp-client.sh"
+#endif
 
 namespace pvs::test {
 namespace {
@@ -110,9 +113,12 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
           << "sandbox_cidr: 10.99.0.0/16\n"
           << "gateway: 10.99.0.1\n"
           << "state_file: " << dir_ << "/agent-state\n";
+      if (options_.dhcp) cfg << "dhcp_hosts_dir: " << dhcp_hosts_dir() << "\n";
       cfg.close();
+      must(::mkdir(dhcp_hosts_dir().c_str(), 0755) == 0, "mkdir " + dhcp_hosts_dir());
       start_agent();
     }
+    if (options_.dhcp) start_dnsmasq();
     pvesim::Options so;
     so.tokens[kTokenId] = kTokenSecret;
     so.auth_delay_ms = 0;
@@ -126,6 +132,7 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
     so.netns.ns_prefix = id_ + "-";
     so.netns.authorized_keys = dir_ + "/authorized_keys";
     so.netns.user = user_;
+    if (options_.dhcp) so.netns.dhcp_client = PVS_STACK_DHCP_CLIENT;
     auto sim = pvesim::Simulator::start(so);
     must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
     sim_ = std::move(*sim);
@@ -142,6 +149,7 @@ Stack::~Stack() {
 void Stack::cleanup() {
   sim_.reset();  // stops CT namespaces and their sshds
   if (agent_pid_ > 0) stop_agent();
+  stop_dnsmasq();
   if (entered_) {
     if (original_ns_ >= 0) (void)::setns(original_ns_, CLONE_NEWNET);
     entered_ = false;
@@ -193,6 +201,65 @@ void Stack::start_agent() {
   must(false, "the agent did not create its socket: " + agent_log());
 }
 
+// dnsmasq as pve-sandbox-setup configures it on a node (DHCP part only; DNS off): static
+// reservations only, unknown clients ignored, reservations read from the agent's directory.
+void Stack::start_dnsmasq() {
+  std::vector<std::string> argv = {"dnsmasq",
+                                   "--keep-in-foreground",
+                                   "--conf-file=/dev/null",
+                                   "--port=0",
+                                   "--interface=vmbr1",
+                                   "--bind-interfaces",
+                                   "--dhcp-range=vmbr1,10.99.0.0,static,255.255.0.0,1h",
+                                   "--dhcp-option=vmbr1,option:router,10.99.0.1",
+                                   "--dhcp-ignore=tag:!known",
+                                   "--dhcp-authoritative",
+                                   "--no-ping",
+                                   "--dhcp-hostsdir=" + dhcp_hosts_dir(),
+                                   "--dhcp-leasefile=" + dnsmasq_leases(),
+                                   "--pid-file=" + dir_ + "/dnsmasq.pid",
+                                   "--user=root",
+                                   "--log-dhcp",
+                                   "--log-facility=" + dir_ + "/dnsmasq.log"};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  must(pid >= 0, "fork");
+  if (pid == 0) {
+    ::execvp("dnsmasq", args.data());
+    ::_exit(127);
+  }
+  dnsmasq_pid_ = pid;
+  // Ready once it logs that it watches the reservation directory.
+  for (int i = 0; i < 200; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      dnsmasq_pid_ = -1;
+      must(false, "dnsmasq exited (is dnsmasq-base installed?): " + dnsmasq_log());
+    }
+    if (dnsmasq_log().find("DHCP, static leases only") != std::string::npos) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  must(false, "dnsmasq did not start: " + dnsmasq_log());
+}
+
+void Stack::stop_dnsmasq() {
+  if (dnsmasq_pid_ <= 0) return;
+  ::kill(dnsmasq_pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(dnsmasq_pid_, &status, 0);
+  dnsmasq_pid_ = -1;
+}
+
+std::string Stack::dnsmasq_log() const {
+  return slurp(dir_ + "/dnsmasq.log");
+}
+
+std::string Stack::dnsmasq_leases() const {
+  return dir_ + "/dnsmasq.leases";
+}
+
 void Stack::stop_agent() {
   if (agent_pid_ <= 0) return;
   ::kill(agent_pid_, SIGTERM);
@@ -227,7 +294,9 @@ std::string Stack::fingerprint() const {
 }
 
 ManagerConfig Stack::manager_config() const {
-  return config_for(port(), fingerprint(), dir_, options_.backend == "netns");
+  auto c = config_for(port(), fingerprint(), dir_, options_.backend == "netns");
+  c.dhcp = options_.dhcp;
+  return c;
 }
 
 ManagerConfig Stack::config_for(int sim_port, const std::string& sim_fingerprint,

@@ -4,6 +4,9 @@
 //     ├─ bridge vmbr1 10.99.0.1/16 (the sandbox bridge), lo up
 //     ├─ nftables/sandbox.nft loaded (table inet sandbox + bridge sandbox_l2)
 //     ├─ pve-sandbox-agent (the real binary) on <tmp>/agent.sock, uid 0 allowed
+//     ├─ with StackOptions::dhcp: dnsmasq on vmbr1 answering only the reservations the agent
+//     │  publishes in <tmp>/dhcp-hosts (as pve-sandbox-setup configures it); CTs with ip=dhcp
+//     │  then get their address from it with a real DHCP client (tests/pvesim/dhcp-client.sh)
 //     └─ pvesim in-process on 127.0.0.1 (HTTPS, pinned fingerprint), pool "pve-sandbox",
 //        template 9000; backend "netns": every started CT is a namespace "<id>-<vmid>" on
 //        vmbr1 running a real sshd that accepts the stack's ed25519 key for root
@@ -44,6 +47,7 @@ struct StackOptions {
   int default_task_ms = 0;             // pvesim task duration
   std::map<std::string, int> task_ms;  // per task type
   bool agent = true;                   // start pve-sandbox-agent
+  bool dhcp = false;                   // dnsmasq + real DHCP clients; manager_config().dhcp
   std::string id;                      // name prefix; default "pvs<pid>"
 };
 
@@ -73,6 +77,12 @@ class Stack {
   // CT namespaces of the netns backend that exist now.
   std::vector<std::string> ct_namespaces() const;
 
+  // The agent's reservation directory (dnsmasq's dhcp-hostsdir) and dnsmasq's log and leases.
+  std::string dhcp_hosts_dir() const { return dir_ + "/dhcp-hosts"; }
+  std::string dnsmasq_log() const;
+  std::string dnsmasq_leases() const;
+  void stop_dnsmasq();  // SIGTERM and wait: DHCP goes unanswered
+
   void stop_agent();   // SIGTERM and wait
   void start_agent();  // again, same socket and state file
   void kill_agent();   // SIGKILL
@@ -93,6 +103,7 @@ class Stack {
 
  private:
   void cleanup();
+  void start_dnsmasq();
 
   StackOptions options_;
   std::string id_, dir_, node_ns_;
@@ -101,6 +112,7 @@ class Stack {
   int original_ns_ = -1;
   bool entered_ = false;
   pid_t agent_pid_ = -1;
+  pid_t dnsmasq_pid_ = -1;
   std::unique_ptr<pvesim::Simulator> sim_;
 };
 
