@@ -125,6 +125,15 @@ if ((has_agent)); then
     test "$(in_root stat -c %U:%G /var/lib/pve-sandbox)" = pve-sandbox-agent:pve-sandbox
   check "agent socket enabled" test -L "$root/etc/systemd/system/sockets.target.wants/pve-sandbox-agent.socket"
   check "agent config passes check-config" in_root /usr/sbin/pve-sandbox-agent check-config --config /etc/pve-sandbox/agent.yaml
+  check "agent config publishes DHCP reservations" grep -qx 'dhcp_hosts_dir: /run/pve-sandbox/dhcp-hosts' "$root/etc/pve-sandbox/agent.yaml"
+  check "DHCP reservations directory created by postinst, owned by the agent" \
+    test "$(in_root stat -c %U:%G:%a /run/pve-sandbox/dhcp-hosts)" = pve-sandbox-agent:pve-sandbox:755
+  # The tmpfiles.d entry (what recreates it at boot) is valid and makes the same directory.
+  rm -rf "$root/run/pve-sandbox"
+  check "tmpfiles.d entry creates the DHCP reservations directory" \
+    systemd-tmpfiles --root="$root" --create pve-sandbox-agent.conf
+  check "tmpfiles.d directory: owner and mode" \
+    test "$(in_root stat -c %U:%G:%a /run/pve-sandbox/dhcp-hosts)" = pve-sandbox-agent:pve-sandbox:755
   echo "# edited by the operator" >>"$root/etc/pve-sandbox/agent.yaml"
   echo "state from the old version" >"$root/var/lib/pve-sandbox/agent-state"
 fi
