@@ -311,6 +311,7 @@ ServiceConfig parse(const YAML::Node& root, const std::map<std::string, std::str
     if (c.pool.empty()) throw ConfigError{s.key("pool"), "must not be empty"};
     s.string("storage", &c.storage);
     s.boolean("full_clone", &c.full_clone);
+    s.integer("warm_pool", &c.warm_pool, 0, 1024);
     s.integer("vmid_min", &c.vmid_min, 100, 999999999);
     s.integer("vmid_max", &c.vmid_max, 100, 999999999);
     if (c.vmid_min > c.vmid_max) {

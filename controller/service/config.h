@@ -73,6 +73,7 @@ struct ServiceConfig {
   std::string pool = "pve-sandbox";
   std::string storage;
   bool full_clone = false;
+  int warm_pool = 0;  // stopped clones kept ready
   std::uint32_t vmid_min = 10000;
   std::uint32_t vmid_max = 19999;
 

@@ -251,6 +251,9 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_counter("pvs_orphans_destroyed_total", "Orphan containers destroyed by recovery.");
   m.declare_counter("pvs_expired_destroyed_total", "Sandboxes destroyed when their TTL ended.");
   m.declare_gauge("pvs_quarantined_addresses", "Addresses waiting for a confirmed revoke.");
+  m.declare_gauge("pvs_warm_pool_containers", "Stopped clones ready in the warm pool.");
+  m.declare_counter("pvs_warm_pool_hits_total", "Creates served from the warm pool.");
+  m.declare_counter("pvs_warm_pool_misses_total", "Creates that had to clone.");
   m.declare_counter("pvs_exec_total", "Commands run, by result (ok, nonzero, timeout, error).");
   m.declare_histogram("pvs_exec_duration_seconds", "Command latency through the API.",
                       Metrics::latency_buckets());
@@ -283,6 +286,7 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
     ManagerStats s = manager->stats();
     m.set("pvs_sandboxes_live", {}, static_cast<double>(s.live));
     m.set("pvs_quarantined_addresses", {}, static_cast<double>(s.quarantined_addresses));
+    m.set("pvs_warm_pool_containers", {}, static_cast<double>(s.pooled));
     // Counters mirror the Manager's own (monotonic) counters.
     auto mirror = [&m](const char* name, std::uint64_t v) {
       double current = m.value(name);
@@ -296,6 +300,8 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
     mirror("pvs_reconcile_failures_total", s.reconcile_failures);
     mirror("pvs_orphans_destroyed_total", s.orphans_destroyed);
     mirror("pvs_expired_destroyed_total", s.expired_destroyed);
+    mirror("pvs_warm_pool_hits_total", s.pool_hits);
+    mirror("pvs_warm_pool_misses_total", s.pool_misses);
     for (const auto& peer : kCallPeers) {
       const CallStats& c = s.*peer.stats;
       m.set_histogram(std::string(peer.prefix) + "_duration_seconds", {},
@@ -984,6 +990,7 @@ Result<ManagerConfig> manager_config(const ServiceConfig& c) {
   m.pool = c.pool;
   m.storage = c.storage;
   m.full_clone = c.full_clone;
+  m.warm_pool = c.warm_pool;
   m.vmid_min = c.vmid_min;
   m.vmid_max = c.vmid_max;
 

@@ -3,11 +3,13 @@
 // every create step, destroy semantics, quarantine, recovery, reaper, concurrency, faults.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
 #include "pvesandbox/manager.h"
 #include "pvesandbox/proxmox_client.h"
+#include "pvesandbox/sandbox_metadata.h"
 #include "sim.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
@@ -595,6 +597,130 @@ TEST_F(ManagerModelTest, MissingSnapshotIsNotFound) {
   EXPECT_EQ((*sb)->info().phase, SandboxMetadata::Phase::kReady);
   ASSERT_TRUE((*sb)->destroy());
   expect_clean();
+}
+
+// ---- warm pool -------------------------------------------------------------------------------
+
+// Waits (up to 10 s) until the pool's refill thread has `n` clones ready.
+bool pool_reaches(Manager& m, std::uint64_t n) {
+  for (int i = 0; i < 200; ++i) {
+    if (m.stats().pooled == n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST_F(ManagerModelTest, WarmPoolServesCreatesRefillsAndSurvivesARestart) {
+  auto c = stack_->manager_config();
+  c.warm_pool = 2;
+  auto m = open(c);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_reaches(*m, 2));
+  auto pooled = stack_->containers();
+  ASSERT_EQ(pooled.size(), 2U);
+  for (int vmid : pooled) {
+    auto st = client_->status("pve", vmid);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->status, "stopped");
+  }
+
+  // A create takes a pooled clone and makes it its own, in Proxmox too.
+  CreateOptions o;
+  o.internet = true;
+  o.hostname = "from-pool";
+  auto sb = m->create(o);
+  ASSERT_TRUE(sb) << sb.error().message;
+  auto info = (*sb)->info();
+  EXPECT_NE(std::find(pooled.begin(), pooled.end(), info.vmid), pooled.end());
+  EXPECT_EQ(m->stats().pool_hits, 1U);
+  EXPECT_EQ(m->stats().pool_misses, 0U);
+  auto conf = client_->config("pve", info.vmid);
+  ASSERT_TRUE(conf);
+  auto md = decode_description(conf->at("description"));
+  ASSERT_TRUE(md);
+  EXPECT_EQ(md->id, info.id);
+  EXPECT_EQ(md->phase, SandboxMetadata::Phase::kReady);
+  EXPECT_EQ(conf->at("hostname"), "from-pool");
+  EXPECT_NE(conf->at("net0").find("ip=" + info.address->to_string()), std::string::npos);
+  EXPECT_EQ(stack_->internet_set(), std::set<std::string>{info.address->to_string()});
+
+  // Refilled in the background.
+  ASSERT_TRUE(pool_reaches(*m, 2));
+  EXPECT_EQ(stack_->containers().size(), 3U);
+  ASSERT_TRUE((*sb)->destroy());
+
+  // A restart keeps the pooled clones (they are not orphans) and uses them.
+  auto before = stack_->containers();
+  m.reset();
+  m = open(c);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->stats().pooled, 2U);
+  EXPECT_EQ(m->stats().orphans_destroyed, 0U);
+  EXPECT_EQ(stack_->containers(), before);
+
+  // A clone of another template is not kept: destroyed by the reconciler, then replaced.
+  int stale = before.front();
+  auto sconf = client_->config("pve", stale);
+  ASSERT_TRUE(sconf);
+  auto smd = decode_description(sconf->at("description"));
+  ASSERT_TRUE(smd);
+  smd->labels["pve-sandbox/template"] = "8999";
+  ASSERT_TRUE(client_->update_config("pve", stale, {{"description", encode_description(*smd)}}));
+  (void)m->reconcile();
+  EXPECT_EQ(m->stats().orphans_destroyed, 1U);
+  ASSERT_TRUE(pool_reaches(*m, 2));
+  m.reset();
+
+  // Pool switched off: the pooled clones go.
+  c.warm_pool = 0;
+  m = open(c);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->stats().pooled, 0U);
+  expect_clean();
+}
+
+TEST_F(ManagerModelTest, AFailedCreateFromThePoolDestroysTheClaimedClone) {
+  for (std::string step : {"configure", "bind", "ready"}) {
+    SCOPED_TRACE(step);
+    std::string failing;
+    auto c = stack_->manager_config();
+    c.warm_pool = 1;
+    c.fault_hook = test::fail_step(failing);
+    auto m = open(c);
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(pool_reaches(*m, 1));
+    failing = step;
+    CreateOptions o;
+    o.internet = true;
+    auto sb = m->create(o);
+    ASSERT_FALSE(sb);
+    failing.clear();
+    EXPECT_EQ(m->stats().pool_hits, 1U);
+    ASSERT_TRUE(pool_reaches(*m, 1));
+    // What is left is exactly one pooled clone: the claimed one is gone, no binding, no grant.
+    auto cts = stack_->containers();
+    ASSERT_EQ(cts.size(), 1U);
+    auto conf = client_->config("pve", cts.front());
+    ASSERT_TRUE(conf);
+    auto md = decode_description(conf->at("description"));
+    ASSERT_TRUE(md);
+    EXPECT_EQ(md->phase, SandboxMetadata::Phase::kPooled);
+    EXPECT_TRUE(stack_->internet_set().empty());
+    EXPECT_TRUE(stack_->bound_ports().empty());
+    m.reset();
+    c.warm_pool = 0;
+    c.fault_hook = nullptr;
+    m = open(c);  // clears the pool for the next round
+    expect_clean();
+  }
+}
+
+TEST_F(ManagerModelTest, WarmPoolSizeIsValidated) {
+  auto c = stack_->manager_config();
+  c.warm_pool = -1;
+  EXPECT_FALSE(Manager::open(c));
+  c.warm_pool = static_cast<int>(c.vmid_max - c.vmid_min) + 2;
+  EXPECT_FALSE(Manager::open(c));
 }
 
 }  // namespace

@@ -37,6 +37,19 @@ TEST(SandboxMetadata, MinimalRoundTrips) {
   EXPECT_EQ(*back, m);
 }
 
+TEST(SandboxMetadata, PooledCloneRoundTrips) {
+  SandboxMetadata m;
+  m.id = "pool-0123456789ab";
+  m.vmid = 10004;
+  m.phase = SandboxMetadata::Phase::kPooled;
+  m.labels = {{"pve-sandbox/template", "9000"}};
+  auto text = encode_description(m);
+  EXPECT_NE(text.find("\"phase\":\"pooled\""), std::string::npos) << text;
+  auto back = decode_description(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, m);
+}
+
 TEST(SandboxMetadata, FoundBelowAnOperatorsNote) {
   std::string text = "note from the operator: keep\n" + encode_description(sample());
   EXPECT_TRUE(decode_description(text));

@@ -57,6 +57,21 @@ TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
       << shipped.error().message;
 }
 
+TEST(Config, WarmPoolAndDhcp) {
+  auto with_pool = [](const std::string& value) {
+    std::string text = minimal("network:\n  dhcp: true\n");
+    auto at = text.find("  template_vmid: 9000\n");
+    return text.insert(at, "  warm_pool: " + value + "\n");
+  };
+  auto c = parse_config(with_pool("8"), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->warm_pool, 8);
+  EXPECT_TRUE(c->network_dhcp);
+  EXPECT_EQ(parse_config(minimal(), "controller.yaml", &kEnv)->warm_pool, 0);
+  EXPECT_EQ(error_of(with_pool("-1")),
+            "controller.yaml: proxmox.warm_pool: must be an integer in [0, 1024], not \"-1\"");
+}
+
 TEST(Config, ErrorsNameFileKeyAndReason) {
   EXPECT_EQ(error_of(minimal("listen:\n  port: 70000\n")),
             "controller.yaml: listen.port: must be an integer in [0, 65535], not \"70000\"");

@@ -65,8 +65,13 @@ struct ManagerConfig {
   std::string node;       // the node that hosts the sandbox bridge and the agent
   int template_vmid = 0;  // an LXC template prepared by `pve-sandbox-setup template`
   std::string pool = "pve-sandbox";
-  std::string storage;             // clone target storage; empty: the template's
-  bool full_clone = false;         // linked clones are faster; full clones survive the template
+  std::string storage;      // clone target storage; empty: the template's
+  bool full_clone = false;  // linked clones are faster; full clones survive the template
+  // Stopped clones of the template kept ready (0: off). create() takes one instead of cloning,
+  // so the clone (serial per template on Proxmox) leaves the critical path; a background
+  // thread refills the pool. Pooled containers carry phase "pooled" and the template's VMID in
+  // their description: a restart keeps them, a changed template or a smaller pool destroys them.
+  int warm_pool = 0;
   std::uint32_t vmid_min = 10000;  // VMIDs the controller may use (inclusive)
   std::uint32_t vmid_max = 19999;
 
@@ -211,6 +216,8 @@ struct ManagerStats {
   std::uint64_t reconciles = 0, reconcile_failures = 0;
   std::uint64_t orphans_destroyed = 0, expired_destroyed = 0;
   std::uint64_t quarantined_addresses = 0;
+  std::uint64_t pooled = 0;                      // stopped clones ready in the warm pool
+  std::uint64_t pool_hits = 0, pool_misses = 0;  // creates served from the pool / by a clone
   // Every Proxmox API request the manager made (one call of pvs::pve::Client, its internal
   // retries included), waits for Proxmox tasks (start to end of the task: clone, start, stop,
   // destroy, resize, snapshots), and every request to the agent (HELLO pings included).

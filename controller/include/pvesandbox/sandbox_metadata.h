@@ -32,8 +32,9 @@ Status validate_labels(const std::map<std::string, std::string>& labels);
 
 struct SandboxMetadata {
   // Where a sandbox is in its life. A sandbox found in "creating" or "destroying" after a
-  // restart was interrupted and is destroyed by recovery.
-  enum class Phase { kCreating, kReady, kDestroying };
+  // restart was interrupted and is destroyed by recovery. "pooled" is a stopped clone in the
+  // warm pool (ManagerConfig::warm_pool), not yet anybody's sandbox: recovery keeps it.
+  enum class Phase { kCreating, kReady, kDestroying, kPooled };
 
   std::string id;  // the sandbox's public id
   int vmid = 0;

@@ -8,6 +8,9 @@
 #include <cctype>
 #include <condition_variable>
 #include <ctime>
+#include <deque>
+#include <functional>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -74,6 +77,9 @@ std::string upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
+
+// The label of a pooled clone that names the template it was cloned from.
+constexpr std::string_view kPoolTemplateLabel = "pve-sandbox/template";
 
 std::string port_name(int vmid, bool firewall) {
   return firewall ? "fwpr" + std::to_string(vmid) + "p0" : "veth" + std::to_string(vmid) + "i0";
@@ -442,6 +448,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status write_description(int vmid, const SandboxMetadata& md);
 
   void start_background();
+  void start_pool();  // the warm pool's refill thread (if warm_pool > 0)
   void stop_background();
   // Drops the registry (it holds the sandboxes, which hold this core): called when the
   // Manager goes away, so that nothing keeps the core alive but handles still in use.
@@ -454,6 +461,19 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
  private:
   struct Step;  // rollback bookkeeping of one create
   Status rollback(Step& step);
+  // Clones the template into a free VMID (step.vmid, busy), queued per template; `describe`
+  // fills in the clone's hostname and description once the VMID is known. "already exists"
+  // means somebody else's container: the VMID stays used and the next one is tried.
+  Status clone_template(Step& step,
+                        const std::function<void(int vmid, pve::CloneRequest&)>& describe);
+  // The warm pool: stopped clones with phase "pooled" (under mu_).
+  struct Pooled {
+    int vmid;
+    std::string id;  // the id in its description
+  };
+  std::optional<Pooled> take_pooled();  // marks the VMID busy
+  Status fill_pool_once();
+  void pool_loop();
   // Stops and purges a container if it is ours (description id == id, or unreadable marker
   // when id is empty). kNotFound from Proxmox is success.
   Status destroy_container(int vmid, const std::string& id);
@@ -487,6 +507,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::set<int> busy_vmids_;  // creates/destroys in flight in this process
   int inflight_ = 0;
   ManagerStats stats_;
+  std::deque<Pooled> pool_;
+  std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
+  bool pool_stop_ = false;
+  std::thread pool_thread_;
 
   std::mutex agent_mu_;  // granted_, bound_, quarantine_; held around agent calls
   std::set<Ipv4Address> granted_;
@@ -714,6 +738,7 @@ struct ManagerCore::Step {
   std::optional<Ipv4Address> address;
   int vmid = 0;
   bool container_maybe = false;  // a clone was sent: the container may exist
+  std::string container_id;      // the id its description carries, if not `id` (a pooled clone)
   std::string port;              // BIND sent
   bool granted = false;
   std::shared_ptr<SshSession> ssh;
@@ -732,7 +757,11 @@ Status ManagerCore::rollback(Step& s) {
   if (!s.port.empty()) unbind(s.port);
   bool container_gone = true;
   if (s.container_maybe) {
-    if (auto r = destroy_container(s.vmid, s.id); !r) {
+    auto r = destroy_container(s.vmid, s.container_id.empty() ? s.id : s.container_id);
+    // A configure that failed in transport may still have written our description.
+    if (!r && r.error().code == ErrorCode::kPermissionDenied && !s.container_id.empty())
+      r = destroy_container(s.vmid, s.id);
+    if (!r) {
       // Left with phase "creating" in its description: the reconciler destroys it.
       container_gone = false;
       log::error("rollback: container " + std::to_string(s.vmid) +
@@ -805,59 +834,28 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   md.owner = o.owner;
   md.labels = o.labels;
 
-  // 1. Clone, queued per template; "already exists" means another VMID.
+  // 1. A stopped clone from the warm pool, else a clone (queued per template).
   if (auto h = hook("clone"); !h) return failed(h.error());
-  std::string hostname;
-  for (int attempt = 0;; ++attempt) {
-    auto vmid = vmids_.acquire();
-    if (!vmid) return failed(Error{ErrorCode::kUnavailable, "no free VMID in the range"});
-    s.vmid = static_cast<int>(*vmid);
-    busy(s.vmid, true);
-    md.vmid = s.vmid;
-    hostname = o.hostname.empty() ? "sandbox-" + std::to_string(s.vmid) : o.hostname;
-    pve::CloneRequest req;
-    req.source_vmid = cfg_.template_vmid;
-    req.new_vmid = s.vmid;
-    req.hostname = hostname;
-    req.description = encode_description(md);
-    req.pool = cfg_.pool;
-    req.storage = cfg_.storage;
-    if (cfg_.full_clone) req.full = true;
-    Status cloned;
-    bool exists = false;
-    {
-      std::unique_lock clone_lock(clone_mu_);
-      auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
-      auto delay = milliseconds(50);
-      for (;;) {
-        auto upid = pve_.clone(cfg_.node, req);
-        if (!upid && upid.error().kind == pve::ErrorKind::kAlreadyExists) {
-          exists = true;
-          break;
-        }
-        if (upid) s.container_maybe = true;
-        // A transport failure may still have created it.
-        if (!upid && upid.error().kind == pve::ErrorKind::kTransport) s.container_maybe = true;
-        bool locked = !upid && upid.error().kind == pve::ErrorKind::kLocked;
-        if (locked && Clock::now() + delay < lock_deadline) {
-          std::this_thread::sleep_for(delay);
-          delay = std::min(delay * 2, milliseconds(1000));
-          continue;
-        }
-        cloned = wait(upid, "clone");
-        break;
-      }
-    }
-    if (exists) {
-      // Somebody else's: keep the VMID marked used, never touch that container.
-      busy(s.vmid, false);
-      s.vmid = 0;
-      if (attempt < 16) continue;
-      return failed(Error{ErrorCode::kUnavailable, "no usable VMID after 16 attempts"});
-    }
+  auto pooled = take_pooled();
+  if (pooled) {
+    s.vmid = pooled->vmid;
+    s.container_maybe = true;
+    s.container_id = pooled->id;  // until the configure step writes our description
+  } else {
+    auto cloned = clone_template(s, [&](int vmid, pve::CloneRequest& req) {
+      md.vmid = vmid;
+      req.hostname = o.hostname.empty() ? "sandbox-" + std::to_string(vmid) : o.hostname;
+      req.description = encode_description(md);
+    });
     if (!cloned) return failed(cloned.error());
-    break;
   }
+  md.vmid = s.vmid;
+  std::string hostname = o.hostname.empty() ? "sandbox-" + std::to_string(s.vmid) : o.hostname;
+  {
+    std::lock_guard lock(mu_);
+    ++(pooled ? stats_.pool_hits : stats_.pool_misses);
+  }
+  if (pooled) pool_cv_.notify_all();  // refill
 
   // 2. Configure: resources, address, tag. Never `features`. With DHCP the address is still
   // ours: the agent's BIND publishes it as the node dnsmasq's reservation for this MAC.
@@ -873,14 +871,17 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   net0 += ",type=veth";
   if (cfg_.firewall) net0 += ",firewall=1";
   if (auto h = hook("configure"); !h) return failed(h.error());
-  auto conf = pve_.update_config(cfg_.node, s.vmid,
-                                 {{"cores", std::to_string(o.cpus)},
-                                  {"memory", std::to_string(o.memory_mb)},
-                                  {"swap", "0"},
-                                  {"hostname", hostname},
-                                  {"net0", net0},
-                                  {"tags", std::string(kTag)}});
+  pve::Params params = {{"cores", std::to_string(o.cpus)},
+                        {"memory", std::to_string(o.memory_mb)},
+                        {"swap", "0"},
+                        {"hostname", hostname},
+                        {"net0", net0},
+                        {"tags", std::string(kTag)}};
+  // A pooled clone becomes this sandbox in the same (atomic) config write.
+  if (pooled) params.emplace_back("description", encode_description(md));
+  auto conf = pve_.update_config(cfg_.node, s.vmid, params);
   if (!conf) return failed(pve_error(conf.error(), "configure"));
+  s.container_id.clear();
   // 3. Resize.
   int disk_gb = o.disk_gb;
   if (o.disk_gb > 0) {
@@ -931,6 +932,114 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   log::info("created " + md.id + " vmid=" + std::to_string(s.vmid) +
             " address=" + address->to_string() + (o.internet ? " internet" : ""));
   return std::shared_ptr<Sandbox>(sandbox);
+}
+
+Status ManagerCore::clone_template(
+    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe) {
+  for (int attempt = 0;; ++attempt) {
+    auto vmid = vmids_.acquire();
+    if (!vmid) return fail(ErrorCode::kUnavailable, "no free VMID in the range");
+    s.vmid = static_cast<int>(*vmid);
+    busy(s.vmid, true);
+    pve::CloneRequest req;
+    req.source_vmid = cfg_.template_vmid;
+    req.new_vmid = s.vmid;
+    req.pool = cfg_.pool;
+    req.storage = cfg_.storage;
+    if (cfg_.full_clone) req.full = true;
+    describe(s.vmid, req);
+    Status cloned;
+    bool exists = false;
+    {
+      std::unique_lock clone_lock(clone_mu_);
+      auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
+      auto delay = milliseconds(50);
+      for (;;) {
+        auto upid = pve_.clone(cfg_.node, req);
+        if (!upid && upid.error().kind == pve::ErrorKind::kAlreadyExists) {
+          exists = true;
+          break;
+        }
+        if (upid) s.container_maybe = true;
+        // A transport failure may still have created it.
+        if (!upid && upid.error().kind == pve::ErrorKind::kTransport) s.container_maybe = true;
+        bool locked = !upid && upid.error().kind == pve::ErrorKind::kLocked;
+        if (locked && Clock::now() + delay < lock_deadline) {
+          std::this_thread::sleep_for(delay);
+          delay = std::min(delay * 2, milliseconds(1000));
+          continue;
+        }
+        cloned = wait(upid, "clone");
+        break;
+      }
+    }
+    if (exists) {
+      // Somebody else's: keep the VMID marked used, never touch that container.
+      busy(s.vmid, false);
+      s.vmid = 0;
+      if (attempt < 16) continue;
+      return fail(ErrorCode::kUnavailable, "no usable VMID after 16 attempts");
+    }
+    return cloned;
+  }
+}
+
+// ---- warm pool -------------------------------------------------------------------------------
+
+std::optional<ManagerCore::Pooled> ManagerCore::take_pooled() {
+  std::lock_guard lock(mu_);
+  if (pool_.empty()) return std::nullopt;
+  auto p = pool_.front();
+  pool_.pop_front();
+  busy_vmids_.insert(p.vmid);
+  return p;
+}
+
+Status ManagerCore::fill_pool_once() {
+  Step s;
+  SandboxMetadata md;
+  md.id = "pool-" + random_hex(12);
+  md.phase = SandboxMetadata::Phase::kPooled;
+  md.created_at = now_unix();
+  md.labels[std::string(kPoolTemplateLabel)] = std::to_string(cfg_.template_vmid);
+  auto cloned = clone_template(s, [&](int vmid, pve::CloneRequest& req) {
+    md.vmid = vmid;
+    req.hostname = "pool-" + std::to_string(vmid);
+    req.description = encode_description(md);
+  });
+  if (!cloned) {
+    if (s.container_maybe) s.container_id = md.id;
+    s.id = md.id;
+    (void)rollback(s);
+    return cloned;
+  }
+  std::lock_guard lock(mu_);
+  pool_.push_back({s.vmid, md.id});
+  busy_vmids_.erase(s.vmid);
+  return {};
+}
+
+void ManagerCore::pool_loop() {
+  auto backoff = milliseconds(500);
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      // Also wakes periodically: a reconcile may have dropped pooled containers.
+      pool_cv_.wait_for(lock, seconds(5), [&] {
+        return pool_stop_ || static_cast<int>(pool_.size()) < cfg_.warm_pool;
+      });
+      if (pool_stop_) return;
+      if (static_cast<int>(pool_.size()) >= cfg_.warm_pool) continue;
+    }
+    if (auto r = fill_pool_once(); !r) {
+      log::warn("warm pool: clone failed: " + r.error().message);
+      std::unique_lock lock(mu_);
+      if (pool_cv_.wait_for(lock, backoff, [&] { return pool_stop_; })) return;
+      backoff = std::min(backoff * 2, milliseconds(30000));
+    } else {
+      backoff = milliseconds(500);
+    }
+  }
 }
 
 // ---- destroy ---------------------------------------------------------------------------------
@@ -1039,11 +1148,13 @@ Status ManagerCore::reconcile() {
     ++stats_.reconcile_failures;
     return fail(std::move(e));
   };
-  // Only sandboxes registered before the listing can have vanished from it.
+  // Only sandboxes registered (and clones pooled) before the listing can have vanished from it.
   std::set<std::string> registered_before;
+  std::set<int> pooled_before;
   {
     std::lock_guard lock(mu_);
     for (auto& [id, sb] : registry_) registered_before.insert(id);
+    for (auto& p : pool_) pooled_before.insert(p.vmid);
   }
   auto cts = pve_.list_containers(cfg_.node);
   if (!cts) return fail_count(pve_error(cts.error(), "list containers"));
@@ -1099,6 +1210,30 @@ Status ManagerCore::reconcile() {
       orphans.push_back({ct.vmid, md->id, std::nullopt, false, false});
       continue;
     }
+    if (md->phase == SandboxMetadata::Phase::kPooled) {
+      // A warm-pool clone: kept while it is stopped, of today's template and wanted.
+      auto tpl = md->labels.find(std::string(kPoolTemplateLabel));
+      // A clone still being made (a killed controller's) has a lock: look again next time.
+      if (conf->count("lock")) continue;
+      bool fits = tpl != md->labels.end() && tpl->second == std::to_string(cfg_.template_vmid) &&
+                  ct.status == "stopped";
+      {
+        std::lock_guard lock(mu_);
+        if (busy_vmids_.count(ct.vmid)) continue;  // claimed by a create meanwhile
+        auto it = std::find_if(pool_.begin(), pool_.end(),
+                               [&](const Pooled& p) { return p.vmid == ct.vmid; });
+        if (it != pool_.end()) {
+          if (fits) continue;
+          pool_.erase(it);
+        } else if (fits && static_cast<int>(pool_.size()) < cfg_.warm_pool) {
+          pool_.push_back({ct.vmid, md->id});
+          continue;
+        }
+      }
+      pool_cv_.notify_all();
+      orphans.push_back({ct.vmid, md->id, std::nullopt, false, false});
+      continue;
+    }
     if (md->address) addrs_->mark_used(*md->address);
     bool is_expired = md->expires_at != 0 && md->expires_at <= now;
     if (md->phase != SandboxMetadata::Phase::kReady || is_expired || !md->address) {
@@ -1127,6 +1262,19 @@ Status ManagerCore::reconcile() {
     log::info("recovered " + md->id + " vmid=" + std::to_string(ct.vmid));
   }
 
+  // Pooled clones that vanished behind our back.
+  {
+    std::lock_guard lock(mu_);
+    auto gone = [&](const Pooled& p) {
+      return pooled_before.count(p.vmid) && !present.count(p.vmid);
+    };
+    if (std::any_of(pool_.begin(), pool_.end(), gone)) {
+      for (auto& p : pool_)
+        if (gone(p)) vmids_.release(static_cast<std::uint32_t>(p.vmid));
+      pool_.erase(std::remove_if(pool_.begin(), pool_.end(), gone), pool_.end());
+      pool_cv_.notify_all();
+    }
+  }
   // Registered sandboxes whose container vanished behind our back.
   std::vector<std::shared_ptr<SandboxImpl>> vanished;
   {
@@ -1242,6 +1390,7 @@ ManagerStats ManagerCore::stats() const {
   ManagerStats s = stats_;
   s.live = registry_.size();
   s.quarantined_addresses = quarantined_.load();
+  s.pooled = pool_.size();
   s.proxmox_calls = pve_.calls.snapshot();
   s.proxmox_tasks = pve_.tasks.snapshot();
   s.agent_calls = agent_.calls.snapshot();
@@ -1252,13 +1401,23 @@ void ManagerCore::start_background() {
   thread_ = std::thread([this] { loop(); });
 }
 
+void ManagerCore::start_pool() {
+  if (cfg_.warm_pool > 0) pool_thread_ = std::thread([this] { pool_loop(); });
+}
+
 void ManagerCore::stop_background() {
   {
     std::lock_guard lock(loop_mu_);
     stop_ = true;
   }
   loop_cv_.notify_all();
+  {
+    std::lock_guard lock(mu_);
+    pool_stop_ = true;
+  }
+  pool_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (pool_thread_.joinable()) pool_thread_.join();  // a clone in progress completes first
 }
 
 void ManagerCore::loop() {
@@ -1476,6 +1635,9 @@ Result<std::unique_ptr<Manager>> Manager::open(ManagerConfig config) {
     return fail(ErrorCode::kInvalidArgument, "template_vmid is required");
   if (config.vmid_min < 100 || config.vmid_min > config.vmid_max)
     return fail(ErrorCode::kInvalidArgument, "bad VMID range");
+  if (config.warm_pool < 0 ||
+      static_cast<std::uint64_t>(config.warm_pool) > config.vmid_max - config.vmid_min + 1)
+    return fail(ErrorCode::kInvalidArgument, "warm_pool must be 0..(size of the VMID range)");
   if (config.internet_lease.count() < 2 || config.internet_lease.count() > proto::kMaxTtlSeconds)
     return fail(ErrorCode::kInvalidArgument, "internet_lease out of range");
   auto addresses = AddressPool::create(config.sandbox_cidr, config.gateway, config.reserved);
@@ -1495,6 +1657,7 @@ Result<std::unique_ptr<Manager>> Manager::open(ManagerConfig config) {
     log::warn("initial reconcile incomplete: " + r.error().message);
   }
   if (background) core->start_background();
+  core->start_pool();
   return std::unique_ptr<Manager>(std::make_unique<ManagerHandle>(core));
 }
 

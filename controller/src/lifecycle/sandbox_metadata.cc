@@ -20,7 +20,7 @@ bool is_key_char(char c) {
 
 Result<SandboxMetadata::Phase> parse_phase(const std::string& text) {
   for (auto phase : {SandboxMetadata::Phase::kCreating, SandboxMetadata::Phase::kReady,
-                     SandboxMetadata::Phase::kDestroying}) {
+                     SandboxMetadata::Phase::kDestroying, SandboxMetadata::Phase::kPooled}) {
     if (text == to_string(phase)) return phase;
   }
   return fail(ErrorCode::kInvalidArgument, "unknown phase " + quoted(text));
@@ -61,6 +61,7 @@ std::string_view to_string(SandboxMetadata::Phase phase) {
     case SandboxMetadata::Phase::kCreating: return "creating";
     case SandboxMetadata::Phase::kReady: return "ready";
     case SandboxMetadata::Phase::kDestroying: return "destroying";
+    case SandboxMetadata::Phase::kPooled: return "pooled";
   }
   return "unknown";
 }
