@@ -186,6 +186,23 @@ TEST_F(AgentDhcpTest, UnwritableDirectoryFailsBindAndChangesNothing) {
   EXPECT_TRUE(agent.running());
 }
 
+TEST_F(AgentDhcpTest, FailedNftCommitTakesTheNewReservationBack) {
+  // port_ip4 holds at most one element: the second port's BIND passes every check, writes its
+  // reservation, and then the kernel refuses the batch (set full).
+  ns_.run(
+      "nft delete set bridge sandbox_l2 port_ip4 && nft add set bridge sandbox_l2 port_ip4 "
+      "\"{ type ifname . ipv4_addr; size 1; }\"");
+  AgentProcess agent(ns_, dir_, yaml());
+  LineClient c(agent.socket());
+  ASSERT_EQ(c.call("BIND veth100i0 bc:24:11:00:00:07 10.99.0.7"), "OK");
+  std::string reply = c.call("BIND veth101i0 bc:24:11:00:00:08 10.99.0.8");
+  EXPECT_TRUE(reply.starts_with("ERR 413 nftables")) << reply;  // ENFILE: the set is full
+  EXPECT_EQ(c.call("BINDINGS"), "OK 1 veth100i0=bc:24:11:00:00:07/10.99.0.7");
+  EXPECT_EQ(listing(hosts_),
+            (std::map<std::string, std::string>{{"veth100i0", "bc:24:11:00:00:07,10.99.0.7\n"}}));
+  EXPECT_NE(c.call("STATUS").find(" dhcp_hosts=ok"), std::string::npos);
+}
+
 // ---- the contract with dnsmasq, for real -------------------------------------------------------
 
 // A process started inside a namespace, killed by pid.
