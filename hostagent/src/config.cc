@@ -235,7 +235,8 @@ Result<AgentConfig> parse_config(std::string_view text, std::string_view source)
            return {};
          }
          if (dir[0] != '/') return fail(ctx.error(key, node, "must be an absolute path"));
-         if (dir == "/" || dir.find('\n') != std::string::npos ||
+         // A top-level directory (/etc, /run, /tmp, ...) is never a directory of its own.
+         if (dir.rfind('/') == 0 || dir.find('\n') != std::string::npos ||
              dir.find("/../") != std::string::npos || dir.ends_with("/..")) {
            return fail(ctx.error(key, node, "not a usable directory: " + quoted(*value)));
          }

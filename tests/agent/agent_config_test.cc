@@ -89,6 +89,8 @@ TEST(AgentConfig, DhcpHostsDir) {
             "agent.yaml:2: key 'dhcp_hosts_dir': must be an absolute path");
   EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /\n").find("not a usable"),
             std::string::npos);
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /etc\n").find("not a usable"),
+            std::string::npos);
   EXPECT_NE(
       error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /run/../etc\n").find("not a usable"),
       std::string::npos);
