@@ -1,10 +1,17 @@
 // Manager/Sandbox against pvesim's model backend (no namespace per container, no SSH wait),
 // with the real agent and the real ruleset in a node namespace (pvs::test::Stack): rollback of
 // every create step, destroy semantics, quarantine, recovery, reaper, concurrency, faults.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
+#include <random>
+#include <set>
 #include <thread>
 
 #include "pvesandbox/manager.h"
@@ -16,6 +23,9 @@
 
 #ifndef PVS_AGENT_BIN
 #error "PVS_AGENT_BIN must name the agent binary"
+#endif
+#ifndef PVS_LIFECYCLE_DRIVER
+#error "PVS_LIFECYCLE_DRIVER must name the driver binary"
 #endif
 
 namespace pvs {
@@ -713,6 +723,97 @@ TEST_F(ManagerModelTest, AFailedCreateFromThePoolDestroysTheClaimedClone) {
     m = open(c);  // clears the pool for the next round
     expect_clean();
   }
+}
+
+// SIGKILL a controller with a warm pool at random points (clones for the pool, claims, creates,
+// destroys from four threads), then restart: what Proxmox holds is exactly the live sandboxes
+// and the pooled clones, and the agent exactly the live sandboxes' grants and bindings.
+TEST_F(ManagerModelTest, SigkillWithAWarmPoolThenRestartLeavesOnlyLiveAndPooled) {
+  stack_->sim().set_task_ms("vzclone", 60);
+  stack_->sim().set_task_ms("vzstart", 40);
+  stack_->sim().set_task_ms("vzstop", 20);
+  stack_->sim().set_task_ms("vzdestroy", 20);
+  constexpr int kPool = 3;
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  auto c = stack_->manager_config();
+  c.warm_pool = kPool;
+  std::size_t begun = 0, created = 0;
+  for (int round = 0; round < 12; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::string out_file = stack_->dir() + "/pool-driver." + std::to_string(round);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      std::string port = std::to_string(stack_->port());
+      std::string seed = std::to_string(rng());
+      std::string pool = std::to_string(kPool);
+      ::execl(PVS_LIFECYCLE_DRIVER, PVS_LIFECYCLE_DRIVER, port.c_str(),
+              stack_->fingerprint().c_str(), stack_->dir().c_str(), "0", seed.c_str(), "4",
+              pool.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1000));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the driver exited on its own, see " << out_file;
+    {
+      std::ifstream in(out_file);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("begin ", 0) == 0) ++begun;
+        if (line.rfind("create sb-", 0) == 0) ++created;
+      }
+    }
+
+    auto m = open(c);
+    ASSERT_TRUE(m);
+    // Orphans whose task the dead driver began wait for it; the pool refills meanwhile.
+    std::string why;
+    for (int i = 0; i < 80; ++i) {
+      (void)m->reconcile();
+      why.clear();
+      auto live = m->list();
+      std::set<int> live_vmids;
+      std::set<std::string> internet, ports;
+      for (auto& sb : live) {
+        live_vmids.insert(sb.vmid);
+        if (sb.internet) internet.insert(sb.address->to_string());
+        ports.insert("veth" + std::to_string(sb.vmid) + "i0/" + sb.address->to_string());
+      }
+      std::size_t pooled = 0;
+      for (int vmid : stack_->containers()) {
+        if (live_vmids.count(vmid)) continue;
+        auto conf = client_->config("pve", vmid);
+        auto md =
+            conf ? decode_description(conf->count("description") ? conf->at("description") : "")
+                 : Result<SandboxMetadata>(fail(ErrorCode::kNotFound, "gone"));
+        if (md && md->phase == SandboxMetadata::Phase::kPooled && !conf->count("lock"))
+          ++pooled;
+        else
+          why += " stray container " + std::to_string(vmid);
+      }
+      if (pooled != m->stats().pooled) why += " pooled containers != the manager's pool";
+      if (stack_->internet_set() != internet) why += " internet set differs";
+      if (stack_->bound_ports() != ports) why += " bindings differ";
+      if (why.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    EXPECT_EQ(why, "");
+    m.reset();
+  }
+  std::printf("12 kills; creates/destroys begun %zu, sandboxes created %zu\n", begun, created);
+  EXPECT_GE(created, 1U);
+  c.warm_pool = 0;
+  auto m = open(c);
+  ASSERT_TRUE(m);
+  for (auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
+  expect_clean();
 }
 
 TEST_F(ManagerModelTest, WarmPoolSizeIsValidated) {
