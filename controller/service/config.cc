@@ -449,7 +449,7 @@ std::string describe(const ServiceConfig& c) {
     << "  proxmox " << c.proxmox_url << " node=" << c.proxmox_node
     << " token=" << c.proxmox_token_id << " secret from " << c.proxmox_token_secret_source
     << " template=" << c.template_vmid << " pool=" << c.pool << " vmids=" << c.vmid_min << "-"
-    << c.vmid_max << "\n"
+    << c.vmid_max << (c.warm_pool > 0 ? " warm_pool=" + std::to_string(c.warm_pool) : "") << "\n"
     << "  network " << c.network_cidr << " gateway=" << c.network_gateway
     << " bridge=" << c.network_bridge << (c.network_dhcp ? " dhcp" : "") << "\n"
     << "  ssh user=" << c.ssh_user << " key=" << c.ssh_private_key_file
