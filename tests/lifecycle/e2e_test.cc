@@ -1,13 +1,9 @@
 // The whole stack for real (pvs::test::Stack, pvesim netns backend): every sandbox is a network
 // namespace on the node's bridge with its own sshd; the real agent keeps the real nftables sets.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <random>
 #include <thread>
 
@@ -245,34 +241,14 @@ TEST_F(LifecycleE2eTest, SigkillDuringCreatesAndDestroysThenRestart) {
   int round = 0;
   for (; round < max_rounds && (begun < want_ops || round < min_kills); ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    std::string out_file = stack_->dir() + "/driver." + std::to_string(round);
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      std::string port = std::to_string(stack_->port());
-      std::string seed = std::to_string(rng());
-      ::execl(PVS_LIFECYCLE_DRIVER, PVS_LIFECYCLE_DRIVER, port.c_str(),
-              stack_->fingerprint().c_str(), stack_->dir().c_str(), "1", seed.c_str(), "4",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    std::this_thread::sleep_for(milliseconds(1000 + rng() % 2000));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the driver exited on its own, see " << out_file;
-    {
-      std::ifstream in(out_file);
-      std::string line;
-      while (std::getline(in, line)) {
-        if (line.rfind("begin ", 0) == 0) ++begun;
-        if (line.rfind("create ", 0) == 0 || line.rfind("destroy ", 0) == 0) ++finished;
-      }
+    test::DriverRun run;
+    run.driver = PVS_LIFECYCLE_DRIVER;
+    run.out_file = stack_->dir() + "/driver." + std::to_string(round);
+    run.seed = static_cast<unsigned>(rng());
+    run.run_for = milliseconds(1000 + rng() % 2000);
+    for (auto& line : stack_->run_driver_until_killed(run)) {
+      if (line.rfind("begin ", 0) == 0) ++begun;
+      if (line.rfind("create ", 0) == 0 || line.rfind("destroy ", 0) == 0) ++finished;
     }
     // Restart: open() recovers. An orphan whose start task the dead driver began is left
     // until that task ended (as Proxmox would serialise the destroy behind it); the

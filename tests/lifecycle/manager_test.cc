@@ -1,15 +1,11 @@
 // Manager/Sandbox against pvesim's model backend (no namespace per container, no SSH wait),
 // with the real agent and the real ruleset in a node namespace (pvs::test::Stack): rollback of
 // every create step, destroy semantics, quarantine, recovery, reaper, concurrency, faults.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <fstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -740,35 +736,15 @@ TEST_F(ManagerModelTest, SigkillWithAWarmPoolThenRestartLeavesOnlyLiveAndPooled)
   std::size_t begun = 0, created = 0;
   for (int round = 0; round < 12; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    std::string out_file = stack_->dir() + "/pool-driver." + std::to_string(round);
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int fd = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      std::string port = std::to_string(stack_->port());
-      std::string seed = std::to_string(rng());
-      std::string pool = std::to_string(kPool);
-      ::execl(PVS_LIFECYCLE_DRIVER, PVS_LIFECYCLE_DRIVER, port.c_str(),
-              stack_->fingerprint().c_str(), stack_->dir().c_str(), "0", seed.c_str(), "4",
-              pool.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 1000));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the driver exited on its own, see " << out_file;
-    {
-      std::ifstream in(out_file);
-      std::string line;
-      while (std::getline(in, line)) {
-        if (line.rfind("begin ", 0) == 0) ++begun;
-        if (line.rfind("create sb-", 0) == 0) ++created;
-      }
+    test::DriverRun run;
+    run.driver = PVS_LIFECYCLE_DRIVER;
+    run.out_file = stack_->dir() + "/pool-driver." + std::to_string(round);
+    run.seed = static_cast<unsigned>(rng());
+    run.warm_pool = kPool;
+    run.run_for = std::chrono::milliseconds(300 + rng() % 1000);
+    for (auto& line : stack_->run_driver_until_killed(run)) {
+      if (line.rfind("begin ", 0) == 0) ++begun;
+      if (line.rfind("create sb-", 0) == 0) ++created;
     }
 
     auto m = open(c);

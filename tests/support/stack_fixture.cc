@@ -46,6 +46,15 @@ void run(const std::vector<std::string>& argv) {
   must(rc == 0, line + "failed (" + std::to_string(rc) + "): " + out);
 }
 
+// Sends `sig` to *pid (if running), reaps it and forgets it.
+void end_process(pid_t* pid, int sig) {
+  if (*pid <= 0) return;
+  ::kill(*pid, sig);
+  int status = 0;
+  ::waitpid(*pid, &status, 0);
+  *pid = -1;
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -245,11 +254,41 @@ void Stack::start_dnsmasq() {
 }
 
 void Stack::stop_dnsmasq() {
-  if (dnsmasq_pid_ <= 0) return;
-  ::kill(dnsmasq_pid_, SIGTERM);
+  end_process(&dnsmasq_pid_, SIGTERM);
+}
+
+std::vector<std::string> Stack::run_driver_until_killed(const DriverRun& run) const {
+  pid_t pid = ::fork();
+  must(pid >= 0, "fork");
+  if (pid == 0) {
+    int fd = ::open(run.out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<std::string> argv = {run.driver,
+                                     std::to_string(port()),
+                                     fingerprint(),
+                                     dir_,
+                                     options_.backend == "netns" ? "1" : "0",
+                                     std::to_string(run.seed),
+                                     std::to_string(run.threads),
+                                     std::to_string(run.warm_pool)};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(run.driver.c_str(), args.data());
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(run.run_for);
+  ::kill(pid, SIGKILL);
   int status = 0;
-  ::waitpid(dnsmasq_pid_, &status, 0);
-  dnsmasq_pid_ = -1;
+  ::waitpid(pid, &status, 0);
+  must(WIFSIGNALED(status), "the driver exited on its own, see " + run.out_file);
+  std::vector<std::string> lines;
+  std::ifstream in(run.out_file);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 std::string Stack::dnsmasq_log() const {
@@ -275,11 +314,7 @@ void Stack::stop_agent() {
 }
 
 void Stack::kill_agent() {
-  if (agent_pid_ <= 0) return;
-  ::kill(agent_pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(agent_pid_, &status, 0);
-  agent_pid_ = -1;
+  end_process(&agent_pid_, SIGKILL);
 }
 
 std::string Stack::agent_log() const {

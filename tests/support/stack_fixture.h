@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,6 +50,17 @@ struct StackOptions {
   bool agent = true;                   // start pve-sandbox-agent
   bool dhcp = false;                   // dnsmasq + real DHCP clients; manager_config().dhcp
   std::string id;                      // name prefix; default "pvs<pid>"
+};
+
+// One run of tests/lifecycle/lifecycle_driver (a controller creating and destroying sandboxes
+// from several threads until it is killed) against a Stack.
+struct DriverRun {
+  std::string driver;    // the driver binary
+  std::string out_file;  // its stdout/stderr: one line per event ("begin create", ...)
+  unsigned seed = 0;
+  int threads = 4;
+  int warm_pool = 0;
+  std::chrono::milliseconds run_for{1000};  // then SIGKILL
 };
 
 class Stack {
@@ -82,6 +94,10 @@ class Stack {
   std::string dnsmasq_log() const;
   std::string dnsmasq_leases() const;
   void stop_dnsmasq();  // SIGTERM and wait: DHCP goes unanswered
+
+  // Starts the driver, SIGKILLs it after run.run_for and returns the lines it printed; throws
+  // std::runtime_error if it exited on its own.
+  std::vector<std::string> run_driver_until_killed(const DriverRun& run) const;
 
   void stop_agent();   // SIGTERM and wait
   void start_agent();  // again, same socket and state file
