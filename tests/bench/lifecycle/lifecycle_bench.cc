@@ -41,6 +41,16 @@ long rss_kb() {
   return 0;
 }
 
+// Destroys the sandboxes concurrently (one thread each).
+void destroy_all(std::vector<std::shared_ptr<pvs::Sandbox>>& boxes) {
+  std::vector<std::thread> threads;
+  for (auto& b : boxes)
+    threads.emplace_back([&b] {
+      if (b) (void)b->destroy();
+    });
+  for (auto& th : threads) th.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,12 +149,7 @@ int main(int argc, char** argv) {
   std::printf("controller memory per live sandbox: %.1f KiB (RSS %ld -> %ld KiB, %d sandboxes)\n",
               static_cast<double>(rss_after - rss_before) / std::max(ok, 1), rss_before, rss_after,
               ok);
-  threads.clear();
-  for (auto& b : boxes)
-    threads.emplace_back([&b] {
-      if (b) (void)b->destroy();
-    });
-  for (auto& th : threads) th.join();
+  destroy_all(boxes);
   manager->reset();
 
   // The same 64 concurrent creates from a full warm pool of 64 stopped clones.
@@ -173,12 +178,7 @@ int main(int argc, char** argv) {
       "64 concurrent creates from a warm pool of 64 (filled in %.0f ms): %d ok in %.0f ms = "
       "%.1f creates/s (%llu from the pool)\n",
       fill_ms, ok, wall, ok * 1000.0 / wall, static_cast<unsigned long long>(st.pool_hits));
-  threads.clear();
-  for (auto& b : boxes)
-    threads.emplace_back([&b] {
-      if (b) (void)b->destroy();
-    });
-  for (auto& th : threads) th.join();
+  destroy_all(boxes);
   pooled_manager->reset();
   cfg.warm_pool = 0;  // recovery destroys the refilled pool
   (void)pvs::Manager::open(cfg);
