@@ -2,6 +2,7 @@
 
 #include <Poco/Net/HTTPRequestHandler.h>
 #include <Poco/Net/HTTPServerParams.h>
+#include <Poco/Net/HTTPServerRequestImpl.h>
 #include <Poco/Net/NetException.h>
 #include <Poco/Net/SecureServerSocket.h>
 #include <Poco/Net/ServerSocket.h>
@@ -219,6 +220,62 @@ class BodyPump : public std::streambuf {
   bool stopped_early_ = false;  // pump()'s thread only
   State state_ = State::kOk;
   std::string error_;
+};
+
+// A download as a std::streambuf, the mirror of BodyPump: the SSH session's I/O thread writes
+// the file into it (through an ostream) and next() hands the chunks to the request's thread,
+// which writes them to the client, so the two overlap and the file is never held whole: at
+// most kDepth chunks wait. A client that stops reading stalls the download once they are full
+// (as a slow client stalls an upload); cancel() makes the writer fail instead.
+class ReplyPump : public std::streambuf {
+ public:
+  static constexpr std::size_t kDepth = 8;
+
+  // After the download returned (whatever it returned): next() reports the end.
+  void finish() {
+    std::lock_guard lock(mu_);
+    finished_ = true;
+    cv_.notify_all();
+  }
+  // The client is gone: the writer fails from now on.
+  void cancel() {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+  // The next chunk, or false at the end.
+  bool next(std::string* chunk) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return !queue_.empty() || finished_; });
+    if (queue_.empty()) return false;
+    *chunk = std::move(queue_.front());
+    queue_.pop_front();
+    cv_.notify_all();
+    return true;
+  }
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return queue_.size() < kDepth || cancelled_; });
+    // An exception from the streambuf sets badbit in the ostream writing it.
+    if (cancelled_) throw std::runtime_error("the client went away");
+    queue_.emplace_back(s, static_cast<std::size_t>(n));
+    cv_.notify_all();
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    char ch = traits_type::to_char_type(c);
+    xsputn(&ch, 1);
+    return c;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  bool finished_ = false, cancelled_ = false;
 };
 
 // The Manager's peers whose calls /metrics shows.
@@ -472,8 +529,7 @@ void Api::send_json(RequestContext& ctx, int status, const std::string& body) {
   send_bytes(ctx, status, "application/json", body);
 }
 
-void Api::send_bytes(RequestContext& ctx, int status, const std::string& content_type,
-                     std::string_view body) {
+void Api::begin_reply(RequestContext& ctx, int status, const std::string& content_type) {
   audit_before_reply(audit_, metrics_, ctx, status, ctx.error ? &*ctx.error : nullptr);
   settle_body(ctx);
   ctx.responded = true;
@@ -482,8 +538,28 @@ void Api::send_bytes(RequestContext& ctx, int status, const std::string& content
   resp.setStatus(static_cast<HTTPResponse::HTTPStatus>(status));
   resp.set("X-Request-Id", ctx.request_id);
   resp.setContentType(content_type);
-  resp.setContentLength64(static_cast<Poco::Int64>(body.size()));
-  resp.sendBuffer(body.data(), body.size());
+}
+
+void Api::send_bytes(RequestContext& ctx, int status, const std::string& content_type,
+                     std::string_view body) {
+  begin_reply(ctx, status, content_type);
+  ctx.response->setContentLength64(static_cast<Poco::Int64>(body.size()));
+  ctx.response->sendBuffer(body.data(), body.size());
+}
+
+void Api::abort_reply(RequestContext& ctx) {
+  // Detached from the HTTP session, the connection is reset here; Poco's final chunk then
+  // goes nowhere and the session ends (as after a WebSocket upgrade).
+  ctx.response->setKeepAlive(false);
+  auto* impl = dynamic_cast<Poco::Net::HTTPServerRequestImpl*>(ctx.request);
+  if (!impl) return;
+  try {
+    Poco::Net::StreamSocket socket = impl->detachSocket();
+    socket.setLinger(true, 0);
+    socket.close();
+  } catch (const Poco::Exception& e) {
+    log::warn("request " + ctx.request_id + ": resetting the connection: " + e.displayText());
+  }
 }
 
 void Api::send_error(RequestContext& ctx, const ApiError& error) {
@@ -833,9 +909,58 @@ void Api::get_file(RequestContext& ctx) {
     send_json(ctx, 200, w.take());
     return;
   }
-  auto data = sandbox->read_file(*path, config_.max_download_bytes);
-  if (!data) throw from_error(data.error());
-  send_bytes(ctx, 200, "application/octet-stream", *data);
+  auto attrs = sandbox->stat(*path);
+  if (!attrs) throw from_error(attrs.error());
+  if (attrs->is_dir()) throw bad_request(*path + " is a directory (list=true lists it)");
+  if (attrs->size > config_.max_download_bytes) {
+    throw too_large("file larger than " + std::to_string(config_.max_download_bytes) + " bytes");
+  }
+  // Streamed (chunked) from SFTP to the client. The reply starts with the first byte, so an
+  // error before it (no permission, ...) still gets its status; one after it (the file grew
+  // past the limit, the sandbox went away) can only cut the connection, without the final
+  // chunk, so that no client takes a partial file for a whole one.
+  ReplyPump pump;
+  Result<std::uint64_t> got = 0;
+  std::thread downloader([&] {
+    std::ostream out(&pump);
+    DownloadOptions o;
+    o.max_size = config_.max_download_bytes;
+    try {
+      got = sandbox->download(*path, out, o);
+    } catch (const std::exception& e) {
+      got = fail(ErrorCode::kInternal, std::string("download: ") + e.what());
+    }
+    pump.finish();
+  });
+  std::ostream* client = nullptr;
+  bool client_gone = false;
+  for (std::string chunk; pump.next(&chunk);) {
+    if (client_gone) continue;
+    try {
+      if (!client) {
+        begin_reply(ctx, 200, "application/octet-stream");
+        ctx.response->setChunkedTransferEncoding(true);
+        client = &ctx.response->send();
+      }
+      client->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      client_gone = !*client;
+    } catch (const Poco::Exception&) {
+      client_gone = true;
+    }
+    if (client_gone) pump.cancel();
+  }
+  downloader.join();
+  if (!client) {
+    if (!got) throw from_error(got.error());
+    send_bytes(ctx, 200, "application/octet-stream", "");  // an empty file
+    return;
+  }
+  if (!got || client_gone) {
+    log::warn(
+        "request " + ctx.request_id + ": download of " + *path + " cut off after " +
+        "the reply began: " + (got ? std::string("the client went away") : got.error().message));
+    abort_reply(ctx);
+  }
 }
 
 void Api::put_file(RequestContext& ctx) {

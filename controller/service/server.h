@@ -98,6 +98,10 @@ class Api {
                   std::string_view body);
   void send_error(RequestContext& ctx, const ApiError& error);
   void send_empty(RequestContext& ctx, int status);
+  // Audits the reply and sets its status line and headers; the caller sends the body.
+  void begin_reply(RequestContext& ctx, int status, const std::string& content_type);
+  // Ends a reply whose body broke off: resets the connection.
+  void abort_reply(RequestContext& ctx);
   void finish(RequestContext& ctx);
 
   ServiceConfig config_;

@@ -97,7 +97,8 @@ class ServiceE2eTest : public ::testing::Test {
                            << "  ready_timeout_seconds: 20\n"
                            << "agent:\n  socket: " << mc.agent.socket_path << "\n"
                            << "limits:\n  reconcile_interval_seconds: 5\n"
-                           << "http:\n  max_upload_bytes: " << kMaxUpload << "\n";
+                           << "http:\n  max_upload_bytes: " << kMaxUpload << "\n"
+                           << "  max_download_bytes: " << kMaxDownload << "\n";
     start_controller();
   }
   void TearDown() override {
@@ -155,6 +156,7 @@ class ServiceE2eTest : public ::testing::Test {
   }
 
   static constexpr std::uint64_t kMaxUpload = 4 << 20;
+  static constexpr std::uint64_t kMaxDownload = 6 << 20;
 
   std::unique_ptr<test::Stack> stack_;
   std::string dir_, config_, log_;
@@ -371,6 +373,59 @@ TEST_F(ServiceE2eTest, StreamedUploads) {
   std::string audit = slurp(dir_ + "/audit.log");
   EXPECT_NE(audit.find("\"size\":" + std::to_string(three.size())), std::string::npos);
   EXPECT_NE(audit.find("\"status\":413"), std::string::npos);
+  EXPECT_EQ(test::http(port_, "DELETE", "/v1/sandboxes/" + id, "", "tok-demo").status, 204);
+}
+
+// GET .../files streams from SFTP (chunked): whole files come back byte for byte; a missing
+// file, a directory and a file over the limit are refused before the reply begins; a read that
+// breaks off after it began (here: /dev/zero, size 0 to stat, endless to read) resets the
+// connection before the final chunk, so no client can take a partial file for a whole one.
+TEST_F(ServiceE2eTest, StreamedDownloads) {
+  auto created = test::http(port_, "POST", "/v1/sandboxes", "{}", "tok-demo");
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string id = json(created.body)->getValue<std::string>("id");
+  std::string dir = stack_->home() + "/down";
+  auto exec = test::http(
+      port_, "POST", "/v1/sandboxes/" + id + "/exec",
+      "{\"command\":\"mkdir -p " + dir + " && : > " + dir + "/empty && head -c " +
+          std::to_string(kMaxDownload) + " /dev/urandom > " + dir + "/max.bin && head -c " +
+          std::to_string(kMaxDownload + 1) + " /dev/zero > " + dir + "/over.bin\"}",
+      "tok-demo");
+  ASSERT_EQ(exec.status, 200) << exec.body;
+  std::string files = "/v1/sandboxes/" + id + "/files?path=";
+  auto get = [&](const std::string& path) {
+    return test::http(port_, "GET", files + path, "", "tok-demo");
+  };
+  auto max = get(dir + "/max.bin");
+  ASSERT_EQ(max.status, 200);
+  EXPECT_EQ(max.headers["Transfer-Encoding"], "chunked");
+  EXPECT_EQ(max.body, slurp(dir + "/max.bin"));  // the netns CT shares the host's files
+  auto empty = get(dir + "/empty");
+  EXPECT_EQ(empty.status, 200);
+  EXPECT_EQ(empty.body, "");
+  EXPECT_EQ(get(dir + "/nosuch").status, 404);
+  EXPECT_EQ(get(dir).status, 400);
+  EXPECT_EQ(get(dir + "/over.bin").status, 413);
+
+  // Broken off after the reply began: 200 and chunks, then a reset without the final chunk.
+  Poco::Net::StreamSocket sock(Poco::Net::SocketAddress("127.0.0.1", port_));
+  sock.setReceiveTimeout(Poco::Timespan(60, 0));
+  std::string head = "GET " + files + "/dev/zero HTTP/1.1\r\nHost: x\r\n" +
+                     "Authorization: Bearer tok-demo\r\n\r\n";
+  sock.sendBytes(head.data(), static_cast<int>(head.size()));
+  std::string reply;
+  char buf[65536];
+  try {
+    for (int n; (n = sock.receiveBytes(buf, sizeof buf)) > 0;) reply.append(buf, n);
+  } catch (const Poco::Exception&) {  // reset by peer: the expected end
+  }
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply.substr(0, 200);
+  EXPECT_NE(reply.find("Transfer-Encoding: chunked"), std::string::npos);
+  EXPECT_GT(reply.size(), 1u << 20);
+  EXPECT_NE(reply.substr(reply.size() - 5), "0\r\n\r\n") << "a partial file must not end cleanly";
+
+  // The service is fine afterwards.
+  EXPECT_EQ(get(dir + "/empty").status, 200);
   EXPECT_EQ(test::http(port_, "DELETE", "/v1/sandboxes/" + id, "", "tok-demo").status, 204);
 }
 

@@ -171,6 +171,8 @@ class Sandbox {
   virtual Result<std::uint64_t> download(const std::string& path, std::ostream& out,
                                          const DownloadOptions& options = {}) = 0;
   virtual Result<std::vector<SftpEntry>> list_dir(const std::string& path) = 0;
+  // The attributes of a file (symbolic links followed).
+  virtual Result<SftpAttributes> stat(const std::string& path) = 0;
 
   // Grants (with a renewed lease) or revokes HTTP/HTTPS egress; recorded in the metadata.
   virtual Status set_internet(bool enabled) = 0;

@@ -353,6 +353,13 @@ class SandboxImpl final : public Sandbox {
     if (!r) return fail(static_cast<const Error&>(r.error()));
     return std::move(*r);
   }
+  Result<SftpAttributes> stat(const std::string& path) override {
+    auto ssh = session();
+    if (!ssh) return fail(ssh.error());
+    auto r = (*ssh)->stat(path);
+    if (!r) return fail(static_cast<const Error&>(r.error()));
+    return *r;
+  }
 
   Status set_internet(bool enabled) override;
   Result<pve::ContainerStatus> status() override;

@@ -326,7 +326,7 @@ int bench_upload(int mib) {
   }
   std::string files = "/v1/sandboxes/" + id + "/files?path=" + stack.home() + "/";
   long idle = rss_kb(pid);
-  double rest_s = 0, direct_s = 0, get_s = 0;
+  double rest_s = 0, direct_s = 0, get_s = 0, direct_get_s = 0;
   long rest_peak = 0, get_peak = 0;
   const int rounds = 3;
   for (int r = 0; r < rounds; ++r) {
@@ -356,13 +356,22 @@ int bench_upload(int mib) {
     }
     get_s += ms(Clock::now() - t0) / 1000;
     get_peak = std::max(get_peak, peak_rss_kb(pid));
+    t0 = Clock::now();
+    auto direct_back = direct.download(stack.home() + "/rest.bin");
+    if (!direct_back || *direct_back != data) {
+      stop();
+      return 1;
+    }
+    direct_get_s += ms(Clock::now() - t0) / 1000;
   }
   double n = mib * rounds;
   std::printf("upload %d MiB x%d (controller binary, netns sandbox, loopback)\n", mib, rounds);
   std::printf("  direct SshSession upload   %7.1f MiB/s\n", n / direct_s);
   std::printf("  REST PUT .../files         %7.1f MiB/s  (%.2fx of direct)\n", n / rest_s,
               direct_s / rest_s);
-  std::printf("  REST GET .../files         %7.1f MiB/s\n", n / get_s);
+  std::printf("  direct SshSession download %7.1f MiB/s\n", n / direct_get_s);
+  std::printf("  REST GET .../files         %7.1f MiB/s  (%.2fx of direct)\n", n / get_s,
+              direct_get_s / get_s);
   std::printf(
       "  controller RSS idle %ld KiB; peak during PUT %ld KiB (+%ld), during GET %ld KiB "
       "(+%ld)\n",
