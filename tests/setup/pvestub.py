@@ -26,7 +26,7 @@ try:
 except FileNotFoundError:
     st = {}
 for k in ("pools", "roles", "users", "tokens", "acl", "cts", "vztmpl", "enabled", "active",
-          "packages"):
+          "packages", "mainpid"):
     st.setdefault(k, [] if k in ("acl",) else {})
 
 
@@ -167,6 +167,9 @@ def systemctl():
     if args[0] == "is-active":
         print("active" if st["active"].get(args[1]) else "inactive")
         sys.exit(0 if st["active"].get(args[1]) else 3)
+    if args[0] == "show":  # show -p MainPID --value UNIT: the pid a test put into the state
+        print(st["mainpid"].get(args[-1], 0))
+        sys.exit(0)
     if args[0] == "enable":
         st["enabled"][args[-1]] = True
     elif args[0] in ("restart", "start", "reload-or-restart"):

@@ -6,7 +6,15 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SETUP="$HERE/../../setup/pve-sandbox-setup"
 T=$(mktemp -d /tmp/pvs-setup-test.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+DNSMASQ_PID=""
+stop_dnsmasq() {
+	if [[ -n $DNSMASQ_PID ]]; then
+		kill "$DNSMASQ_PID" 2>/dev/null || true
+		wait "$DNSMASQ_PID" 2>/dev/null || true
+		DNSMASQ_PID=""
+	fi
+}
+trap 'stop_dnsmasq; rm -rf "$T"' EXIT
 FAILED=0
 pass() { echo "PASS $1"; }
 fail() {
@@ -244,6 +252,138 @@ for id in container.unprivileged container.nesting container.swap container.pool
 	check "check: $id FAIL on the bad node" test "$(st "$id")" = FAIL
 done
 check "check: evidence names the offender" bash -c 'jq -e ".items[] | select(.id == \"container.pool-scope\") | .evidence | test(\"/:PVEAdmin\")" <<<"$1" >/dev/null && jq -e ".items[] | select(.id == \"container.nesting\") | .evidence | test(\"9100\")" <<<"$1" >/dev/null' _ "$json"
+
+# ---- 6b. pve-sandbox-check's DHCP item: dnsmasq answers only the agent's reservations -----------
+# The configuration comes from `setup dnsmasq` in a scratch root; "dnsmasq.service" is a real
+# dnsmasq (in a network namespace of its own, DHCP on, DNS off) watching the scratch root's
+# reservations directory, whose pid the systemctl stub reports as MainPID.
+fresh_host dhcp
+if ! command -v dnsmasq >/dev/null; then
+	fail "dhcp: dnsmasq is not installed (apt-get install dnsmasq-base)"
+fi
+out=$(setup dnsmasq 2>&1) || fail "dhcp: setup dnsmasq"
+hosts=/run/pve-sandbox/dhcp-hosts
+mkdir -p "$PVS_ROOT/etc/pve-sandbox"
+printf 'sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: "%s"   # published for dnsmasq\n' "$hosts" >"$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+printf '# Configuration file for dnsmasq.\n#dhcp-range=192.168.0.50,192.168.0.150,12h\n' >"$PVS_ROOT/etc/dnsmasq.conf"
+printf 'dhcp-range=10.99.2.1,10.99.2.200,12h\n' >"$PVS_ROOT/etc/dnsmasq.d/pve-sandbox.conf.dpkg-old"
+printf 'bc:24:11:2a:3b:4c,10.99.0.7\n' >"$PVS_ROOT$hosts/veth9100i0"
+touch -d '1 hour ago' "$PVS_ROOT/etc/dnsmasq.conf" "$PVS_ROOT/etc/dnsmasq.d/"* "$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+start_dnsmasq() {
+	stop_dnsmasq
+	unshare -n dnsmasq -k --port=0 -C /dev/null --dhcp-range=10.99.0.0,static --dhcp-hostsdir="$PVS_ROOT$hosts" \
+		--dhcp-leasefile="$T/dhcp/leases" --pid-file= --user=root --log-facility="$T/dhcp/dnsmasq.log" &
+	DNSMASQ_PID=$!
+	local _
+	for _ in $(seq 1 50); do
+		if grep -qs '^inotify wd:' /proc/"$DNSMASQ_PID"/fdinfo/*; then break; fi
+		sleep 0.1
+	done
+	python3 - "$STUB_STATE/state.json" "$DNSMASQ_PID" <<'PY'
+import json, sys
+p = sys.argv[1]
+st = json.load(open(p))
+st.setdefault("mainpid", {})["dnsmasq.service"] = int(sys.argv[2])
+json.dump(st, open(p, "w"))
+PY
+}
+set_active() { # set_active 0|1: dnsmasq.service's state in the stub
+	python3 - "$STUB_STATE/state.json" "$1" <<'PY'
+import json, sys
+p = sys.argv[1]
+st = json.load(open(p))
+st["active"]["dnsmasq.service"] = sys.argv[2] == "1"
+json.dump(st, open(p, "w"))
+PY
+}
+dhcp_check() { # dhcp_check NAME STATUS EVIDENCE-REGEX: the item's status, evidence and exit code
+	local json rc=0 status ev want_rc=0
+	json=$("$CHECK" --config "$CONFIG" --only dhcp --json 2>"$STUB_STATE/check.err") || rc=$?
+	status=$(jq -r '.items[] | select(.id == "dhcp.reservations-only") | .status' <<<"$json" 2>/dev/null || true)
+	ev=$(jq -r '.items[] | select(.id == "dhcp.reservations-only") | .evidence' <<<"$json" 2>/dev/null || true)
+	[[ $2 == FAIL ]] && want_rc=1
+	if [[ $status == "$2" && $rc == "$want_rc" ]] && grep -Eq -- "$3" <<<"$ev"; then
+		pass "check dhcp: $1 -> $2"
+	else
+		fail "check dhcp: $1 -> $2 /$3/ (got $status, exit $rc: $ev $(cat "$STUB_STATE/check.err"))"
+	fi
+}
+start_dnsmasq
+dhcp_check "as set up, dnsmasq watching the directory" PASS \
+	"^dhcp-range=vmbr1,10\.99\.0\.0,static,255\.255\.0\.0,1h \(/etc/dnsmasq.d/pve-sandbox.conf\), dhcp-ignore=tag:!known, dhcp-hostsdir=$hosts = the agent's dhcp_hosts_dir \(1 reservation\(s\)\); dnsmasq.service active \(pid [0-9]+\), watching $hosts$"
+: >"$STUB_LOG"
+json=$("$CHECK" --config "$CONFIG" --only container,dhcp --json 2>/dev/null | jq -c '[.items[].id]') || true
+check "check dhcp: group dhcp next to container" test "$json" = '["container.unprivileged","container.nesting","container.swap","container.pool-scope","dhcp.reservations-only"]'
+check "check dhcp: clones no container" bash -c '! grep -q "^pct clone" "$1"' _ "$STUB_LOG"
+# One fault at a time, each undone (files restored with their old mtime) before the next.
+dq=$PVS_ROOT/etc/dnsmasq.d/pve-sandbox.conf
+cp -p "$dq" "$T/dhcp/conf.orig"
+cp -p "$PVS_ROOT/etc/pve-sandbox/agent.yaml" "$T/dhcp/agent.orig"
+cp -p "$PVS_ROOT/etc/dnsmasq.conf" "$T/dhcp/main.orig"
+restore() {
+	cp -p "$T/dhcp/conf.orig" "$dq"
+	cp -p "$T/dhcp/agent.orig" "$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+	cp -p "$T/dhcp/main.orig" "$PVS_ROOT/etc/dnsmasq.conf"
+	rm -f "$PVS_ROOT/etc/dnsmasq.d/local.conf"
+}
+echo 'dhcp-range=10.99.1.1,10.99.1.200,12h' >>"$PVS_ROOT/etc/dnsmasq.conf"
+touch -d '1 hour ago' "$PVS_ROOT/etc/dnsmasq.conf"
+dhcp_check "a dynamic pool in /etc/dnsmasq.conf" FAIL "dynamic pool on the bridge: dhcp-range=10\.99\.1\.1,10\.99\.1\.200,12h \(/etc/dnsmasq\.conf\)"
+restore
+printf 'dhcp-range=tag:lab,10.99.3.1,10.99.3.9\n' >"$PVS_ROOT/etc/dnsmasq.d/local.conf"
+touch -d '1 hour ago' "$PVS_ROOT/etc/dnsmasq.d/local.conf"
+dhcp_check "a tagged dynamic pool in /etc/dnsmasq.d" FAIL "dynamic pool on the bridge: dhcp-range=tag:lab,10\.99\.3\.1,10\.99\.3\.9 \(/etc/dnsmasq\.d/local\.conf\)"
+restore
+printf 'dhcp-range=192.168.7.10,192.168.7.99,1h\n' >"$PVS_ROOT/etc/dnsmasq.d/local.conf"
+touch -d '1 hour ago' "$PVS_ROOT/etc/dnsmasq.d/local.conf"
+dhcp_check "a pool on another network is not the bridge's" PASS "^dhcp-range=vmbr1,"
+restore
+printf 'dhcp-host=bc:24:11:00:00:01,10.99.0.50\n' >"$PVS_ROOT/etc/dnsmasq.d/local.conf"
+touch -d '1 hour ago' "$PVS_ROOT/etc/dnsmasq.d/local.conf"
+dhcp_check "a reservation outside the agent's directory" FAIL "reservations besides the agent's: dhcp-host=bc:24:11:00:00:01,10\.99\.0\.50"
+restore
+sed -i '/^dhcp-ignore=/d' "$dq"
+touch -d '1 hour ago' "$dq"
+dhcp_check "without dhcp-ignore=tag:!known" FAIL "no dhcp-ignore=tag:!known"
+restore
+sed -i 's/^dhcp-range=.*/dhcp-range=vmbr1,10.99.0.10,10.99.255.200,255.255.0.0,1h/' "$dq"
+touch -d '1 hour ago' "$dq"
+dhcp_check "the setup range turned into a pool" FAIL "dynamic pool on the bridge: .*; no static dhcp-range in 10\.99\.0\.0/16"
+restore
+sed -i 's|^dhcp-hostsdir=.*|dhcp-hostsdir=/run/elsewhere|' "$dq"
+touch -d '1 hour ago' "$dq"
+dhcp_check "dhcp-hostsdir is not the agent's directory" FAIL "dhcp-hostsdir=/run/elsewhere is not the agent's dhcp_hosts_dir $hosts"
+restore
+echo 'dhcp-hostsdir=/etc/more-hosts' >>"$dq"
+touch -d '1 hour ago' "$dq"
+dhcp_check "a second dhcp-hostsdir besides the agent's" FAIL "^reservations besides the agent's: dhcp-hostsdir=/etc/more-hosts \("
+restore
+sed -i '/^dhcp_hosts_dir:/d' "$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+dhcp_check "agent.yaml without dhcp_hosts_dir" FAIL "agent.yaml sets no dhcp_hosts_dir"
+restore
+set_active 0
+dhcp_check "dnsmasq.service not running" FAIL "dnsmasq.service is inactive"
+set_active 1
+touch "$dq" -d "@$(($(date +%s) + 5))"
+dhcp_check "configuration changed after dnsmasq started" FAIL "changed after dnsmasq started \(restart dnsmasq\): /etc/dnsmasq.d/pve-sandbox.conf"
+restore
+mv "$PVS_ROOT$hosts" "$T/dhcp/hosts.saved"
+dhcp_check "the directory is missing" FAIL "$hosts does not exist"
+mkdir "$PVS_ROOT$hosts"
+dhcp_check "the directory was recreated after dnsmasq started" FAIL "does not watch $hosts \(it started before the directory existed"
+start_dnsmasq
+dhcp_check "dnsmasq restarted" PASS "\(0 reservation\(s\)\); dnsmasq.service active \(pid [0-9]+\), watching $hosts$"
+stop_dnsmasq
+# DHCP off: no dnsmasq configuration, no dhcp_hosts_dir (agent default "").
+fresh_host dhcpoff
+mkdir -p "$PVS_ROOT/etc/pve-sandbox" "$PVS_ROOT/etc/dnsmasq.d"
+echo 'sandbox_cidr: 10.99.0.0/16' >"$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+dhcp_check "DHCP off" PASS "^DHCP off: containers use static addresses"
+rm "$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+dhcp_check "DHCP off, no agent.yaml (agent default)" PASS "^DHCP off: .*no /etc/pve-sandbox/agent.yaml\)$"
+echo 'sandbox_cidr: 10.99.0.0/16' >"$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+echo 'dhcp_hosts_dir: /run/pve-sandbox/dhcp-hosts' >>"$PVS_ROOT/etc/pve-sandbox/agent.yaml"
+dhcp_check "agent publishes, dnsmasq has no reservations range" FAIL "no static dhcp-range in 10\.99\.0\.0/16; no dhcp-ignore=tag:!known.*dhcp-hostsdir=none is not the agent's"
 
 # ---- 7. a failing provisioning cleans up its grants and does not make a template -----------------
 fresh_host failing
