@@ -50,25 +50,16 @@ Proc run(const std::vector<std::string>& argv, const std::string& dir,
   static int n = 0;
   std::string base = dir + "/run" + std::to_string(++n);
   std::ofstream(base + ".in", std::ios::binary) << input;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int in = open((base + ".in").c_str(), O_RDONLY);
-    int out = open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
+  test::SpawnOptions so;
+  so.stdin_file = base + ".in";
+  so.stdout_file = base + ".out";
+  so.stderr_file = base + ".err";
+  so.env = env;
+  pid_t pid = test::spawn_process(argv, so);
   int status = 0;
-  waitpid(pid, &status, 0);
+  if (pid > 0) waitpid(pid, &status, 0);
   Proc r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.exit_code = pid <= 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(base + ".out");
   r.err = slurp(base + ".err");
   return r;
@@ -110,15 +101,11 @@ class ServiceE2eTest : public ::testing::Test {
   // with sandboxctl --cacert.
   void start_controller(const std::string& cacert = "") {
     log_ = dir_ + "/controller" + std::to_string(++starts_) + ".log";
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      setenv("PVS_E2E_PVE_SECRET", test::Stack::kTokenSecret, 1);
-      execl(PVS_CONTROLLER_BIN, PVS_CONTROLLER_BIN, ("--config=" + config_).c_str(), nullptr);
-      _exit(127);
-    }
+    test::SpawnOptions so;
+    so.stdout_file = log_;
+    so.env = {std::string("PVS_E2E_PVE_SECRET=") + test::Stack::kTokenSecret};
+    pid_ = test::spawn_process({PVS_CONTROLLER_BIN, "--config=" + config_}, so);
+    ASSERT_GT(pid_, 0) << "cannot start " << PVS_CONTROLLER_BIN;
     for (int i = 0; i < 200; ++i) {
       if (!cacert.empty()) {
         if (run({PVS_SANDBOXCTL_BIN, "--cacert", cacert, "--url", https_url(), "health"}, dir_)

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -117,6 +118,41 @@ std::uint16_t free_port() {
   }
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // The environment: ours, with o.env's names replaced or added.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    auto name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = std::any_of(o.env.begin(), o.env.end(),
+                                [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+    if (!replaced) env_strings.push_back(std::move(entry));
+  }
+  env_strings.insert(env_strings.end(), o.env.begin(), o.env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int flags = O_WRONLY | O_CREAT | (o.append ? O_APPEND : O_TRUNC);
+  auto out = o.stdout_file.empty() ? std::string("/dev/null") : o.stdout_file;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(
+      &fa, 0, o.stdin_file.empty() ? "/dev/null" : o.stdin_file.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), flags, 0644);
+  if (o.stderr_file.empty()) {
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 2, o.stderr_file.c_str(), flags, 0644);
+  }
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
 }
 
 int run_command(const std::vector<std::string>& argv, std::string* out) {

@@ -76,4 +76,17 @@ class SshdFixture {
 // Runs argv (no shell), returns the exit status (or -1); stdout is captured into *out if given.
 int run_command(const std::vector<std::string>& argv, std::string* out = nullptr);
 
+struct SpawnOptions {
+  std::string stdin_file;        // "" = /dev/null
+  std::string stdout_file;       // "" = /dev/null
+  std::string stderr_file;       // "" = where stdout goes
+  bool append = false;           // append to the output files instead of truncating them
+  std::vector<std::string> env;  // "NAME=value": added to this process's environment
+};
+
+// Starts argv[0] (looked up in PATH) in the background and returns its pid, or -1. Uses
+// posix_spawn: a test process has threads (pvesim, SSH sessions), and a forked child that
+// allocates before exec (std::string, setenv) can deadlock on a lock another thread held.
+pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options = {});
+
 }  // namespace pvs::test

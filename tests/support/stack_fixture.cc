@@ -184,19 +184,11 @@ void Stack::cleanup() {
 
 void Stack::start_agent() {
   ::unlink(agent_socket().c_str());
-  pid_t pid = ::fork();
-  must(pid >= 0, "fork");
-  if (pid == 0) {
-    int log = ::open((dir_ + "/agent.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (log >= 0) {
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-    }
-    std::string cfg = dir_ + "/agent.yaml";
-    ::execl(PVS_STACK_AGENT_BIN, PVS_STACK_AGENT_BIN, "--config", cfg.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  SpawnOptions so;
+  so.stdout_file = dir_ + "/agent.log";
+  so.append = true;
+  pid_t pid = spawn_process({PVS_STACK_AGENT_BIN, "--config", dir_ + "/agent.yaml"}, so);
+  must(pid > 0, "start the agent");
   agent_pid_ = pid;
   for (int i = 0; i < 200; ++i) {
     if (::access(agent_socket().c_str(), F_OK) == 0) return;
@@ -230,15 +222,8 @@ void Stack::start_dnsmasq() {
                                    "--user=root",
                                    "--log-dhcp",
                                    "--log-facility=" + dir_ + "/dnsmasq.log"};
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = ::fork();
-  must(pid >= 0, "fork");
-  if (pid == 0) {
-    ::execvp("dnsmasq", args.data());
-    ::_exit(127);
-  }
+  pid_t pid = spawn_process(argv);
+  must(pid > 0, "start dnsmasq (is dnsmasq-base installed?)");
   dnsmasq_pid_ = pid;
   // Ready once it logs that it watches the reservation directory.
   for (int i = 0; i < 200; ++i) {
@@ -258,28 +243,13 @@ void Stack::stop_dnsmasq() {
 }
 
 std::vector<std::string> Stack::run_driver_until_killed(const DriverRun& run) const {
-  pid_t pid = ::fork();
-  must(pid >= 0, "fork");
-  if (pid == 0) {
-    int fd = ::open(run.out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    std::vector<std::string> argv = {run.driver,
-                                     std::to_string(port()),
-                                     fingerprint(),
-                                     dir_,
-                                     options_.backend == "netns" ? "1" : "0",
-                                     std::to_string(run.seed),
-                                     std::to_string(run.threads),
-                                     std::to_string(run.warm_pool)};
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(run.driver.c_str(), args.data());
-    ::_exit(127);
-  }
+  SpawnOptions so;
+  so.stdout_file = run.out_file;
+  pid_t pid = spawn_process({run.driver, std::to_string(port()), fingerprint(), dir_,
+                             options_.backend == "netns" ? "1" : "0", std::to_string(run.seed),
+                             std::to_string(run.threads), std::to_string(run.warm_pool)},
+                            so);
+  must(pid > 0, "start the driver " + run.driver);
   std::this_thread::sleep_for(run.run_for);
   ::kill(pid, SIGKILL);
   int status = 0;
