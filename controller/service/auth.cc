@@ -2,6 +2,7 @@
 
 #include <Poco/Base64Encoder.h>
 #include <Poco/Crypto/DigestEngine.h>
+#include <Poco/Crypto/OpenSSLInitializer.h>
 #include <Poco/RandomStream.h>
 
 #include <sstream>
@@ -9,6 +10,12 @@
 namespace pvs::service {
 
 std::string sha256_hex(std::string_view text) {
+  // Poco's OpenSSLInitializer is reference counted: every DigestEngine takes a reference, and
+  // the last one to go tears OpenSSL's locks down, which races with a request thread taking
+  // the first reference again (a controller under concurrent requests died of heap corruption
+  // in ~OpenSSLInitializer, seen with bench_service list). One reference held for the life of
+  // the process keeps the count above zero.
+  static const Poco::Crypto::OpenSSLInitializer keep_openssl_initialized;
   Poco::Crypto::DigestEngine engine("SHA256");
   engine.update(text.data(), static_cast<unsigned>(text.size()));
   return Poco::DigestEngine::digestToHex(engine.digest());
