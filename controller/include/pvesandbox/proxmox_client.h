@@ -31,24 +31,8 @@
 
 namespace pvs::pve {
 
-// What went wrong, for the orchestrator to act on.
-enum class ErrorKind {
-  kNotFound,           // 500 "... does not exist" (Proxmox never sends 404 for a missing guest)
-  kLocked,             // "CT is locked (disk)", "can't lock file ... got timeout"
-  kAlreadyExists,      // "CT 105 already exists on node 'pve'", nextid "VM 105 already exists"
-  kAlreadyRunning,     // "CT 105 already running"
-  kNotRunning,         // "CT 105 not running"
-  kPermissionDenied,   // 403
-  kAuthentication,     // 401: bad, expired or missing token
-  kInvalidParameters,  // 400 "Parameter verification failed." (see ApiError::param_errors)
-  kTransport,          // connect failure, timeout, reset; 595/596 from pveproxy
-  kTls,                // certificate not trusted / fingerprint mismatch
-  kTaskFailed,         // a UPID task ended with an error (see ApiError::task_log)
-  kTimeout,            // wait_task's deadline passed
-  kNotImplemented,     // 501: unknown path or method, body on GET/DELETE
-  kProtocol,           // the answer was not what the API documents
-  kServer,             // any other error
-};
+// What went wrong, for the orchestrator to act on (the kinds live in pvs::Error).
+using ErrorKind = ProxmoxErrc;
 
 // Stable lower-case name, e.g. "not_found".
 std::string_view to_string(ErrorKind kind);

@@ -41,33 +41,6 @@
 
 namespace pvs {
 
-// What exactly failed; callers branch on this, the message is for people.
-enum class SshErrc {
-  kInvalidArgument,   // bad config or arguments (empty host, bad env name, ...)
-  kKeyInvalid,        // the private key cannot be read or parsed (or wrong passphrase)
-  kKeyUnsupported,    // an RSA key: libssh2 1.10 signs only ssh-rsa (SHA-1), OpenSSH refuses it
-  kResolveFailed,     // host name did not resolve
-  kConnectRefused,    // TCP RST: nothing listens on host:port
-  kConnectTimeout,    // no TCP/SSH handshake within connect_timeout
-  kNetwork,           // other socket error (unreachable, reset during setup, ...)
-  kHandshake,         // SSH key exchange failed (e.g. no ed25519 host key)
-  kHostKeyMismatch,   // the server's key differs from the pinned/known/first-seen one
-  kHostKeyUnknown,    // known_hosts policy and the host is not in the file
-  kAuthFailed,        // the server refused our key for this user
-  kChannelRefused,    // the server refused to open a channel (MaxSessions, ...)
-  kDisconnected,      // the connection dropped while the operation was in flight
-  kTimeout,           // an operation deadline passed (exec timeouts are results, not errors)
-  kProtocol,          // unexpected libssh2/SSH failure
-  kNoSuchFile,        // SFTP: path does not exist
-  kPermissionDenied,  // SFTP: access refused
-  kDiskFull,          // SFTP: write failed and the remote filesystem has no space left
-  kAlreadyExists,     // SFTP: e.g. mkdir of an existing path
-  kSftpFailure,       // SFTP: other server-side failure
-  kLocalIo,           // reading the local source / writing the local sink failed
-  kTooLarge,          // a download exceeded its max_size
-  kClosed,            // the session was closed while the operation waited
-};
-
 // Stable lower-case name, e.g. "host_key_mismatch".
 std::string_view to_string(SshErrc kind);
 // The generic code a kind maps to (kHostKeyMismatch -> kPermissionDenied, ...).

@@ -58,7 +58,9 @@ pvs::Error ApiError::to_error() const {
     case ErrorKind::kProtocol:
     case ErrorKind::kServer: code = ErrorCode::kInternal; break;
   }
-  return Error{code, "proxmox " + to_string()};
+  Error e{code, "proxmox " + to_string()};
+  e.proxmox = ProxmoxDetail{kind, http_status, param_errors, upid, task_log};
+  return e;
 }
 
 namespace {

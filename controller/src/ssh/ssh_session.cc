@@ -530,6 +530,7 @@ SshStatus SshSession::Impl::do_connect() {
   if (rc != 0) {
     SshError e = ssh_detail::session_error(session_, rc, "ssh " + where + ": handshake");
     e.kind = SshErrc::kHandshake;
+    e.ssh = e.kind;
     e.code = error_code_for(e.kind);
     if (rc == LIBSSH2_ERROR_KEX_FAILURE) {
       e.message += " (the server must offer an ssh-ed25519 host key)";

@@ -553,6 +553,7 @@ SshStatus do_upload(SshSession& self, SshSession::Impl& impl, const std::string&
       auto vfs = call(impl, SftpCall::kStatvfsFree, dir);
       if (vfs && vfs->bytes < (1u << 20)) {
         e.kind = SshErrc::kDiskFull;
+        e.ssh = e.kind;
         e.code = error_code_for(e.kind);
         e.message += ": no space left on the remote filesystem (" + std::to_string(vfs->bytes) +
                      " bytes free)";

@@ -76,6 +76,7 @@ tl::unexpected<SshError> ssh_fail(SshErrc kind, std::string message) {
   e.code = error_code_for(kind);
   e.message = std::move(message);
   e.kind = kind;
+  e.ssh = kind;
   return tl::unexpected<SshError>(std::move(e));
 }
 
