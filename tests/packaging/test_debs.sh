@@ -68,6 +68,24 @@ for deb in "${debs[@]}"; do
   done
 done
 
+# Both long-running services are bounded and sandboxed alike (a leak or a flood cannot take the
+# node down; neither may gain privileges, see other users' files or write outside its dirs).
+hardening=(NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes
+  PrivateDevices=yes ProtectKernelTunables=yes ProtectKernelModules=yes ProtectControlGroups=yes
+  ProtectProc=invisible RestrictNamespaces=yes RestrictSUIDSGID=yes MemoryDenyWriteExecute=yes
+  SystemCallFilter=@system-service 'SystemCallFilter=~@privileged @resources' UMask=00[27]7
+  'MemoryMax=[0-9]+[KMG]' 'TasksMax=[0-9]+' 'LimitNOFILE=[0-9]+')
+for unit in "$work"/x-*/lib/systemd/system/pve-sandbox-agent.service \
+  "$work"/x-*/lib/systemd/system/pve-sandbox-controller.service; do
+  [[ -f "$unit" ]] || continue
+  missing=()
+  for directive in "${hardening[@]}"; do
+    grep -Eqx "$directive" "$unit" || missing+=("$directive")
+  done
+  check "$(basename "$unit") bounded and sandboxed${missing:+ (missing: ${missing[*]})}" \
+    test ${#missing[@]} -eq 0
+done
+
 # ---- 3. install / upgrade / remove / purge in a Debian 12 root --------------------------------
 # The mirror is the one this machine's apt already uses.
 mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
