@@ -115,8 +115,11 @@ declare -A CONF=(
 	[NPROC_SOFT]="256"
 	[NPROC_HARD]="512"
 	[SSH_KEY]="/etc/pve-sandbox/ssh/id_ed25519"
-	[SSH_KEY_OWNER]="root"
-	[SSH_KEY_GROUP]="root"
+	[SSH_KEY_OWNER]=""
+	[SSH_KEY_GROUP]=""
+	[CONTROLLER_USER]="pve-sandbox-controller"
+	[AGENT_USER]="pve-sandbox-agent"
+	[RELAY_USER]="pve-sandbox-relay"
 )
 
 pvs_load_config() {
@@ -171,6 +174,26 @@ pvs_validate_config() {
 	[[ ${CONF[TOKEN_FILE]} == /* ]] || die "TOKEN_FILE: must be an absolute path"
 	[[ ${CONF[NODE]} =~ ^[A-Za-z0-9.-]*$ ]] || die "NODE: bad node name"
 	if [[ -z ${CONF[NODE]} ]]; then CONF[NODE]=$(hostname -s); fi
+	for k in CONTROLLER_USER AGENT_USER RELAY_USER SSH_KEY_OWNER SSH_KEY_GROUP; do
+		[[ ${CONF[$k]} =~ ^([a-z_][a-z0-9_-]*)?$ ]] || die "$k: bad account name"
+	done
+	# The secrets (token file, private key) belong to the controller's account: the default owner
+	# is it when it exists on this host, else root (the controller runs elsewhere).
+	if [[ -z ${CONF[SSH_KEY_OWNER]} ]]; then
+		if getent passwd "${CONF[CONTROLLER_USER]}" >/dev/null; then
+			CONF[SSH_KEY_OWNER]=${CONF[CONTROLLER_USER]}
+		else
+			CONF[SSH_KEY_OWNER]=root
+		fi
+	fi
+	if [[ -z ${CONF[SSH_KEY_GROUP]} ]]; then
+		CONF[SSH_KEY_GROUP]=$(id -gn "${CONF[SSH_KEY_OWNER]}" 2>/dev/null || echo root)
+	fi
+	local never
+	for never in "${CONF[AGENT_USER]}" "${CONF[RELAY_USER]}"; do
+		[[ ${CONF[SSH_KEY_OWNER]} != "$never" ]] ||
+			die "SSH_KEY_OWNER: $never must never read the controller's secrets (token, private key)"
+	done
 	(( ${CONF[NPROC_SOFT]} <= ${CONF[NPROC_HARD]} )) || die "NPROC_SOFT must not exceed NPROC_HARD"
 	return 0
 }

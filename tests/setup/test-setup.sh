@@ -14,7 +14,14 @@ stop_dnsmasq() {
 		DNSMASQ_PID=""
 	fi
 }
-trap 'stop_dnsmasq; rm -rf "$T"' EXIT
+# Throwaway accounts standing in for the controller, agent and relay users (section 6c).
+ACCOUNTS=()
+drop_accounts() {
+	local u
+	for u in "${ACCOUNTS[@]}"; do userdel "$u" 2>/dev/null || true; done
+	groupdel "pvsck$$s" 2>/dev/null || true
+}
+trap 'stop_dnsmasq; drop_accounts; rm -rf "$T"' EXIT
 FAILED=0
 pass() { echo "PASS $1"; }
 fail() {
@@ -451,6 +458,8 @@ bad_config "nproc soft > hard" "NPROC_SOFT=1000"
 bad_config "relative DHCP_HOSTS_DIR" "DHCP_HOSTS_DIR=run/dhcp-hosts"
 bad_config "DHCP_HOSTS_DIR with .." "DHCP_HOSTS_DIR=/run/../etc"
 bad_config "not KEY=VALUE" "just words"
+bad_config "the agent owns the secrets" "SSH_KEY_OWNER=pve-sandbox-agent"
+bad_config "the relay owns the secrets" "SSH_KEY_OWNER=pve-sandbox-relay"
 if "$SETUP" --config "$CONFIG" frobnicate >/dev/null 2>&1; then fail "unknown step refused"; else pass "unknown step refused"; fi
 if "$SETUP" --config "$T/nope.conf" all >/dev/null 2>&1; then fail "missing config file refused"; else pass "missing config file refused"; fi
 printf 'auto vmbr1\niface vmbr1 inet manual\n' >>"$PVS_ROOT/etc/network/interfaces"
@@ -458,6 +467,51 @@ printf 'auto vmbr1\niface vmbr1 inet manual\n' >>"$PVS_ROOT/etc/network/interfac
 out=$(setup bridge 2>&1) && rc=0 || rc=$?
 check "bridge already in /etc/network/interfaces: refused" bash -c '[[ $1 != 0 ]] && grep -q "already defined" <<<"$2"' _ "$rc" "$out"
 check "render-ruleset prints the ruleset and changes nothing" bash -c '"$1" --config "$2" render-ruleset | grep -q "^table inet sandbox" && [[ -z $(grep -Ev "^(nft -c|pvesh get)" "$3") ]]' _ "$SETUP" "$CONFIG" "$STUB_LOG"
+
+# ---- 6c. secrets: readable by the controller's account alone ----------------------------------
+# Real accounts (removed on exit) and the kernel's own access check (setpriv ... test -r).
+ctl=pvsck$$c agent=pvsck$$a relay=pvsck$$r
+groupadd "pvsck$$s" # a group shared by the controller and the agent, as pve-sandbox is
+for u in "$ctl" "$agent" "$relay"; do
+	useradd --system --no-create-home --shell /usr/sbin/nologin --gid "pvsck$$s" "$u" && ACCOUNTS+=("$u")
+done
+fresh_host secrets
+printf 'CONTROLLER_USER=%s\nAGENT_USER=%s\nRELAY_USER=%s\n' "$ctl" "$agent" "$relay" >>"$CONFIG"
+chmod 0755 "$T" "$T/secrets" # the accounts must be able to reach the scratch root
+out=$(setup ssh-key 2>&1) || fail "secrets: setup ssh-key ($out)"
+check "secrets: the key belongs to the controller's account by default" \
+	test "$(stat -c %U:%a "$PVS_ROOT/etc/pve-sandbox/ssh/id_ed25519")" = "$ctl:600"
+mkdir -p "$PVS_ROOT/etc/pve-sandbox"
+printf 'secret\n' >"$PVS_ROOT/etc/pve-sandbox/proxmox-token"
+chown "$ctl:pvsck$$s" "$PVS_ROOT/etc/pve-sandbox/proxmox-token"
+chmod 0600 "$PVS_ROOT/etc/pve-sandbox/proxmox-token"
+secrets_check() { # secrets_check NAME STATUS EVIDENCE-REGEX
+	local json rc=0 status ev want_rc=0
+	json=$("$CHECK" --config "$CONFIG" --only secrets --json 2>"$T/secrets/check.err") || rc=$?
+	status=$(jq -r '.items[] | select(.id == "secrets.controller-only") | .status' <<<"$json" 2>/dev/null || true)
+	ev=$(jq -r '.items[] | select(.id == "secrets.controller-only") | .evidence' <<<"$json" 2>/dev/null || true)
+	[[ $2 == FAIL ]] && want_rc=1
+	if [[ $status == "$2" && $rc == "$want_rc" ]] && grep -Eq -- "$3" <<<"$ev"; then
+		pass "check secrets: $1 -> $2"
+	else
+		fail "check secrets: $1 -> $2 /$3/ (got $status, exit $rc: $ev $(cat "$T/secrets/check.err"))"
+	fi
+}
+tok=$PVS_ROOT/etc/pve-sandbox/proxmox-token
+secrets_check "as set up" PASS "proxmox-token 600 $ctl:pvsck$$s, .*id_ed25519 600 $ctl:pvsck$$s; not readable by $agent, $relay$"
+chmod 0640 "$tok"
+secrets_check "group-readable by the shared group" FAIL "proxmox-token: readable by $agent $relay"
+chmod 0604 "$tok"
+secrets_check "world-readable" FAIL "proxmox-token: mode 604 gives other users access"
+chmod 0600 "$tok"
+chown root "$tok"
+secrets_check "owned by root, the controller locked out" FAIL "proxmox-token: the controller \($ctl\) cannot read it"
+chown "$ctl" "$tok"
+setfacl -m "u:$relay:r" "$tok"
+secrets_check "an ACL for the relay" FAIL "proxmox-token: readable by $relay"
+setfacl -b "$tok"
+rm "$tok"
+secrets_check "token file missing" FAIL "proxmox-token: missing"
 
 example="$HERE/../../setup/setup.conf.example"
 check "setup.conf.example parses and renders the default site" bash -c '"$1" --config "$2" render-ruleset | grep -qx "define SANDBOX_BRIDGE = \"vmbr1\""' _ "$SETUP" "$example"
