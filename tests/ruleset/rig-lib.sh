@@ -63,7 +63,22 @@ rig_down() {
 		wait "$pid" 2>/dev/null || true
 	done
 	RIG_PIDS=()
+	# A server started through a function in the background is a grandchild of this shell: the
+	# pids above are its subshells. Whatever still runs in a rig namespace goes by its pid.
+	local pids
 	for ns in "${RIG_ALL_NS[@]}"; do
+		pids=$(ip netns pids "$ns" 2>/dev/null || true)
+		if [[ -n $pids ]]; then
+			# shellcheck disable=SC2086 # one pid per word
+			kill $pids 2>/dev/null || true
+			for pid in $pids; do
+				for _ in $(seq 1 20); do
+					kill -0 "$pid" 2>/dev/null || break
+					sleep 0.05
+				done
+				kill -9 "$pid" 2>/dev/null || true
+			done
+		fi
 		ip netns del "$ns" 2>/dev/null || true
 	done
 	if [[ -n $RIG_TMP && -d $RIG_TMP ]]; then
