@@ -88,3 +88,38 @@ TEST(TokenLimitsTest, ZeroMeansNoLimitAndConcurrentUseBalances) {
 
 }  // namespace
 }  // namespace pvs::service
+
+#include "json.h"
+#include "output_cap.h"
+
+namespace pvs::service {
+namespace {
+
+TEST(OutputCapTest, TheCapCountsEncodedBytesAndCutsAtACharacter) {
+  std::string control(1 << 20, '\x01');  // 1 MiB that escapes to 6 MiB
+  std::string out;
+  std::size_t kept = append_json_string_capped(out, control, 1 << 20);
+  EXPECT_LE(out.size(), 1u << 20);
+  EXPECT_EQ(kept, ((1u << 20) - 2) / 6);
+  EXPECT_EQ(out.front(), '"');
+  EXPECT_EQ(out.back(), '"');
+
+  std::string plain = "héllo wörld";  // fits: identical to the uncapped encoding
+  std::string a, b;
+  EXPECT_EQ(append_json_string_capped(a, plain, 1000), plain.size());
+  append_json_string(b, plain);
+  EXPECT_EQ(a, b);
+
+  std::string cut;  // a two-byte character is never split: "h" + "é" needs 2 + 1 + 2 bytes
+  EXPECT_EQ(append_json_string_capped(cut, plain, 4), 1u);
+  EXPECT_EQ(cut, "\"h\"");
+  std::string invalid = "\xff\xfe";  // each invalid byte becomes U+FFFD (3 bytes)
+  std::string inv;
+  EXPECT_EQ(append_json_string_capped(inv, invalid, 5), 1u);
+  std::string empty;
+  EXPECT_EQ(append_json_string_capped(empty, "abc", 0), 0u);
+  EXPECT_EQ(empty, "\"\"");
+}
+
+}  // namespace
+}  // namespace pvs::service
