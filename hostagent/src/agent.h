@@ -12,8 +12,8 @@
 
 #include "config.h"
 #include "dhcp_hosts.h"
-#include "nft_backend.h"
 #include "pvesandbox/common/protocol.h"
+#include "set_backend.h"
 #include "state.h"
 
 namespace pvs::agent {
@@ -27,7 +27,7 @@ struct Peer {
 
 class Agent {
  public:
-  Agent(AgentConfig config, std::unique_ptr<NftBackend> backend);
+  Agent(AgentConfig config, std::unique_ptr<SetBackend> backend);
 
   // Loads the state file (a missing file means: adopt what the kernel has now), drops expired
   // leases and re-applies the desired state. Fails on an unreadable or corrupt state file.
@@ -51,7 +51,7 @@ class Agent {
   void set_client_count(std::size_t n) { clients_ = n; }
   const DesiredState& desired() const { return desired_; }
   const AgentConfig& config() const { return config_; }
-  NftBackend& backend() { return *backend_; }
+  SetBackend& backend() { return *backend_; }
   std::uint64_t reapply_count() const { return reapplies_; }
 
   // Re-applies the whole desired state (atomic replace of each set). Public for tests/bench.
@@ -84,7 +84,7 @@ class Agent {
   Error missing_error(const Error& error, const SetRef& set);
 
   AgentConfig config_;
-  std::unique_ptr<NftBackend> backend_;
+  std::unique_ptr<SetBackend> backend_;
   SetRef set_;
   SetRef port_mac_;
   SetRef port_ip4_;
