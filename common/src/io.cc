@@ -31,8 +31,13 @@ Status write_file_atomic(const std::string& path, std::string_view data,
   if (name.empty()) return fail(ErrorCode::kInvalidArgument, "no file name in " + path);
   std::string tmp =
       (slash == std::string::npos ? "" : path.substr(0, slash + 1)) + "." + name + ".tmp";
+  // A leftover temp file (or anything planted by that name) goes first: O_EXCL then guarantees
+  // the file written is a new regular file of ours, never a link to somewhere else.
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
+    return fail(errno_error("removing " + tmp, errno));
+  }
   UniqueFd fd(
-      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, options.mode));
+      ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, options.mode));
   if (!fd) return fail(errno_error("creating " + tmp, errno));
   if (::fchmod(fd.get(), options.mode) != 0) return fail(errno_error("chmod " + tmp, errno));
   auto cleanup_fail = [&](Error e) -> Status {

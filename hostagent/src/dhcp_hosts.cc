@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "pvesandbox/common/io.h"
 #include "pvesandbox/common/unique_fd.h"
 
 namespace pvs::agent {
@@ -23,19 +24,6 @@ std::string temp_name(const std::string& port) {
 
 bool is_temp_name(const std::string& name) {
   return name.size() > 5 && name[0] == '.' && name.ends_with(".tmp");
-}
-
-Status write_all(int fd, const std::string& text, const std::string& what) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno_error("writing " + what, errno));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return {};
 }
 
 // The content of a small regular file with mode 0644 in `dfd`, or nullopt (anything else).
@@ -92,7 +80,7 @@ Status DhcpHosts::write(const proto::Binding& binding) const {
   if (::fchmod(fd.get(), kFileMode) != 0) {
     result = fail(errno_error("chmod " + path(tmp), errno));
   } else {
-    result = write_all(fd.get(), line(binding), path(tmp));
+    result = write_all(fd.get(), line(binding), "writing " + path(tmp));
   }
   if (result && ::close(fd.release()) != 0) {
     result = fail(errno_error("closing " + path(tmp), errno));

@@ -11,6 +11,7 @@
 #include "agent.h"
 #include "config.h"
 #include "nft_backend.h"
+#include "pvesandbox/common/io.h"
 #include "pvesandbox/common/log.h"
 #include "relay.h"
 #include "server.h"
@@ -67,7 +68,7 @@ int serve(const std::string& config_path) {
 int main(int argc, char** argv) {
   std::string command = "serve";
   std::string config_path(pvs::agent::kDefaultConfigPath);
-  std::string socket_path = "/run/pve-sandbox/agent.sock";
+  std::string socket_path(pvs::kDefaultAgentSocket);
   int i = 1;
   if (i < argc && argv[i][0] != '-') command = argv[i++];
   for (; i < argc; ++i) {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "pvesandbox/common/io.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
 
@@ -102,8 +103,7 @@ Result<Listener> open_listener(const AgentConfig& config) {
     if (!S_ISSOCK(st.st_mode)) {
       return fail(ErrorCode::kAlreadyExists, path + " exists and is not a socket");
     }
-    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    if (connect_unix(path)) {
       return fail(ErrorCode::kAlreadyExists, "another agent is listening on " + path);
     }
     ::unlink(path.c_str());  // stale socket of a dead agent

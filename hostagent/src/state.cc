@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "pvesandbox/common/io.h"
 #include "pvesandbox/common/text.h"
 #include "pvesandbox/common/unique_fd.h"
 
@@ -201,33 +202,6 @@ std::string format_state(const DesiredState& state, std::uint64_t epoch) {
   return out;
 }
 
-Status save_text(const std::string& path, const std::string& text, bool fsync) {
-  std::string tmp = path + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd) return fail(errno_error("creating " + tmp, errno));
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno_error("writing " + tmp, errno));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (fsync && ::fsync(fd.get()) != 0) return fail(errno_error("fsync " + tmp, errno));
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return fail(errno_error("renaming " + tmp + " to " + path, errno));
-  }
-  if (fsync) {
-    auto slash = path.rfind('/');
-    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dfd) ::fsync(dfd.get());
-  }
-  return {};
-}
-
 }  // namespace
 
 std::string format_state(const DesiredState& state) {
@@ -245,7 +219,7 @@ Result<std::optional<DesiredState>> load_state(const std::string& path) {
 }
 
 Status save_state(const std::string& path, const DesiredState& state, bool fsync) {
-  return save_text(path, format_state(state), fsync);
+  return write_file_atomic(path, format_state(state), {.mode = 0600, .fsync = fsync});
 }
 
 void append_sync_records(std::string* out,
@@ -371,14 +345,8 @@ Status StateStore::start_journal() {
 
 Status StateStore::append(std::string_view records) {
   if (journal_fd_ < 0) return fail(ErrorCode::kInternal, "state journal not open");
-  std::size_t done = 0;
-  while (done < records.size()) {
-    ssize_t n = ::write(journal_fd_, records.data() + done, records.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno_error("appending to " + path_ + ".journal", errno));
-    }
-    done += static_cast<std::size_t>(n);
+  if (auto w = write_all(journal_fd_, records, "appending to " + path_ + ".journal"); !w) {
+    return w;
   }
   journal_bytes_ += records.size();
   if (fsync_ && ::fdatasync(journal_fd_) != 0) {
@@ -389,7 +357,11 @@ Status StateStore::append(std::string_view records) {
 
 Status StateStore::snapshot(const DesiredState& state) {
   // Formatted with the next epoch directly: copying a 10,000-grant map cost more than writing it.
-  if (auto ok = save_text(path_, format_state(state, epoch_ + 1), fsync_); !ok) return ok;
+  if (auto ok = write_file_atomic(path_, format_state(state, epoch_ + 1),
+                                  {.mode = 0600, .fsync = fsync_});
+      !ok) {
+    return ok;
+  }
   ++epoch_;
   return start_journal();
 }

@@ -225,7 +225,7 @@ std::string reply_as(const std::string& socket, uid_t uid, gid_t gid) {
   if (pid == 0) {
     ::close(pipe_fds[0]);
     if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(3);
-    int fd = connect_unix(socket);
+    int fd = connect_fd(socket);
     if (fd < 0) ::_exit(4);
     (void)::send(fd, "STATUS\n", 7, MSG_NOSIGNAL);
     ::shutdown(fd, SHUT_WR);  // no more requests: the agent answers, then closes
@@ -451,7 +451,7 @@ TEST_F(AgentServerTest, SocketActivation) {
   ::close(fd);
   std::string reply;
   for (int i = 0; i < 300 && reply.empty(); ++i) {
-    int c = connect_unix(path);
+    int c = connect_fd(path);
     if (c >= 0) {
       ::close(c);
       LineClient lc(path);

@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "pvesandbox/common/io.h"
+
 namespace pvs::test {
 
 inline std::string shell_output(const std::string& command, int* status = nullptr) {
@@ -124,22 +126,16 @@ class EnterNs {
   int original_ = -1;
 };
 
-inline int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+// A connected socket's descriptor (the caller closes it), or -1.
+inline int connect_fd(const std::string& path) {
+  auto fd = pvs::connect_unix(path);
+  return fd ? fd->release() : -1;
 }
 
 // A blocking line client with timeouts, for tests.
 class LineClient {
  public:
-  explicit LineClient(const std::string& path) : fd_(connect_unix(path)) {
+  explicit LineClient(const std::string& path) : fd_(connect_fd(path)) {
     if (fd_ < 0) throw std::runtime_error("cannot connect to " + path);
   }
   ~LineClient() {
@@ -240,7 +236,7 @@ class AgentProcess {
     }
     // Ready when the socket accepts connections.
     for (int i = 0; i < 500; ++i) {
-      int fd = connect_unix(socket_);
+      int fd = connect_fd(socket_);
       if (fd >= 0) {
         ::close(fd);
         return;

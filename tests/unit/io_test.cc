@@ -58,6 +58,15 @@ TEST_F(IoTest, AtomicWriteReplacesTheFileWithTheModeAskedAndLeavesNoTemp) {
   EXPECT_EQ(bad.error().code, ErrorCode::kIo);
 }
 
+TEST_F(IoTest, AtomicWriteNeverFollowsALinkPlantedAtTheTempName) {
+  std::string victim = dir_ + "/victim";
+  std::ofstream(victim) << "keep\n";
+  ASSERT_EQ(::symlink(victim.c_str(), (dir_ + "/.state.tmp").c_str()), 0);
+  ASSERT_TRUE(write_file_atomic(dir_ + "/state", "new\n"));
+  EXPECT_EQ(slurp(victim), "keep\n");
+  EXPECT_EQ(slurp(dir_ + "/state"), "new\n");
+}
+
 TEST_F(IoTest, ConnectUnixReachesAListenerAndNamesWhatIsMissing) {
   std::string path = dir_ + "/s.sock";
   EXPECT_EQ(connect_unix(path).error().code, ErrorCode::kUnavailable);
