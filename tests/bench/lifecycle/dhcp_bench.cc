@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "pvesandbox/agent_client.h"
 #include "pvesandbox/manager.h"
 #include "support/stack_fixture.h"
@@ -95,7 +96,10 @@ double bare_exchange_ms(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int n = argc > 1 ? std::stoi(argv[1]) : 30;
+  pvs::bench::Args args(argc, argv,
+                        "lifecycle_dhcp_bench [iterations=30]\n"
+                        "  create/destroy with static addresses vs ip=dhcp, and the DHCP exchange");
+  int n = args.count(1, 30);
   Run st, dh;
   if (!loop(false, n, &st) || !loop(true, n, &dh)) return 1;
   double bare = bare_exchange_ms(n);

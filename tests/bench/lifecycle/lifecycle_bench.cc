@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_args.h"
 #include "pvesandbox/manager.h"
 #include "pvesandbox/proxmox_client.h"
 #include "sim.h"
@@ -54,7 +55,11 @@ void destroy_all(std::vector<std::shared_ptr<pvs::Sandbox>>& boxes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int n = argc > 1 ? std::stoi(argv[1]) : 100;
+  pvs::bench::Args args(argc, argv,
+                        "lifecycle_bench [iterations=100]\n"
+                        "  create/destroy overhead over the bare Proxmox calls, 64 concurrent\n"
+                        "  creates (cold and from a warm pool), memory per sandbox");
+  int n = args.count(1, 100);
   pvs::test::StackOptions so;
   so.backend = "model";
   pvs::test::Stack stack(so);

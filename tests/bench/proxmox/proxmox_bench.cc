@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "bench_args.h"
 #include "pvesandbox/proxmox_client.h"
 #include "sim.h"
 
@@ -28,7 +29,10 @@ constexpr const char* kSecret = "9b1e4c7a-bench";
 }  // namespace
 
 int main(int argc, char** argv) {
-  int n = argc > 1 ? std::atoi(argv[1]) : 2000;
+  pvs::bench::Args args(argc, argv,
+                        "proxmox_bench [requests=2000]\n"
+                        "  ProxmoxClient against pvesim next to the curl CLI, same requests");
+  int n = args.count(1, 2000);
   pvesim::Options options;
   options.tokens[kToken] = kSecret;
   options.auth_delay_ms = 0;

@@ -25,6 +25,7 @@
 #include <Poco/StreamCopier.h>
 
 #include "auth.h"
+#include "bench_args.h"
 #include "server.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
@@ -384,10 +385,12 @@ int bench_upload(int mib) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "exec") return bench_exec(argc > 2 ? std::atoi(argv[2]) : 200);
-  if (mode == "list") return bench_list(argc > 2 ? std::atoi(argv[2]) : 100);
-  if (mode == "upload") return bench_upload(argc > 2 ? std::atoi(argv[2]) : 256);
+  pvs::bench::Args args(argc, argv,
+                        "bench_service exec [N=200] | list [SANDBOXES=100] | upload [MiB=256]");
+  std::string mode = args.word(1);
+  if (mode == "exec") return bench_exec(args.count(2, 200));
+  if (mode == "list") return bench_list(args.count(2, 100));
+  if (mode == "upload") return bench_upload(args.count(2, 256));
   std::cerr << "usage: bench_service exec [N] | list [SANDBOXES] | upload [MiB]\n";
   return 2;
 }
