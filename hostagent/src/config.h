@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pvesandbox/common/error.h"
+#include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
 
 namespace pvs::agent {
@@ -23,7 +24,7 @@ inline constexpr std::string_view kDefaultConfigPath = "/etc/pve-sandbox/agent.y
 enum class DestroyMode { kAuto, kNative, kEmulate };
 
 struct AgentConfig {
-  std::string socket = "/run/pve-sandbox/agent.sock";
+  std::string socket{kDefaultAgentSocket};
   std::string socket_group = "pve-sandbox";  // empty: keep the group of the process
   std::vector<uid_t> allowed_uids = {0};
   std::vector<gid_t> allowed_gids;
@@ -35,8 +36,9 @@ struct AgentConfig {
   std::string l2_table = "sandbox_l2";  // table bridge <l2_table>
   std::string port_mac_set = "port_mac";
   std::string port_ip4_set = "port_ip4";
-  std::string state_file = "/var/lib/pve-sandbox/agent-state";
-  bool state_fsync = true;
+  // In the runtime directory (tmpfs) and not fsync'ed: see docs/agent.md "Desired state".
+  std::string state_file = "/run/pve-sandbox/agent-state";
+  bool state_fsync = false;
   std::uint32_t max_elements = 65536;
   std::uint32_t max_bindings = 4096;
   std::size_t max_clients = 64;

@@ -40,6 +40,10 @@ TEST(AgentConfig, DefaultsAndTheDesignExample) {
   ASSERT_TRUE(minimal);
   EXPECT_EQ(minimal->gateway.to_string(), "10.50.0.1");  // first host by default
   EXPECT_EQ(minimal->set, "internet_allowed");
+  // The desired state lives in the runtime directory without fsync (docs/agent.md).
+  EXPECT_EQ(minimal->state_file, "/run/pve-sandbox/agent-state");
+  EXPECT_FALSE(minimal->state_fsync);
+  EXPECT_EQ(minimal->socket, pvs::kDefaultAgentSocket);
 }
 
 TEST(AgentConfig, PreciseErrors) {
@@ -97,10 +101,12 @@ TEST(AgentConfig, DhcpHostsDir) {
   EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: [a]\n").find("single value"),
             std::string::npos);
   // Never the directory of the state file or of the socket: the mirror deletes foreign files.
-  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /var/lib/pve-sandbox\n")
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\nstate_file: /var/lib/pvs/agent-state\n"
+                     "dhcp_hosts_dir: /var/lib/pvs\n")
                 .find("must be a directory of its own"),
             std::string::npos);
-  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\ndhcp_hosts_dir: /run/pve-sandbox\n")
+  EXPECT_NE(error_of("sandbox_cidr: 10.99.0.0/16\nsocket: /srv/pvs/agent.sock\n"
+                     "dhcp_hosts_dir: /srv/pvs\n")
                 .find("must be a directory of its own"),
             std::string::npos);
 }
