@@ -363,8 +363,7 @@ void Server::close_client(int fd) {
   clients_.erase(fd);
 }
 
-int Server::run() {
-  const auto& config = agent_.config();
+Status Server::open_loop() {
   ::signal(SIGPIPE, SIG_IGN);
   sigset_t mask;
   sigemptyset(&mask);
@@ -376,19 +375,91 @@ int Server::run() {
   wake_fd_.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
   if (!signal_fd_ || !wake_fd_ || !epoll_) {
-    log::error(errno_error("setting up the event loop", errno).message);
-    return 1;
+    return fail(errno_error("setting up the event loop", errno));
   }
   for (int fd : {listener_.fd.get(), signal_fd_.get(), wake_fd_.get()}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
     if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
-      log::error(errno_error("epoll_ctl", errno).message);
-      return 1;
+      return fail(errno_error("epoll_ctl", errno));
     }
   }
+  return {};
+}
 
+void Server::read_signals() {
+  signalfd_siginfo info{};
+  while (::read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
+    if (info.ssi_signo == SIGHUP) {
+      log::info("SIGHUP ignored (restart the service to reload the configuration)");
+    } else {
+      log::info(std::string("received ") + strsignal(static_cast<int>(info.ssi_signo)) +
+                ", shutting down");
+      stopping_ = true;
+    }
+  }
+}
+
+void Server::finish_turn(const std::vector<int>& touched, std::vector<int>* ready) {
+  // Group commit: the state file is written once per turn, before any reply of the turn
+  // leaves, so an OK is never sent for a change that a crash could forget.
+  persist_turn(touched);
+  for (int fd : touched) {
+    auto it = clients_.find(fd);
+    if (it == clients_.end()) continue;
+    Client& c = it->second;
+    flush_client(c);
+    bool more = c.in.find('\n', c.consumed) != std::string::npos;
+    if (c.broken || (c.read_closed && pending_out(c) == 0 && !more)) {
+      close_client(fd);
+      std::erase(*ready, fd);
+      continue;
+    }
+    if (more && std::find(ready->begin(), ready->end(), fd) == ready->end()) ready->push_back(fd);
+    update_interest(c);
+  }
+}
+
+void Server::periodic(std::int64_t now, std::vector<int>* ready) {
+  const auto& config = agent_.config();
+  agent_.set_client_count(clients_.size());
+  agent_.tick();
+  (void)agent_.persist();
+  std::int64_t idle_limit = std::int64_t{config.idle_timeout_seconds} * 1000;
+  std::vector<int> idle;
+  for (auto& [fd, c] : clients_) {
+    if (now - c.last_activity_ms > idle_limit) idle.push_back(fd);
+  }
+  for (int fd : idle) {
+    log::info("closing idle client pid=" + std::to_string(clients_.at(fd).peer.pid));
+    close_client(fd);
+    std::erase(*ready, fd);
+  }
+}
+
+void Server::drain_on_stop() {
+  // Every request read so far has been answered and its change committed; push out what the
+  // clients have not taken yet, briefly, then go.
+  std::vector<int> all;
+  for (const auto& [fd, c] : clients_) all.push_back(fd);
+  persist_turn(all);
+  std::int64_t deadline = mono_ms() + 1000;
+  for (auto& [fd, c] : clients_) {
+    while (pending_out(c) > 0 && !c.broken && mono_ms() < deadline) {
+      flush_client(c);
+      if (pending_out(c) > 0) ::usleep(1000);
+    }
+  }
+  clients_.clear();
+}
+
+int Server::run() {
+  if (auto ok = open_loop(); !ok) {
+    log::error(ok.error().message);
+    return 1;
+  }
+  const auto& config = agent_.config();
   std::int64_t next_tick = mono_ms() + config.drift_check_ms;
   std::vector<int> ready;  // clients with complete lines left over from the last turn
   std::vector<epoll_event> events(64);
@@ -408,22 +479,11 @@ int Server::run() {
       if (fd == listener_.fd.get()) {
         accept_clients();
       } else if (fd == signal_fd_.get()) {
-        signalfd_siginfo info{};
-        while (::read(signal_fd_.get(), &info, sizeof(info)) == sizeof(info)) {
-          if (info.ssi_signo == SIGHUP) {
-            log::info("SIGHUP ignored (restart the service to reload the configuration)");
-          } else {
-            log::info(std::string("received ") + strsignal(static_cast<int>(info.ssi_signo)) +
-                      ", shutting down");
-            stopping_ = true;
-          }
-        }
+        read_signals();
       } else if (fd == wake_fd_.get()) {
         std::uint64_t v;
         (void)::read(wake_fd_.get(), &v, sizeof(v));
-      } else {
-        auto it = clients_.find(fd);
-        if (it == clients_.end()) continue;
+      } else if (auto it = clients_.find(fd); it != clients_.end()) {
         if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
           read_client(it->second);
         }
@@ -437,55 +497,15 @@ int Server::run() {
       if (it == clients_.end()) continue;
       if (process_client(it->second, kLinesPerTurn)) ready.push_back(fd);
     }
-    // Group commit: the state file is written once per turn, before any reply of the turn
-    // leaves, so an OK is never sent for a change that a crash could forget.
-    persist_turn(touched);
-    for (int fd : touched) {
-      auto it = clients_.find(fd);
-      if (it == clients_.end()) continue;
-      Client& c = it->second;
-      flush_client(c);
-      bool more = c.in.find('\n', c.consumed) != std::string::npos;
-      if (c.broken || (c.read_closed && pending_out(c) == 0 && !more)) {
-        close_client(fd);
-        std::erase(ready, fd);
-        continue;
-      }
-      if (more && std::find(ready.begin(), ready.end(), fd) == ready.end()) ready.push_back(fd);
-      update_interest(c);
-    }
+    finish_turn(touched, &ready);
     now = mono_ms();
     if (now >= next_tick) {
-      agent_.set_client_count(clients_.size());
-      agent_.tick();
-      (void)agent_.persist();
+      periodic(now, &ready);
       next_tick = now + config.drift_check_ms;
-      std::int64_t idle_limit = std::int64_t{config.idle_timeout_seconds} * 1000;
-      std::vector<int> idle;
-      for (auto& [fd, c] : clients_) {
-        if (now - c.last_activity_ms > idle_limit) idle.push_back(fd);
-      }
-      for (int fd : idle) {
-        log::info("closing idle client pid=" + std::to_string(clients_.at(fd).peer.pid));
-        close_client(fd);
-        std::erase(ready, fd);
-      }
     }
     agent_.set_client_count(clients_.size());
   }
-  // Every request read so far has been answered and its change committed; push out what the
-  // clients have not taken yet, briefly, then go.
-  std::vector<int> all;
-  for (const auto& [fd, c] : clients_) all.push_back(fd);
-  persist_turn(all);
-  std::int64_t deadline = mono_ms() + 1000;
-  for (auto& [fd, c] : clients_) {
-    while (pending_out(c) > 0 && !c.broken && mono_ms() < deadline) {
-      flush_client(c);
-      if (pending_out(c) > 0) ::usleep(1000);
-    }
-  }
-  clients_.clear();
+  drain_on_stop();
   log::info("stopped");
   return 0;
 }

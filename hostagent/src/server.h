@@ -72,6 +72,13 @@ class Server {
   // next write retries, and the client's retry of the idempotent verb is answered once it is).
   void persist_turn(const std::vector<int>& fds);
   std::size_t pending_out(const Client& c) const { return c.out.size() - c.out_sent; }
+  // The event loop's pieces: its descriptors, signals, the end of a turn (commit, replies,
+  // closes), the periodic tick (drift check, idle clients) and the last replies on stop.
+  Status open_loop();
+  void read_signals();
+  void finish_turn(const std::vector<int>& touched, std::vector<int>* ready);
+  void periodic(std::int64_t now, std::vector<int>* ready);
+  void drain_on_stop();
 
   Agent& agent_;
   Listener listener_;
