@@ -1,4 +1,4 @@
-// The controller's client of pve-sandbox-agent (protocol in DESIGN.md, codec in pvs::proto).
+// The controller's client of pve-sandbox-agent (protocol in docs/protocol.md, codec in pvs::proto).
 //
 //   pvs::AgentClient agent;  // AgentClientOptions{}: /run/pve-sandbox/agent.sock
 //   if (auto ok = agent.allow(*pvs::Ipv4Address::parse("10.99.0.7"), 3600); !ok) ...

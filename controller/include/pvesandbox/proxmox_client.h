@@ -262,5 +262,5 @@ class Client {
 }  // namespace pvs::pve
 
 namespace pvs {
-using ProxmoxClient = pve::Client;  // the name DESIGN.md uses
+using ProxmoxClient = pve::Client;  // the name docs/architecture.md uses
 }  // namespace pvs

@@ -1,4 +1,4 @@
-// The agent wire protocol (see DESIGN.md, "Host agent"): one request and one reply per line,
+// The agent wire protocol (docs/protocol.md): one request and one reply per line,
 // ASCII, '\n'-terminated.
 //
 //   HELLO 1                      -> OK pve-sandbox-agent <version> proto=1
