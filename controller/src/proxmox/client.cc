@@ -6,10 +6,6 @@
 #include <openssl/x509.h>
 
 #include <Poco/Dynamic/Var.h>
-#include <Poco/JSON/Array.h>
-#include <Poco/JSON/Object.h>
-#include <Poco/JSON/Parser.h>
-#include <Poco/JSON/Stringifier.h>
 
 #include <algorithm>
 #include <array>
@@ -21,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "proxmox/decode.h"
 #include "proxmox/internal.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
@@ -354,20 +351,13 @@ bool retryable(std::string_view method, const ApiError& error) {
   return false;
 }
 
-std::string json_text(const Poco::Dynamic::Var& value) {
-  if (value.isEmpty()) return "null";
-  std::ostringstream out;
-  Poco::JSON::Stringifier::stringify(value, out, 0, -1);
-  return out.str();
-}
-
 }  // namespace
 
 Result<std::string> Client::call(std::string_view method, std::string_view path,
                                  const Params& params) {
   auto data = ClientAccess::request(*this, method, path, params, nullptr);
   if (!data) return tl::unexpected(data.error());
-  return json_text(*data);
+  return decode::json_text(*data);
 }
 
 Result<Poco::Dynamic::Var> ClientAccess::request(Client& client, std::string_view method,
@@ -394,66 +384,13 @@ Result<Poco::Dynamic::Var> ClientAccess::request(Client& client, std::string_vie
       if (pvs::log::level() <= pvs::log::Level::kDebug)
         pvs::log::debug("proxmox " + std::string(method) + " " + std::string(path) + " -> " +
                         std::to_string(response->status) + " (" + std::to_string(ms) + " ms)");
-      Poco::Dynamic::Var root;
-      bool parsed = false;
-      if (!response->body.empty()) {
-        try {
-          Poco::JSON::Parser parser;
-          root = parser.parse(response->body);
-          parsed = true;
-        } catch (const std::exception&) {
-        }
+      auto data = decode::envelope(response->status, response->reason, response->body, total);
+      if (data) return data;
+      error = std::move(data.error());
+      if (error.kind == ErrorKind::kProtocol) {
+        error.attempts = attempt;
+        return tl::unexpected(std::move(error));
       }
-      Poco::JSON::Object::Ptr object = parsed && root.type() == typeid(Poco::JSON::Object::Ptr)
-                                           ? root.extract<Poco::JSON::Object::Ptr>()
-                                           : nullptr;
-      if (response->status >= 200 && response->status < 300) {
-        if (!object || !object->has("data")) {
-          ApiError bad =
-              make_error(ErrorKind::kProtocol, response->status,
-                         "answer without a data envelope: " + pvs::quoted(response->body, 200));
-          bad.attempts = attempt;
-          return tl::unexpected(std::move(bad));
-        }
-        if (total != nullptr) {
-          *total = 0;
-          if (object->has("total")) {
-            try {
-              *total = object->get("total").convert<int>();
-            } catch (const std::exception&) {
-            }
-          }
-        }
-        return object->get("data");
-      }
-      error.http_status = response->status;
-      error.message = response->reason;
-      if (object) {
-        // Newer servers repeat the full message in the body; prefer the reason phrase's
-        // first line, but fall back to it when the phrase is empty.
-        if (error.message.empty() && object->has("message")) {
-          error.message = object->getValue<std::string>("message");
-          while (!error.message.empty() &&
-                 (error.message.back() == '\n' || error.message.back() == '\r'))
-            error.message.pop_back();
-        }
-        if (object->has("errors")) {
-          auto errors = object->getObject("errors");
-          if (errors) {
-            for (const auto& [key, value] : *errors) {
-              std::string text = value.isString() ? value.extract<std::string>() : json_text(value);
-              while (!text.empty() && text.back() == '\n') text.pop_back();
-              error.param_errors[key] = text;
-            }
-          }
-        }
-      }
-      if (error.message.empty()) error.message = "HTTP " + std::to_string(response->status);
-      error.kind = classify(error.http_status, error.message);
-      // Handlers also raise state errors as parameter errors (nextid "VM 105 already exists").
-      for (const auto& [param, text] : error.param_errors)
-        if (error.http_status == 400 && classify(500, text) == ErrorKind::kAlreadyExists)
-          error.kind = ErrorKind::kAlreadyExists;
     } else {
       error = response.error();
     }
