@@ -211,11 +211,32 @@ TEST_F(ClientTest, UpdateConfigNormalizesTagsAndChecksDigest) {
   auto nothing = client_->update_config(kNode, 150, {});
   ASSERT_FALSE(nothing);
   EXPECT_EQ(nothing.error().message, "no options specified");
-  // Feature flags other than nesting: never for tokens.
-  auto features = client_->update_config(kNode, 150, {{"features", "nesting=1,keyctl=1"}});
+  // Feature flags other than nesting: never for tokens (the raw call reaches the server).
+  std::string path = "/nodes/" + std::string(kNode) + "/lxc/150/config";
+  auto features = client_->call("PUT", path, {{"features", "nesting=1,keyctl=1"}});
   ASSERT_FALSE(features);
   EXPECT_EQ(features.error().kind, ErrorKind::kPermissionDenied);
-  ASSERT_TRUE(client_->update_config(kNode, 150, {{"features", "nesting=0"}}));
+  ASSERT_TRUE(client_->call("PUT", path, {{"features", "nesting=0"}}));
+}
+
+// The typed call refuses every key that would widen a container (nesting included, which
+// Proxmox lets the token toggle), before anything is sent.
+TEST_F(ClientTest, UpdateConfigRefusesKeysThatWidenAContainer) {
+  clone_ok(152);
+  auto sent = client_->requests_sent();
+  for (const Params& changes :
+       {Params{{"features", "nesting=1"}}, Params{{"memory", "512"}, {"hookscript", "local:x"}},
+        Params{{"mp0", "/srv,mp=/mnt"}}, Params{{"dev0", "/dev/kvm"}},
+        Params{{"unprivileged", "0"}}, Params{{"lxc.apparmor.profile", "unconfined"}},
+        Params{{"delete", "memory,features"}}}) {
+    auto refused = client_->update_config(kNode, 152, changes);
+    ASSERT_FALSE(refused) << changes.back().first;
+    EXPECT_EQ(refused.error().kind, ErrorKind::kInvalidParameters);
+    EXPECT_EQ(refused.error().http_status, 0);
+    EXPECT_NE(refused.error().message.find("refused by the client"), std::string::npos);
+  }
+  EXPECT_EQ(client_->requests_sent(), sent);
+  ASSERT_TRUE(client_->update_config(kNode, 152, {{"memory", "512"}, {"description", "mp0"}}));
 }
 
 TEST_F(ClientTest, InvalidParametersCarryTheErrorMap) {

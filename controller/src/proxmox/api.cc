@@ -1,5 +1,6 @@
 // The typed Proxmox API calls: paths, parameters and answer decoding.
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "proxmox/decode.h"
@@ -31,6 +32,43 @@ auto decoded(Result<Var> data, Decoder decoder) -> decltype(decoder(*data)) {
 Status void_of(Result<Var> data) {
   if (!data) return tl::unexpected(data.error());
   return {};
+}
+
+// Container keys the controller never changes: they widen what a container may do to the host
+// (feature flags, hook scripts, device and bind mounts, raw lxc keys) or cannot change at all
+// (unprivileged). Proxmox refuses most of them to a token but lets it toggle `nesting`; the
+// client refuses them all, so no caller of update_config() can (docs/setup-and-hardening.md).
+bool refused_key(std::string_view key) {
+  auto numbered = [&](std::string_view prefix) {
+    return key.size() > prefix.size() && key.starts_with(prefix) &&
+           key.find_first_not_of("0123456789", prefix.size()) == std::string_view::npos;
+  };
+  return key == "features" || key == "hookscript" || key == "unprivileged" ||
+         key.starts_with("lxc") || numbered("mp") || numbered("dev");
+}
+
+std::optional<ApiError> refuse_config_keys(const Params& changes) {
+  for (const auto& [key, value] : changes) {
+    std::vector<std::string_view> keys{key};
+    if (key == "delete" || key == "revert") {
+      keys.clear();
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        auto cut = rest.find_first_of(",; ");
+        keys.push_back(rest.substr(0, cut));
+        rest = cut == std::string_view::npos ? "" : rest.substr(cut + 1);
+      }
+    }
+    for (auto k : keys) {
+      if (!refused_key(k)) continue;
+      ApiError error = make_error(ErrorKind::kInvalidParameters, 0,
+                                  "refused by the client: the controller never changes '" +
+                                      std::string(k) + "' of a container");
+      error.param_errors[key] = error.message;
+      return error;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string join_vmids(const std::vector<int>& vmids) {
@@ -80,6 +118,7 @@ Result<Config> Client::config(std::string_view node, int vmid, bool current) {
 }
 
 Status Client::update_config(std::string_view node, int vmid, const Params& changes) {
+  if (auto refused = refuse_config_keys(changes)) return tl::unexpected(std::move(*refused));
   return void_of(PVS_REQ("PUT", ct_path(node, vmid, "/config"), changes, nullptr));
 }
 
