@@ -12,8 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 
 namespace pvs::service {
 
