@@ -1,6 +1,6 @@
 // The controller's client of pve-sandbox-agent (protocol in docs/protocol.md, codec in pvs::proto).
 //
-//   pvs::AgentClient agent;  // AgentClientOptions{}: /run/pve-sandbox/agent.sock
+//   pvs::AgentClient agent;  // AgentClientOptions{}: the socket is kDefaultAgentSocket
 //   if (auto ok = agent.allow(*pvs::Ipv4Address::parse("10.99.0.7"), 3600); !ok) ...
 //
 // A remote node is reached by spawning a command that relays stdin/stdout to the agent socket,
@@ -28,13 +28,14 @@
 #include <vector>
 
 #include "pvesandbox/common/error.h"
+#include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/common/protocol.h"
 
 namespace pvs {
 
 struct AgentClientOptions {
-  std::string socket_path = "/run/pve-sandbox/agent.sock";
+  std::string socket_path{kDefaultAgentSocket};
   // If not empty: run this program (argv, looked up in PATH) and speak over its stdin/stdout
   // instead of connecting to socket_path.
   std::vector<std::string> command;

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "pvesandbox/common/error.h"
+#include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
@@ -54,7 +55,7 @@ using Labels = std::map<std::string, std::string>;
 // stdin/stdout to the agent (e.g. {"ssh", "-T", "pve-sandbox-relay@node1"} with the forced
 // command `pve-sandbox-agent relay`).
 struct ManagerAgentOptions {
-  std::string socket_path = "/run/pve-sandbox/agent.sock";
+  std::string socket_path{kDefaultAgentSocket};
   std::chrono::milliseconds timeout{10000};  // per request (and at most 5 s to connect)
   std::vector<std::string> command;          // not empty: spawn this relay instead
 };
