@@ -185,7 +185,7 @@ TEST_F(SshSessionTest, EnvAndCwd) {
   bad.env = {{"BAD NAME", "x"}};
   auto b = s.exec("true", bad);
   ASSERT_FALSE(b);
-  EXPECT_EQ(b.error().kind, SshErrc::kInvalidArgument);
+  EXPECT_EQ(b.error().ssh, SshErrc::kInvalidArgument);
 }
 
 std::vector<std::string> user_commands(uid_t uid) {
@@ -329,7 +329,7 @@ TEST_F(SshSessionTest, WatchdogKillsTheGroupWhenTheControllerIsGone) {
   s->close();
   auto r = f.get();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, SshErrc::kClosed);
+  EXPECT_EQ(r.error().ssh, SshErrc::kClosed);
   s.reset();
   std::this_thread::sleep_for(1500ms);  // past the timeout: nobody killed them yet
   int sleeps = 0;
@@ -394,7 +394,7 @@ TEST_F(SshSessionTest, ThrowingCallbackDoesNotBreakTheSession) {
 TEST_F(SshSessionTest, ConcurrentExecsDoNotWaitForASlowOne) {
   SshSession s(config());
   ASSERT_TRUE(s.connect());
-  std::vector<std::future<SshResult<ExecResult>>> futures;
+  std::vector<std::future<Result<ExecResult>>> futures;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 32; ++i) {
     futures.push_back(s.exec_async(i == 16 ? "sleep 4; echo slow" : "echo " + std::to_string(i)));
@@ -438,7 +438,7 @@ TEST_F(SshSessionTest, ExecBurstsSpreadOverAPoolOfConnections) {
     ASSERT_TRUE(s.connect());
     EXPECT_EQ(s.stats().exec_connections, 1);
     for (int burst = 0; burst < 3; ++burst) {
-      std::vector<std::future<SshResult<ExecResult>>> futures;
+      std::vector<std::future<Result<ExecResult>>> futures;
       for (int i = 0; i < 32; ++i) {
         futures.push_back(s.exec_async("sleep 0.1; echo " + std::to_string(i),
                                        i % 2 ? timeout_opts(30s) : ExecOptions{}));
@@ -517,20 +517,20 @@ TEST_F(SshSessionTest, SftpFilesDirectoriesAndErrors) {
   // Typed errors.
   auto missing = s.stat(base + "/nope");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().kind, SshErrc::kNoSuchFile);
+  EXPECT_EQ(missing.error().ssh, SshErrc::kNoSuchFile);
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
   auto dl = s.download(base + "/nope");
   ASSERT_FALSE(dl);
-  EXPECT_EQ(dl.error().kind, SshErrc::kNoSuchFile);
+  EXPECT_EQ(dl.error().ssh, SshErrc::kNoSuchFile);
   auto denied = s.upload("/root/pvs-denied.txt", "x", upload_opts(0644, false, false));
   ASSERT_FALSE(denied);
-  EXPECT_EQ(denied.error().kind, SshErrc::kPermissionDenied);
+  EXPECT_EQ(denied.error().ssh, SshErrc::kPermissionDenied);
   auto too_big = s.download(base + "/a/s.txt", max_size(4));
   ASSERT_FALSE(too_big);
-  EXPECT_EQ(too_big.error().kind, SshErrc::kTooLarge);
+  EXPECT_EQ(too_big.error().ssh, SshErrc::kTooLarge);
   auto no_parent = s.upload(base + "/missing/dir/f", "x");
   ASSERT_FALSE(no_parent);
-  EXPECT_EQ(no_parent.error().kind, SshErrc::kNoSuchFile);
+  EXPECT_EQ(no_parent.error().ssh, SshErrc::kNoSuchFile);
 }
 
 TEST_F(SshSessionTest, SftpDiskFull) {
@@ -545,7 +545,7 @@ TEST_F(SshSessionTest, SftpDiskFull) {
   SshSession s(config());
   auto r = s.upload(mnt + "/big", std::string(3u << 20, 'x'));
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, SshErrc::kDiskFull) << r.error().message;
+  EXPECT_EQ(r.error().ssh, SshErrc::kDiskFull) << r.error().message;
   auto list = s.list_dir(mnt);
   ASSERT_TRUE(list);
   EXPECT_TRUE(list->empty()) << "temporary file left behind";
@@ -558,7 +558,7 @@ TEST_F(SshSessionTest, HostKeyPolicies) {
     SshSession s(c);
     auto r = s.exec("true");
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind, SshErrc::kHostKeyMismatch);
+    EXPECT_EQ(r.error().ssh, SshErrc::kHostKeyMismatch);
     EXPECT_FALSE(s.is_connected());
   }
   {
@@ -582,7 +582,7 @@ TEST_F(SshSessionTest, HostKeyPolicies) {
     SshSession s(c);
     auto r = s.connect();
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind, SshErrc::kHostKeyMismatch);
+    EXPECT_EQ(r.error().ssh, SshErrc::kHostKeyMismatch);
     // And a file that does not know the host at all.
     std::ofstream(other, std::ios::trunc) << "[127.0.0.1]:1 ssh-ed25519 "
                                              "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabg"
@@ -590,7 +590,7 @@ TEST_F(SshSessionTest, HostKeyPolicies) {
     SshSession s2(c);
     auto r2 = s2.connect();
     ASSERT_FALSE(r2);
-    EXPECT_EQ(r2.error().kind, SshErrc::kHostKeyUnknown);
+    EXPECT_EQ(r2.error().ssh, SshErrc::kHostKeyUnknown);
   }
   {
     auto c = config();
@@ -621,14 +621,14 @@ TEST_F(SshSessionTest, TrustOnFirstUseRefusesAChangedKey) {
   sshd_->start();
   auto r1 = memory.exec("true");
   ASSERT_FALSE(r1);
-  EXPECT_EQ(r1.error().kind, SshErrc::kHostKeyMismatch);
+  EXPECT_EQ(r1.error().ssh, SshErrc::kHostKeyMismatch);
   auto r2 = persisted.exec("true");
   ASSERT_FALSE(r2);
-  EXPECT_EQ(r2.error().kind, SshErrc::kHostKeyMismatch);
+  EXPECT_EQ(r2.error().ssh, SshErrc::kHostKeyMismatch);
   SshSession fresh(c);
   auto r3 = fresh.connect();
   ASSERT_FALSE(r3);
-  EXPECT_EQ(r3.error().kind, SshErrc::kHostKeyMismatch);
+  EXPECT_EQ(r3.error().ssh, SshErrc::kHostKeyMismatch);
 }
 
 TEST_F(SshSessionTest, AuthenticationErrors) {
@@ -640,7 +640,7 @@ TEST_F(SshSessionTest, AuthenticationErrors) {
     SshSession s(c);
     auto r = s.connect();
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind, SshErrc::kAuthFailed);
+    EXPECT_EQ(r.error().ssh, SshErrc::kAuthFailed);
   }
   {
     const std::string rsa = sshd_->dir() + "/rsa_key";
@@ -651,7 +651,7 @@ TEST_F(SshSessionTest, AuthenticationErrors) {
     SshSession s(c);
     auto r = s.connect();
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind, SshErrc::kKeyUnsupported);
+    EXPECT_EQ(r.error().ssh, SshErrc::kKeyUnsupported);
     EXPECT_NE(r.error().message.find("ed25519"), std::string::npos);
   }
   {
@@ -667,7 +667,7 @@ TEST_F(SshSessionTest, AuthenticationErrors) {
     SshSession s(c);
     auto r = s.connect();
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind, SshErrc::kKeyInvalid);
+    EXPECT_EQ(r.error().ssh, SshErrc::kKeyInvalid);
   }
 }
 
@@ -686,7 +686,7 @@ TEST_F(SshSessionTest, ConnectErrors) {
     SshSession s(c);
     auto r = s.connect();
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind, SshErrc::kConnectRefused);
+    EXPECT_EQ(r.error().ssh, SshErrc::kConnectRefused);
   }
   // Timeout: the port accepts TCP but never speaks SSH.
   ASSERT_EQ(::listen(fd, 4), 0);
@@ -698,7 +698,7 @@ TEST_F(SshSessionTest, ConnectErrors) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = s.connect();
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().kind, SshErrc::kConnectTimeout);
+    EXPECT_EQ(r.error().ssh, SshErrc::kConnectTimeout);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   }
   ::close(fd);
@@ -717,8 +717,8 @@ TEST_F(SshSessionTest, ReconnectsAfterSshdRestart) {
   sshd_->stop();
   auto down = s.exec("true");
   ASSERT_FALSE(down);
-  EXPECT_TRUE(down.error().kind == SshErrc::kConnectRefused ||
-              down.error().kind == SshErrc::kDisconnected)
+  EXPECT_TRUE(down.error().ssh == SshErrc::kConnectRefused ||
+              down.error().ssh == SshErrc::kDisconnected)
       << down.error().to_string();
   sshd_->start();
   EXPECT_EQ(run(s, "echo three").out, "three\n");
@@ -769,7 +769,7 @@ TEST_F(SshSessionTest, CloseFailsRunningCommands) {
   auto r = f.get();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, SshErrc::kClosed);
+  EXPECT_EQ(r.error().ssh, SshErrc::kClosed);
 }
 
 // A server with a small MaxSessions: the session learns the limit and queues.
@@ -784,7 +784,7 @@ TEST(SshSessionLimits, MaxSessionsRefusalIsHandled) {
   c.private_key_file = sshd.client_key_path();
   c.host_key_fingerprint = sshd.host_key_fingerprint();
   SshSession s(c);
-  std::vector<std::future<SshResult<ExecResult>>> futures;
+  std::vector<std::future<Result<ExecResult>>> futures;
   for (int i = 0; i < 12; ++i)
     futures.push_back(s.exec_async("sleep 0.2; echo " + std::to_string(i)));
   for (int i = 0; i < 12; ++i) {

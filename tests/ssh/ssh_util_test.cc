@@ -42,7 +42,7 @@ TEST(SshUtil, KeyTypeOfOpenSshKeys) {
             "ecdsa");
   auto bad = private_key_type("hello");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().kind, SshErrc::kKeyInvalid);
+  EXPECT_EQ(bad.error().ssh, SshErrc::kKeyInvalid);
   auto garbage = private_key_type(
       "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n");
   ASSERT_FALSE(garbage);
@@ -85,7 +85,7 @@ TEST(SshUtil, RemoteCommandRejectsBadInput) {
   o.env = {{"1BAD", "x"}};
   auto c = build_remote_command("true", o);
   ASSERT_FALSE(c);
-  EXPECT_EQ(c.error().kind, SshErrc::kInvalidArgument);
+  EXPECT_EQ(c.error().ssh, SshErrc::kInvalidArgument);
   o.env = {{"A;rm", "x"}};
   EXPECT_FALSE(build_remote_command("true", o));
   EXPECT_FALSE(build_remote_command(std::string("a\0b", 3), {}));
@@ -119,7 +119,7 @@ TEST(SshUtil, CappedBufferKeepsHeadAndTail) {
 }
 
 TEST(SshUtil, ErrorsConvertToPvsResult) {
-  SshResult<int> r = ssh_fail(SshErrc::kHostKeyMismatch, "bad key");
+  Result<int> r = ssh_fail(SshErrc::kHostKeyMismatch, "bad key");
   Result<int> generic = r;
   ASSERT_FALSE(generic);
   EXPECT_EQ(generic.error().code, ErrorCode::kUnauthenticated);

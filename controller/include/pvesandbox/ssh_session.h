@@ -20,8 +20,8 @@
 // close() or the destructor.
 //
 // Errors: a non-zero exit status is a result, not an error. Everything else (cannot connect,
-// host key mismatch, auth refused, connection lost, SFTP failures, ...) is an SshError carrying
-// an SSH-specific kind and a generic pvs::ErrorCode; SshResult<T> converts to pvs::Result<T>.
+// host key mismatch, auth refused, connection lost, SFTP failures, ...) is a pvs::Error with a
+// generic code and the SSH-specific kind in Error::ssh (`r.error().is(SshErrc::kNoSuchFile)`).
 #pragma once
 
 #include <chrono>
@@ -46,17 +46,9 @@ std::string_view to_string(SshErrc kind);
 // The generic code a kind maps to (kHostKeyMismatch -> kPermissionDenied, ...).
 ErrorCode error_code_for(SshErrc kind);
 
-// A pvs::Error plus the SSH-specific kind; slices into pvs::Error where a generic one is wanted.
-struct SshError : Error {
-  SshErrc kind = SshErrc::kProtocol;
-};
-
-template <typename T>
-using SshResult = tl::expected<T, SshError>;
-using SshStatus = SshResult<void>;
-
-// Builds the error side of an SshResult: `return ssh_fail(SshErrc::kAuthFailed, "...")`.
-tl::unexpected<SshError> ssh_fail(SshErrc kind, std::string message);
+// Builds the error side of a Result: the SSH kind in Error::ssh and the generic code that goes
+// with it. `return ssh_fail(SshErrc::kAuthFailed, "...");` Callers test `error.is(kind)`.
+tl::unexpected<Error> ssh_fail(SshErrc kind, std::string message);
 
 enum class HostKeyPolicy {
   kPinned,           // host_key_fingerprint must equal the server key's "SHA256:..." fingerprint
@@ -209,7 +201,7 @@ class SshSession {
 
   // Connects now (operations connect on demand anyway, and reconnect once transparently when
   // the connection dropped between calls). Errors: every SshErrc of the connection phase.
-  SshStatus connect();
+  Status connect();
   // True while a connection is established (a drop is noticed when the socket reports it).
   bool is_connected() const;
   // Fails queued and running operations with kClosed, disconnects, stops the I/O thread.
@@ -222,26 +214,24 @@ class SshSession {
 
   // Runs `command` through the remote user's login shell ($SHELL -c). Thread-safe; many may
   // run at once. A non-zero exit is a result; errors are connection/channel failures.
-  SshResult<ExecResult> exec(std::string command, ExecOptions options = {});
-  std::future<SshResult<ExecResult>> exec_async(std::string command, ExecOptions options = {});
+  Result<ExecResult> exec(std::string command, ExecOptions options = {});
+  std::future<Result<ExecResult>> exec_async(std::string command, ExecOptions options = {});
 
   // SFTP. Paths are remote paths as the server sees them (relative ones from the login dir).
-  SshStatus upload(const std::string& remote_path, std::string_view data,
-                   const UploadOptions& options = {});
+  Status upload(const std::string& remote_path, std::string_view data,
+                const UploadOptions& options = {});
   // Reads `in` to its end (on the session's I/O thread, while the caller waits). `size_hint`
   // is accepted for callers that know the size; the transfer does not need it.
-  SshStatus upload(const std::string& remote_path, std::istream& in,
-                   const UploadOptions& options = {},
-                   std::optional<std::uint64_t> size_hint = std::nullopt);
-  SshResult<std::string> download(const std::string& remote_path,
-                                  const DownloadOptions& options = {});
+  Status upload(const std::string& remote_path, std::istream& in, const UploadOptions& options = {},
+                std::optional<std::uint64_t> size_hint = std::nullopt);
+  Result<std::string> download(const std::string& remote_path, const DownloadOptions& options = {});
   // Writes the file to `out`; returns the number of bytes written.
-  SshResult<std::uint64_t> download(const std::string& remote_path, std::ostream& out,
-                                    const DownloadOptions& options = {});
-  SshResult<SftpAttributes> stat(const std::string& remote_path);
-  SshResult<std::vector<SftpEntry>> list_dir(const std::string& remote_path);
-  SshStatus mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
-  SshStatus remove(const std::string& remote_path);  // a file (unlink)
+  Result<std::uint64_t> download(const std::string& remote_path, std::ostream& out,
+                                 const DownloadOptions& options = {});
+  Result<SftpAttributes> stat(const std::string& remote_path);
+  Result<std::vector<SftpEntry>> list_dir(const std::string& remote_path);
+  Status mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
+  Status remove(const std::string& remote_path);  // a file (unlink)
 
   class Impl;
   struct ExecPool;
@@ -259,11 +249,11 @@ namespace ssh_detail {
 std::string format_sha256_fingerprint(std::string_view raw_digest);
 // The key type named inside an OpenSSH or PEM private key ("ssh-ed25519", "ssh-rsa",
 // "ecdsa-sha2-nistp256", ...), or an error for text that is not a private key.
-SshResult<std::string> private_key_type(std::string_view key_text);
+Result<std::string> private_key_type(std::string_view key_text);
 // POSIX single-quoting: 'it'\''s'.
 std::string shell_quote(std::string_view text);
 // The command line sent to the server for an exec (pid marker, cd, env, timeout guard).
-SshResult<std::string> build_remote_command(std::string_view command, const ExecOptions& options);
+Result<std::string> build_remote_command(std::string_view command, const ExecOptions& options);
 }  // namespace ssh_detail
 
 }  // namespace pvs

@@ -727,9 +727,8 @@ Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address addres
     if (!r) last = r.error();
     ssh->close();
     // Errors that waiting does not fix.
-    if (!r &&
-        (r.error().kind == SshErrc::kAuthFailed || r.error().kind == SshErrc::kHostKeyMismatch ||
-         r.error().kind == SshErrc::kKeyInvalid || r.error().kind == SshErrc::kKeyUnsupported))
+    if (!r && (r.error().is(SshErrc::kAuthFailed) || r.error().is(SshErrc::kHostKeyMismatch) ||
+               r.error().is(SshErrc::kKeyInvalid) || r.error().is(SshErrc::kKeyUnsupported)))
       return fail(ErrorCode::kUnavailable, "ssh: " + last.message);
     if (Clock::now() + delay >= deadline)
       return fail(ErrorCode::kTimeout, "ssh not ready in time: " + last.message);

@@ -46,8 +46,10 @@ class CappedBuffer {
 
 // Error helpers.
 bool is_fatal_session_error(int rc);  // the connection is unusable after this return code
-SshError session_error(LIBSSH2_SESSION* s, int rc, std::string_view what);
-SshError sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what);
+Error session_error(LIBSSH2_SESSION* s, int rc, std::string_view what);
+Error sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what);
+// Gives an error another SSH kind (and the generic code that goes with it).
+void retag(Error& e, SshErrc kind);
 
 }  // namespace pvs::ssh_detail
 
@@ -70,7 +72,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
     virtual void abandon(Impl& io) = 0;
     // The session is gone (dropped, or closed). Return true to be retried on a new connection
     // (only if may_retry and nothing was sent yet); otherwise deliver `error`. No libssh2 calls.
-    virtual bool on_session_lost(const SshError& error, bool may_retry) = 0;
+    virtual bool on_session_lost(const Error& error, bool may_retry) = 0;
     // For the poll timeout.
     virtual Clock::time_point deadline() const { return Clock::time_point::max(); }
     int retries = 0;
@@ -86,7 +88,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
 
   // Caller side (any thread).
   void submit(std::shared_ptr<Op> op);
-  SshStatus connect_sync();
+  Status connect_sync();
   void close();
   bool connected() const { return connected_.load(); }
   std::string fingerprint() const;
@@ -111,13 +113,13 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   // A channel opened ahead of time (its slot is already reserved), or nullptr.
   LIBSSH2_CHANNEL* take_spare();
   // SFTP instance pool. Returns a slot index, -1 while waiting, or an error.
-  SshResult<int> acquire_sftp(const Op* op);
+  Result<int> acquire_sftp(const Op* op);
   LIBSSH2_SFTP* sftp(int slot) const { return sftp_slots_[static_cast<std::size_t>(slot)].sftp; }
   void release_sftp(int slot);
   // An SFTP instance whose channel failed: shut it down instead of reusing it.
   void discard_sftp(int slot);
   // Report that the connection is unusable; the loop tears it down after this pass.
-  void fatal(SshError error);
+  void fatal(Error error);
   // Channels whose command is abandoned (after a timeout): closed and freed in the background.
   void adopt_zombie(LIBSSH2_CHANNEL* channel, bool counted = true);
   // Queue an internal op from the I/O thread (e.g. the kill after a timeout).
@@ -127,12 +129,12 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
  private:
   void ensure_thread();  // REQUIRES: mu_ held
   void run();
-  SshStatus do_connect();
-  SshStatus verify_host_key();
-  SshStatus authenticate();
-  SshStatus wait_socket(Clock::time_point deadline);
+  Status do_connect();
+  Status verify_host_key();
+  Status authenticate();
+  Status wait_socket(Clock::time_point deadline);
   void teardown(bool graceful);
-  void fail_all(const SshError& error, bool allow_retry);
+  void fail_all(const Error& error, bool allow_retry);
   void reap_zombies();
   bool step_spare();  // opens spare channels while nothing else needs the opener
   void wake();
@@ -191,7 +193,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   bool spares_disabled_ = false;
   char spare_token_ = 0;  // its address marks the opener as taken by step_spare()
   bool fatal_pending_ = false;
-  SshError fatal_error_;
+  Error fatal_error_;
   Clock::time_point next_keepalive_ = Clock::time_point::max();
 };
 
@@ -201,19 +203,19 @@ namespace ssh_detail {
 // `inflight` (optional) is decremented once when the exec delivers its result or error.
 std::shared_ptr<SshSession::Impl::Op> make_exec_op(
     std::string remote_command, ExecOptions options,
-    std::shared_ptr<std::promise<SshResult<ExecResult>>> promise,
+    std::shared_ptr<std::promise<Result<ExecResult>>> promise,
     std::shared_ptr<std::atomic<int>> inflight = nullptr);
 
 // A source yields up to n bytes into buf and returns how many (0 at the end).
-using Source = std::function<SshResult<std::size_t>(char* buf, std::size_t n)>;
-using Sink = std::function<SshStatus(std::string_view data)>;
+using Source = std::function<Result<std::size_t>(char* buf, std::size_t n)>;
+using Sink = std::function<Status(std::string_view data)>;
 
 struct SftpOpResult {
   std::uint64_t bytes = 0;
   SftpAttributes attrs;
   std::vector<SftpEntry> entries;
 };
-using SftpPromise = std::shared_ptr<std::promise<SshResult<SftpOpResult>>>;
+using SftpPromise = std::shared_ptr<std::promise<Result<SftpOpResult>>>;
 
 enum class SftpCall { kStat, kLstat, kMkdir, kUnlink, kRmdir, kRename, kStatvfsFree };
 std::shared_ptr<SshSession::Impl::Op> make_sftp_call_op(SftpCall call, std::string path,

@@ -24,7 +24,7 @@ constexpr int kMaxReadsPerStep = 16;  // fairness between channels
 class ExecOp : public Op {
  public:
   ExecOp(std::string command, ExecOptions options,
-         std::shared_ptr<std::promise<SshResult<ExecResult>>> promise, bool internal)
+         std::shared_ptr<std::promise<Result<ExecResult>>> promise, bool internal)
       : command_(std::move(command)),
         options_(std::move(options)),
         promise_(std::move(promise)),
@@ -89,7 +89,7 @@ class ExecOp : public Op {
           if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
           io.release_opener(this);
           release_slot(io);
-          SshError e = session_error(io.session(), rc, "ssh exec: open channel");
+          Error e = session_error(io.session(), rc, "ssh exec: open channel");
           if (is_fatal_session_error(rc)) {
             io.fatal(e);
             state_ = State::kWaitSlot;
@@ -125,7 +125,7 @@ class ExecOp : public Op {
                                                  static_cast<unsigned>(command_.size()));
         if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
         if (rc != 0) {
-          SshError e = session_error(io.session(), rc, "ssh exec: exec request");
+          Error e = session_error(io.session(), rc, "ssh exec: exec request");
           if (is_fatal_session_error(rc)) {
             io.fatal(e);
             return Step::kIdle;
@@ -186,7 +186,7 @@ class ExecOp : public Op {
     reserved_ = false;
   }
 
-  bool on_session_lost(const SshError& error, bool may_retry) override {
+  bool on_session_lost(const Error& error, bool may_retry) override {
     if (state_ == State::kDone) return false;
     channel_ = nullptr;
     reserved_ = false;
@@ -305,7 +305,7 @@ class ExecOp : public Op {
     if (kill_sent_ || pgid_ <= 1 || !timed_out_) return;
     kill_sent_ = true;
     std::string pg = std::to_string(pgid_);
-    auto p = std::make_shared<std::promise<SshResult<ExecResult>>>();
+    auto p = std::make_shared<std::promise<Result<ExecResult>>>();
     ExecOptions o;
     o.timeout = io.config().kill_grace;
     o.max_output = 4096;
@@ -393,11 +393,11 @@ class ExecOp : public Op {
     return Step::kDone;
   }
 
-  Step deliver_error(SshError e) {
+  Step deliver_error(Error e) {
     if (state_ == State::kDone) return Step::kDone;
     state_ = State::kDone;
     count_done();
-    promise_->set_value(tl::unexpected<SshError>(std::move(e)));
+    promise_->set_value(tl::unexpected<Error>(std::move(e)));
     return Step::kDone;
   }
 
@@ -408,7 +408,7 @@ class ExecOp : public Op {
 
   std::string command_;
   ExecOptions options_;
-  std::shared_ptr<std::promise<SshResult<ExecResult>>> promise_;
+  std::shared_ptr<std::promise<Result<ExecResult>>> promise_;
   std::shared_ptr<std::atomic<int>> inflight_;
   bool internal_;
   State state_ = State::kWaitSlot;
@@ -430,7 +430,7 @@ class ExecOp : public Op {
   bool kill_sent_ = false;
   int exit_code_ = -1;
   std::string exit_signal_;
-  std::optional<SshError> error_;
+  std::optional<Error> error_;
   Clock::time_point start_;
   Clock::time_point deadline_ = Clock::time_point::max();
   Clock::time_point kill_deadline_ = Clock::time_point::max();
@@ -440,7 +440,7 @@ class ExecOp : public Op {
 
 std::shared_ptr<SshSession::Impl::Op> make_exec_op(
     std::string remote_command, ExecOptions options,
-    std::shared_ptr<std::promise<SshResult<ExecResult>>> promise,
+    std::shared_ptr<std::promise<Result<ExecResult>>> promise,
     std::shared_ptr<std::atomic<int>> inflight) {
   auto op = std::make_shared<ExecOp>(std::move(remote_command), std::move(options),
                                      std::move(promise), false);

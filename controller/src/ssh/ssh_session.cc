@@ -122,19 +122,19 @@ using KnownHostsPtr = std::unique_ptr<LIBSSH2_KNOWNHOSTS, KnownHostsDeleter>;
 // Completes when the connection is up (the loop connects before stepping any op).
 class ConnectOp : public SshSession::Impl::Op {
  public:
-  explicit ConnectOp(std::shared_ptr<std::promise<SshStatus>> p) : promise_(std::move(p)) {}
+  explicit ConnectOp(std::shared_ptr<std::promise<Status>> p) : promise_(std::move(p)) {}
   Step step(SshSession::Impl&) override {
     promise_->set_value({});
     return Step::kDone;
   }
   void abandon(SshSession::Impl&) override {}
-  bool on_session_lost(const SshError& error, bool) override {
-    promise_->set_value(tl::unexpected<SshError>(error));
+  bool on_session_lost(const Error& error, bool) override {
+    promise_->set_value(tl::unexpected<Error>(error));
     return false;
   }
 
  private:
-  std::shared_ptr<std::promise<SshStatus>> promise_;
+  std::shared_ptr<std::promise<Status>> promise_;
 };
 
 // Connects a pool member in the background; `done` runs on that member's I/O thread.
@@ -146,8 +146,8 @@ class BackgroundConnectOp : public SshSession::Impl::Op {
     return Step::kDone;
   }
   void abandon(SshSession::Impl&) override {}
-  bool on_session_lost(const SshError& error, bool) override {
-    if (error.kind != SshErrc::kClosed) {
+  bool on_session_lost(const Error& error, bool) override {
+    if (!error.is(SshErrc::kClosed)) {
       log::warn("ssh: extra exec connection failed: " + error.message);
     }
     finish(false);
@@ -213,8 +213,8 @@ void SshSession::Impl::submit(std::shared_ptr<Op> op) {
   wake();
 }
 
-SshStatus SshSession::Impl::connect_sync() {
-  auto promise = std::make_shared<std::promise<SshStatus>>();
+Status SshSession::Impl::connect_sync() {
+  auto promise = std::make_shared<std::promise<Status>>();
   auto future = promise->get_future();
   submit(std::make_shared<ConnectOp>(promise));
   return future.get();
@@ -235,7 +235,7 @@ void SshSession::Impl::close() {
     std::lock_guard<std::mutex> lock(mu_);
     left.swap(queue_);
   }
-  SshError closed = ssh_fail(SshErrc::kClosed, "ssh session closed").value();
+  Error closed = ssh_fail(SshErrc::kClosed, "ssh session closed").value();
   for (auto& op : left) op->on_session_lost(closed, false);
 }
 
@@ -296,7 +296,7 @@ void SshSession::Impl::learn_channel_limit() {
   }
 }
 
-SshResult<int> SshSession::Impl::acquire_sftp(const Op* op) {
+Result<int> SshSession::Impl::acquire_sftp(const Op* op) {
   for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
     if (sftp_slots_[i].sftp != nullptr && !sftp_slots_[i].busy) {
       sftp_slots_[i].busy = true;
@@ -324,7 +324,7 @@ SshResult<int> SshSession::Impl::acquire_sftp(const Op* op) {
     if (rc == LIBSSH2_ERROR_EAGAIN) return -1;
     release_opener(op);
     release_channel();
-    SshError e = ssh_detail::session_error(session_, rc, "sftp subsystem");
+    Error e = ssh_detail::session_error(session_, rc, "sftp subsystem");
     if (ssh_detail::is_fatal_session_error(rc)) {
       fatal(e);
       return -1;
@@ -336,7 +336,7 @@ SshResult<int> SshSession::Impl::acquire_sftp(const Op* op) {
       sftp_retry_at_ = Clock::now() + std::chrono::milliseconds(20);
       return -1;
     }
-    return tl::unexpected<SshError>(std::move(e));
+    return tl::unexpected<Error>(std::move(e));
   }
   release_opener(op);
   sftp_slots_.push_back(SftpSlot{sftp, true});
@@ -354,7 +354,7 @@ void SshSession::Impl::discard_sftp(int slot) {
   release_sftp(slot);
 }
 
-void SshSession::Impl::fatal(SshError error) {
+void SshSession::Impl::fatal(Error error) {
   if (!fatal_pending_) {
     fatal_pending_ = true;
     fatal_error_ = std::move(error);
@@ -427,7 +427,7 @@ void SshSession::Impl::reap_zombies() {
 // ---------------------------------------------------------------------------------------------
 // Connection set-up.
 
-SshStatus SshSession::Impl::wait_socket(Clock::time_point deadline) {
+Status SshSession::Impl::wait_socket(Clock::time_point deadline) {
   int dirs = libssh2_session_block_directions(session_);
   short events = 0;
   if (dirs & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
@@ -451,7 +451,7 @@ SshStatus SshSession::Impl::wait_socket(Clock::time_point deadline) {
   return {};
 }
 
-SshStatus SshSession::Impl::do_connect() {
+Status SshSession::Impl::do_connect() {
   const std::string where = config_.host + ":" + std::to_string(config_.port);
   if (config_.host.empty()) return ssh_fail(SshErrc::kInvalidArgument, "ssh: no host configured");
   const auto deadline = Clock::now() + config_.connect_timeout;
@@ -518,9 +518,9 @@ SshStatus SshSession::Impl::do_connect() {
     libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY,
                                 config_.host_key_algorithms.c_str());
   }
-  auto fail_teardown = [this](SshError e) -> SshStatus {
+  auto fail_teardown = [this](Error e) -> Status {
     teardown(false);
-    return tl::unexpected<SshError>(std::move(e));
+    return tl::unexpected<Error>(std::move(e));
   };
 
   int rc;
@@ -528,10 +528,8 @@ SshStatus SshSession::Impl::do_connect() {
     if (auto w = wait_socket(deadline); !w) return fail_teardown(w.error());
   }
   if (rc != 0) {
-    SshError e = ssh_detail::session_error(session_, rc, "ssh " + where + ": handshake");
-    e.kind = SshErrc::kHandshake;
-    e.ssh = e.kind;
-    e.code = error_code_for(e.kind);
+    Error e = ssh_detail::session_error(session_, rc, "ssh " + where + ": handshake");
+    ssh_detail::retag(e, SshErrc::kHandshake);
     if (rc == LIBSSH2_ERROR_KEX_FAILURE) {
       e.message += " (the server must offer an ssh-ed25519 host key)";
     }
@@ -570,7 +568,7 @@ SshStatus SshSession::Impl::do_connect() {
   return {};
 }
 
-SshStatus SshSession::Impl::verify_host_key() {
+Status SshSession::Impl::verify_host_key() {
   const std::string where = config_.host + ":" + std::to_string(config_.port);
   std::size_t key_len = 0;
   int key_type = 0;
@@ -668,7 +666,7 @@ SshStatus SshSession::Impl::verify_host_key() {
   return {};
 }
 
-SshStatus SshSession::Impl::authenticate() {
+Status SshSession::Impl::authenticate() {
   const std::string where = config_.user + "@" + config_.host + ":" + std::to_string(config_.port);
   std::string key = config_.private_key;
   if (!config_.private_key_file.empty()) {
@@ -688,7 +686,7 @@ SshStatus SshSession::Impl::authenticate() {
   }
   if (key.empty()) return ssh_fail(SshErrc::kInvalidArgument, "ssh: no private key configured");
   auto type = ssh_detail::private_key_type(key);
-  if (!type) return tl::unexpected<SshError>(type.error());
+  if (!type) return tl::unexpected<Error>(type.error());
   if (*type == "ssh-rsa" || *type == "ssh-dss") {
     return ssh_fail(SshErrc::kKeyUnsupported,
                     "ssh: the private key is " + *type +
@@ -715,8 +713,7 @@ SshStatus SshSession::Impl::authenticate() {
     return ssh_fail(SshErrc::kKeyInvalid,
                     "ssh: cannot use the private key (wrong passphrase or unsupported format)");
   }
-  return tl::unexpected<SshError>(
-      ssh_detail::session_error(session_, rc, "ssh " + where + ": auth"));
+  return tl::unexpected<Error>(ssh_detail::session_error(session_, rc, "ssh " + where + ": auth"));
 }
 
 void SshSession::Impl::teardown(bool graceful) {
@@ -769,7 +766,7 @@ void SshSession::Impl::free_leftover_allocations() {
   }
 }
 
-void SshSession::Impl::fail_all(const SshError& error, bool allow_retry) {
+void SshSession::Impl::fail_all(const Error& error, bool allow_retry) {
   std::vector<std::shared_ptr<Op>> keep;
   for (auto& op : active_) {
     bool may_retry = allow_retry && op->retries < 1;
@@ -892,7 +889,7 @@ void SshSession::Impl::run() {
       queue_.pop_front();
     }
   }
-  SshError closed = ssh_fail(SshErrc::kClosed, "ssh session closed").value();
+  Error closed = ssh_fail(SshErrc::kClosed, "ssh session closed").value();
   teardown(true);
   fail_all(closed, false);
   active_.clear();
@@ -909,7 +906,7 @@ SshSession::~SshSession() {
   close();
 }
 
-SshStatus SshSession::connect() {
+Status SshSession::connect() {
   return impl_->connect_sync();
 }
 bool SshSession::is_connected() const {
@@ -939,13 +936,12 @@ SshStats SshSession::stats() const {
   return s;
 }
 
-std::future<SshResult<ExecResult>> SshSession::exec_async(std::string command,
-                                                          ExecOptions options) {
-  auto promise = std::make_shared<std::promise<SshResult<ExecResult>>>();
+std::future<Result<ExecResult>> SshSession::exec_async(std::string command, ExecOptions options) {
+  auto promise = std::make_shared<std::promise<Result<ExecResult>>>();
   auto future = promise->get_future();
   auto remote = ssh_detail::build_remote_command(command, options);
   if (!remote) {
-    promise->set_value(tl::unexpected<SshError>(remote.error()));
+    promise->set_value(tl::unexpected<Error>(remote.error()));
     return future;
   }
   std::shared_ptr<Impl> target = impl_;
@@ -1002,7 +998,7 @@ void SshSession::grow_pool_locked() {
       [flag = member->connecting](bool) { flag->store(false); }));
 }
 
-SshResult<ExecResult> SshSession::exec(std::string command, ExecOptions options) {
+Result<ExecResult> SshSession::exec(std::string command, ExecOptions options) {
   return exec_async(std::move(command), std::move(options)).get();
 }
 

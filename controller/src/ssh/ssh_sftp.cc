@@ -35,7 +35,7 @@ class SftpOp : public Op {
  public:
   explicit SftpOp(SftpPromise promise) : promise_(std::move(promise)) {}
 
-  bool on_session_lost(const SshError& error, bool may_retry) override {
+  bool on_session_lost(const Error& error, bool may_retry) override {
     if (done_) return false;
     slot_ = -1;
     handle_ = nullptr;
@@ -43,7 +43,7 @@ class SftpOp : public Op {
       reset();
       return true;
     }
-    deliver(tl::unexpected<SshError>(error));
+    deliver(tl::unexpected<Error>(error));
     return false;
   }
 
@@ -58,7 +58,7 @@ class SftpOp : public Op {
     if (slot_ >= 0) return true;
     auto r = io.acquire_sftp(this);
     if (!r) {
-      deliver(tl::unexpected<SshError>(r.error()));
+      deliver(tl::unexpected<Error>(r.error()));
       return false;
     }
     if (*r < 0) return false;
@@ -70,22 +70,22 @@ class SftpOp : public Op {
 
   // rc from a libssh2 SFTP call that failed (not EAGAIN).
   Step fail_call(SshSession::Impl& io, int rc, std::string_view what) {
-    SshError e = sftp_error(io.session(), sftp(io), rc, what);
+    Error e = sftp_error(io.session(), sftp(io), rc, what);
     if (is_fatal_session_error(rc)) {
       io.fatal(e);
       return Step::kIdle;
     }
-    return finish(io, tl::unexpected<SshError>(std::move(e)));
+    return finish(io, tl::unexpected<Error>(std::move(e)));
   }
 
-  Step finish(SshSession::Impl& io, SshResult<SftpOpResult> r) {
+  Step finish(SshSession::Impl& io, Result<SftpOpResult> r) {
     if (slot_ >= 0) io.release_sftp(slot_);
     slot_ = -1;
     deliver(std::move(r));
     return Step::kDone;
   }
 
-  void deliver(SshResult<SftpOpResult> r) {
+  void deliver(Result<SftpOpResult> r) {
     if (done_) return;
     done_ = true;
     promise_->set_value(std::move(r));
@@ -213,14 +213,14 @@ class ListOp : public SftpOp {
     int rc = libssh2_sftp_close_handle(handle_);
     if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
     handle_ = nullptr;
-    if (error_) return finish(io, tl::unexpected<SshError>(std::move(*error_)));
+    if (error_) return finish(io, tl::unexpected<Error>(std::move(*error_)));
     return finish(io, std::move(result_));
   }
 
  private:
   std::string path_;
   bool closing_ = false;
-  std::optional<SshError> error_;
+  std::optional<Error> error_;
   SftpOpResult result_;
 };
 
@@ -318,7 +318,7 @@ class UploadOp : public SftpOp {
         if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
         handle_ = nullptr;
         if (rc != 0 && !error_) error_ = sftp_error(io.session(), sftp(io), rc, "close " + path_);
-        if (error_) return finish(io, tl::unexpected<SshError>(std::move(*error_)));
+        if (error_) return finish(io, tl::unexpected<Error>(std::move(*error_)));
         SftpOpResult r;
         r.bytes = total_;
         return finish(io, std::move(r));
@@ -340,7 +340,7 @@ class UploadOp : public SftpOp {
   std::size_t off_ = 0;
   bool source_eof_ = false;
   std::uint64_t total_ = 0;
-  std::optional<SshError> error_;
+  std::optional<Error> error_;
 };
 
 class DownloadOp : public SftpOp {
@@ -393,7 +393,7 @@ class DownloadOp : public SftpOp {
     int rc = libssh2_sftp_close_handle(handle_);
     if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
     handle_ = nullptr;
-    if (error_) return finish(io, tl::unexpected<SshError>(std::move(*error_)));
+    if (error_) return finish(io, tl::unexpected<Error>(std::move(*error_)));
     SftpOpResult r;
     r.bytes = total_;
     return finish(io, std::move(r));
@@ -411,7 +411,7 @@ class DownloadOp : public SftpOp {
   State state_ = State::kOpen;
   std::vector<char> buffer_;
   std::uint64_t total_ = 0;
-  std::optional<SshError> error_;
+  std::optional<Error> error_;
 };
 
 }  // namespace
@@ -450,17 +450,17 @@ using ssh_detail::SftpOpResult;
 
 namespace {
 
-SshResult<SftpOpResult> run_op(
+Result<SftpOpResult> run_op(
     SshSession::Impl& impl,
     const std::function<std::shared_ptr<SshSession::Impl::Op>(ssh_detail::SftpPromise)>& make) {
-  auto promise = std::make_shared<std::promise<SshResult<SftpOpResult>>>();
+  auto promise = std::make_shared<std::promise<Result<SftpOpResult>>>();
   auto future = promise->get_future();
   impl.submit(make(promise));
   return future.get();
 }
 
-SshResult<SftpOpResult> call(SshSession::Impl& impl, SftpCall c, const std::string& path,
-                             const std::string& path2 = {}, std::uint32_t mode = 0) {
+Result<SftpOpResult> call(SshSession::Impl& impl, SftpCall c, const std::string& path,
+                          const std::string& path2 = {}, std::uint32_t mode = 0) {
   return run_op(impl, [&](ssh_detail::SftpPromise p) {
     return ssh_detail::make_sftp_call_op(c, path, path2, mode, std::move(p));
   });
@@ -484,54 +484,54 @@ std::string random_suffix() {
 
 }  // namespace
 
-SshResult<SftpAttributes> SshSession::stat(const std::string& remote_path) {
+Result<SftpAttributes> SshSession::stat(const std::string& remote_path) {
   auto r = call(*impl_, SftpCall::kStat, remote_path);
-  if (!r) return tl::unexpected<SshError>(r.error());
+  if (!r) return tl::unexpected<Error>(r.error());
   return r->attrs;
 }
 
-SshResult<std::vector<SftpEntry>> SshSession::list_dir(const std::string& remote_path) {
+Result<std::vector<SftpEntry>> SshSession::list_dir(const std::string& remote_path) {
   auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
     return ssh_detail::make_list_op(remote_path, std::move(p));
   });
-  if (!r) return tl::unexpected<SshError>(r.error());
+  if (!r) return tl::unexpected<Error>(r.error());
   return std::move(r->entries);
 }
 
-SshStatus SshSession::remove(const std::string& remote_path) {
+Status SshSession::remove(const std::string& remote_path) {
   auto r = call(*impl_, SftpCall::kUnlink, remote_path);
-  if (!r) return tl::unexpected<SshError>(r.error());
+  if (!r) return tl::unexpected<Error>(r.error());
   return {};
 }
 
-SshStatus SshSession::mkdir(const std::string& remote_path, std::uint32_t mode, bool parents) {
+Status SshSession::mkdir(const std::string& remote_path, std::uint32_t mode, bool parents) {
   if (remote_path.empty()) return ssh_fail(SshErrc::kInvalidArgument, "mkdir: empty path");
   auto r = call(*impl_, SftpCall::kMkdir, remote_path, {}, mode);
   if (r) return {};
-  if (!parents) return tl::unexpected<SshError>(r.error());
+  if (!parents) return tl::unexpected<Error>(r.error());
   // mkdir -p: an existing directory is fine; a missing parent is created first.
   auto st = stat(remote_path);
   if (st && st->is_dir()) return {};
   if (st) return ssh_fail(SshErrc::kAlreadyExists, "mkdir " + remote_path + ": not a directory");
-  if (r.error().kind != SshErrc::kNoSuchFile) return tl::unexpected<SshError>(r.error());
+  if (!r.error().is(SshErrc::kNoSuchFile)) return tl::unexpected<Error>(r.error());
   auto [parent, base] = split_path(remote_path);
   if (parent == remote_path || parent == "/" || parent == ".") {
-    return tl::unexpected<SshError>(r.error());
+    return tl::unexpected<Error>(r.error());
   }
   if (auto p = mkdir(parent, mode, true); !p) return p;
   auto again = call(*impl_, SftpCall::kMkdir, remote_path, {}, mode);
   if (!again) {
     auto st2 = stat(remote_path);
     if (st2 && st2->is_dir()) return {};
-    return tl::unexpected<SshError>(again.error());
+    return tl::unexpected<Error>(again.error());
   }
   return {};
 }
 
 namespace {
 
-SshStatus do_upload(SshSession& self, SshSession::Impl& impl, const std::string& remote_path,
-                    ssh_detail::Source source, const UploadOptions& options) {
+Status do_upload(SshSession& self, SshSession::Impl& impl, const std::string& remote_path,
+                 ssh_detail::Source source, const UploadOptions& options) {
   if (remote_path.empty() || remote_path.back() == '/') {
     return ssh_fail(SshErrc::kInvalidArgument, "upload: bad remote path " + remote_path);
   }
@@ -547,22 +547,20 @@ SshStatus do_upload(SshSession& self, SshSession::Impl& impl, const std::string&
                                       std::move(p));
   });
   if (!r) {
-    SshError e = r.error();
-    if (e.kind == SshErrc::kSftpFailure) {
+    Error e = r.error();
+    if (e.is(SshErrc::kSftpFailure)) {
       // OpenSSH reports ENOSPC as a bare SSH_FX_FAILURE: ask the filesystem.
       auto vfs = call(impl, SftpCall::kStatvfsFree, dir);
       if (vfs && vfs->bytes < (1u << 20)) {
-        e.kind = SshErrc::kDiskFull;
-        e.ssh = e.kind;
-        e.code = error_code_for(e.kind);
+        ssh_detail::retag(e, SshErrc::kDiskFull);
         e.message += ": no space left on the remote filesystem (" + std::to_string(vfs->bytes) +
                      " bytes free)";
       }
     }
-    if (options.atomic && e.kind != SshErrc::kDisconnected && e.kind != SshErrc::kClosed) {
+    if (options.atomic && !e.is(SshErrc::kDisconnected) && !e.is(SshErrc::kClosed)) {
       (void)call(impl, SftpCall::kUnlink, target);
     }
-    return tl::unexpected<SshError>(std::move(e));
+    return tl::unexpected<Error>(std::move(e));
   }
   if (options.atomic) {
     // SFTPv3 rename (libssh2 1.10) refuses to replace an existing file; mv -f is rename(2).
@@ -573,7 +571,7 @@ SshStatus do_upload(SshSession& self, SshSession::Impl& impl, const std::string&
         std::move(o));
     if (!mv || mv->exit_code != 0) {
       (void)call(impl, SftpCall::kUnlink, target);
-      if (!mv) return tl::unexpected<SshError>(mv.error());
+      if (!mv) return tl::unexpected<Error>(mv.error());
       SshErrc kind = mv->err.find("ermission denied") != std::string::npos
                          ? SshErrc::kPermissionDenied
                          : SshErrc::kSftpFailure;
@@ -585,10 +583,10 @@ SshStatus do_upload(SshSession& self, SshSession::Impl& impl, const std::string&
 
 }  // namespace
 
-SshStatus SshSession::upload(const std::string& remote_path, std::string_view data,
-                             const UploadOptions& options) {
+Status SshSession::upload(const std::string& remote_path, std::string_view data,
+                          const UploadOptions& options) {
   auto pos = std::make_shared<std::size_t>(0);
-  ssh_detail::Source src = [data, pos](char* buf, std::size_t n) -> SshResult<std::size_t> {
+  ssh_detail::Source src = [data, pos](char* buf, std::size_t n) -> Result<std::size_t> {
     std::size_t k = std::min(n, data.size() - *pos);
     std::memcpy(buf, data.data() + *pos, k);
     *pos += k;
@@ -597,9 +595,9 @@ SshStatus SshSession::upload(const std::string& remote_path, std::string_view da
   return do_upload(*this, *impl_, remote_path, std::move(src), options);
 }
 
-SshStatus SshSession::upload(const std::string& remote_path, std::istream& in,
-                             const UploadOptions& options, std::optional<std::uint64_t>) {
-  ssh_detail::Source src = [&in](char* buf, std::size_t n) -> SshResult<std::size_t> {
+Status SshSession::upload(const std::string& remote_path, std::istream& in,
+                          const UploadOptions& options, std::optional<std::uint64_t>) {
+  ssh_detail::Source src = [&in](char* buf, std::size_t n) -> Result<std::size_t> {
     try {
       in.read(buf, static_cast<std::streamsize>(n));
     } catch (const std::exception& e) {
@@ -613,10 +611,10 @@ SshStatus SshSession::upload(const std::string& remote_path, std::istream& in,
   return do_upload(*this, *impl_, remote_path, std::move(src), options);
 }
 
-SshResult<std::string> SshSession::download(const std::string& remote_path,
-                                            const DownloadOptions& options) {
+Result<std::string> SshSession::download(const std::string& remote_path,
+                                         const DownloadOptions& options) {
   auto data = std::make_shared<std::string>();
-  ssh_detail::Sink sink = [data](std::string_view chunk) -> SshStatus {
+  ssh_detail::Sink sink = [data](std::string_view chunk) -> Status {
     data->append(chunk);
     return {};
   };
@@ -624,13 +622,13 @@ SshResult<std::string> SshSession::download(const std::string& remote_path,
     return ssh_detail::make_download_op(remote_path, options.max_size, std::move(sink),
                                         std::move(p));
   });
-  if (!r) return tl::unexpected<SshError>(r.error());
+  if (!r) return tl::unexpected<Error>(r.error());
   return std::move(*data);
 }
 
-SshResult<std::uint64_t> SshSession::download(const std::string& remote_path, std::ostream& out,
-                                              const DownloadOptions& options) {
-  ssh_detail::Sink sink = [&out](std::string_view chunk) -> SshStatus {
+Result<std::uint64_t> SshSession::download(const std::string& remote_path, std::ostream& out,
+                                           const DownloadOptions& options) {
+  ssh_detail::Sink sink = [&out](std::string_view chunk) -> Status {
     try {
       out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     } catch (const std::exception& e) {
@@ -643,7 +641,7 @@ SshResult<std::uint64_t> SshSession::download(const std::string& remote_path, st
     return ssh_detail::make_download_op(remote_path, options.max_size, std::move(sink),
                                         std::move(p));
   });
-  if (!r) return tl::unexpected<SshError>(r.error());
+  if (!r) return tl::unexpected<Error>(r.error());
   return r->bytes;
 }
 

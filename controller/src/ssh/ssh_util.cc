@@ -71,16 +71,19 @@ ErrorCode error_code_for(SshErrc kind) {
   return ErrorCode::kInternal;
 }
 
-tl::unexpected<SshError> ssh_fail(SshErrc kind, std::string message) {
-  SshError e;
-  e.code = error_code_for(kind);
-  e.message = std::move(message);
-  e.kind = kind;
+tl::unexpected<Error> ssh_fail(SshErrc kind, std::string message) {
+  Error e(error_code_for(kind), std::move(message));
   e.ssh = kind;
-  return tl::unexpected<SshError>(std::move(e));
+  return tl::unexpected<Error>(std::move(e));
 }
 
 namespace ssh_detail {
+
+void retag(Error& e, SshErrc kind) {
+  e.ssh = kind;
+  e.code = error_code_for(kind);
+}
+
 namespace {
 
 constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -158,7 +161,7 @@ std::string format_sha256_fingerprint(std::string_view raw_digest) {
   return "SHA256:" + base64_unpadded(raw_digest);
 }
 
-SshResult<std::string> private_key_type(std::string_view text) {
+Result<std::string> private_key_type(std::string_view text) {
   constexpr std::string_view kBegin = "-----BEGIN ";
   std::size_t b = text.find(kBegin);
   if (b == std::string_view::npos) {
@@ -219,7 +222,7 @@ std::string shell_quote(std::string_view text) {
   return out;
 }
 
-SshResult<std::string> build_remote_command(std::string_view command, const ExecOptions& options) {
+Result<std::string> build_remote_command(std::string_view command, const ExecOptions& options) {
   if (command.find('\0') != std::string_view::npos) {
     return ssh_fail(SshErrc::kInvalidArgument, "command contains a NUL byte");
   }
@@ -327,7 +330,7 @@ bool is_fatal_session_error(int rc) {
   }
 }
 
-SshError session_error(LIBSSH2_SESSION* s, int rc, std::string_view what) {
+Error session_error(LIBSSH2_SESSION* s, int rc, std::string_view what) {
   char* msg = nullptr;
   int len = 0;
   if (s != nullptr) libssh2_session_last_error(s, &msg, &len, 0);
@@ -350,7 +353,7 @@ SshError session_error(LIBSSH2_SESSION* s, int rc, std::string_view what) {
   return ssh_fail(kind, std::move(text)).value();
 }
 
-SshError sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what) {
+Error sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what) {
   if (rc != LIBSSH2_ERROR_SFTP_PROTOCOL || sftp == nullptr) return session_error(s, rc, what);
   unsigned long fx = libssh2_sftp_last_error(sftp);
   SshErrc kind = SshErrc::kSftpFailure;

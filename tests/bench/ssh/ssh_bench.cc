@@ -450,7 +450,7 @@ int main(int argc, char** argv) {
     o.timeout = timeout;
     for (int round = 0; round < rounds; ++round) {
       auto t0 = Clock::now();
-      std::vector<std::future<pvs::SshResult<pvs::ExecResult>>> fs;
+      std::vector<std::future<pvs::Result<pvs::ExecResult>>> fs;
       for (int i = 0; i < 32; ++i) fs.push_back(session.exec_async(cmd, o));
       for (auto& f : fs) {
         auto r = f.get();
