@@ -149,6 +149,29 @@ TEST_F(ManagerModelTest, InvalidOptionsAreRefusedBeforeAnythingHappens) {
   EXPECT_EQ(stack_->sim().count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 0u);
 }
 
+// The template's disk is 8G: a smaller disk_gb is the caller's mistake (400 with the size),
+// found before anything is cloned; the same size needs no resize (Proxmox refuses that one).
+TEST_F(ManagerModelTest, DiskSmallerThanTheTemplateIsRefusedBeforeCloneAndTheSameSizeSkipsResize) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  CreateOptions o;
+  o.disk_gb = 4;
+  auto small = m->create(o);
+  ASSERT_FALSE(small);
+  EXPECT_EQ(small.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(small.error().message.find("template's disk (8 GiB)"), std::string::npos)
+      << small.error().message;
+  EXPECT_EQ(stack_->sim().count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 0u);
+
+  o.disk_gb = 8;
+  auto same = m->create(o);
+  ASSERT_TRUE(same) << same.error().message;
+  EXPECT_EQ((*same)->info().disk_gb, 8);
+  EXPECT_EQ(stack_->sim().count("PUT", "/nodes/{node}/lxc/{vmid}/resize"), 0u);
+  ASSERT_TRUE((*same)->destroy());
+  expect_clean();
+}
+
 // Every step of create fails in turn (through the hook, and through Proxmox itself): each
 // rolls back completely, and the VMID and the address are free again afterwards.
 TEST_F(ManagerModelTest, EveryCreateStepFailureRollsBackCompletely) {

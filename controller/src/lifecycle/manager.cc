@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <tuple>
 
@@ -112,7 +113,8 @@ int config_int(const pve::Config& c, const std::string& key, int fallback) {
   }
 }
 
-int size_gb(const std::string& rootfs) {
+// The size of a disk property string ("local-lvm:vm-100-disk-0,size=8G") in GiB; 0 if absent.
+double size_gib(const std::string& rootfs) {
   auto props = parse_property_string(rootfs);
   auto it = props.find("size");
   if (it == props.end() || it->second.empty()) return 0;
@@ -122,10 +124,14 @@ int size_gb(const std::string& rootfs) {
     if (unit == 'T') v *= 1024;
     if (unit == 'M') v /= 1024;
     if (unit == 'K') v /= 1024 * 1024;
-    return static_cast<int>(v);
+    return v;
   } catch (...) {
     return 0;
   }
+}
+
+int size_gb(const std::string& rootfs) {
+  return static_cast<int>(size_gib(rootfs));
 }
 
 // Latencies and outcomes of calls to one peer; lock-free, read as a CallStats.
@@ -798,6 +804,21 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
     return fail(ErrorCode::kInvalidArgument, "ttl out of range");
   if (auto v = validate_labels(o.labels); !v) return fail(v.error());
+  // A disk only grows: a smaller one is the caller's mistake, said before anything is cloned.
+  double template_gib = 0;
+  if (o.disk_gb > 0) {
+    auto t = pve_.config(cfg_.node, cfg_.template_vmid);
+    if (!t) return fail(pve_error(t.error(), "template config"));
+    template_gib = t->count("rootfs") ? size_gib(t->at("rootfs")) : 0;
+    if (o.disk_gb < template_gib) {
+      std::ostringstream gib;
+      gib << template_gib;
+      return fail(ErrorCode::kInvalidArgument, "disk_gb " + std::to_string(o.disk_gb) +
+                                                   " is smaller than the template's disk (" +
+                                                   gib.str() +
+                                                   " GiB): a container's disk can only grow");
+    }
+  }
   {
     std::lock_guard lock(mu_);
     if (static_cast<int>(registry_.size()) + inflight_ >= cfg_.max_sandboxes)
@@ -888,9 +909,9 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   auto conf = pve_.update_config(cfg_.node, s.vmid, params);
   if (!conf) return failed(pve_error(conf.error(), "configure"));
   s.container_id.clear();
-  // 3. Resize.
+  // 3. Resize (Proxmox refuses a resize to the size the disk has).
   int disk_gb = o.disk_gb;
-  if (o.disk_gb > 0) {
+  if (o.disk_gb > 0 && static_cast<double>(o.disk_gb) != template_gib) {
     if (auto h = hook("resize"); !h) return failed(h.error());
     if (auto r = wait(pve_.resize(cfg_.node, s.vmid, "rootfs", std::to_string(o.disk_gb) + "G"),
                       "resize");
