@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "manager_testing.h"
 #include "pvesandbox/common/text.h"
 #include "pvesandbox/manager.h"
 #include "sim.h"
@@ -26,8 +27,10 @@ class LifecycleE2eTest : public ::testing::Test {
   void SetUp() override { stack_ = std::make_unique<test::Stack>(); }
   void TearDown() override { stack_.reset(); }
 
-  std::unique_ptr<Manager> open(ManagerConfig c) {
-    auto m = Manager::open(std::move(c));
+  std::unique_ptr<Manager> open(ManagerConfig c, lifecycle::FaultHook hook = {}) {
+    lifecycle::TestPeers peers;
+    peers.fault_hook = std::move(hook);
+    auto m = lifecycle::open_manager(std::move(c), std::move(peers));
     EXPECT_TRUE(m) << (m ? "" : m.error().message);
     return m ? std::move(*m) : nullptr;
   }
@@ -116,8 +119,7 @@ TEST_F(LifecycleE2eTest, FullLifecycle) {
 TEST_F(LifecycleE2eTest, EveryCreateFailurePointRollsBack) {
   std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = test::fail_step(failing);
-  auto m = open(cfg);
+  auto m = open(cfg, test::fail_step(failing));
   ASSERT_TRUE(m);
   CreateOptions o;
   o.internet = true;

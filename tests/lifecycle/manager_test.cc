@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "manager_testing.h"
 #include "pvesandbox/manager.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
@@ -44,8 +45,10 @@ class ManagerModelTest : public ::testing::Test {
     stack_.reset();
   }
 
-  std::unique_ptr<Manager> open(ManagerConfig c) {
-    auto m = Manager::open(std::move(c));
+  std::unique_ptr<Manager> open(ManagerConfig c, lifecycle::FaultHook hook = {}) {
+    lifecycle::TestPeers peers;
+    peers.fault_hook = std::move(hook);
+    auto m = lifecycle::open_manager(std::move(c), std::move(peers));
     EXPECT_TRUE(m) << (m ? "" : m.error().message);
     return m ? std::move(*m) : nullptr;
   }
@@ -177,8 +180,7 @@ TEST_F(ManagerModelTest, DiskSmallerThanTheTemplateIsRefusedBeforeCloneAndTheSam
 TEST_F(ManagerModelTest, EveryCreateStepFailureRollsBackCompletely) {
   std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = test::fail_step(failing);
-  auto m = open(cfg);
+  auto m = open(cfg, test::fail_step(failing));
   ASSERT_TRUE(m);
   CreateOptions o;
   o.internet = true;
@@ -272,8 +274,7 @@ TEST_F(ManagerModelTest, AgentDownFailsCreateCleanlyAndReconcileRestoresTheSet) 
 TEST_F(ManagerModelTest, FailedRevokeOnDestroyQuarantinesTheAddressUntilTheSetForgetsIt) {
   std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = test::fail_step(failing);
-  auto m = open(cfg);
+  auto m = open(cfg, test::fail_step(failing));
   ASSERT_TRUE(m);
   CreateOptions o;
   o.internet = true;
@@ -305,8 +306,7 @@ TEST_F(ManagerModelTest, FailedRevokeOnDestroyQuarantinesTheAddressUntilTheSetFo
 TEST_F(ManagerModelTest, FailedDeleteLeavesPhaseDestroyingAndTheReconcilerFinishesIt) {
   std::string failing;
   auto cfg = stack_->manager_config();
-  cfg.fault_hook = test::fail_step(failing);
-  auto m = open(cfg);
+  auto m = open(cfg, test::fail_step(failing));
   ASSERT_TRUE(m);
   CreateOptions o;
   o.internet = true;
@@ -714,8 +714,7 @@ TEST_F(ManagerModelTest, AFailedCreateFromThePoolDestroysTheClaimedClone) {
     std::string failing;
     auto c = stack_->manager_config();
     c.warm_pool = 1;
-    c.fault_hook = test::fail_step(failing);
-    auto m = open(c);
+    auto m = open(c, test::fail_step(failing));
     ASSERT_TRUE(m);
     ASSERT_TRUE(pool_reaches(*m, 1));
     failing = step;
@@ -738,7 +737,6 @@ TEST_F(ManagerModelTest, AFailedCreateFromThePoolDestroysTheClaimedClone) {
     EXPECT_TRUE(stack_->bound_ports().empty());
     m.reset();
     c.warm_pool = 0;
-    c.fault_hook = nullptr;
     m = open(c);  // clears the pool for the next round
     expect_clean();
   }

@@ -132,11 +132,11 @@ class Stack {
   std::unique_ptr<pvesim::Simulator> sim_;
 };
 
-// The steps of Manager::create, in order, as ManagerConfig::fault_hook names them.
+// The steps of Manager::create, in order, as lifecycle::FaultHook (manager_testing.h) names them.
 inline const std::vector<std::string> kCreateSteps = {"clone", "configure", "resize",   "bind",
                                                       "start", "ssh",       "internet", "ready"};
 
-// A ManagerConfig::fault_hook that fails the step named by `failing` (read at every step, so a
+// A lifecycle::FaultHook that fails the step named by `failing` (read at every step, so a
 // test switches the fault on, moves it, or clears it by assigning the string).
 inline std::function<Status(std::string_view)> fail_step(const std::string& failing) {
   return [&failing](std::string_view step) -> Status {

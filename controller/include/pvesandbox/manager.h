@@ -109,10 +109,6 @@ struct ManagerConfig {
   std::chrono::milliseconds clone_lock_wait{std::chrono::minutes(5)};
   bool background = true;  // false: no reconciler thread (tests call reconcile())
 
-  // Tests only: called before each step of create ("clone", "configure", "resize", "bind",
-  // "start", "ssh", "internet", "ready") and destroy ("destroy:mark", "destroy:revoke",
-  // "destroy:delete"); an error return fails that step as if the peer had failed.
-  std::function<Status(std::string_view step)> fault_hook;
 };
 
 struct CreateOptions {

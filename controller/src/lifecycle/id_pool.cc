@@ -1,4 +1,4 @@
-#include "pvesandbox/id_pool.h"
+#include "id_pool.h"
 
 #include <cassert>
 #include <string>

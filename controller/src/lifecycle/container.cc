@@ -1,0 +1,121 @@
+// Container steps shared by create, destroy and reconcile: waiting for a Proxmox task, writing
+// the description, destroying a container that is ours, and waiting for its SSH.
+#include <thread>
+
+#include "core.h"
+
+namespace pvs::lifecycle {
+
+Status ManagerCore::wait(const pve::Result<std::string>& upid, std::string_view what) {
+  if (!upid) return fail(pve_error(upid.error(), what));
+  // A failed status poll says nothing about the task, which runs on: poll again until the
+  // deadline (giving up early would roll back while the task still works, e.g. a start).
+  auto deadline = Clock::now() + cfg_.task_timeout;
+  auto delay = milliseconds(100);
+  for (;;) {
+    pve::WaitOptions w;
+    w.timeout = std::max(milliseconds(1),
+                         std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+    w.poll_initial = milliseconds(20);
+    w.poll_max = milliseconds(500);
+    auto done = pve_.wait_task(*upid, w);
+    if (done) return {};
+    auto kind = done.error().kind;
+    bool poll_failed = kind == pve::ErrorKind::kServer || kind == pve::ErrorKind::kTransport ||
+                       kind == pve::ErrorKind::kProtocol || kind == pve::ErrorKind::kTimeout;
+    if (!poll_failed || Clock::now() + delay >= deadline)
+      return fail(pve_error(done.error(), what));
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, milliseconds(1000));
+  }
+}
+
+Status ManagerCore::write_description(int vmid, const SandboxMetadata& md) {
+  auto r = pve_.update_config(cfg_.node, vmid, {{"description", encode_description(md)}});
+  if (!r) return fail(pve_error(r.error(), "write metadata"));
+  return {};
+}
+
+Status ManagerCore::destroy_container(int vmid, const std::string& id) {
+  // Stop and delete are safe to repeat (not running / not found count as done), so a failed
+  // attempt is retried a few times before the reconciler has to take over.
+  auto delay = milliseconds(50);
+  Status r;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    r = destroy_container_once(vmid, id);
+    if (r || r.error().code == ErrorCode::kPermissionDenied) return r;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, milliseconds(1000));
+  }
+  return r;
+}
+
+Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
+  auto conf = pve_.config(cfg_.node, vmid);
+  if (!conf) {
+    if (conf.error().kind == pve::ErrorKind::kNotFound) return {};
+    return fail(pve_error(conf.error(), "read config of " + std::to_string(vmid)));
+  }
+  auto desc = conf->find("description");
+  auto md = decode_description(desc == conf->end() ? "" : desc->second);
+  bool ours = md ? (md->id == id || id.empty())
+                 : (id.empty() && md.error().code == ErrorCode::kInvalidArgument);
+  if (!ours)
+    return fail(ErrorCode::kPermissionDenied,
+                "container " + std::to_string(vmid) + " is not this sandbox's; left alone");
+  auto stop = pve_.stop(cfg_.node, vmid);
+  if (!stop) {
+    auto k = stop.error().kind;
+    if (k == pve::ErrorKind::kNotFound) return {};
+    if (k != pve::ErrorKind::kNotRunning) return fail(pve_error(stop.error(), "stop"));
+  } else if (auto w = wait(stop, "stop"); !w) {
+    if (w.error().code == ErrorCode::kNotFound) return {};
+    // A stop task that failed because the CT stopped meanwhile is fine; destroy decides.
+  }
+  pve::DestroyOptions d;
+  d.purge = true;
+  d.destroy_unreferenced_disks = true;
+  auto del = pve_.destroy(cfg_.node, vmid, d);
+  if (!del && del.error().kind == pve::ErrorKind::kNotFound) return {};
+  if (auto w = wait(del, "destroy"); !w) {
+    // The task may have failed because the container is gone already.
+    auto again = pve_.status(cfg_.node, vmid);
+    if (!again && again.error().kind == pve::ErrorKind::kNotFound) return {};
+    return w;
+  }
+  return {};
+}
+
+Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address address) {
+  SshConfig sc = cfg_.ssh;
+  sc.host = address.to_string();
+  sc.connect_timeout = std::min(sc.connect_timeout, milliseconds(2000));
+  auto deadline = Clock::now() + cfg_.ssh_ready_timeout;
+  Error last{ErrorCode::kTimeout, "ssh not ready"};
+  auto delay = milliseconds(20);
+  for (;;) {
+    auto ssh = std::make_shared<SshSession>(sc);
+    ExecOptions probe;
+    probe.timeout = seconds(10);
+    auto r = ssh->exec("true", probe);
+    if (r && r->exit_code == 0) {
+      ssh->close();
+      // The sandbox's session keeps the configured connect timeout; it connects on first use.
+      SshConfig full = cfg_.ssh;
+      full.host = sc.host;
+      return std::make_shared<SshSession>(full);
+    }
+    if (!r) last = r.error();
+    ssh->close();
+    // Errors that waiting does not fix.
+    if (!r && (r.error().is(SshErrc::kAuthFailed) || r.error().is(SshErrc::kHostKeyMismatch) ||
+               r.error().is(SshErrc::kKeyInvalid) || r.error().is(SshErrc::kKeyUnsupported)))
+      return fail(ErrorCode::kUnavailable, "ssh: " + last.message);
+    if (Clock::now() + delay >= deadline)
+      return fail(ErrorCode::kTimeout, "ssh not ready in time: " + last.message);
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, milliseconds(500));
+  }
+}
+
+}  // namespace pvs::lifecycle

@@ -1,0 +1,302 @@
+// The lifecycle's private core: ManagerCore (the Manager's state and logic) and SandboxImpl
+// (the Sandbox handle). Where the parts live, all in controller/src/lifecycle/:
+//   create.cc     validation, the create steps and their rollback, the template clone
+//   pools.cc      the warm pool and its refill thread
+//   egress.cc     grant/revoke, the one quarantine, bind/unbind, SYNC with the agent
+//   container.cc  task waits, description writes, destroying a container, waiting for SSH
+//   reconcile.cc  recovery and reconciliation against Proxmox
+//   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL
+//   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
+//   helpers.cc    small pure helpers declared below
+//   peers.h/.cc   ProxmoxApi and AgentApi, their real implementations, call timing
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "id_pool.h"
+#include "manager_testing.h"
+#include "peers.h"
+#include "pvesandbox/common/mac_address.h"
+#include "pvesandbox/manager.h"
+
+namespace pvs::lifecycle {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::string_view kTag = "pve-sandbox";
+// The label of a pooled clone that names the template it was cloned from.
+constexpr std::string_view kPoolTemplateLabel = "pve-sandbox/template";
+
+// helpers.cc
+std::int64_t now_unix();
+// The coarse Error of a Proxmox failure, its message prefixed with `what`.
+Error pve_error(const pve::ApiError& e, std::string_view what);
+std::string random_hex(int digits);
+// The sandbox's MAC, derived from its address: 02:53:<the four address bytes>, locally
+// administered and unicast, so the controller can BIND the port before the container starts
+// and a reused address always comes with the same MAC (dnsmasq leases, ARP caches).
+MacAddress mac_for(Ipv4Address address);
+bool valid_hostname(std::string_view hostname);
+std::string upper(std::string s);
+std::string port_name(int vmid, bool firewall);  // veth<vmid>i0, or fwpr<vmid>p0
+// "name=eth0,bridge=vmbr1,hwaddr=..,ip=..": key -> value.
+std::map<std::string, std::string> parse_property_string(std::string_view text);
+int config_int(const pve::Config& c, const std::string& key, int fallback);
+// The size of a disk property string ("local-lvm:vm-100-disk-0,size=8G") in GiB; 0 if absent.
+double size_gib(const std::string& rootfs);
+int size_gb(const std::string& rootfs);  // rounded down
+
+class ManagerCore;
+
+class SandboxImpl final : public Sandbox {
+ public:
+  SandboxImpl(std::shared_ptr<ManagerCore> core, SandboxMetadata md, std::string hostname, int cpus,
+              int memory_mb, int disk_gb, proto::Binding binding)
+      : Sandbox(md.id),
+        core_(std::move(core)),
+        md_(std::move(md)),
+        hostname_(std::move(hostname)),
+        cpus_(cpus),
+        memory_mb_(memory_mb),
+        disk_gb_(disk_gb),
+        binding_(std::move(binding)) {}
+
+  SandboxInfo info() const override;
+  Result<ExecResult> exec(std::string command, ExecOptions options) override;
+  Status write_file(const std::string& path, std::string_view data, std::uint32_t mode) override;
+  Result<std::string> read_file(const std::string& path, std::uint64_t max_size) override;
+  Status upload(const std::string& path, std::istream& in, const UploadOptions& options,
+                std::optional<std::uint64_t> size_hint) override;
+  Result<std::uint64_t> download(const std::string& path, std::ostream& out,
+                                 const DownloadOptions& options) override;
+  Result<std::vector<SftpEntry>> list_dir(const std::string& path) override;
+  Result<SftpAttributes> stat(const std::string& path) override;
+
+  Status set_internet(bool enabled) override;
+  Result<pve::ContainerStatus> status() override;
+  bool is_connected() const override {
+    std::lock_guard lock(mu_);
+    return ssh_ && ssh_->is_connected();
+  }
+  Status snapshot(const std::string& name, const std::string& description) override;
+  Result<std::vector<SnapshotInfo>> snapshots() override;
+  Status rollback(const std::string& name) override;
+  Status delete_snapshot(const std::string& name) override;
+  Status extend_ttl(std::chrono::seconds ttl) override;
+  Status destroy() override;
+
+  // For the manager.
+  SandboxMetadata metadata() const {
+    std::lock_guard lock(mu_);
+    return md_;
+  }
+  int vmid() const { return md_.vmid; }  // never changes
+  Ipv4Address address() const { return *md_.address; }
+  const proto::Binding& binding() const { return binding_; }
+  void set_status(std::string s) {
+    std::lock_guard lock(mu_);
+    status_ = std::move(s);
+  }
+  void adopt_session(std::shared_ptr<SshSession> ssh) {
+    std::lock_guard lock(mu_);
+    ssh_ = std::move(ssh);
+  }
+  void close_session() {
+    std::shared_ptr<SshSession> ssh;
+    {
+      std::lock_guard lock(mu_);
+      ssh = std::move(ssh_);
+    }
+    if (ssh) ssh->close();
+  }
+  // Serialises state-changing operations (internet, ttl, snapshots, destroy) on this sandbox.
+  std::mutex& op_mutex() { return op_mu_; }
+  void set_phase(SandboxMetadata::Phase p) {
+    std::lock_guard lock(mu_);
+    md_.phase = p;
+  }
+  bool destroyed() const { return destroyed_.load(); }
+  void mark_destroyed() { destroyed_ = true; }
+
+ private:
+  Result<std::shared_ptr<SshSession>> session();
+  Result<bool> has_snapshot(const std::string& name);
+  // Writes md into the description (op_mu_ held).
+  Status write_metadata(const SandboxMetadata& md);
+
+  std::shared_ptr<ManagerCore> core_;
+  mutable std::mutex mu_;
+  std::mutex op_mu_;
+  SandboxMetadata md_;
+  std::string hostname_;
+  int cpus_, memory_mb_, disk_gb_;
+  proto::Binding binding_;
+  std::string status_ = "running";
+  std::shared_ptr<SshSession> ssh_;
+  std::atomic<bool> destroyed_{false};
+};
+
+class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
+ public:
+  ManagerCore(ManagerConfig config, TestPeers peers, std::unique_ptr<AddressPool> addresses)
+      : cfg_(std::move(config)),
+        hook_(std::move(peers.fault_hook)),
+        pve_(std::move(peers.proxmox)),
+        agent_(std::move(peers.agent)),
+        vmids_(cfg_.vmid_min, cfg_.vmid_max),
+        addrs_(std::move(addresses)) {}
+
+  ~ManagerCore() { stop_background(); }
+
+  const ManagerConfig& config() const { return cfg_; }
+  TimedPve& pve() { return pve_; }
+
+  Result<std::shared_ptr<Sandbox>> create(const CreateOptions& options);
+  Result<std::shared_ptr<Sandbox>> attach(const std::string& id);
+  std::vector<SandboxInfo> list(const Labels& selector) const;
+  Status destroy_by_id(const std::string& id);
+  Status destroy(SandboxImpl& sandbox);
+  Status reconcile();
+  Health health();
+  ManagerStats stats() const;
+
+  Status grant(Ipv4Address address);
+  Status ungrant(Ipv4Address address);
+  Status wait(const pve::Result<std::string>& upid, std::string_view what);
+  Status write_description(int vmid, const SandboxMetadata& md);
+
+  void start_background();
+  void start_pool();  // the warm pool's refill thread (if warm_pool > 0)
+  void stop_background();
+  // Drops the registry (it holds the sandboxes, which hold this core): called when the
+  // Manager goes away, so that nothing keeps the core alive but handles still in use.
+  void forget_all() {
+    std::map<std::string, std::shared_ptr<SandboxImpl>> gone;
+    std::lock_guard lock(mu_);
+    gone.swap(registry_);
+  }
+
+ private:
+  // create.cc
+  struct Step {  // rollback bookkeeping of one create
+    std::string id;
+    std::optional<Ipv4Address> address;
+    int vmid = 0;
+    bool container_maybe = false;  // a clone was sent: the container may exist
+    std::string container_id;      // the id its description carries, if not `id` (a pooled clone)
+    std::string port;              // BIND sent
+    bool granted = false;
+    std::shared_ptr<SshSession> ssh;
+  };
+  Result<double> validate(const CreateOptions& options);  // the template's disk in GiB
+  Result<std::shared_ptr<SandboxImpl>> build(Step& step, const CreateOptions& options,
+                                             double template_gib);
+  Status configure(Step& step, const CreateOptions& options, const std::string& hostname,
+                   const proto::Binding& binding, const SandboxMetadata* pooled_md);
+  Status bring_up(Step& step, const CreateOptions& options, const proto::Binding& binding);
+  Status rollback(Step& step);
+  // Clones the template into a free VMID (step.vmid, busy), queued per template; `describe`
+  // fills in the clone's hostname and description once the VMID is known. "already exists"
+  // means somebody else's container: the VMID stays used and the next one is tried.
+  Status clone_template(Step& step,
+                        const std::function<void(int vmid, pve::CloneRequest&)>& describe);
+  // pools.cc: the warm pool, stopped clones with phase "pooled" (under mu_).
+  struct Pooled {
+    int vmid;
+    std::string id;  // the id in its description
+  };
+  std::optional<Pooled> take_pooled();  // marks the VMID busy
+  Status fill_pool_once();
+  void pool_loop();
+  // container.cc. Stops and purges a container if it is ours (description id == id, or unreadable
+  // marker when id is empty). kNotFound from Proxmox is success.
+  Status destroy_container(int vmid, const std::string& id);
+  Status destroy_container_once(int vmid, const std::string& id);
+  // egress.cc
+  Status bind(const proto::Binding& binding);
+  void unbind(const std::string& port);
+  void quarantine(Ipv4Address address);  // agent_mu_ held
+  // Makes the agent's set exactly granted_ (renewing every lease), its bindings exactly
+  // bound_, and frees quarantined addresses that the set no longer holds.
+  Status sync_agent(const std::set<std::string>& keep_ports = {});
+  Result<std::shared_ptr<SshSession>> wait_for_ssh(Ipv4Address address);
+  void busy(int vmid, bool on) {
+    std::lock_guard lock(mu_);
+    if (on)
+      busy_vmids_.insert(vmid);
+    else
+      busy_vmids_.erase(vmid);
+  }
+  // reconcile.cc
+  struct Orphan {
+    int vmid;
+    std::string id;  // "" for an unreadable marker
+    std::optional<Ipv4Address> address;
+    bool expired;
+    bool busy_task = false;
+  };
+  struct Scan {
+    std::vector<Orphan> orphans;
+    std::vector<std::shared_ptr<SandboxImpl>> expired;
+    std::set<int> present;  // VMIDs of the listing in our range
+  };
+  Status scan_container(const pve::ContainerStatus& ct, std::int64_t now, Scan& scan);
+  bool keep_pooled(const pve::ContainerStatus& ct, const pve::Config& conf,
+                   const SandboxMetadata& md);
+  void adopt(const pve::ContainerStatus& ct, const pve::Config& conf, const SandboxMetadata& md);
+  void forget_vanished(const std::set<std::string>& registered_before,
+                       const std::set<int>& pooled_before, const std::set<int>& present);
+  std::set<std::string> busy_orphans(std::vector<Orphan>& orphans);
+  Status reap(Scan& scan, bool synced);
+
+  void loop();
+  Status hook(std::string_view step) const { return hook_ ? hook_(step) : Status{}; }
+
+  const ManagerConfig cfg_;
+  const FaultHook hook_;
+  TimedPve pve_;
+  TimedAgent agent_;
+  VmidPool vmids_;
+  std::unique_ptr<AddressPool> addrs_;
+
+  mutable std::mutex mu_;  // registry_, busy_vmids_, inflight_, stats_
+  std::map<std::string, std::shared_ptr<SandboxImpl>> registry_;
+  std::set<int> busy_vmids_;  // creates/destroys in flight in this process
+  int inflight_ = 0;
+  ManagerStats stats_;
+  std::deque<Pooled> pool_;
+  std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
+  bool pool_stop_ = false;
+  std::thread pool_thread_;
+
+  std::mutex agent_mu_;  // granted_, bound_, quarantine_; held around agent calls
+  std::set<Ipv4Address> granted_;
+  std::map<std::string, proto::Binding> bound_;
+  std::set<Ipv4Address> quarantine_;
+  std::atomic<std::size_t> quarantined_{0};  // quarantine_.size(), readable without agent_mu_
+
+  std::mutex clone_mu_;  // clones of the template are serial on Proxmox: queue them here
+  std::mutex reconcile_mu_;
+
+  std::thread thread_;
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stop_ = false;
+};
+
+}  // namespace pvs::lifecycle

@@ -1,0 +1,289 @@
+// The create pipeline: validation, the steps with their rollback, and the template clone.
+// docs/architecture.md ("Sandbox lifecycle") lists the steps and what undoes each.
+#include <sstream>
+#include <thread>
+
+#include "core.h"
+#include "pvesandbox/common/log.h"
+
+namespace pvs::lifecycle {
+
+Status ManagerCore::rollback(Step& s) {
+  Status result;
+  bool address_clean = true;
+  if (s.ssh) s.ssh->close();
+  if (s.granted) {
+    if (auto r = ungrant(*s.address); !r) {
+      address_clean = false;
+      result = r;
+    }
+  }
+  if (!s.port.empty()) unbind(s.port);
+  bool container_gone = true;
+  if (s.container_maybe) {
+    auto r = destroy_container(s.vmid, s.container_id.empty() ? s.id : s.container_id);
+    // A configure that failed in transport may still have written our description.
+    if (!r && r.error().code == ErrorCode::kPermissionDenied && !s.container_id.empty())
+      r = destroy_container(s.vmid, s.id);
+    if (!r) {
+      // Left with phase "creating" in its description: the reconciler destroys it.
+      container_gone = false;
+      log::error("rollback: container " + std::to_string(s.vmid) +
+                 " not destroyed (reconcile retries): " + r.error().message);
+      if (result) result = r;
+    }
+  }
+  if (s.vmid != 0) {
+    if (container_gone) vmids_.release(static_cast<std::uint32_t>(s.vmid));
+    busy(s.vmid, false);
+  }
+  if (s.address && address_clean) addrs_->release(*s.address);
+  return result;
+}
+
+Result<double> ManagerCore::validate(const CreateOptions& o) {
+  if (!o.hostname.empty() && !valid_hostname(o.hostname))
+    return fail(ErrorCode::kInvalidArgument, "hostname must be a DNS label (RFC 1123)");
+  if (o.cpus < 1 || o.cpus > cfg_.max_cpus)
+    return fail(ErrorCode::kInvalidArgument, "cpus must be 1.." + std::to_string(cfg_.max_cpus));
+  if (o.memory_mb < 16 || o.memory_mb > cfg_.max_memory_mb)
+    return fail(ErrorCode::kInvalidArgument,
+                "memory_mb must be 16.." + std::to_string(cfg_.max_memory_mb));
+  if (o.disk_gb < 0 || o.disk_gb > cfg_.max_disk_gb)
+    return fail(ErrorCode::kInvalidArgument,
+                "disk_gb must be 0.." + std::to_string(cfg_.max_disk_gb));
+  if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
+    return fail(ErrorCode::kInvalidArgument, "ttl out of range");
+  if (auto v = validate_labels(o.labels); !v) return fail(v.error());
+  // A disk only grows: a smaller one is the caller's mistake, said before anything is cloned.
+  double template_gib = 0;
+  if (o.disk_gb > 0) {
+    auto t = pve_.config(cfg_.node, cfg_.template_vmid);
+    if (!t) return fail(pve_error(t.error(), "template config"));
+    template_gib = t->count("rootfs") ? size_gib(t->at("rootfs")) : 0;
+    if (o.disk_gb < template_gib) {
+      std::ostringstream gib;
+      gib << template_gib;
+      return fail(ErrorCode::kInvalidArgument, "disk_gb " + std::to_string(o.disk_gb) +
+                                                   " is smaller than the template's disk (" +
+                                                   gib.str() +
+                                                   " GiB): a container's disk can only grow");
+    }
+  }
+  return template_gib;
+}
+
+Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
+  auto template_gib = validate(o);
+  if (!template_gib) return fail(template_gib.error());
+  {
+    std::lock_guard lock(mu_);
+    if (static_cast<int>(registry_.size()) + inflight_ >= cfg_.max_sandboxes)
+      return fail(ErrorCode::kUnavailable, "sandbox limit reached");
+    ++inflight_;
+  }
+  struct Inflight {
+    ManagerCore* m;
+    ~Inflight() {
+      std::lock_guard lock(m->mu_);
+      --m->inflight_;
+    }
+  } inflight_guard{this};
+
+  Step s;
+  s.id = "sb-" + random_hex(12);
+  auto address = addrs_->acquire();
+  if (!address) {
+    std::lock_guard lock(mu_);
+    ++stats_.create_failures;
+    return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
+  }
+  s.address = *address;
+  auto built = build(s, o, *template_gib);
+  if (!built) {
+    log::warn("create " + s.id + " failed: " + built.error().message);
+    (void)rollback(s);
+    std::lock_guard lock(mu_);
+    ++stats_.create_failures;
+    return fail(built.error());
+  }
+  auto sandbox = *built;
+  {
+    std::lock_guard lock(mu_);
+    registry_[s.id] = sandbox;
+    busy_vmids_.erase(s.vmid);
+    ++stats_.creates;
+  }
+  log::info("created " + s.id + " vmid=" + std::to_string(s.vmid) +
+            " address=" + address->to_string() + (o.internet ? " internet" : ""));
+  return std::shared_ptr<Sandbox>(sandbox);
+}
+
+// Steps 1-8 of create (docs/architecture.md); an error leaves `s` for rollback().
+Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOptions& o,
+                                                        double template_gib) {
+  SandboxMetadata md;
+  md.id = s.id;
+  md.phase = SandboxMetadata::Phase::kCreating;
+  md.created_at = now_unix();
+  auto ttl = o.ttl.count() == 0 ? cfg_.default_ttl : o.ttl;
+  md.expires_at = ttl.count() == 0 ? 0 : md.created_at + ttl.count();
+  md.internet = o.internet;
+  md.address = *s.address;
+  md.owner = o.owner;
+  md.labels = o.labels;
+
+  // 1. A stopped clone from the warm pool, else a clone (queued per template).
+  if (auto h = hook("clone"); !h) return fail(h.error());
+  auto pooled = take_pooled();
+  if (pooled) {
+    s.vmid = pooled->vmid;
+    s.container_maybe = true;
+    s.container_id = pooled->id;  // until the configure step writes our description
+  } else {
+    auto cloned = clone_template(s, [&](int vmid, pve::CloneRequest& req) {
+      md.vmid = vmid;
+      req.hostname = o.hostname.empty() ? "sandbox-" + std::to_string(vmid) : o.hostname;
+      req.description = encode_description(md);
+    });
+    if (!cloned) return fail(cloned.error());
+  }
+  md.vmid = s.vmid;
+  std::string hostname = o.hostname.empty() ? "sandbox-" + std::to_string(s.vmid) : o.hostname;
+  {
+    std::lock_guard lock(mu_);
+    ++(pooled ? stats_.pool_hits : stats_.pool_misses);
+  }
+  if (pooled) pool_cv_.notify_all();  // refill
+
+  // 2. Configure: resources, address, tag. With DHCP the address is still ours: the agent's
+  // BIND publishes it as the node dnsmasq's reservation for this MAC.
+  proto::Binding binding{port_name(s.vmid, cfg_.firewall), mac_for(*s.address), *s.address};
+  if (auto h = hook("configure"); !h) return fail(h.error());
+  if (auto r = configure(s, o, hostname, binding, pooled ? &md : nullptr); !r)
+    return fail(r.error());
+  s.container_id.clear();
+  // 3. Resize (Proxmox refuses a resize to the size the disk has).
+  int disk_gb = o.disk_gb;
+  if (o.disk_gb > 0 && static_cast<double>(o.disk_gb) != template_gib) {
+    if (auto h = hook("resize"); !h) return fail(h.error());
+    if (auto r = wait(pve_.resize(cfg_.node, s.vmid, "rootfs", std::to_string(o.disk_gb) + "G"),
+                      "resize");
+        !r)
+      return fail(r.error());
+  }
+  // 4-7. Bind, start, SSH, internet.
+  if (auto r = bring_up(s, o, binding); !r) return fail(r.error());
+  // 8. Ready: the only step that makes the container survive a restart.
+  md.phase = SandboxMetadata::Phase::kReady;
+  if (auto h = hook("ready"); !h) return fail(h.error());
+  if (auto r = write_description(s.vmid, md); !r) return fail(r.error());
+
+  if (disk_gb == 0) {
+    auto c = pve_.config(cfg_.node, s.vmid);
+    if (c && c->count("rootfs")) disk_gb = size_gb(c->at("rootfs"));
+  }
+  auto sandbox = std::make_shared<SandboxImpl>(shared_from_this(), md, hostname, o.cpus,
+                                               o.memory_mb, disk_gb, binding);
+  if (s.ssh) sandbox->adopt_session(s.ssh);
+  return sandbox;
+}
+
+// Resources, address and tag in one config write (never `features`); a pooled clone becomes
+// this sandbox in the same atomic write (`md` given: its description).
+Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string& hostname,
+                              const proto::Binding& binding, const SandboxMetadata* md) {
+  std::string net0 =
+      "name=eth0,bridge=" + cfg_.bridge + ",hwaddr=" + upper(binding.mac.to_string());
+  if (cfg_.dhcp) {
+    net0 += ",ip=dhcp";
+  } else {
+    net0 += ",ip=" + s.address->to_string() + "/" + std::to_string(cfg_.sandbox_cidr.prefix()) +
+            ",gw=" + cfg_.gateway.to_string();
+  }
+  net0 += ",type=veth";
+  if (cfg_.firewall) net0 += ",firewall=1";
+  pve::Params params = {{"cores", std::to_string(o.cpus)},
+                        {"memory", std::to_string(o.memory_mb)},
+                        {"swap", "0"},
+                        {"hostname", hostname},
+                        {"net0", net0},
+                        {"tags", std::string(kTag)}};
+  if (md) params.emplace_back("description", encode_description(*md));
+  auto conf = pve_.update_config(cfg_.node, s.vmid, params);
+  if (!conf) return fail(pve_error(conf.error(), "configure"));
+  return {};
+}
+
+// 4. The L2 guard before the first frame, 5. start, 6. SSH, 7. internet with a lease.
+Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Binding& binding) {
+  if (auto h = hook("bind"); !h) return h;
+  if (auto r = bind(binding); !r) return r;
+  s.port = binding.port;
+  if (auto h = hook("start"); !h) return h;
+  if (auto r = wait(pve_.start(cfg_.node, s.vmid), "start"); !r) return r;
+  if (auto h = hook("ssh"); !h) return h;
+  if (cfg_.wait_for_ssh) {
+    auto ssh = wait_for_ssh(*s.address);
+    if (!ssh) return fail(ssh.error());
+    s.ssh = *ssh;
+  }
+  if (o.internet) {
+    s.granted = true;  // rollback revokes even if ALLOW failed half-way
+    if (auto h = hook("internet"); !h) return h;
+    if (auto r = grant(*s.address); !r) return r;
+  }
+  return {};
+}
+
+Status ManagerCore::clone_template(
+    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe) {
+  for (int attempt = 0;; ++attempt) {
+    auto vmid = vmids_.acquire();
+    if (!vmid) return fail(ErrorCode::kUnavailable, "no free VMID in the range");
+    s.vmid = static_cast<int>(*vmid);
+    busy(s.vmid, true);
+    pve::CloneRequest req;
+    req.source_vmid = cfg_.template_vmid;
+    req.new_vmid = s.vmid;
+    req.pool = cfg_.pool;
+    req.storage = cfg_.storage;
+    if (cfg_.full_clone) req.full = true;
+    describe(s.vmid, req);
+    Status cloned;
+    bool exists = false;
+    {
+      std::unique_lock clone_lock(clone_mu_);
+      auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
+      auto delay = milliseconds(50);
+      for (;;) {
+        auto upid = pve_.clone(cfg_.node, req);
+        if (!upid && upid.error().kind == pve::ErrorKind::kAlreadyExists) {
+          exists = true;
+          break;
+        }
+        if (upid) s.container_maybe = true;
+        // A transport failure may still have created it.
+        if (!upid && upid.error().kind == pve::ErrorKind::kTransport) s.container_maybe = true;
+        bool locked = !upid && upid.error().kind == pve::ErrorKind::kLocked;
+        if (locked && Clock::now() + delay < lock_deadline) {
+          std::this_thread::sleep_for(delay);
+          delay = std::min(delay * 2, milliseconds(1000));
+          continue;
+        }
+        cloned = wait(upid, "clone");
+        break;
+      }
+    }
+    if (exists) {
+      // Somebody else's: keep the VMID marked used, never touch that container.
+      busy(s.vmid, false);
+      s.vmid = 0;
+      if (attempt < 16) continue;
+      return fail(ErrorCode::kUnavailable, "no usable VMID after 16 attempts");
+    }
+    return cloned;
+  }
+}
+
+}  // namespace pvs::lifecycle

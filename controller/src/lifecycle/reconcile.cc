@@ -1,0 +1,255 @@
+// Recovery and reconciliation: Proxmox is the truth. Each pass lists the containers, adopts
+// live sandboxes (after a restart), keeps or drops pooled clones, forgets sandboxes that
+// vanished, makes the agent's set and bindings exactly the wanted ones, and destroys orphans
+// and expired sandboxes. docs/architecture.md ("Recovery") says why each case is safe.
+#include <algorithm>
+
+#include "core.h"
+#include "pvesandbox/common/log.h"
+
+namespace pvs::lifecycle {
+
+Status ManagerCore::reconcile() {
+  std::lock_guard rec(reconcile_mu_);
+  auto fail_count = [&](Error e) -> Status {
+    std::lock_guard lock(mu_);
+    ++stats_.reconcile_failures;
+    return fail(std::move(e));
+  };
+  // Only sandboxes registered (and clones pooled) before the listing can have vanished from it.
+  std::set<std::string> registered_before;
+  std::set<int> pooled_before;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, sb] : registry_) registered_before.insert(id);
+    for (auto& p : pool_) pooled_before.insert(p.vmid);
+  }
+  auto cts = pve_.list_containers(cfg_.node);
+  if (!cts) return fail_count(pve_error(cts.error(), "list containers"));
+
+  Scan scan;
+  auto now = now_unix();
+  for (auto& ct : *cts) {
+    if (ct.vmid < static_cast<int>(cfg_.vmid_min) || ct.vmid > static_cast<int>(cfg_.vmid_max))
+      continue;
+    scan.present.insert(ct.vmid);
+    if (auto r = scan_container(ct, now, scan); !r) return fail_count(r.error());
+  }
+  forget_vanished(registered_before, pooled_before, scan.present);
+  // Agent: the set is exactly the live sandboxes with internet (orphans are not in it).
+  Status agent_status = sync_agent(busy_orphans(scan.orphans));
+  Status result = reap(scan, agent_status.has_value());
+  std::lock_guard lock(mu_);
+  ++stats_.reconciles;
+  if (!agent_status) {
+    ++stats_.reconcile_failures;
+    return agent_status;
+  }
+  if (!result) ++stats_.reconcile_failures;
+  return result;
+}
+
+// One container of the listing: a registered sandbox (expired?), a template, a pooled clone,
+// a sandbox to adopt, or an orphan. Only a failed config read is an error.
+Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t now, Scan& scan) {
+  std::shared_ptr<SandboxImpl> known;
+  {
+    std::lock_guard lock(mu_);
+    if (busy_vmids_.count(ct.vmid)) return {};
+    for (auto& [id, sb] : registry_)
+      if (sb->vmid() == ct.vmid) known = sb;
+  }
+  if (known) {
+    known->set_status(ct.status);
+    auto md = known->metadata();
+    if (md.phase == SandboxMetadata::Phase::kDestroying ||
+        (md.expires_at != 0 && md.expires_at <= now))
+      scan.expired.push_back(known);
+    return {};
+  }
+  if (ct.is_template) {
+    vmids_.mark_used(static_cast<std::uint32_t>(ct.vmid));
+    return {};
+  }
+  auto conf = pve_.config(cfg_.node, ct.vmid);
+  if (!conf) {
+    if (conf.error().kind == pve::ErrorKind::kNotFound) return {};
+    return fail(pve_error(conf.error(), "read config"));
+  }
+  vmids_.mark_used(static_cast<std::uint32_t>(ct.vmid));
+  auto d = conf->find("description");
+  auto md = decode_description(d == conf->end() ? "" : d->second);
+  if (!md) {
+    if (md.error().code == ErrorCode::kNotFound) return {};  // not ours
+    scan.orphans.push_back({ct.vmid, "", std::nullopt, false, false});
+    return {};
+  }
+  if (md->vmid != ct.vmid) {  // a copy of a description, e.g. a manual clone: not a sandbox
+    scan.orphans.push_back({ct.vmid, md->id, std::nullopt, false, false});
+    return {};
+  }
+  if (md->phase == SandboxMetadata::Phase::kPooled) {
+    if (!keep_pooled(ct, *conf, *md)) scan.orphans.push_back({ct.vmid, md->id, {}, false, false});
+    return {};
+  }
+  if (md->address) addrs_->mark_used(*md->address);
+  bool is_expired = md->expires_at != 0 && md->expires_at <= now;
+  if (md->phase != SandboxMetadata::Phase::kReady || is_expired || !md->address) {
+    scan.orphans.push_back({ct.vmid, md->id, md->address, is_expired, false});
+    return {};
+  }
+  adopt(ct, *conf, *md);
+  return {};
+}
+
+// A warm-pool clone is kept while it is stopped, of today's template and wanted; false: an
+// orphan to destroy.
+bool ManagerCore::keep_pooled(const pve::ContainerStatus& ct, const pve::Config& conf,
+                              const SandboxMetadata& md) {
+  // A clone still being made (a killed controller's) has a lock: look again next time.
+  if (conf.count("lock")) return true;
+  auto tpl = md.labels.find(std::string(kPoolTemplateLabel));
+  bool fits = tpl != md.labels.end() && tpl->second == std::to_string(cfg_.template_vmid) &&
+              ct.status == "stopped";
+  {
+    std::lock_guard lock(mu_);
+    if (busy_vmids_.count(ct.vmid)) return true;  // claimed by a create meanwhile
+    auto it = std::find_if(pool_.begin(), pool_.end(),
+                           [&](const Pooled& p) { return p.vmid == ct.vmid; });
+    if (it != pool_.end()) {
+      if (fits) return true;
+      pool_.erase(it);
+    } else if (fits && static_cast<int>(pool_.size()) < cfg_.warm_pool) {
+      pool_.push_back({ct.vmid, md.id});
+      return true;
+    }
+  }
+  pool_cv_.notify_all();
+  return false;
+}
+
+// A live sandbox this process does not know (it restarted): registered again, its grant and
+// binding wanted again.
+void ManagerCore::adopt(const pve::ContainerStatus& ct, const pve::Config& conf,
+                        const SandboxMetadata& md) {
+  auto net0 = parse_property_string(conf.count("net0") ? conf.at("net0") : "");
+  auto mac = MacAddress::parse(net0["hwaddr"]);
+  proto::Binding binding{port_name(ct.vmid, net0["firewall"] == "1"), mac ? *mac : MacAddress{},
+                         *md.address};
+  auto sb = std::make_shared<SandboxImpl>(
+      shared_from_this(), md, conf.count("hostname") ? conf.at("hostname") : "",
+      config_int(conf, "cores", 1), config_int(conf, "memory", 512),
+      conf.count("rootfs") ? size_gb(conf.at("rootfs")) : 0, binding);
+  sb->set_status(ct.status);
+  {
+    std::lock_guard lock(agent_mu_);
+    if (mac) bound_[binding.port] = binding;
+    if (md.internet) granted_.insert(*md.address);
+  }
+  {
+    std::lock_guard lock(mu_);
+    registry_[md.id] = sb;
+  }
+  log::info("recovered " + md.id + " vmid=" + std::to_string(ct.vmid));
+}
+
+// Pooled clones and registered sandboxes whose container vanished behind our back.
+void ManagerCore::forget_vanished(const std::set<std::string>& registered_before,
+                                  const std::set<int>& pooled_before,
+                                  const std::set<int>& present) {
+  {
+    std::lock_guard lock(mu_);
+    auto gone = [&](const Pooled& p) {
+      return pooled_before.count(p.vmid) && !present.count(p.vmid);
+    };
+    if (std::any_of(pool_.begin(), pool_.end(), gone)) {
+      for (auto& p : pool_)
+        if (gone(p)) vmids_.release(static_cast<std::uint32_t>(p.vmid));
+      pool_.erase(std::remove_if(pool_.begin(), pool_.end(), gone), pool_.end());
+      pool_cv_.notify_all();
+    }
+  }
+  std::vector<std::shared_ptr<SandboxImpl>> vanished;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, sb] : registry_)
+      if (registered_before.count(id) && !present.count(sb->vmid()) &&
+          !busy_vmids_.count(sb->vmid()))
+        vanished.push_back(sb);
+  }
+  for (auto& sb : vanished) {
+    log::warn("sandbox " + sb->id() + " vanished from Proxmox; forgetting it");
+    std::lock_guard op(sb->op_mutex());
+    bool clean = true;
+    if (!ungrant(sb->address())) clean = false;
+    unbind(sb->binding().port);
+    sb->close_session();
+    sb->mark_destroyed();
+    vmids_.release(static_cast<std::uint32_t>(sb->vmid()));
+    if (clean) addrs_->release(sb->address());
+    std::lock_guard lock(mu_);
+    registry_.erase(sb->id());
+  }
+}
+
+// A task that a dead controller started (e.g. a start) may still run on an orphan: it is
+// left, bindings included, until the task ended (Proxmox serialises such a destroy anyway).
+// Returns the ports the SYNC must keep.
+std::set<std::string> ManagerCore::busy_orphans(std::vector<Orphan>& orphans) {
+  std::set<std::string> keep_ports;
+  for (auto& o : orphans) {
+    auto active = pve_.call("GET", "/nodes/" + cfg_.node + "/tasks",
+                            {{"vmid", std::to_string(o.vmid)}, {"source", "active"}});
+    if (!active)
+      log::warn("task list for " + std::to_string(o.vmid) + ": " + active.error().to_string());
+    if (active && active->find("UPID:") != std::string::npos) {
+      o.busy_task = true;
+      keep_ports.insert(port_name(o.vmid, false));
+      keep_ports.insert(port_name(o.vmid, true));
+    }
+  }
+  return keep_ports;
+}
+
+// Destroys orphans (their address revoked first when the SYNC failed) and expired sandboxes.
+Status ManagerCore::reap(Scan& scan, bool synced) {
+  Status result;
+  for (auto& o : scan.orphans) {
+    if (o.busy_task) {
+      result = fail(ErrorCode::kConflict,
+                    "orphan " + std::to_string(o.vmid) + " still has a running task; later");
+      continue;
+    }
+    busy(o.vmid, true);
+    if (o.address && !synced) {  // the SYNC did not remove it: try an explicit REVOKE
+      std::lock_guard lock(agent_mu_);
+      if (!agent_.revoke(*o.address)) quarantine(*o.address);
+    }
+    unbind(port_name(o.vmid, false));
+    unbind(port_name(o.vmid, true));
+    auto r = destroy_container(o.vmid, o.id);
+    busy(o.vmid, false);
+    if (!r) {
+      log::warn("orphan " + std::to_string(o.vmid) + " not destroyed: " + r.error().message);
+      result = r;
+      continue;
+    }
+    vmids_.release(static_cast<std::uint32_t>(o.vmid));
+    if (o.address) addrs_->release(*o.address);  // a quarantined one stays quarantined
+    log::info("destroyed orphan vmid=" + std::to_string(o.vmid) + (o.expired ? " (expired)" : ""));
+    std::lock_guard lock(mu_);
+    ++(o.expired ? stats_.expired_destroyed : stats_.orphans_destroyed);
+  }
+  for (auto& sb : scan.expired) {
+    bool was_expired = sb->metadata().phase == SandboxMetadata::Phase::kReady;
+    if (auto r = destroy(*sb); !r) {
+      result = r;
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    if (was_expired) ++stats_.expired_destroyed;
+  }
+  return result;
+}
+
+}  // namespace pvs::lifecycle

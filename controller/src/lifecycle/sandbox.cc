@@ -1,0 +1,224 @@
+// The Sandbox handle: its info, exec and files over its SSH session, internet, snapshots, TTL.
+// State changes are serialised per sandbox (op_mutex) and recorded in the description.
+#include <algorithm>
+
+#include "core.h"
+
+namespace pvs::lifecycle {
+
+SandboxInfo SandboxImpl::info() const {
+  std::lock_guard lock(mu_);
+  SandboxInfo i;
+  i.id = md_.id;
+  i.vmid = md_.vmid;
+  i.node = core_->config().node;
+  i.hostname = hostname_;
+  i.address = md_.address;
+  i.phase = md_.phase;
+  i.status = status_;
+  i.internet = md_.internet;
+  i.cpus = cpus_;
+  i.memory_mb = memory_mb_;
+  i.disk_gb = disk_gb_;
+  i.created_at = md_.created_at;
+  i.expires_at = md_.expires_at;
+  i.labels = md_.labels;
+  i.owner = md_.owner;
+  return i;
+}
+
+Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  std::lock_guard lock(mu_);
+  if (!ssh_) {
+    SshConfig sc = core_->config().ssh;
+    sc.host = md_.address->to_string();
+    ssh_ = std::make_shared<SshSession>(sc);
+  }
+  return ssh_;
+}
+
+Status SandboxImpl::write_metadata(const SandboxMetadata& md) {
+  if (auto r = core_->write_description(md_.vmid, md); !r) return r;
+  std::lock_guard lock(mu_);
+  md_ = md;
+  return {};
+}
+
+Status SandboxImpl::set_internet(bool enabled) {
+  std::lock_guard op(op_mu_);
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto md = metadata();
+  md.internet = enabled;
+  if (enabled) {
+    if (auto r = core_->grant(*md.address); !r) return r;
+    if (auto r = write_metadata(md); !r) {
+      (void)core_->ungrant(*md.address);
+      return r;
+    }
+    return {};
+  }
+  // Revoke first, then record; a failed revoke is reported (and quarantined for the next SYNC).
+  auto r = core_->ungrant(*md.address);
+  if (auto w = write_metadata(md); !w) return w;
+  return r;
+}
+
+Result<pve::ContainerStatus> SandboxImpl::status() {
+  auto r = core_->pve().status(core_->config().node, md_.vmid);
+  if (!r) return fail(pve_error(r.error(), "status"));
+  set_status(r->status);
+  return std::move(*r);
+}
+
+// Proxmox checks snapshot names only inside the task (a missing one fails the task with
+// "snapshot 'x' does not exist", a taken one with "snapshot name 'x' already used"), which the
+// client reports as a failed task (kInternal). Ask first, and map those task errors too, so
+// that callers get kNotFound / kConflict.
+Result<bool> SandboxImpl::has_snapshot(const std::string& name) {
+  auto r = core_->pve().snapshots(core_->config().node, md_.vmid);
+  if (!r) return fail(pve_error(r.error(), "snapshots"));
+  return std::any_of(r->begin(), r->end(),
+                     [&](const pve::Snapshot& s) { return !s.is_current && s.name == name; });
+}
+
+namespace {
+Status snapshot_result(Status r, const std::string& name) {
+  if (r) return r;
+  const auto& m = r.error().message;
+  if (m.find("does not exist") != std::string::npos)
+    return fail(ErrorCode::kNotFound, "no snapshot " + name);
+  if (m.find("already used") != std::string::npos)
+    return fail(ErrorCode::kConflict, "snapshot " + name + " exists already");
+  return r;
+}
+}  // namespace
+
+Status SandboxImpl::snapshot(const std::string& name, const std::string& description) {
+  std::lock_guard op(op_mu_);
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto exists = has_snapshot(name);
+  if (!exists) return fail(exists.error());
+  if (*exists) return fail(ErrorCode::kConflict, "snapshot " + name + " exists already");
+  return snapshot_result(
+      core_->wait(core_->pve().create_snapshot(core_->config().node, md_.vmid, name, description),
+                  "snapshot"),
+      name);
+}
+
+Result<std::vector<SnapshotInfo>> SandboxImpl::snapshots() {
+  auto r = core_->pve().snapshots(core_->config().node, md_.vmid);
+  if (!r) return fail(pve_error(r.error(), "snapshots"));
+  std::vector<SnapshotInfo> out;
+  for (auto& s : *r)
+    if (!s.is_current) out.push_back({s.name, s.description, s.snaptime});
+  return out;
+}
+
+Status SandboxImpl::rollback(const std::string& name) {
+  std::lock_guard op(op_mu_);
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto exists = has_snapshot(name);
+  if (!exists) return fail(exists.error());
+  if (!*exists) return fail(ErrorCode::kNotFound, "no snapshot " + name);
+  close_session();
+  if (auto r = snapshot_result(
+          core_->wait(core_->pve().rollback_snapshot(core_->config().node, md_.vmid, name, true),
+                      "rollback"),
+          name);
+      !r)
+    return r;
+  // The snapshot's config carries the description of its time: write today's back.
+  return write_metadata(metadata());
+}
+
+Status SandboxImpl::delete_snapshot(const std::string& name) {
+  std::lock_guard op(op_mu_);
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto exists = has_snapshot(name);
+  if (!exists) return fail(exists.error());
+  if (!*exists) return fail(ErrorCode::kNotFound, "no snapshot " + name);
+  return snapshot_result(
+      core_->wait(core_->pve().delete_snapshot(core_->config().node, md_.vmid, name),
+                  "delete snapshot"),
+      name);
+}
+
+Status SandboxImpl::extend_ttl(std::chrono::seconds ttl) {
+  std::lock_guard op(op_mu_);
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  if (ttl.count() <= 0) return fail(ErrorCode::kInvalidArgument, "ttl must be positive");
+  ttl = std::min(ttl, core_->config().max_ttl);
+  auto md = metadata();
+  md.expires_at = now_unix() + ttl.count();
+  return write_metadata(md);
+}
+
+Status SandboxImpl::destroy() {
+  return core_->destroy(*this);
+}
+
+Result<ExecResult> SandboxImpl::exec(std::string command, ExecOptions options) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  auto r = (*ssh)->exec(std::move(command), std::move(options));
+  if (!r) return fail(r.error());
+  return std::move(*r);
+}
+
+Status SandboxImpl::write_file(const std::string& path, std::string_view data, std::uint32_t mode) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  UploadOptions o;
+  o.mode = mode;
+  auto r = (*ssh)->upload(path, data, o);
+  if (!r) return fail(r.error());
+  return {};
+}
+
+Result<std::string> SandboxImpl::read_file(const std::string& path, std::uint64_t max_size) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  DownloadOptions o;
+  o.max_size = max_size;
+  auto r = (*ssh)->download(path, o);
+  if (!r) return fail(r.error());
+  return std::move(*r);
+}
+
+Status SandboxImpl::upload(const std::string& path, std::istream& in, const UploadOptions& options,
+                           std::optional<std::uint64_t> size_hint) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  (void)size_hint;  // SshSession sizes its pipeline itself
+  auto r = (*ssh)->upload(path, in, options);
+  if (!r) return fail(r.error());
+  return {};
+}
+
+Result<std::uint64_t> SandboxImpl::download(const std::string& path, std::ostream& out,
+                                            const DownloadOptions& options) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  auto r = (*ssh)->download(path, out, options);
+  if (!r) return fail(r.error());
+  return *r;
+}
+
+Result<std::vector<SftpEntry>> SandboxImpl::list_dir(const std::string& path) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  auto r = (*ssh)->list_dir(path);
+  if (!r) return fail(r.error());
+  return std::move(*r);
+}
+
+Result<SftpAttributes> SandboxImpl::stat(const std::string& path) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  auto r = (*ssh)->stat(path);
+  if (!r) return fail(r.error());
+  return *r;
+}
+
+}  // namespace pvs::lifecycle
