@@ -1,0 +1,202 @@
+// In-memory peers for unit tests of the Manager's logic (no root, no network): a Proxmox that
+// keeps containers as config maps and finishes every task at once, and an agent that keeps the
+// set and the bindings. Each can be told to fail a verb; everything they were asked is counted.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "peers.h"
+
+namespace pvs::test {
+
+class FakeProxmox final : public lifecycle::ProxmoxApi {
+ public:
+  explicit FakeProxmox(int template_vmid, std::string template_size = "8G") {
+    cts_[template_vmid] = {{"rootfs", "local-lvm:base-disk-0,size=" + template_size},
+                           {"template", "1"}};
+  }
+
+  std::map<int, pve::Config> containers() const {
+    std::lock_guard lock(mu_);
+    auto out = cts_;
+    for (auto it = out.begin(); it != out.end();)
+      it = it->second.count("template") ? out.erase(it) : std::next(it);
+    return out;
+  }
+  int calls(const std::string& verb) const {
+    std::lock_guard lock(mu_);
+    auto it = calls_.find(verb);
+    return it == calls_.end() ? 0 : it->second;
+  }
+
+  pve::Result<std::string> call(std::string_view, std::string_view, const pve::Params&) override {
+    return std::string("[]");  // /version, active tasks: none
+  }
+  pve::Result<std::vector<pve::ContainerStatus>> list_containers(std::string_view) override {
+    std::lock_guard lock(mu_);
+    std::vector<pve::ContainerStatus> out;
+    for (auto& [vmid, c] : cts_) {
+      pve::ContainerStatus s;
+      s.vmid = vmid;
+      s.is_template = c.count("template") > 0;
+      s.status = running_.count(vmid) ? "running" : "stopped";
+      out.push_back(s);
+    }
+    return out;
+  }
+  pve::Result<std::string> clone(std::string_view, const pve::CloneRequest& r) override {
+    std::lock_guard lock(mu_);
+    ++calls_["clone"];
+    if (cts_.count(r.new_vmid)) return error(pve::ErrorKind::kAlreadyExists, "exists");
+    auto c = cts_.at(r.source_vmid);
+    c.erase("template");
+    c["hostname"] = r.hostname;
+    c["description"] = r.description;
+    cts_[r.new_vmid] = c;
+    return std::string("UPID:clone");
+  }
+  pve::Result<pve::Config> config(std::string_view, int vmid) override {
+    std::lock_guard lock(mu_);
+    auto it = cts_.find(vmid);
+    if (it == cts_.end()) return error(pve::ErrorKind::kNotFound, "does not exist");
+    return it->second;
+  }
+  pve::Status update_config(std::string_view, int vmid, const pve::Params& changes) override {
+    std::lock_guard lock(mu_);
+    ++calls_["configure"];
+    auto it = cts_.find(vmid);
+    if (it == cts_.end()) return error(pve::ErrorKind::kNotFound, "does not exist");
+    for (auto& [k, v] : changes) it->second[k] = v;
+    return {};
+  }
+  pve::Result<std::string> resize(std::string_view, int, std::string_view,
+                                  std::string_view) override {
+    std::lock_guard lock(mu_);
+    ++calls_["resize"];
+    return std::string("UPID:resize");
+  }
+  pve::Result<std::string> start(std::string_view, int vmid) override {
+    std::lock_guard lock(mu_);
+    ++calls_["start"];
+    if (fail_start) return error(pve::ErrorKind::kServer, "start refused");
+    running_.insert(vmid);
+    return std::string("UPID:start");
+  }
+  pve::Result<std::string> stop(std::string_view, int vmid) override {
+    std::lock_guard lock(mu_);
+    if (!cts_.count(vmid)) return error(pve::ErrorKind::kNotFound, "does not exist");
+    if (!running_.erase(vmid)) return error(pve::ErrorKind::kNotRunning, "not running");
+    return std::string("UPID:stop");
+  }
+  pve::Result<pve::ContainerStatus> status(std::string_view, int vmid) override {
+    std::lock_guard lock(mu_);
+    if (!cts_.count(vmid)) return error(pve::ErrorKind::kNotFound, "does not exist");
+    pve::ContainerStatus s;
+    s.vmid = vmid;
+    s.status = running_.count(vmid) ? "running" : "stopped";
+    return s;
+  }
+  pve::Result<std::string> destroy(std::string_view, int vmid,
+                                   const pve::DestroyOptions&) override {
+    std::lock_guard lock(mu_);
+    ++calls_["destroy"];
+    if (!cts_.erase(vmid)) return error(pve::ErrorKind::kNotFound, "does not exist");
+    return std::string("UPID:destroy");
+  }
+  pve::Result<std::vector<pve::Snapshot>> snapshots(std::string_view, int) override {
+    return std::vector<pve::Snapshot>{};
+  }
+  pve::Result<std::string> create_snapshot(std::string_view, int, std::string_view,
+                                           std::string_view) override {
+    return std::string("UPID:snapshot");
+  }
+  pve::Result<std::string> rollback_snapshot(std::string_view, int, std::string_view,
+                                             bool) override {
+    return std::string("UPID:rollback");
+  }
+  pve::Result<std::string> delete_snapshot(std::string_view, int, std::string_view) override {
+    return std::string("UPID:delsnapshot");
+  }
+  pve::Result<pve::TaskStatus> wait_task(std::string_view upid, const pve::WaitOptions&) override {
+    pve::TaskStatus t;
+    t.upid = std::string(upid);
+    t.status = "stopped";
+    t.exitstatus = "OK";
+    return t;
+  }
+
+  bool fail_start = false;
+
+ private:
+  static tl::unexpected<pve::ApiError> error(pve::ErrorKind kind, std::string message) {
+    pve::ApiError e;
+    e.kind = kind;
+    e.http_status = 500;
+    e.message = std::move(message);
+    return tl::unexpected<pve::ApiError>(std::move(e));
+  }
+
+  mutable std::mutex mu_;
+  std::map<int, pve::Config> cts_;
+  std::set<int> running_;
+  std::map<std::string, int> calls_;
+};
+
+class FakeAgent final : public lifecycle::AgentApi {
+ public:
+  std::set<Ipv4Address> set() const {
+    std::lock_guard lock(mu_);
+    return set_;
+  }
+
+  Status allow(Ipv4Address a, std::uint32_t) override {
+    std::lock_guard lock(mu_);
+    if (fail_allow) return fail(ErrorCode::kUnavailable, "allow refused");
+    set_.insert(a);
+    return {};
+  }
+  Status revoke(Ipv4Address a) override {
+    std::lock_guard lock(mu_);
+    if (fail_revoke) return fail(ErrorCode::kUnavailable, "revoke refused");
+    set_.erase(a);
+    return {};
+  }
+  Result<std::uint64_t> sync(const std::vector<proto::Grant>& grants) override {
+    std::lock_guard lock(mu_);
+    if (fail_sync) return fail(ErrorCode::kUnavailable, "sync refused");
+    set_.clear();
+    for (auto& g : grants) set_.insert(g.address);
+    return set_.size();
+  }
+  Status bind(const proto::Binding& b) override {
+    std::lock_guard lock(mu_);
+    bound_[b.port] = b;
+    return {};
+  }
+  Status unbind(const std::string& port) override {
+    std::lock_guard lock(mu_);
+    bound_.erase(port);
+    return {};
+  }
+  Result<std::vector<proto::Binding>> bindings() override {
+    std::lock_guard lock(mu_);
+    std::vector<proto::Binding> out;
+    for (auto& [port, b] : bound_) out.push_back(b);
+    return out;
+  }
+  Result<proto::StatusFields> status() override { return proto::StatusFields{}; }
+  Status hello() override { return {}; }
+  std::uint64_t connections() const override { return 1; }
+
+  bool fail_allow = false, fail_revoke = false, fail_sync = false;
+
+ private:
+  mutable std::mutex mu_;
+  std::set<Ipv4Address> set_;
+  std::map<std::string, proto::Binding> bound_;
+};
+
+}  // namespace pvs::test
