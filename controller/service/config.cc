@@ -239,6 +239,8 @@ ServiceConfig parse(const YAML::Node& root, const std::map<std::string, std::str
   {
     Section s = top.section("auth");
     s.integer("default_max_sandboxes", &c.default_max_sandboxes, 1, 100000);
+    s.integer("max_requests_per_token", &c.max_requests_per_token, 0, 100000);
+    s.integer("max_streams_per_token", &c.max_streams_per_token, 0, 100000);
     YAML::Node tokens = s.get("tokens");
     if (tokens) {
       if (!tokens.IsSequence()) throw ConfigError{s.key("tokens"), "must be a list"};
@@ -280,6 +282,7 @@ ServiceConfig parse(const YAML::Node& root, const std::map<std::string, std::str
       throw ConfigError{s.key("file"), "must be an absolute path"};
     }
     s.boolean("fsync", &c.audit_fsync);
+    s.integer("denied_interval_seconds", &c.audit_denied_interval_seconds, 1, 86400);
     s.finish();
   }
   top.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});

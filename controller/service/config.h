@@ -52,10 +52,13 @@ struct ServiceConfig {
   // auth
   std::vector<TokenConfig> tokens;
   int default_max_sandboxes = 16;
+  int max_requests_per_token = 0;  // concurrent requests per token, 429 beyond (0: no limit)
+  int max_streams_per_token = 0;   // concurrent streaming execs per token (0: no limit)
 
   // audit
   std::string audit_file = "/var/log/pve-sandbox-controller/audit.log";
   bool audit_fsync = false;
+  int audit_denied_interval_seconds = 60;  // refused authentications: one line per source
 
   std::string log_level = "info";
 

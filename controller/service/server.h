@@ -1,5 +1,8 @@
 // The REST API on Poco's HTTPServer: routing, authentication, limits, the handlers on
-// pvs::Manager, metrics and the audit log.
+// pvs::Manager, metrics and the audit log. The route table (routes.cc) is the API at a glance;
+// the handlers live in one file per resource (routes_system.cc, routes_sandboxes.cc,
+// routes_exec.cc, routes_files.cc, routes_snapshots.cc); this file's server.cc holds the
+// request pipeline (dispatch, authentication, replies, audit, metrics).
 //
 //   pvs::service::Api api(config, &audit, &metrics);
 //   api.set_manager(manager);          // until then sandbox calls answer 503 "starting"
@@ -11,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -24,9 +28,11 @@
 #include "audit.h"
 #include "auth.h"
 #include "config.h"
+#include "denied_log.h"
 #include "metrics.h"
 #include "pvesandbox/manager.h"
 #include "router.h"
+#include "token_limits.h"
 
 namespace pvs::service {
 
@@ -47,8 +53,23 @@ struct RequestContext {
   std::string sandbox;
   std::string params_json = "{}";
   std::optional<ApiError> error;
+  // The request body: read whole (or streamed) by the handler, or still on the socket.
+  bool body_read = false;
+  bool drain = false;  // refused before its body was read: drained after the reply (bounded)
 
   std::string query_value(const std::string& key) const;
+};
+
+class Api;
+
+// One row of the route table: who may call it and what the audit log calls it.
+struct Route {
+  enum class Access { kPublic, kToken };
+  std::string_view method;
+  std::string_view pattern;  // also the metrics' route label
+  void (Api::*handler)(RequestContext&);
+  Access access;
+  std::string_view action;  // audit action of a mutating call; empty: not audited
 };
 
 class Api {
@@ -65,10 +86,12 @@ class Api {
   const ServiceConfig& config() const { return config_; }
 
   static void declare_metrics(Metrics& metrics);
+  // The route table (routes.cc).
+  static std::span<const Route> routes();
 
  private:
-  using Handler = void (Api::*)(RequestContext&);
   void dispatch(RequestContext& ctx);
+  void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
 
   void health(RequestContext& ctx);
   void openapi(RequestContext& ctx);
@@ -78,6 +101,9 @@ class Api {
   void show(RequestContext& ctx);
   void destroy(RequestContext& ctx);
   void exec(RequestContext& ctx);
+  void exec_stream(RequestContext& ctx, const std::shared_ptr<Sandbox>& sandbox,
+                   std::string command, ExecOptions options);
+  void account_exec(const Result<ExecResult>& r, std::chrono::steady_clock::time_point start);
   void get_file(RequestContext& ctx);
   void put_file(RequestContext& ctx);
   void internet(RequestContext& ctx);
@@ -103,18 +129,26 @@ class Api {
   // Ends a reply whose body broke off: resets the connection.
   void abort_reply(RequestContext& ctx);
   void finish(RequestContext& ctx);
+  // The audit record of a mutating call (ctx.action), before its reply leaves.
+  void audit(RequestContext& ctx, int status, const ApiError* error);
+  void audit_denied(RequestContext& ctx, const DeniedLog::Line& line, std::string_view reason);
+  void drain_body(RequestContext& ctx);
 
   ServiceConfig config_;
   TokenStore tokens_;
   AuditLog* audit_;
   Metrics* metrics_;
-  Router<Handler> router_;
+  Router<const Route*> router_;
+  TokenLimits limits_;
+  DeniedLog denied_;
   mutable std::mutex mu_;
   std::shared_ptr<Manager> manager_;
   std::map<std::string, int> creating_;  // token -> creates in flight (per-token limit)
   // /v1/health asks Proxmox and the agent; its answer is reused for a second (it is public).
+  std::mutex health_mu_;  // one refresh at a time; guards the three below
   std::chrono::steady_clock::time_point health_at_{};
-  std::pair<int, std::string> health_cached_;
+  Health health_;
+  std::uint64_t health_live_ = 0;
   std::atomic<std::uint64_t> next_request_{1};
   std::string request_prefix_;
 };
@@ -141,5 +175,11 @@ class HttpServer {
 
 // The JSON of a sandbox, as the API returns it.
 std::string sandbox_json(const SandboxInfo& info);
+
+// For the handlers.
+double seconds_since(std::chrono::steady_clock::time_point t);
+std::string iso_time(std::int64_t unix_seconds);  // "2026-11-22T15:04:05Z"
+// Reads a small unread request body now; marks a large or chunked one for drain_body().
+void settle_body(RequestContext& ctx);
 
 }  // namespace pvs::service

@@ -1,0 +1,33 @@
+// The REST API at a glance: every route, its handler, who may call it and what the audit log
+// records. docs/api.md documents each; docs/openapi.json is the machine-readable form.
+#include "server.h"
+
+namespace pvs::service {
+
+std::span<const Route> Api::routes() {
+  using A = Route::Access;
+  // clang-format off
+  static constexpr Route kRoutes[] = {
+      // method   pattern                                          handler                access      audit action
+      {"GET",    "/v1/health",                                    &Api::health,           A::kPublic, ""},
+      {"GET",    "/v1/openapi.json",                              &Api::openapi,          A::kPublic, ""},
+      {"GET",    "/metrics",                                      &Api::metrics_text,     A::kPublic, ""},
+      {"POST",   "/v1/sandboxes",                                 &Api::create,           A::kToken,  "sandbox.create"},
+      {"GET",    "/v1/sandboxes",                                 &Api::list,             A::kToken,  ""},
+      {"GET",    "/v1/sandboxes/{id}",                            &Api::show,             A::kToken,  ""},
+      {"DELETE", "/v1/sandboxes/{id}",                            &Api::destroy,          A::kToken,  "sandbox.destroy"},
+      {"POST",   "/v1/sandboxes/{id}/exec",                       &Api::exec,             A::kToken,  "sandbox.exec"},
+      {"GET",    "/v1/sandboxes/{id}/files",                      &Api::get_file,         A::kToken,  ""},
+      {"PUT",    "/v1/sandboxes/{id}/files",                      &Api::put_file,         A::kToken,  "sandbox.put_file"},
+      {"PUT",    "/v1/sandboxes/{id}/internet",                   &Api::internet,         A::kToken,  "sandbox.internet"},
+      {"POST",   "/v1/sandboxes/{id}/ttl",                        &Api::ttl,              A::kToken,  "sandbox.ttl"},
+      {"POST",   "/v1/sandboxes/{id}/snapshots",                  &Api::snapshot_create,  A::kToken,  "sandbox.snapshot"},
+      {"GET",    "/v1/sandboxes/{id}/snapshots",                  &Api::snapshot_list,    A::kToken,  ""},
+      {"POST",   "/v1/sandboxes/{id}/snapshots/{name}/rollback",  &Api::snapshot_rollback, A::kToken, "sandbox.rollback"},
+      {"DELETE", "/v1/sandboxes/{id}/snapshots/{name}",           &Api::snapshot_delete,  A::kToken,  "sandbox.delete_snapshot"},
+  };
+  // clang-format on
+  return kRoutes;
+}
+
+}  // namespace pvs::service

@@ -1,0 +1,138 @@
+// Sandboxes: create, list, show, destroy, internet on/off, TTL.
+#include "json.h"
+#include "requests.h"
+#include "server.h"
+
+namespace pvs::service {
+
+std::string sandbox_json(const SandboxInfo& s) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("id").value(s.id);
+  w.key("vmid").value(s.vmid);
+  w.key("node").value(s.node);
+  w.key("hostname").value(s.hostname);
+  w.key("address");
+  if (s.address) {
+    w.value(s.address->to_string());
+  } else {
+    w.null();
+  }
+  w.key("state").value(std::string(to_string(s.phase)));
+  w.key("status").value(s.status);
+  w.key("internet").value(s.internet);
+  w.key("cpus").value(s.cpus).key("memory_mb").value(s.memory_mb).key("disk_gb").value(s.disk_gb);
+  w.key("created_at").value(iso_time(s.created_at));
+  w.key("expires_at");
+  if (s.expires_at > 0) {
+    w.value(iso_time(s.expires_at));
+  } else {
+    w.null();
+  }
+  w.key("labels").value(s.labels);
+  w.key("owner").value(s.owner);
+  w.end_object();
+  return w.take();
+}
+
+void Api::create(RequestContext& ctx) {
+  auto req = parse_create(json_body(ctx), config_);
+  if (!req) throw req.error();
+  {
+    JsonWriter p;
+    p.begin_object().key("cpus").value(req->cpus).key("memory_mb").value(req->memory_mb);
+    p.key("disk_gb").value(req->disk_gb).key("internet").value(req->internet);
+    p.key("ttl_seconds").value(req->ttl_seconds).key("labels").value(req->labels);
+    p.key("hostname").value(req->hostname).end_object();
+    ctx.params_json = p.take();
+  }
+  auto manager = require_manager();
+  const std::string& owner = ctx.principal->name;
+  {
+    std::lock_guard lock(mu_);
+    int owned = creating_[owner];
+    for (const auto& info : manager->list()) owned += info.owner == owner;
+    if (owned >= ctx.principal->max_sandboxes) {
+      throw limit_exceeded("token " + owner + " already has " + std::to_string(owned) +
+                           " sandboxes (limit " + std::to_string(ctx.principal->max_sandboxes) +
+                           ")");
+    }
+    ++creating_[owner];
+  }
+  struct Release {
+    Api* api;
+    std::string owner;
+    ~Release() {
+      std::lock_guard lock(api->mu_);
+      if (--api->creating_[owner] == 0) api->creating_.erase(owner);
+    }
+  } release{this, owner};
+
+  CreateOptions options;
+  options.hostname = req->hostname;
+  options.cpus = req->cpus;
+  options.memory_mb = req->memory_mb;
+  options.disk_gb = req->disk_gb;
+  options.internet = req->internet;
+  options.ttl = std::chrono::seconds(req->ttl_seconds);
+  options.labels = req->labels;
+  options.owner = owner;
+  auto sandbox = manager->create(options);
+  if (!sandbox) throw from_error(sandbox.error());
+  SandboxInfo info = (*sandbox)->info();
+  ctx.sandbox = info.id;
+  ctx.response->set("Location", "/v1/sandboxes/" + info.id);
+  send_json(ctx, 201, sandbox_json(info));
+}
+
+void Api::list(RequestContext& ctx) {
+  std::vector<std::string> labels;
+  auto range = ctx.query.equal_range("label");
+  for (auto it = range.first; it != range.second; ++it) labels.push_back(it->second);
+  for (const auto& [k, v] : ctx.query) {
+    if (k != "label") throw bad_request(k.substr(0, 64) + ": unknown query parameter");
+  }
+  auto selector = parse_selector(labels);
+  if (!selector) throw selector.error();
+  auto manager = require_manager();
+  JsonWriter w;
+  w.begin_object().key("sandboxes").begin_array();
+  for (const auto& info : manager->list(*selector)) {
+    if (ctx.principal->admin || info.owner == ctx.principal->name) w.raw(sandbox_json(info));
+  }
+  w.end_array().end_object();
+  send_json(ctx, 200, w.take());
+}
+
+void Api::show(RequestContext& ctx) {
+  auto sandbox = find_sandbox(ctx);
+  send_json(ctx, 200, sandbox_json(sandbox->info()));
+}
+
+void Api::destroy(RequestContext& ctx) {
+  auto sandbox = find_sandbox(ctx);
+  if (auto st = sandbox->destroy(); !st) throw from_error(st.error());
+  send_empty(ctx, 204);
+}
+
+void Api::internet(RequestContext& ctx) {
+  auto enabled = parse_internet(json_body(ctx));
+  if (!enabled) throw enabled.error();
+  ctx.params_json = std::string("{\"enabled\":") + (*enabled ? "true" : "false") + "}";
+  auto sandbox = find_sandbox(ctx);
+  if (auto st = sandbox->set_internet(*enabled); !st) throw from_error(st.error());
+  send_json(ctx, 200, sandbox_json(sandbox->info()));
+}
+
+void Api::ttl(RequestContext& ctx) {
+  auto seconds = parse_ttl(json_body(ctx), config_);
+  if (!seconds) throw seconds.error();
+  ctx.params_json = "{\"ttl_seconds\":" + std::to_string(*seconds) + "}";
+  auto sandbox = find_sandbox(ctx);
+  if (auto st = sandbox->extend_ttl(std::chrono::seconds(*seconds)); !st) {
+    throw from_error(st.error());
+  }
+  send_json(ctx, 200, sandbox_json(sandbox->info()));
+}
+
+}  // namespace pvs::service
