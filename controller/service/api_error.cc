@@ -58,6 +58,8 @@ int http_status_for(pvs::ErrorCode code) {
 }
 
 ApiError from_error(const pvs::Error& error) {
+  // A full disk in the sandbox is its state, not the request's size.
+  if (error.is(SshErrc::kDiskFull)) return {507, "insufficient_storage", error.message};
   std::string code(pvs::to_string(error.code));
   if (error.code == ErrorCode::kIo) code = "internal";
   return {http_status_for(error.code), code, error.message};

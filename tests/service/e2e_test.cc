@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -267,6 +268,105 @@ TEST_F(ServiceE2eTest, StreamingExecEvents) {
   EXPECT_EQ(events[3]->getValue<std::string>("type"), "exit");
   EXPECT_EQ(events[3]->getValue<int>("exit_code"), 4);
   EXPECT_EQ(test::http(port_, "DELETE", "/v1/sandboxes/" + id, "", "tok-demo").status, 204);
+}
+
+// A request refused before its body is read (413 over the limit, 401) is answered, not reset:
+// real clients that send a 64 MiB body without waiting for 100-continue read the JSON error.
+TEST_F(ServiceE2eTest, RefusedLargeBodiesGetTheirStatusNotAReset) {
+  std::string big = dir_ + "/big.bin";
+  {
+    std::ofstream out(big, std::ios::binary);
+    std::string mib(1 << 20, 'x');
+    for (int i = 0; i < 64; ++i) out << mib;
+  }
+  std::string port = std::to_string(port_);
+  const char* py =
+      "import http.client, json, os, sys\n"
+      "port, method, path, token, body = sys.argv[1:6]\n"
+      "c = http.client.HTTPConnection('127.0.0.1', int(port), timeout=60)\n"
+      "h = {'Content-Type': 'application/octet-stream',\n"
+      "     'Content-Length': str(os.path.getsize(body))}\n"
+      "if token: h['Authorization'] = 'Bearer ' + token\n"
+      "c.request(method, path, body=open(body, 'rb'), headers=h)\n"
+      "r = c.getresponse()\n"
+      "print(r.status, json.loads(r.read())['error']['code'])\n";
+  std::string upload = "/v1/sandboxes/sb-0123456789ab/files?path=/tmp/x";
+  auto over = run({"python3", "-c", py, port, "PUT", upload, "tok-demo", big}, dir_);
+  EXPECT_EQ(over.out, "413 too_large\n") << over.err;
+  auto anonymous = run({"python3", "-c", py, port, "POST", "/v1/sandboxes", "", big}, dir_);
+  EXPECT_EQ(anonymous.out, "401 unauthenticated\n") << anonymous.err;
+  auto curl =
+      run({"curl", "-sS", "-H", "Expect:", "-H", "Authorization: Bearer tok-demo", "-X", "PUT",
+           "--data-binary", "@" + big, "-w", " %{http_code}", "http://127.0.0.1:" + port + upload},
+          dir_);
+  EXPECT_EQ(curl.exit_code, 0) << curl.err;
+  EXPECT_NE(curl.out.find("\"too_large\""), std::string::npos) << curl.out;
+  EXPECT_NE(curl.out.find(" 413"), std::string::npos) << curl.out;
+}
+
+// Errors of the sandbox's making map to their 4xx with the cause: a rename the filesystem
+// refuses (a sticky directory, somebody else's file) is 403, a directory in the way 409.
+// Every exec is on record when it starts and again when it ends.
+TEST_F(ServiceE2eTest, UploadErrorsMapToTheirCauseAndExecIsAuditedAtStart) {
+  auto created = test::http(port_, "POST", "/v1/sandboxes", "{}", "tok-demo");
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string id = json(created.body)->getValue<std::string>("id");
+  std::string sticky = dir_ + "/sticky";
+  ASSERT_EQ(::mkdir(sticky.c_str(), 01777), 0);
+  ASSERT_EQ(::chmod(sticky.c_str(), 01777), 0);
+  std::ofstream(sticky + "/roots") << "root's file\n";  // this test runs as root
+  auto put = [&](const std::string& path) {
+    return test::http(port_, "PUT", "/v1/sandboxes/" + id + "/files?path=" + path, "data",
+                      "tok-demo", {{"Content-Type", "application/octet-stream"}});
+  };
+  auto refused = put(sticky + "/roots");
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_NE(refused.body.find("permission_denied"), std::string::npos) << refused.body;
+  EXPECT_EQ(slurp(sticky + "/roots"), "root's file\n");
+  ASSERT_EQ(::mkdir((stack_->home() + "/adir").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod((stack_->home() + "/adir").c_str(), 0777), 0);
+  auto onto_dir = put(stack_->home() + "/adir");
+  EXPECT_EQ(onto_dir.status, 409) << onto_dir.body;
+
+  auto exec = test::http(port_, "POST", "/v1/sandboxes/" + id + "/exec", R"({"command":"true"})",
+                         "tok-demo");
+  EXPECT_EQ(exec.status, 200) << exec.body;
+  std::string audit = slurp(dir_ + "/audit.log");
+  auto start = audit.find("\"sandbox.exec.start\"");
+  auto end = audit.find("\"sandbox.exec\"");
+  EXPECT_NE(start, std::string::npos) << audit;
+  EXPECT_NE(end, std::string::npos) << audit;
+  EXPECT_LT(start, end);
+  EXPECT_EQ(test::http(port_, "DELETE", "/v1/sandboxes/" + id, "", "tok-demo").status, 204);
+}
+
+// auth.max_streams_per_token: one streaming exec at a time for this token; the second is
+// 429 with Retry-After while the first runs; buffered calls are not streams.
+TEST_F(ServiceE2eTest, StreamingExecsPerTokenAreLimited) {
+  stop_controller();
+  std::string yaml = slurp(config_);
+  yaml.replace(yaml.find("audit:\n"), 7, "  max_streams_per_token: 1\naudit:\n");
+  std::ofstream(config_) << yaml;
+  start_controller();
+  auto created = test::http(port_, "POST", "/v1/sandboxes", "{}", "tok-demo");
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string exec = "/v1/sandboxes/" + json(created.body)->getValue<std::string>("id") + "/exec";
+  std::thread first([&] {
+    auto r = test::http(port_, "POST", exec, R"({"command":"sleep 2"})", "tok-demo",
+                        {{"Accept", "application/x-ndjson"}});
+    EXPECT_EQ(r.status, 200);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto second = test::http(port_, "POST", exec, R"({"command":"true"})", "tok-demo",
+                           {{"Accept", "application/x-ndjson"}});
+  EXPECT_EQ(second.status, 429) << second.body;
+  EXPECT_EQ(second.headers["Retry-After"], "1");
+  EXPECT_EQ(test::http(port_, "POST", exec, R"({"command":"true"})", "tok-demo").status, 200);
+  first.join();
+  EXPECT_EQ(test::http(port_, "POST", exec, R"({"command":"true"})", "tok-demo",
+                       {{"Accept", "application/x-ndjson"}})
+                .status,
+            200);
 }
 
 // PUT .../files streams the body to SFTP: any size up to the limit, chunked or with a length;

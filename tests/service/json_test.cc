@@ -38,6 +38,23 @@ TEST(ApiErrors, EnvelopeAndStatusMapping) {
   EXPECT_EQ(unauthenticated().status, 401);
 }
 
+// Errors the sandbox's state causes are the caller's to fix: each maps to its 4xx (a full disk
+// to 507), never to 500.
+TEST(ApiErrors, SandboxCausedErrorsMapToTheirCause) {
+  auto ssh = [](ErrorCode code, SshErrc kind) {
+    Error e(code, "x");
+    e.ssh = kind;
+    return from_error(e);
+  };
+  EXPECT_EQ(ssh(ErrorCode::kTooLarge, SshErrc::kDiskFull).status, 507);
+  EXPECT_EQ(ssh(ErrorCode::kTooLarge, SshErrc::kDiskFull).code, "insufficient_storage");
+  EXPECT_EQ(ssh(ErrorCode::kTooLarge, SshErrc::kTooLarge).status, 413);
+  EXPECT_EQ(ssh(ErrorCode::kPermissionDenied, SshErrc::kPermissionDenied).status, 403);
+  EXPECT_EQ(ssh(ErrorCode::kNotFound, SshErrc::kNoSuchFile).status, 404);
+  EXPECT_EQ(ssh(ErrorCode::kAlreadyExists, SshErrc::kAlreadyExists).status, 409);
+  EXPECT_EQ(from_error({ErrorCode::kAlreadyExists, "x"}).code, "already_exists");
+}
+
 TEST(JsonBody, StrictTypes) {
   auto b =
       JsonBody::parse(R"({"n": "12", "f": 12.9, "b": 1, "s": 5, "big": 99999999999999999999})");

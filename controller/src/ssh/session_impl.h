@@ -50,6 +50,8 @@ Error session_error(LIBSSH2_SESSION* s, int rc, std::string_view what);
 Error sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what);
 // Gives an error another SSH kind (and the generic code that goes with it).
 void retag(Error& e, SshErrc kind);
+// The kind of a failed `mv` from its stderr (coreutils' messages: strerror texts).
+SshErrc rename_error_kind(std::string_view err);
 
 }  // namespace pvs::ssh_detail
 

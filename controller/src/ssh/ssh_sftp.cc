@@ -563,19 +563,18 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const std::string& re
     return tl::unexpected<Error>(std::move(e));
   }
   if (options.atomic) {
-    // SFTPv3 rename (libssh2 1.10) refuses to replace an existing file; mv -f is rename(2).
+    // SFTPv3 rename (libssh2 1.10) refuses to replace an existing file; mv -f is rename(2),
+    // and -T never moves the file into a directory of the target's name.
     ExecOptions o;
     o.timeout = std::chrono::seconds(60);
     auto mv = self.exec(
-        "mv -f -- " + ssh_detail::shell_quote(target) + " " + ssh_detail::shell_quote(remote_path),
+        "mv -fT -- " + ssh_detail::shell_quote(target) + " " + ssh_detail::shell_quote(remote_path),
         std::move(o));
     if (!mv || mv->exit_code != 0) {
       (void)call(impl, SftpCall::kUnlink, target);
       if (!mv) return tl::unexpected<Error>(mv.error());
-      SshErrc kind = mv->err.find("ermission denied") != std::string::npos
-                         ? SshErrc::kPermissionDenied
-                         : SshErrc::kSftpFailure;
-      return ssh_fail(kind, "upload " + remote_path + ": rename into place failed: " + mv->err);
+      return ssh_fail(ssh_detail::rename_error_kind(mv->err),
+                      "upload " + remote_path + ": rename into place failed: " + mv->err);
     }
   }
   return {};

@@ -79,6 +79,17 @@ tl::unexpected<Error> ssh_fail(SshErrc kind, std::string message) {
 
 namespace ssh_detail {
 
+SshErrc rename_error_kind(std::string_view err) {
+  auto has = [&](std::string_view what) { return err.find(what) != std::string_view::npos; };
+  if (has("ermission denied") || has("peration not permitted") || has("ead-only file system"))
+    return SshErrc::kPermissionDenied;
+  if (has("o space left") || has("uota exceeded")) return SshErrc::kDiskFull;
+  if (has("s a directory") || has("ot empty") || has("overwrite directory"))
+    return SshErrc::kAlreadyExists;
+  if (has("ot a directory") || has("o such file")) return SshErrc::kNoSuchFile;
+  return SshErrc::kSftpFailure;
+}
+
 void retag(Error& e, SshErrc kind) {
   e.ssh = kind;
   e.code = error_code_for(kind);
