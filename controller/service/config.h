@@ -1,12 +1,14 @@
-// The controller's configuration: /etc/pve-sandbox/controller.yaml, parsed with yaml-cpp into a
-// typed struct and validated as a whole before the service starts.
+// The controller's configuration: /etc/pve-sandbox/controller.yaml, read with the strict YAML
+// reader (pvesandbox/common/yaml_reader.h) straight into typed values, the Manager's part
+// directly into a ManagerConfig, and validated as a whole before the service starts.
 //
 //   auto config = pvs::service::load_config("/etc/pve-sandbox/controller.yaml");
 //   if (!config) { std::cerr << config.error().message; return 78; }
+//   auto manager = pvs::Manager::open(config->manager);
 //
-// Every key is documented in docs/operations.md. Unknown keys are errors (a typo must not be
-// silently ignored). Error messages name the file, the key and the reason:
-//   "controller.yaml: proxmox.template_vmid: must be an integer in [100, 999999999]"
+// Every key is documented in docs/operations.md. Unknown and duplicate keys are errors (a typo
+// must not be silently ignored). Error messages name the file, the line, the key and why:
+//   "controller.yaml:12: proxmox.template_vmid: must be an integer in [100, 999999999], not "7""
 // Secrets (the Proxmox token secret, an SSH key passphrase) are read from a file or an
 // environment variable named in the config, never written in it and never logged.
 #pragma once
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "pvesandbox/common/error.h"
+#include "pvesandbox/manager.h"
 
 namespace pvs::service {
 
@@ -62,57 +65,9 @@ struct ServiceConfig {
 
   std::string log_level = "info";
 
-  // proxmox
-  std::string proxmox_url;
-  std::string proxmox_node;
-  std::string proxmox_token_id;
-  std::string proxmox_token_secret;         // loaded from token_secret_file / token_secret_env
+  // proxmox, network, ssh, agent and limits: the Manager's configuration.
+  ManagerConfig manager;
   std::string proxmox_token_secret_source;  // "file /etc/..." or "env NAME", for messages
-  std::string proxmox_ca_file;
-  std::string proxmox_fingerprint;
-  bool proxmox_insecure_skip_verify = false;
-  int proxmox_timeout_seconds = 60;
-  int template_vmid = 0;
-  std::string pool = "pve-sandbox";
-  std::string storage;
-  bool full_clone = false;
-  int warm_pool = 0;  // stopped clones kept ready
-  std::uint32_t vmid_min = 10000;
-  std::uint32_t vmid_max = 19999;
-
-  // network
-  std::string network_cidr = "10.99.0.0/16";
-  std::string network_gateway = "10.99.0.1";
-  std::string network_bridge = "vmbr1";
-  std::vector<std::string> network_reserved;
-  bool network_dhcp = false;
-  bool network_firewall = false;
-
-  // ssh
-  std::string ssh_user = "root";
-  std::uint16_t ssh_port = 22;
-  std::string ssh_private_key_file = "/etc/pve-sandbox/id_ed25519";
-  std::string ssh_passphrase;                  // from passphrase_file / passphrase_env
-  std::string ssh_host_key_policy = "pinned";  // pinned | known_hosts | tofu | insecure
-  std::string ssh_host_key_fingerprint;
-  std::string ssh_known_hosts_file;
-  int ssh_connect_timeout_seconds = 10;
-  int ssh_ready_timeout_seconds = 60;
-  bool ssh_wait_for_ready = true;  // false: create returns once started (no sshd in template)
-
-  // agent
-  std::string agent_socket = "/run/pve-sandbox/agent.sock";
-  int agent_timeout_seconds = 10;
-  int internet_lease_seconds = 300;
-
-  // limits
-  int max_sandboxes = 256;
-  int default_ttl_seconds = 3600;
-  int max_ttl_seconds = 7 * 24 * 3600;
-  int max_cpus = 8;
-  int max_memory_mb = 16384;
-  int max_disk_gb = 64;
-  int reconcile_interval_seconds = 30;
 };
 
 // Parses and validates YAML text; `source` names it in messages (usually the file name).

@@ -111,17 +111,11 @@ class Controller : public Poco::Util::ServerApplication {
       std::cerr << "pve-sandbox-controller: " << config.error().message << "\n";
       return EXIT_CONFIG;
     }
-    auto manager_config = pvs::service::manager_config(*config);
-    if (!manager_config) {
-      std::cerr << "pve-sandbox-controller: " << config_path_ << ": "
-                << manager_config.error().message << "\n";
-      return EXIT_CONFIG;
-    }
     if (mode_ == Mode::kCheck) {
       std::cout << pvs::service::describe(*config) << "configuration OK\n";
       return EXIT_OK;
     }
-    return serve(*config, *manager_config);
+    return serve(*config, config->manager);
   }
 
  private:
@@ -146,6 +140,16 @@ class Controller : public Poco::Util::ServerApplication {
     pvs::log::info("pve-sandbox-controller " + std::string(pvs::version()) + " listening on " +
                    (config.tls_cert_file.empty() ? "http://" : "https://") + config.listen_address +
                    ":" + std::to_string(server.port()));
+    if (config.tls_cert_file.empty() && config.listen_address.rfind("127.", 0) != 0) {
+      pvs::log::warn("listening on " + config.listen_address +
+                     " without TLS: bearer tokens cross the network in the clear; set "
+                     "listen.tls.cert_file/key_file or listen on 127.0.0.1 behind a proxy");
+    }
+    if (config.manager.proxmox.base_url.rfind("http://", 0) == 0) {
+      pvs::log::warn(
+          "proxmox.url is plain http (insecure_http): the Proxmox API token is sent "
+          "in the clear");
+    }
 
     // Proxmox may be down at boot: keep trying to open the Manager; until then the API answers
     // 503 "starting" for sandbox calls and /v1/health says so.

@@ -109,13 +109,14 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
   auto body = JsonBody::parse(text);
   if (!body) return tl::unexpected(body.error());
   CreateRequest r;
-  if (auto v = body->integer("cpus", 1, config.max_cpus)) r.cpus = static_cast<int>(*v);
-  if (auto v = body->integer("memory_mb", 64, config.max_memory_mb)) {
+  if (auto v = body->integer("cpus", 1, config.manager.max_cpus)) r.cpus = static_cast<int>(*v);
+  if (auto v = body->integer("memory_mb", 64, config.manager.max_memory_mb)) {
     r.memory_mb = static_cast<int>(*v);
   }
-  if (auto v = body->integer("disk_gb", 0, config.max_disk_gb)) r.disk_gb = static_cast<int>(*v);
+  if (auto v = body->integer("disk_gb", 0, config.manager.max_disk_gb))
+    r.disk_gb = static_cast<int>(*v);
   if (auto v = body->boolean("internet")) r.internet = *v;
-  if (auto v = body->integer("ttl_seconds", 0, config.max_ttl_seconds)) {
+  if (auto v = body->integer("ttl_seconds", 0, config.manager.max_ttl.count())) {
     r.ttl_seconds = static_cast<int>(*v);
   }
   if (auto v = body->string_map("labels", kMaxLabels, kMaxLabelValue)) {
@@ -171,7 +172,7 @@ ApiResult<bool> parse_internet(std::string_view text) {
 ApiResult<int> parse_ttl(std::string_view text, const ServiceConfig& config) {
   auto body = JsonBody::parse(text);
   if (!body) return tl::unexpected(body.error());
-  auto v = body->integer("ttl_seconds", 1, config.max_ttl_seconds);
+  auto v = body->integer("ttl_seconds", 1, config.manager.max_ttl.count());
   if (!v && !body->finish()) body->reject("ttl_seconds", "required");
   return finish(*body, static_cast<int>(v.value_or(0)));
 }

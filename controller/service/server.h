@@ -153,9 +153,6 @@ class Api {
   std::string request_prefix_;
 };
 
-// ServiceConfig -> ManagerConfig (Proxmox, network, SSH, agent, limits).
-Result<ManagerConfig> manager_config(const ServiceConfig& config);
-
 class HttpServer {
  public:
   HttpServer(const ServiceConfig& config, Api& api);

@@ -122,10 +122,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 0: {
       auto r = parse_create(input, c);
       if (!check_error(r)) break;
-      require(r->cpus >= 1 && r->cpus <= c.max_cpus);
-      require(r->memory_mb >= 64 && r->memory_mb <= c.max_memory_mb);
-      require(r->disk_gb >= 0 && r->disk_gb <= c.max_disk_gb);
-      require(r->ttl_seconds >= 0 && r->ttl_seconds <= c.max_ttl_seconds);
+      require(r->cpus >= 1 && r->cpus <= c.manager.max_cpus);
+      require(r->memory_mb >= 64 && r->memory_mb <= c.manager.max_memory_mb);
+      require(r->disk_gb >= 0 && r->disk_gb <= c.manager.max_disk_gb);
+      require(r->ttl_seconds >= 0 && r->ttl_seconds <= c.manager.max_ttl.count());
       require(!label_error(r->labels));
       require(r->hostname.empty() || is_hostname(r->hostname));
       break;
@@ -146,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 2: check_error(parse_internet(input)); break;
     case 3: {
       auto r = parse_ttl(input, c);
-      if (check_error(r)) require(*r >= 1 && *r <= c.max_ttl_seconds);
+      if (check_error(r)) require(*r >= 1 && *r <= c.manager.max_ttl.count());
       break;
     }
     case 4: {

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <regex>
 
 namespace pvs::service {
 namespace {
@@ -22,10 +24,13 @@ std::string minimal(const std::string& extra = "") {
 
 const std::map<std::string, std::string> kEnv = {{"PVS_TEST_SECRET", "s3cr3t-uuid"}};
 
+// The message without its line number ("controller.yaml:12: ..." -> "controller.yaml: ...").
 std::string error_of(const std::string& yaml) {
   auto c = parse_config(yaml, "controller.yaml", &kEnv);
   EXPECT_FALSE(c.has_value()) << yaml;
-  return c ? "" : c.error().message;
+  return c ? ""
+           : std::regex_replace(c.error().message, std::regex("^controller.yaml:[0-9]+:"),
+                                "controller.yaml:");
 }
 
 TEST(Config, MinimalHasDocumentedDefaults) {
@@ -33,11 +38,11 @@ TEST(Config, MinimalHasDocumentedDefaults) {
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->listen_address, "127.0.0.1");
   EXPECT_EQ(c->listen_port, 8787);
-  EXPECT_EQ(c->proxmox_token_secret, "s3cr3t-uuid");
+  EXPECT_EQ(c->manager.proxmox.token_secret, "s3cr3t-uuid");
   EXPECT_EQ(c->proxmox_token_secret_source, "env PVS_TEST_SECRET");
-  EXPECT_EQ(c->template_vmid, 9000);
-  EXPECT_EQ(c->pool, "pve-sandbox");
-  EXPECT_EQ(c->network_cidr, "10.99.0.0/16");
+  EXPECT_EQ(c->manager.template_vmid, 9000);
+  EXPECT_EQ(c->manager.pool, "pve-sandbox");
+  EXPECT_EQ(c->manager.sandbox_cidr.to_string(), "10.99.0.0/16");
   EXPECT_EQ(c->max_body_bytes, 1u << 20);
   ASSERT_EQ(c->tokens.size(), 1u);
   EXPECT_EQ(c->tokens[0].name, "ci");
@@ -65,9 +70,9 @@ TEST(Config, WarmPoolAndDhcp) {
   };
   auto c = parse_config(with_pool("8"), "controller.yaml", &kEnv);
   ASSERT_TRUE(c) << c.error().message;
-  EXPECT_EQ(c->warm_pool, 8);
-  EXPECT_TRUE(c->network_dhcp);
-  EXPECT_EQ(parse_config(minimal(), "controller.yaml", &kEnv)->warm_pool, 0);
+  EXPECT_EQ(c->manager.warm_pool, 8);
+  EXPECT_TRUE(c->manager.dhcp);
+  EXPECT_EQ(parse_config(minimal(), "controller.yaml", &kEnv)->manager.warm_pool, 0);
   EXPECT_EQ(error_of(with_pool("-1")),
             "controller.yaml: proxmox.warm_pool: must be an integer in [0, 1024], not \"-1\"");
 }
@@ -80,12 +85,23 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
   EXPECT_EQ(error_of(minimal("limits:\n  max_cpus: many\n")),
             "controller.yaml: limits.max_cpus: must be an integer in [1, 1024], not \"many\"");
   EXPECT_EQ(error_of(minimal("log_level: loud\n")),
-            "controller.yaml: log_level: must be one of debug, error, info, warn, not \"loud\"");
+            "controller.yaml: log_level: must be one of debug, info, warn, error, not \"loud\"");
   EXPECT_EQ(error_of(minimal("network:\n  gateway: 10.100.0.1\n")),
             "controller.yaml: network.gateway: must lie inside network.cidr 10.99.0.0/16");
   EXPECT_EQ(error_of(minimal("http:\n  threads: [1]\n")),
             "controller.yaml: http.threads: must be an integer in [2, 1024]");
-  EXPECT_EQ(error_of("listen: [\n"), "controller.yaml:2: YAML: end of sequence flow not found");
+  EXPECT_EQ(error_of("listen: [\n"), "controller.yaml: YAML: end of sequence flow not found");
+  // The line is where the value is; duplicate keys are refused too.
+  auto c = parse_config(minimal("limits:\n  max_cpus: many\n"), "controller.yaml", &kEnv);
+  ASSERT_FALSE(c);
+  const std::string base = minimal();
+  int line = static_cast<int>(std::count(base.begin(), base.end(), '\n')) + 2;
+  EXPECT_EQ(
+      c.error().message.rfind("controller.yaml:" + std::to_string(line) + ": limits.max_cpus", 0),
+      0u)
+      << c.error().message;
+  EXPECT_EQ(error_of(minimal("log_level: info\nlog_level: debug\n")),
+            "controller.yaml: duplicate key \"log_level\"");
 }
 
 TEST(Config, RequiredKeys) {
@@ -95,7 +111,7 @@ TEST(Config, RequiredKeys) {
   no_node.replace(no_node.find("  node: pve\n"), 12, "");
   EXPECT_EQ(error_of(no_node), "controller.yaml: proxmox.node: is required");
   EXPECT_EQ(error_of(""), "controller.yaml: the file is empty");
-  EXPECT_EQ(error_of("- a\n- b\n"), "controller.yaml: (top level): must be a mapping");
+  EXPECT_EQ(error_of("- a\n- b\n"), "controller.yaml: the top level must be a mapping");
 }
 
 TEST(Config, TokensAreValidated) {
@@ -122,15 +138,17 @@ TEST(Config, SecretsFromFileOrEnvNeverInDescription) {
   yaml.replace(yaml.find("token_secret_env: PVS_TEST_SECRET"), 33, "token_secret_file: " + file);
   auto c = parse_config(yaml, "controller.yaml", &kEnv);
   ASSERT_TRUE(c) << c.error().message;
-  EXPECT_EQ(c->proxmox_token_secret, "from-file-secret");
+  EXPECT_EQ(c->manager.proxmox.token_secret, "from-file-secret");
   EXPECT_EQ(describe(*c).find("from-file-secret"), std::string::npos);
   EXPECT_NE(describe(*c).find("secret from file " + file), std::string::npos);
 
   std::map<std::string, std::string> no_env;
   auto missing = parse_config(minimal(), "c.yaml", &no_env);
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message,
-            "c.yaml: proxmox.token_secret_env: environment variable PVS_TEST_SECRET is not set");
+  EXPECT_NE(missing.error().message.find(
+                ": proxmox.token_secret_env: environment variable PVS_TEST_SECRET is not set"),
+            std::string::npos)
+      << missing.error().message;
   std::string both = minimal("");
   both.replace(both.find("  token_secret_env"), 0, "  token_secret_file: " + file + "\n");
   EXPECT_NE(error_of(both).find("set either token_secret_file or token_secret_env, not both"),
@@ -141,6 +159,17 @@ TEST(Config, SecretsFromFileOrEnvNeverInDescription) {
             "controller.yaml: proxmox.token_secret_file: is required (or token_secret_env)");
   unlink(file.c_str());
   rmdir(dir);
+}
+
+// Plain http would send the Proxmox API token in the clear: refused unless asked for.
+TEST(Config, PlainHttpToProxmoxNeedsInsecureHttp) {
+  std::string yaml = minimal();
+  yaml.replace(yaml.find("https://"), 8, "http://");
+  EXPECT_NE(error_of(yaml).find("proxmox.url: must start with https://"), std::string::npos);
+  yaml.insert(yaml.find("  node: pve\n"), "  insecure_http: true\n");
+  auto c = parse_config(yaml, "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.proxmox.base_url.rfind("http://", 0), 0u);
 }
 
 TEST(Config, LoadConfigReportsMissingFile) {

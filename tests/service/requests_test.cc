@@ -7,10 +7,10 @@ namespace {
 
 ServiceConfig config() {
   ServiceConfig c;
-  c.max_cpus = 4;
-  c.max_memory_mb = 4096;
-  c.max_disk_gb = 32;
-  c.max_ttl_seconds = 86400;
+  c.manager.max_cpus = 4;
+  c.manager.max_memory_mb = 4096;
+  c.manager.max_disk_gb = 32;
+  c.manager.max_ttl = std::chrono::seconds(86400);
   c.max_exec_timeout_seconds = 600;
   c.max_body_bytes = 4096;
   return c;
