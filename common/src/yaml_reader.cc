@@ -99,7 +99,8 @@ bool Map::ok() const {
 void Map::fail_at(const Node* where, std::string_view name, std::string reason) {
   if (state_->failed) return;
   state_->failed = true;
-  int line = where ? line_of(where->node) : node_ ? line_of(node_->node) : 0;
+  // A missing key: the line of its section (none for the top level).
+  int line = where ? line_of(where->node) : node_ && !path_.empty() ? line_of(node_->node) : 0;
   state_->message = state_->source + (line > 0 ? ":" + std::to_string(line) : std::string()) +
                     ": " + key(name) + ": " + reason;
 }
@@ -107,7 +108,7 @@ void Map::fail_at(const Node* where, std::string_view name, std::string reason) 
 void Map::fail(std::string_view name, std::string reason) {
   if (node_ && node_->node.IsMap()) {
     const YAML::Node& map = node_->node;  // const: a lookup never adds the key
-    Node where{map[std::string(name)]};  // (a YAML::Node cannot be assigned a missing one)
+    Node where{map[std::string(name)]};   // (a YAML::Node cannot be assigned a missing one)
     if (where.node.IsDefined()) return fail_at(&where, name, std::move(reason));
   }
   fail_at(nullptr, name, std::move(reason));
@@ -184,6 +185,26 @@ void Map::string_list(std::string_view name, std::vector<std::string>* out) {
   for (const auto& item : n->node) {
     if (!item.IsScalar()) return fail_at(n.get(), name, "must be a list of strings");
     items.push_back(item.Scalar());
+  }
+  *out = std::move(items);
+}
+
+void Map::integer_list(std::string_view name, std::vector<long long>* out, long long min,
+                       long long max) {
+  auto n = child(name);
+  if (!n) return;
+  std::string what =
+      "must be a list of integers in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  if (!n->node.IsSequence()) return fail_at(n.get(), name, what);
+  std::vector<long long> items;
+  for (const auto& item : n->node) {
+    const std::string s = item.IsScalar() ? item.Scalar() : std::string();
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || v < min || v > max)
+      return fail_at(n.get(), name, what + ", not " + quoted_value(s));
+    items.push_back(v);
   }
   *out = std::move(items);
 }

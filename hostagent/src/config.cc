@@ -2,73 +2,16 @@
 
 #include <linux/netfilter.h>
 
+#include <cctype>
 #include <charconv>
 #include <fstream>
-#include <functional>
-#include <map>
-#include <set>
 #include <sstream>
 
-#include <yaml-cpp/yaml.h>
-
 #include "pvesandbox/common/log.h"
-#include "pvesandbox/common/text.h"
+#include "pvesandbox/common/yaml_reader.h"
 
 namespace pvs::agent {
 namespace {
-
-struct Ctx {
-  std::string source;
-  Error error(const std::string& key, const YAML::Node& node, const std::string& what) const {
-    std::string where = source;
-    if (node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
-    return Error{ErrorCode::kInvalidArgument, where + ": key '" + key + "': " + what};
-  }
-};
-
-Result<std::string> scalar(const Ctx& ctx, const std::string& key, const YAML::Node& node) {
-  if (!node.IsScalar()) return fail(ctx.error(key, node, "expected a single value"));
-  return node.Scalar();
-}
-
-Result<std::uint64_t> number(const Ctx& ctx, const std::string& key, const YAML::Node& node,
-                             std::uint64_t min, std::uint64_t max) {
-  auto text = scalar(ctx, key, node);
-  if (!text) return fail(text.error());
-  std::uint64_t value = 0;
-  const char* end = text->data() + text->size();
-  auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  bool clean =
-      !text->empty() && ptr == end && ec == std::errc() && (text->size() == 1 || (*text)[0] != '0');
-  if (!clean || value < min || value > max) {
-    return fail(ctx.error(key, node,
-                          "expected a whole number " + std::to_string(min) + "-" +
-                              std::to_string(max) + ", got " + quoted(*text)));
-  }
-  return value;
-}
-
-Result<bool> boolean(const Ctx& ctx, const std::string& key, const YAML::Node& node) {
-  auto text = scalar(ctx, key, node);
-  if (!text) return fail(text.error());
-  if (*text == "true" || *text == "yes") return true;
-  if (*text == "false" || *text == "no") return false;
-  return fail(ctx.error(key, node, "expected true or false, got " + quoted(*text)));
-}
-
-template <typename T>
-Result<std::vector<T>> id_list(const Ctx& ctx, const std::string& key, const YAML::Node& node) {
-  if (!node.IsSequence()) {
-    return fail(ctx.error(key, node, "expected a list of numeric ids, e.g. [0, 110]"));
-  }
-  std::vector<T> out;
-  for (const auto& item : node) {
-    auto value = number(ctx, key, item, 0, 0xfffffffe);
-    if (!value) return fail(value.error());
-    out.push_back(static_cast<T>(*value));
-  }
-  return out;
-}
 
 // nft identifiers: letters, digits, '_', '-', '.', at most 255 bytes, starting with a letter.
 bool valid_name(const std::string& name) {
@@ -82,6 +25,103 @@ bool valid_name(const std::string& name) {
   return true;
 }
 
+void nft_name(yaml::Map& m, std::string_view key, std::string* out) {
+  m.string(key, out);
+  if (m.ok() && !valid_name(*out))
+    m.fail(key, "invalid nftables name " + yaml::quoted_value(*out) +
+                    ": letters, digits, '_', '-', '.', starting with a letter");
+}
+
+template <typename Id>
+void id_list(yaml::Map& m, std::string_view key, std::vector<Id>* out) {
+  bool given = m.has(key);  // absent: the default stays
+  std::vector<long long> ids;
+  m.integer_list(key, &ids, 0, 0xfffffffe);
+  if (given && m.ok()) out->assign(ids.begin(), ids.end());
+}
+
+void socket_and_access(yaml::Map& m, AgentConfig& c) {
+  m.string("socket", &c.socket);
+  if (m.ok() && (c.socket.empty() || c.socket[0] != '/'))
+    m.fail("socket", "must be an absolute path");
+  if (m.ok() && c.socket.size() > 107)
+    m.fail("socket", "longer than a unix socket path can be (107 bytes)");
+  m.string("socket_group", &c.socket_group);
+  id_list(m, "allowed_uids", &c.allowed_uids);
+  id_list(m, "allowed_gids", &c.allowed_gids);
+  if (m.ok() && c.allowed_uids.empty() && c.allowed_gids.empty())
+    m.fail("allowed_uids", "allowed_uids and allowed_gids both empty: nobody could use the agent");
+}
+
+void network(yaml::Map& m, AgentConfig& c) {
+  std::string cidr, gateway;
+  m.string("sandbox_cidr", &cidr, yaml::Need::kRequired);
+  if (!m.ok()) return;
+  auto parsed = Cidr::parse(cidr);
+  if (!parsed) return m.fail("sandbox_cidr", parsed.error().message);
+  if (parsed->prefix() > 30)
+    return m.fail("sandbox_cidr", "prefix /" + std::to_string(parsed->prefix()) +
+                                      " leaves no room for a gateway and sandboxes");
+  c.sandbox_cidr = *parsed;
+  c.gateway = c.sandbox_cidr.at(1);
+  m.string("gateway", &gateway);
+  if (!m.ok() || gateway.empty()) return;
+  auto gw = Ipv4Address::parse(gateway);
+  if (!gw) return m.fail("gateway", gw.error().message);
+  if (!c.sandbox_cidr.is_host(*gw))
+    return m.fail("gateway", gw->to_string() + " is not a host address of sandbox_cidr " +
+                                 c.sandbox_cidr.to_string());
+  c.gateway = *gw;
+}
+
+void nftables(yaml::Map& m, AgentConfig& c) {
+  m.one_of("family", &c.family, {"inet", "ip"});
+  nft_name(m, "table", &c.table);
+  nft_name(m, "set", &c.set);
+  nft_name(m, "l2_table", &c.l2_table);
+  nft_name(m, "port_mac_set", &c.port_mac_set);
+  nft_name(m, "port_ip4_set", &c.port_ip4_set);
+  std::string destroy = "auto";
+  m.one_of("destroy", &destroy, {"auto", "native", "emulate"});
+  c.destroy = destroy == "native"    ? DestroyMode::kNative
+              : destroy == "emulate" ? DestroyMode::kEmulate
+                                     : DestroyMode::kAuto;
+}
+
+void files(yaml::Map& m, AgentConfig& c) {
+  m.string("state_file", &c.state_file);
+  if (m.ok() && (c.state_file.empty() || c.state_file[0] != '/' || c.state_file.back() == '/'))
+    m.fail("state_file", "must be an absolute path to a file");
+  m.boolean("state_fsync", &c.state_fsync);
+  std::string dir;
+  m.string("dhcp_hosts_dir", &dir);
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (!m.ok() || dir.empty()) return;
+  if (dir[0] != '/') return m.fail("dhcp_hosts_dir", "must be an absolute path");
+  // A top-level directory (/etc, /run, /tmp, ...) is never a directory of its own.
+  if (dir.rfind('/') == 0 || dir.find('\n') != std::string::npos ||
+      dir.find("/../") != std::string::npos || dir.ends_with("/.."))
+    return m.fail("dhcp_hosts_dir", "not a usable directory: " + yaml::quoted_value(dir));
+  if (dir.size() > 4000) return m.fail("dhcp_hosts_dir", "path too long");
+  c.dhcp_hosts_dir = dir;
+  // The agent deletes every file of dhcp_hosts_dir it did not write: never its own files' home.
+  auto parent = [](const std::string& path) { return path.substr(0, path.rfind('/')); };
+  if (dir == parent(c.state_file) || dir == parent(c.socket))
+    m.fail("dhcp_hosts_dir",
+           "must be a directory of its own: the agent deletes every file in it that is not a "
+           "reservation, and it holds the state file or socket");
+}
+
+void limits(yaml::Map& m, AgentConfig& c) {
+  m.integer("max_elements", &c.max_elements, 1, 1'000'000);
+  m.integer("max_bindings", &c.max_bindings, 1, 100'000);
+  m.integer("max_clients", &c.max_clients, 1, 10'000);
+  m.integer("max_pending_bytes", &c.max_pending_bytes, 65536, 1ll << 30);
+  m.integer("idle_timeout_seconds", &c.idle_timeout_seconds, 1, 86'400);
+  m.integer("drift_check_ms", &c.drift_check_ms, 10, 3'600'000);
+  m.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
+}
+
 }  // namespace
 
 std::uint8_t AgentConfig::family_number() const {
@@ -90,242 +130,16 @@ std::uint8_t AgentConfig::family_number() const {
 }
 
 Result<AgentConfig> parse_config(std::string_view text, std::string_view source) {
-  Ctx ctx{std::string(source)};
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return fail(ErrorCode::kInvalidArgument,
-                ctx.source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
-  if (!root.IsMap()) {
-    return fail(ErrorCode::kInvalidArgument, ctx.source + ": expected a mapping of keys");
-  }
+  auto doc = yaml::Document::parse(text, source);
+  if (!doc) return fail(doc.error());
   AgentConfig config;
-  bool have_cidr = false;
-  std::optional<Ipv4Address> gateway;
-  YAML::Node gateway_node;
-  YAML::Node dhcp_node;
-  std::set<std::string> seen;
-
-  using Handler = std::function<Status(const std::string&, const YAML::Node&)>;
-  auto string_key = [&](std::string* out, bool allow_empty) -> Handler {
-    return [&ctx, out, allow_empty](const std::string& key, const YAML::Node& node) -> Status {
-      auto value = node.IsNull() && allow_empty ? Result<std::string>(std::string())
-                                                : scalar(ctx, key, node);
-      if (!value) return fail(value.error());
-      if (!allow_empty && value->empty()) return fail(ctx.error(key, node, "must not be empty"));
-      *out = *value;
-      return {};
-    };
-  };
-  auto name_key = [&](std::string* out) -> Handler {
-    return [&ctx, out](const std::string& key, const YAML::Node& node) -> Status {
-      auto value = scalar(ctx, key, node);
-      if (!value) return fail(value.error());
-      if (!valid_name(*value)) {
-        return fail(ctx.error(key, node,
-                              "invalid nftables name " + quoted(*value) +
-                                  ": letters, digits, '_', '-', '.', starting with a letter"));
-      }
-      *out = *value;
-      return {};
-    };
-  };
-  auto number_key = [&](auto* out, std::uint64_t min, std::uint64_t max) -> Handler {
-    return [&ctx, out, min, max](const std::string& key, const YAML::Node& node) -> Status {
-      auto value = number(ctx, key, node, min, max);
-      if (!value) return fail(value.error());
-      *out = static_cast<std::remove_reference_t<decltype(*out)>>(*value);
-      return {};
-    };
-  };
-
-  std::map<std::string, Handler> handlers = {
-      {"socket",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         if (value->empty() || (*value)[0] != '/') {
-           return fail(ctx.error(key, node, "must be an absolute path"));
-         }
-         if (value->size() > 107) {
-           return fail(ctx.error(key, node, "longer than a unix socket path can be (107 bytes)"));
-         }
-         config.socket = *value;
-         return {};
-       }},
-      {"socket_group", string_key(&config.socket_group, true)},
-      {"allowed_uids",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto ids = id_list<uid_t>(ctx, key, node);
-         if (!ids) return fail(ids.error());
-         config.allowed_uids = *ids;
-         return {};
-       }},
-      {"allowed_gids",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto ids = id_list<gid_t>(ctx, key, node);
-         if (!ids) return fail(ids.error());
-         config.allowed_gids = *ids;
-         return {};
-       }},
-      {"sandbox_cidr",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         auto cidr = Cidr::parse(*value);
-         if (!cidr) return fail(ctx.error(key, node, cidr.error().message));
-         if (cidr->prefix() > 30) {
-           return fail(ctx.error(key, node,
-                                 "prefix /" + std::to_string(cidr->prefix()) +
-                                     " leaves no room for a gateway and sandboxes"));
-         }
-         config.sandbox_cidr = *cidr;
-         have_cidr = true;
-         return {};
-       }},
-      {"gateway",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         auto address = Ipv4Address::parse(*value);
-         if (!address) return fail(ctx.error(key, node, address.error().message));
-         gateway = *address;
-         gateway_node = node;
-         return {};
-       }},
-      {"family",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         if (*value != "inet" && *value != "ip") {
-           return fail(ctx.error(key, node, "expected inet or ip, got " + quoted(*value)));
-         }
-         config.family = *value;
-         return {};
-       }},
-      {"table", name_key(&config.table)},
-      {"set", name_key(&config.set)},
-      {"l2_table", name_key(&config.l2_table)},
-      {"port_mac_set", name_key(&config.port_mac_set)},
-      {"port_ip4_set", name_key(&config.port_ip4_set)},
-      {"state_file",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         if (value->empty() || (*value)[0] != '/' || value->back() == '/') {
-           return fail(ctx.error(key, node, "must be an absolute path to a file"));
-         }
-         config.state_file = *value;
-         return {};
-       }},
-      {"dhcp_hosts_dir",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         if (node.IsNull()) {
-           config.dhcp_hosts_dir.clear();
-           return {};
-         }
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         std::string dir = *value;
-         while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-         if (dir.empty()) {
-           config.dhcp_hosts_dir.clear();
-           return {};
-         }
-         if (dir[0] != '/') return fail(ctx.error(key, node, "must be an absolute path"));
-         // A top-level directory (/etc, /run, /tmp, ...) is never a directory of its own.
-         if (dir.rfind('/') == 0 || dir.find('\n') != std::string::npos ||
-             dir.find("/../") != std::string::npos || dir.ends_with("/..")) {
-           return fail(ctx.error(key, node, "not a usable directory: " + quoted(*value)));
-         }
-         if (dir.size() > 4000) return fail(ctx.error(key, node, "path too long"));
-         config.dhcp_hosts_dir = dir;
-         dhcp_node = node;
-         return {};
-       }},
-      {"state_fsync",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = boolean(ctx, key, node);
-         if (!value) return fail(value.error());
-         config.state_fsync = *value;
-         return {};
-       }},
-      {"max_elements", number_key(&config.max_elements, 1, 1'000'000)},
-      {"max_bindings", number_key(&config.max_bindings, 1, 100'000)},
-      {"max_clients", number_key(&config.max_clients, 1, 10'000)},
-      {"max_pending_bytes", number_key(&config.max_pending_bytes, 65536, 1ull << 30)},
-      {"idle_timeout_seconds", number_key(&config.idle_timeout_seconds, 1, 86'400)},
-      {"drift_check_ms", number_key(&config.drift_check_ms, 10, 3'600'000)},
-      {"destroy",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         if (*value == "auto") {
-           config.destroy = DestroyMode::kAuto;
-         } else if (*value == "native") {
-           config.destroy = DestroyMode::kNative;
-         } else if (*value == "emulate") {
-           config.destroy = DestroyMode::kEmulate;
-         } else {
-           return fail(ctx.error(key, node, "expected auto, native or emulate"));
-         }
-         return {};
-       }},
-      {"log_level",
-       [&](const std::string& key, const YAML::Node& node) -> Status {
-         auto value = scalar(ctx, key, node);
-         if (!value) return fail(value.error());
-         log::Level level;
-         if (!log::parse_level(*value, &level)) {
-           return fail(ctx.error(key, node, "expected debug, info, warn or error"));
-         }
-         config.log_level = *value;
-         return {};
-       }},
-  };
-
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    if (!it->first.IsScalar()) {
-      return fail(ErrorCode::kInvalidArgument, ctx.source + ": keys must be plain names");
-    }
-    std::string key = it->first.Scalar();
-    auto handler = handlers.find(key);
-    if (handler == handlers.end()) {
-      return fail(ctx.error(key, it->first, "unknown key"));
-    }
-    if (!seen.insert(key).second) return fail(ctx.error(key, it->first, "given twice"));
-    if (auto ok = handler->second(key, it->second); !ok) return fail(ok.error());
-  }
-  if (!have_cidr) {
-    return fail(ErrorCode::kInvalidArgument,
-                ctx.source + ": key 'sandbox_cidr': required (e.g. sandbox_cidr: 10.99.0.0/16)");
-  }
-  if (gateway) {
-    if (!config.sandbox_cidr.is_host(*gateway)) {
-      return fail(ctx.error("gateway", gateway_node,
-                            gateway->to_string() + " is not a host address of sandbox_cidr " +
-                                config.sandbox_cidr.to_string()));
-    }
-    config.gateway = *gateway;
-  } else {
-    config.gateway = config.sandbox_cidr.at(1);
-  }
-  // The agent deletes every file of dhcp_hosts_dir it did not write: never its own files' home.
-  auto parent = [](const std::string& path) { return path.substr(0, path.rfind('/')); };
-  if (!config.dhcp_hosts_dir.empty() && (config.dhcp_hosts_dir == parent(config.state_file) ||
-                                         config.dhcp_hosts_dir == parent(config.socket))) {
-    return fail(ctx.error("dhcp_hosts_dir", dhcp_node,
-                          "must be a directory of its own: the agent deletes every file in it "
-                          "that is not a reservation, and it holds the state file or socket"));
-  }
-  if (config.allowed_uids.empty() && config.allowed_gids.empty()) {
-    return fail(ErrorCode::kInvalidArgument,
-                ctx.source +
-                    ": keys 'allowed_uids'/'allowed_gids': both empty, nobody could "
-                    "use the agent");
-  }
+  yaml::Map top = doc->root();
+  socket_and_access(top, config);
+  network(top, config);
+  nftables(top, config);
+  files(top, config);
+  limits(top, config);
+  if (auto st = top.finish(); !st) return fail(st.error());
   return config;
 }
 

@@ -47,6 +47,9 @@ class Map {
     if (read_integer(name, &v, min, max, need)) *out = static_cast<Int>(v);
   }
   void string_list(std::string_view name, std::vector<std::string>* out);
+  // A list of decimal integers, each in [min, max].
+  void integer_list(std::string_view name, std::vector<long long>* out, long long min,
+                    long long max);
   void one_of(std::string_view name, std::string* out,
               std::initializer_list<std::string_view> allowed);
   // A nested mapping; absent: an empty one (its reads keep the defaults).
