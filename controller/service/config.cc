@@ -36,10 +36,12 @@ void secret(yaml::Map& s, const std::string& prefix, const Env& env, std::string
     return s.fail(prefix + "_file",
                   "set either " + prefix + "_file or " + prefix + "_env, not both");
   if (!file.empty()) {
-    std::ifstream in(file);
+    std::ifstream in(file, std::ios::binary);
     if (!in) return s.fail(prefix + "_file", "cannot read " + file);
-    std::string line;
-    std::getline(in, line);
+    std::string head(4096, '\0');  // a secret is one short line; never read a device forever
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    std::string line = head.substr(0, head.find('\n'));
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
     if (line.empty()) return s.fail(prefix + "_file", file + " is empty");
     *out = line;
@@ -72,7 +74,6 @@ bool is_hex64(const std::string& s) {
   }
   return true;
 }
-
 
 // Reads `name` as whole seconds in [min, max] into a duration.
 template <typename Duration>

@@ -53,7 +53,7 @@ struct AgentConfig {
   std::uint8_t family_number() const;
 };
 
-// Parses YAML text; `source` names the file in messages ("agent.yaml: key 'gateway': ...").
+// Parses YAML text; `source` names the file in messages ("agent.yaml:3: gateway: ...").
 Result<AgentConfig> parse_config(std::string_view text, std::string_view source);
 Result<AgentConfig> load_config(const std::string& path);
 
