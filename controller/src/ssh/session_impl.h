@@ -50,6 +50,8 @@ Error session_error(LIBSSH2_SESSION* s, int rc, std::string_view what);
 Error sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what);
 // Gives an error another SSH kind (and the generic code that goes with it).
 void retag(Error& e, SshErrc kind);
+// Accepts "SHA256:abc", "sha256:abc", "abc", with or without base64 padding.
+std::string normalize_fingerprint(std::string_view fp);
 // The kind of a failed `mv` from its stderr (coreutils' messages: strerror texts).
 SshErrc rename_error_kind(std::string_view err);
 
@@ -131,7 +133,12 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
  private:
   void ensure_thread();  // REQUIRES: mu_ held
   void run();
+  bool step_ops();
+  bool send_keepalive();
+  void wait_for_work(bool* idle_data_pending);
   Status do_connect();
+  Status open_socket(const std::string& where, Clock::time_point deadline);  // sets sock_
+  void start_session_timers();
   Status verify_host_key();
   Status authenticate();
   Status wait_socket(Clock::time_point deadline);
