@@ -1,0 +1,232 @@
+// The commands on sandboxes: create, list, show, internet, ttl, snapshots, destroy, health.
+#include <iostream>
+#include <sstream>
+
+#include "sandboxctl.h"
+
+namespace pvs::cli {
+namespace {
+
+int simple_sandbox_call(Client& c, const std::string& method, const std::string& path,
+                        const std::string& body, std::initializer_list<long> ok) {
+  auto r = c.request(method, path, body);
+  check(r, ok);
+  if (c.options().json) {
+    std::cout << r.body;
+  } else if (!r.body.empty() && r.body[0] == '{') {
+    auto o = parse_object(r.body);
+    if (o->has("id")) print_sandbox(o);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_create(Client& c, Args& a) {
+  std::ostringstream body;
+  body << "{";
+  bool first = true;
+  auto field = [&](const std::string& k, const std::string& raw_json) {
+    body << (first ? "" : ",") << json_string(k) << ":" << raw_json;
+    first = false;
+  };
+  std::map<std::string, std::string> labels;
+  auto integer = [&](const std::string& flag) {
+    std::string v = a.next(flag);
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
+      throw UsageError(flag + " needs a number");
+    }
+    return v;
+  };
+  while (a.more()) {
+    std::string f = a.next("flag");
+    if (f == "--cpus")
+      field("cpus", integer(f));
+    else if (f == "--memory")
+      field("memory_mb", integer(f));
+    else if (f == "--disk")
+      field("disk_gb", integer(f));
+    else if (f == "--ttl")
+      field("ttl_seconds", integer(f));
+    else if (f == "--internet")
+      field("internet", "true");
+    else if (f == "--hostname")
+      field("hostname", json_string(a.next(f)));
+    else if (f == "--label") {
+      std::string kv = a.next(f);
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) throw UsageError("--label needs KEY=VALUE");
+      labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else {
+      throw UsageError("create: unknown option " + f);
+    }
+  }
+  if (!labels.empty()) {
+    std::string l = "{";
+    for (const auto& [k, v] : labels)
+      l += (l.size() > 1 ? "," : "") + json_string(k) + ":" + json_string(v);
+    field("labels", l + "}");
+  }
+  body << "}";
+  auto r = c.request("POST", "/v1/sandboxes", body.str());
+  check(r, {201});
+  if (c.options().json) {
+    std::cout << r.body;
+  } else {
+    print_sandbox(parse_object(r.body));
+  }
+  return 0;
+}
+
+int cmd_list(Client& c, Args& a) {
+  std::string query;
+  while (a.more()) {
+    std::string f = a.next("flag");
+    if (f != "--label") throw UsageError("list: unknown option " + f);
+    query += (query.empty() ? "?" : "&") + std::string("label=") + url_encode(a.next(f));
+  }
+  auto r = c.request("GET", "/v1/sandboxes" + query);
+  check(r);
+  if (c.options().json) {
+    std::cout << r.body;
+    return 0;
+  }
+  auto list = parse_object(r.body)->getArray("sandboxes");
+  std::vector<std::vector<std::string>> rows{
+      {"ID", "HOSTNAME", "ADDRESS", "STATE", "INTERNET", "EXPIRES", "LABELS"}};
+  for (std::size_t i = 0; list && i < list->size(); ++i) {
+    auto o = list->getObject(static_cast<unsigned>(i));
+    rows.push_back({str(o, "id"), str(o, "hostname"), str(o, "address"), str(o, "state"),
+                    str(o, "internet") == "true" ? "yes" : "no", str(o, "expires_at"),
+                    labels_text(o)});
+  }
+  print_table(rows);
+  return 0;
+}
+
+int cmd_show(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  a.done();
+  auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id));
+  check(r);
+  if (c.options().json) {
+    std::cout << r.body;
+  } else {
+    print_sandbox(parse_object(r.body));
+  }
+  return 0;
+}
+
+int cmd_internet(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string v = a.next("on|off");
+  a.done();
+  if (v != "on" && v != "off") throw UsageError("internet: on or off");
+  return simple_sandbox_call(c, "PUT", "/v1/sandboxes/" + url_encode(id) + "/internet",
+                             std::string("{\"enabled\":") + (v == "on" ? "true" : "false") + "}",
+                             {200});
+}
+
+int cmd_ttl(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string s = a.next("SECONDS");
+  a.done();
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) {
+    throw UsageError("ttl: SECONDS must be a number");
+  }
+  return simple_sandbox_call(c, "POST", "/v1/sandboxes/" + url_encode(id) + "/ttl",
+                             "{\"ttl_seconds\":" + s + "}", {200});
+}
+
+int cmd_snapshot(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string name = a.next("NAME");
+  std::string description;
+  while (a.more()) {
+    std::string f = a.next("flag");
+    if (f != "--description") throw UsageError("snapshot: unknown option " + f);
+    description = a.next(f);
+  }
+  auto r = c.request(
+      "POST", "/v1/sandboxes/" + url_encode(id) + "/snapshots",
+      "{\"name\":" + json_string(name) + ",\"description\":" + json_string(description) + "}");
+  check(r, {201});
+  std::cout << (c.options().json ? r.body : "snapshot " + name + " taken\n");
+  return 0;
+}
+
+int cmd_snapshots(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  a.done();
+  auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id) + "/snapshots");
+  check(r);
+  if (c.options().json) {
+    std::cout << r.body;
+    return 0;
+  }
+  auto list = parse_object(r.body)->getArray("snapshots");
+  std::vector<std::vector<std::string>> rows{{"NAME", "CREATED", "DESCRIPTION"}};
+  for (std::size_t i = 0; list && i < list->size(); ++i) {
+    auto s = list->getObject(static_cast<unsigned>(i));
+    rows.push_back({str(s, "name"), str(s, "created_at"), str(s, "description")});
+  }
+  print_table(rows);
+  return 0;
+}
+
+int cmd_rollback(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string name = a.next("NAME");
+  a.done();
+  return simple_sandbox_call(
+      c, "POST", "/v1/sandboxes/" + url_encode(id) + "/snapshots/" + url_encode(name) + "/rollback",
+      "", {200});
+}
+
+int cmd_delete_snapshot(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string name = a.next("NAME");
+  a.done();
+  return simple_sandbox_call(
+      c, "DELETE", "/v1/sandboxes/" + url_encode(id) + "/snapshots/" + url_encode(name), "", {204});
+}
+
+int cmd_destroy(Client& c, Args& a) {
+  if (!a.more()) throw UsageError("destroy: missing ID");
+  int rc = 0;
+  while (a.more()) {
+    std::string id = a.next("ID");
+    auto r = c.request("DELETE", "/v1/sandboxes/" + url_encode(id));
+    try {
+      check(r, {204});
+      if (!c.options().json) std::cout << "destroyed " << id << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "sandboxctl: " << id << ": " << e.what() << "\n";
+      rc = kExitError;
+    }
+  }
+  return rc;
+}
+
+int cmd_health(Client& c, Args& a) {
+  a.done();
+  auto r = c.request("GET", "/v1/health");
+  if (c.options().json) {
+    std::cout << r.body;
+  } else {
+    auto o = parse_object(r.body);
+    std::cout << "status: " << str(o, "status") << "\n";
+    for (const char* k : {"proxmox", "agent"}) {
+      auto p = o->getObject(k);
+      if (p) {
+        std::cout << k << ": " << (p->getValue<bool>("ok") ? "ok" : "FAILING");
+        if (p->has("error")) std::cout << " (" << p->getValue<std::string>("error") << ")";
+        std::cout << "\n";
+      }
+    }
+    if (o->has("sandboxes")) std::cout << "sandboxes: " << str(o, "sandboxes") << "\n";
+  }
+  return r.status == 200 ? 0 : kExitError;
+}
+
+}  // namespace pvs::cli
