@@ -108,7 +108,6 @@ struct ManagerConfig {
   // this long; clones from this controller are queued per template and never collide.
   std::chrono::milliseconds clone_lock_wait{std::chrono::minutes(5)};
   bool background = true;  // false: no reconciler thread (tests call reconcile())
-
 };
 
 struct CreateOptions {
