@@ -131,12 +131,8 @@ class FakeProxmox final : public lifecycle::ProxmoxApi {
   bool fail_start = false;
 
  private:
-  static tl::unexpected<pve::ApiError> error(pve::ErrorKind kind, std::string message) {
-    pve::ApiError e;
-    e.kind = kind;
-    e.http_status = 500;
-    e.message = std::move(message);
-    return tl::unexpected<pve::ApiError>(std::move(e));
+  static tl::unexpected<Error> error(pve::ErrorKind kind, std::string message) {
+    return tl::unexpected<Error>(pve::make_error(kind, 500, std::move(message)));
   }
 
   mutable std::mutex mu_;

@@ -43,9 +43,9 @@ TEST_F(ClientTest, NextIdIsLowestFreeAndReservesNothing) {
   EXPECT_EQ(*client_->next_id(), 101);
   auto taken = client_->next_id(100);
   ASSERT_FALSE(taken);
-  EXPECT_EQ(taken.error().kind, ErrorKind::kAlreadyExists);
-  EXPECT_EQ(taken.error().http_status, 400);
-  EXPECT_EQ(taken.error().param_errors.at("vmid"), "VM 100 already exists");
+  EXPECT_EQ(taken.error().proxmox->kind, ErrorKind::kAlreadyExists);
+  EXPECT_EQ(taken.error().proxmox->http_status, 400);
+  EXPECT_EQ(taken.error().proxmox->param_errors.at("vmid"), "VM 100 already exists");
   EXPECT_EQ(*client_->next_id(555), 555);
 }
 
@@ -97,7 +97,7 @@ TEST_F(ClientTest, CloneStartStopDestroyLifecycle) {
 
   auto again = client_->start(kNode, 120);
   ASSERT_FALSE(again);
-  EXPECT_EQ(again.error().kind, ErrorKind::kAlreadyRunning);
+  EXPECT_EQ(again.error().proxmox->kind, ErrorKind::kAlreadyRunning);
   EXPECT_EQ(again.error().message, "CT 120 already running");
 
   auto ifaces = client_->interfaces(kNode, 120);
@@ -119,22 +119,22 @@ TEST_F(ClientTest, CloneStartStopDestroyLifecycle) {
 
   auto busy = client_->destroy(kNode, 120);
   ASSERT_FALSE(busy);
-  EXPECT_EQ(busy.error().kind, ErrorKind::kServer);
+  EXPECT_EQ(busy.error().proxmox->kind, ErrorKind::kServer);
   EXPECT_EQ(busy.error().message, "unable to destroy CT 120 - container is running");
 
   task_ok(client_->stop(kNode, 120));
   auto not_running = client_->stop(kNode, 120);
   ASSERT_FALSE(not_running);
-  EXPECT_EQ(not_running.error().kind, ErrorKind::kNotRunning);
+  EXPECT_EQ(not_running.error().proxmox->kind, ErrorKind::kNotRunning);
   auto shutdown = client_->shutdown(kNode, 120, 5, true);
   ASSERT_FALSE(shutdown);
-  EXPECT_EQ(shutdown.error().kind, ErrorKind::kNotRunning);
+  EXPECT_EQ(shutdown.error().proxmox->kind, ErrorKind::kNotRunning);
 
   task_ok(client_->destroy(kNode, 120, DestroyOptions{true, false, true}));
   auto gone = client_->config(kNode, 120);
   ASSERT_FALSE(gone);
-  EXPECT_EQ(gone.error().kind, ErrorKind::kNotFound);
-  EXPECT_EQ(gone.error().http_status, 500);
+  EXPECT_EQ(gone.error().proxmox->kind, ErrorKind::kNotFound);
+  EXPECT_EQ(gone.error().proxmox->http_status, 500);
   EXPECT_EQ(gone.error().message, "Configuration file 'nodes/pve/lxc/120.conf' does not exist");
   EXPECT_TRUE(client_->pool("sandboxes")->members.empty());
 }
@@ -146,7 +146,7 @@ TEST_F(ClientTest, ShutdownAndForcedDestroyOfRunningContainer) {
   EXPECT_EQ(client_->status(kNode, 121)->status, "stopped");
   task_ok(client_->start(kNode, 121));
   task_ok(client_->destroy(kNode, 121, DestroyOptions{false, true, std::nullopt}));
-  EXPECT_EQ(client_->status(kNode, 121).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(client_->status(kNode, 121).error().proxmox->kind, ErrorKind::kNotFound);
 }
 
 TEST_F(ClientTest, ClonesFromOneTemplateAreSerialized) {
@@ -160,34 +160,34 @@ TEST_F(ClientTest, ClonesFromOneTemplateAreSerialized) {
   CloneRequest second{kTemplate, 131, "b", "", "", "", "", std::nullopt};
   auto refused = client_->clone(kNode, second);
   ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().kind, ErrorKind::kLocked);
+  EXPECT_EQ(refused.error().proxmox->kind, ErrorKind::kLocked);
   EXPECT_EQ(refused.error().message, "CT is locked (disk)");
-  EXPECT_EQ(refused.error().attempts, 1);  // a clone is never retried
+  EXPECT_EQ(refused.error().proxmox->attempts, 1);  // a clone is never retried
   EXPECT_EQ(sim_->count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 2u);
   // Starting the CT while it is still being created fails inside the task.
   auto early = client_->start(kNode, 130);
   ASSERT_TRUE(early);
   auto early_done = client_->wait_task(*early);
   ASSERT_FALSE(early_done);
-  EXPECT_EQ(early_done.error().kind, ErrorKind::kTaskFailed);
+  EXPECT_EQ(early_done.error().proxmox->kind, ErrorKind::kTaskFailed);
   EXPECT_EQ(early_done.error().message, "CT is locked (create)");
   ASSERT_TRUE(client_->wait_task(*upid));
   EXPECT_EQ(client_->config(kNode, kTemplate)->count("lock"), 0u);
   EXPECT_EQ(client_->status(kNode, 130)->lock, "");
   auto exists = client_->clone(kNode, CloneRequest{kTemplate, 130, "", "", "", "", "", {}});
   ASSERT_FALSE(exists);
-  EXPECT_EQ(exists.error().kind, ErrorKind::kAlreadyExists);
+  EXPECT_EQ(exists.error().proxmox->kind, ErrorKind::kAlreadyExists);
   EXPECT_EQ(exists.error().message, "CT 130 already exists on node 'pve'");
 }
 
 TEST_F(ClientTest, CloneIntoMissingPoolIsPermissionDenied) {
   auto r = client_->clone(kNode, CloneRequest{kTemplate, 140, "", "", "nopool", "", "", {}});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kPermissionDenied);
-  EXPECT_EQ(r.error().http_status, 403);
+  EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kPermissionDenied);
+  EXPECT_EQ(r.error().proxmox->http_status, 403);
   auto missing = client_->clone(kNode, CloneRequest{555, 141, "", "", "", "", "", {}});
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(missing.error().proxmox->kind, ErrorKind::kNotFound);
 }
 
 TEST_F(ClientTest, UpdateConfigNormalizesTagsAndChecksDigest) {
@@ -215,7 +215,7 @@ TEST_F(ClientTest, UpdateConfigNormalizesTagsAndChecksDigest) {
   std::string path = "/nodes/" + std::string(kNode) + "/lxc/150/config";
   auto features = client_->call("PUT", path, {{"features", "nesting=1,keyctl=1"}});
   ASSERT_FALSE(features);
-  EXPECT_EQ(features.error().kind, ErrorKind::kPermissionDenied);
+  EXPECT_EQ(features.error().proxmox->kind, ErrorKind::kPermissionDenied);
   ASSERT_TRUE(client_->call("PUT", path, {{"features", "nesting=0"}}));
 }
 
@@ -231,8 +231,8 @@ TEST_F(ClientTest, UpdateConfigRefusesKeysThatWidenAContainer) {
         Params{{"delete", "memory,features"}}}) {
     auto refused = client_->update_config(kNode, 152, changes);
     ASSERT_FALSE(refused) << changes.back().first;
-    EXPECT_EQ(refused.error().kind, ErrorKind::kInvalidParameters);
-    EXPECT_EQ(refused.error().http_status, 0);
+    EXPECT_EQ(refused.error().proxmox->kind, ErrorKind::kInvalidParameters);
+    EXPECT_EQ(refused.error().proxmox->http_status, 0);
     EXPECT_NE(refused.error().message.find("refused by the client"), std::string::npos);
   }
   EXPECT_EQ(client_->requests_sent(), sent);
@@ -246,20 +246,20 @@ TEST_F(ClientTest, InvalidParametersCarryTheErrorMap) {
       kNode, 151,
       {{"onboot", "true"}, {"memory", "8"}, {"bogus", "1"}, {"net0", "name=eth0,ip=300.1.1.1/24"}});
   ASSERT_FALSE(bad);
-  const ApiError& e = bad.error();
-  EXPECT_EQ(e.kind, ErrorKind::kInvalidParameters);
-  EXPECT_EQ(e.http_status, 400);
+  const Error& e = bad.error();
+  EXPECT_EQ(e.proxmox->kind, ErrorKind::kInvalidParameters);
+  EXPECT_EQ(e.proxmox->http_status, 400);
   EXPECT_EQ(e.message, "Parameter verification failed.");
-  EXPECT_EQ(e.param_errors.at("onboot"), "type check ('boolean') failed - got 'true'");
-  EXPECT_EQ(e.param_errors.at("memory"), "value must have a minimum value of 16");
-  EXPECT_EQ(e.param_errors.at("bogus"),
+  EXPECT_EQ(e.proxmox->param_errors.at("onboot"), "type check ('boolean') failed - got 'true'");
+  EXPECT_EQ(e.proxmox->param_errors.at("memory"), "value must have a minimum value of 16");
+  EXPECT_EQ(e.proxmox->param_errors.at("bogus"),
             "property is not defined in schema and the schema does not allow additional "
             "properties");
-  EXPECT_NE(e.param_errors.at("net0").find("invalid format"), std::string::npos);
+  EXPECT_NE(e.proxmox->param_errors.at("net0").find("invalid format"), std::string::npos);
   auto clone = client_->clone(kNode, CloneRequest{kTemplate, 99, "bad_name", "", "", "", "", {}});
   ASSERT_FALSE(clone);
-  EXPECT_EQ(clone.error().param_errors.count("newid"), 1u);
-  EXPECT_EQ(clone.error().param_errors.count("hostname"), 1u);
+  EXPECT_EQ(clone.error().proxmox->param_errors.count("newid"), 1u);
+  EXPECT_EQ(clone.error().proxmox->param_errors.count("hostname"), 1u);
   EXPECT_GE(sim_->schema_rejections(), 2u);
 }
 
@@ -306,10 +306,11 @@ TEST_F(ClientTest, SnapshotsCreateListRollbackDelete) {
   ASSERT_TRUE(missing);  // all checks happen in the task
   auto missing_done = client_->wait_task(*missing);
   ASSERT_FALSE(missing_done);
-  EXPECT_EQ(missing_done.error().kind, ErrorKind::kTaskFailed);
+  EXPECT_EQ(missing_done.error().proxmox->kind, ErrorKind::kTaskFailed);
   EXPECT_EQ(missing_done.error().message, "snapshot 'clean' does not exist");
-  ASSERT_FALSE(missing_done.error().task_log.empty());
-  EXPECT_EQ(missing_done.error().task_log.back(), "TASK ERROR: snapshot 'clean' does not exist");
+  ASSERT_FALSE(missing_done.error().proxmox->task_log.empty());
+  EXPECT_EQ(missing_done.error().proxmox->task_log.back(),
+            "TASK ERROR: snapshot 'clean' does not exist");
 }
 
 TEST_F(ClientTest, FirewallOptions) {
@@ -329,7 +330,7 @@ TEST_F(ClientTest, Pools) {
   ASSERT_TRUE(client_->create_pool("agents", "sandboxes of agents"));
   auto dup = client_->create_pool("agents");
   ASSERT_FALSE(dup);
-  EXPECT_EQ(dup.error().kind, ErrorKind::kAlreadyExists);
+  EXPECT_EQ(dup.error().proxmox->kind, ErrorKind::kAlreadyExists);
   clone_ok(190);
   clone_ok(191);
   ASSERT_TRUE(client_->add_to_pool("agents", {190, 191}));
@@ -349,7 +350,7 @@ TEST_F(ClientTest, Pools) {
   ASSERT_TRUE(client_->delete_pool("agents"));
   auto gone = client_->pool("agents");
   ASSERT_FALSE(gone);
-  EXPECT_EQ(gone.error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(gone.error().proxmox->kind, ErrorKind::kNotFound);
   auto resources = client_->resources("vm");
   ASSERT_TRUE(resources);
   auto r191 = std::find_if(resources->begin(), resources->end(),
@@ -387,11 +388,11 @@ TEST_F(ClientTest, TaskStatusLogAndList) {
   EXPECT_EQ(log->back().t, "TASK OK");
   auto bad = client_->task_status("UPID:pve:nothex:");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidParameters);
+  EXPECT_EQ(bad.error().proxmox->kind, ErrorKind::kInvalidParameters);
   auto unknown = client_->task_status("UPID:pve:0000FFFF:0000FFFF:00000001:vzstart:1:root@pam:");
   ASSERT_FALSE(unknown);
-  EXPECT_EQ(unknown.error().kind, ErrorKind::kInvalidParameters);
-  EXPECT_EQ(unknown.error().param_errors.at("upid"), "no such task");
+  EXPECT_EQ(unknown.error().proxmox->kind, ErrorKind::kInvalidParameters);
+  EXPECT_EQ(unknown.error().proxmox->param_errors.at("upid"), "no such task");
 }
 
 TEST_F(ClientTest, StopTaskKillsARunningTask) {
@@ -413,12 +414,13 @@ TEST_F(ClientTest, TaskFailureSurfacesTheLog) {
   ASSERT_TRUE(upid);
   auto done = client_->wait_task(*upid);
   ASSERT_FALSE(done);
-  EXPECT_EQ(done.error().kind, ErrorKind::kTaskFailed);
+  EXPECT_EQ(done.error().proxmox->kind, ErrorKind::kTaskFailed);
   EXPECT_EQ(done.error().message, "startup for container '220' failed");
-  EXPECT_EQ(done.error().upid, *upid);
-  ASSERT_FALSE(done.error().task_log.empty());
-  EXPECT_EQ(done.error().task_log.back(), "TASK ERROR: startup for container '220' failed");
-  EXPECT_EQ(done.error().to_error().code, ErrorCode::kInternal);
+  EXPECT_EQ(done.error().proxmox->upid, *upid);
+  ASSERT_FALSE(done.error().proxmox->task_log.empty());
+  EXPECT_EQ(done.error().proxmox->task_log.back(),
+            "TASK ERROR: startup for container '220' failed");
+  EXPECT_EQ(done.error().code, ErrorCode::kInternal);
 }
 
 TEST_F(ClientTest, FailedCloneLeavesNothingBehind) {
@@ -428,7 +430,7 @@ TEST_F(ClientTest, FailedCloneLeavesNothingBehind) {
   auto done = client_->wait_task(*upid);
   ASSERT_FALSE(done);
   EXPECT_EQ(done.error().message, "clone failed: storage error");
-  EXPECT_EQ(client_->config(kNode, 230).error().kind, ErrorKind::kNotFound);
+  EXPECT_EQ(client_->config(kNode, 230).error().proxmox->kind, ErrorKind::kNotFound);
   EXPECT_EQ(client_->config(kNode, kTemplate)->count("lock"), 0u);
   EXPECT_TRUE(client_->pool("sandboxes")->members.empty());
 }
@@ -441,8 +443,8 @@ TEST_F(ClientTest, WaitTaskDeadline) {
   wait.timeout = milliseconds(150);
   auto done = client_->wait_task(*upid, wait);
   ASSERT_FALSE(done);
-  EXPECT_EQ(done.error().kind, ErrorKind::kTimeout);
-  EXPECT_EQ(done.error().upid, *upid);
+  EXPECT_EQ(done.error().proxmox->kind, ErrorKind::kTimeout);
+  EXPECT_EQ(done.error().proxmox->upid, *upid);
 }
 
 TEST_F(ClientTest, StuckLockIsReportedAsLocked) {
@@ -450,12 +452,12 @@ TEST_F(ClientTest, StuckLockIsReportedAsLocked) {
   ASSERT_TRUE(sim_->set_lock(250, "backup"));
   auto destroy = client_->destroy(kNode, 250);
   ASSERT_FALSE(destroy);
-  EXPECT_EQ(destroy.error().kind, ErrorKind::kLocked);
+  EXPECT_EQ(destroy.error().proxmox->kind, ErrorKind::kLocked);
   EXPECT_EQ(destroy.error().message, "CT is locked (backup)");
-  EXPECT_EQ(destroy.error().to_error().code, ErrorCode::kConflict);
+  EXPECT_EQ(destroy.error().code, ErrorCode::kConflict);
   auto update = client_->update_config(kNode, 250, {{"memory", "1024"}});
   ASSERT_FALSE(update);
-  EXPECT_EQ(update.error().kind, ErrorKind::kLocked);
+  EXPECT_EQ(update.error().proxmox->kind, ErrorKind::kLocked);
   auto start = client_->start(kNode, 250);
   ASSERT_TRUE(start);
   auto started = client_->wait_task(*start);
@@ -587,18 +589,18 @@ TEST_F(ClientTest, BadTokenIsAuthenticationAndNotRetried) {
   auto client = make_client(o);
   auto r = client->next_id();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kAuthentication);
-  EXPECT_EQ(r.error().http_status, 401);
+  EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kAuthentication);
+  EXPECT_EQ(r.error().proxmox->http_status, 401);
   EXPECT_EQ(r.error().message, "Authentication failed!");
-  EXPECT_EQ(r.error().attempts, 1);
+  EXPECT_EQ(r.error().proxmox->attempts, 1);
   EXPECT_EQ(sim_->count("GET", "/cluster/nextid"), 1u);
 }
 
 TEST_F(ClientTest, UnknownPathIsNotImplemented) {
   auto r = client_->call("GET", "/nodes/pve/frobnicate");
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kNotImplemented);
-  EXPECT_EQ(r.error().http_status, 501);
+  EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kNotImplemented);
+  EXPECT_EQ(r.error().proxmox->http_status, 501);
   EXPECT_EQ(r.error().message, "Method 'GET /api2/json/nodes/pve/frobnicate' not implemented");
 }
 
@@ -610,8 +612,8 @@ TEST_F(ClientTest, FingerprintMismatchIsRefusedBeforeAnyRequest) {
   auto client = make_client(o);
   auto r = client->next_id();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kTls);
-  EXPECT_EQ(r.error().attempts, 1);  // never retried
+  EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kTls);
+  EXPECT_EQ(r.error().proxmox->attempts, 1);  // never retried
   EXPECT_EQ(sim_->total_requests(), 0u);
   // Colons and case do not matter.
   auto plain = client_options();
@@ -636,7 +638,7 @@ TEST_F(ClientTest, CaFileVerificationAndSystemStore) {
   auto system = make_client(o);
   auto refused = system->next_id();
   ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().kind, ErrorKind::kTls);
+  EXPECT_EQ(refused.error().proxmox->kind, ErrorKind::kTls);
   o.insecure_skip_verify = true;
   EXPECT_TRUE(make_client(o)->next_id());
 }
@@ -654,9 +656,9 @@ TEST_F(ClientTest, GetsGiveUpAfterMaxAttempts) {
       {pvesim::FaultRule{"GET", "*", 595, "Errors during connection establishment", 1.0, -1}});
   auto r = client_->next_id();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kTransport);
-  EXPECT_EQ(r.error().http_status, 595);
-  EXPECT_EQ(r.error().attempts, 4);
+  EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kTransport);
+  EXPECT_EQ(r.error().proxmox->http_status, 595);
+  EXPECT_EQ(r.error().proxmox->attempts, 4);
   EXPECT_EQ(sim_->count("GET", "/cluster/nextid"), 4u);
 }
 
@@ -674,12 +676,12 @@ TEST_F(ClientTest, MutationsAreRetriedOnlyOn595) {
                     pvesim::FaultRule{"DELETE", "*", 596, "Connection timed out", 1.0, 1}});
   auto second = client_->clone(kNode, CloneRequest{kTemplate, 271, "", "", "", "", "", {}});
   ASSERT_FALSE(second);
-  EXPECT_EQ(second.error().kind, ErrorKind::kTransport);
-  EXPECT_EQ(second.error().attempts, 1);
+  EXPECT_EQ(second.error().proxmox->kind, ErrorKind::kTransport);
+  EXPECT_EQ(second.error().proxmox->attempts, 1);
   EXPECT_EQ(sim_->count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 3u);
   auto destroy = client_->destroy(kNode, 270);
   ASSERT_FALSE(destroy);
-  EXPECT_EQ(destroy.error().attempts, 1);
+  EXPECT_EQ(destroy.error().proxmox->attempts, 1);
   EXPECT_EQ(sim_->count("DELETE", "/nodes/{node}/lxc/{vmid}"), 1u);
   // Plain 500s are never retried, not even for GETs.
   sim_->set_faults({pvesim::FaultRule{"GET", "*", 500, "internal error", 1.0, 1}});
@@ -701,9 +703,9 @@ TEST_F(ClientTest, ConnectFailuresAreRetriedAndAreTransport) {
   auto client = make_client(o);
   auto r = client->clone(kNode, CloneRequest{kTemplate, 280, "", "", "", "", "", {}});
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kTransport);
-  EXPECT_EQ(r.error().http_status, 0);
-  EXPECT_EQ(r.error().attempts, 4);  // nothing was sent, so retrying was safe
+  EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kTransport);
+  EXPECT_EQ(r.error().proxmox->http_status, 0);
+  EXPECT_EQ(r.error().proxmox->attempts, 4);  // nothing was sent, so retrying was safe
   EXPECT_EQ(client->requests_sent(), 4u);
 }
 
@@ -715,11 +717,11 @@ TEST_F(ClientTest, LatencyAndRequestTimeout) {
   auto client = make_client(o);
   auto r = client->start(kNode, kTemplate);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().kind, ErrorKind::kTransport);
-  EXPECT_EQ(r.error().attempts, 1);  // a timed-out POST may have been accepted
+  EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kTransport);
+  EXPECT_EQ(r.error().proxmox->attempts, 1);  // a timed-out POST may have been accepted
   auto g = client->next_id();
   ASSERT_FALSE(g);
-  EXPECT_EQ(g.error().attempts, 2);
+  EXPECT_EQ(g.error().proxmox->attempts, 2);
   sim_->set_latency_ms(0);
 }
 
@@ -757,7 +759,7 @@ TEST_F(ClientTest, ConcurrentClonesOfOneTemplate) {
       auto r = client_->clone(kNode, CloneRequest{kTemplate, 400 + t, "", "", "", "", "", {}});
       if (r)
         ++accepted;
-      else if (r.error().kind == ErrorKind::kLocked)
+      else if (r.error().proxmox->kind == ErrorKind::kLocked)
         ++locked;
     });
   }

@@ -91,7 +91,7 @@ TEST(PvesimBinary, FlagsInfoFileAndCleanExit) {
   EXPECT_EQ((*client)->pool("sb")->members.size(), 1u);
   auto stats = (*client)->call("GET", "/../../_pvesim/stats");
   ASSERT_FALSE(stats);  // sent as is (no dot-segment squashing), so no escape from /api2/json
-  EXPECT_EQ(stats.error().kind, pvs::pve::ErrorKind::kNotImplemented);
+  EXPECT_EQ(stats.error().proxmox->kind, pvs::pve::ErrorKind::kNotImplemented);
   std::string out;
   ASSERT_EQ(pvesim::run_command({"curl", "-s", "--cacert", info["cert"],
                                  "https://127.0.0.1:" + info["port"] + "/_pvesim/stats"},

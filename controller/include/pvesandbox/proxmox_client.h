@@ -37,24 +37,23 @@ using ErrorKind = ProxmoxErrc;
 // Stable lower-case name, e.g. "not_found".
 std::string_view to_string(ErrorKind kind);
 
-struct ApiError {
-  ErrorKind kind = ErrorKind::kServer;
-  int http_status = 0;  // 0 if no HTTP response arrived
-  std::string message;  // reason phrase / body message / task exit status
-  std::map<std::string, std::string> param_errors;  // 400: parameter -> message
-  std::string upid;                                 // kTaskFailed / kTimeout: the task
-  std::vector<std::string> task_log;                // kTaskFailed: last lines of the task log
-  int attempts = 1;                                 // requests sent for this call
-
-  // "locked: 500 CT is locked (disk)"
-  std::string to_string() const;
-  // The coarse pvs::Error (kLocked -> kConflict, kTls -> kUnavailable, ...).
-  pvs::Error to_error() const;
-};
-
+// Every call returns a pvs::Result: a failure is a pvs::Error with the coarse code (kLocked ->
+// kConflict, kTls -> kUnavailable, ...) and ProxmoxDetail in Error::proxmox (its kind, the
+// HTTP status, parameter errors, the task and its log). Test the kind with error.is(kind).
 template <typename T>
-using Result = tl::expected<T, ApiError>;
-using Status = Result<void>;
+using Result = pvs::Result<T>;
+using Status = pvs::Status;
+
+// The Error of a Proxmox failure of this kind (the code goes with the kind).
+Error make_error(ErrorKind kind, int http_status, std::string message);
+// Changes the kind of a Proxmox error, and its code with it.
+void set_kind(Error& error, ErrorKind kind);
+// The kind of a Proxmox error (kServer if the error did not come from Proxmox).
+inline ErrorKind kind_of(const Error& error) {
+  return error.proxmox ? error.proxmox->kind : ErrorKind::kServer;
+}
+// "locked: 500 CT is locked (disk) [param: message] (task UPID:...)", for logs and messages.
+std::string describe(const Error& error);
 
 // Classifies an HTTP error status and message the way the client does.
 ErrorKind classify(int http_status, std::string_view message);
@@ -174,7 +173,7 @@ struct WaitOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   std::chrono::milliseconds poll_initial{100};
   std::chrono::milliseconds poll_max{1000};
-  int log_lines = 20;  // kept in ApiError::task_log on failure
+  int log_lines = 20;  // kept in ProxmoxDetail::task_log on failure
 };
 
 // A raw API answer: the HTTP status and the JSON text of the whole body.

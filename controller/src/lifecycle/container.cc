@@ -20,7 +20,7 @@ Status ManagerCore::wait(const pve::Result<std::string>& upid, std::string_view 
     w.poll_max = milliseconds(500);
     auto done = pve_.wait_task(*upid, w);
     if (done) return {};
-    auto kind = done.error().kind;
+    auto kind = pve::kind_of(done.error());
     bool poll_failed = kind == pve::ErrorKind::kServer || kind == pve::ErrorKind::kTransport ||
                        kind == pve::ErrorKind::kProtocol || kind == pve::ErrorKind::kTimeout;
     if (!poll_failed || Clock::now() + delay >= deadline)
@@ -53,7 +53,7 @@ Status ManagerCore::destroy_container(int vmid, const std::string& id) {
 Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
   auto conf = pve_.config(cfg_.node, vmid);
   if (!conf) {
-    if (conf.error().kind == pve::ErrorKind::kNotFound) return {};
+    if (conf.error().is(pve::ErrorKind::kNotFound)) return {};
     return fail(pve_error(conf.error(), "read config of " + std::to_string(vmid)));
   }
   auto desc = conf->find("description");
@@ -65,7 +65,7 @@ Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
                 "container " + std::to_string(vmid) + " is not this sandbox's; left alone");
   auto stop = pve_.stop(cfg_.node, vmid);
   if (!stop) {
-    auto k = stop.error().kind;
+    auto k = pve::kind_of(stop.error());
     if (k == pve::ErrorKind::kNotFound) return {};
     if (k != pve::ErrorKind::kNotRunning) return fail(pve_error(stop.error(), "stop"));
   } else if (auto w = wait(stop, "stop"); !w) {
@@ -76,11 +76,11 @@ Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
   d.purge = true;
   d.destroy_unreferenced_disks = true;
   auto del = pve_.destroy(cfg_.node, vmid, d);
-  if (!del && del.error().kind == pve::ErrorKind::kNotFound) return {};
+  if (!del && del.error().is(pve::ErrorKind::kNotFound)) return {};
   if (auto w = wait(del, "destroy"); !w) {
     // The task may have failed because the container is gone already.
     auto again = pve_.status(cfg_.node, vmid);
-    if (!again && again.error().kind == pve::ErrorKind::kNotFound) return {};
+    if (!again && again.error().is(pve::ErrorKind::kNotFound)) return {};
     return w;
   }
   return {};

@@ -45,7 +45,7 @@ constexpr std::string_view kPoolTemplateLabel = "pve-sandbox/template";
 // helpers.cc
 std::int64_t now_unix();
 // The coarse Error of a Proxmox failure, its message prefixed with `what`.
-Error pve_error(const pve::ApiError& e, std::string_view what);
+Error pve_error(const Error& e, std::string_view what);
 std::string random_hex(int digits);
 // The sandbox's MAC, derived from its address: 02:53:<the four address bytes>, locally
 // administered and unicast, so the controller can BIND the port before the container starts

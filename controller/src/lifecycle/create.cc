@@ -258,14 +258,14 @@ Status ManagerCore::clone_template(
       auto delay = milliseconds(50);
       for (;;) {
         auto upid = pve_.clone(cfg_.node, req);
-        if (!upid && upid.error().kind == pve::ErrorKind::kAlreadyExists) {
+        if (!upid && upid.error().is(pve::ErrorKind::kAlreadyExists)) {
           exists = true;
           break;
         }
         if (upid) s.container_maybe = true;
         // A transport failure may still have created it.
-        if (!upid && upid.error().kind == pve::ErrorKind::kTransport) s.container_maybe = true;
-        bool locked = !upid && upid.error().kind == pve::ErrorKind::kLocked;
+        if (!upid && upid.error().is(pve::ErrorKind::kTransport)) s.container_maybe = true;
+        bool locked = !upid && upid.error().is(pve::ErrorKind::kLocked);
         if (locked && Clock::now() + delay < lock_deadline) {
           std::this_thread::sleep_for(delay);
           delay = std::min(delay * 2, milliseconds(1000));

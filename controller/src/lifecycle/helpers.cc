@@ -11,9 +11,9 @@ std::int64_t now_unix() {
   return static_cast<std::int64_t>(std::time(nullptr));
 }
 
-Error pve_error(const pve::ApiError& e, std::string_view what) {
-  Error out = e.to_error();
-  out.message = std::string(what) + ": " + out.message;
+Error pve_error(const Error& e, std::string_view what) {
+  Error out = e;
+  out.message = std::string(what) + ": proxmox " + pve::describe(e);
   return out;
 }
 

@@ -111,7 +111,7 @@ Health ManagerCore::health() {
   Health h;
   auto v = pve_.call("GET", "/version");
   h.proxmox_ok = v.has_value();
-  if (!v) h.proxmox_error = v.error().to_string();
+  if (!v) h.proxmox_error = pve::describe(v.error());
   auto s = agent_.status();
   if (!s) {
     h.agent_error = s.error().to_string();

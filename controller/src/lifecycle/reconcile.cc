@@ -73,7 +73,7 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   }
   auto conf = pve_.config(cfg_.node, ct.vmid);
   if (!conf) {
-    if (conf.error().kind == pve::ErrorKind::kNotFound) return {};
+    if (conf.error().is(pve::ErrorKind::kNotFound)) return {};
     return fail(pve_error(conf.error(), "read config"));
   }
   vmids_.mark_used(static_cast<std::uint32_t>(ct.vmid));
@@ -201,7 +201,7 @@ std::set<std::string> ManagerCore::busy_orphans(std::vector<Orphan>& orphans) {
     auto active = pve_.call("GET", "/nodes/" + cfg_.node + "/tasks",
                             {{"vmid", std::to_string(o.vmid)}, {"source", "active"}});
     if (!active)
-      log::warn("task list for " + std::to_string(o.vmid) + ": " + active.error().to_string());
+      log::warn("task list for " + std::to_string(o.vmid) + ": " + pve::describe(active.error()));
     if (active && active->find("UPID:") != std::string::npos) {
       o.busy_task = true;
       keep_ports.insert(port_name(o.vmid, false));

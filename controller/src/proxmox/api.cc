@@ -47,7 +47,7 @@ bool refused_key(std::string_view key) {
          key.starts_with("lxc") || numbered("mp") || numbered("dev");
 }
 
-std::optional<ApiError> refuse_config_keys(const Params& changes) {
+std::optional<Error> refuse_config_keys(const Params& changes) {
   for (const auto& [key, value] : changes) {
     std::vector<std::string_view> keys{key};
     if (key == "delete" || key == "revert") {
@@ -61,10 +61,10 @@ std::optional<ApiError> refuse_config_keys(const Params& changes) {
     }
     for (auto k : keys) {
       if (!refused_key(k)) continue;
-      ApiError error = make_error(ErrorKind::kInvalidParameters, 0,
-                                  "refused by the client: the controller never changes '" +
-                                      std::string(k) + "' of a container");
-      error.param_errors[key] = error.message;
+      Error error = make_error(ErrorKind::kInvalidParameters, 0,
+                               "refused by the client: the controller never changes '" +
+                                   std::string(k) + "' of a container");
+      error.proxmox->param_errors[key] = error.message;
       return error;
     }
   }
@@ -235,8 +235,8 @@ namespace {
 Result<std::string> task_base(std::string_view upid) {
   auto parsed = Upid::parse(upid);
   if (!parsed) {
-    ApiError error = make_error(ErrorKind::kInvalidParameters, 0, "unable to parse worker upid");
-    error.param_errors["upid"] = "unable to parse worker upid";
+    Error error = make_error(ErrorKind::kInvalidParameters, 0, "unable to parse worker upid");
+    error.proxmox->param_errors["upid"] = "unable to parse worker upid";
     return tl::unexpected(std::move(error));
   }
   return "/nodes/" + url_encode(parsed->node) + "/tasks/" + url_encode(upid);
@@ -271,23 +271,21 @@ Result<TaskStatus> Client::wait_task(std::string_view upid, const WaitOptions& o
     if (!status) return status;
     if (!status->running()) {
       if (status->succeeded()) return status;
-      ApiError error;
-      error.kind = ErrorKind::kTaskFailed;
-      error.message = status->exitstatus;
-      error.upid = std::string(upid);
+      Error error = make_error(ErrorKind::kTaskFailed, 0, status->exitstatus);
+      error.proxmox->upid = std::string(upid);
       int total = 0;
       int want = std::max(options.log_lines, 1);
       auto head = task_log(upid, 0, want, &total);
       if (head && total > static_cast<int>(head->size()))
         head = task_log(upid, total - want, want, nullptr);
       if (head)
-        for (auto& line : *head) error.task_log.push_back(std::move(line.t));
+        for (auto& line : *head) error.proxmox->task_log.push_back(std::move(line.t));
       return tl::unexpected(std::move(error));
     }
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
-      ApiError error = make_error(ErrorKind::kTimeout, 0, "task still running at the deadline");
-      error.upid = std::string(upid);
+      Error error = make_error(ErrorKind::kTimeout, 0, "task still running at the deadline");
+      error.proxmox->upid = std::string(upid);
       return tl::unexpected(std::move(error));
     }
     std::this_thread::sleep_for(

@@ -277,11 +277,10 @@ struct Client::Impl {
     curl_slist_free_all(headers);
     release(h);
     if (rc != CURLE_OK) {
-      ApiError error;
-      error.kind = is_tls_error(rc) ? ErrorKind::kTls : ErrorKind::kTransport;
-      error.message = std::string(curl_easy_strerror(rc));
-      error.http_status = is_connect_failure(rc) ? -1 : 0;  // -1 marks "never sent"
-      return tl::unexpected(std::move(error));
+      // http_status -1 marks "never sent" (retryable whatever the method).
+      return tl::unexpected(make_error(is_tls_error(rc) ? ErrorKind::kTls : ErrorKind::kTransport,
+                                       is_connect_failure(rc) ? -1 : 0,
+                                       std::string(curl_easy_strerror(rc))));
     }
     response.status = header.status;
     response.reason = header.reason;
@@ -341,13 +340,15 @@ namespace {
 // have reached the API daemon (no connection, or pveproxy's 595 "Errors during connection
 // establishment" to pvedaemon). 596 (pvedaemon did not answer in time) may mean the request is
 // being executed, so it is retried for GETs only.
-bool retryable(std::string_view method, const ApiError& error) {
+bool retryable(std::string_view method, const Error& error) {
   bool idempotent = method == "GET";
-  if (error.kind == ErrorKind::kTls) return false;
-  if (error.http_status == -1) return true;  // connect failure
-  if (error.http_status == 0) return idempotent && error.kind == ErrorKind::kTransport;
-  if (error.http_status == 595) return true;
-  if (error.http_status == 596) return idempotent;
+  ErrorKind kind = kind_of(error);
+  int status = error.proxmox ? error.proxmox->http_status : 0;
+  if (kind == ErrorKind::kTls) return false;
+  if (status == -1) return true;  // connect failure
+  if (status == 0) return idempotent && kind == ErrorKind::kTransport;
+  if (status == 595) return true;
+  if (status == 596) return idempotent;
   return false;
 }
 
@@ -376,7 +377,7 @@ Result<Poco::Dynamic::Var> ClientAccess::request(Client& client, std::string_vie
   for (int attempt = 1;; ++attempt) {
     auto start = std::chrono::steady_clock::now();
     auto response = impl.perform_once(method, url, body);
-    ApiError error;
+    Error error;
     if (response) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - start)
@@ -387,20 +388,20 @@ Result<Poco::Dynamic::Var> ClientAccess::request(Client& client, std::string_vie
       auto data = decode::envelope(response->status, response->reason, response->body, total);
       if (data) return data;
       error = std::move(data.error());
-      if (error.kind == ErrorKind::kProtocol) {
-        error.attempts = attempt;
+      if (error.is(ErrorKind::kProtocol)) {
+        detail(error).attempts = attempt;
         return tl::unexpected(std::move(error));
       }
     } else {
       error = response.error();
     }
-    error.attempts = attempt;
+    detail(error).attempts = attempt;
     if (attempt >= impl.options.max_attempts || !retryable(method, error)) {
-      if (error.http_status == -1) error.http_status = 0;
+      if (detail(error).http_status == -1) detail(error).http_status = 0;
       return tl::unexpected(std::move(error));
     }
     pvs::log::info("proxmox " + std::string(method) + " " + std::string(path) + " failed (" +
-                   error.to_string() + "), retry " + std::to_string(attempt));
+                   describe(error) + "), retry " + std::to_string(attempt));
     auto jitter = std::uniform_int_distribution<long>(0, backoff.count() / 2 + 1)(rng);
     std::this_thread::sleep_for(backoff + std::chrono::milliseconds(jitter));
     backoff = std::min(impl.options.backoff_max, backoff * 2);

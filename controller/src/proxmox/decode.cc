@@ -19,7 +19,7 @@ namespace {
 using Poco::JSON::Array;
 using Poco::JSON::Object;
 
-ApiError protocol_error(std::string message) {
+Error protocol_error(std::string message) {
   return make_error(ErrorKind::kProtocol, 0, std::move(message));
 }
 
@@ -170,7 +170,7 @@ Result<Var> envelope(int http_status, std::string_view reason, std::string_view 
     if (total != nullptr) *total = static_cast<int>(i64(object, "total"));
     return object->get("data");
   }
-  ApiError error = make_error(ErrorKind::kServer, http_status, std::string(reason));
+  Error error = make_error(ErrorKind::kServer, http_status, std::string(reason));
   if (object) {
     // Newer servers repeat the full message in the body; prefer the reason phrase's first
     // line, but fall back to it when the phrase is empty.
@@ -178,18 +178,18 @@ Result<Var> envelope(int http_status, std::string_view reason, std::string_view 
     if (object->has("errors")) {
       if (auto errors = as_object(object->get("errors"))) {
         for (const auto& [key, value] : *errors) {
-          error.param_errors[key] =
+          error.proxmox->param_errors[key] =
               trim_newlines(value.isString() ? value.extract<std::string>() : json_text(value));
         }
       }
     }
   }
   if (error.message.empty()) error.message = "HTTP " + std::to_string(http_status);
-  error.kind = classify(http_status, error.message);
+  set_kind(error, classify(http_status, error.message));
   // Handlers also raise state errors as parameter errors (nextid "VM 105 already exists").
-  for (const auto& [param, text] : error.param_errors) {
+  for (const auto& [param, text] : error.proxmox->param_errors) {
     if (http_status == 400 && classify(500, text) == ErrorKind::kAlreadyExists) {
-      error.kind = ErrorKind::kAlreadyExists;
+      set_kind(error, ErrorKind::kAlreadyExists);
     }
   }
   return tl::unexpected(std::move(error));

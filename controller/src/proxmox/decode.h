@@ -19,7 +19,7 @@ namespace pvs::pve::decode {
 using Poco::Dynamic::Var;
 
 // One HTTP answer: a 2xx must be an object with "data" (that value is returned, and "total"
-// into *total when asked); anything else becomes the ApiError it describes (reason phrase or
+// into *total when asked); anything else becomes the Error it describes (reason phrase or
 // "message", per-parameter "errors", classified into an ErrorKind).
 Result<Var> envelope(int http_status, std::string_view reason, std::string_view body, int* total);
 

@@ -29,38 +29,53 @@ std::string_view to_string(ErrorKind kind) {
   return "server";
 }
 
-std::string ApiError::to_string() const {
-  std::string out(pve::to_string(kind));
-  out += ": ";
-  if (http_status > 0) out += std::to_string(http_status) + " ";
-  out += message;
-  for (const auto& [param, msg] : param_errors) out += " [" + param + ": " + msg + "]";
-  if (!upid.empty()) out += " (task " + upid + ")";
-  return out;
-}
-
-pvs::Error ApiError::to_error() const {
-  ErrorCode code = ErrorCode::kInternal;
+namespace {
+ErrorCode code_for(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kNotFound: code = ErrorCode::kNotFound; break;
-    case ErrorKind::kAlreadyExists: code = ErrorCode::kAlreadyExists; break;
+    case ErrorKind::kNotFound: return ErrorCode::kNotFound;
+    case ErrorKind::kAlreadyExists: return ErrorCode::kAlreadyExists;
     case ErrorKind::kLocked:
     case ErrorKind::kAlreadyRunning:
-    case ErrorKind::kNotRunning: code = ErrorCode::kConflict; break;
-    case ErrorKind::kPermissionDenied: code = ErrorCode::kPermissionDenied; break;
-    case ErrorKind::kAuthentication: code = ErrorCode::kUnauthenticated; break;
-    case ErrorKind::kInvalidParameters: code = ErrorCode::kInvalidArgument; break;
+    case ErrorKind::kNotRunning: return ErrorCode::kConflict;
+    case ErrorKind::kPermissionDenied: return ErrorCode::kPermissionDenied;
+    case ErrorKind::kAuthentication: return ErrorCode::kUnauthenticated;
+    case ErrorKind::kInvalidParameters: return ErrorCode::kInvalidArgument;
     case ErrorKind::kTransport:
-    case ErrorKind::kTls: code = ErrorCode::kUnavailable; break;
-    case ErrorKind::kTimeout: code = ErrorCode::kTimeout; break;
+    case ErrorKind::kTls: return ErrorCode::kUnavailable;
+    case ErrorKind::kTimeout: return ErrorCode::kTimeout;
     case ErrorKind::kTaskFailed:
     case ErrorKind::kNotImplemented:
     case ErrorKind::kProtocol:
-    case ErrorKind::kServer: code = ErrorCode::kInternal; break;
+    case ErrorKind::kServer: return ErrorCode::kInternal;
   }
-  Error e{code, "proxmox " + to_string()};
-  e.proxmox = ProxmoxDetail{kind, http_status, param_errors, upid, task_log};
+  return ErrorCode::kInternal;
+}
+}  // namespace
+
+Error make_error(ErrorKind kind, int http_status, std::string message) {
+  Error e(code_for(kind), std::move(message));
+  e.proxmox = ProxmoxDetail{};
+  e.proxmox->kind = kind;
+  e.proxmox->http_status = http_status;
   return e;
+}
+
+void set_kind(Error& error, ErrorKind kind) {
+  if (!error.proxmox) error.proxmox = ProxmoxDetail{};
+  error.proxmox->kind = kind;
+  error.code = code_for(kind);
+}
+
+std::string describe(const Error& error) {
+  if (!error.proxmox) return error.to_string();
+  const ProxmoxDetail& d = *error.proxmox;
+  std::string out(pve::to_string(d.kind));
+  out += ": ";
+  if (d.http_status > 0) out += std::to_string(d.http_status) + " ";
+  out += error.message;
+  for (const auto& [param, msg] : d.param_errors) out += " [" + param + ": " + msg + "]";
+  if (!d.upid.empty()) out += " (task " + d.upid + ")";
+  return out;
 }
 
 namespace {

@@ -10,12 +10,10 @@
 
 namespace pvs::pve {
 
-inline ApiError make_error(ErrorKind kind, int http_status, std::string message) {
-  ApiError error;
-  error.kind = kind;
-  error.http_status = http_status;
-  error.message = std::move(message);
-  return error;
+// The Proxmox detail of an error made by make_error (always there).
+inline ProxmoxDetail& detail(Error& error) {
+  if (!error.proxmox) error.proxmox = ProxmoxDetail{};
+  return *error.proxmox;
 }
 
 // Percent-encodes everything but RFC 3986 unreserved characters: for path segments and for

@@ -62,6 +62,7 @@ struct ProxmoxDetail {
   std::map<std::string, std::string> param_errors;  // 400: parameter -> message
   std::string upid;                                 // kTaskFailed / kTimeout: the task
   std::vector<std::string> task_log;                // kTaskFailed: last lines of the task log
+  int attempts = 1;                                 // requests sent for this call
 };
 
 // What exactly failed in an SSH or SFTP operation; callers branch on this, the message is for
