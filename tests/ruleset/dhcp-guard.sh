@@ -36,7 +36,7 @@ rig_reap_stale
 RIG_TMP=$(mktemp -d "/tmp/${RIG_ID}.XXXXXX")
 ip netns add "$NS_NODE"
 ip -n "$NS_NODE" link set lo up
-ip -n "$NS_NODE" link add vmbr1 type bridge stp_state 0 forward_delay 0
+ip -n "$NS_NODE" link add vmbr1 address 02:00:0a:63:00:01 type bridge stp_state 0 forward_delay 0
 ip -n "$NS_NODE" link set vmbr1 up
 ip -n "$NS_NODE" addr add 10.99.0.1/16 dev vmbr1
 rig_container "$NS_A" "$PORT_A" "$IP_A" "$MAC_A" 2001:db8:99::5

@@ -152,8 +152,8 @@ rig_up() {
 	rig_sysctl "$NS_NODE" net.bridge.bridge-nf-call-ip6tables "$brnf"
 	rig_sysctl "$NS_NODE" net.bridge.bridge-nf-call-arptables "$brnf"
 	ip -n "$NS_NODE" link set lo up
-	ip -n "$NS_NODE" link add vmbr1 type bridge stp_state 0 forward_delay 0
-	ip -n "$NS_NODE" link add vmbr0 type bridge stp_state 0 forward_delay 0
+	ip -n "$NS_NODE" link add vmbr1 address 02:00:0a:63:00:01 type bridge stp_state 0 forward_delay 0
+	ip -n "$NS_NODE" link add vmbr0 address 02:00:0a:00:00:01 type bridge stp_state 0 forward_delay 0
 	ip -n "$NS_NODE" link set vmbr1 up
 	ip -n "$NS_NODE" link set vmbr0 up
 	ip -n "$NS_NODE" addr add 10.99.0.1/16 dev vmbr1

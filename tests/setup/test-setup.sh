@@ -134,6 +134,7 @@ check "ssh key: ed25519" file_has /etc/pve-sandbox/ssh/id_ed25519.pub '^ssh-ed25
 stanza=/etc/network/interfaces.d/pve-sandbox-vmbr1
 check "bridge: stanza has no ports" file_has "$stanza" '^[[:space:]]+bridge-ports none$'
 check "bridge: address is the gateway" file_has "$stanza" '^[[:space:]]+address 10\.99\.0\.1/16$'
+check "bridge: a fixed MAC from the gateway address" file_has "$stanza" '^[[:space:]]+hwaddress 02:00:0a:63:00:01$'
 check "bridge: IPv6 off on the bridge" file_has "$stanza" 'disable_ipv6=1'
 check "bridge: interfaces sources interfaces.d" file_has /etc/network/interfaces '^source /etc/network/interfaces\.d/\*$'
 check "bridge: vmbr0 untouched" file_has /etc/network/interfaces 'bridge-ports eno1'

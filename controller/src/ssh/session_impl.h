@@ -141,7 +141,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   void start_session_timers();
   Status verify_host_key();
   Status authenticate();
-  Status wait_socket(Clock::time_point deadline);
+  Status wait_socket(Clock::time_point deadline, const char* stage);  // stage: for the error
   void teardown(bool graceful);
   void fail_all(const Error& error, bool allow_retry);
   void reap_zombies();
@@ -179,6 +179,10 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   AllocHeader alloc_list_{&alloc_list_, &alloc_list_, 0, 0};
   std::atomic<std::int64_t> live_allocations_{0};
   void free_leftover_allocations();
+  // Bytes libssh2 read from the socket (its recv callback counts them; I/O thread only). A
+  // read for one channel can queue packets for another that was already stepped: the loop
+  // steps again instead of polling when this moved.
+  std::uint64_t bytes_in_ = 0;
 
  private:
   // I/O thread only.

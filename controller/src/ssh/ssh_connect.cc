@@ -75,6 +75,13 @@ LIBSSH2_REALLOC_FUNC(counting_realloc) {
   return nh + 1;
 }
 
+LIBSSH2_RECV_FUNC(counting_recv) {
+  ssize_t n = ::recv(socket, buffer, length, flags);
+  if (n < 0) return -errno;  // what libssh2's own recv returns
+  impl_of(abstract)->bytes_in_ += static_cast<std::uint64_t>(n);
+  return n;
+}
+
 // Constant-time comparison of two fingerprints.
 bool same_secret(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -113,7 +120,7 @@ std::string ssh_detail::normalize_fingerprint(std::string_view fp) {
 // ---------------------------------------------------------------------------------------------
 // Connection set-up.
 
-Status SshSession::Impl::wait_socket(Clock::time_point deadline) {
+Status SshSession::Impl::wait_socket(Clock::time_point deadline, const char* stage) {
   int dirs = libssh2_session_block_directions(session_);
   short events = 0;
   if (dirs & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
@@ -122,9 +129,9 @@ Status SshSession::Impl::wait_socket(Clock::time_point deadline) {
   pollfd fds[2] = {{sock_.get(), events, 0}, {wake_fd_.get(), POLLIN, 0}};
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() <= 0) {
-    return ssh_fail(SshErrc::kConnectTimeout, "ssh " + config_.host + ":" +
-                                                  std::to_string(config_.port) +
-                                                  ": no answer within connect_timeout");
+    return ssh_fail(SshErrc::kConnectTimeout,
+                    "ssh " + config_.host + ":" + std::to_string(config_.port) +
+                        ": no answer within connect_timeout (" + stage + ")");
   }
   int n = ::poll(fds, 2, static_cast<int>(std::min<std::int64_t>(left.count() + 1, 60000)));
   if (n < 0 && errno != EINTR) {
@@ -151,6 +158,8 @@ Status SshSession::Impl::do_connect() {
     return ssh_fail(SshErrc::kProtocol, "ssh: libssh2_session_init failed");
   }
   libssh2_session_set_blocking(session_, 0);
+  libssh2_session_callback_set(session_, LIBSSH2_CALLBACK_RECV,
+                               reinterpret_cast<void*>(&counting_recv));
   if (!config_.host_key_algorithms.empty()) {
     libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY,
                                 config_.host_key_algorithms.c_str());
@@ -162,7 +171,7 @@ Status SshSession::Impl::do_connect() {
 
   int rc;
   while ((rc = libssh2_session_handshake(session_, sock_.get())) == LIBSSH2_ERROR_EAGAIN) {
-    if (auto w = wait_socket(deadline); !w) return fail_teardown(w.error());
+    if (auto w = wait_socket(deadline, "handshake"); !w) return fail_teardown(w.error());
   }
   if (rc != 0) {
     Error e = ssh_detail::session_error(session_, rc, "ssh " + where + ": handshake");
@@ -396,7 +405,7 @@ Status SshSession::Impl::authenticate() {
   while ((rc = libssh2_userauth_publickey_frommemory(session_, config_.user.data(),
                                                      config_.user.size(), nullptr, 0, key.data(),
                                                      key.size(), pass)) == LIBSSH2_ERROR_EAGAIN) {
-    if (auto w = wait_socket(deadline); !w) return w;
+    if (auto w = wait_socket(deadline, "authentication"); !w) return w;
   }
   // Do not keep the key text around longer than needed.
   std::fill(key.begin(), key.end(), '\0');

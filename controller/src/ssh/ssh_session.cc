@@ -365,6 +365,7 @@ void SshSession::Impl::run() {
       }
     }
 
+    const std::uint64_t bytes_before = bytes_in_;
     bool progress = step_ops();
 
     if (fatal_pending_) {
@@ -378,7 +379,8 @@ void SshSession::Impl::run() {
     if (session_ != nullptr && config_.spare_channels > 0 && step_spare()) progress = true;
 
     if (!send_keepalive()) continue;
-    if (progress) continue;
+    // Packets read meanwhile may belong to an op stepped before the read: step them again.
+    if (progress || bytes_in_ != bytes_before) continue;
     wait_for_work(&idle_data_pending);
   }
   // Stopping: everything still queued or running fails with kClosed.
