@@ -243,6 +243,9 @@ void parse_ssh(yaml::Map s, const Env& env, ManagerConfig& m) {
   seconds(s, "connect_timeout_seconds", &ssh.connect_timeout, 1, 600);
   seconds(s, "ready_timeout_seconds", &m.ssh_ready_timeout, 1, 3600);
   s.boolean("wait_for_ready", &m.wait_for_ssh);
+  s.boolean("per_sandbox_host_keys", &m.per_sandbox_host_keys);
+  if (s.ok() && m.per_sandbox_host_keys && !m.wait_for_ssh)
+    s.fail("per_sandbox_host_keys", "needs wait_for_ready: true (or set it to false)");
   (void)s.finish();
 }
 
@@ -335,7 +338,8 @@ std::string describe(const ServiceConfig& c) {
     << "  network " << m.sandbox_cidr.to_string() << " gateway=" << m.gateway.to_string()
     << " bridge=" << m.bridge << (m.dhcp ? " dhcp" : "") << "\n"
     << "  ssh user=" << m.ssh.user << " key=" << m.ssh.private_key_file
-    << " host_key_policy=" << policies[static_cast<int>(m.ssh.host_key_policy)] << "\n"
+    << " host_key_policy=" << policies[static_cast<int>(m.ssh.host_key_policy)]
+    << " per_sandbox_host_keys=" << (m.per_sandbox_host_keys ? "true" : "false") << "\n"
     << "  agent " << m.agent.socket_path << " lease=" << secs(m.internet_lease) << "\n"
     << "  limits max_sandboxes=" << m.max_sandboxes << " ttl=" << secs(m.default_ttl) << "/"
     << secs(m.max_ttl) << " cpus<=" << m.max_cpus << " memory<=" << m.max_memory_mb

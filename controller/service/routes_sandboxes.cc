@@ -31,6 +31,7 @@ std::string sandbox_json(const SandboxInfo& s) {
   }
   w.key("labels").value(s.labels);
   w.key("owner").value(s.owner);
+  if (!s.host_key.empty()) w.key("host_key").value(s.host_key);
   w.end_object();
   return w.take();
 }

@@ -11,6 +11,7 @@
 #include "pvesandbox/common/text.h"
 #include "pvesandbox/manager.h"
 #include "sim.h"
+#include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
 #ifndef PVS_LIFECYCLE_DRIVER
@@ -189,6 +190,60 @@ TEST_F(LifecycleE2eTest, SixteenConcurrentCreatesAllSucceed) {
   for (auto& t : threads) t.join();
   EXPECT_TRUE(consistent(*m));
   EXPECT_TRUE(stack_->containers().empty());
+}
+
+// The template's host key is in every clone (and readable by every tenant), so create gives
+// each sandbox its own; from then on the controller accepts only that key for the sandbox, also
+// after a restart. A sandbox presenting another sandbox's key is refused.
+TEST_F(LifecycleE2eTest, EachSandboxGetsItsOwnHostKeyAndNoOtherIsAccepted) {
+  std::string template_key = stack_->sim().ssh_host_key_fingerprint();
+  ASSERT_EQ(template_key.rfind("SHA256:", 0), 0u);
+  auto m = open();
+  ASSERT_TRUE(m);
+  auto a = m->create({});
+  auto b = m->create({});
+  ASSERT_TRUE(a && b) << (a ? b.error().message : a.error().message);
+  std::string key_a = (*a)->info().host_key, key_b = (*b)->info().host_key;
+  EXPECT_TRUE(is_sha256_fingerprint(key_a)) << key_a;
+  EXPECT_NE(key_a, template_key);
+  EXPECT_NE(key_a, key_b);
+  auto r = (*a)->exec("cat /etc/ssh/ssh_host_ed25519_key.pub | wc -l");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->out, "1\n");
+
+  // A restarted controller finds the key in the metadata and connects with it.
+  auto restarted = open();
+  ASSERT_TRUE(restarted);
+  auto again = restarted->attach((*a)->id());
+  ASSERT_TRUE(again);
+  EXPECT_EQ((*again)->info().host_key, key_a);
+  r = (*again)->exec("echo pinned");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->out, "pinned\n");
+
+  // Sandbox a now presents b's key (as a tenant of b who copied it would): refused.
+  auto dir = [&](int vmid) {
+    return "/etc/netns/" + stack_->id() + "-" + std::to_string(vmid) + "/ssh/";
+  };
+  for (std::string f : {"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"})
+    ASSERT_EQ(test::run_command({"cp", dir((*b)->info().vmid) + f, dir((*a)->info().vmid) + f}), 0);
+  auto third = open();
+  ASSERT_TRUE(third);
+  auto impostor = third->attach((*a)->id());
+  ASSERT_TRUE(impostor);
+  r = (*impostor)->exec("true");
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(r.error().is(SshErrc::kHostKeyMismatch)) << r.error().message;
+
+  // Turned off: the sandbox keeps (and the controller pins) the template's key.
+  auto config = stack_->manager_config();
+  config.per_sandbox_host_keys = false;
+  auto plain = open(config);
+  ASSERT_TRUE(plain);
+  auto c = plain->create({});
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ((*c)->info().host_key, template_key);
+  EXPECT_TRUE((*a)->destroy() && (*b)->destroy() && (*c)->destroy());
 }
 
 // 10% of every Proxmox request fails (any method, any path, task polls included) while

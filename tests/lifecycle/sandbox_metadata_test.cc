@@ -16,6 +16,7 @@ SandboxMetadata sample() {
   m.address = Ipv4Address::parse("10.99.0.20").value();
   m.owner = "ci-runner";
   m.labels = {{"team", "ml"}, {"job.id", "42 \"quoted\" \\ back"}};
+  m.host_key = "SHA256:" + std::string(43, 'A');
   return m;
 }
 
@@ -80,7 +81,10 @@ TEST(SandboxMetadata, DamagedIsInvalid) {
                            "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"ready\","
                            "\"created\":1,\"expires\":0,\"internet\":false,\"ip\":\"10.1\"}",
                            "pve-sandbox:v1 {\"id\":\"\",\"vmid\":120,\"phase\":\"ready\","
-                           "\"created\":1,\"expires\":0,\"internet\":false}"}) {
+                           "\"created\":1,\"expires\":0,\"internet\":false}",
+                           "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"ready\","
+                           "\"created\":1,\"expires\":0,\"internet\":false,"
+                           "\"host_key\":\"MD5:aa:bb\"}"}) {
     auto r = decode_description(text);
     ASSERT_FALSE(r) << text;
     EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << text;

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "pvesandbox/common/ipv4.h"
@@ -169,12 +170,21 @@ class NetnsBackend : public Backend {
     host_key_ = dir_ + "/ssh_host_ed25519_key";
     if (run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", host_key_}) != 0)
       return pvs::fail(pvs::ErrorCode::kIo, "ssh-keygen failed");
+    std::string listing;
+    if (run_command({"ssh-keygen", "-l", "-f", host_key_ + ".pub"}, &listing) != 0 ||
+        listing.find("SHA256:") == std::string::npos)
+      return pvs::fail(pvs::ErrorCode::kIo, "ssh-keygen -l failed: " + listing);
+    host_key_fp_ = listing.substr(listing.find("SHA256:"), 50);
     ::mkdir("/run/sshd", 0755);  // sshd's privilege separation directory
     if (run_command({"ip", "link", "show", "dev", o_.bridge}) != 0) {
       if (!o_.create_bridge)
         return pvs::fail(pvs::ErrorCode::kNotFound, "bridge " + o_.bridge + " does not exist");
       std::string out;
-      if (run_command({"ip", "link", "add", o_.bridge, "type", "bridge"}, &out) != 0 ||
+      // A fixed MAC, as udev gives a Proxmox bridge: else it follows its ports' lowest MAC and
+      // the containers' ARP entries for the gateway go stale whenever that changes.
+      if (run_command(
+              {"ip", "link", "add", o_.bridge, "address", "02:00:00:00:00:01", "type", "bridge"},
+              &out) != 0 ||
           run_command({"ip", "addr", "add", o_.bridge_cidr, "dev", o_.bridge}, &out) != 0 ||
           run_command({"ip", "link", "set", o_.bridge, "up"}, &out) != 0) {
         run_command({"ip", "link", "del", o_.bridge});
@@ -240,6 +250,7 @@ class NetnsBackend : public Backend {
     }
     pid_t pid = -1;
     if (!ip.empty()) {
+      if (auto e = give_etc_ssh(vmid); !e.empty()) return fail(e);
       pid = spawn({"ip",
                    "netns",
                    "exec",
@@ -254,7 +265,7 @@ class NetnsBackend : public Backend {
                    "-o",
                    "Port=" + std::to_string(o_.ssh_port),
                    "-o",
-                   "HostKey=" + host_key_,
+                   "HostKey=/etc/ssh/ssh_host_ed25519_key",
                    "-o",
                    "AuthorizedKeysFile=" + o_.authorized_keys,
                    "-o",
@@ -326,14 +337,26 @@ class NetnsBackend : public Backend {
     return list;
   }
 
+  void destroy(int vmid) override {
+    std::string etc = etc_dir(vmid);
+    run_command({"rm", "-rf", "--one-file-system", etc});
+    std::lock_guard lock(mutex_);
+    etc_dirs_.erase(vmid);
+  }
+
+  std::string host_key_fingerprint() const override { return host_key_fp_; }
+
   void cleanup() override {
     std::map<int, Live> all;
+    std::set<int> etcs;
     {
       std::lock_guard lock(mutex_);
       all.swap(running_);
+      etcs.swap(etc_dirs_);
     }
     for (auto& [vmid, live] : all)
       teardown(vmid, o_.ns_prefix + std::to_string(vmid), live.port, live.pid);
+    for (int vmid : etcs) run_command({"rm", "-rf", "--one-file-system", etc_dir(vmid)});
     if (created_bridge_) run_command({"ip", "link", "del", o_.bridge});
     created_bridge_ = false;
     if (!dir_.empty()) {
@@ -372,6 +395,28 @@ class NetnsBackend : public Backend {
     run_command({"ip", "netns", "del", ns});
   }
 
+  // /etc/netns/<ns> (ip netns exec mounts its entries over /etc): the CT's own /etc/ssh.
+  std::string etc_dir(int vmid) const {
+    return "/etc/netns/" + o_.ns_prefix + std::to_string(vmid);
+  }
+
+  // A clone's /etc/ssh holds the template's host key until something replaces it; it stays
+  // across stop and start. Returns "" or an error.
+  std::string give_etc_ssh(int vmid) {
+    std::string ssh = etc_dir(vmid) + "/ssh";
+    {
+      std::lock_guard lock(mutex_);
+      etc_dirs_.insert(vmid);
+    }
+    if (::access((ssh + "/ssh_host_ed25519_key").c_str(), F_OK) == 0) return "";
+    std::string out;
+    if (run_command({"mkdir", "-p", ssh}, &out) != 0 ||
+        run_command({"cp", host_key_, host_key_ + ".pub", ssh + "/"}, &out) != 0 ||
+        run_command({"chown", "-R", o_.user, ssh}, &out) != 0)
+      return "the CT's /etc/ssh: " + out;
+    return "";
+  }
+
   // The bridge port Proxmox would create: fwpr<vmid>p0 behind the firewall bridge when net0
   // has firewall=1, else the CT's veth itself, veth<vmid>i0.
   static std::string port_name(int vmid, const std::map<std::string, std::string>& net0) {
@@ -386,7 +431,8 @@ class NetnsBackend : public Backend {
   };
 
   NetnsOptions o_;
-  std::string dir_, host_key_;
+  std::string dir_, host_key_, host_key_fp_;
+  std::set<int> etc_dirs_;  // CTs with an /etc/netns/<ns> (until deleted)
   bool created_bridge_ = false;
   std::mutex mutex_;
   std::map<int, Live> running_;  // pid -1 while starting

@@ -25,8 +25,13 @@ class Backend {
   virtual std::string start(int vmid, const std::map<std::string, std::string>& config,
                             const std::string& ipv4) = 0;
   virtual void stop(int vmid) = 0;
+  // The container is deleted: what it kept between starts (its /etc/ssh) goes too.
+  virtual void destroy(int /*vmid*/) {}
   virtual std::vector<LiveInterface> interfaces(int vmid) = 0;
   virtual void cleanup() {}
+  // The template's SSH host key fingerprint ("SHA256:..."), which every clone starts with; ""
+  // without sshd.
+  virtual std::string host_key_fingerprint() const { return ""; }
 };
 
 pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options);

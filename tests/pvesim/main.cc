@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
   }
   std::string info = "port=" + std::to_string((*sim)->port()) +
                      "\nfingerprint=" + (*sim)->fingerprint() + "\ncert=" + (*sim)->cert_file() +
-                     "\n";
+                     "\nssh_host_key=" + (*sim)->ssh_host_key_fingerprint() + "\n";
   if (!info_file.empty()) {
     std::string tmp = info_file + ".tmp";
     std::ofstream(tmp) << info;

@@ -1178,6 +1178,7 @@ struct Simulator::Impl {
         backend->stop(vmid);
         n->running = false;
       }
+      backend->destroy(vmid);
       release_lease(*n);
       for (auto& [id, pool] : pools) pool.members.erase(vmid);
       cts.erase(vmid);
@@ -1754,6 +1755,9 @@ int Simulator::port() const {
 }
 std::string Simulator::fingerprint() const {
   return impl_->fingerprint;
+}
+std::string Simulator::ssh_host_key_fingerprint() const {
+  return impl_->backend ? impl_->backend->host_key_fingerprint() : "";
 }
 std::string Simulator::cert_file() const {
   return impl_->cert_path;

@@ -33,7 +33,10 @@ struct FaultRule {
 // joined by a veth to `bridge` (host end named like Proxmox's bridge port: veth<vmid>i0, or
 // fwpr<vmid>p0 when net0 has firewall=1), configured from net0 (static ip=/gw= or a lease
 // from dhcp_cidr with `gateway` as router, or a real DHCP exchange with `dhcp_client`), running
-// `sshd_path` with `authorized_keys` for `user`.
+// `sshd_path` with `authorized_keys` for `user`. Each container has its own /etc/ssh (as a
+// clone has its own rootfs): /etc/netns/<prefix><vmid>/ssh, which `ip netns exec` mounts over
+// /etc/ssh for the CT's sshd and its sessions, holding a copy of the template's host key from
+// the first start until the CT is deleted; `user` owns it, so a session can replace the key.
 struct NetnsOptions {
   std::string bridge = "pvesimbr0";
   std::string bridge_cidr = "10.99.0.1/16";  // the host's address on the bridge (if created)
@@ -81,6 +84,9 @@ class Simulator {
   int port() const;
   std::string fingerprint() const;  // SHA-256 of the certificate, "AB:CD:..."
   std::string cert_file() const;    // PEM of the self-signed certificate
+  // netns backend: the template's SSH host key ("SHA256:..."), which every clone starts with
+  // in its own /etc/ssh (see NetnsOptions); "" for the model backend.
+  std::string ssh_host_key_fingerprint() const;
 
   // Requests seen for "METHOD /path/{template}" (every attempt, also failed ones).
   uint64_t count(const std::string& method, const std::string& path_template) const;

@@ -186,5 +186,18 @@ TEST(Config, PinnedHostKeyNeedsFingerprint) {
             std::string::npos);
 }
 
+TEST(Config, PerSandboxHostKeysByDefaultAndOnlyWithTheReadyWait) {
+  auto c = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_TRUE(c->manager.per_sandbox_host_keys);
+  EXPECT_NE(error_of(minimal("  wait_for_ready: false\n"))
+                .find("ssh.per_sandbox_host_keys: needs wait_for_ready: true"),
+            std::string::npos);
+  c = parse_config(minimal("  wait_for_ready: false\n  per_sandbox_host_keys: false\n"),
+                   "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_FALSE(c->manager.per_sandbox_host_keys);
+}
+
 }  // namespace
 }  // namespace pvs::service

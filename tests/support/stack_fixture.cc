@@ -83,8 +83,12 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
     entered_ = true;
     run({"ip", "link", "set", "lo", "up"});
     run({"sysctl", "-qw", "net.ipv4.ip_forward=1"});
-    // The sandbox bridge, as the node has it.
-    run({"ip", "link", "add", "vmbr1", "type", "bridge", "stp_state", "0", "forward_delay", "0"});
+    // The sandbox bridge, as the node has it: with a fixed MAC (udev gives a Proxmox bridge a
+    // persistent one). Without it the kernel gives the bridge the lowest MAC of its ports, which
+    // changes as containers come and go, and every container's ARP entry for the gateway then
+    // points at a MAC nobody answers for until it expires (tens of seconds of lost packets).
+    run({"ip", "link", "add", "vmbr1", "address", "02:00:0a:63:00:01", "type", "bridge",
+         "stp_state", "0", "forward_delay", "0"});
     run({"ip", "addr", "add", "10.99.0.1/16", "dev", "vmbr1"});
     run({"ip", "link", "set", "vmbr1", "up"});
     // The hardened ruleset, rendered by setup's own helper for this kernel (bridge scope when
@@ -145,6 +149,8 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
     auto sim = pvesim::Simulator::start(so);
     must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
     sim_ = std::move(*sim);
+    // The template's host key, which config_for pins (also in the lifecycle driver process).
+    std::ofstream(dir_ + "/template_host_key") << sim_->ssh_host_key_fingerprint();
   } catch (...) {
     cleanup();
     throw;
@@ -324,7 +330,11 @@ ManagerConfig Stack::config_for(int sim_port, const std::string& sim_fingerprint
   c.bridge = "vmbr1";
   c.ssh.user = slurp(stack_dir + "/user");
   c.ssh.private_key_file = stack_dir + "/id_ed25519";
-  c.ssh.host_key_policy = HostKeyPolicy::kInsecure;
+  // netns: the template's host key, as an operator pins it (each sandbox then gets its own);
+  // the model backend has no sshd.
+  c.ssh.host_key_fingerprint = slurp(stack_dir + "/template_host_key");
+  c.ssh.host_key_policy =
+      c.ssh.host_key_fingerprint.empty() ? HostKeyPolicy::kInsecure : HostKeyPolicy::kPinned;
   c.ssh.connect_timeout = std::chrono::milliseconds(3000);
   c.ssh_ready_timeout = std::chrono::milliseconds(20000);
   c.wait_for_ssh = wait_for_ssh;

@@ -73,7 +73,8 @@ class Stack {
   pvesim::Simulator& sim() { return *sim_; }
   // A ManagerConfig for this stack: Proxmox URL/token/fingerprint, node "pve", template 9000,
   // VMIDs 10000-10999, 10.99.0.0/16 via 10.99.0.1 on vmbr1, the agent socket, SSH as user()
-  // with the stack's key (host key policy kInsecure), short timeouts, background loop off.
+  // with the stack's key (the template's host key pinned), short timeouts, background loop
+  // off.
   ManagerConfig manager_config() const;
   // The same for another process (e.g. a driver program) that knows the stack's simulator
   // port and fingerprint and its temp dir.

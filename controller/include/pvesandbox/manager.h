@@ -89,6 +89,13 @@ struct ManagerConfig {
   SshConfig ssh;
   std::chrono::milliseconds ssh_ready_timeout{60000};  // start -> first successful exec
   bool wait_for_ssh = true;  // false: create() returns once started (templates without sshd)
+  // Every clone starts with the template's SSH host key, which every tenant can read in its own
+  // container. With this on, create() replaces it through the first session (the one `ssh`'s
+  // policy verifies: the template's key) by a fresh ed25519 key, deletes the template's other
+  // host keys, and records the new fingerprint in the sandbox's metadata. Either way every
+  // later session of the sandbox, also after a restart, pins the fingerprint recorded at
+  // create. Needs wait_for_ssh.
+  bool per_sandbox_host_keys = true;
 
   // The node agent.
   ManagerAgentOptions agent;
@@ -138,6 +145,7 @@ struct SandboxInfo {
   std::int64_t expires_at = 0;  // unix seconds; 0: never
   Labels labels;
   std::string owner;
+  std::string host_key;  // "SHA256:...": the sandbox's own SSH host key; empty if not recorded
 };
 
 struct SnapshotInfo {

@@ -44,12 +44,19 @@ struct SandboxMetadata {
   bool internet = false;        // internet wanted (the agent's set follows this)
   std::optional<Ipv4Address> address;
   std::string owner;  // the API token name that created it
+  // The sandbox's own SSH host key, "SHA256:<43 base64 chars>", learnt at create (see
+  // ManagerConfig::per_sandbox_host_keys); every later session pins it. Empty for sandboxes
+  // created before it was recorded: they fall back to the configured host key policy.
+  std::string host_key;
   std::map<std::string, std::string> labels;
 
   bool operator==(const SandboxMetadata&) const = default;
 };
 
 std::string_view to_string(SandboxMetadata::Phase phase);
+
+// True for an OpenSSH SHA-256 fingerprint: "SHA256:" and 43 unpadded base64 characters.
+bool is_sha256_fingerprint(std::string_view fingerprint);
 
 // The full description text for a container.
 std::string encode_description(const SandboxMetadata& metadata);

@@ -1,5 +1,5 @@
 // Container steps shared by create, destroy and reconcile: waiting for a Proxmox task, writing
-// the description, destroying a container that is ours, and waiting for its SSH.
+// the description, destroying a container that is ours.
 #include <thread>
 
 #include "core.h"
@@ -84,38 +84,6 @@ Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
     return w;
   }
   return {};
-}
-
-Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address address) {
-  SshConfig sc = cfg_.ssh;
-  sc.host = address.to_string();
-  sc.connect_timeout = std::min(sc.connect_timeout, milliseconds(2000));
-  auto deadline = Clock::now() + cfg_.ssh_ready_timeout;
-  Error last{ErrorCode::kTimeout, "ssh not ready"};
-  auto delay = milliseconds(20);
-  for (;;) {
-    auto ssh = std::make_shared<SshSession>(sc);
-    ExecOptions probe;
-    probe.timeout = seconds(10);
-    auto r = ssh->exec("true", probe);
-    if (r && r->exit_code == 0) {
-      ssh->close();
-      // The sandbox's session keeps the configured connect timeout; it connects on first use.
-      SshConfig full = cfg_.ssh;
-      full.host = sc.host;
-      return std::make_shared<SshSession>(full);
-    }
-    if (!r) last = r.error();
-    ssh->close();
-    // Errors that waiting does not fix.
-    if (!r && (r.error().is(SshErrc::kAuthFailed) || r.error().is(SshErrc::kHostKeyMismatch) ||
-               r.error().is(SshErrc::kKeyInvalid) || r.error().is(SshErrc::kKeyUnsupported)))
-      return fail(ErrorCode::kUnavailable, "ssh: " + last.message);
-    if (Clock::now() + delay >= deadline)
-      return fail(ErrorCode::kTimeout, "ssh not ready in time: " + last.message);
-    std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, milliseconds(500));
-  }
 }
 
 }  // namespace pvs::lifecycle

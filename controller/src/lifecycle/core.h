@@ -202,6 +202,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::string port;              // BIND sent
     bool granted = false;
     std::shared_ptr<SshSession> ssh;
+    std::string host_key;  // the sandbox's own host key, once replaced
   };
   Result<double> validate(const CreateOptions& options);  // the template's disk in GiB
   Result<std::shared_ptr<SandboxImpl>> build(Step& step, const CreateOptions& options,
@@ -234,7 +235,14 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // Makes the agent's set exactly granted_ (renewing every lease), its bindings exactly
   // bound_, and frees quarantined addresses that the set no longer holds.
   Status sync_agent(const std::set<std::string>& keep_ports = {});
-  Result<std::shared_ptr<SshSession>> wait_for_ssh(Ipv4Address address);
+  // ssh_ready.cc: waits until the sandbox at `address` runs a command over SSH (verified by the
+  // configured policy: the template's key), gives it its own host key
+  // (per_sandbox_host_keys), and returns a connected session pinned to the key it has now;
+  // *host_key gets that key's fingerprint.
+  Result<std::shared_ptr<SshSession>> wait_for_ssh(Ipv4Address address, std::string* host_key);
+  Result<std::shared_ptr<SshSession>> connect_until(const SshConfig& config,
+                                                    Clock::time_point deadline);
+  Result<std::string> replace_host_key(SshSession& session);
   void busy(int vmid, bool on) {
     std::lock_guard lock(mu_);
     if (on)

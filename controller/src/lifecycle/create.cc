@@ -176,6 +176,7 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
   if (auto r = bring_up(s, o, binding); !r) return fail(r.error());
   // 8. Ready: the only step that makes the container survive a restart.
   md.phase = SandboxMetadata::Phase::kReady;
+  md.host_key = s.host_key;
   if (auto h = hook("ready"); !h) return fail(h.error());
   if (auto r = write_description(s.vmid, md); !r) return fail(r.error());
 
@@ -224,7 +225,7 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
   if (auto r = wait(pve_.start(cfg_.node, s.vmid), "start"); !r) return r;
   if (auto h = hook("ssh"); !h) return h;
   if (cfg_.wait_for_ssh) {
-    auto ssh = wait_for_ssh(*s.address);
+    auto ssh = wait_for_ssh(*s.address, &s.host_key);
     if (!ssh) return fail(ssh.error());
     s.ssh = *ssh;
   }

@@ -24,6 +24,7 @@ SandboxInfo SandboxImpl::info() const {
   i.expires_at = md_.expires_at;
   i.labels = md_.labels;
   i.owner = md_.owner;
+  i.host_key = md_.host_key;
   return i;
 }
 
@@ -33,6 +34,10 @@ Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
   if (!ssh_) {
     SshConfig sc = core_->config().ssh;
     sc.host = md_.address->to_string();
+    if (!md_.host_key.empty()) {  // the sandbox's own key, learnt at create
+      sc.host_key_policy = HostKeyPolicy::kPinned;
+      sc.host_key_fingerprint = md_.host_key;
+    }
     ssh_ = std::make_shared<SshSession>(sc);
   }
   return ssh_;

@@ -3,6 +3,7 @@
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
+#include <cctype>
 #include <sstream>
 
 #include "pvesandbox/common/text.h"
@@ -66,6 +67,14 @@ std::string_view to_string(SandboxMetadata::Phase phase) {
   return "unknown";
 }
 
+bool is_sha256_fingerprint(std::string_view fp) {
+  constexpr std::string_view kPrefix = "SHA256:";
+  if (fp.size() != kPrefix.size() + 43 || fp.substr(0, kPrefix.size()) != kPrefix) return false;
+  for (char c : fp.substr(kPrefix.size()))
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '/') return false;
+  return true;
+}
+
 std::string encode_description(const SandboxMetadata& m) {
   Poco::JSON::Object o;
   o.set("id", m.id);
@@ -76,6 +85,7 @@ std::string encode_description(const SandboxMetadata& m) {
   o.set("internet", m.internet);
   if (m.address) o.set("ip", m.address->to_string());
   if (!m.owner.empty()) o.set("owner", m.owner);
+  if (!m.host_key.empty()) o.set("host_key", m.host_key);
   if (!m.labels.empty()) {
     Poco::JSON::Object labels;
     for (const auto& [k, v] : m.labels) labels.set(k, v);
@@ -126,6 +136,11 @@ Result<SandboxMetadata> decode_description(std::string_view description) {
       m.address = *ip;
     }
     if (root->has("owner")) m.owner = root->getValue<std::string>("owner");
+    if (root->has("host_key")) {
+      m.host_key = root->getValue<std::string>("host_key");
+      if (!is_sha256_fingerprint(m.host_key))
+        return damaged("host_key is not a SHA256 fingerprint");
+    }
     if (root->has("labels")) {
       auto labels = root->getObject("labels");
       if (!labels) return damaged("labels is not an object");

@@ -177,21 +177,21 @@ int bench_list(int sandboxes) {
   auto mc = stack.manager_config();
   std::uint16_t port = pvs::test::free_port();
   std::string config = stack.dir() + "/controller.yaml";
-  std::ofstream(config) << "listen:\n  port: " << port << "\nhttp:\n  threads: 16\n"
-                        << "auth:\n  tokens:\n    - {name: bench, max_sandboxes: 1000, sha256: "
-                        << pvs::service::sha256_hex("tok-bench") << "}\n"
-                        << "audit:\n  file: " << stack.dir() << "/audit.log\n"
-                        << "log_level: warn\n"
-                        << "proxmox:\n  url: https://127.0.0.1:" << stack.port()
-                        << "\n  node: pve\n  token_id: " << pvs::test::Stack::kTokenId
-                        << "\n  token_secret_env: PVS_BENCH_SECRET\n  fingerprint: \""
-                        << stack.fingerprint() << "\"\n  template_vmid: 9000\n"
-                        << "  vmid_min: 10000\n  vmid_max: 10999\n"
-                        << "ssh:\n  user: " << mc.ssh.user
-                        << "\n  private_key_file: " << mc.ssh.private_key_file
-                        << "\n  host_key_policy: insecure\n  wait_for_ready: false\n"
-                        << "agent:\n  socket: " << mc.agent.socket_path << "\n"
-                        << "limits:\n  max_sandboxes: 1000\n";
+  std::ofstream(config)
+      << "listen:\n  port: " << port << "\nhttp:\n  threads: 16\n"
+      << "auth:\n  tokens:\n    - {name: bench, max_sandboxes: 1000, sha256: "
+      << pvs::service::sha256_hex("tok-bench") << "}\n"
+      << "audit:\n  file: " << stack.dir() << "/audit.log\n"
+      << "log_level: warn\n"
+      << "proxmox:\n  url: https://127.0.0.1:" << stack.port()
+      << "\n  node: pve\n  token_id: " << pvs::test::Stack::kTokenId
+      << "\n  token_secret_env: PVS_BENCH_SECRET\n  fingerprint: \"" << stack.fingerprint()
+      << "\"\n  template_vmid: 9000\n"
+      << "  vmid_min: 10000\n  vmid_max: 10999\n"
+      << "ssh:\n  user: " << mc.ssh.user << "\n  private_key_file: " << mc.ssh.private_key_file
+      << "\n  host_key_policy: insecure\n  wait_for_ready: false\n  per_sandbox_host_keys: false\n"
+      << "agent:\n  socket: " << mc.agent.socket_path << "\n"
+      << "limits:\n  max_sandboxes: 1000\n";
   pid_t pid = fork();
   if (pid == 0) {
     setenv("PVS_BENCH_SECRET", pvs::test::Stack::kTokenSecret, 1);
@@ -284,7 +284,8 @@ int bench_upload(int mib) {
                         << "  vmid_min: 10000\n  vmid_max: 10999\n"
                         << "ssh:\n  user: " << mc.ssh.user
                         << "\n  private_key_file: " << mc.ssh.private_key_file
-                        << "\n  host_key_policy: insecure\n"
+                        << "\n  host_key_policy: pinned\n  host_key_fingerprint: \""
+                        << mc.ssh.host_key_fingerprint << "\"\n"
                         << "agent:\n  socket: " << mc.agent.socket_path << "\n";
   pid_t pid = fork();
   if (pid == 0) {
