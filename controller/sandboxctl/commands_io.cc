@@ -185,13 +185,16 @@ int cmd_ls(Client& c, Args& a) {
     std::cout << r.body;
     return 0;
   }
-  auto entries = parse_object(r.body)->getArray("entries");
+  auto reply = parse_object(r.body);
+  auto entries = reply->getArray("entries");
   std::vector<std::vector<std::string>> rows{{"MODE", "SIZE", "TYPE", "NAME"}};
   for (std::size_t i = 0; entries && i < entries->size(); ++i) {
     auto e = entries->getObject(static_cast<unsigned>(i));
     rows.push_back({str(e, "mode"), str(e, "size"), str(e, "type"), str(e, "name")});
   }
   print_table(rows);
+  if (reply->optValue("truncated", false))
+    std::cerr << "sandboxctl: the listing was cut short (" << rows.size() - 1 << " entries)\n";
   return 0;
 }
 

@@ -91,6 +91,22 @@ ApiResult<std::uint32_t> parse_mode(std::string_view text) {
   return mode;
 }
 
+ApiResult<std::size_t> parse_list_limit(std::string_view text) {
+  if (text.empty()) return kDefaultListLimit;
+  std::size_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9' || n > kMaxListLimit) {
+      n = 0;
+      break;
+    }
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (n < 1 || n > kMaxListLimit)
+    return tl::unexpected(
+        bad_request("limit: an integer in [1, " + std::to_string(kMaxListLimit) + "]"));
+  return n;
+}
+
 ApiResult<std::map<std::string, std::string>> parse_selector(
     const std::vector<std::string>& params) {
   std::map<std::string, std::string> selector;

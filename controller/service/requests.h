@@ -68,6 +68,10 @@ bool is_env_name(std::string_view name);
 ApiResult<std::string> validate_path(std::string_view path);
 // An octal file mode "0644" / "755" (at most 07777).
 ApiResult<std::uint32_t> parse_mode(std::string_view text);
+// A listing's `limit` query parameter: decimal in [1, kMaxListLimit]; empty: kDefaultListLimit.
+inline constexpr std::size_t kDefaultListLimit = 10000;
+inline constexpr std::size_t kMaxListLimit = 100000;
+ApiResult<std::size_t> parse_list_limit(std::string_view text);
 // The label selector of GET /v1/sandboxes: every "label" query value is "key=value".
 ApiResult<std::map<std::string, std::string>> parse_selector(
     const std::vector<std::string>& label_params);

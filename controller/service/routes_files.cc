@@ -82,11 +82,16 @@ void Api::get_file(RequestContext& ctx) {
   std::string list = ctx.query_value("list");
   auto sandbox = find_sandbox(ctx);
   if (list == "true" || list == "1") {
-    auto entries = sandbox->list_dir(*path);
-    if (!entries) throw from_error(entries.error());
+    auto limit = parse_list_limit(ctx.query_value("limit"));
+    if (!limit) throw limit.error();
+    ListOptions options;
+    options.max_entries = *limit;
+    auto listing = sandbox->list_dir(*path, options);
+    if (!listing) throw from_error(listing.error());
     JsonWriter w;
-    w.begin_object().key("path").value(*path).key("entries").begin_array();
-    for (const auto& e : *entries) {
+    w.begin_object().key("path").value(*path).key("truncated").value(listing->truncated);
+    w.key("entries").begin_array();
+    for (const auto& e : listing->entries) {
       w.begin_object().key("name").value(e.name).key("type").value(file_type(e.attrs));
       w.key("size").value(e.attrs.size).key("mode").value(octal(e.attrs.mode));
       w.key("mtime").value(e.attrs.mtime).end_object();

@@ -101,8 +101,8 @@ TEST_F(LifecycleE2eTest, FullLifecycle) {
   EXPECT_EQ(*back, "hello sandbox");
   auto dir = (*sb)->list_dir(stack_->home());
   ASSERT_TRUE(dir);
-  EXPECT_TRUE(
-      std::any_of(dir->begin(), dir->end(), [](auto& entry) { return entry.name == "file.txt"; }));
+  EXPECT_TRUE(std::any_of(dir->entries.begin(), dir->entries.end(),
+                          [](auto& entry) { return entry.name == "file.txt"; }));
 
   ASSERT_TRUE((*sb)->set_internet(false));
   EXPECT_TRUE(stack_->internet_set().empty());

@@ -494,6 +494,16 @@ TEST_F(ServiceE2eTest, StreamedDownloads) {
   EXPECT_EQ(get(dir + "/nosuch").status, 404);
   EXPECT_EQ(get(dir).status, 400);
   EXPECT_EQ(get(dir + "/over.bin").status, 413);
+  // Listings say whether a limit cut them short; a bad limit is refused.
+  auto listed = get(dir + "&list=true");
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  EXPECT_EQ(json(listed.body)->getArray("entries")->size(), 3u);
+  EXPECT_FALSE(json(listed.body)->getValue<bool>("truncated"));
+  auto cut = get(dir + "&list=true&limit=2");
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(json(cut.body)->getArray("entries")->size(), 2u);
+  EXPECT_TRUE(json(cut.body)->getValue<bool>("truncated"));
+  EXPECT_EQ(get(dir + "&list=true&limit=0").status, 400);
 
   // Broken off after the reply began: 200 and chunks, then a reset without the final chunk.
   Poco::Net::StreamSocket sock(Poco::Net::SocketAddress("127.0.0.1", port_));

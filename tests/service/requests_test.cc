@@ -114,6 +114,11 @@ TEST(Requests, Parameters) {
   EXPECT_FALSE(parse_mode("0800"));
   EXPECT_FALSE(parse_mode("rwx"));
   EXPECT_FALSE(parse_mode("177777"));
+  EXPECT_EQ(parse_list_limit("").value(), kDefaultListLimit);
+  EXPECT_EQ(parse_list_limit("1").value(), 1u);
+  EXPECT_EQ(parse_list_limit("100000").value(), 100000u);
+  for (const char* bad : {"0", "100001", "-1", "1e3", "99999999999999999999999", " 5"})
+    EXPECT_FALSE(parse_list_limit(bad)) << bad;
   auto sel = parse_selector({"team=ml", "run=42"});
   ASSERT_TRUE(sel);
   EXPECT_EQ(sel->size(), 2u);

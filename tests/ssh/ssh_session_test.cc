@@ -506,12 +506,13 @@ TEST_F(SshSessionTest, SftpFilesDirectoriesAndErrors) {
   // No temporary files left behind.
   auto list = s.list_dir(base + "/a/b");
   ASSERT_TRUE(list);
-  ASSERT_EQ(list->size(), 1u);
-  EXPECT_EQ((*list)[0].name, "c.txt");
-  EXPECT_EQ((*list)[0].attrs.size, 3u);
+  ASSERT_EQ(list->entries.size(), 1u);
+  EXPECT_FALSE(list->truncated);
+  EXPECT_EQ(list->entries[0].name, "c.txt");
+  EXPECT_EQ(list->entries[0].attrs.size, 3u);
   auto top = s.list_dir(base + "/a");
   ASSERT_TRUE(top);
-  EXPECT_EQ(top->size(), 2u);
+  EXPECT_EQ(top->entries.size(), 2u);
   ASSERT_TRUE(s.mkdir(base + "/x/y/z", 0755, true));
   ASSERT_TRUE(s.mkdir(base + "/x/y/z", 0755, true));  // exists: fine with parents
   EXPECT_TRUE(s.stat(base + "/x/y/z")->is_dir());
@@ -534,6 +535,54 @@ TEST_F(SshSessionTest, SftpFilesDirectoriesAndErrors) {
   EXPECT_EQ(no_parent.error().ssh, SshErrc::kNoSuchFile);
 }
 
+// A listing is bounded: by entries (in batches, so it reads past one step) and by time.
+TEST_F(SshSessionTest, SftpListingStopsAtItsLimits) {
+  SshSession s(config());
+  const std::string dir = sshd_->home() + "/many";
+  auto made = run(s, "mkdir -p " + dir + " && cd " + dir + " && touch $(seq 1 600)");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto all = s.list_dir(dir);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(all->entries.size(), 600u);
+  EXPECT_FALSE(all->truncated);
+  ListOptions few;
+  few.max_entries = 100;
+  auto cut = s.list_dir(dir, few);
+  ASSERT_TRUE(cut) << cut.error().message;
+  EXPECT_EQ(cut->entries.size(), 100u);
+  EXPECT_TRUE(cut->truncated);
+  ListOptions late;
+  late.timeout = std::chrono::milliseconds(0);
+  auto timed_out = s.list_dir(dir, late);
+  ASSERT_FALSE(timed_out);
+  EXPECT_EQ(timed_out.error().ssh, SshErrc::kTimeout);
+  few.max_entries = 0;
+  EXPECT_EQ(s.list_dir(dir, few).error().ssh, SshErrc::kInvalidArgument);
+  // The session is fine afterwards.
+  EXPECT_EQ(s.list_dir(dir)->entries.size(), 600u);
+}
+
+// A download the sandbox never answers (a FIFO nobody writes: the server's open blocks) ends
+// at its timeout; its SFTP instance, left with a request in flight, is discarded, and the
+// session's next transfers work.
+TEST_F(SshSessionTest, SftpDownloadEndsAtItsTimeout) {
+  SshConfig c = config();
+  c.max_sftp_channels = 1;  // the next op would have to reuse the stuck instance
+  SshSession s(c);
+  const std::string fifo = sshd_->home() + "/never.fifo";
+  ASSERT_EQ(run(s, "rm -f " + fifo + " && mkfifo " + fifo).exit_code, 0);
+  DownloadOptions o;
+  o.timeout = std::chrono::milliseconds(500);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = s.download(fifo, o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ssh, SshErrc::kTimeout) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  ASSERT_TRUE(s.upload(sshd_->home() + "/after.txt", "after"));
+  EXPECT_EQ(*s.download(sshd_->home() + "/after.txt"), "after");
+  run(s, "exec 3<>" + fifo);  // lets the stuck sftp-server go
+}
+
 TEST_F(SshSessionTest, SftpDiskFull) {
   const std::string mnt = sshd_->dir() + "/small";
   ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
@@ -549,7 +598,7 @@ TEST_F(SshSessionTest, SftpDiskFull) {
   EXPECT_EQ(r.error().ssh, SshErrc::kDiskFull) << r.error().message;
   auto list = s.list_dir(mnt);
   ASSERT_TRUE(list);
-  EXPECT_TRUE(list->empty()) << "temporary file left behind";
+  EXPECT_TRUE(list->entries.empty()) << "temporary file left behind";
 }
 
 TEST_F(SshSessionTest, HostKeyPolicies) {

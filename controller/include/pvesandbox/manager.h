@@ -174,7 +174,7 @@ class Sandbox {
                         std::optional<std::uint64_t> size_hint = std::nullopt) = 0;
   virtual Result<std::uint64_t> download(const std::string& path, std::ostream& out,
                                          const DownloadOptions& options = {}) = 0;
-  virtual Result<std::vector<SftpEntry>> list_dir(const std::string& path) = 0;
+  virtual Result<DirListing> list_dir(const std::string& path, const ListOptions& options = {}) = 0;
   // The attributes of a file (symbolic links followed).
   virtual Result<SftpAttributes> stat(const std::string& path) = 0;
 

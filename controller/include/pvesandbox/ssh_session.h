@@ -167,6 +167,19 @@ struct SftpEntry {
   SftpAttributes attrs;
 };
 
+// A listing stops at max_entries or when its timeout is over, and says so: a directory that a
+// sandbox filled with millions of names holds neither the caller's memory nor the session.
+struct ListOptions {
+  std::size_t max_entries = 10000;
+  std::size_t max_bytes = 4 << 20;  // of names
+  std::chrono::milliseconds timeout{30000};
+};
+
+struct DirListing {
+  std::vector<SftpEntry> entries;  // in the server's order
+  bool truncated = false;          // cut short by max_entries, max_bytes or the timeout
+};
+
 struct UploadOptions {
   std::uint32_t mode = 0644;
   bool create_parents = false;  // mkdir -p the parent directory first (mode 0755)
@@ -178,6 +191,9 @@ struct UploadOptions {
 
 struct DownloadOptions {
   std::uint64_t max_size = UINT64_MAX;  // fail with kTooLarge beyond this
+  // Fail with kTimeout when the file is not read by then (the sandbox controls its sftp-server
+  // and could trickle a file forever).
+  std::chrono::milliseconds timeout{std::chrono::hours(1)};
 };
 
 // Counters for tests and metrics.
@@ -229,7 +245,7 @@ class SshSession {
   Result<std::uint64_t> download(const std::string& remote_path, std::ostream& out,
                                  const DownloadOptions& options = {});
   Result<SftpAttributes> stat(const std::string& remote_path);
-  Result<std::vector<SftpEntry>> list_dir(const std::string& remote_path);
+  Result<DirListing> list_dir(const std::string& remote_path, const ListOptions& options = {});
   Status mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
   Status remove(const std::string& remote_path);  // a file (unlink)
 

@@ -84,7 +84,7 @@ class SandboxImpl final : public Sandbox {
                 std::optional<std::uint64_t> size_hint) override;
   Result<std::uint64_t> download(const std::string& path, std::ostream& out,
                                  const DownloadOptions& options) override;
-  Result<std::vector<SftpEntry>> list_dir(const std::string& path) override;
+  Result<DirListing> list_dir(const std::string& path, const ListOptions& options) override;
   Result<SftpAttributes> stat(const std::string& path) override;
 
   Status set_internet(bool enabled) override;

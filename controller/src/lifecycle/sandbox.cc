@@ -210,10 +210,10 @@ Result<std::uint64_t> SandboxImpl::download(const std::string& path, std::ostrea
   return *r;
 }
 
-Result<std::vector<SftpEntry>> SandboxImpl::list_dir(const std::string& path) {
+Result<DirListing> SandboxImpl::list_dir(const std::string& path, const ListOptions& options) {
   auto ssh = session();
   if (!ssh) return fail(ssh.error());
-  auto r = (*ssh)->list_dir(path);
+  auto r = (*ssh)->list_dir(path, options);
   if (!r) return fail(r.error());
   return std::move(*r);
 }

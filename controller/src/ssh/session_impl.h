@@ -120,7 +120,8 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   Result<int> acquire_sftp(const Op* op);
   LIBSSH2_SFTP* sftp(int slot) const { return sftp_slots_[static_cast<std::size_t>(slot)].sftp; }
   void release_sftp(int slot);
-  // An SFTP instance whose channel failed: shut it down instead of reusing it.
+  // An SFTP instance an op left with a request in flight (its timeout): libssh2 keeps that
+  // request's state per instance, so it is shut down in the background, never reused.
   void discard_sftp(int slot);
   // Report that the connection is unusable; the loop tears it down after this pass.
   void fatal(Error error);
@@ -199,7 +200,8 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   bool sftp_refused_ = false;
   std::uint64_t sftp_refused_epoch_ = 0;
   Clock::time_point sftp_retry_at_{};
-  std::vector<SftpSlot> sftp_slots_;
+  std::vector<SftpSlot> sftp_slots_;         // a discarded one has sftp == nullptr until reused
+  std::vector<LIBSSH2_SFTP*> sftp_zombies_;  // discarded, being shut down (channel counted)
   std::vector<std::pair<LIBSSH2_CHANNEL*, bool>> zombies_;  // channel, counted in channels_open_
   std::vector<LIBSSH2_CHANNEL*> spares_;
   bool spare_opening_ = false;
@@ -227,6 +229,7 @@ struct SftpOpResult {
   std::uint64_t bytes = 0;
   SftpAttributes attrs;
   std::vector<SftpEntry> entries;
+  bool truncated = false;
 };
 using SftpPromise = std::shared_ptr<std::promise<Result<SftpOpResult>>>;
 
@@ -234,12 +237,14 @@ enum class SftpCall { kStat, kLstat, kMkdir, kUnlink, kRmdir, kRename, kStatvfsF
 std::shared_ptr<SshSession::Impl::Op> make_sftp_call_op(SftpCall call, std::string path,
                                                         std::string path2, std::uint32_t mode,
                                                         SftpPromise promise);
-std::shared_ptr<SshSession::Impl::Op> make_list_op(std::string path, SftpPromise promise);
+std::shared_ptr<SshSession::Impl::Op> make_list_op(std::string path, const ListOptions& options,
+                                                   SftpPromise promise);
 std::shared_ptr<SshSession::Impl::Op> make_upload_op(std::string path, std::uint32_t mode,
                                                      bool fsync, Source source,
                                                      SftpPromise promise);
-std::shared_ptr<SshSession::Impl::Op> make_download_op(std::string path, std::uint64_t max_size,
-                                                       Sink sink, SftpPromise promise);
+std::shared_ptr<SshSession::Impl::Op> make_download_op(std::string path,
+                                                       const DownloadOptions& options, Sink sink,
+                                                       SftpPromise promise);
 
 }  // namespace ssh_detail
 }  // namespace pvs

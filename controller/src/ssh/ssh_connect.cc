@@ -435,10 +435,14 @@ void SshSession::Impl::teardown(bool graceful) {
   if (sock_) ::shutdown(sock_.get(), SHUT_RDWR);
   for (auto& op : active_) op->abandon(*this);
   for (auto& slot : sftp_slots_) {
-    for (int i = 0; i < 100 && libssh2_sftp_shutdown(slot.sftp) == LIBSSH2_ERROR_EAGAIN; ++i) {
+    if (slot.sftp != nullptr) sftp_zombies_.push_back(slot.sftp);
+  }
+  for (LIBSSH2_SFTP* sftp : sftp_zombies_) {
+    for (int i = 0; i < 100 && libssh2_sftp_shutdown(sftp) == LIBSSH2_ERROR_EAGAIN; ++i) {
     }
   }
   sftp_slots_.clear();
+  sftp_zombies_.clear();
   for (auto& [ch, counted] : zombies_) {
     for (int i = 0; i < 100 && libssh2_channel_free(ch) == LIBSSH2_ERROR_EAGAIN; ++i) {
     }

@@ -218,7 +218,11 @@ Result<int> SshSession::Impl::acquire_sftp(const Op* op) {
       return static_cast<int>(i);
     }
   }
-  if (static_cast<int>(sftp_slots_.size()) >= std::max(1, config_.max_sftp_channels)) return -1;
+  // Discarded instances do not count here (a tenant's stuck sftp-server must not stop the
+  // session's transfers); their channels still count against the channel limit until closed.
+  const auto live = std::count_if(sftp_slots_.begin(), sftp_slots_.end(),
+                                  [](const SftpSlot& s) { return s.sftp != nullptr; });
+  if (live >= std::max(1, config_.max_sftp_channels)) return -1;
   if (sftp_refused_ && release_epoch_ == sftp_refused_epoch_ && Clock::now() < sftp_retry_at_) {
     return -1;
   }
@@ -254,6 +258,12 @@ Result<int> SshSession::Impl::acquire_sftp(const Op* op) {
     return tl::unexpected<Error>(std::move(e));
   }
   release_opener(op);
+  for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
+    if (sftp_slots_[i].sftp == nullptr) {
+      sftp_slots_[i] = SftpSlot{sftp, true};
+      return static_cast<int>(i);
+    }
+  }
   sftp_slots_.push_back(SftpSlot{sftp, true});
   return static_cast<int>(sftp_slots_.size() - 1);
 }
@@ -265,8 +275,10 @@ void SshSession::Impl::release_sftp(int slot) {
 }
 
 void SshSession::Impl::discard_sftp(int slot) {
-  // Kept simple: the instance stays in the pool but is marked free; libssh2 recovers per call.
-  release_sftp(slot);
+  if (slot < 0 || static_cast<std::size_t>(slot) >= sftp_slots_.size()) return;
+  auto& s = sftp_slots_[static_cast<std::size_t>(slot)];
+  if (s.sftp != nullptr) sftp_zombies_.push_back(s.sftp);
+  s = SftpSlot{};
 }
 
 void SshSession::Impl::fatal(Error error) {
@@ -327,6 +339,14 @@ void SshSession::Impl::adopt_zombie(LIBSSH2_CHANNEL* channel, bool counted) {
 }
 
 void SshSession::Impl::reap_zombies() {
+  for (auto it = sftp_zombies_.begin(); it != sftp_zombies_.end();) {
+    if (libssh2_sftp_shutdown(*it) == LIBSSH2_ERROR_EAGAIN) {
+      ++it;
+      continue;
+    }
+    it = sftp_zombies_.erase(it);
+    release_channel();
+  }
   for (auto it = zombies_.begin(); it != zombies_.end();) {
     int rc = libssh2_channel_free(it->first);
     if (rc == LIBSSH2_ERROR_EAGAIN) {
@@ -375,7 +395,7 @@ void SshSession::Impl::run() {
       fail_all(fatal_error_, true);
       continue;
     }
-    if (session_ != nullptr && !zombies_.empty()) reap_zombies();
+    if (session_ != nullptr && (!zombies_.empty() || !sftp_zombies_.empty())) reap_zombies();
     if (session_ != nullptr && config_.spare_channels > 0 && step_spare()) progress = true;
 
     if (!send_keepalive()) continue;

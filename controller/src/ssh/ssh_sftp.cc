@@ -57,12 +57,15 @@ Result<SftpAttributes> SshSession::stat(const std::string& remote_path) {
   return r->attrs;
 }
 
-Result<std::vector<SftpEntry>> SshSession::list_dir(const std::string& remote_path) {
+Result<DirListing> SshSession::list_dir(const std::string& remote_path,
+                                        const ListOptions& options) {
+  if (options.max_entries == 0)
+    return ssh_fail(SshErrc::kInvalidArgument, "list_dir: max_entries must be at least 1");
   auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
-    return ssh_detail::make_list_op(remote_path, std::move(p));
+    return ssh_detail::make_list_op(remote_path, options, std::move(p));
   });
   if (!r) return tl::unexpected<Error>(r.error());
-  return std::move(r->entries);
+  return DirListing{std::move(r->entries), r->truncated};
 }
 
 Status SshSession::remove(const std::string& remote_path) {
@@ -185,8 +188,7 @@ Result<std::string> SshSession::download(const std::string& remote_path,
     return {};
   };
   auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
-    return ssh_detail::make_download_op(remote_path, options.max_size, std::move(sink),
-                                        std::move(p));
+    return ssh_detail::make_download_op(remote_path, options, std::move(sink), std::move(p));
   });
   if (!r) return tl::unexpected<Error>(r.error());
   return std::move(*data);
@@ -204,8 +206,7 @@ Result<std::uint64_t> SshSession::download(const std::string& remote_path, std::
     return {};
   };
   auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
-    return ssh_detail::make_download_op(remote_path, options.max_size, std::move(sink),
-                                        std::move(p));
+    return ssh_detail::make_download_op(remote_path, options, std::move(sink), std::move(p));
   });
   if (!r) return tl::unexpected<Error>(r.error());
   return r->bytes;

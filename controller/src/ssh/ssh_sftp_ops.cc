@@ -40,6 +40,7 @@ class SftpOp : public Op {
     if (done_) return false;
     slot_ = -1;
     handle_ = nullptr;
+    in_flight_ = false;
     if (!sent_ && may_retry) {
       reset();
       return true;
@@ -94,9 +95,20 @@ class SftpOp : public Op {
 
   virtual void reset() {}
 
+  // Ends the op before its deadline-cut request was answered: libssh2 keeps that request's
+  // state in the instance, so the instance goes (the handle with it) instead of back.
+  Step finish_discarding(SshSession::Impl& io, Result<SftpOpResult> r) {
+    io.discard_sftp(slot_);
+    slot_ = -1;
+    handle_ = nullptr;
+    deliver(std::move(r));
+    return Step::kDone;
+  }
+
   SftpPromise promise_;
   int slot_ = -1;
-  bool sent_ = false;  // a request that changes remote state went out
+  bool sent_ = false;       // a request that changes remote state went out
+  bool in_flight_ = false;  // a request went out and libssh2 waits for its answer (EAGAIN)
   bool done_ = false;
   LIBSSH2_SFTP_HANDLE* handle_ = nullptr;
 };
@@ -173,27 +185,54 @@ class CallOp : public SftpOp {
   std::uint32_t mode_;
 };
 
+// opendir -> readdir until the end, max_entries or the deadline (then truncated) -> close. At
+// most kBatch names per step, so that other ops on the session keep moving.
 class ListOp : public SftpOp {
  public:
-  ListOp(std::string path, SftpPromise p) : SftpOp(std::move(p)), path_(std::move(path)) {}
+  ListOp(std::string path, const ListOptions& options, SftpPromise p)
+      : SftpOp(std::move(p)),
+        path_(std::move(path)),
+        max_entries_(options.max_entries),
+        max_bytes_(options.max_bytes),
+        deadline_(Clock::now() + options.timeout) {}
+
+  Clock::time_point deadline() const override {
+    return done_ || closing_ ? Clock::time_point::max() : deadline_;
+  }
 
   Step step(SshSession::Impl& io) override {
     if (done_) return Step::kDone;
     if (!acquire(io)) return done_ ? Step::kDone : Step::kIdle;
+    if (!closing_ && Clock::now() >= deadline_) {
+      if (handle_ == nullptr) {
+        auto e = ssh_fail(SshErrc::kTimeout, "list " + path_ + ": the directory did not open");
+        return in_flight_ ? finish_discarding(io, e) : finish(io, e);
+      }
+      result_.truncated = true;
+      if (in_flight_) return finish_discarding(io, std::move(result_));
+      closing_ = true;
+    }
     if (handle_ == nullptr && !closing_) {
       handle_ = libssh2_sftp_open_ex(sftp(io), path_.c_str(), static_cast<unsigned>(path_.size()),
                                      0, 0, LIBSSH2_SFTP_OPENDIR);
-      if (handle_ == nullptr) {
-        int rc = libssh2_session_last_errno(io.session());
-        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        return fail_call(io, rc, "opendir " + path_);
-      }
+      in_flight_ =
+          handle_ == nullptr && libssh2_session_last_errno(io.session()) == LIBSSH2_ERROR_EAGAIN;
+      if (in_flight_) return Step::kIdle;
+      if (handle_ == nullptr)
+        return fail_call(io, libssh2_session_last_errno(io.session()), "opendir " + path_);
     }
     char name[1024];
-    while (!closing_) {
+    for (int batch = 0; !closing_; ++batch) {
+      if (result_.entries.size() >= max_entries_ || name_bytes_ >= max_bytes_) {
+        result_.truncated = true;
+        closing_ = true;
+        break;
+      }
+      if (batch == kBatch) return Step::kProgress;
       LIBSSH2_SFTP_ATTRIBUTES attrs{};
       int rc = libssh2_sftp_readdir_ex(handle_, name, sizeof name, nullptr, 0, &attrs);
-      if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+      in_flight_ = rc == LIBSSH2_ERROR_EAGAIN;
+      if (in_flight_) return Step::kIdle;
       if (rc < 0) {
         error_ = sftp_error(io.session(), sftp(io), rc, "readdir " + path_);
         if (is_fatal_session_error(rc)) {
@@ -209,6 +248,7 @@ class ListOp : public SftpOp {
       }
       std::string n(name, static_cast<std::size_t>(rc));
       if (n == "." || n == "..") continue;
+      name_bytes_ += n.size();
       result_.entries.push_back(SftpEntry{std::move(n), to_attrs(attrs)});
     }
     int rc = libssh2_sftp_close_handle(handle_);
@@ -219,7 +259,11 @@ class ListOp : public SftpOp {
   }
 
  private:
+  static constexpr int kBatch = 256;
   std::string path_;
+  std::size_t max_entries_, max_bytes_;
+  std::size_t name_bytes_ = 0;
+  Clock::time_point deadline_;
   bool closing_ = false;
   std::optional<Error> error_;
   SftpOpResult result_;
@@ -344,28 +388,50 @@ class UploadOp : public SftpOp {
   std::optional<Error> error_;
 };
 
+// open -> read sftp_buffer_size blocks into the sink -> close, within max_size and timeout.
 class DownloadOp : public SftpOp {
  public:
-  DownloadOp(std::string path, std::uint64_t max_size, Sink sink, SftpPromise p)
-      : SftpOp(std::move(p)), path_(std::move(path)), max_size_(max_size), sink_(std::move(sink)) {}
+  DownloadOp(std::string path, const DownloadOptions& options, Sink sink, SftpPromise p)
+      : SftpOp(std::move(p)),
+        path_(std::move(path)),
+        max_size_(options.max_size),
+        timeout_(options.timeout),
+        deadline_(Clock::now() + options.timeout),
+        sink_(std::move(sink)) {}
+
+  Clock::time_point deadline() const override {
+    return done_ || state_ == State::kClose ? Clock::time_point::max() : deadline_;
+  }
 
   Step step(SshSession::Impl& io) override {
     if (done_) return Step::kDone;
     if (!acquire(io)) return done_ ? Step::kDone : Step::kIdle;
+    if (state_ != State::kClose && Clock::now() >= deadline_) {
+      Error e = ssh_fail(SshErrc::kTimeout, "download " + path_ + ": not done within " +
+                                                std::to_string(timeout_.count()) + " ms")
+                    .value();
+      if (in_flight_) return finish_discarding(io, tl::unexpected<Error>(std::move(e)));
+      if (handle_ == nullptr) return finish(io, tl::unexpected<Error>(std::move(e)));
+      error_ = std::move(e);
+      state_ = State::kClose;
+    }
     if (state_ == State::kOpen) {
       handle_ = libssh2_sftp_open_ex(sftp(io), path_.c_str(), static_cast<unsigned>(path_.size()),
                                      LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+      in_flight_ =
+          handle_ == nullptr && libssh2_session_last_errno(io.session()) == LIBSSH2_ERROR_EAGAIN;
+      if (in_flight_) return Step::kIdle;
       if (handle_ == nullptr) {
-        int rc = libssh2_session_last_errno(io.session());
-        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        return fail_call(io, rc, "open " + path_ + " for reading");
+        return fail_call(io, libssh2_session_last_errno(io.session()),
+                         "open " + path_ + " for reading");
       }
       buffer_.resize(std::max<std::size_t>(io.config().sftp_buffer_size, 32768));
       state_ = State::kRead;
     }
     if (state_ == State::kRead) {
       ssize_t rc = libssh2_sftp_read(handle_, buffer_.data(), buffer_.size());
-      if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+      in_flight_ = rc == LIBSSH2_ERROR_EAGAIN;
+      if (in_flight_) return Step::kIdle;
       if (rc < 0) {
         int code = static_cast<int>(rc);
         error_ = sftp_error(io.session(), sftp(io), code, "read " + path_);
@@ -408,6 +474,8 @@ class DownloadOp : public SftpOp {
   }
   std::string path_;
   std::uint64_t max_size_;
+  std::chrono::milliseconds timeout_;
+  Clock::time_point deadline_;
   Sink sink_;
   State state_ = State::kOpen;
   std::vector<char> buffer_;
@@ -423,8 +491,9 @@ std::shared_ptr<Op> make_sftp_call_op(SftpCall call, std::string path, std::stri
                                   std::move(promise));
 }
 
-std::shared_ptr<Op> make_list_op(std::string path, SftpPromise promise) {
-  return std::make_shared<ListOp>(std::move(path), std::move(promise));
+std::shared_ptr<Op> make_list_op(std::string path, const ListOptions& options,
+                                 SftpPromise promise) {
+  return std::make_shared<ListOp>(std::move(path), options, std::move(promise));
 }
 
 std::shared_ptr<Op> make_upload_op(std::string path, std::uint32_t mode, bool fsync, Source source,
@@ -433,9 +502,9 @@ std::shared_ptr<Op> make_upload_op(std::string path, std::uint32_t mode, bool fs
                                     std::move(promise));
 }
 
-std::shared_ptr<Op> make_download_op(std::string path, std::uint64_t max_size, Sink sink,
+std::shared_ptr<Op> make_download_op(std::string path, const DownloadOptions& options, Sink sink,
                                      SftpPromise promise) {
-  return std::make_shared<DownloadOp>(std::move(path), max_size, std::move(sink),
+  return std::make_shared<DownloadOp>(std::move(path), options, std::move(sink),
                                       std::move(promise));
 }
 
