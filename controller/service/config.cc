@@ -266,6 +266,7 @@ void parse_limits(yaml::Map s, ManagerConfig& m) {
   s.integer("max_cpus", &m.max_cpus, 1, 1024);
   s.integer("max_memory_mb", &m.max_memory_mb, 64, 4 << 20);
   s.integer("max_disk_gb", &m.max_disk_gb, 1, 65536);
+  s.integer("max_snapshots", &m.max_snapshots, 0, 100);
   seconds(s, "reconcile_interval_seconds", &m.reconcile_interval, 1, 3600);
   (void)s.finish();
 }
@@ -343,7 +344,7 @@ std::string describe(const ServiceConfig& c) {
     << "  agent " << m.agent.socket_path << " lease=" << secs(m.internet_lease) << "\n"
     << "  limits max_sandboxes=" << m.max_sandboxes << " ttl=" << secs(m.default_ttl) << "/"
     << secs(m.max_ttl) << " cpus<=" << m.max_cpus << " memory<=" << m.max_memory_mb
-    << "MB disk<=" << m.max_disk_gb << "GB\n";
+    << "MB disk<=" << m.max_disk_gb << "GB snapshots<=" << m.max_snapshots << "\n";
   return o.str();
 }
 

@@ -628,6 +628,28 @@ TEST_F(ManagerModelTest, MissingSnapshotIsNotFound) {
   expect_clean();
 }
 
+// A sandbox keeps at most max_snapshots; one more is kConflict (409) with what to do.
+TEST_F(ManagerModelTest, SnapshotsPerSandboxAreCapped) {
+  auto config = stack_->manager_config();
+  config.max_snapshots = 2;
+  auto m = open(config);
+  ASSERT_TRUE(m);
+  auto sb = m->create({});
+  ASSERT_TRUE(sb) << sb.error().message;
+  ASSERT_TRUE((*sb)->snapshot("one"));
+  ASSERT_TRUE((*sb)->snapshot("two"));
+  auto third = (*sb)->snapshot("three");
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.error().code, ErrorCode::kConflict);
+  EXPECT_NE(third.error().message.find("max_snapshots 2); delete one first"), std::string::npos)
+      << third.error().message;
+  ASSERT_TRUE((*sb)->delete_snapshot("one"));
+  EXPECT_TRUE((*sb)->snapshot("three"));
+  EXPECT_EQ((*sb)->snapshots()->size(), 2u);
+  ASSERT_TRUE((*sb)->destroy());
+  expect_clean();
+}
+
 // ---- warm pool -------------------------------------------------------------------------------
 
 // Waits (up to 10 s) until the pool's refill thread has `n` clones ready.

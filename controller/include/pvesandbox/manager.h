@@ -108,6 +108,9 @@ struct ManagerConfig {
   int max_cpus = 8;
   int max_memory_mb = 16384;
   int max_disk_gb = 64;
+  // Snapshots one sandbox may keep (each holds its disk's changes on the node's storage);
+  // beyond: kConflict, delete one first.
+  int max_snapshots = 4;
   std::chrono::seconds reconcile_interval{30};  // also the reaper's period
   // Proxmox task deadline (clone, start, stop, destroy, ...).
   std::chrono::milliseconds task_timeout{std::chrono::minutes(5)};

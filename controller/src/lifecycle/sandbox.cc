@@ -102,9 +102,18 @@ Status snapshot_result(Status r, const std::string& name) {
 Status SandboxImpl::snapshot(const std::string& name, const std::string& description) {
   std::lock_guard op(op_mu_);
   if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
-  auto exists = has_snapshot(name);
-  if (!exists) return fail(exists.error());
-  if (*exists) return fail(ErrorCode::kConflict, "snapshot " + name + " exists already");
+  auto taken = core_->pve().snapshots(core_->config().node, md_.vmid);
+  if (!taken) return fail(pve_error(taken.error(), "snapshots"));
+  int count = 0;
+  for (const auto& s : *taken) {
+    if (s.is_current) continue;
+    if (s.name == name) return fail(ErrorCode::kConflict, "snapshot " + name + " exists already");
+    ++count;
+  }
+  if (int max = core_->config().max_snapshots; count >= max)
+    return fail(ErrorCode::kConflict, "sandbox " + id() + " has " + std::to_string(count) +
+                                          " snapshots, the most it may keep (max_snapshots " +
+                                          std::to_string(max) + "); delete one first");
   return snapshot_result(
       core_->wait(core_->pve().create_snapshot(core_->config().node, md_.vmid, name, description),
                   "snapshot"),
