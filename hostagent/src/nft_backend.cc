@@ -396,46 +396,63 @@ Status NftBackend::request(const char* buf, std::size_t len, std::uint32_t seq, 
   }
 }
 
-Result<std::vector<ListedElement>> NftBackend::list(const SetRef& set) {
-  for (int attempt = 0; attempt < 10; ++attempt) {
-    char buf[MNL_SOCKET_BUFFER_SIZE];
-    std::uint32_t seq = next_seq();
-    nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, set.family, NLM_F_DUMP, seq);
-    NftnlSet s;
-    nftnl_set_set_str(s.s, NFTNL_SET_TABLE, set.table.c_str());
-    nftnl_set_set_str(s.s, NFTNL_SET_NAME, set.set.c_str());
-    nftnl_set_elems_nlmsg_build_payload(nlh, s.s);
-
-    std::vector<ListedElement> out;
-    auto on_msg = [&](const nlmsghdr* msg) -> int {
-      NftnlSet parsed;
-      if (nftnl_set_elems_nlmsg_parse(msg, parsed.s) < 0) return MNL_CB_ERROR;
-      nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(parsed.s);
-      if (it == nullptr) return MNL_CB_ERROR;
-      for (nftnl_set_elem* e = nftnl_set_elems_iter_next(it); e != nullptr;
-           e = nftnl_set_elems_iter_next(it)) {
-        ListedElement element;
-        std::uint32_t key_len = 0;
-        const void* key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &key_len);
-        if (key != nullptr)
-          element.key = ElementKey(static_cast<const std::uint8_t*>(key), key_len);
-        if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_EXPIRATION)) {
-          element.expires_in_ms = nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION);
-        } else if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_TIMEOUT)) {
-          element.expires_in_ms = nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT);
-        }
-        out.push_back(std::move(element));
+Status NftBackend::dump(const SetRef& set, std::vector<ListedElement>* out, int* messages) {
+  char buf[MNL_SOCKET_BUFFER_SIZE];
+  std::uint32_t seq = next_seq();
+  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, set.family, NLM_F_DUMP, seq);
+  NftnlSet s;
+  nftnl_set_set_str(s.s, NFTNL_SET_TABLE, set.table.c_str());
+  nftnl_set_set_str(s.s, NFTNL_SET_NAME, set.set.c_str());
+  nftnl_set_elems_nlmsg_build_payload(nlh, s.s);
+  out->clear();
+  *messages = 0;
+  auto on_msg = [&](const nlmsghdr* msg) -> int {
+    ++*messages;
+    NftnlSet parsed;
+    if (nftnl_set_elems_nlmsg_parse(msg, parsed.s) < 0) return MNL_CB_ERROR;
+    nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(parsed.s);
+    if (it == nullptr) return MNL_CB_ERROR;
+    for (nftnl_set_elem* e = nftnl_set_elems_iter_next(it); e != nullptr;
+         e = nftnl_set_elems_iter_next(it)) {
+      ListedElement element;
+      std::uint32_t key_len = 0;
+      const void* key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &key_len);
+      if (key != nullptr) element.key = ElementKey(static_cast<const std::uint8_t*>(key), key_len);
+      if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_EXPIRATION)) {
+        element.expires_in_ms = nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION);
+      } else if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_TIMEOUT)) {
+        element.expires_in_ms = nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT);
       }
-      nftnl_set_elems_iter_destroy(it);
-      return MNL_CB_OK;
-    };
-    auto status = request(buf, nlh->nlmsg_len, seq, on_msg);
-    if (status) return out;
-    // NLM_F_DUMP_INTR (libmnl reports EINTR): a commit raced the dump; start again.
-    if (status.error().message.find(std::strerror(EINTR)) != std::string::npos) continue;
-    return fail(status.error().code, "listing " + set.to_string() + ": " + status.error().message);
+      out->push_back(std::move(element));
+    }
+    nftnl_set_elems_iter_destroy(it);
+    return MNL_CB_OK;
+  };
+  return request(buf, nlh->nlmsg_len, seq, on_msg);
+}
+
+Result<std::vector<ListedElement>> NftBackend::list(const SetRef& set) {
+  auto by_key = [](const ListedElement& a, const ListedElement& b) { return a.key < b.key; };
+  auto same_key = [](const ListedElement& a, const ListedElement& b) { return a.key == b.key; };
+  std::optional<std::vector<ListedElement>> previous;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    std::vector<ListedElement> out;
+    int messages = 0;
+    if (auto status = dump(set, &out, &messages); !status) {
+      // NLM_F_DUMP_INTR (libmnl reports EINTR): a commit raced the dump; start again.
+      if (status.error().message.find(std::strerror(EINTR)) != std::string::npos) continue;
+      return fail(status.error().code,
+                  "listing " + set.to_string() + ": " + status.error().message);
+    }
+    std::sort(out.begin(), out.end(), by_key);
+    out.erase(std::unique(out.begin(), out.end(), same_key), out.end());
+    if (messages <= 1) return out;  // one walk of the table: consistent
+    if (previous &&
+        std::equal(out.begin(), out.end(), previous->begin(), previous->end(), same_key))
+      return out;
+    previous = std::move(out);
   }
-  return fail(ErrorCode::kUnavailable, "listing " + set.to_string() + ": interrupted 10 times");
+  return fail(ErrorCode::kUnavailable, "listing " + set.to_string() + ": no stable dump in 10");
 }
 
 Result<SetInfo> NftBackend::info(const SetRef& set) {

@@ -46,7 +46,9 @@ class NftBackend final : public SetBackend {
   // missing) comes back as ErrorCode::kNotFound.
   Status commit(const Batch& batch) override;
 
-  // Every element of the set (restarted if a concurrent commit interrupts the dump).
+  // Every element of the set, once each, ordered by key. A dump is restarted if a concurrent
+  // commit interrupts it; one that needs more than one message is repeated until two agree
+  // (see dump()).
   Result<std::vector<ListedElement>> list(const SetRef& set) override;
   // Presence and flags of the table and set.
   Result<SetInfo> info(const SetRef& set) override;
@@ -65,6 +67,12 @@ class NftBackend final : public SetBackend {
   // Sends one request message and calls `on_msg` for each reply until DONE or the ack.
   template <typename F>
   Status request(const char* buf, std::size_t len, std::uint32_t seq, F&& on_msg);
+
+  // One NFT_MSG_GETSETELEM dump into `out`; `messages`: how many replies carried it. Each reply
+  // after the first is a new walk of the set's hash table that skips what was sent already, so
+  // when the table is resized in between (the kernel grows it after a large insert) a dump can
+  // miss or repeat elements: measured 8,359-9,864 of 10,000 right after a 10,000-element add.
+  Status dump(const SetRef& set, std::vector<ListedElement>* out, int* messages);
 
   std::uint32_t next_seq() { return seq_++; }
   void drain();

@@ -45,6 +45,12 @@ class ElementKey {
     return size_ == other.size_ &&
            std::equal(data(), data() + std::min<std::size_t>(size_, kMaxSize), other.data());
   }
+  bool operator<(const ElementKey& other) const {
+    if (size_ != other.size_) return size_ < other.size_;
+    return std::lexicographical_compare(data(), data() + std::min<std::size_t>(size_, kMaxSize),
+                                        other.data(),
+                                        other.data() + std::min<std::size_t>(size_, kMaxSize));
+  }
 
  private:
   std::array<std::uint8_t, kMaxSize> bytes_{};

@@ -221,19 +221,26 @@ TEST_F(LifecycleE2eTest, EachSandboxGetsItsOwnHostKeyAndNoOtherIsAccepted) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->out, "pinned\n");
 
-  // Sandbox a now presents b's key (as a tenant of b who copied it would): refused.
+  // Sandbox a's address now presents the template's key (which every tenant can read), then
+  // b's key (as a tenant of b who copied it would): both refused.
   auto dir = [&](int vmid) {
     return "/etc/netns/" + stack_->id() + "-" + std::to_string(vmid) + "/ssh/";
   };
-  for (std::string f : {"ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"})
-    ASSERT_EQ(test::run_command({"cp", dir((*b)->info().vmid) + f, dir((*a)->info().vmid) + f}), 0);
-  auto third = open();
-  ASSERT_TRUE(third);
-  auto impostor = third->attach((*a)->id());
-  ASSERT_TRUE(impostor);
-  r = (*impostor)->exec("true");
-  ASSERT_FALSE(r);
-  EXPECT_TRUE(r.error().is(SshErrc::kHostKeyMismatch)) << r.error().message;
+  const std::string key = "ssh_host_ed25519_key";
+  for (const std::string& from :
+       {stack_->sim().ssh_host_key_file(), dir((*b)->info().vmid) + key}) {
+    SCOPED_TRACE("presenting " + from);
+    const std::string to = dir((*a)->info().vmid) + key;
+    ASSERT_EQ(test::run_command({"cp", from, to}), 0);
+    ASSERT_EQ(test::run_command({"cp", from + ".pub", to + ".pub"}), 0);
+    auto third = open();
+    ASSERT_TRUE(third);
+    auto impostor = third->attach((*a)->id());
+    ASSERT_TRUE(impostor);
+    r = (*impostor)->exec("true");
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(r.error().is(SshErrc::kHostKeyMismatch)) << r.error().message;
+  }
 
   // Turned off: the sandbox keeps (and the controller pins) the template's key.
   auto config = stack_->manager_config();

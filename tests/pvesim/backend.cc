@@ -345,6 +345,7 @@ class NetnsBackend : public Backend {
   }
 
   std::string host_key_fingerprint() const override { return host_key_fp_; }
+  std::string host_key_file() const override { return host_key_; }
 
   void cleanup() override {
     std::map<int, Live> all;

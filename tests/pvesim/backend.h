@@ -32,6 +32,7 @@ class Backend {
   // The template's SSH host key fingerprint ("SHA256:..."), which every clone starts with; ""
   // without sshd.
   virtual std::string host_key_fingerprint() const { return ""; }
+  virtual std::string host_key_file() const { return ""; }  // the private key; .pub beside it
 };
 
 pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options);

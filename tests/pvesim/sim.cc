@@ -1759,6 +1759,10 @@ std::string Simulator::fingerprint() const {
 std::string Simulator::ssh_host_key_fingerprint() const {
   return impl_->backend ? impl_->backend->host_key_fingerprint() : "";
 }
+
+std::string Simulator::ssh_host_key_file() const {
+  return impl_->backend ? impl_->backend->host_key_file() : "";
+}
 std::string Simulator::cert_file() const {
   return impl_->cert_path;
 }

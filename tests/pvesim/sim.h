@@ -87,6 +87,8 @@ class Simulator {
   // netns backend: the template's SSH host key ("SHA256:..."), which every clone starts with
   // in its own /etc/ssh (see NetnsOptions); "" for the model backend.
   std::string ssh_host_key_fingerprint() const;
+  // netns backend: the template's private host key file (its .pub beside it); "" otherwise.
+  std::string ssh_host_key_file() const;
 
   // Requests seen for "METHOD /path/{template}" (every attempt, also failed ones).
   uint64_t count(const std::string& method, const std::string& path_template) const;
