@@ -16,48 +16,20 @@
 #include "bench_args.h"
 #include "pvesandbox/agent_client.h"
 #include "pvesandbox/manager.h"
+#include "stack_loop.h"
 #include "support/stack_fixture.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-double p50(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-struct Run {
-  std::vector<double> create, destroy;
-};
+using pvs::bench::Clock;
+using pvs::bench::ms_since;
+using pvs::bench::p50;
+using pvs::bench::Run;
 
 bool loop(bool dhcp, int n, Run* out) {
   pvs::test::StackOptions so;
   so.dhcp = dhcp;
-  pvs::test::Stack stack(so);
-  auto m = pvs::Manager::open(stack.manager_config());
-  if (!m) {
-    std::fprintf(stderr, "open: %s\n", m.error().message.c_str());
-    return false;
-  }
-  for (int i = 0; i < n; ++i) {
-    auto t = Clock::now();
-    auto sb = (*m)->create({});
-    if (!sb) {
-      std::fprintf(stderr, "create (%s): %s\n", dhcp ? "dhcp" : "static",
-                   sb.error().message.c_str());
-      return false;
-    }
-    out->create.push_back(ms_since(t));
-    t = Clock::now();
-    if (!(*sb)->destroy()) return false;
-    out->destroy.push_back(ms_since(t));
-  }
-  return true;
+  return pvs::bench::create_destroy_loop(so, n, dhcp ? "dhcp" : "static", out);
 }
 
 // The bare exchange: a namespace on the stack's bridge whose port is bound at the agent (which
