@@ -112,8 +112,12 @@ int bench_exec(int n) {
   std::string id = sb->getValue<std::string>("id");
   pvs::SshConfig ssh = mc.ssh;
   ssh.host = sb->getValue<std::string>("address");
+  ssh.host_key_fingerprint = sb->getValue<std::string>("host_key");  // the sandbox's own
   pvs::SshSession direct(ssh);
-  if (!direct.connect()) return 1;
+  if (auto c = direct.connect(); !c) {
+    std::cerr << "direct: " << c.error().message << "\n";
+    return 1;
+  }
 
   // The same options the API uses by default (timeout = max_exec_timeout_seconds installs the
   // remote timeout guard), so the difference is the REST layer alone.
@@ -317,8 +321,11 @@ int bench_upload(int mib) {
   std::string id = sb->getValue<std::string>("id");
   pvs::SshConfig ssh = mc.ssh;
   ssh.host = sb->getValue<std::string>("address");
+  ssh.host_key_policy = pvs::HostKeyPolicy::kPinned;
+  ssh.host_key_fingerprint = sb->getValue<std::string>("host_key");  // the sandbox's own
   pvs::SshSession direct(ssh);
-  if (!direct.connect()) {
+  if (auto c = direct.connect(); !c) {
+    std::cerr << "direct: " << c.error().message << "\n";
     stop();
     return 1;
   }
