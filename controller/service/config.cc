@@ -176,6 +176,11 @@ void parse_proxmox(yaml::Map s, const Env& env, ServiceConfig& c) {
   if (!p.ca_file.empty() + !p.fingerprint.empty() + p.insecure_skip_verify > 1)
     s.fail("fingerprint", "set at most one of ca_file, fingerprint, insecure_skip_verify");
   seconds(s, "timeout_seconds", &p.request_timeout, 1, 3600);
+  {
+    long long poll_ms = m.task_poll_max.count();
+    s.integer("task_poll_max_ms", &poll_ms, 10, 5000);
+    m.task_poll_max = std::chrono::milliseconds(poll_ms);
+  }
   s.integer("template_vmid", &m.template_vmid, 100, 999999999, yaml::Need::kRequired);
   s.string("pool", &m.pool);
   if (s.ok() && m.pool.empty()) s.fail("pool", "must not be empty");

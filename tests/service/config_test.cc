@@ -41,6 +41,7 @@ TEST(Config, MinimalHasDocumentedDefaults) {
   EXPECT_EQ(c->manager.proxmox.token_secret, "s3cr3t-uuid");
   EXPECT_EQ(c->proxmox_token_secret_source, "env PVS_TEST_SECRET");
   EXPECT_EQ(c->manager.template_vmid, 9000);
+  EXPECT_EQ(c->manager.task_poll_max, std::chrono::milliseconds(50));
   EXPECT_EQ(c->manager.pool, "pve-sandbox");
   EXPECT_EQ(c->manager.sandbox_cidr.to_string(), "10.99.0.0/16");
   EXPECT_EQ(c->max_body_bytes, 1u << 20);
@@ -88,6 +89,10 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
             "controller.yaml: log_level: must be one of debug, info, warn, error, not \"loud\"");
   EXPECT_EQ(error_of(minimal("network:\n  gateway: 10.100.0.1\n")),
             "controller.yaml: network.gateway: must lie inside network.cidr 10.99.0.0/16");
+  EXPECT_EQ(error_of(std::regex_replace(minimal(), std::regex("template_vmid: 9000"),
+                                        "template_vmid: 9000\n  task_poll_max_ms: 5")),
+            "controller.yaml: proxmox.task_poll_max_ms: must be an integer in [10, 5000], not "
+            "\"5\"");
   EXPECT_EQ(error_of(minimal("http:\n  threads: [1]\n")),
             "controller.yaml: http.threads: must be an integer in [2, 1024]");
   EXPECT_EQ(error_of("listen: [\n"), "controller.yaml: YAML: end of sequence flow not found");

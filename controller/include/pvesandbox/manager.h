@@ -114,6 +114,9 @@ struct ManagerConfig {
   std::chrono::seconds reconcile_interval{30};  // also the reaper's period
   // Proxmox task deadline (clone, start, stop, destroy, ...).
   std::chrono::milliseconds task_timeout{std::chrono::minutes(5)};
+  // A task's status is polled at 20 ms, then doubling up to this: how late at most a create
+  // sees a task end (each waiting create asks Proxmox about 1/task_poll_max times a second).
+  std::chrono::milliseconds task_poll_max{50};
   // A clone that meets `CT is locked` (another clone of the template) waits and retries for
   // this long; clones from this controller are queued per template and never collide.
   std::chrono::milliseconds clone_lock_wait{std::chrono::minutes(5)};

@@ -16,8 +16,8 @@ Status ManagerCore::wait(const pve::Result<std::string>& upid, std::string_view 
     pve::WaitOptions w;
     w.timeout = std::max(milliseconds(1),
                          std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-    w.poll_initial = milliseconds(20);
-    w.poll_max = milliseconds(500);
+    w.poll_initial = std::min(milliseconds(20), cfg_.task_poll_max);
+    w.poll_max = cfg_.task_poll_max;
     auto done = pve_.wait_task(*upid, w);
     if (done) return {};
     auto kind = pve::kind_of(done.error());
