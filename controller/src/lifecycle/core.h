@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "clone_queue.h"
 #include "id_pool.h"
 #include "manager_testing.h"
 #include "peers.h"
@@ -211,11 +212,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                    const proto::Binding& binding, const SandboxMetadata* pooled_md);
   Status bring_up(Step& step, const CreateOptions& options, const proto::Binding& binding);
   Status rollback(Step& step);
-  // Clones the template into a free VMID (step.vmid, busy), queued per template; `describe`
-  // fills in the clone's hostname and description once the VMID is known. "already exists"
-  // means somebody else's container: the VMID stays used and the next one is tried.
+  // Clones the template into a free VMID (step.vmid, busy), queued per template (callers
+  // before pool refills); `describe` fills in the clone's hostname and description once the
+  // VMID is known. "already exists" means somebody else's container: the VMID stays used and
+  // the next one is tried.
   Status clone_template(Step& step,
-                        const std::function<void(int vmid, pve::CloneRequest&)>& describe);
+                        const std::function<void(int vmid, pve::CloneRequest&)>& describe,
+                        CloneQueue::Who who = CloneQueue::Who::kCaller);
   // pools.cc: the warm pool, stopped clones with phase "pooled" (under mu_).
   struct Pooled {
     int vmid;
@@ -298,7 +301,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::set<Ipv4Address> quarantine_;
   std::atomic<std::size_t> quarantined_{0};  // quarantine_.size(), readable without agent_mu_
 
-  std::mutex clone_mu_;  // clones of the template are serial on Proxmox: queue them here
+  CloneQueue clone_queue_;  // clones of the template are serial on Proxmox: queue them here
   std::mutex reconcile_mu_;
 
   std::thread thread_;

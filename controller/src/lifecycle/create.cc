@@ -238,7 +238,8 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
 }
 
 Status ManagerCore::clone_template(
-    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe) {
+    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe,
+    CloneQueue::Who who) {
   for (int attempt = 0;; ++attempt) {
     auto vmid = vmids_.acquire();
     if (!vmid) return fail(ErrorCode::kUnavailable, "no free VMID in the range");
@@ -254,7 +255,7 @@ Status ManagerCore::clone_template(
     Status cloned;
     bool exists = false;
     {
-      std::unique_lock clone_lock(clone_mu_);
+      CloneQueue::Turn turn(clone_queue_, who);
       auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
       auto delay = milliseconds(50);
       for (;;) {

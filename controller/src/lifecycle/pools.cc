@@ -21,11 +21,14 @@ Status ManagerCore::fill_pool_once() {
   md.phase = SandboxMetadata::Phase::kPooled;
   md.created_at = now_unix();
   md.labels[std::string(kPoolTemplateLabel)] = std::to_string(cfg_.template_vmid);
-  auto cloned = clone_template(s, [&](int vmid, pve::CloneRequest& req) {
-    md.vmid = vmid;
-    req.hostname = "pool-" + std::to_string(vmid);
-    req.description = encode_description(md);
-  });
+  auto cloned = clone_template(
+      s,
+      [&](int vmid, pve::CloneRequest& req) {
+        md.vmid = vmid;
+        req.hostname = "pool-" + std::to_string(vmid);
+        req.description = encode_description(md);
+      },
+      CloneQueue::Who::kRefill);
   if (!cloned) {
     if (s.container_maybe) s.container_id = md.id;
     s.id = md.id;
