@@ -1,5 +1,7 @@
 #include "requests.h"
 
+#include <charconv>
+
 #include "json.h"
 
 namespace pvs::service {
@@ -94,14 +96,8 @@ ApiResult<std::uint32_t> parse_mode(std::string_view text) {
 ApiResult<std::size_t> parse_list_limit(std::string_view text) {
   if (text.empty()) return kDefaultListLimit;
   std::size_t n = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9' || n > kMaxListLimit) {
-      n = 0;
-      break;
-    }
-    n = n * 10 + static_cast<std::size_t>(c - '0');
-  }
-  if (n < 1 || n > kMaxListLimit)
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > kMaxListLimit)
     return tl::unexpected(
         bad_request("limit: an integer in [1, " + std::to_string(kMaxListLimit) + "]"));
   return n;

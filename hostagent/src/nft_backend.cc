@@ -49,6 +49,11 @@ struct NftnlSet {
     if (s != nullptr) nftnl_set_free(s);
   }
   NftnlSet() = default;
+  // The set `ref` names (its table and name; the family goes in the message header).
+  explicit NftnlSet(const SetRef& ref) {
+    nftnl_set_set_str(s, NFTNL_SET_TABLE, ref.table.c_str());
+    nftnl_set_set_str(s, NFTNL_SET_NAME, ref.set.c_str());
+  }
   NftnlSet(const NftnlSet&) = delete;
   NftnlSet& operator=(const NftnlSet&) = delete;
 };
@@ -400,9 +405,7 @@ Status NftBackend::dump(const SetRef& set, std::vector<ListedElement>* out, int*
   char buf[MNL_SOCKET_BUFFER_SIZE];
   std::uint32_t seq = next_seq();
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, set.family, NLM_F_DUMP, seq);
-  NftnlSet s;
-  nftnl_set_set_str(s.s, NFTNL_SET_TABLE, set.table.c_str());
-  nftnl_set_set_str(s.s, NFTNL_SET_NAME, set.set.c_str());
+  NftnlSet s(set);
   nftnl_set_elems_nlmsg_build_payload(nlh, s.s);
   out->clear();
   *messages = 0;
@@ -475,9 +478,7 @@ Result<SetInfo> NftBackend::info(const SetRef& set) {
   char buf[MNL_SOCKET_BUFFER_SIZE];
   std::uint32_t seq = next_seq();
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSET, set.family, NLM_F_ACK, seq);
-  NftnlSet s;
-  nftnl_set_set_str(s.s, NFTNL_SET_TABLE, set.table.c_str());
-  nftnl_set_set_str(s.s, NFTNL_SET_NAME, set.set.c_str());
+  NftnlSet s(set);
   nftnl_set_nlmsg_build_payload(nlh, s.s);
   auto status = request(buf, nlh->nlmsg_len, seq, [&](const nlmsghdr* msg) -> int {
     NftnlSet parsed;
