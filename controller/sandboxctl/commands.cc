@@ -1,4 +1,5 @@
-// The commands on sandboxes: create, list, show, internet, ttl, snapshots, destroy, health.
+// The commands on sandboxes: create, list, show, internet, ttl, snapshots, destroy; pool and
+// health.
 #include <iostream>
 #include <sstream>
 
@@ -52,6 +53,8 @@ int cmd_create(Client& c, Args& a) {
       field("internet", "true");
     else if (f == "--hostname")
       field("hostname", json_string(a.next(f)));
+    else if (f == "--profile")
+      field("profile", json_string(a.next(f)));
     else if (f == "--label") {
       std::string kv = a.next(f);
       auto eq = kv.find('=');
@@ -206,6 +209,30 @@ int cmd_destroy(Client& c, Args& a) {
     }
   }
   return rc;
+}
+
+int cmd_pool(Client& c, Args& a) {
+  a.done();
+  auto r = c.request("GET", "/v1/pools");
+  check(r);
+  if (c.options().json) {
+    std::cout << r.body;
+    return 0;
+  }
+  auto list = parse_object(r.body)->getArray("pools");
+  std::vector<std::vector<std::string>> rows{{"POOL", "KIND", "TEMPLATE", "READY", "SIZE",
+                                              "FILLING", "CLAIMS", "MISSES", "REPLACED", "FAILURES",
+                                              "CLAIM_MS"}};
+  for (std::size_t i = 0; list && i < list->size(); ++i) {
+    auto o = list->getObject(static_cast<unsigned>(i));
+    std::string ms = o->has("claim_mean_ms") ? str(o, "claim_mean_ms") : "-";
+    if (ms.size() > 6) ms = ms.substr(0, 6);
+    rows.push_back({str(o, "name"), str(o, "kind"), str(o, "template_vmid"), str(o, "ready"),
+                    str(o, "size"), str(o, "filling"), str(o, "claims"), str(o, "misses"),
+                    str(o, "replaced"), str(o, "refill_failures"), ms});
+  }
+  print_table(rows);
+  return 0;
 }
 
 int cmd_health(Client& c, Args& a) {

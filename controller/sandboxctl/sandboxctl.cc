@@ -40,7 +40,7 @@ const char* kUsage =
 
 commands:
   create [--cpus N] [--memory MB] [--disk GB] [--internet] [--ttl SECONDS]
-         [--label KEY=VALUE]... [--hostname NAME]
+         [--label KEY=VALUE]... [--hostname NAME] [--profile NAME]
   list [--label KEY=VALUE]...
   show ID
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
@@ -54,6 +54,7 @@ commands:
   delete-snapshot ID NAME
   destroy ID...
   health
+  pool                  the hot pools and the warm pool (admin token)
 
 exec exits with the remote command's exit code (124 if it timed out).
 --cacert FILE: PEM CA (or self-signed certificate) that an https:// server must chain to;
@@ -167,7 +168,8 @@ int main(int argc, char** argv) {
         {"rollback", cmd_rollback},
         {"delete-snapshot", cmd_delete_snapshot},
         {"destroy", cmd_destroy},
-        {"health", cmd_health}};
+        {"health", cmd_health},
+        {"pool", cmd_pool}};
     auto it = commands.find(cmd);
     if (it == commands.end()) throw UsageError("unknown command " + cmd);
     std::cout.flush();

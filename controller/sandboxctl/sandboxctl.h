@@ -94,5 +94,6 @@ int cmd_rollback(Client& c, Args& a);
 int cmd_delete_snapshot(Client& c, Args& a);
 int cmd_destroy(Client& c, Args& a);
 int cmd_health(Client& c, Args& a);
+int cmd_pool(Client& c, Args& a);
 
 }  // namespace pvs::cli

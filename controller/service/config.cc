@@ -276,6 +276,34 @@ void parse_limits(yaml::Map s, ManagerConfig& m) {
   (void)s.finish();
 }
 
+void parse_hot_pool(yaml::Map s, ManagerConfig& m) {
+  s.integer("refill_parallel", &m.hot_pool_refill_parallel, 1, 16);
+  {
+    long long ms = m.hot_pool_check_interval.count();
+    s.integer("check_interval_ms", &ms, 100, 600000);
+    m.hot_pool_check_interval = std::chrono::milliseconds(ms);
+  }
+  std::set<std::string> names;
+  for (yaml::Map p : s.maps("profiles")) {
+    HotPoolProfile profile;
+    p.string("name", &profile.name, yaml::Need::kRequired);
+    if (p.ok() && !valid_pool_profile_name(profile.name))
+      p.fail("name", "must be 1-32 of [a-z0-9-], not " + yaml::quoted_value(profile.name));
+    if (p.ok() && !names.insert(profile.name).second)
+      p.fail("name", "duplicate profile name " + profile.name);
+    p.integer("size", &profile.size, 0, 1024, yaml::Need::kRequired);
+    p.integer("template_vmid", &profile.template_vmid, 0, 999999999);
+    if (p.ok() && profile.template_vmid > 0 && profile.template_vmid < 100)
+      p.fail("template_vmid", "must be a VMID (100 or more), or 0 for proxmox.template_vmid");
+    p.integer("cpus", &profile.cpus, 1, m.max_cpus);
+    p.integer("memory_mb", &profile.memory_mb, 16, m.max_memory_mb);
+    p.integer("disk_gb", &profile.disk_gb, 0, m.max_disk_gb);
+    (void)p.finish();
+    m.hot_pools.push_back(std::move(profile));
+  }
+  (void)s.finish();
+}
+
 // The service's defaults for the Manager's part (where they differ from ManagerConfig's).
 ServiceConfig defaults() {
   ServiceConfig c;
@@ -309,6 +337,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_ssh(top.map("ssh"), *env, c.manager);
   parse_agent(top.map("agent"), c.manager);
   parse_limits(top.map("limits"), c.manager);
+  parse_hot_pool(top.map("hot_pool"), c.manager);  // after limits: its ranges are theirs
   if (auto st = top.finish(); !st) return fail(st.error());
   return c;
 }
@@ -340,8 +369,12 @@ std::string describe(const ServiceConfig& c) {
     << "  proxmox " << m.proxmox.base_url << " node=" << m.node << " token=" << m.proxmox.token_id
     << " secret from " << c.proxmox_token_secret_source << " template=" << m.template_vmid
     << " pool=" << m.pool << " vmids=" << m.vmid_min << "-" << m.vmid_max
-    << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n"
-    << "  network " << m.sandbox_cidr.to_string() << " gateway=" << m.gateway.to_string()
+    << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n";
+  for (const auto& p : m.hot_pools)
+    o << "  hot_pool " << p.name << " size=" << p.size
+      << " template=" << (p.template_vmid != 0 ? p.template_vmid : m.template_vmid)
+      << " cpus=" << p.cpus << " memory=" << p.memory_mb << "MB disk=" << p.disk_gb << "GB\n";
+  o << "  network " << m.sandbox_cidr.to_string() << " gateway=" << m.gateway.to_string()
     << " bridge=" << m.bridge << (m.dhcp ? " dhcp" : "") << "\n"
     << "  ssh user=" << m.ssh.user << " key=" << m.ssh.private_key_file
     << " host_key_policy=" << policies[static_cast<int>(m.ssh.host_key_policy)]

@@ -141,6 +141,10 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
     }
     r.hostname = *v;
   }
+  if (auto v = body->string("profile", 32)) {
+    if (!valid_pool_profile_name(*v)) body->reject("profile", "must be 1-32 of [a-z0-9-]");
+    r.profile = *v;
+  }
   return finish(*body, std::move(r));
 }
 

@@ -33,6 +33,7 @@ struct CreateRequest {
   int ttl_seconds = 0;  // 0: the configured default
   std::map<std::string, std::string> labels;
   std::string hostname;  // empty: chosen by the controller
+  std::string profile;   // a hot pool profile; empty: the default template
 };
 
 struct ExecRequest {

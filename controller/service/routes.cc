@@ -12,6 +12,7 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/health",                                    &Api::health,           A::kPublic, ""},
       {"GET",    "/v1/openapi.json",                              &Api::openapi,          A::kPublic, ""},
       {"GET",    "/metrics",                                      &Api::metrics_text,     A::kPublic, ""},
+      {"GET",    "/v1/pools",                                     &Api::pools,            A::kAdmin,  ""},
       {"POST",   "/v1/sandboxes",                                 &Api::create,           A::kToken,  "sandbox.create"},
       {"GET",    "/v1/sandboxes",                                 &Api::list,             A::kToken,  ""},
       {"GET",    "/v1/sandboxes/{id}",                            &Api::show,             A::kToken,  ""},

@@ -44,7 +44,7 @@ void Api::create(RequestContext& ctx) {
     p.begin_object().key("cpus").value(req->cpus).key("memory_mb").value(req->memory_mb);
     p.key("disk_gb").value(req->disk_gb).key("internet").value(req->internet);
     p.key("ttl_seconds").value(req->ttl_seconds).key("labels").value(req->labels);
-    p.key("hostname").value(req->hostname).end_object();
+    p.key("hostname").value(req->hostname).key("profile").value(req->profile).end_object();
     ctx.params_json = p.take();
   }
   auto manager = require_manager();
@@ -78,6 +78,7 @@ void Api::create(RequestContext& ctx) {
   options.ttl = std::chrono::seconds(req->ttl_seconds);
   options.labels = req->labels;
   options.owner = owner;
+  options.profile = req->profile;
   auto sandbox = manager->create(options);
   if (!sandbox) throw from_error(sandbox.error());
   SandboxInfo info = (*sandbox)->info();

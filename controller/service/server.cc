@@ -63,6 +63,8 @@ constexpr CallPeer kCallPeers[] = {
 }  // namespace
 
 void Api::declare_metrics(Metrics& m) {
+  std::vector<double> call_buckets;  // pvs::CallStats' bounds
+  for (auto ms : CallStats::kBucketBoundsMs) call_buckets.push_back(ms / 1000.0);
   m.declare_counter("pvs_http_requests_total", "HTTP requests by method, route and status.");
   m.declare_histogram("pvs_http_request_duration_seconds", "HTTP request latency by route.",
                       Metrics::latency_buckets());
@@ -80,14 +82,22 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_gauge("pvs_warm_pool_containers", "Stopped clones ready in the warm pool.");
   m.declare_counter("pvs_warm_pool_hits_total", "Creates served from the warm pool.");
   m.declare_counter("pvs_warm_pool_misses_total", "Creates that had to clone.");
+  m.declare_gauge("pvs_pool_size", "Members a pool keeps (hot profiles, and pool=\"warm\").");
+  m.declare_gauge("pvs_pool_ready", "Pool members that can be claimed now.");
+  m.declare_gauge("pvs_pool_filling", "Pool members being made.");
+  m.declare_counter("pvs_pool_claims_total", "Creates a pool served.");
+  m.declare_counter("pvs_pool_misses_total", "Creates a pool would have served, none ready.");
+  m.declare_counter("pvs_pool_refill_failures_total", "Pool members that failed to be made.");
+  m.declare_counter("pvs_pool_replaced_total",
+                    "Hot members destroyed: failed a check, stopped or changed.");
+  m.declare_histogram("pvs_pool_claim_duration_seconds",
+                      "Creates served by a hot pool: latency in the Manager.", call_buckets);
   m.declare_counter("pvs_exec_total", "Commands run, by result (ok, nonzero, timeout, error).");
   m.declare_histogram("pvs_exec_duration_seconds", "Command latency through the API.",
                       Metrics::latency_buckets());
   m.declare_counter("pvs_audit_failures_total", "Audit records that could not be written.");
   m.declare_counter("pvs_rejected_total", "Requests rejected by limits (413, 429).");
   // The Manager's calls to its peers (pvs::CallStats), as histograms with its bucket bounds.
-  std::vector<double> call_buckets;
-  for (auto ms : CallStats::kBucketBoundsMs) call_buckets.push_back(ms / 1000.0);
   for (const auto& peer : kCallPeers) {
     m.declare_histogram(std::string(peer.prefix) + "_duration_seconds",
                         std::string(peer.what) + ": latency.", call_buckets);
@@ -116,9 +126,9 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
     m.set("pvs_quarantined_addresses", {}, static_cast<double>(s.quarantined_addresses));
     m.set("pvs_warm_pool_containers", {}, static_cast<double>(s.pooled));
     // Counters mirror the Manager's own (monotonic) counters.
-    auto mirror = [&m](const char* name, std::uint64_t v) {
-      double current = m.value(name);
-      if (static_cast<double>(v) > current) m.inc(name, {}, static_cast<double>(v) - current);
+    auto mirror = [&m](const std::string& name, std::uint64_t v, const MetricLabels& l = {}) {
+      double current = m.value(name, l);
+      if (static_cast<double>(v) > current) m.inc(name, l, static_cast<double>(v) - current);
     };
     mirror("pvs_sandbox_creates_total", s.creates);
     mirror("pvs_sandbox_create_failures_total", s.create_failures);
@@ -135,7 +145,22 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
       m.set_histogram(std::string(peer.prefix) + "_duration_seconds", {},
                       std::vector<std::uint64_t>(c.buckets.begin(), c.buckets.end()), c.count,
                       c.sum_seconds);
-      mirror((std::string(peer.prefix) + "_errors_total").c_str(), c.errors);
+      mirror(std::string(peer.prefix) + "_errors_total", c.errors);
+    }
+    for (const PoolInfo& p : manager->pools()) {
+      MetricLabels l{{"pool", p.name}};
+      m.set("pvs_pool_size", l, p.size);
+      m.set("pvs_pool_ready", l, p.ready);
+      m.set("pvs_pool_filling", l, p.filling);
+      mirror("pvs_pool_claims_total", p.claims, l);
+      mirror("pvs_pool_misses_total", p.misses, l);
+      mirror("pvs_pool_refill_failures_total", p.refill_failures, l);
+      mirror("pvs_pool_replaced_total", p.replaced, l);
+      const CallStats& c = p.claim_latency;
+      if (p.hot)
+        m.set_histogram("pvs_pool_claim_duration_seconds", l,
+                        std::vector<std::uint64_t>(c.buckets.begin(), c.buckets.end()), c.count,
+                        c.sum_seconds);
     }
   });
 
@@ -198,7 +223,9 @@ void Api::dispatch(RequestContext& ctx) {
   const Route& route = **match.handler;
   ctx.params = std::move(match.params);
   ctx.route = std::string(route.pattern);  // bounded cardinality for metrics
-  if (route.access == Route::Access::kToken) authenticate(ctx);
+  if (route.access != Route::Access::kPublic) authenticate(ctx);
+  if (route.access == Route::Access::kAdmin && !ctx.principal->admin)
+    throw from_error(Error{ErrorCode::kPermissionDenied, "this endpoint needs an admin token"});
   ctx.action = std::string(route.action);
   auto slot = ctx.principal ? limits_.acquire(ctx.principal->name, TokenLimits::Kind::kRequest)
                             : std::optional<TokenLimits::Slot>();

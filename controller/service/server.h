@@ -64,7 +64,7 @@ class Api;
 
 // One row of the route table: who may call it and what the audit log calls it.
 struct Route {
-  enum class Access { kPublic, kToken };
+  enum class Access { kPublic, kToken, kAdmin };  // kAdmin: a token with admin: true
   std::string_view method;
   std::string_view pattern;  // also the metrics' route label
   void (Api::*handler)(RequestContext&);
@@ -96,6 +96,7 @@ class Api {
   void health(RequestContext& ctx);
   void openapi(RequestContext& ctx);
   void metrics_text(RequestContext& ctx);
+  void pools(RequestContext& ctx);
   void create(RequestContext& ctx);
   void list(RequestContext& ctx);
   void show(RequestContext& ctx);

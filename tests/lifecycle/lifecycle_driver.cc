@@ -3,7 +3,7 @@
 // test kills it at random points.
 //
 //   lifecycle_driver <pvesim port> <pvesim fingerprint> <stack dir> <netns 0|1> <seed> [threads]
-//                    [warm pool size]
+//                    [warm pool size] [hot pool size]
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -16,16 +16,23 @@
 #include "support/stack_fixture.h"
 
 int main(int argc, char** argv) {
-  if (argc < 6 || argc > 8) {
+  if (argc < 6 || argc > 9) {
     std::fprintf(stderr,
-                 "usage: lifecycle_driver PORT FINGERPRINT DIR NETNS SEED [THREADS [WARM_POOL]]\n");
+                 "usage: lifecycle_driver PORT FINGERPRINT DIR NETNS SEED [THREADS [WARM_POOL "
+                 "[HOT_POOL]]]\n");
     return 2;
   }
   auto config = pvs::test::Stack::config_for(std::stoi(argv[1]), argv[2], argv[3],
                                              std::string(argv[4]) == "1");
   unsigned seed = static_cast<unsigned>(std::stoul(argv[5]));
   int threads = argc >= 7 ? std::stoi(argv[6]) : 1;
-  if (argc == 8) config.warm_pool = std::stoi(argv[7]);
+  if (argc >= 8) config.warm_pool = std::stoi(argv[7]);
+  if (argc >= 9 && std::stoi(argv[8]) > 0) {
+    pvs::HotPoolProfile hot;
+    hot.name = "hot";
+    hot.size = std::stoi(argv[8]);
+    config.hot_pools.push_back(hot);
+  }
   auto manager = pvs::Manager::open(config);
   if (!manager) {
     std::fprintf(stderr, "driver: open: %s\n", manager.error().message.c_str());

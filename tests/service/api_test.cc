@@ -105,6 +105,22 @@ class ApiTest : public ::testing::Test {
   std::uint16_t port_ = 0;
 };
 
+TEST_F(ApiTest, PoolsAreForAdminsAndAnUnknownProfileIsRefused) {
+  auto pools = call("GET", "/v1/pools", "", "tok-root");
+  EXPECT_EQ(pools.status, 200) << pools.body;
+  EXPECT_EQ(pools.body, R"({"pools":[]})");
+  auto denied = call("GET", "/v1/pools");
+  EXPECT_EQ(denied.status, 403) << denied.body;
+  EXPECT_NE(denied.body.find("admin token"), std::string::npos) << denied.body;
+  EXPECT_EQ(call("GET", "/v1/pools", "", "").status, 401);
+  auto unknown = call("POST", "/v1/sandboxes", R"({"profile":"gpu"})");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_NE(unknown.body.find("no hot pool profile"), std::string::npos) << unknown.body;
+  auto bad = call("POST", "/v1/sandboxes", R"({"profile":"GPU!"})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("profile"), std::string::npos) << bad.body;
+}
+
 TEST_F(ApiTest, PublicEndpointsAuthAndRouting) {
   // Health without a token: the status only; with one: the peers and the count too.
   auto health = call("GET", "/v1/health", "", "");

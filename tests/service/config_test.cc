@@ -63,6 +63,37 @@ TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
       << shipped.error().message;
 }
 
+TEST(Config, HotPoolProfiles) {
+  auto c = parse_config(minimal("hot_pool:\n  refill_parallel: 3\n  profiles:\n"
+                                "    - {name: small, size: 8}\n"
+                                "    - {name: big, size: 2, cpus: 4, memory_mb: 4096, disk_gb: "
+                                "32, template_vmid: 9001}\n"),
+                        "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->manager.hot_pools.size(), 2U);
+  EXPECT_EQ(c->manager.hot_pool_refill_parallel, 3);
+  EXPECT_EQ(c->manager.hot_pools[0].name, "small");
+  EXPECT_EQ(c->manager.hot_pools[0].size, 8);
+  EXPECT_EQ(c->manager.hot_pools[0].cpus, 1);
+  EXPECT_EQ(c->manager.hot_pools[0].memory_mb, 512);
+  EXPECT_EQ(c->manager.hot_pools[0].template_vmid, 0);
+  EXPECT_EQ(c->manager.hot_pools[1].cpus, 4);
+  EXPECT_EQ(c->manager.hot_pools[1].disk_gb, 32);
+  EXPECT_EQ(c->manager.hot_pools[1].template_vmid, 9001);
+  EXPECT_TRUE(parse_config(minimal(), "controller.yaml", &kEnv)->manager.hot_pools.empty());
+  EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: Big, size: 1}\n")),
+            "controller.yaml: hot_pool.profiles[0].name: must be 1-32 of [a-z0-9-], not \"Big\"");
+  EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: a, size: 1}\n"
+                             "    - {name: a, size: 2}\n")),
+            "controller.yaml: hot_pool.profiles[1].name: duplicate profile name a");
+  EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: a}\n")),
+            "controller.yaml: hot_pool.profiles[0].size: is required");
+  EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: a, size: 1, cpus: 99}\n")),
+            "controller.yaml: hot_pool.profiles[0].cpus: must be an integer in [1, 8], not \"99\"");
+  EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: a, size: 1, gpus: 1}\n")),
+            "controller.yaml: hot_pool.profiles[0].gpus: unknown key");
+}
+
 TEST(Config, WarmPoolAndDhcp) {
   auto with_pool = [](const std::string& value) {
     std::string text = minimal("network:\n  dhcp: true\n");

@@ -251,10 +251,11 @@ void Stack::stop_dnsmasq() {
 std::vector<std::string> Stack::run_driver_until_killed(const DriverRun& run) const {
   SpawnOptions so;
   so.stdout_file = run.out_file;
-  pid_t pid = spawn_process({run.driver, std::to_string(port()), fingerprint(), dir_,
-                             options_.backend == "netns" ? "1" : "0", std::to_string(run.seed),
-                             std::to_string(run.threads), std::to_string(run.warm_pool)},
-                            so);
+  pid_t pid = spawn_process(
+      {run.driver, std::to_string(port()), fingerprint(), dir_,
+       options_.backend == "netns" ? "1" : "0", std::to_string(run.seed),
+       std::to_string(run.threads), std::to_string(run.warm_pool), std::to_string(run.hot_pool)},
+      so);
   must(pid > 0, "start the driver " + run.driver);
   std::this_thread::sleep_for(run.run_for);
   ::kill(pid, SIGKILL);

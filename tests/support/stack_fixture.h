@@ -60,6 +60,7 @@ struct DriverRun {
   unsigned seed = 0;
   int threads = 4;
   int warm_pool = 0;
+  int hot_pool = 0;  // members of one hot profile "hot" (the default template)
   std::chrono::milliseconds run_for{1000};  // then SIGKILL
 };
 

@@ -60,6 +60,19 @@ struct ManagerAgentOptions {
   std::vector<std::string> command;          // not empty: spawn this relay instead
 };
 
+// One profile of hot pool members (ManagerConfig::hot_pools).
+struct HotPoolProfile {
+  std::string name;       // 1-32 of [a-z0-9-], unique among the profiles
+  int template_vmid = 0;  // 0: ManagerConfig::template_vmid
+  int cpus = 1;           // what an idle member may use (a claim writes the caller's values)
+  int memory_mb = 512;
+  int disk_gb = 0;  // 0: the template's size; members serve requests for at most this
+  int size = 0;     // members kept ready (0: off)
+};
+
+// A profile name: 1-32 of [a-z0-9-].
+bool valid_pool_profile_name(std::string_view name);
+
 struct ManagerConfig {
   // Proxmox: where sandboxes live and what they are cloned from.
   pve::ClientOptions proxmox;
@@ -73,6 +86,20 @@ struct ManagerConfig {
   // thread refills the pool. Pooled containers carry phase "pooled" and the template's VMID in
   // their description: a restart keeps them, a changed template or a smaller pool destroys them.
   int warm_pool = 0;
+  // Hot pools: per profile, `size` RUNNING clones, each bound at the agent (internet off) with
+  // its own SSH host key and a live, idle SSH connection. create() claims one with ONE config
+  // write (description with owner, labels and ttl; cores and memory as asked, hot-applied by
+  // Proxmox) plus an ALLOW if internet is asked, and hands over the connection: nothing waits
+  // on a Proxmox task. A profile serves a create that names no hostname (members booted as
+  // "sandbox-<vmid>"; a hostname is only applied at start), asks for disk_gb 0 or at most the
+  // profile's, and names this profile or none (then only profiles of template_vmid serve).
+  // Otherwise the warm pool, then a clone. Members never appear in list() or attach(); one
+  // whose connection drops, that stops, or whose config changes behind our back is destroyed
+  // and replaced, never handed out. A restart adopts running members of today's profiles that
+  // answer on their own host key; the rest are destroyed. Members hold addresses and VMIDs.
+  std::vector<HotPoolProfile> hot_pools;
+  int hot_pool_refill_parallel = 2;  // members being made (or destroyed) at once: 1..16
+  std::chrono::milliseconds hot_pool_check_interval{2000};  // each member's connection check
   std::uint32_t vmid_min = 10000;  // VMIDs the controller may use (inclusive)
   std::uint32_t vmid_max = 19999;
 
@@ -132,6 +159,10 @@ struct CreateOptions {
   std::chrono::seconds ttl{0};  // 0: ManagerConfig::default_ttl
   Labels labels;                // see validate_labels()
   std::string owner;            // the API token name (for per-token limits and the audit log)
+  // A hot pool profile's name: create from its template (claiming one of its members when one
+  // is ready and fits). Empty: ManagerConfig::template_vmid, served by any fitting profile of
+  // that template. An unknown name is kInvalidArgument.
+  std::string profile;
 };
 
 // What is known about a sandbox, as a value.
@@ -238,6 +269,22 @@ struct ManagerStats {
   CallStats agent_calls;
 };
 
+// One pool as Manager::pools() reports it (for operators: GET /v1/pools, metrics).
+struct PoolInfo {
+  std::string name;  // the hot profile's name, or "warm" for the warm pool
+  bool hot = true;   // false: the warm pool (stopped clones)
+  int template_vmid = 0;
+  int cpus = 0, memory_mb = 0, disk_gb = 0;  // hot: the profile's (disk_gb 0: the template's)
+  int size = 0;                              // members wanted
+  int ready = 0;                             // members that can be claimed now
+  int filling = 0;                           // members being made
+  std::uint64_t claims = 0;                  // creates it served
+  std::uint64_t misses = 0;                  // creates it would have served, but none was ready
+  std::uint64_t refill_failures = 0;         // members that failed to be made
+  std::uint64_t replaced = 0;  // members destroyed: failed a check, stopped or changed
+  CallStats claim_latency;     // hot: create() calls it served, from call to return
+};
+
 struct Health {
   bool proxmox_ok = false;
   bool agent_ok = false;
@@ -263,6 +310,8 @@ class Manager {
   virtual Status reconcile() = 0;
   virtual Health health() = 0;
   virtual ManagerStats stats() const = 0;
+  // The hot pools in configuration order, then the warm pool if configured.
+  virtual std::vector<PoolInfo> pools() const = 0;
 };
 
 }  // namespace pvs

@@ -2,6 +2,8 @@
 // (the Sandbox handle). Where the parts live, all in controller/src/lifecycle/:
 //   create.cc     validation, the create steps and their rollback, the template clone
 //   pools.cc      the warm pool and its refill thread
+//   hot_pool.cc   the hot pools: members made, checked, claimed, destroyed (hot_keep.cc:
+//                 keeping or adopting them during reconcile)
 //   egress.cc     grant/revoke, the one quarantine, bind/unbind, SYNC with the agent
 //   container.cc  task waits, description writes, destroying a container, waiting for SSH
 //   reconcile.cc  recovery and reconciliation against Proxmox
@@ -42,6 +44,8 @@ using std::chrono::seconds;
 constexpr std::string_view kTag = "pve-sandbox";
 // The label of a pooled clone that names the template it was cloned from.
 constexpr std::string_view kPoolTemplateLabel = "pve-sandbox/template";
+// The label of a hot pool member (a running pooled clone) that names its profile.
+constexpr std::string_view kPoolProfileLabel = "pve-sandbox/profile";
 
 // helpers.cc
 std::int64_t now_unix();
@@ -160,7 +164,12 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
         pve_(std::move(peers.proxmox)),
         agent_(std::move(peers.agent)),
         vmids_(cfg_.vmid_min, cfg_.vmid_max),
-        addrs_(std::move(addresses)) {}
+        addrs_(std::move(addresses)) {
+    for (auto p : cfg_.hot_pools) {
+      if (p.template_vmid == 0) p.template_vmid = cfg_.template_vmid;
+      hot_.emplace_back().p = std::move(p);
+    }
+  }
 
   ~ManagerCore() { stop_background(); }
 
@@ -182,7 +191,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status write_description(int vmid, const SandboxMetadata& md);
 
   void start_background();
-  void start_pool();  // the warm pool's refill thread (if warm_pool > 0)
+  void start_pool();  // the warm pool's refill thread (if warm_pool > 0), the hot pools'
+  std::vector<PoolInfo> pools() const;
   void stop_background();
   // Drops the registry (it holds the sandboxes, which hold this core): called when the
   // Manager goes away, so that nothing keeps the core alive but handles still in use.
@@ -203,11 +213,19 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::string port;              // BIND sent
     bool granted = false;
     std::shared_ptr<SshSession> ssh;
-    std::string host_key;  // the sandbox's own host key, once replaced
+    std::string host_key;   // the sandbox's own host key, once replaced
+    int template_vmid = 0;  // what to clone (0: cfg_.template_vmid)
   };
-  Result<double> validate(const CreateOptions& options);  // the template's disk in GiB
+  Status validate(const CreateOptions& options);
+  // The template's disk in GiB (0 when options.disk_gb is 0); kInvalidArgument if larger.
+  Result<double> template_disk(const CreateOptions& options, int template_vmid);
+  SandboxMetadata new_metadata(const Step& step, const CreateOptions& options) const;
+  int template_for(const CreateOptions& options) const;  // the profile's, or the default
+  Result<std::shared_ptr<SandboxImpl>> create_cold(Step& step, const CreateOptions& options);
   Result<std::shared_ptr<SandboxImpl>> build(Step& step, const CreateOptions& options,
                                              double template_gib);
+  void register_created(const Step& step, const std::shared_ptr<SandboxImpl>& sandbox,
+                        const CreateOptions& options);
   Status configure(Step& step, const CreateOptions& options, const std::string& hostname,
                    const proto::Binding& binding, const SandboxMetadata* pooled_md);
   Status bring_up(Step& step, const CreateOptions& options, const proto::Binding& binding);
@@ -227,6 +245,44 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::optional<Pooled> take_pooled();  // marks the VMID busy
   Status fill_pool_once();
   void pool_loop();
+  // hot_pool.cc: the hot pools (under mu_ unless said).
+  struct HotMember {
+    int vmid = 0;
+    std::string id;  // "pool-..." in its description
+    proto::Binding binding;
+    std::shared_ptr<SshSession> ssh;  // connected, idle; null without wait_for_ssh
+    std::string host_key;             // its own, pinned by ssh
+    std::string digest;               // its config's digest once ready: a claim writes with it
+    int cpus = 0, memory_mb = 0, disk_gb = 0;
+  };
+  struct HotProfile {
+    HotPoolProfile p;  // template_vmid resolved
+    std::deque<HotMember> ready;
+    int filling = 0;
+    int disk_gb = 0;                 // the members' disk, once one was made (0: unknown)
+    Clock::time_point not_before{};  // the next fill after a failure
+    milliseconds backoff{500};
+    std::uint64_t claims = 0, misses = 0, refill_failures = 0, replaced = 0;
+    std::shared_ptr<LatencyRecorder> claim_latency = std::make_shared<LatencyRecorder>();
+  };
+  // The profile that may serve `options` (-1: none); `ready`: only one with a member ready.
+  int hot_profile_for(const CreateOptions& options, bool ready) const;
+  // A connected member of a profile that serves `options` (its VMID marked busy); a member
+  // found disconnected goes to the discard list. A miss is counted on the first fitting
+  // profile.
+  std::optional<HotMember> take_hot(const CreateOptions& options, int* profile);
+  Result<std::shared_ptr<SandboxImpl>> claim(Step& step, const CreateOptions& options,
+                                             const HotMember& member);
+  Status fill_hot_once(int profile);      // not under mu_
+  void destroy_member(HotMember member);  // not under mu_: unbind, destroy, release
+  void discard_member(HotMember member, std::string_view why);  // mu_ held
+  void hot_loop();
+  void check_hot_members();              // mu_ held: disconnected members to the discard list
+  bool claimed_or_busy(int vmid) const;  // mu_ held
+  // hot_keep.cc (reconcile): false: destroy it as an orphan.
+  bool keep_hot(const pve::ContainerStatus& ct, const pve::Config& conf, const SandboxMetadata& md);
+  std::optional<HotMember> adoptable_member(const pve::ContainerStatus& ct, const pve::Config& conf,
+                                            const SandboxMetadata& md, int* profile);
   // container.cc. Stops and purges a container if it is ours (description id == id, or unreadable
   // marker when id is empty). kNotFound from Proxmox is success.
   Status destroy_container(int vmid, const std::string& id);
@@ -246,6 +302,12 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Result<std::shared_ptr<SshSession>> connect_until(const SshConfig& config,
                                                     Clock::time_point deadline);
   Result<std::string> replace_host_key(SshSession& session);
+  CloneQueue& clone_queue(int template_vmid) {
+    std::lock_guard lock(mu_);
+    auto& q = clone_queues_[template_vmid];
+    if (!q) q = std::make_unique<CloneQueue>();
+    return *q;
+  }
   void busy(int vmid, bool on) {
     std::lock_guard lock(mu_);
     if (on)
@@ -272,6 +334,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void adopt(const pve::ContainerStatus& ct, const pve::Config& conf, const SandboxMetadata& md);
   void forget_vanished(const std::set<std::string>& registered_before,
                        const std::set<int>& pooled_before, const std::set<int>& present);
+  void forget_vanished_members(const std::set<int>& hot_before, const std::set<int>& present);
   std::set<std::string> busy_orphans(std::vector<Orphan>& orphans);
   Status reap(Scan& scan, bool synced);
 
@@ -294,6 +357,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
   bool pool_stop_ = false;
   std::thread pool_thread_;
+  std::vector<HotProfile> hot_;        // one per cfg_.hot_pools entry, same order
+  std::deque<HotMember> hot_discard_;  // members to destroy (their VMIDs busy)
+  std::condition_variable hot_cv_;     // with mu_: a member taken or discarded, or stop
+  std::vector<std::thread> hot_threads_;
 
   std::mutex agent_mu_;  // granted_, bound_, quarantine_; held around agent calls
   std::set<Ipv4Address> granted_;
@@ -301,7 +368,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::set<Ipv4Address> quarantine_;
   std::atomic<std::size_t> quarantined_{0};  // quarantine_.size(), readable without agent_mu_
 
-  CloneQueue clone_queue_;  // clones of the template are serial on Proxmox: queue them here
+  // Clones of one template are serial on Proxmox: queued here, per template (under mu_).
+  std::map<int, std::unique_ptr<CloneQueue>> clone_queues_;
   std::mutex reconcile_mu_;
 
   std::thread thread_;

@@ -5,6 +5,7 @@
 
 #include "core.h"
 #include "pvesandbox/common/log.h"
+#include "pvesandbox/common/text.h"
 
 namespace pvs::lifecycle {
 
@@ -41,7 +42,7 @@ Status ManagerCore::rollback(Step& s) {
   return result;
 }
 
-Result<double> ManagerCore::validate(const CreateOptions& o) {
+Status ManagerCore::validate(const CreateOptions& o) {
   if (!o.hostname.empty() && !valid_hostname(o.hostname))
     return fail(ErrorCode::kInvalidArgument, "hostname must be a DNS label (RFC 1123)");
   if (o.cpus < 1 || o.cpus > cfg_.max_cpus)
@@ -54,28 +55,52 @@ Result<double> ManagerCore::validate(const CreateOptions& o) {
                 "disk_gb must be 0.." + std::to_string(cfg_.max_disk_gb));
   if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
     return fail(ErrorCode::kInvalidArgument, "ttl out of range");
+  if (!o.profile.empty() && template_for(o) == 0)
+    return fail(ErrorCode::kInvalidArgument, "no hot pool profile " + quoted(o.profile, 40));
   if (auto v = validate_labels(o.labels); !v) return fail(v.error());
-  // A disk only grows: a smaller one is the caller's mistake, said before anything is cloned.
-  double template_gib = 0;
-  if (o.disk_gb > 0) {
-    auto t = pve_.config(cfg_.node, cfg_.template_vmid);
-    if (!t) return fail(pve_error(t.error(), "template config"));
-    template_gib = t->count("rootfs") ? size_gib(t->at("rootfs")) : 0;
-    if (o.disk_gb < template_gib) {
-      std::ostringstream gib;
-      gib << template_gib;
-      return fail(ErrorCode::kInvalidArgument, "disk_gb " + std::to_string(o.disk_gb) +
-                                                   " is smaller than the template's disk (" +
-                                                   gib.str() +
-                                                   " GiB): a container's disk can only grow");
-    }
+  return {};
+}
+
+int ManagerCore::template_for(const CreateOptions& o) const {
+  if (o.profile.empty()) return cfg_.template_vmid;
+  for (auto& h : hot_)
+    if (h.p.name == o.profile) return h.p.template_vmid;
+  return 0;
+}
+
+// A disk only grows: a smaller one is the caller's mistake, said before anything is cloned.
+Result<double> ManagerCore::template_disk(const CreateOptions& o, int template_vmid) {
+  if (o.disk_gb == 0) return 0.0;
+  auto t = pve_.config(cfg_.node, template_vmid);
+  if (!t) return fail(pve_error(t.error(), "template config"));
+  double template_gib = t->count("rootfs") ? size_gib(t->at("rootfs")) : 0;
+  if (o.disk_gb < template_gib) {
+    std::ostringstream gib;
+    gib << template_gib;
+    return fail(ErrorCode::kInvalidArgument,
+                "disk_gb " + std::to_string(o.disk_gb) + " is smaller than the template's disk (" +
+                    gib.str() + " GiB): a container's disk can only grow");
   }
   return template_gib;
 }
 
+SandboxMetadata ManagerCore::new_metadata(const Step& s, const CreateOptions& o) const {
+  SandboxMetadata md;
+  md.id = s.id;
+  md.phase = SandboxMetadata::Phase::kCreating;
+  md.created_at = now_unix();
+  auto ttl = o.ttl.count() == 0 ? cfg_.default_ttl : o.ttl;
+  md.expires_at = ttl.count() == 0 ? 0 : md.created_at + ttl.count();
+  md.internet = o.internet;
+  md.address = s.address;
+  md.owner = o.owner;
+  md.labels = o.labels;
+  return md;
+}
+
 Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
-  auto template_gib = validate(o);
-  if (!template_gib) return fail(template_gib.error());
+  auto started = Clock::now();
+  if (auto v = validate(o); !v) return fail(v.error());
   {
     std::lock_guard lock(mu_);
     if (static_cast<int>(registry_.size()) + inflight_ >= cfg_.max_sandboxes)
@@ -90,16 +115,31 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     }
   } inflight_guard{this};
 
+  // A hot member if one fits (a second one if claiming the first failed), else a clone.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int profile = -1;
+    auto member = take_hot(o, &profile);
+    if (!member) break;
+    Step s;
+    s.id = "sb-" + random_hex(12);
+    auto claimed = claim(s, o, *member);
+    if (claimed) {
+      register_created(s, *claimed, o);
+      std::lock_guard lock(mu_);
+      ++hot_[profile].claims;
+      hot_[profile].claim_latency->record(Clock::now() - started, true);
+      return std::shared_ptr<Sandbox>(*claimed);
+    }
+    log::warn("claim of hot member " + std::to_string(member->vmid) +
+              " failed: " + claimed.error().message);
+    (void)rollback(s);
+    std::lock_guard lock(mu_);
+    ++hot_[profile].replaced;
+    hot_cv_.notify_all();
+  }
   Step s;
   s.id = "sb-" + random_hex(12);
-  auto address = addrs_->acquire();
-  if (!address) {
-    std::lock_guard lock(mu_);
-    ++stats_.create_failures;
-    return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
-  }
-  s.address = *address;
-  auto built = build(s, o, *template_gib);
+  auto built = create_cold(s, o);
   if (!built) {
     log::warn("create " + s.id + " failed: " + built.error().message);
     (void)rollback(s);
@@ -107,7 +147,12 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     ++stats_.create_failures;
     return fail(built.error());
   }
-  auto sandbox = *built;
+  register_created(s, *built, o);
+  return std::shared_ptr<Sandbox>(*built);
+}
+
+void ManagerCore::register_created(const Step& s, const std::shared_ptr<SandboxImpl>& sandbox,
+                                   const CreateOptions& o) {
   {
     std::lock_guard lock(mu_);
     registry_[s.id] = sandbox;
@@ -115,27 +160,28 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     ++stats_.creates;
   }
   log::info("created " + s.id + " vmid=" + std::to_string(s.vmid) +
-            " address=" + address->to_string() + (o.internet ? " internet" : ""));
-  return std::shared_ptr<Sandbox>(sandbox);
+            " address=" + s.address->to_string() + (o.internet ? " internet" : ""));
+}
+
+// The warm pool or a clone: an address, then steps 1-8.
+Result<std::shared_ptr<SandboxImpl>> ManagerCore::create_cold(Step& s, const CreateOptions& o) {
+  s.template_vmid = template_for(o);
+  auto template_gib = template_disk(o, s.template_vmid);
+  if (!template_gib) return fail(template_gib.error());
+  auto address = addrs_->acquire();
+  if (!address) return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
+  s.address = *address;
+  return build(s, o, *template_gib);
 }
 
 // Steps 1-8 of create (docs/architecture.md); an error leaves `s` for rollback().
 Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOptions& o,
                                                         double template_gib) {
-  SandboxMetadata md;
-  md.id = s.id;
-  md.phase = SandboxMetadata::Phase::kCreating;
-  md.created_at = now_unix();
-  auto ttl = o.ttl.count() == 0 ? cfg_.default_ttl : o.ttl;
-  md.expires_at = ttl.count() == 0 ? 0 : md.created_at + ttl.count();
-  md.internet = o.internet;
-  md.address = *s.address;
-  md.owner = o.owner;
-  md.labels = o.labels;
-
-  // 1. A stopped clone from the warm pool, else a clone (queued per template).
+  auto md = new_metadata(s, o);
+  // 1. A stopped clone from the warm pool (default template only), else a clone (queued per
+  // template).
   if (auto h = hook("clone"); !h) return fail(h.error());
-  auto pooled = take_pooled();
+  auto pooled = s.template_vmid == cfg_.template_vmid ? take_pooled() : std::nullopt;
   if (pooled) {
     s.vmid = pooled->vmid;
     s.container_maybe = true;
@@ -246,7 +292,7 @@ Status ManagerCore::clone_template(
     s.vmid = static_cast<int>(*vmid);
     busy(s.vmid, true);
     pve::CloneRequest req;
-    req.source_vmid = cfg_.template_vmid;
+    req.source_vmid = s.template_vmid != 0 ? s.template_vmid : cfg_.template_vmid;
     req.new_vmid = s.vmid;
     req.pool = cfg_.pool;
     req.storage = cfg_.storage;
@@ -255,7 +301,7 @@ Status ManagerCore::clone_template(
     Status cloned;
     bool exists = false;
     {
-      CloneQueue::Turn turn(clone_queue_, who);
+      CloneQueue::Turn turn(clone_queue(req.source_vmid), who);
       auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
       auto delay = milliseconds(50);
       for (;;) {

@@ -5,6 +5,7 @@
 #include "pvesandbox/manager.h"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "core.h"
@@ -142,6 +143,10 @@ void ManagerCore::start_background() {
 
 void ManagerCore::start_pool() {
   if (cfg_.warm_pool > 0) pool_thread_ = std::thread([this] { pool_loop(); });
+  bool hot =
+      std::any_of(hot_.begin(), hot_.end(), [](const HotProfile& h) { return h.p.size > 0; });
+  for (int i = 0; hot && i < cfg_.hot_pool_refill_parallel; ++i)
+    hot_threads_.emplace_back([this] { hot_loop(); });
 }
 
 void ManagerCore::stop_background() {
@@ -155,8 +160,11 @@ void ManagerCore::stop_background() {
     pool_stop_ = true;
   }
   pool_cv_.notify_all();
+  hot_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (pool_thread_.joinable()) pool_thread_.join();  // a clone in progress completes first
+  for (auto& t : hot_threads_) t.join();             // members being made complete first
+  hot_threads_.clear();
 }
 
 void ManagerCore::loop() {
@@ -209,10 +217,45 @@ class ManagerHandle final : public Manager {
   Status reconcile() override { return core_->reconcile(); }
   Health health() override { return core_->health(); }
   ManagerStats stats() const override { return core_->stats(); }
+  std::vector<PoolInfo> pools() const override { return core_->pools(); }
 
  private:
   std::shared_ptr<ManagerCore> core_;
 };
+
+}  // namespace
+
+namespace {
+
+Status validate_hot_pools(const ManagerConfig& c) {
+  auto bad = [](const std::string& what) {
+    return fail(ErrorCode::kInvalidArgument, "hot_pools: " + what);
+  };
+  std::set<std::string> names;
+  std::uint64_t total = 0;
+  for (auto& p : c.hot_pools) {
+    if (!valid_pool_profile_name(p.name))
+      return bad("name must be 1-32 of [a-z0-9-], not \"" + p.name + "\"");
+    if (!names.insert(p.name).second) return bad("profile " + p.name + " appears twice");
+    if (p.template_vmid < 0) return bad(p.name + ": template_vmid must be a VMID or 0");
+    if (p.cpus < 1 || p.cpus > c.max_cpus)
+      return bad(p.name + ": cpus must be 1.." + std::to_string(c.max_cpus));
+    if (p.memory_mb < 16 || p.memory_mb > c.max_memory_mb)
+      return bad(p.name + ": memory_mb must be 16.." + std::to_string(c.max_memory_mb));
+    if (p.disk_gb < 0 || p.disk_gb > c.max_disk_gb)
+      return bad(p.name + ": disk_gb must be 0.." + std::to_string(c.max_disk_gb));
+    if (p.size < 0) return bad(p.name + ": size must be >= 0");
+    total += static_cast<std::uint64_t>(p.size);
+  }
+  if (total + static_cast<std::uint64_t>(std::max(c.warm_pool, 0)) >
+      std::uint64_t{c.vmid_max} - c.vmid_min + 1)
+    return bad("the pools' sizes together exceed the VMID range");
+  if (c.hot_pool_refill_parallel < 1 || c.hot_pool_refill_parallel > 16)
+    return bad("refill_parallel must be 1..16");
+  if (c.hot_pool_check_interval < std::chrono::milliseconds(100))
+    return bad("check_interval must be at least 100 ms");
+  return {};
+}
 
 }  // namespace
 
@@ -225,6 +268,7 @@ Result<std::unique_ptr<Manager>> open_manager(ManagerConfig config, TestPeers pe
   if (config.warm_pool < 0 ||
       static_cast<std::uint64_t>(config.warm_pool) > config.vmid_max - config.vmid_min + 1)
     return fail(ErrorCode::kInvalidArgument, "warm_pool must be 0..(size of the VMID range)");
+  if (auto r = validate_hot_pools(config); !r) return fail(r.error());
   if (config.internet_lease.count() < 2 || config.internet_lease.count() > proto::kMaxTtlSeconds)
     return fail(ErrorCode::kInvalidArgument, "internet_lease out of range");
   auto addresses = AddressPool::create(config.sandbox_cidr, config.gateway, config.reserved);

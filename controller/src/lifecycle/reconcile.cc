@@ -18,11 +18,13 @@ Status ManagerCore::reconcile() {
   };
   // Only sandboxes registered (and clones pooled) before the listing can have vanished from it.
   std::set<std::string> registered_before;
-  std::set<int> pooled_before;
+  std::set<int> pooled_before, hot_before;
   {
     std::lock_guard lock(mu_);
     for (auto& [id, sb] : registry_) registered_before.insert(id);
     for (auto& p : pool_) pooled_before.insert(p.vmid);
+    for (auto& h : hot_)
+      for (auto& m : h.ready) hot_before.insert(m.vmid);
   }
   auto cts = pve_.list_containers(cfg_.node);
   if (!cts) return fail_count(pve_error(cts.error(), "list containers"));
@@ -36,6 +38,7 @@ Status ManagerCore::reconcile() {
     if (auto r = scan_container(ct, now, scan); !r) return fail_count(r.error());
   }
   forget_vanished(registered_before, pooled_before, scan.present);
+  forget_vanished_members(hot_before, scan.present);
   // Agent: the set is exactly the live sandboxes with internet (orphans are not in it).
   Status agent_status = sync_agent(busy_orphans(scan.orphans));
   Status result = reap(scan, agent_status.has_value());
@@ -49,8 +52,8 @@ Status ManagerCore::reconcile() {
   return result;
 }
 
-// One container of the listing: a registered sandbox (expired?), a template, a pooled clone,
-// a sandbox to adopt, or an orphan. Only a failed config read is an error.
+// One container of the listing: a registered sandbox (expired?), a template, a pooled clone
+// (warm or a hot member), a sandbox to adopt, or an orphan. Only a failed config read is an error.
 Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t now, Scan& scan) {
   std::shared_ptr<SandboxImpl> known;
   {
@@ -86,6 +89,13 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   }
   if (md->vmid != ct.vmid) {  // a copy of a description, e.g. a manual clone: not a sandbox
     scan.orphans.push_back({ct.vmid, md->id, std::nullopt, false, false});
+    return {};
+  }
+  if (md->phase == SandboxMetadata::Phase::kPooled &&
+      md->labels.count(std::string(kPoolProfileLabel))) {
+    if (md->address) addrs_->mark_used(*md->address);
+    if (!keep_hot(ct, *conf, *md))
+      scan.orphans.push_back({ct.vmid, md->id, md->address, false, false});
     return {};
   }
   if (md->phase == SandboxMetadata::Phase::kPooled) {

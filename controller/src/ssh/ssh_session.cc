@@ -400,13 +400,15 @@ void SshSession::Impl::wait_for_work(bool* idle_data_pending) {
       int dirs = libssh2_session_block_directions(session_);
       fds[1].events = POLLIN;
       if (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) fds[1].events |= POLLOUT;
-    } else if (!*idle_data_pending) {
-      fds[1].events = POLLIN;  // to notice the server closing an idle connection
+    } else {
+      // To notice the server closing an idle connection; POLLRDHUP also behind SSH data that
+      // libssh2 has not read yet.
+      fds[1].events = *idle_data_pending ? POLLRDHUP : (POLLIN | POLLRDHUP);
     }
   }
   int pn = ::poll(fds, 2, timeout_ms);
   if (pn > 0 && session_ != nullptr && active_.empty() && fds[1].revents != 0) {
-    if (peer_closed()) {
+    if ((fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0 || peer_closed()) {
       log::info("ssh " + config_.host + ": server closed the idle connection");
       teardown(false);
     } else if (!spares_.empty()) {

@@ -1,0 +1,360 @@
+// The hot pool on the whole stack (pvs::test::Stack, pvesim netns backend): members are running
+// namespaces on the bridge with their own sshd, bound by the real agent in the real ruleset;
+// a claim hands over the member's live connection. The SIGKILL storm runs on the model backend.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "manager_testing.h"
+#include "pvesandbox/manager.h"
+#include "pvesandbox/proxmox_client.h"
+#include "sim.h"
+#include "support/stack_fixture.h"
+
+#ifndef PVS_LIFECYCLE_DRIVER
+#error "PVS_LIFECYCLE_DRIVER must name the driver binary"
+#endif
+
+namespace pvs {
+namespace {
+
+using std::chrono::milliseconds;
+
+HotPoolProfile profile(int size, const std::string& name = "small") {
+  HotPoolProfile p;
+  p.name = name;
+  p.size = size;
+  p.cpus = 1;
+  p.memory_mb = 256;
+  return p;
+}
+
+// Waits (up to 30 s) until the first pool has `ready` members and none being made.
+bool pool_settles(Manager& m, int ready) {
+  for (int i = 0; i < 300; ++i) {
+    auto p = m.pools();
+    if (!p.empty() && p[0].ready == ready && p[0].filling == 0) return true;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return false;
+}
+
+class HotPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stack_ = std::make_unique<test::Stack>(options());
+    auto client = pve::Client::create(stack_->manager_config().proxmox);
+    ASSERT_TRUE(client) << client.error().message;
+    client_ = std::move(*client);
+  }
+  void TearDown() override {
+    client_.reset();
+    stack_.reset();
+  }
+  virtual test::StackOptions options() { return {}; }
+
+  std::unique_ptr<Manager> open(ManagerConfig c) {
+    auto m = lifecycle::open_manager(std::move(c), {});
+    EXPECT_TRUE(m) << (m ? "" : m.error().message);
+    return m ? std::move(*m) : nullptr;
+  }
+  ManagerConfig hot_config(int size) {
+    auto c = stack_->manager_config();
+    c.hot_pools = {profile(size)};
+    c.hot_pool_check_interval = milliseconds(200);
+    return c;
+  }
+  // Ports the agent binds, as `nft` prints them ("veth<vmid>i0/<address>").
+  std::set<std::string> ports_of(Manager& m, const std::vector<int>& members) {
+    std::set<std::string> out;
+    for (auto& s : m.list())
+      out.insert("veth" + std::to_string(s.vmid) + "i0/" + s.address->to_string());
+    for (int vmid : members) {
+      auto conf = client_->config("pve", vmid);
+      if (!conf) continue;
+      auto md = decode_description(conf->at("description"));
+      if (md && md->address)
+        out.insert("veth" + std::to_string(vmid) + "i0/" + md->address->to_string());
+    }
+    return out;
+  }
+  std::vector<int> members(Manager& m) {
+    std::set<int> live;
+    for (auto& s : m.list()) live.insert(s.vmid);
+    std::vector<int> out;
+    for (int vmid : stack_->containers())
+      if (!live.count(vmid)) out.push_back(vmid);
+    return out;
+  }
+  // The id in a container's description ("pool-..." for a member): VMIDs are reused, ids never.
+  std::string id_of(int vmid) {
+    auto conf = client_->config("pve", vmid);
+    if (!conf || !conf->count("description")) return "";
+    auto md = decode_description(conf->at("description"));
+    return md ? md->id : "";
+  }
+  std::string key_of(int vmid) {
+    auto conf = client_->config("pve", vmid);
+    if (!conf || !conf->count("description")) return "";
+    auto md = decode_description(conf->at("description"));
+    return md ? md->host_key : "";
+  }
+  bool exists(const std::string& id) {
+    for (int vmid : stack_->containers())
+      if (id_of(vmid) == id) return true;
+    return false;
+  }
+  // Tasks Proxmox ran for a container.
+  std::size_t tasks_of(int vmid) {
+    auto r = client_->call("GET", "/nodes/pve/tasks", {{"vmid", std::to_string(vmid)}});
+    if (!r) return 0;
+    std::size_t n = 0;
+    for (auto at = r->find("UPID:"); at != std::string::npos; at = r->find("UPID:", at + 1)) ++n;
+    return n;
+  }
+  // The client ports of the SSH connections established to a CT's sshd.
+  std::set<std::string> ssh_client_ports(int vmid) {
+    std::string ns = stack_->id() + "-" + std::to_string(vmid);
+    std::string cmd = "ip netns exec " + ns + " ss -Htn state established '( sport = :22 )'";
+    std::set<std::string> out;
+    FILE* f = ::popen(cmd.c_str(), "r");
+    char line[512];
+    while (f && std::fgets(line, sizeof line, f)) {
+      std::string l(line);  // Recv-Q Send-Q Local:Port Peer:Port
+      auto colon = l.rfind(':');
+      if (colon != std::string::npos)
+        out.insert(l.substr(colon + 1, l.find_first_of(" \n", colon) - colon - 1));
+    }
+    if (f) ::pclose(f);
+    return out;
+  }
+
+  std::unique_ptr<test::Stack> stack_;
+  std::unique_ptr<pve::Client> client_;
+};
+
+TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
+  auto m = open(hot_config(2));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_settles(*m, 2));
+  // Members: running, bound, internet off, invisible.
+  auto pooled = members(*m);
+  ASSERT_EQ(pooled.size(), 2U);
+  for (int vmid : pooled) EXPECT_EQ(client_->status("pve", vmid)->status, "running");
+  EXPECT_TRUE(m->list().empty());
+  EXPECT_TRUE(stack_->internet_set().empty());
+  EXPECT_EQ(stack_->bound_ports(), ports_of(*m, pooled));
+
+  std::map<int, std::size_t> tasks_before;
+  for (int vmid : pooled) tasks_before[vmid] = tasks_of(vmid);
+  CreateOptions o;
+  o.internet = true;
+  o.memory_mb = 512;  // more than the profile's: hot-applied
+  o.labels["team"] = "ml";
+  auto sb = m->create(o);
+  ASSERT_TRUE(sb) << sb.error().message;
+  auto info = (*sb)->info();
+  ASSERT_NE(std::find(pooled.begin(), pooled.end(), info.vmid), pooled.end());
+  EXPECT_EQ(tasks_of(info.vmid), tasks_before[info.vmid]) << "a claim runs no Proxmox task";
+  auto before = ssh_client_ports(info.vmid);
+  ASSERT_EQ(before.size(), 1U);  // the pooled connection
+  auto r = (*sb)->exec("echo $SSH_CONNECTION");
+  ASSERT_TRUE(r) << r.error().message;
+  auto fields = r->out;  // "client_ip client_port server_ip server_port"
+  auto port = fields.substr(fields.find(' ') + 1);
+  port = port.substr(0, port.find(' '));
+  EXPECT_TRUE(before.count(port)) << "the first command ran on a new connection " << fields;
+
+  EXPECT_EQ(stack_->internet_set(), std::set<std::string>{info.address->to_string()});
+  auto conf = client_->config("pve", info.vmid);
+  ASSERT_TRUE(conf);
+  EXPECT_EQ(conf->at("memory"), "512");
+  auto md = decode_description(conf->at("description"));
+  ASSERT_TRUE(md);
+  EXPECT_EQ(md->id, info.id);
+  EXPECT_EQ(md->phase, SandboxMetadata::Phase::kReady);
+  EXPECT_EQ(md->labels.at("team"), "ml");
+  EXPECT_EQ(md->host_key, info.host_key);
+  EXPECT_EQ(info.hostname, "sandbox-" + std::to_string(info.vmid));
+
+  auto p = m->pools();
+  ASSERT_EQ(p.size(), 1U);
+  EXPECT_EQ(p[0].claims, 1U);
+  EXPECT_EQ(p[0].claim_latency.count, 1U);
+  ASSERT_TRUE(pool_settles(*m, 2));  // refilled
+  EXPECT_TRUE(stack_->internet_set() == std::set<std::string>{info.address->to_string()});
+
+  // A request no profile serves (a hostname) goes the cold way.
+  CreateOptions named;
+  named.hostname = "named";
+  auto cold = m->create(named);
+  ASSERT_TRUE(cold) << cold.error().message;
+  EXPECT_EQ(m->pools()[0].claims, 1U);
+  EXPECT_EQ((*cold)->info().hostname, "named");
+  ASSERT_TRUE((*cold)->destroy());
+  ASSERT_TRUE((*sb)->destroy());
+  EXPECT_TRUE(stack_->internet_set().empty());
+  EXPECT_EQ(stack_->bound_ports(), ports_of(*m, members(*m)));
+}
+
+TEST_F(HotPoolTest, AMemberStoppedOrChangedBehindOurBackIsReplacedNeverHandedOut) {
+  auto m = open(hot_config(1));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_settles(*m, 1));
+  int stopped = members(*m).at(0);
+  std::string stopped_id = id_of(stopped), stopped_key = key_of(stopped);
+  auto upid = client_->stop("pve", stopped);
+  ASSERT_TRUE(upid);
+  ASSERT_TRUE(client_->wait_task(*upid));
+  auto sb = m->create({});
+  ASSERT_TRUE(sb) << sb.error().message;
+  EXPECT_NE((*sb)->info().host_key, stopped_key) << "the stopped member was handed out";
+  ASSERT_TRUE(pool_settles(*m, 1));
+  EXPECT_FALSE(exists(stopped_id)) << "the stopped member is destroyed";
+  EXPECT_GE(m->pools()[0].replaced, 1U);
+
+  // Changed: the claim's digest no longer matches; Proxmox refuses it, the member goes.
+  int changed = members(*m).at(0);
+  std::string changed_id = id_of(changed);
+  ASSERT_TRUE(client_->update_config("pve", changed, {{"cores", "2"}}));
+  auto sb2 = m->create({});
+  ASSERT_TRUE(sb2) << sb2.error().message;
+  auto conf = client_->config("pve", (*sb2)->info().vmid);
+  ASSERT_TRUE(conf);
+  EXPECT_EQ(conf->at("cores"), "1") << "the changed member was handed out";
+  ASSERT_TRUE(pool_settles(*m, 1));
+  EXPECT_FALSE(exists(changed_id)) << "the changed member is destroyed";
+  EXPECT_GE(m->pools()[0].replaced, 2U);
+  ASSERT_TRUE((*sb)->destroy());
+  ASSERT_TRUE((*sb2)->destroy());
+}
+
+TEST_F(HotPoolTest, ARestartAdoptsHealthyMembersOfTodaysProfileAndDestroysTheRest) {
+  auto c = hot_config(2);
+  auto m = open(c);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_settles(*m, 2));
+  auto before = members(*m);
+  m.reset();
+
+  // Same profile: both adopted, nothing cloned, bindings kept.
+  stack_->sim().reset_counts();
+  m = open(c);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->pools()[0].ready, 2);
+  EXPECT_EQ(members(*m), before);
+  EXPECT_EQ(stack_->sim().count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 0U);
+  EXPECT_EQ(stack_->bound_ports(), ports_of(*m, before));
+  auto sb = m->create({});  // and they still serve, on a fresh connection to their own key
+  ASSERT_TRUE(sb) << sb.error().message;
+  auto r = (*sb)->exec("echo adopted");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->out, "adopted\n");
+  ASSERT_TRUE((*sb)->destroy());
+  ASSERT_TRUE(pool_settles(*m, 2));
+  m.reset();
+
+  // The profile changed: every member is destroyed, new ones are made.
+  c.hot_pools[0].memory_mb = 384;
+  std::vector<std::string> old;
+  for (int vmid : stack_->containers()) old.push_back(id_of(vmid));
+  m = open(c);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_settles(*m, 2));
+  for (auto& id : old) EXPECT_FALSE(exists(id)) << id;
+  m.reset();
+
+  // A pool of 0 disables it: the members go at the next start.
+  c.hot_pools[0].size = 0;
+  m = open(c);
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(stack_->containers().empty());
+  EXPECT_TRUE(stack_->bound_ports().empty());
+  EXPECT_TRUE(stack_->ct_namespaces().empty());
+  auto cold = m->create({});
+  ASSERT_TRUE(cold) << cold.error().message;
+  EXPECT_EQ(m->pools()[0].claims, 0U);
+  ASSERT_TRUE((*cold)->destroy());
+}
+
+// ---- SIGKILL storm (model backend: members without sshd) ------------------------------------
+
+class HotPoolModelTest : public HotPoolTest {
+ protected:
+  test::StackOptions options() override {
+    test::StackOptions o;
+    o.backend = "model";
+    return o;
+  }
+};
+
+// SIGKILL a controller with a hot pool at random points (members made, claimed, creates,
+// destroys from four threads), then restart: Proxmox holds exactly the live sandboxes and the
+// members, the agent exactly the live sandboxes' grants and the bindings of both.
+TEST_F(HotPoolModelTest, SigkillWithAHotPoolThenRestartLeavesOnlyLiveAndMembers) {
+  stack_->sim().set_task_ms("vzclone", 40);
+  stack_->sim().set_task_ms("vzstart", 40);
+  stack_->sim().set_task_ms("vzstop", 20);
+  stack_->sim().set_task_ms("vzdestroy", 20);
+  constexpr int kPool = 3;
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  auto c = stack_->manager_config();
+  c.hot_pools = {profile(kPool, "hot")};
+  std::size_t created = 0;
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    test::DriverRun run;
+    run.driver = PVS_LIFECYCLE_DRIVER;
+    run.out_file = stack_->dir() + "/hot-driver." + std::to_string(round);
+    run.seed = static_cast<unsigned>(rng());
+    run.hot_pool = kPool;
+    run.run_for = milliseconds(300 + rng() % 1000);
+    for (auto& line : stack_->run_driver_until_killed(run))
+      if (line.rfind("create sb-", 0) == 0) ++created;
+
+    auto m = open(c);
+    ASSERT_TRUE(m);
+    std::string why;
+    for (int i = 0; i < 80; ++i) {
+      (void)m->reconcile();
+      why.clear();
+      std::set<std::string> internet;
+      for (auto& sb : m->list())
+        if (sb.internet) internet.insert(sb.address->to_string());
+      std::size_t running_members = 0;
+      for (int vmid : members(*m)) {
+        auto conf = client_->config("pve", vmid);
+        auto md = conf && conf->count("description")
+                      ? decode_description(conf->at("description"))
+                      : Result<SandboxMetadata>(fail(ErrorCode::kNotFound, "gone"));
+        if (md && md->phase == SandboxMetadata::Phase::kPooled && !conf->count("lock"))
+          ++running_members;
+        else
+          why += " stray container " + std::to_string(vmid);
+      }
+      auto p = m->pools();
+      if (running_members != static_cast<std::size_t>(p[0].ready))
+        why += " members != the manager's pool";
+      if (stack_->internet_set() != internet) why += " internet set differs";
+      if (stack_->bound_ports() != ports_of(*m, members(*m))) why += " bindings differ";
+      if (why.empty()) break;
+      std::this_thread::sleep_for(milliseconds(250));
+    }
+    EXPECT_EQ(why, "");
+    m.reset();
+  }
+  std::printf("10 kills with a hot pool; sandboxes created %zu\n", created);
+  EXPECT_GE(created, 1U);
+  c.hot_pools.clear();
+  auto m = open(c);
+  ASSERT_TRUE(m);
+  for (auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
+  EXPECT_TRUE(stack_->containers().empty());
+  EXPECT_TRUE(stack_->bound_ports().empty());
+}
+
+}  // namespace
+}  // namespace pvs
