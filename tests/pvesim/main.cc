@@ -9,6 +9,7 @@
 
 #include "pvesandbox/common/log.h"
 #include "sim.h"
+#include "timing.h"
 
 namespace {
 
@@ -22,6 +23,8 @@ const char* kUsage = R"(usage: pvesim [options]
   --auth-delay-ms N        delay before a 401 (3000, as pveproxy)
   --task-ms TYPE=MS        duration of tasks of TYPE (vzclone, vzstart, ...) (repeatable)
   --default-task-ms MS     duration of other tasks (50)
+  --timing fast|realistic  task durations of a named profile (README.md cites the realistic
+                           one); a later --task-ms overrides one type
   --latency-ms N           added to every API request (0)
   --fault 'METHOD PATH=STATUS[:RATE[:COUNT[:MESSAGE]]]'
                            e.g. 'POST /nodes/{node}/lxc/{vmid}/clone=595:1:2' (repeatable;
@@ -133,7 +136,14 @@ int main(int argc, char** argv) {
         options.auth_delay_ms = std::stoi(next());
       else if (arg == "--task-ms" && split_eq(next(), &k, &v))
         options.task_ms[k] = std::stoi(v);
-      else if (arg == "--default-task-ms")
+      else if (arg == "--timing") {
+        auto profile = pvesim::timing_profile(next());
+        if (profile.empty()) {
+          std::fprintf(stderr, "pvesim: --timing: fast or realistic\n");
+          return 2;
+        }
+        for (auto& [type, ms] : profile) options.task_ms[type] = ms;
+      } else if (arg == "--default-task-ms")
         options.default_task_ms = std::stoi(next());
       else if (arg == "--latency-ms")
         options.latency_ms = std::stoi(next());

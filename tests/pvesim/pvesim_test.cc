@@ -13,6 +13,7 @@
 
 #include "schema.h"
 #include "sim.h"
+#include "timing.h"
 
 namespace {
 
@@ -171,3 +172,15 @@ TEST(PvesimSchema, PropertyStringsAndFormats) {
 }
 
 }  // namespace
+
+TEST(Timing, ProfilesNameEveryTaskTheControllerWaitsFor) {
+  auto fast = pvesim::timing_profile("fast");
+  auto real = pvesim::timing_profile("realistic");
+  for (const char* type : {"vzclone", "vzstart", "vzstop", "vzdestroy", "resize", "vzsnapshot",
+                           "vzrollback", "vzdelsnapshot"}) {
+    EXPECT_EQ(fast.at(type), 0) << type;
+    EXPECT_GE(real.at(type), 500) << type;
+  }
+  EXPECT_GE(real.at("vzstart"), 1000);  // "one to several seconds"
+  EXPECT_TRUE(pvesim::timing_profile("slow").empty());
+}
