@@ -200,6 +200,32 @@ TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
   EXPECT_EQ(stack_->bound_ports(), ports_of(*m, members(*m)));
 }
 
+TEST_F(HotPoolTest, AFileOneCallerWritesNeverAppearsInAnotherSandbox) {
+  auto m = open(hot_config(2));
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_settles(*m, 2));
+  auto a = m->create({});
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_TRUE((*a)->write_file("/tmp/secret", "of a\n"));
+  auto wrote = (*a)->exec("echo more >> /tmp/secret; cat /tmp/secret");
+  ASSERT_TRUE(wrote) << wrote.error().message;
+  EXPECT_EQ(wrote->out, "of a\nmore\n");
+  auto b = m->create({});  // the other member, made before a wrote anything
+  ASSERT_TRUE(b) << b.error().message;
+  auto seen = (*b)->exec("cat /tmp/secret");
+  ASSERT_TRUE(seen) << seen.error().message;
+  EXPECT_NE(seen->exit_code, 0) << seen->out;
+  ASSERT_TRUE((*a)->destroy());
+  ASSERT_TRUE(pool_settles(*m, 2));  // refilled after a was written and destroyed
+  auto c = m->create({});
+  ASSERT_TRUE(c) << c.error().message;
+  auto later = (*c)->exec("ls -A /tmp");
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_EQ(later->out.find("secret"), std::string::npos) << later->out;
+  ASSERT_TRUE((*b)->destroy());
+  ASSERT_TRUE((*c)->destroy());
+}
+
 TEST_F(HotPoolTest, AMemberStoppedOrChangedBehindOurBackIsReplacedNeverHandedOut) {
   auto m = open(hot_config(1));
   ASSERT_TRUE(m);

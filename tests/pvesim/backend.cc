@@ -104,6 +104,19 @@ class ModelBackend : public Backend {
   std::map<int, std::vector<LiveInterface>> live_;
 };
 
+// Runs "$@" with a fresh tmpfs on /tmp and the directory $1 still visible at its path.
+constexpr const char* kPrivateTmp =
+    "set -e; keep=$1; shift; hold=/run/pvesim-keep-$$; mkdir -p $hold; "
+    "mount --bind \"$keep\" $hold; mount -t tmpfs -o size=64m,mode=1777 pvesim-tmp /tmp; "
+    "mkdir -p \"$keep\"; mount --bind $hold \"$keep\"; umount $hold; rmdir $hold; "
+    "exec \"$@\"";
+
+// `head` followed by `tail`.
+std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
 pid_t spawn(const std::vector<std::string>& argv, int out_fd) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -251,39 +264,46 @@ class NetnsBackend : public Backend {
     pid_t pid = -1;
     if (!ip.empty()) {
       if (auto e = give_etc_ssh(vmid); !e.empty()) return fail(e);
-      pid = spawn({"ip",
-                   "netns",
-                   "exec",
-                   ns,
-                   o_.sshd_path,
-                   "-D",
-                   "-e",
-                   "-f",
-                   "/dev/null",
-                   "-o",
-                   "ListenAddress=" + ip,
-                   "-o",
-                   "Port=" + std::to_string(o_.ssh_port),
-                   "-o",
-                   "HostKey=/etc/ssh/ssh_host_ed25519_key",
-                   "-o",
-                   "AuthorizedKeysFile=" + o_.authorized_keys,
-                   "-o",
-                   "StrictModes=no",
-                   "-o",
-                   "PidFile=none",
-                   "-o",
-                   "UsePAM=no",
-                   "-o",
-                   "PasswordAuthentication=no",
-                   "-o",
-                   "KbdInteractiveAuthentication=no",
-                   "-o",
-                   "PermitRootLogin=prohibit-password",
-                   "-o",
-                   "AllowUsers=" + o_.user,
-                   "-o",
-                   "Subsystem=sftp internal-sftp"},
+      // With private_tmp the sshd (and so every session) gets its own /tmp, as a container has
+      // its own filesystem: a tmpfs mounted in the mount namespace `ip netns exec` makes (its
+      // "/" is a slave, so nothing leaks to the host); the directory of authorized_keys (the
+      // stack's, often under /tmp) is bound back into it; exec keeps the pid.
+      std::vector<std::string> wrap;
+      if (o_.private_tmp) {
+        std::string keep = o_.authorized_keys.substr(0, o_.authorized_keys.rfind('/'));
+        wrap = {"sh", "-c", kPrivateTmp, "pvesim-private-tmp", keep};
+      }
+      std::vector<std::string> argv = {"ip", "netns", "exec", ns};
+      argv.insert(argv.end(), wrap.begin(), wrap.end());
+      pid = spawn(with(argv, {o_.sshd_path,
+                              "-D",
+                              "-e",
+                              "-f",
+                              "/dev/null",
+                              "-o",
+                              "ListenAddress=" + ip,
+                              "-o",
+                              "Port=" + std::to_string(o_.ssh_port),
+                              "-o",
+                              "HostKey=/etc/ssh/ssh_host_ed25519_key",
+                              "-o",
+                              "AuthorizedKeysFile=" + o_.authorized_keys,
+                              "-o",
+                              "StrictModes=no",
+                              "-o",
+                              "PidFile=none",
+                              "-o",
+                              "UsePAM=no",
+                              "-o",
+                              "PasswordAuthentication=no",
+                              "-o",
+                              "KbdInteractiveAuthentication=no",
+                              "-o",
+                              "PermitRootLogin=prohibit-password",
+                              "-o",
+                              "AllowUsers=" + o_.user,
+                              "-o",
+                              "Subsystem=sftp internal-sftp"}),
                   -1);
       if (pid < 0) return fail("spawn sshd");
       if (!wait_port(ip, o_.ssh_port, 5000)) {
@@ -386,11 +406,17 @@ class NetnsBackend : public Backend {
         ::waitpid(pid, nullptr, 0);
       }
     }
-    // Any process left in the namespace (e.g. an sshd session child) goes too.
-    std::string pids;
-    if (run_command({"ip", "netns", "pids", ns}, &pids) == 0) {
+    // Any process left in the namespace (e.g. an sshd session child) goes too, and as when LXC
+    // stops a container, the interface goes only after they are gone: their sockets' FINs
+    // reach the peers (a client sees its connection to a stopped CT close).
+    for (int round = 0; round < 200; ++round) {
+      std::string pids;
+      if (run_command({"ip", "netns", "pids", ns}, &pids) != 0) break;
       std::istringstream in(pids);
-      for (pid_t p; in >> p;) ::kill(p, SIGKILL);
+      bool any = false;
+      for (pid_t p; in >> p; any = true) ::kill(p, SIGKILL);
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     run_command({"ip", "link", "del", port});
     run_command({"ip", "netns", "del", ns});

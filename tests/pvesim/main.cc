@@ -49,6 +49,7 @@ const char* kUsage = R"(usage: pvesim [options]
   --authorized-keys FILE   public key(s) the CT's sshd accepts (required)
   --sshd PATH              sshd binary (/usr/sbin/sshd)
   --ssh-user NAME          user allowed to log in (root)
+  --private-tmp            each CT's sshd and sessions get their own tmpfs /tmp
   --ssh-port N             sshd port inside the CT (22)
   --dhcp-client PATH       ip=dhcp CTs run `PATH run <ifname>` (a real DHCP exchange, e.g.
                            tests/pvesim/dhcp-client.sh) instead of the simulated lease
@@ -196,6 +197,8 @@ int main(int argc, char** argv) {
         options.netns.dhcp_client = next();
       else if (arg == "--ssh-port")
         options.netns.ssh_port = std::stoi(next());
+      else if (arg == "--private-tmp")
+        options.netns.private_tmp = true;
       else if (arg == "--info-file")
         info_file = next();
       else if (arg == "--log-level") {

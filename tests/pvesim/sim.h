@@ -46,6 +46,9 @@ struct NetnsOptions {
   std::string sshd_path = "/usr/sbin/sshd";
   std::string user = "root";  // who may log in (the sshd runs as root in the namespace)
   int ssh_port = 22;
+  // Each started CT's sshd (and every session) gets its own tmpfs on /tmp, as a container has
+  // its own filesystem (a file one CT writes there is not seen by another).
+  bool private_tmp = false;
   bool create_bridge = true;  // create the bridge if missing, delete it at exit
   // A real DHCP client for CTs with ip=dhcp instead of the simulated lease: run inside the CT's
   // namespace as `<dhcp_client> run <ifname>` (tests/pvesim/dhcp-client.sh), exit 0 once the

@@ -145,6 +145,7 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
     so.netns.ns_prefix = id_ + "-";
     so.netns.authorized_keys = dir_ + "/authorized_keys";
     so.netns.user = user_;
+    so.netns.private_tmp = true;  // each sandbox its own /tmp, as a container
     if (options_.dhcp) so.netns.dhcp_client = PVS_STACK_DHCP_CLIENT;
     auto sim = pvesim::Simulator::start(so);
     must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
