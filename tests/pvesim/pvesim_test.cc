@@ -10,6 +10,7 @@
 #include <Poco/StreamCopier.h>
 
 #include <sstream>
+#include <thread>
 
 #include "schema.h"
 #include "sim.h"
@@ -142,6 +143,31 @@ TEST_F(PvesimTest, ControlEndpoint) {
   auto s = request("GET", "/_pvesim/stats", "", nullptr);
   EXPECT_NE(s.body.find(R"("GET /version":2)"), std::string::npos) << s.body;
   EXPECT_EQ(sim_->count("GET", "/version"), 2u);
+}
+
+// A running CT gets at once only what Proxmox hot-plugs; the rest waits for the next start.
+TEST_F(PvesimTest, RunningContainerKeepsNonHotplugChangesPending) {
+  auto wait = [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); };
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=100").status, 200);
+  wait();
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/start").status, 200);
+  wait();
+  auto put = request("PUT", "/api2/json/nodes/pve/lxc/100/config",
+                     "cores=2&memory=1024&description=claimed&nameserver=10.0.0.53");
+  ASSERT_EQ(put.status, 200) << put.body;
+  auto applied = request("GET", "/api2/json/nodes/pve/lxc/100/config?current=1").body;
+  EXPECT_NE(applied.find(R"("cores":2)"), std::string::npos) << applied;
+  EXPECT_NE(applied.find(R"("memory":1024)"), std::string::npos) << applied;
+  EXPECT_NE(applied.find(R"("description":"claimed")"), std::string::npos) << applied;
+  EXPECT_EQ(applied.find("nameserver"), std::string::npos) << applied;
+  auto shown = request("GET", "/api2/json/nodes/pve/lxc/100/config").body;
+  EXPECT_NE(shown.find(R"("nameserver":"10.0.0.53")"), std::string::npos) << shown;
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/stop").status, 200);
+  wait();
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/start").status, 200);
+  wait();
+  applied = request("GET", "/api2/json/nodes/pve/lxc/100/config?current=1").body;
+  EXPECT_NE(applied.find(R"("nameserver":"10.0.0.53")"), std::string::npos) << applied;
 }
 
 TEST(PvesimSchema, PropertyStringsAndFormats) {

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -149,6 +150,9 @@ struct Snapshot {
 struct Container {
   int vmid = 0;
   std::map<std::string, std::string> config;
+  // Changes written while running that Proxmox applies only at the next start ([pve:pending]).
+  std::map<std::string, std::string> pending;
+  std::set<std::string> pending_delete;
   bool running = false;
   Clock::time_point created{};
   Clock::time_point started{};
@@ -503,10 +507,44 @@ struct Simulator::Impl {
     return "";
   }
 
-  std::string digest_of(const Container& ct) {
+  std::string digest_of(const Container& ct) {  // of the whole file, [pve:pending] included
     std::string text;
     for (const auto& [k, v] : ct.config) text += k + ": " + v + "\n";
+    if (!ct.pending.empty() || !ct.pending_delete.empty()) text += "[pve:pending]\n";
+    for (const auto& [k, v] : ct.pending) text += k + ": " + v + "\n";
+    for (const auto& k : ct.pending_delete) text += "delete: " + k + "\n";
     return sha1_hex(text);
+  }
+
+  // What GET config shows by default: the pending values merged in.
+  static std::map<std::string, std::string> with_pending(const Container& ct) {
+    auto out = ct.config;
+    for (const auto& [k, v] : ct.pending) out[k] = v;
+    for (const auto& k : ct.pending_delete) out.erase(k);
+    return out;
+  }
+
+  static void apply_pending(Container& ct) {
+    ct.config = with_pending(ct);
+    ct.pending.clear();
+    ct.pending_delete.clear();
+  }
+
+  // Whether Proxmox applies a change of `key` to a running CT at once (pve-container
+  // vmconfig_hotplug_pending: the fastplug keys, memory/swap through the cgroup, CPU limits,
+  // network devices; mount points and devices only when new).
+  static bool hot_applied(const Container& ct, const std::string& key) {
+    static const std::set<std::string> kAtOnce = {
+        "description", "onboot", "startup", "protection", "hostname", "hookscript", "cores",
+        "tags",        "lock",   "memory",  "swap",       "cpulimit", "cpuunits"};
+    if (kAtOnce.count(key)) return true;
+    auto numbered = [&](const char* prefix) {
+      std::size_t n = std::strlen(prefix);
+      return key.size() > n && key.compare(0, n, prefix) == 0 &&
+             key.find_first_not_of("0123456789", n) == std::string::npos;
+    };
+    if (numbered("net")) return true;
+    return (numbered("mp") || numbered("dev")) && !ct.config.count(key);
   }
 
   uint64_t rootfs_size(const Container& ct) {
@@ -729,7 +767,8 @@ struct Simulator::Impl {
     if (key == "POST /nodes/{node}/lxc/{vmid}/clone") return {clone(c)};
     if (key == "GET /nodes/{node}/lxc/{vmid}/config") {
       Container& ct = need(vmid_param(c));
-      auto o = render_config(ct.config);
+      bool current = c.params.count("current") && param(c, "current") == "1";
+      auto o = render_config(current ? ct.config : with_pending(ct));
       o->set("digest", digest_of(ct));
       return {o};
     }
@@ -984,10 +1023,31 @@ struct Simulator::Impl {
       if (changes.count(d))
         throw fail400(d, "unable to delete and set the same option at the same time");
     }
-    for (const auto& d : deletes) ct.config.erase(d);
+    if (c.params.count("revert"))
+      for (const auto& r : split_list(param(c, "revert"))) {
+        ct.pending.erase(r);
+        ct.pending_delete.erase(r);
+      }
+    // A stopped CT gets everything at once; a running one what Proxmox hot-plugs, the rest
+    // waits in [pve:pending] for the next start.
+    for (const auto& d : deletes) {
+      ct.pending.erase(d);
+      if (!ct.running || hot_applied(ct, d)) {
+        ct.config.erase(d);
+        ct.pending_delete.erase(d);
+      } else {
+        ct.pending_delete.insert(d);
+      }
+    }
     for (auto& [k, v] : changes) {
       if (k == "tags") v = normalize_tags(v);
-      ct.config[k] = v;
+      ct.pending_delete.erase(k);
+      if (!ct.running || hot_applied(ct, k)) {
+        ct.config[k] = v;
+        ct.pending.erase(k);
+      } else {
+        ct.pending[k] = v;
+      }
     }
   }
 
@@ -1044,6 +1104,7 @@ struct Simulator::Impl {
       if (config_int(*n, "template", 0))
         return std::string("you can't start a CT if it's a template");
       st->skip = n->running;
+      if (!st->skip) apply_pending(*n);  // vm_start: vmconfig_apply_pending
       st->config = n->config;
       st->ipv4 = ipv4_of(*n);
       return std::string();
