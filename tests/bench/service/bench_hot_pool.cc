@@ -235,6 +235,20 @@ Mode measure(Bench& b, int n, int batch, int refill_to) {
   return {pct(rest), pct(lib)};
 }
 
+// Sum and count of pvs_http_request_duration_seconds for the create route (server-side time).
+std::pair<double, double> create_route_time(Bench& b) {
+  std::istringstream text(b.metrics.render());
+  double sum = 0, count = 0;
+  for (std::string line; std::getline(text, line);) {
+    if (line.find("{route=\"/v1/sandboxes\"}") == std::string::npos) continue;
+    if (line.rfind("pvs_http_request_duration_seconds_sum", 0) == 0)
+      sum = std::atof(line.c_str() + line.rfind(' ') + 1);
+    if (line.rfind("pvs_http_request_duration_seconds_count", 0) == 0)
+      count = std::atof(line.c_str() + line.rfind(' ') + 1);
+  }
+  return {sum, count};
+}
+
 // The peer: 64 threads each make one bare config write (what a claim costs Proxmox) through a
 // client like the Manager's: the ceiling Proxmox (here pvesim, on the same 2 cores) sets.
 void concurrent_writes(Bench& b) {
@@ -263,6 +277,7 @@ void concurrent_hot(Bench& b, bool rest) {
   std::barrier start(kThreads + 1);
   std::vector<double> created(kThreads), done(kThreads);
   auto calls0 = b.manager->stats().proxmox_calls;
+  auto route0 = create_route_time(b);
   std::atomic<int> failed{0};
   std::vector<std::thread> t;
   Clock::time_point t0;
@@ -291,6 +306,7 @@ void concurrent_hot(Bench& b, bool rest) {
   start.arrive_and_wait();
   for (auto& x : t) x.join();
   auto calls1 = b.manager->stats().proxmox_calls;
+  auto route1 = create_route_time(b);
   double wall = *std::max_element(created.begin(), created.end());
   double wall_echo = *std::max_element(done.begin(), done.end());
   std::printf(
@@ -302,6 +318,9 @@ void concurrent_hot(Bench& b, bool rest) {
   std::printf("  Proxmox requests meanwhile: %llu, mean %.2f ms each\n",
               static_cast<unsigned long long>(n),
               n ? (calls1.sum_seconds - calls0.sum_seconds) * 1000 / static_cast<double>(n) : 0.0);
+  if (rest && route1.second > route0.second)
+    std::printf("  POST /v1/sandboxes inside the server: mean %.2f ms\n",
+                (route1.first - route0.first) * 1000 / (route1.second - route0.second));
   b.timings(false);
   b.destroy_all();
 }
