@@ -166,6 +166,9 @@ TEST_F(ServiceE2eTest, DemoFlowWithSandboxctl) {
   EXPECT_NE(table.out.find("ID"), std::string::npos);
   EXPECT_NE(table.out.find(id), std::string::npos);
   EXPECT_NE(ctl({"show", id}).out.find("demo=1"), std::string::npos);
+  auto pools = ctl({"pool"});  // the demo token is no admin
+  EXPECT_NE(pools.exit_code, 0);
+  EXPECT_NE(pools.err.find("admin token"), std::string::npos) << pools.err;
 
   // exec: output streams through; the exit code becomes sandboxctl's.
   auto hello = ctl({"exec", id, "--", "echo hello; echo oops >&2; exit 3"});
