@@ -103,6 +103,7 @@ declare -A CONF=(
 	[UPSTREAM_DNS]=""
 	[RULESET_SCOPE]="auto"
 	[SANDBOX_PORTS]='{ "veth*", "fwpr*" }'
+	[CONTROLLER_ADDRESSES]=""
 	[TEMPLATE_ID]="9000"
 	[TEMPLATE_OSTEMPLATE]="debian-12-standard_12.7-1_amd64.tar.zst"
 	[TEMPLATE_OSTYPE]="debian"
@@ -163,6 +164,9 @@ pvs_validate_config() {
 		die "DHCP_HOSTS_DIR: an absolute path of plain names, e.g. /run/pve-sandbox/dhcp-hosts"
 	[[ ${CONF[SANDBOX_PORTS]} =~ ^\{[\ \"A-Za-z0-9_.*,-]+\}$ ]] || die "SANDBOX_PORTS: an nft set of quoted name patterns, e.g. { \"veth*\", \"fwpr*\" }"
 	[[ ${CONF[RULESET_SCOPE]} =~ ^(auto|bridge|ports)$ ]] || die "RULESET_SCOPE: auto, bridge or ports"
+	# (pvs_controller_list: lib/ruleset.sh, sourced by both scripts; its message names the key)
+	local err
+	err=$(pvs_controller_list "${CONF[CONTROLLER_ADDRESSES]}" "${CONF[SANDBOX_CIDR]}" 2>&1 >/dev/null) || die "$err"
 	for k in TEMPLATE_ID TEMPLATE_MEMORY TEMPLATE_CORES TEMPLATE_DISK_GB TEMPLATE_PIDS_MAX NPROC_SOFT NPROC_HARD; do
 		[[ ${CONF[$k]} =~ ^[1-9][0-9]*$ ]] || die "$k: expected a positive integer"
 	done

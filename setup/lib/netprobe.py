@@ -3,7 +3,7 @@
 containers; the clients also run as `python3 - ARGS < netprobe.py`).
 
 serve --tcp P,.. --udp P,.. --log FILE --ready FILE   echo servers on every address (v4+v6)
-tcp HOST PORT [--timeout S] [--src ADDR]               exit 0 iff connect + echo round trip
+tcp HOST PORT [--timeout S] [--src ADDR] [--sport P]   exit 0 iff connect + echo round trip
 udp HOST PORT [--timeout S]                            exit 0 iff an echo came back
 hold HOST PORT --flag FILE --duration S                echo every 0.2s; prints "before=N after=M"
                                                        (counts round trips before/after FILE exists)
@@ -28,6 +28,8 @@ def serve(args):
     for port in [int(p) for p in args.tcp.split(",") if p]:
         s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # (a client may still connect from this port: tcp --sport)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         s.bind(("::", port))
         s.listen(512)
@@ -88,12 +90,15 @@ def addr_of(host, port):
     return (host, port)
 
 
-def tcp_once(host, port, timeout, src=None):
+def tcp_once(host, port, timeout, src=None, sport=0):
     s = socket.socket(family_of(host), socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
-        if src:
-            s.bind((src, 0))
+        if sport:
+            # maybe a port a local server listens on (serve sets SO_REUSEPORT too)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if src or sport:
+            s.bind((src or ("::" if family_of(host) == socket.AF_INET6 else "0.0.0.0"), sport))
         s.connect(addr_of(host, port))
         s.sendall(b"probe\n")
         return s.recv(16) == b"probe\n"
@@ -104,7 +109,7 @@ def tcp_once(host, port, timeout, src=None):
 
 
 def cmd_tcp(args):
-    return 0 if tcp_once(args.host, args.port, args.timeout, args.src) else 1
+    return 0 if tcp_once(args.host, args.port, args.timeout, args.src, args.sport) else 1
 
 
 def cmd_udp(args):
@@ -240,6 +245,7 @@ def main():
         a.add_argument("port", type=int)
         a.add_argument("--timeout", type=float, default=1.0)
         a.add_argument("--src")
+        a.add_argument("--sport", type=int, default=0)
         a.add_argument("--flag")
         a.add_argument("--duration", type=float, default=3.0)
         a.add_argument("--n", type=int, default=20)

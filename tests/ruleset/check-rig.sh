@@ -2,6 +2,8 @@
 # Runs setup/pve-sandbox-check's network items for real in the namespace rig (br_netfilter on):
 # with the hardened ruleset every network item must PASS (and the Proxmox-only items SKIP);
 # with a permissive ruleset that only has the right tables and sets, the check must FAIL them.
+# The site lists a controller on another host: loaded as configured, ruleset-loaded PASSes; the
+# permissive ruleset's empty controller_addresses is reported as not what setup.conf says.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CHECK="$HERE/../../setup/pve-sandbox-check"
@@ -21,7 +23,7 @@ fail() {
 }
 
 rig_up 1
-rig_load_ruleset "$HERE/../../nftables/sandbox.nft"
+rig_load_ruleset "$HERE/../../nftables/sandbox.nft" "$CTL"
 rig_in "$NS_L" ip route add 10.99.0.0/16 via 192.168.50.10
 cat >"$RIG_TMP/check.conf" <<CONF
 NODE=rig
@@ -32,6 +34,7 @@ CHECK_INTERNET=$INET
 CHECK_RESOLVER=$RESOLVER
 CHECK_LAN=192.168.50.20
 CHECK_INTERNET6=2001:db8:50::1
+CONTROLLER_ADDRESSES=$CTL
 CONF
 RIGSPEC="node=$NS_NODE,ct=$NS_A:$PORT_A,ct2=$NS_B:$PORT_B,lan=$NS_L"
 NETWORK_ITEMS=(network.bridge-no-ports network.ruleset-loaded network.ip-forward network.default-deny
@@ -63,6 +66,10 @@ table inet sandbox {
 		type ipv4_addr
 		flags timeout
 	}
+	set controller_addresses {
+		type ipv4_addr
+		flags interval
+	}
 	chain input {
 		type filter hook input priority filter; policy accept;
 	}
@@ -92,6 +99,9 @@ for id in network.default-deny network.internet-allowed network.revoke-cuts netw
 	network.private-destinations network.ipv6 network.inbound network.cross-container network.spoofing network.rate-limit network.scan; do
 	grep -Eq "^FAIL +$id " <<<"$out" && pass "permissive ruleset: $id FAIL" || fail "permissive ruleset: $id not reported as FAIL"
 done
+grep -A1 -E '^FAIL +network.ruleset-loaded ' <<<"$out" | grep -Fq "set controller_addresses holds 'nothing', CONTROLLER_ADDRESSES says '$CTL'" &&
+	pass "permissive ruleset: ruleset-loaded FAIL, controller_addresses is not setup.conf's" ||
+	fail "permissive ruleset: ruleset-loaded should FAIL on controller_addresses"
 grep -Eq '^ +evidence: ' <<<"$out" && grep -Eq '^summary: [0-9]+ PASS, [1-9][0-9]* FAIL, [0-9]+ SKIP$' <<<"$out" &&
 	pass "text output: PASS/FAIL lines with evidence and a summary" || fail "text output format"
 

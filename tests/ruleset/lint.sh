@@ -1,6 +1,7 @@
 #!/bin/bash
 # Static checks: the ruleset renders and passes `nft -c` in both scopes (in a throw-away
-# namespace), bad parameters are refused, and every shell script of nftables/, setup/ and the
+# namespace), bad parameters are refused, the controller addresses render, reload and are
+# compared the way pve-sandbox-check does, and every shell script of nftables/, setup/ and the
 # rigs is shellcheck clean.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -60,10 +61,53 @@ if pvs_render_ruleset "$ROOT/nftables/sandbox.nft" vmbr1 10.99.0.0/16 10.99.0.1 
 else
 	ok "render refuses an injected port set"
 fi
-if grep -Eq '^[[:space:]]*flush[[:space:]]+(ruleset|set|table)' "$ROOT/nftables/sandbox.nft"; then
-	bad "ruleset never flushes the ruleset, a table or a set"
+# The one set the file owns (its elements come from setup.conf) is the only one it flushes.
+if grep -E '^[[:space:]]*flush[[:space:]]+(ruleset|set|table)' "$ROOT/nftables/sandbox.nft" |
+	grep -vqx 'flush set inet sandbox controller_addresses'; then
+	bad "ruleset never flushes the ruleset, a table or a set but its own controller_addresses"
 else
-	ok "ruleset never flushes the ruleset, a table or a set"
+	ok "ruleset never flushes the ruleset, a table or a set but its own controller_addresses"
+fi
+
+# CONTROLLER_ADDRESSES: rendered as the elements of controller_addresses, empty by default.
+if grep -qx '#pvs-controllers add element inet sandbox controller_addresses { CONTROLLER_ADDRESSES }' "$TMP/ports.nft"; then
+	ok "render: no controller addresses by default (element line commented out)"
+else
+	bad "render: no controller addresses by default (element line commented out)"
+fi
+pvs_render_ruleset "$ROOT/nftables/sandbox.nft" vmbr7 10.42.0.0/16 10.42.0.1 ports '{ "veth*" }' \
+	"192.0.2.10  198.51.100.0/24,203.0.113.7/32" >"$TMP/ctl.nft"
+if grep -qx 'add element inet sandbox controller_addresses { 192.0.2.10, 198.51.100.0/24, 203.0.113.7 }' "$TMP/ctl.nft" &&
+	ip netns exec "$NS" nft -c -f "$TMP/ctl.nft"; then
+	ok "render: controller addresses filled in, nft -c clean"
+else
+	bad "render: controller addresses filled in, nft -c clean"
+fi
+for list in 'x' '192.0.2.1;flush ruleset' '192.0.2.1 }' '192.0.2.300' '192.0.2.1/33' '192.0.2.5/24' '0.0.0.0/0' \
+	'10.42.7.0/24' '10.0.0.0/8' '192.0.2.1 192.0.2.1' '192.0.2.0/24 192.0.2.9' '127.0.0.1' '224.0.0.1' '2001:db8::1' '*'; do
+	if err=$(pvs_render_ruleset "$ROOT/nftables/sandbox.nft" vmbr7 10.42.0.0/16 10.42.0.1 ports '{ "veth*" }' "$list" 2>&1 >/dev/null); then
+		bad "render refuses CONTROLLER_ADDRESSES='$list'"
+	elif [[ $err != CONTROLLER_ADDRESSES:* ]]; then
+		bad "render refuses CONTROLLER_ADDRESSES='$list' with a message naming the key (got: $err)"
+	else
+		ok "render refuses CONTROLLER_ADDRESSES='$list': ${err#CONTROLLER_ADDRESSES: }"
+	fi
+done
+# Loaded for real: a reload rewrites the file's own elements (none again when the list empties)
+# and keeps the agent's; pvs_set_elements reads them back as pve-sandbox-check compares them.
+elements_of() { ip netns exec "$NS" nft -j list set inet sandbox "$1" | pvs_set_elements | sort | paste -sd' '; }
+ip netns exec "$NS" nft -f "$TMP/ctl.nft"
+ip netns exec "$NS" nft add element inet sandbox internet_allowed '{ 10.42.1.5 }'
+got1=$(elements_of controller_addresses)
+pvs_render_ruleset "$ROOT/nftables/sandbox.nft" vmbr7 10.42.0.0/16 10.42.0.1 ports '{ "veth*" }' "192.0.2.11" >"$TMP/ctl2.nft"
+ip netns exec "$NS" nft -f "$TMP/ctl2.nft"
+got2=$(elements_of controller_addresses)
+ip netns exec "$NS" nft -f "$TMP/ports.nft"
+got3=$(elements_of controller_addresses) kept=$(elements_of internet_allowed)
+if [[ $got1 == "192.0.2.10 198.51.100.0/24 203.0.113.7" && $got2 == 192.0.2.11 && -z $got3 && $kept == 10.42.1.5 ]]; then
+	ok "reload: controller_addresses rewritten each time ($got1 | $got2 | none), internet_allowed kept ($kept)"
+else
+	bad "reload: controller_addresses rewritten each time (got '$got1' | '$got2' | '$got3'), internet_allowed kept (got '$kept')"
 fi
 
 mapfile -t scripts < <(

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Packet tests of the sandbox ruleset's 11 isolation properties in a namespace rig.
+# Packet tests of the sandbox ruleset's 11 isolation properties in a namespace rig, and of SSH
+# from a controller on another host (CONTROLLER_ADDRESSES; the properties run with the list empty).
 # Usage: properties.sh --brnf 0|1 [--ruleset FILE]
 # Prints one line per check and one PASS/FAIL line per property; exits non-zero on any FAIL.
 set -euo pipefail
@@ -83,6 +84,7 @@ udp() { rig_probe "$1" udp "$2" "$3" --timeout "${4:-$T}"; }
 
 root_brnf_before=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables)
 rig_up "$BRNF"
+rig_controller
 echo "rig $RIG_ID up (br_netfilter call-iptables=$(rig_in "$NS_NODE" cat /proc/sys/net/bridge/bridge-nf-call-iptables) in the node namespace)"
 
 prop_begin "rig sanity before the ruleset"
@@ -90,6 +92,7 @@ assert "bridge-nf-call-iptables is per namespace (host value untouched: $root_br
 	test "$(cat /proc/sys/net/bridge/bridge-nf-call-iptables)" = "$root_brnf_before"
 check "ct101 -> ct102:22 without ruleset (L2 path exists)" ok tcp "$NS_A" "$IP_B" 22 2
 check "node -> internet :80 (route exists)" ok tcp "$NS_NODE" "$INET" 80 2
+check "controller host -> ct102:22 (route via the node exists)" ok tcp "$NS_C" "$IP_B" 22 2
 prop_end
 
 prop_begin "ruleset loads, reloads and keeps the agent's set elements"
@@ -252,6 +255,7 @@ check "internet/router -> allowed ct101:22" blocked tcp "$NS_R" "$IP_A" 22
 check "internet/router -> ct102:80" blocked tcp "$NS_R" "$IP_B" 80
 check "LAN device -> allowed ct101:22" blocked tcp "$NS_L" "$IP_A" 22
 check "LAN device -> ct102:22" blocked tcp "$NS_L" "$IP_B" 22
+check "controller host, CONTROLLER_ADDRESSES empty -> ct102:22" blocked tcp "$NS_C" "$IP_B" 22
 check "node -> ct101:22 (controller SSH)" ok tcp "$NS_NODE" "$IP_A" 22 2
 check "node -> ct102:22 (controller SSH)" ok tcp "$NS_NODE" "$IP_B" 22 2
 prop_end
@@ -274,6 +278,51 @@ check "LAN host using ct101's granted address, via the node's NAT, reaches nothi
 check "control: the same LAN host with its own address is routed by the node" ok \
 	rig_probe "$NS_L" udp "$RESOLVER" 53 --timeout 2 --src 192.168.50.20
 rig_in "$NS_L" ip addr del "$IP_A/32" dev eth0
+prop_end
+
+prop_begin "extra: a listed controller on another host gets SSH to sandboxes, and nothing else"
+# ct101 has internet, ct102 has none; the controller's address is public, so to a sandbox with
+# internet it is "the internet" until it is listed.
+assert "ct102 holds no grant" bash -c '! ip netns exec "$1" nft get element inet sandbox internet_allowed "{ $2 }" >/dev/null 2>&1' _ "$NS_NODE" "$IP_B"
+check "control, list empty: ct101 (internet) -> controller $CTL:443" ok tcp "$NS_A" "$CTL" 443 2
+check "control, list empty: ct101 (internet) from port 22 -> controller $CTL:443" ok \
+	rig_probe "$NS_A" tcp "$CTL" 443 --timeout 2 --sport 22
+assert "reload with CONTROLLER_ADDRESSES=\"$CTL 192.0.2.0/24\"" rig_load_ruleset "$RULESET" "$CTL 192.0.2.0/24"
+elements=$(rig_in "$NS_NODE" nft list set inet sandbox controller_addresses 2>&1 || true)
+assert "controller_addresses holds the list" bash -c '[[ $1 == *"elements = { 192.0.2.0/24, $2 }"* ]]' _ "$elements" "$CTL"
+assert "internet_allowed kept ct101's grant" bash -c '[[ $(ip netns exec "$1" nft list set inet sandbox internet_allowed) == *"$2"* ]]' _ "$NS_NODE" "$IP_A"
+check "(a) controller -> ct102:22 (no internet): connect, echo both ways" ok tcp "$NS_C" "$IP_B" 22 2
+check "(a) controller -> ct101:22 (internet)" ok tcp "$NS_C" "$IP_A" 22 2
+check "(b) controller -> ct102:80" blocked tcp "$NS_C" "$IP_B" 80
+check "(b) controller -> ct101:80" blocked tcp "$NS_C" "$IP_A" 80
+check "(c) unlisted $CTL_UNLISTED on the controller host -> ct102:22" blocked \
+	rig_probe "$NS_C" tcp "$IP_B" 22 --timeout "$T" --src "$CTL_UNLISTED"
+check "(c) LAN device -> ct102:22" blocked tcp "$NS_L" "$IP_B" 22
+check "(c) controller over IPv6 -> [2001:db8:99::6]:22" blocked tcp "$NS_C" 2001:db8:99::6 22
+check "(d) ct102 -> controller $CTL:22" blocked tcp "$NS_B" "$CTL" 22
+check "(d) ct101 (internet) -> controller $CTL:443" blocked tcp "$NS_A" "$CTL" 443
+check "(d) ct101 (internet) from port 22 -> controller $CTL:443 (not a reply)" blocked \
+	rig_probe "$NS_A" tcp "$CTL" 443 --timeout "$T" --sport 22
+flag="$RIG_TMP/unlisted"
+rig_probe "$NS_C" hold "$IP_B" 22 --flag "$flag" --duration 2.5 >"$RIG_TMP/hold-ctl.out" &
+hold_pid=$!
+for _ in $(seq 1 50); do
+	grep -q connected "$RIG_TMP/hold-ctl.out" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 0.6
+assert "reload with the list empty again" rig_load_ruleset "$RULESET" ""
+touch "$flag"
+wait "$hold_pid" || true
+hold=$(tail -n1 "$RIG_TMP/hold-ctl.out")
+echo "    (controller session round trips: $hold)"
+assert "(a) the open session echoed before the controller was unlisted" \
+	bash -c '[[ $1 =~ before=([0-9]+) && ${BASH_REMATCH[1]} -gt 0 ]]' _ "$hold"
+assert "(e) unlisting the controller cut its open session" bash -c '[[ $1 == *"after=0"* ]]' _ "$hold"
+assert "(e) controller_addresses is empty again" \
+	bash -c '[[ $(ip netns exec "$1" nft list set inet sandbox controller_addresses) != *elements* ]]' _ "$NS_NODE"
+check "(e) list empty: controller -> ct102:22" blocked tcp "$NS_C" "$IP_B" 22
+check "(e) list empty: ct101 (internet) -> controller $CTL:443 as before" ok tcp "$NS_A" "$CTL" 443 2
 prop_end
 
 if [[ $FAILED -eq 0 ]]; then

@@ -11,6 +11,10 @@
 #               172.16.5.5 and 10.20.0.1 (private), 2001:db8:50::1.
 #   ns lan    : LAN device on vmbr0, 192.168.50.20 (tcp 22, 80, 443).
 #   ns guest  : an unrelated guest bridged on vmbr0 through port tap200i0, 192.168.50.30 (tcp 80).
+#   ns ctl    : only after rig_controller: a controller on another host, on the node's link ctl0
+#               (node 198.51.100.1, 2001:db8:51::1): 198.51.100.10 (to be listed) and
+#               198.51.100.11 (not), 2001:db8:51::10; routes the sandbox networks via the node.
+#               tcp 22, 443.
 #
 # Every name carries RIG_ID, so parallel rigs never collide. All addresses live only inside
 # these namespaces.
@@ -28,7 +32,8 @@ NS_B="${RIG_ID}-ct102"
 NS_R="${RIG_ID}-router"
 NS_L="${RIG_ID}-lan"
 NS_G="${RIG_ID}-guest"
-RIG_ALL_NS=("$NS_NODE" "$NS_A" "$NS_B" "$NS_R" "$NS_L" "$NS_G")
+NS_C="${RIG_ID}-ctl"
+RIG_ALL_NS=("$NS_NODE" "$NS_A" "$NS_B" "$NS_R" "$NS_L" "$NS_G" "$NS_C")
 IP_A=10.99.1.5
 IP_B=10.99.1.6
 MAC_A=02:99:00:00:01:01
@@ -37,6 +42,8 @@ PORT_A=veth101i0
 PORT_B=veth102i0
 INET=203.0.113.10
 RESOLVER=203.0.113.53
+CTL=198.51.100.10
+CTL_UNLISTED=198.51.100.11
 
 rig_in() {
 	local ns=$1
@@ -203,19 +210,38 @@ rig_up() {
 	rig_serve "$NS_G" 80 ""
 }
 
+# rig_controller: the controller on another host (ns ctl, see the top), routed to the node.
+rig_controller() {
+	ip netns add "$NS_C"
+	rig_sysctl "$NS_C" net.ipv6.conf.default.accept_dad 0
+	ip -n "$NS_NODE" link add ctl0 type veth peer name eth0 netns "$NS_C"
+	ip -n "$NS_NODE" addr add 198.51.100.1/24 dev ctl0
+	ip -n "$NS_NODE" -6 addr add 2001:db8:51::1/64 dev ctl0 nodad
+	ip -n "$NS_NODE" link set ctl0 up
+	ip -n "$NS_C" link set lo up
+	ip -n "$NS_C" link set eth0 up
+	ip -n "$NS_C" addr add "$CTL/24" dev eth0
+	ip -n "$NS_C" addr add "$CTL_UNLISTED/24" dev eth0
+	ip -n "$NS_C" -6 addr add 2001:db8:51::10/64 dev eth0 nodad
+	ip -n "$NS_C" route add 10.99.0.0/16 via 198.51.100.1
+	ip -n "$NS_C" -6 route add 2001:db8:99::/64 via 2001:db8:51::1
+	rig_serve "$NS_C" 22,443 ""
+}
+
 # Link-local IPv6 address of DEV in NS.
 rig_ll() {
 	ip -n "$1" -6 -o addr show dev "$2" scope link | awk '{print $4}' | cut -d/ -f1 | head -n1
 }
 
-# rig_load_ruleset RULESET_SRC : renders for the rig's bridge/CIDR and loads it into the node.
+# rig_load_ruleset RULESET_SRC [CONTROLLERS] : renders for the rig's bridge/CIDR (and the
+# controller addresses, default none) and loads it into the node.
 rig_load_ruleset() {
-	local src=$1 scope
+	local src=$1 controllers=${2:-} scope
 	# shellcheck source=../../setup/lib/ruleset.sh
 	source "$RIG_DIR/../../setup/lib/ruleset.sh"
 	if pvs_kernel_has_ibrname; then scope=bridge; else scope=ports; fi
 	export RIG_SCOPE=$scope
-	pvs_render_ruleset "$src" vmbr1 10.99.0.0/16 10.99.0.1 "$scope" '{ "veth*", "fwpr*" }' \
+	pvs_render_ruleset "$src" vmbr1 10.99.0.0/16 10.99.0.1 "$scope" '{ "veth*", "fwpr*" }' "$controllers" \
 		>"$RIG_TMP/sandbox.nft"
 	ip netns exec "$NS_NODE" nft -f "$RIG_TMP/sandbox.nft"
 }

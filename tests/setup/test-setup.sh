@@ -156,6 +156,7 @@ check "dnsmasq: enabled and restarted" bash -c 'grep -qx "systemctl enable dnsma
 nftf=/etc/pve-sandbox/sandbox.nft
 check "ruleset: rendered with the site's defines" bash -c 'grep -qx "define SANDBOX_BRIDGE = \"vmbr1\"" "$1" && grep -qx "define SANDBOX_CIDR = 10.99.0.0/16" "$1" && grep -qx "define SANDBOX_GW = 10.99.0.1" "$1"' _ "$PVS_ROOT$nftf"
 check "ruleset: ports scope as configured" file_has "$nftf" '^[[:space:]]+iifname \$SANDBOX_PORTS jump from_port$'
+check "ruleset: no controller addresses by default (element line left commented out)" bash -c 'grep -qx "#pvs-controllers add element inet sandbox controller_addresses { CONTROLLER_ADDRESSES }" "$1" && ! grep -q "^add element" "$1"' _ "$PVS_ROOT$nftf"
 check "ruleset: checked with nft -c before install" has_call_re '^nft -c -f '
 unit=/etc/systemd/system/pve-sandbox-nftables.service
 check "ruleset: unit loads the file at boot before networking" bash -c 'grep -qx "ExecStart=/usr/sbin/nft -f /etc/pve-sandbox/sandbox.nft" "$1" && grep -q "^Before=network-pre.target" "$1" && grep -qx "WantedBy=sysinit.target" "$1"' _ "$PVS_ROOT$unit"
@@ -195,6 +196,20 @@ out=$(setup all 2>&1) && rc=0 || rc=$?
 check "changed DHCP lease: exits 0" test "$rc" = 0
 check "changed DHCP lease: only dnsmasq restarted" test "$(mutations)" = "systemctl restart dnsmasq.service"
 check "changed DHCP lease: file updated" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.0\.0,static,255\.255\.0\.0,2h$'
+# Controllers on other hosts: only the ruleset changes; an empty list takes them out again.
+echo 'CONTROLLER_ADDRESSES="192.0.2.10  198.51.100.0/24"' >>"$CONFIG"
+: >"$STUB_LOG"
+out=$(setup all 2>&1) && rc=0 || rc=$?
+check "controller addresses: exits 0" test "$rc" = 0
+check "controller addresses: only the ruleset reloaded" test "$(mutations)" = "systemctl restart pve-sandbox-nftables.service"
+check "controller addresses: the elements of controller_addresses" file_has "$nftf" '^add element inet sandbox controller_addresses \{ 192\.0\.2\.10, 198\.51\.100\.0/24 \}$'
+check "controller addresses: checked with nft -c" has_call_re '^nft -c -f '
+echo 'CONTROLLER_ADDRESSES=' >>"$CONFIG"
+: >"$STUB_LOG"
+out=$(setup all 2>&1) && rc=0 || rc=$?
+check "controller addresses emptied: exits 0" test "$rc" = 0
+check "controller addresses emptied: only the ruleset reloaded" test "$(mutations)" = "systemctl restart pve-sandbox-nftables.service"
+check "controller addresses emptied: element line commented out again" bash -c '! grep -q "^add element" "$1"' _ "$PVS_ROOT$nftf"
 # The pool keys of older configs are accepted with a warning and change nothing.
 printf 'DHCP_START=10.99.1.1\nDHCP_END=10.99.254.254\n' >>"$CONFIG"
 : >"$STUB_LOG"
@@ -461,6 +476,18 @@ bad_config "DHCP_HOSTS_DIR with .." "DHCP_HOSTS_DIR=/run/../etc"
 bad_config "not KEY=VALUE" "just words"
 bad_config "the agent owns the secrets" "SSH_KEY_OWNER=pve-sandbox-agent"
 bad_config "the relay owns the secrets" "SSH_KEY_OWNER=pve-sandbox-relay"
+bad_config "controller addresses: nft injection" 'CONTROLLER_ADDRESSES="192.0.2.10 }; flush ruleset"'
+bad_config "controller addresses: a host name" "CONTROLLER_ADDRESSES=controller.example"
+bad_config "controller addresses: IPv6" "CONTROLLER_ADDRESSES=2001:db8::10"
+bad_config "controller addresses: host bits set" "CONTROLLER_ADDRESSES=192.0.2.5/24"
+bad_config "controller addresses: everyone" "CONTROLLER_ADDRESSES=0.0.0.0/0"
+bad_config "controller addresses: inside the sandbox CIDR" "CONTROLLER_ADDRESSES=10.99.0.20"
+cp "$CONFIG" "$CONFIG.bad" && echo "CONTROLLER_ADDRESSES=192.0.2.10 10.99.0.20" >>"$CONFIG.bad"
+out=$("$SETUP" --config "$CONFIG.bad" ruleset 2>&1) && rc=0 || rc=$?
+check "controller addresses: the refusal says which entry and why" \
+	bash -c '[[ $1 != 0 && $2 == *"ERROR: CONTROLLER_ADDRESSES: '"'"'10.99.0.20'"'"' overlaps the sandbox network (10.99.0.0/16)"* ]]' _ "$rc" "$out"
+out=$("$HERE/../../setup/pve-sandbox-check" --config "$CONFIG.bad" --only dhcp 2>&1) && rc=0 || rc=$?
+check "controller addresses: pve-sandbox-check refuses it too" bash -c '[[ $1 != 0 && $2 == *"ERROR: CONTROLLER_ADDRESSES: "* ]]' _ "$rc" "$out"
 if "$SETUP" --config "$CONFIG" frobnicate >/dev/null 2>&1; then fail "unknown step refused"; else pass "unknown step refused"; fi
 if "$SETUP" --config "$T/nope.conf" all >/dev/null 2>&1; then fail "missing config file refused"; else pass "missing config file refused"; fi
 printf 'auto vmbr1\niface vmbr1 inet manual\n' >>"$PVS_ROOT/etc/network/interfaces"
@@ -516,6 +543,7 @@ secrets_check "token file missing" FAIL "proxmox-token: missing"
 
 example="$HERE/../../setup/setup.conf.example"
 check "setup.conf.example parses and renders the default site" bash -c '"$1" --config "$2" render-ruleset | grep -qx "define SANDBOX_BRIDGE = \"vmbr1\""' _ "$SETUP" "$example"
+check "setup.conf.example: CONTROLLER_ADDRESSES empty, no controller element rendered" bash -c 'grep -qx "CONTROLLER_ADDRESSES=\"\"" "$2" && ! "$1" --config "$2" render-ruleset | grep -q "^add element"' _ "$SETUP" "$example"
 
 if [[ $FAILED -eq 0 ]]; then
 	echo "ALL PASS setup"
