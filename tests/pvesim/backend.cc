@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -134,10 +135,25 @@ pid_t spawn(const std::vector<std::string>& argv, int out_fd) {
   return rc == 0 ? pid : -1;
 }
 
-// Polls until something accepts TCP connections on ip:port. Every attempt is bounded: a SYN
-// that gets no answer (e.g. the bridge's L2 guard drops the CT's replies because its port is
-// not bound) must not block for the kernel's SYN retry time of minutes.
-bool wait_port(const std::string& ip, int port, int timeout_ms) {
+// A non-blocking TCP socket in network namespace `netns` (/run/netns/<netns>; "": ours). A
+// socket stays in the namespace it was made in, so a short-lived thread enters it to make one.
+int tcp_socket(const std::string& netns) {
+  const int type = SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK;
+  if (netns.empty()) return ::socket(AF_INET, type, 0);
+  int fd = -1;
+  std::thread([&] {
+    int ns = ::open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0) return;
+    if (::setns(ns, CLONE_NEWNET) == 0) fd = ::socket(AF_INET, type, 0);
+    ::close(ns);
+  }).join();
+  return fd;
+}
+
+// Polls until something accepts TCP connections on ip:port, seen from namespace `netns`. Every
+// attempt is bounded: a SYN that gets no answer (e.g. the bridge's L2 guard drops the CT's
+// replies because its port is not bound) must not block for the kernel's SYN retry time.
+bool wait_port(const std::string& ip, int port, int timeout_ms, const std::string& netns) {
   using Clock = std::chrono::steady_clock;
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   sockaddr_in sa{};
@@ -145,7 +161,7 @@ bool wait_port(const std::string& ip, int port, int timeout_ms) {
   sa.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, ip.c_str(), &sa.sin_addr) != 1) return false;
   while (Clock::now() < deadline) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = tcp_socket(netns);
     if (fd < 0) return false;
     bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
     if (!ok && errno == EINPROGRESS) {
@@ -169,7 +185,8 @@ class NetnsBackend : public Backend {
  public:
   explicit NetnsBackend(NetnsOptions options) : o_(std::move(options)) {}
 
-  pvs::Status init() {
+  // With key_from, the CTs start with its host key (owned and deleted by key_from).
+  pvs::Status init(const Backend* key_from) {
     if (o_.authorized_keys.empty() || ::access(o_.authorized_keys.c_str(), R_OK) != 0)
       return pvs::fail(pvs::ErrorCode::kInvalidArgument,
                        "netns backend: --authorized-keys file missing: " + o_.authorized_keys);
@@ -177,6 +194,20 @@ class NetnsBackend : public Backend {
       return pvs::fail(pvs::ErrorCode::kNotFound, "netns backend: no sshd at " + o_.sshd_path);
     if (o_.bridge.size() > 15)
       return pvs::fail(pvs::ErrorCode::kInvalidArgument, "bridge name longer than 15 bytes");
+    if (!o_.node_netns.empty() && ::access(("/run/netns/" + o_.node_netns).c_str(), F_OK) != 0)
+      return pvs::fail(pvs::ErrorCode::kNotFound, "no network namespace " + o_.node_netns);
+    if (key_from) {
+      host_key_ = key_from->host_key_file();
+      host_key_fp_ = key_from->host_key_fingerprint();
+    } else if (auto made = make_host_key(); !made) {
+      return made;
+    }
+    ::mkdir("/run/sshd", 0755);  // sshd's privilege separation directory
+    return make_bridge();
+  }
+
+  // The template's SSH host key, in a directory of its own.
+  pvs::Status make_host_key() {
     char dir[] = "/tmp/pvesim-ssh-XXXXXX";
     if (!mkdtemp(dir)) return pvs::fail(pvs::errno_error("mkdtemp", errno));
     dir_ = dir;
@@ -188,19 +219,22 @@ class NetnsBackend : public Backend {
         listing.find("SHA256:") == std::string::npos)
       return pvs::fail(pvs::ErrorCode::kIo, "ssh-keygen -l failed: " + listing);
     host_key_fp_ = listing.substr(listing.find("SHA256:"), 50);
-    ::mkdir("/run/sshd", 0755);  // sshd's privilege separation directory
-    if (run_command({"ip", "link", "show", "dev", o_.bridge}) != 0) {
+    return {};
+  }
+
+  pvs::Status make_bridge() {
+    if (run_command(host_ip({"link", "show", "dev", o_.bridge})) != 0) {
       if (!o_.create_bridge)
         return pvs::fail(pvs::ErrorCode::kNotFound, "bridge " + o_.bridge + " does not exist");
       std::string out;
       // A fixed MAC, as udev gives a Proxmox bridge: else it follows its ports' lowest MAC and
       // the containers' ARP entries for the gateway go stale whenever that changes.
       if (run_command(
-              {"ip", "link", "add", o_.bridge, "address", "02:00:00:00:00:01", "type", "bridge"},
+              host_ip({"link", "add", o_.bridge, "address", "02:00:00:00:00:01", "type", "bridge"}),
               &out) != 0 ||
-          run_command({"ip", "addr", "add", o_.bridge_cidr, "dev", o_.bridge}, &out) != 0 ||
-          run_command({"ip", "link", "set", o_.bridge, "up"}, &out) != 0) {
-        run_command({"ip", "link", "del", o_.bridge});
+          run_command(host_ip({"addr", "add", o_.bridge_cidr, "dev", o_.bridge}), &out) != 0 ||
+          run_command(host_ip({"link", "set", o_.bridge, "up"}), &out) != 0) {
+        run_command(host_ip({"link", "del", o_.bridge}));
         return pvs::fail(pvs::ErrorCode::kIo, "cannot create bridge " + o_.bridge + ": " + out);
       }
       created_bridge_ = true;
@@ -231,14 +265,14 @@ class NetnsBackend : public Backend {
     };
     if (run_command({"ip", "netns", "add", ns}, &out) != 0) return fail("ip netns add " + ns);
     if (run_command(
-            {"ip", "link", "add", port, "type", "veth", "peer", "name", ifname, "netns", ns},
+            host_ip({"link", "add", port, "type", "veth", "peer", "name", ifname, "netns", ns}),
             &out) != 0)
       return fail("veth");
     if (!net0["hwaddr"].empty() &&
         run_command({"ip", "-n", ns, "link", "set", ifname, "address", lower(net0["hwaddr"])},
                     &out) != 0)
       return fail("hwaddr");
-    if (run_command({"ip", "link", "set", port, "master", o_.bridge, "up"}, &out) != 0)
+    if (run_command(host_ip({"link", "set", port, "master", o_.bridge, "up"}), &out) != 0)
       return fail("attach to bridge " + o_.bridge);
     run_command({"ip", "-n", ns, "link", "set", "lo", "up"});
     if (run_command({"ip", "-n", ns, "link", "set", ifname, "up"}, &out) != 0)
@@ -306,7 +340,7 @@ class NetnsBackend : public Backend {
                               "Subsystem=sftp internal-sftp"}),
                   -1);
       if (pid < 0) return fail("spawn sshd");
-      if (!wait_port(ip, o_.ssh_port, 5000)) {
+      if (!wait_port(ip, o_.ssh_port, 5000, o_.node_netns)) {
         teardown(vmid, ns, port, pid);
         forget();
         return "sshd did not start in " + ns;
@@ -378,7 +412,7 @@ class NetnsBackend : public Backend {
     for (auto& [vmid, live] : all)
       teardown(vmid, o_.ns_prefix + std::to_string(vmid), live.port, live.pid);
     for (int vmid : etcs) run_command({"rm", "-rf", "--one-file-system", etc_dir(vmid)});
-    if (created_bridge_) run_command({"ip", "link", "del", o_.bridge});
+    if (created_bridge_) run_command(host_ip({"link", "del", o_.bridge}));
     created_bridge_ = false;
     if (!dir_.empty()) {
       ::unlink(host_key_.c_str());
@@ -418,8 +452,16 @@ class NetnsBackend : public Backend {
       if (!any) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    run_command({"ip", "link", "del", port});
+    run_command(host_ip({"link", "del", port}));
     run_command({"ip", "netns", "del", ns});
+  }
+
+  // `ip ARGS` acting on the node's namespace (node_netns), or on ours when that is "".
+  std::vector<std::string> host_ip(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{"ip"};
+    if (!o_.node_netns.empty()) argv.insert(argv.end(), {"-n", o_.node_netns});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
   }
 
   // /etc/netns/<ns> (ip netns exec mounts its entries over /etc): the CT's own /etc/ssh.
@@ -485,14 +527,27 @@ int run_command(const std::vector<std::string>& argv, std::string* out) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+pvs::Result<std::unique_ptr<Backend>> make_netns_backend(const NetnsOptions& options,
+                                                         const Backend* key_from) {
+  auto backend = std::make_unique<NetnsBackend>(options);
+  if (auto ok = backend->init(key_from); !ok) return pvs::fail(ok.error());
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
 pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options) {
   if (options.backend == "model") return std::unique_ptr<Backend>(new ModelBackend);
-  if (options.backend == "netns") {
-    auto backend = std::make_unique<NetnsBackend>(options.netns);
-    if (auto ok = backend->init(); !ok) return pvs::fail(ok.error());
-    return std::unique_ptr<Backend>(std::move(backend));
+  if (options.backend != "netns")
+    return pvs::fail(pvs::ErrorCode::kInvalidArgument, "unknown backend " + options.backend);
+  if (options.nodes.empty()) return make_netns_backend(options.netns);
+  // Nodes may share a bridge (one L2 segment for the cluster): the first one makes it (if
+  // missing) and deletes it at exit.
+  std::vector<std::pair<std::string, std::unique_ptr<Backend>>> nodes;
+  for (const auto& node : options.nodes) {
+    auto backend = make_netns_backend(node.netns, nodes.empty() ? nullptr : nodes[0].second.get());
+    if (!backend) return pvs::fail(backend.error());  // those made so far clean up
+    nodes.emplace_back(node.name, std::move(*backend));
   }
-  return pvs::fail(pvs::ErrorCode::kInvalidArgument, "unknown backend " + options.backend);
+  return make_cluster_backend(std::move(nodes));
 }
 
 }  // namespace pvesim

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pvesandbox/common/error.h"
@@ -33,9 +34,23 @@ class Backend {
   // without sshd.
   virtual std::string host_key_fingerprint() const { return ""; }
   virtual std::string host_key_file() const { return ""; }  // the private key; .pub beside it
+  // The CT lives on `node` (from its creation on; a cluster backend routes by it).
+  virtual void place(int /*vmid*/, const std::string& /*node*/) {}
 };
 
+// The backend of options.backend: one node as today, or (netns, several nodes) a backend per
+// node whose CTs all start with the first node's template host key.
 pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options);
+
+// The netns backend of one node. With `key_from`, its CTs get that backend's template host key
+// (host_key_file) instead of a new one.
+pvs::Result<std::unique_ptr<Backend>> make_netns_backend(const NetnsOptions& options,
+                                                         const Backend* key_from = nullptr);
+
+// Routes each CT to the backend of its node (see place(); unplaced CTs go to the first).
+// The first backend is cleaned up last (the others may use its host key).
+std::unique_ptr<Backend> make_cluster_backend(
+    std::vector<std::pair<std::string, std::unique_ptr<Backend>>> nodes);
 
 // Runs argv (no shell); returns the exit status (-1 if it could not run). Output in *out.
 int run_command(const std::vector<std::string>& argv, std::string* out = nullptr);

@@ -12,6 +12,10 @@ Usage: gen_schema.py SUBSET.json APIDATA.json OUT.json
 import json
 import sys
 
+# Endpoints pvesim models beyond the controller's subset (pve-api-subset.json): the cluster
+# model's storage listing.
+EXTRA = [("GET", "/nodes/{node}/storage")]
+
 DROP = {"description", "verbose_description", "typetext", "format_description", "default",
         "renderer", "title", "requires"}
 
@@ -53,13 +57,14 @@ def main():
             if "path" in node:
                 by_path[node["path"]] = node
     endpoints = []
-    for ep in subset["endpoints"]:
-        node = by_path[ep["path"]]
-        info = node["info"][ep["method"]]
+    wanted = [(ep["method"], ep["path"]) for ep in subset["endpoints"]]
+    wanted += [extra for extra in EXTRA if extra not in wanted]
+    for method, path in wanted:
+        info = by_path[path]["info"][method]
         params = info.get("parameters", {})
         endpoints.append({
-            "method": ep["method"],
-            "path": ep["path"],
+            "method": method,
+            "path": path,
             "allowtoken": info.get("allowtoken", 0),
             "additionalProperties": params.get("additionalProperties", 0),
             "properties": strip_properties(params.get("properties", {})),
@@ -68,6 +73,7 @@ def main():
         "source": {
             "schema": subset["meta"]["schema_source"],
             "generated_by": "tests/pvesim/gen_schema.py from /work/shared/reference/pve-apidata.json",
+            "extra": [method + " " + path for method, path in EXTRA],
         },
         "endpoints": endpoints,
     }

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "pvesandbox/common/log.h"
 #include "sim.h"
@@ -17,6 +19,13 @@ const char* kUsage = R"(usage: pvesim [options]
   --listen ADDR            address to listen on (127.0.0.1)
   --port N                 port (0: any free port; see --info-file)
   --node NAME              node name (pve)
+  --node-def SPEC          a cluster node (repeatable; replaces --node/--template): SPEC is
+                           name=N[,templates=V:V..][,maxmem=SIZE][,base-mem=SIZE][,maxcpu=N]
+                           [,bridge=B][,bridge-cidr=C][,gateway=G][,ns-prefix=P]
+                           [,node-netns=NS]; SIZE like 64G, 512M or bytes; unset netns keys
+                           come from --bridge, --ns-prefix, ... (defaults 64G, 2G, 16)
+  --shared-template VMID[@NODE]  template on shared storage shared-rbd, clonable with
+                           target=<any node> (repeatable; NODE default: the first node)
   --schema FILE            request schema (the pve-schema.json next to the sources)
   --token ID=SECRET        accepted API token, e.g. root@pam!test=uuid (repeatable)
   --token-file ID=PATH     same, secret read from the first line of PATH
@@ -46,6 +55,8 @@ const char* kUsage = R"(usage: pvesim [options]
   --gateway ADDR            default route of CTs with ip=dhcp (the --bridge-cidr address)
   --no-create-bridge       use an existing bridge
   --ns-prefix P            namespace name prefix (pvesim-)
+  --node-netns NS          the node's bridge and the CTs' host veth ends live in network
+                           namespace NS (/run/netns/NS) instead of pvesim's
   --authorized-keys FILE   public key(s) the CT's sshd accepts (required)
   --sshd PATH              sshd binary (/usr/sbin/sshd)
   --ssh-user NAME          user allowed to log in (root)
@@ -95,12 +106,61 @@ bool parse_fault(const std::string& text, pvesim::FaultRule* rule) {
   return true;
 }
 
+// "64G", "512M", "1024K", "1T" or bytes.
+bool parse_bytes(const std::string& text, std::uint64_t* out) {
+  std::size_t used = 0;
+  unsigned long long number = std::stoull(text, &used);
+  std::string unit = text.substr(used);
+  int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+  if (unit == "T") shift = 40;
+  if (shift < 0) return false;
+  *out = static_cast<std::uint64_t>(number) << shift;
+  return true;
+}
+
+// --node-def: "name=pve2,templates=9001:9002,maxmem=64G,...", netns keys over `base`.
+bool parse_node_def(const std::string& text, const pvesim::NetnsOptions& base,
+                    pvesim::NodeOptions* node) {
+  node->netns = base;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) return false;
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "name") {
+      node->name = value;
+    } else if (key == "templates") {
+      std::stringstream list(value);
+      for (std::string vmid; std::getline(list, vmid, ':');)
+        node->templates.push_back(std::stoi(vmid));
+    } else if (key == "maxmem" || key == "base-mem") {
+      if (!parse_bytes(value, key == "maxmem" ? &node->maxmem : &node->base_mem)) return false;
+    } else if (key == "maxcpu") {
+      node->maxcpu = std::stoi(value);
+    } else if (key == "bridge") {
+      node->netns.bridge = value;
+    } else if (key == "bridge-cidr") {
+      node->netns.bridge_cidr = value;
+    } else if (key == "gateway") {
+      node->netns.gateway = value;
+    } else if (key == "ns-prefix") {
+      node->netns.ns_prefix = value;
+    } else if (key == "node-netns") {
+      node->netns.node_netns = value;
+    } else {
+      return false;
+    }
+  }
+  return !node->name.empty();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   pvesim::Options options;
   std::string info_file;
   bool templates_given = false;
+  std::vector<std::string> node_defs;  // parsed once the netns flags are all known
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string {
@@ -121,6 +181,15 @@ int main(int argc, char** argv) {
         options.port = std::stoi(next());
       else if (arg == "--node")
         options.node = next();
+      else if (arg == "--node-def")
+        node_defs.push_back(next());
+      else if (arg == "--shared-template") {
+        std::string text = next();
+        auto at = text.find('@');
+        options.shared_templates.push_back(
+            {std::stoi(text.substr(0, at)), at == std::string::npos ? "" : text.substr(at + 1)});
+      } else if (arg == "--node-netns")
+        options.netns.node_netns = next();
       else if (arg == "--schema")
         options.schema_file = next();
       else if (arg == "--token" && split_eq(next(), &k, &v))
@@ -213,6 +282,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "pvesim: bad value for %s\n", arg.c_str());
       return 2;
     }
+  }
+  for (const auto& def : node_defs) {
+    pvesim::NodeOptions node;
+    bool ok = false;
+    try {
+      ok = parse_node_def(def, options.netns, &node);
+    } catch (const std::exception&) {
+    }
+    if (!ok) {
+      std::fprintf(stderr, "pvesim: bad --node-def %s\n", def.c_str());
+      return 2;
+    }
+    options.nodes.push_back(node);
   }
   if (options.tokens.empty()) {
     std::fprintf(stderr, "pvesim: give at least one --token ID=SECRET\n");

@@ -108,11 +108,68 @@ TEST(PvesimBinary, FlagsInfoFileAndCleanExit) {
   ::rmdir(dir);
 }
 
+TEST(PvesimBinary, NodeDefsMakeACluster) {
+  char dir[] = "/tmp/pvesim-bin-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  std::string info_file = std::string(dir) + "/info";
+  std::vector<std::string> args = {PVESIM_BINARY,
+                                   "--token",
+                                   "ci@pve!bin=s",
+                                   "--auth-delay-ms",
+                                   "0",
+                                   "--node-def",
+                                   "name=pve1,templates=9001:9002",
+                                   "--node-def",
+                                   "name=pve2,maxmem=32G,base-mem=1G,maxcpu=8",
+                                   "--shared-template",
+                                   "9100@pve2",
+                                   "--info-file",
+                                   info_file};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  ASSERT_EQ(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  std::map<std::string, std::string> info;
+  for (int i = 0; i < 100 && info.count("fingerprint") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    info = read_info(info_file);
+  }
+  ASSERT_EQ(info.count("fingerprint"), 1u) << "pvesim did not start";
+  pvs::pve::ClientOptions o;
+  o.base_url = "https://127.0.0.1:" + info["port"];
+  o.token_id = "ci@pve!bin";
+  o.token_secret = "s";
+  o.fingerprint = info["fingerprint"];
+  auto client = pvs::pve::Client::create(o);
+  ASSERT_TRUE(client);
+  auto nodes = (*client)->call("GET", "/cluster/resources", {{"type", "node"}});
+  ASSERT_TRUE(nodes) << nodes.error().to_string();
+  EXPECT_NE(
+      nodes->find(R"("maxcpu":8,"maxdisk":107374182400,"maxmem":34359738368,"mem":1073741824)"),
+      std::string::npos)
+      << *nodes;
+  auto pve1 = (*client)->call("GET", "/nodes/pve1/lxc", {});
+  ASSERT_TRUE(pve1);
+  EXPECT_NE(pve1->find("9002"), std::string::npos);
+  auto upid =
+      (*client)->call("POST", "/nodes/pve2/lxc/9100/clone", {{"newid", "300"}, {"target", "pve1"}});
+  EXPECT_TRUE(upid) << upid.error().to_string();
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ::unlink(info_file.c_str());
+  ::rmdir(dir);
+}
+
 TEST(PvesimBinary, RefusesBadFlags) {
   for (std::vector<std::string> args :
        {std::vector<std::string>{PVESIM_BINARY},
         {PVESIM_BINARY, "--token", "a@b!c=d", "--bogus"},
-        {PVESIM_BINARY, "--token", "a@b!c=d", "--backend", "netns"}}) {
+        {PVESIM_BINARY, "--token", "a@b!c=d", "--backend", "netns"},
+        {PVESIM_BINARY, "--token", "a@b!c=d", "--node-def", "name=x,colour=red"},
+        {PVESIM_BINARY, "--token", "a@b!c=d", "--node-def", "templates=9001"}}) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

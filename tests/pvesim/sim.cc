@@ -40,6 +40,7 @@
 #include <thread>
 
 #include "backend.h"
+#include "cluster.h"
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/common/log.h"
 #include "schema.h"
@@ -153,6 +154,7 @@ struct Container {
   // Changes written while running that Proxmox applies only at the next start ([pve:pending]).
   std::map<std::string, std::string> pending;
   std::set<std::string> pending_delete;
+  std::string node;  // the cluster node it lives on
   bool running = false;
   Clock::time_point created{};
   Clock::time_point started{};
@@ -208,7 +210,8 @@ struct Simulator::Impl {
   std::unique_ptr<Backend> backend;
 
   mutable std::mutex mutex;  // guards everything below
-  std::map<int, Container> cts;
+  std::unique_ptr<Cluster> cluster;
+  std::map<int, Container> cts;  // VMIDs are unique cluster-wide
   std::map<std::string, Pool> pools;
   std::map<std::string, Task> tasks;
   std::vector<std::string> task_order;
@@ -295,14 +298,14 @@ struct Simulator::Impl {
     X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
                                reinterpret_cast<const unsigned char*>("PVE Cluster Node"), -1, -1,
                                0);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>(options.node.c_str()), -1, -1,
-                               0);
+    X509_NAME_add_entry_by_txt(
+        name, "CN", MBSTRING_ASC,
+        reinterpret_cast<const unsigned char*>(cluster->first_node().c_str()), -1, -1, 0);
     X509_set_issuer_name(cert, name);
     X509V3_CTX v3;
     X509V3_set_ctx_nodb(&v3);
     X509V3_set_ctx(&v3, cert, cert, nullptr, nullptr, 0);
-    std::string san = "DNS:localhost,DNS:" + options.node + ",IP:127.0.0.1";
+    std::string san = "DNS:localhost,DNS:" + cluster->first_node() + ",IP:127.0.0.1";
     if (options.listen != "0.0.0.0" && options.listen != "127.0.0.1")
       san += ",IP:" + options.listen;
     X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &v3, NID_subject_alt_name, san.c_str());
@@ -339,11 +342,11 @@ struct Simulator::Impl {
   // Starts a task (state lock held). `finish` runs at the end, under the lock, and returns
   // "" for OK or the error message.
   std::string start_task(const std::string& type, const std::string& id, const std::string& user,
-                         std::function<std::string()> finish,
+                         const std::string& node, std::function<std::string()> finish,
                          std::function<std::string()> pre = nullptr,
                          std::function<std::string()> work = nullptr) {
     Task t;
-    t.node = options.node;
+    t.node = node;  // the node in the request's path
     t.type = type;
     t.id = id;
     t.user = user;
@@ -473,14 +476,20 @@ struct Simulator::Impl {
   }
 
   // ---- helpers --------------------------------------------------------------------------
-  std::string conf_missing(int vmid) {
-    return "Configuration file 'nodes/" + options.node + "/lxc/" + std::to_string(vmid) +
+  static std::string conf_missing(const std::string& node, int vmid) {
+    return "Configuration file 'nodes/" + node + "/lxc/" + std::to_string(vmid) +
            ".conf' does not exist";
   }
 
   Container* find(int vmid) {
     auto it = cts.find(vmid);
     return it == cts.end() ? nullptr : &it->second;
+  }
+
+  // The CT if it is on `node` (a node has only its own CTs' configs).
+  Container* find_on(const std::string& node, int vmid) {
+    Container* ct = find(vmid);
+    return ct && ct->node == node ? ct : nullptr;
   }
 
   std::string lock_of(const Container& ct) {
@@ -704,15 +713,15 @@ struct Simulator::Impl {
 
   void check_node(const Call& c) {
     auto it = c.params.find("node");
-    if (it != c.params.end() && it->second != options.node)
-      throw fail500("hostname lookup '" + it->second +
-                    "' failed - failed to get address info for: " + it->second +
-                    ": Name or service not known");
+    if (it != c.params.end() && !cluster->has(it->second))
+      throw fail500(unknown_node_message(it->second));
   }
 
-  Container& need(int vmid) {
-    Container* ct = find(vmid);
-    if (!ct) throw fail500(conf_missing(vmid));
+  static std::string node_of(const Call& c) { return c.params.at("node"); }
+
+  Container& need(const Call& c, int vmid) {
+    Container* ct = find_on(node_of(c), vmid);
+    if (!ct) throw fail500(conf_missing(node_of(c), vmid));
     return *ct;
   }
 
@@ -733,15 +742,12 @@ struct Simulator::Impl {
     }
     if (key == "GET /nodes") {
       Array::Ptr a = new Array;
-      Object::Ptr n = new Object;
-      n->set("node", options.node);
-      n->set("status", "online");
-      n->set("type", "node");
-      n->set("id", "node/" + options.node);
-      n->set("maxcpu", 4);
-      n->set("maxmem", static_cast<Poco::Int64>(16ll << 30));
-      n->set("ssl_fingerprint", fingerprint);
-      a->add(n);
+      auto loads = node_loads();
+      for (const auto& node : cluster->nodes()) {
+        auto n = cluster->node_entry(node.name, loads[node.name]);
+        n->set("ssl_fingerprint", fingerprint);  // one endpoint, one certificate
+        a->add(n);
+      }
       return {a};
     }
     if (key == "GET /cluster/nextid") {
@@ -761,12 +767,14 @@ struct Simulator::Impl {
     if (key == "GET /cluster/resources") return {resources(param(c, "type"))};
     if (key == "GET /nodes/{node}/lxc") {
       Array::Ptr a = new Array;
-      for (const auto& [vmid, ct] : cts) a->add(vmstatus(ct));
+      for (const auto& [vmid, ct] : cts)
+        if (ct.node == node_of(c)) a->add(vmstatus(ct));
       return {a};
     }
+    if (key == "GET /nodes/{node}/storage") return {cluster->node_storage(node_of(c), c.params)};
     if (key == "POST /nodes/{node}/lxc/{vmid}/clone") return {clone(c)};
     if (key == "GET /nodes/{node}/lxc/{vmid}/config") {
-      Container& ct = need(vmid_param(c));
+      Container& ct = need(c, vmid_param(c));
       bool current = c.params.count("current") && param(c, "current") == "1";
       auto o = render_config(current ? ct.config : with_pending(ct));
       o->set("digest", digest_of(ct));
@@ -783,16 +791,18 @@ struct Simulator::Impl {
         key == "POST /nodes/{node}/lxc/{vmid}/status/reboot")
       return {stop_like(c)};
     if (key == "GET /nodes/{node}/lxc/{vmid}/status/current") {
-      Container& ct = need(vmid_param(c));
+      Container& ct = need(c, vmid_param(c));
       auto o = vmstatus(ct);
       Object::Ptr ha = new Object;
       ha->set("managed", 0);
       o->set("ha", ha);
       return {o};
     }
-    if (key == "GET /nodes/{node}/lxc/{vmid}/interfaces") return {interfaces(need(vmid_param(c)))};
+    if (key == "GET /nodes/{node}/lxc/{vmid}/interfaces")
+      return {interfaces(need(c, vmid_param(c)))};
     if (key == "DELETE /nodes/{node}/lxc/{vmid}") return {destroy(c)};
-    if (key == "GET /nodes/{node}/lxc/{vmid}/snapshot") return {snapshot_list(need(vmid_param(c)))};
+    if (key == "GET /nodes/{node}/lxc/{vmid}/snapshot")
+      return {snapshot_list(need(c, vmid_param(c)))};
     if (key == "POST /nodes/{node}/lxc/{vmid}/snapshot") return {snapshot_create(c)};
     if (key == "DELETE /nodes/{node}/lxc/{vmid}/snapshot/{snapname}") return {snapshot_delete(c)};
     if (key == "POST /nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback")
@@ -839,22 +849,22 @@ struct Simulator::Impl {
       return {Var()};
     }
     if (key == "GET /nodes/{node}/lxc/{vmid}/firewall/options") {
-      Container& ct = need(vmid_param(c));
+      Container& ct = need(c, vmid_param(c));
       return {render_firewall(ct.firewall)};
     }
     if (key == "PUT /nodes/{node}/lxc/{vmid}/firewall/options") {
-      Container& ct = need(vmid_param(c));
+      Container& ct = need(c, vmid_param(c));
       for (const auto& name : split_list(param(c, "delete"))) ct.firewall.erase(name);
       for (const auto& [k, v] : c.params)
         if (k != "node" && k != "vmid" && k != "delete" && k != "digest") ct.firewall[k] = v;
       return {Var()};
     }
     if (key == "GET /nodes/{node}/lxc/{vmid}/firewall/rules") {
-      need(vmid_param(c));
+      need(c, vmid_param(c));
       return {Var(Array::Ptr(new Array))};
     }
     if (key == "POST /nodes/{node}/lxc/{vmid}/firewall/rules") {
-      need(vmid_param(c));
+      need(c, vmid_param(c));
       return {Var()};
     }
     throw ApiFail{501, "Method '" + c.method + " " + c.path + "' not implemented", {}};
@@ -878,8 +888,9 @@ struct Simulator::Impl {
       for (auto& [vmid, ct] : cts) {
         Object::Ptr o = vmstatus(ct);
         o->set("id", "lxc/" + std::to_string(vmid));
-        o->set("node", options.node);
+        o->set("node", ct.node);
         bool fresh = now - ct.created < std::chrono::milliseconds(options.rrd_delay_ms);
+        if (cluster->offline(ct.node)) o->set("status", "unknown");  // no fresh RRD data
         if (fresh) {  // pvestatd has not written RRD data yet
           o->set("status", "unknown");
           o->remove("name");
@@ -891,34 +902,60 @@ struct Simulator::Impl {
       }
     }
     if (type.empty() || type == "node") {
-      Object::Ptr n = new Object;
-      n->set("id", "node/" + options.node);
-      n->set("type", "node");
-      n->set("node", options.node);
-      n->set("status", "online");
-      a->add(n);
+      auto loads = node_loads();
+      for (const auto& node : cluster->nodes())
+        a->add(cluster->node_entry(node.name, loads[node.name]));
     }
-    if (type.empty() || type == "storage") {
-      Object::Ptr s = new Object;
-      s->set("id", "storage/" + options.node + "/local-lvm");
-      s->set("type", "storage");
-      s->set("storage", "local-lvm");
-      s->set("node", options.node);
-      s->set("status", "available");
-      a->add(s);
-    }
+    if (type.empty() || type == "storage") cluster->add_storage_resources(*a);
     return a;
+  }
+
+  // Per node: the memory (config `memory`, MiB) of its running CTs, and how many run.
+  std::map<std::string, NodeLoad> node_loads() {
+    std::map<std::string, NodeLoad> out;
+    for (const auto& [vmid, ct] : cts) {
+      if (!ct.running) continue;
+      out[ct.node].mem += static_cast<uint64_t>(config_int(ct, "memory", 512)) << 20;
+      ++out[ct.node].running;
+    }
+    return out;
+  }
+
+  // New random MACs for every net<N> (pve-container's clone_vm).
+  void renew_macs(std::map<std::string, std::string>& config) {
+    for (auto& [k, v] : config) {
+      if (k.rfind("net", 0) != 0 || k.size() <= 3 ||
+          !std::isdigit(static_cast<unsigned char>(k[3])))
+        continue;
+      std::string out;
+      bool replaced = false;
+      for (const auto& part : split_list_commas(v)) {
+        std::string item = part;
+        if (part.rfind("hwaddr=", 0) == 0) {
+          item = "hwaddr=" + random_mac();
+          replaced = true;
+        }
+        out += (out.empty() ? "" : ",") + item;
+      }
+      if (!replaced) out += ",hwaddr=" + random_mac();
+      v = out;
+    }
   }
 
   std::string clone(Call& c) {
     int src = vmid_param(c), newid = vmid_param(c, "newid");
-    Container& source = need(src);
+    const std::string node = node_of(c);
+    Container& source = need(c, src);
     std::string pool = param(c, "pool");
     if (!pool.empty() && !pools.count(pool))
       throw ApiFail{403, "Permission check failed (pool '" + pool + "' does not exist)", {}};
-    if (cts.count(newid))
-      throw fail500("CT " + std::to_string(newid) + " already exists on node '" + options.node +
+    if (Container* taken = find(newid))
+      throw fail500("CT " + std::to_string(newid) + " already exists on node '" + taken->node +
                     "'");
+    // With `target`, the config is made here and moved to the target when the task ends.
+    auto target = cluster->clone_target(node, param(c, "target"), volume_storages(source.config),
+                                        param(c, "storage"));
+    if (!target.error.empty()) throw fail500(target.error);
     bool is_template = config_int(source, "template", 0) != 0;
     bool full = c.params.count("full") ? flag(c, "full") : !is_template;
     if (!full && c.params.count("storage"))
@@ -929,27 +966,12 @@ struct Simulator::Impl {
     source.config["lock"] = "disk";
     Container ct;
     ct.vmid = newid;
+    ct.node = node;
     ct.created = Clock::now();
     ct.config = source.config;
     ct.config.erase("template");
     ct.config["lock"] = "create";
-    for (auto& [k, v] : ct.config) {
-      if (k.rfind("net", 0) == 0 && k.size() > 3 &&
-          std::isdigit(static_cast<unsigned char>(k[3]))) {
-        std::string out;
-        bool replaced = false;
-        for (const auto& part : split_list_commas(v)) {
-          std::string item = part;
-          if (part.rfind("hwaddr=", 0) == 0) {
-            item = "hwaddr=" + random_mac();
-            replaced = true;
-          }
-          out += (out.empty() ? "" : ",") + item;
-        }
-        if (!replaced) out += ",hwaddr=" + random_mac();
-        v = out;
-      }
-    }
+    renew_macs(ct.config);
     if (c.params.count("hostname")) ct.config["hostname"] = param(c, "hostname");
     if (c.params.count("description")) ct.config["description"] = param(c, "description");
     auto rootfs = ct.config.find("rootfs");
@@ -958,11 +980,14 @@ struct Simulator::Impl {
       auto comma = rootfs->second.find(',');
       source_volume = rootfs->second.substr(0, comma);
       std::string rest = comma == std::string::npos ? "" : rootfs->second.substr(comma);
-      rootfs->second = "local-lvm:vm-" + std::to_string(newid) + "-disk-0" + rest;
+      // A linked clone stays on the template's storage, a full one goes to `storage` if given.
+      std::string sid = param(c, "storage", source_volume.substr(0, source_volume.find(':')));
+      rootfs->second = sid + ":vm-" + std::to_string(newid) + "-disk-0" + rest;
     }
     ct.firewall = source.firewall;
     cts[newid] = std::move(ct);
-    std::string upid = start_task("vzclone", std::to_string(src), c.user, [this, src, newid, pool] {
+    backend->place(newid, node);
+    auto done = [this, src, newid, pool, to = target.node] {
       Container* s = find(src);
       Container* n = find(newid);
       if (s && lock_of(*s) == "disk") s->config.erase("lock");
@@ -976,16 +1001,19 @@ struct Simulator::Impl {
       if (n) {
         if (!pool.empty() && pools.count(pool)) pools[pool].members.insert(newid);
         if (lock_of(*n) == "create") n->config.erase("lock");
+        n->node = to;  // PVE::LXC::Config->move_config_to_node
+        backend->place(newid, to);
       }
       return std::string();
-    });
+    };
+    std::string upid = start_task("vzclone", std::to_string(src), c.user, node, done);
     tasks[upid].log.push_back(std::string(full ? "create full clone" : "create linked clone") +
                               " of mount point rootfs (" + source_volume + ")");
     return upid;
   }
 
   void update_config(Call& c) {
-    Container& ct = need(vmid_param(c));
+    Container& ct = need(c, vmid_param(c));
     ParamMap changes;
     for (const auto& [k, v] : c.params)
       if (k != "node" && k != "vmid" && k != "digest" && k != "delete" && k != "revert")
@@ -1052,7 +1080,8 @@ struct Simulator::Impl {
   }
 
   std::string resize(Call& c) {
-    Container& ct = need(vmid_param(c));
+    const std::string node = node_of(c);
+    Container& ct = need(c, vmid_param(c));
     check_unlocked(ct);
     std::string disk = param(c, "disk"), size = param(c, "size");
     if (disk != "rootfs" && !ct.config.count(disk))
@@ -1066,9 +1095,9 @@ struct Simulator::Impl {
     if (target < current) throw fail500("unable to shrink disk size");
     if (target == current) throw fail500("disk is already at specified size");
     int vmid = ct.vmid;
-    return start_task("resize", std::to_string(vmid), c.user, [this, vmid, target] {
-      Container* n = find(vmid);
-      if (!n) return conf_missing(vmid);
+    return start_task("resize", std::to_string(vmid), c.user, node, [this, node, vmid, target] {
+      Container* n = find_on(node, vmid);
+      if (!n) return conf_missing(node, vmid);
       auto& rootfs = n->config["rootfs"];
       auto pos = rootfs.find("size=");
       if (pos != std::string::npos) {
@@ -1083,10 +1112,11 @@ struct Simulator::Impl {
   }
 
   std::string start(Call& c) {
+    const std::string node = node_of(c);
     int vmid = vmid_param(c);
     if (flag(c, "skiplock") && c.user.rfind("root@pam", 0) != 0)
       throw fail400("skiplock", "Only root may use this option.");
-    Container* ct = find(vmid);
+    Container* ct = find_on(node, vmid);
     if (ct && ct->running) throw fail500("CT " + std::to_string(vmid) + " already running");
     // The namespace and sshd of the netns backend take a while: that part runs without the
     // state lock, so the API keeps answering (as pveproxy does while a CT starts).
@@ -1096,9 +1126,9 @@ struct Simulator::Impl {
       std::string ipv4;
     };
     auto st = std::make_shared<Start>();
-    auto pre = [this, vmid, st] {
-      Container* n = find(vmid);
-      if (!n) return conf_missing(vmid);
+    auto pre = [this, node, vmid, st] {
+      Container* n = find_on(node, vmid);
+      if (!n) return conf_missing(node, vmid);
       std::string lock = lock_of(*n);
       if (!lock.empty()) return "CT is locked (" + lock + ")";
       if (config_int(*n, "template", 0))
@@ -1116,11 +1146,11 @@ struct Simulator::Impl {
         return "startup for container '" + std::to_string(vmid) + "' failed: " + error;
       return std::string();
     };
-    auto finish = [this, vmid, st] {
-      Container* n = find(vmid);
+    auto finish = [this, node, vmid, st] {
+      Container* n = find_on(node, vmid);
       if (!n) {  // destroyed meanwhile
         if (!st->skip) backend->stop(vmid);
-        return conf_missing(vmid);
+        return conf_missing(node, vmid);
       }
       if (!st->skip) {
         n->running = true;
@@ -1128,12 +1158,13 @@ struct Simulator::Impl {
       }
       return std::string();
     };
-    return start_task("vzstart", std::to_string(vmid), c.user, finish, pre, work);
+    return start_task("vzstart", std::to_string(vmid), c.user, node, finish, pre, work);
   }
 
   std::string stop_like(Call& c) {
+    const std::string node = node_of(c);
     int vmid = vmid_param(c);
-    Container& ct = need(vmid);
+    Container& ct = need(c, vmid);
     std::string kind = c.endpoint->path.substr(c.endpoint->path.rfind('/') + 1);
     if (!ct.running)
       throw fail500((kind == "reboot" ? "VM " : "CT ") + std::to_string(vmid) + " not running");
@@ -1141,9 +1172,9 @@ struct Simulator::Impl {
     bool skiplock = flag(c, "skiplock");
     if (type != "vzreboot") {
       auto skip = std::make_shared<bool>(false);
-      auto pre = [this, vmid, skiplock, skip] {
-        Container* n = find(vmid);
-        if (!n) return conf_missing(vmid);
+      auto pre = [this, node, vmid, skiplock, skip] {
+        Container* n = find_on(node, vmid);
+        if (!n) return conf_missing(node, vmid);
         std::string lock = lock_of(*n);
         if (!lock.empty() && lock != "mounted" && !skiplock) return "CT is locked (" + lock + ")";
         *skip = !n->running;
@@ -1153,19 +1184,19 @@ struct Simulator::Impl {
         if (!*skip) backend->stop(vmid);
         return std::string();
       };
-      auto finish = [this, vmid, skip] {
-        Container* n = find(vmid);
+      auto finish = [this, node, vmid, skip] {
+        Container* n = find_on(node, vmid);
         if (n && !*skip) {
           n->running = false;
           release_lease(*n);
         }
         return std::string();
       };
-      return start_task(type, std::to_string(vmid), c.user, finish, pre, work);
+      return start_task(type, std::to_string(vmid), c.user, node, finish, pre, work);
     }
-    return start_task(type, std::to_string(vmid), c.user, [this, vmid, type, skiplock] {
-      Container* n = find(vmid);
-      if (!n) return conf_missing(vmid);
+    return start_task(type, std::to_string(vmid), c.user, node, [this, node, vmid, type, skiplock] {
+      Container* n = find_on(node, vmid);
+      if (!n) return conf_missing(node, vmid);
       std::string lock = lock_of(*n);
       if (!lock.empty() && lock != "mounted" && !skiplock) return "CT is locked (" + lock + ")";
       if (!n->running) return std::string();
@@ -1218,8 +1249,9 @@ struct Simulator::Impl {
   }
 
   std::string destroy(Call& c) {
+    const std::string node = node_of(c);
     int vmid = vmid_param(c);
-    Container& ct = need(vmid);
+    Container& ct = need(c, vmid);
     if (config_int(ct, "protection", 0))
       throw fail500("can't remove CT " + std::to_string(vmid) + " - protection mode enabled");
     check_unlocked(ct);
@@ -1227,9 +1259,9 @@ struct Simulator::Impl {
     if (ct.running && !force)
       throw fail500("unable to destroy CT " + std::to_string(vmid) + " - container is running");
     ct.config["lock"] = "destroyed";
-    return start_task("vzdestroy", std::to_string(vmid), c.user, [this, vmid, force] {
-      Container* n = find(vmid);
-      if (!n) return conf_missing(vmid);
+    return start_task("vzdestroy", std::to_string(vmid), c.user, node, [this, node, vmid, force] {
+      Container* n = find_on(node, vmid);
+      if (!n) return conf_missing(node, vmid);
       // The worker checks again under the config flock: a start that ran meanwhile wins.
       if (n->running && !force) {
         n->config.erase("lock");
@@ -1268,81 +1300,89 @@ struct Simulator::Impl {
   }
 
   std::string snapshot_create(Call& c) {
+    const std::string node = node_of(c);
     int vmid = vmid_param(c);
     std::string name = param(c, "snapname");
     if (name == "current" || name == "vzdump")
       throw fail500("unable to use snapshot name '" + name + "' (reserved name)");
     std::string description = param(c, "description");
-    return start_task("vzsnapshot", std::to_string(vmid), c.user, [this, vmid, name, description] {
-      Container* n = find(vmid);
-      if (!n) return conf_missing(vmid);
-      for (const auto& s : n->snapshots)
-        if (s.name == name) return "snapshot name '" + name + "' already used";
-      if (config_int(*n, "template", 0))
-        return std::string("you can't take a snapshot if it's a template");
-      std::string lock = lock_of(*n);
-      if (!lock.empty()) return "CT is locked (" + lock + ")";
-      Snapshot s;
-      s.name = name;
-      s.description = description;
-      s.snaptime = std::time(nullptr);
-      s.parent = n->snapshots.empty() ? "" : n->snapshots.back().name;
-      s.config = n->config;
-      n->snapshots.push_back(std::move(s));
-      return std::string();
-    });
+    return start_task("vzsnapshot", std::to_string(vmid), c.user, node,
+                      [this, node, vmid, name, description] {
+                        Container* n = find_on(node, vmid);
+                        if (!n) return conf_missing(node, vmid);
+                        for (const auto& s : n->snapshots)
+                          if (s.name == name) return "snapshot name '" + name + "' already used";
+                        if (config_int(*n, "template", 0))
+                          return std::string("you can't take a snapshot if it's a template");
+                        std::string lock = lock_of(*n);
+                        if (!lock.empty()) return "CT is locked (" + lock + ")";
+                        Snapshot s;
+                        s.name = name;
+                        s.description = description;
+                        s.snaptime = std::time(nullptr);
+                        s.parent = n->snapshots.empty() ? "" : n->snapshots.back().name;
+                        s.config = n->config;
+                        n->snapshots.push_back(std::move(s));
+                        return std::string();
+                      });
   }
 
   std::string snapshot_delete(Call& c) {
+    const std::string node = node_of(c);
     int vmid = vmid_param(c);
     std::string name = param(c, "snapname");
-    return start_task("vzdelsnapshot", std::to_string(vmid), c.user, [this, vmid, name] {
-      Container* n = find(vmid);
-      if (!n) return conf_missing(vmid);
-      std::string lock = lock_of(*n);
-      if (!lock.empty()) return "CT is locked (" + lock + ")";
-      auto it = std::find_if(n->snapshots.begin(), n->snapshots.end(),
-                             [&](const Snapshot& s) { return s.name == name; });
-      if (it == n->snapshots.end()) return "snapshot '" + name + "' does not exist";
-      std::string parent = it->parent;
-      for (auto& s : n->snapshots)
-        if (s.parent == name) s.parent = parent;
-      n->snapshots.erase(it);
-      return std::string();
-    });
+    return start_task("vzdelsnapshot", std::to_string(vmid), c.user, node,
+                      [this, node, vmid, name] {
+                        Container* n = find_on(node, vmid);
+                        if (!n) return conf_missing(node, vmid);
+                        std::string lock = lock_of(*n);
+                        if (!lock.empty()) return "CT is locked (" + lock + ")";
+                        auto it = std::find_if(n->snapshots.begin(), n->snapshots.end(),
+                                               [&](const Snapshot& s) { return s.name == name; });
+                        if (it == n->snapshots.end())
+                          return "snapshot '" + name + "' does not exist";
+                        std::string parent = it->parent;
+                        for (auto& s : n->snapshots)
+                          if (s.parent == name) s.parent = parent;
+                        n->snapshots.erase(it);
+                        return std::string();
+                      });
   }
 
   std::string snapshot_rollback(Call& c) {
+    const std::string node = node_of(c);
     int vmid = vmid_param(c);
     std::string name = param(c, "snapname");
     bool start_after = flag(c, "start");
-    return start_task("vzrollback", std::to_string(vmid), c.user, [this, vmid, name, start_after] {
-      Container* n = find(vmid);
-      if (!n) return conf_missing(vmid);
-      std::string lock = lock_of(*n);
-      if (!lock.empty()) return "CT is locked (" + lock + ")";
-      auto it = std::find_if(n->snapshots.begin(), n->snapshots.end(),
-                             [&](const Snapshot& s) { return s.name == name; });
-      if (it == n->snapshots.end()) return "snapshot '" + name + "' does not exist";
-      if (n->running) {
-        backend->stop(vmid);
-        n->running = false;
-      }
-      n->config = it->config;
-      if (start_after) {
-        std::string error = backend->start(vmid, n->config, ipv4_of(*n));
-        if (!error.empty()) return error;
-        n->running = true;
-        n->started = Clock::now();
-      }
-      return std::string();
-    });
+    return start_task("vzrollback", std::to_string(vmid), c.user, node,
+                      [this, node, vmid, name, start_after] {
+                        Container* n = find_on(node, vmid);
+                        if (!n) return conf_missing(node, vmid);
+                        std::string lock = lock_of(*n);
+                        if (!lock.empty()) return "CT is locked (" + lock + ")";
+                        auto it = std::find_if(n->snapshots.begin(), n->snapshots.end(),
+                                               [&](const Snapshot& s) { return s.name == name; });
+                        if (it == n->snapshots.end())
+                          return "snapshot '" + name + "' does not exist";
+                        if (n->running) {
+                          backend->stop(vmid);
+                          n->running = false;
+                        }
+                        n->config = it->config;
+                        if (start_after) {
+                          std::string error = backend->start(vmid, n->config, ipv4_of(*n));
+                          if (!error.empty()) return error;
+                          n->running = true;
+                          n->started = Clock::now();
+                        }
+                        return std::string();
+                      });
   }
 
   Task& need_task(const Call& c) {
     std::string upid = param(c, "upid");
     auto it = tasks.find(upid);
-    if (it == tasks.end()) {
+    if (it == tasks.end() || it->second.node != node_of(c)) {  // its log is on its node
       static const char* kRe = "UPID:";
       if (upid.rfind(kRe, 0) != 0 || upid.back() != ':')
         throw fail400("upid", "unable to parse worker upid '" + upid + "'");
@@ -1396,6 +1436,7 @@ struct Simulator::Impl {
     int index = 0, total = 0;
     for (auto it = task_order.rbegin(); it != task_order.rend(); ++it) {
       const Task& t = tasks[*it];
+      if (t.node != node_of(c)) continue;
       if (source == "archive" && t.running) continue;
       if (source == "active" && !t.running) continue;
       if (!vmid.empty() && t.id != vmid) continue;
@@ -1428,7 +1469,7 @@ struct Simulator::Impl {
           if (!ct) continue;
           auto m = vmstatus(*ct);
           m->set("id", "lxc/" + std::to_string(vmid));
-          m->set("node", options.node);
+          m->set("node", ct->node);
           members->add(m);
         }
         o->set("members", members);
@@ -1577,6 +1618,10 @@ struct Simulator::Impl {
     }
     if (latency > 0) nap(latency);
     if (fault) return send_error(resp, *fault);
+    if (unreachable(path_params)) {  // pveproxy cannot proxy to the node: no body
+      resp.setKeepAlive(false);
+      return send(resp, kUnreachableStatus, kUnreachable, "");
+    }
     // Parameters: body (form or JSON), then the query string overrides.
     ParamMap params;
     if (method == "POST" || method == "PUT") {
@@ -1638,6 +1683,16 @@ struct Simulator::Impl {
     }
   }
 
+  // Whether the request is for a node that is cut from the API (set_node_offline).
+  bool unreachable(const ParamMap& path_params) {
+    auto it = path_params.find("node");
+    if (it == path_params.end()) return false;
+    std::string node;
+    Poco::URI::decode(it->second, node);
+    std::lock_guard lock(mutex);
+    return cluster->offline(node);
+  }
+
   void control(const std::string& method, const std::string& path, const std::string& body,
                Poco::Net::HTTPServerResponse& resp) {
     try {
@@ -1684,6 +1739,9 @@ struct Simulator::Impl {
         if (in->has("task_ms"))
           for (const auto& [k, v] : *in->getObject("task_ms"))
             options.task_ms[k] = v.convert<int>();
+        if (in->has("offline"))
+          for (const auto& [k, v] : *in->getObject("offline"))
+            if (!cluster->set_offline(k, v.convert<bool>())) throw ApiFail{400, "no node " + k, {}};
         if (in->has("locks")) {
           for (const auto& [k, v] : *in->getObject("locks")) {
             Container* ct = find(std::stoi(k));
@@ -1708,9 +1766,10 @@ struct Simulator::Impl {
     }
   }
 
-  void add_template(int vmid) {
+  void add_template(int vmid, const std::string& node, const std::string& storage) {
     Container ct;
     ct.vmid = vmid;
+    ct.node = node;
     ct.created = Clock::now() - std::chrono::hours(1);
     ct.config = {
         {"arch", "amd64"},
@@ -1721,13 +1780,22 @@ struct Simulator::Impl {
         {"memory", "512"},
         {"net0", "name=eth0,bridge=vmbr1,firewall=1,hwaddr=" + random_mac() + ",ip=dhcp,type=veth"},
         {"ostype", "debian"},
-        {"rootfs", "local-lvm:base-" + std::to_string(vmid) + "-disk-0,size=8G"},
+        {"rootfs", storage + ":base-" + std::to_string(vmid) + "-disk-0,size=8G"},
         {"swap", "512"},
         {"tags", "pve-sandbox-template"},
         {"template", "1"},
         {"unprivileged", "1"},
     };
     cts[vmid] = std::move(ct);
+    backend->place(vmid, node);
+  }
+
+  void add_templates() {
+    for (const auto& node : cluster->nodes())
+      for (int vmid : node.templates) add_template(vmid, node.name, kLocalStorage);
+    for (const auto& shared : options.shared_templates)
+      add_template(shared.vmid, shared.node.empty() ? cluster->first_node() : shared.node,
+                   kSharedStorage);
   }
 };
 
@@ -1776,11 +1844,13 @@ pvs::Result<std::unique_ptr<Simulator>> Simulator::start(Options options) {
   impl->options = options;
   if (auto cidr = pvs::Cidr::parse(options.dhcp_cidr); !cidr)
     return pvs::fail(pvs::ErrorCode::kInvalidArgument, "bad --dhcp-cidr " + options.dhcp_cidr);
+  if (auto valid = validate_cluster(options); !valid) return pvs::fail(valid.error());
+  impl->cluster = std::make_unique<Cluster>(options);
   auto backend = make_backend(options);
   if (!backend) return pvs::fail(backend.error());
   impl->backend = std::move(*backend);
   if (auto made = impl->make_certificate(); !made) return pvs::fail(made.error());
-  for (int vmid : options.templates) impl->add_template(vmid);
+  impl->add_templates();
   for (const auto& pool : options.pools) impl->pools[pool] = {};
   for (const auto& [vmid, lock] : options.locks) {
     if (!impl->cts.count(vmid))
@@ -1881,6 +1951,13 @@ void Simulator::set_rrd_delay_ms(int ms) {
 void Simulator::set_task_ms(const std::string& type, int ms) {
   std::lock_guard lock(impl_->mutex);
   impl_->options.task_ms[type] = ms;
+}
+
+pvs::Status Simulator::set_node_offline(const std::string& node, bool offline) {
+  std::lock_guard guard(impl_->mutex);
+  if (!impl_->cluster->set_offline(node, offline))
+    return pvs::fail(pvs::ErrorCode::kNotFound, "no node " + node + " in the cluster");
+  return {};
 }
 
 pvs::Status Simulator::set_lock(int vmid, const std::string& lock) {

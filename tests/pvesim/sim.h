@@ -54,6 +54,28 @@ struct NetnsOptions {
   // namespace as `<dhcp_client> run <ifname>` (tests/pvesim/dhcp-client.sh), exit 0 once the
   // interface has its lease from whatever DHCP server serves the bridge.
   std::string dhcp_client;
+  // The network namespace (a name as in /run/netns/<name>) holding this node's bridge and the
+  // host ends of its CTs' veths; "" = the namespace pvesim runs in. Must exist.
+  std::string node_netns;
+};
+
+// One node of a simulated cluster (Options::nodes).
+struct NodeOptions {
+  std::string name;
+  std::vector<int> templates;           // template CTs on this node's local storage (local-lvm)
+  std::uint64_t maxmem = 64ull << 30;   // bytes
+  std::uint64_t base_mem = 2ull << 30;  // mem in use with no CT running (host, page cache)
+  int maxcpu = 16;
+  // The netns backend: this node's bridge, ns_prefix, node_netns, ... (complete: set
+  // authorized_keys etc. here too; Options::netns is not used for nodes).
+  NetnsOptions netns;
+};
+
+// A template CT whose rootfs is on the shared storage ("shared-rbd"): it can be cloned with
+// `target` to any node.
+struct SharedTemplate {
+  int vmid = 0;
+  std::string node;  // the node its config is on; "" = the first node
 };
 
 struct Options {
@@ -77,6 +99,10 @@ struct Options {
   bool nextid_as_number = false;  // answer nextid as a JSON number (real servers: a string)
   std::string backend = "model";  // "model" | "netns"
   NetnsOptions netns;
+  // A cluster behind one API endpoint (as pveproxy proxies for every node). Empty: one node
+  // made of `node`, `templates` and `netns`; else these nodes, and those three are ignored.
+  std::vector<NodeOptions> nodes;
+  std::vector<SharedTemplate> shared_templates;  // on storage "shared-rbd" (shared=1)
 };
 
 class Simulator {
@@ -109,6 +135,10 @@ class Simulator {
   void set_rrd_delay_ms(int ms);
   // A stuck lock on a container ("" removes it).
   pvs::Status set_lock(int vmid, const std::string& lock);
+  // Cuts a node from the API (also POST /_pvesim/faults {"offline":{"pve2":true}}): requests
+  // for /nodes/<node>/... answer 595 "No route to host", /cluster/resources and /nodes show it
+  // offline; its tasks and CTs keep running. kNotFound for a node not in the cluster.
+  pvs::Status set_node_offline(const std::string& node, bool offline);
 
   struct Impl;
 
