@@ -1,10 +1,14 @@
-// In-memory peers for unit tests of the Manager's logic (no root, no network): a Proxmox that
-// keeps containers as config maps and finishes every task at once, and an agent that keeps the
-// set and the bindings. Each can be told to fail a verb; everything they were asked is counted.
+// In-memory peers for unit tests of the Manager's logic (no root, no network): a Proxmox cluster
+// that keeps containers as config maps on nodes and finishes every task at once, and an agent
+// that keeps the set and the bindings. Each can be told to fail a verb (a node to be offline:
+// 595 for its paths); everything they were asked is counted.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -15,8 +19,32 @@ namespace pvs::test {
 class FakeProxmox final : public lifecycle::ProxmoxApi {
  public:
   explicit FakeProxmox(int template_vmid, std::string template_size = "8G") {
-    cts_[template_vmid] = {{"rootfs", "local-lvm:base-disk-0,size=" + template_size},
-                           {"template", "1"}};
+    add_template("pve", template_vmid, template_size);
+  }
+
+  // A node (with 64 GiB, 2 GiB used) and a template on it; `shared`: on shared storage.
+  void add_template(const std::string& node, int vmid, const std::string& size = "8G",
+                    bool shared = false) {
+    std::lock_guard lock(mu_);
+    nodes_.try_emplace(node, NodeState{});
+    cts_[vmid] = {
+        {"rootfs", std::string(shared ? "rbd" : "local-lvm") + ":base-disk-0,size=" + size},
+        {"template", "1"}};
+    node_of_[vmid] = node;
+  }
+  void set_offline(const std::string& node, bool offline) {
+    std::lock_guard lock(mu_);
+    nodes_[node].offline = offline;
+  }
+  void set_node_memory(const std::string& node, std::uint64_t total, std::uint64_t used) {
+    std::lock_guard lock(mu_);
+    nodes_[node].maxmem = total;
+    nodes_[node].mem = used;
+  }
+  std::string node_of(int vmid) const {
+    std::lock_guard lock(mu_);
+    auto it = node_of_.find(vmid);
+    return it == node_of_.end() ? "" : it->second;
   }
 
   std::map<int, pve::Config> containers() const {
@@ -35,10 +63,37 @@ class FakeProxmox final : public lifecycle::ProxmoxApi {
   pve::Result<std::string> call(std::string_view, std::string_view, const pve::Params&) override {
     return std::string("[]");  // /version, active tasks: none
   }
-  pve::Result<std::vector<pve::ContainerStatus>> list_containers(std::string_view) override {
+  pve::Result<std::vector<pve::ClusterResource>> resources(std::string_view type) override {
     std::lock_guard lock(mu_);
+    std::vector<pve::ClusterResource> out;
+    for (auto& [name, n] : nodes_) {
+      if (type != "node") break;
+      pve::ClusterResource r;
+      r.type = "node";
+      r.id = "node/" + name;
+      r.node = name;
+      r.status = n.offline ? "offline" : "online";
+      r.maxmem = n.maxmem;
+      r.mem = n.mem;
+      out.push_back(r);
+    }
+    for (auto& [vmid, c] : cts_) {
+      if (type != "vm") break;
+      pve::ClusterResource r;
+      r.type = "lxc";
+      r.vmid = vmid;
+      r.node = node_of_.at(vmid);
+      r.is_template = c.count("template") > 0;
+      out.push_back(r);
+    }
+    return out;
+  }
+  pve::Result<std::vector<pve::ContainerStatus>> list_containers(std::string_view node) override {
+    std::lock_guard lock(mu_);
+    if (auto e = unreachable(node)) return *e;
     std::vector<pve::ContainerStatus> out;
     for (auto& [vmid, c] : cts_) {
+      if (node_of_.at(vmid) != node) continue;
       pve::ContainerStatus s;
       s.vmid = vmid;
       s.is_template = c.count("template") > 0;
@@ -47,28 +102,40 @@ class FakeProxmox final : public lifecycle::ProxmoxApi {
     }
     return out;
   }
-  pve::Result<std::string> clone(std::string_view, const pve::CloneRequest& r) override {
+  pve::Result<std::string> clone(std::string_view node, const pve::CloneRequest& r) override {
     std::lock_guard lock(mu_);
     ++calls_["clone"];
+    if (auto e = unreachable(node)) return *e;
+    if (!r.target.empty()) {
+      if (auto e = unreachable(r.target)) return *e;
+    }
     if (cts_.count(r.new_vmid)) return error(pve::ErrorKind::kAlreadyExists, "exists");
+    if (!here(node, r.source_vmid)) return error(pve::ErrorKind::kNotFound, "does not exist");
     auto c = cts_.at(r.source_vmid);
+    if (!r.target.empty() && c["rootfs"].rfind("rbd:", 0) != 0)
+      return error(pve::ErrorKind::kServer, "can't clone to another node (local storage)");
     c.erase("template");
     c["hostname"] = r.hostname;
     c["description"] = r.description;
     cts_[r.new_vmid] = c;
+    node_of_[r.new_vmid] = r.target.empty() ? std::string(node) : r.target;
     return std::string("UPID:clone");
   }
-  pve::Result<pve::Config> config(std::string_view, int vmid) override {
+  pve::Result<pve::Config> config(std::string_view node, int vmid) override {
     std::lock_guard lock(mu_);
+    if (auto e = unreachable(node)) return *e;
     auto it = cts_.find(vmid);
-    if (it == cts_.end()) return error(pve::ErrorKind::kNotFound, "does not exist");
+    if (it == cts_.end() || !here(node, vmid))
+      return error(pve::ErrorKind::kNotFound, "does not exist");
     return it->second;
   }
-  pve::Status update_config(std::string_view, int vmid, const pve::Params& changes) override {
+  pve::Status update_config(std::string_view node, int vmid, const pve::Params& changes) override {
     std::lock_guard lock(mu_);
     ++calls_["configure"];
+    if (auto e = unreachable(node)) return *e;
     auto it = cts_.find(vmid);
-    if (it == cts_.end()) return error(pve::ErrorKind::kNotFound, "does not exist");
+    if (it == cts_.end() || !here(node, vmid))
+      return error(pve::ErrorKind::kNotFound, "does not exist");
     for (auto& [k, v] : changes) it->second[k] = v;
     return {};
   }
@@ -78,32 +145,39 @@ class FakeProxmox final : public lifecycle::ProxmoxApi {
     ++calls_["resize"];
     return std::string("UPID:resize");
   }
-  pve::Result<std::string> start(std::string_view, int vmid) override {
+  pve::Result<std::string> start(std::string_view node, int vmid) override {
     std::lock_guard lock(mu_);
     ++calls_["start"];
+    if (auto e = unreachable(node)) return *e;
     if (fail_start) return error(pve::ErrorKind::kServer, "start refused");
     running_.insert(vmid);
     return std::string("UPID:start");
   }
-  pve::Result<std::string> stop(std::string_view, int vmid) override {
+  pve::Result<std::string> stop(std::string_view node, int vmid) override {
     std::lock_guard lock(mu_);
-    if (!cts_.count(vmid)) return error(pve::ErrorKind::kNotFound, "does not exist");
+    if (auto e = unreachable(node)) return *e;
+    if (!cts_.count(vmid) || !here(node, vmid))
+      return error(pve::ErrorKind::kNotFound, "does not exist");
     if (!running_.erase(vmid)) return error(pve::ErrorKind::kNotRunning, "not running");
     return std::string("UPID:stop");
   }
-  pve::Result<pve::ContainerStatus> status(std::string_view, int vmid) override {
+  pve::Result<pve::ContainerStatus> status(std::string_view node, int vmid) override {
     std::lock_guard lock(mu_);
-    if (!cts_.count(vmid)) return error(pve::ErrorKind::kNotFound, "does not exist");
+    if (auto e = unreachable(node)) return *e;
+    if (!cts_.count(vmid) || !here(node, vmid))
+      return error(pve::ErrorKind::kNotFound, "does not exist");
     pve::ContainerStatus s;
     s.vmid = vmid;
     s.status = running_.count(vmid) ? "running" : "stopped";
     return s;
   }
-  pve::Result<std::string> destroy(std::string_view, int vmid,
+  pve::Result<std::string> destroy(std::string_view node, int vmid,
                                    const pve::DestroyOptions&) override {
     std::lock_guard lock(mu_);
     ++calls_["destroy"];
-    if (!cts_.erase(vmid)) return error(pve::ErrorKind::kNotFound, "does not exist");
+    if (auto e = unreachable(node)) return *e;
+    if (!here(node, vmid) || !cts_.erase(vmid))
+      return error(pve::ErrorKind::kNotFound, "does not exist");
     return std::string("UPID:destroy");
   }
   pve::Result<std::vector<pve::Snapshot>> snapshots(std::string_view, int) override {
@@ -131,11 +205,28 @@ class FakeProxmox final : public lifecycle::ProxmoxApi {
   bool fail_start = false;
 
  private:
+  struct NodeState {
+    bool offline = false;
+    std::uint64_t maxmem = 64ull << 30, mem = 2ull << 30;
+  };
   static tl::unexpected<Error> error(pve::ErrorKind kind, std::string message) {
     return tl::unexpected<Error>(pve::make_error(kind, 500, std::move(message)));
   }
+  // mu_ held: pveproxy's answer for an offline node's paths.
+  std::optional<tl::unexpected<Error>> unreachable(std::string_view node) const {
+    auto it = nodes_.find(std::string(node));
+    if (it != nodes_.end() && !it->second.offline) return std::nullopt;
+    return tl::unexpected<Error>(
+        pve::make_error(pve::ErrorKind::kTransport, 595, "No route to host"));
+  }
+  bool here(std::string_view node, int vmid) const {
+    auto it = node_of_.find(vmid);
+    return it != node_of_.end() && it->second == node;
+  }
 
   mutable std::mutex mu_;
+  std::map<std::string, NodeState> nodes_;
+  std::map<int, std::string> node_of_;
   std::map<int, pve::Config> cts_;
   std::set<int> running_;
   std::map<std::string, int> calls_;
@@ -150,25 +241,26 @@ class FakeAgent final : public lifecycle::AgentApi {
 
   Status allow(Ipv4Address a, std::uint32_t) override {
     std::lock_guard lock(mu_);
-    if (fail_allow) return fail(ErrorCode::kUnavailable, "allow refused");
+    if (down || fail_allow) return fail(ErrorCode::kUnavailable, "allow refused");
     set_.insert(a);
     return {};
   }
   Status revoke(Ipv4Address a) override {
     std::lock_guard lock(mu_);
-    if (fail_revoke) return fail(ErrorCode::kUnavailable, "revoke refused");
+    if (down || fail_revoke) return fail(ErrorCode::kUnavailable, "revoke refused");
     set_.erase(a);
     return {};
   }
   Result<std::uint64_t> sync(const std::vector<proto::Grant>& grants) override {
     std::lock_guard lock(mu_);
-    if (fail_sync) return fail(ErrorCode::kUnavailable, "sync refused");
+    if (down || fail_sync) return fail(ErrorCode::kUnavailable, "sync refused");
     set_.clear();
     for (auto& g : grants) set_.insert(g.address);
     return set_.size();
   }
   Status bind(const proto::Binding& b) override {
     std::lock_guard lock(mu_);
+    if (down) return fail(ErrorCode::kUnavailable, "agent down");
     bound_[b.port] = b;
     return {};
   }
@@ -179,14 +271,22 @@ class FakeAgent final : public lifecycle::AgentApi {
   }
   Result<std::vector<proto::Binding>> bindings() override {
     std::lock_guard lock(mu_);
+    if (down) return fail(ErrorCode::kUnavailable, "agent down");
     std::vector<proto::Binding> out;
     for (auto& [port, b] : bound_) out.push_back(b);
     return out;
   }
-  Result<proto::StatusFields> status() override { return proto::StatusFields{}; }
-  Status hello() override { return {}; }
+  Result<proto::StatusFields> status() override {
+    if (down) return fail(ErrorCode::kUnavailable, "agent down");
+    return proto::StatusFields{};
+  }
+  Status hello() override {
+    if (down) return fail(ErrorCode::kUnavailable, "agent down");
+    return {};
+  }
   std::uint64_t connections() const override { return 1; }
 
+  std::atomic<bool> down{false};  // every verb fails (kUnavailable)
   bool fail_allow = false, fail_revoke = false, fail_sync = false;
 
  private:

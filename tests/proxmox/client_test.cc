@@ -151,13 +151,13 @@ TEST_F(ClientTest, ShutdownAndForcedDestroyOfRunningContainer) {
 
 TEST_F(ClientTest, ClonesFromOneTemplateAreSerialized) {
   sim_->set_task_ms("vzclone", 2000);  // long enough for the checks below on a busy machine
-  CloneRequest first{kTemplate, 130, "a", "", "", "", "", std::nullopt};
+  CloneRequest first{kTemplate, 130, "a", "", "", "", "", std::nullopt, ""};
   auto upid = client_->clone(kNode, first);
   ASSERT_TRUE(upid);
   // The template holds lock 'disk', the new CT lock 'create', until the task ends.
   EXPECT_EQ(client_->config(kNode, kTemplate)->at("lock"), "disk");
   EXPECT_EQ(client_->status(kNode, 130)->lock, "create");
-  CloneRequest second{kTemplate, 131, "b", "", "", "", "", std::nullopt};
+  CloneRequest second{kTemplate, 131, "b", "", "", "", "", std::nullopt, ""};
   auto refused = client_->clone(kNode, second);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().proxmox->kind, ErrorKind::kLocked);
@@ -174,18 +174,18 @@ TEST_F(ClientTest, ClonesFromOneTemplateAreSerialized) {
   ASSERT_TRUE(client_->wait_task(*upid));
   EXPECT_EQ(client_->config(kNode, kTemplate)->count("lock"), 0u);
   EXPECT_EQ(client_->status(kNode, 130)->lock, "");
-  auto exists = client_->clone(kNode, CloneRequest{kTemplate, 130, "", "", "", "", "", {}});
+  auto exists = client_->clone(kNode, CloneRequest{kTemplate, 130, "", "", "", "", "", {}, ""});
   ASSERT_FALSE(exists);
   EXPECT_EQ(exists.error().proxmox->kind, ErrorKind::kAlreadyExists);
   EXPECT_EQ(exists.error().message, "CT 130 already exists on node 'pve'");
 }
 
 TEST_F(ClientTest, CloneIntoMissingPoolIsPermissionDenied) {
-  auto r = client_->clone(kNode, CloneRequest{kTemplate, 140, "", "", "nopool", "", "", {}});
+  auto r = client_->clone(kNode, CloneRequest{kTemplate, 140, "", "", "nopool", "", "", {}, ""});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kPermissionDenied);
   EXPECT_EQ(r.error().proxmox->http_status, 403);
-  auto missing = client_->clone(kNode, CloneRequest{555, 141, "", "", "", "", "", {}});
+  auto missing = client_->clone(kNode, CloneRequest{555, 141, "", "", "", "", "", {}, ""});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().proxmox->kind, ErrorKind::kNotFound);
 }
@@ -256,7 +256,8 @@ TEST_F(ClientTest, InvalidParametersCarryTheErrorMap) {
             "property is not defined in schema and the schema does not allow additional "
             "properties");
   EXPECT_NE(e.proxmox->param_errors.at("net0").find("invalid format"), std::string::npos);
-  auto clone = client_->clone(kNode, CloneRequest{kTemplate, 99, "bad_name", "", "", "", "", {}});
+  auto clone =
+      client_->clone(kNode, CloneRequest{kTemplate, 99, "bad_name", "", "", "", "", {}, ""});
   ASSERT_FALSE(clone);
   EXPECT_EQ(clone.error().proxmox->param_errors.count("newid"), 1u);
   EXPECT_EQ(clone.error().proxmox->param_errors.count("hostname"), 1u);
@@ -425,7 +426,8 @@ TEST_F(ClientTest, TaskFailureSurfacesTheLog) {
 
 TEST_F(ClientTest, FailedCloneLeavesNothingBehind) {
   sim_->set_fail_task("vzclone", "storage error");
-  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 230, "", "", "sandboxes", "", "", {}});
+  auto upid =
+      client_->clone(kNode, CloneRequest{kTemplate, 230, "", "", "sandboxes", "", "", {}, ""});
   ASSERT_TRUE(upid);
   auto done = client_->wait_task(*upid);
   ASSERT_FALSE(done);
@@ -437,7 +439,7 @@ TEST_F(ClientTest, FailedCloneLeavesNothingBehind) {
 
 TEST_F(ClientTest, WaitTaskDeadline) {
   sim_->set_task_ms("vzclone", 3000);
-  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 240, "", "", "", "", "", {}});
+  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 240, "", "", "", "", "", {}, ""});
   ASSERT_TRUE(upid);
   WaitOptions wait;
   wait.timeout = milliseconds(150);
@@ -525,7 +527,7 @@ TEST_F(ClientTest, WarningsAreSuccess) {
 }
 
 TEST_F(ClientTest, CloneTaskLogNamesTheVolume) {
-  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 320, "", "", "", "", "", {}});
+  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 320, "", "", "", "", "", {}, ""});
   ASSERT_TRUE(upid);
   ASSERT_TRUE(client_->wait_task(*upid));
   auto log = client_->task_log(*upid);
@@ -667,14 +669,14 @@ TEST_F(ClientTest, MutationsAreRetriedOnlyOn595) {
   sim_->set_faults(
       {pvesim::FaultRule{"POST", "/nodes/{node}/lxc/{vmid}/clone", 595,
                          "Errors during connection establishment, proxy handshake", 1.0, 1}});
-  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 270, "", "", "", "", "", {}});
+  auto upid = client_->clone(kNode, CloneRequest{kTemplate, 270, "", "", "", "", "", {}, ""});
   ASSERT_TRUE(upid) << upid.error().to_string();
   EXPECT_EQ(sim_->count("POST", "/nodes/{node}/lxc/{vmid}/clone"), 2u);
   ASSERT_TRUE(client_->wait_task(*upid));
   // 596: the daemon may be executing it; a clone or a delete is never sent twice.
   sim_->set_faults({pvesim::FaultRule{"POST", "*", 596, "Connection timed out", 1.0, 1},
                     pvesim::FaultRule{"DELETE", "*", 596, "Connection timed out", 1.0, 1}});
-  auto second = client_->clone(kNode, CloneRequest{kTemplate, 271, "", "", "", "", "", {}});
+  auto second = client_->clone(kNode, CloneRequest{kTemplate, 271, "", "", "", "", "", {}, ""});
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().proxmox->kind, ErrorKind::kTransport);
   EXPECT_EQ(second.error().proxmox->attempts, 1);
@@ -701,7 +703,7 @@ TEST_F(ClientTest, ConnectFailuresAreRetriedAndAreTransport) {
   auto o = client_options();
   o.base_url = "https://127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
   auto client = make_client(o);
-  auto r = client->clone(kNode, CloneRequest{kTemplate, 280, "", "", "", "", "", {}});
+  auto r = client->clone(kNode, CloneRequest{kTemplate, 280, "", "", "", "", "", {}, ""});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().proxmox->kind, ErrorKind::kTransport);
   EXPECT_EQ(r.error().proxmox->http_status, 0);
@@ -756,7 +758,7 @@ TEST_F(ClientTest, ConcurrentClonesOfOneTemplate) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      auto r = client_->clone(kNode, CloneRequest{kTemplate, 400 + t, "", "", "", "", "", {}});
+      auto r = client_->clone(kNode, CloneRequest{kTemplate, 400 + t, "", "", "", "", "", {}, ""});
       if (r)
         ++accepted;
       else if (r.error().proxmox->kind == ErrorKind::kLocked)

@@ -75,7 +75,7 @@ TEST(PvesimBinary, FlagsInfoFileAndCleanExit) {
   ASSERT_TRUE(id) << id.error().to_string();
   EXPECT_EQ(*id, 100);
   EXPECT_EQ((*client)->requests_sent(), 2u);
-  auto locked = (*client)->clone("pve", {8000, 100, "x", "", "sb", "", "", std::nullopt});
+  auto locked = (*client)->clone("pve", {8000, 100, "x", "", "sb", "", "", std::nullopt, ""});
   ASSERT_FALSE(locked);
   EXPECT_EQ(locked.error().message, "CT is locked (backup)");
   std::string unlock;
@@ -85,7 +85,7 @@ TEST(PvesimBinary, FlagsInfoFileAndCleanExit) {
            R"({"locks":{"8000":""}})", "https://127.0.0.1:" + info["port"] + "/_pvesim/faults"},
           &unlock),
       0);
-  auto upid = (*client)->clone("pve", {8000, 100, "x", "", "sb", "", "", std::nullopt});
+  auto upid = (*client)->clone("pve", {8000, 100, "x", "", "sb", "", "", std::nullopt, ""});
   ASSERT_TRUE(upid) << upid.error().to_string();
   ASSERT_TRUE((*client)->wait_task(*upid));
   EXPECT_EQ((*client)->pool("sb")->members.size(), 1u);

@@ -60,6 +60,27 @@ struct ManagerAgentOptions {
   std::vector<std::string> command;          // not empty: spawn this relay instead
 };
 
+// One Proxmox node that hosts sandboxes (ManagerConfig::nodes). Each node has its own agent,
+// sandbox bridge and network (CIDRs of two nodes must not overlap: a controller routes to each
+// node's network through that node) and its template.
+struct NodeConfig {
+  std::string name;           // as Proxmox names it (/cluster/resources, /nodes/{node})
+  ManagerAgentOptions agent;  // its pve-sandbox-agent: the local socket, or a relay command
+  std::string bridge = "vmbr1";
+  Cidr sandbox_cidr;
+  Ipv4Address gateway;
+  std::vector<Cidr> reserved;
+  // A template on this node's own storage. 0: ManagerConfig::template_vmid, which then lives
+  // on shared storage and is cloned to this node with `target` (Proxmox refuses `target` for a
+  // template on local storage). Clones of one template are serial on Proxmox: one template per
+  // node gives one clone queue per node.
+  int template_vmid = 0;
+  int max_sandboxes = 0;       // live + being created on this node; 0: no limit of its own
+  int min_free_memory_mb = 0;  // what must stay free on the node after a new sandbox
+  Labels labels;               // matched by CreateOptions::node_selector
+  bool drained = false;        // start drained (Manager::drain changes it at run time)
+};
+
 // One profile of hot pool members (ManagerConfig::hot_pools).
 struct HotPoolProfile {
   std::string name;       // 1-32 of [a-z0-9-], unique among the profiles
@@ -73,21 +94,32 @@ struct HotPoolProfile {
 // A profile name: 1-32 of [a-z0-9-].
 bool valid_pool_profile_name(std::string_view name);
 
+struct ManagerConfig;
+// The nodes a Manager made from `config` uses: ManagerConfig::nodes with their templates
+// resolved, or the single node; kInvalidArgument for a bad name, a node named twice, a missing
+// template, bad labels or two sandbox networks that overlap (each names the nodes).
+Result<std::vector<NodeConfig>> cluster_nodes(const ManagerConfig& config);
+
 struct ManagerConfig {
   // Proxmox: where sandboxes live and what they are cloned from.
   pve::ClientOptions proxmox;
-  std::string node;       // the node that hosts the sandbox bridge and the agent
+  // A cluster: the nodes that host sandboxes. Empty: one node made of `node`, `agent`,
+  // `bridge`, `sandbox_cidr`, `gateway`, `reserved` and `template_vmid` below. A create goes to
+  // the node place() picks (online in /cluster/resources, agent reachable, not drained,
+  // labels, capacity; then the most free memory): see docs/architecture.md ("Cluster").
+  std::vector<NodeConfig> nodes;
+  std::string node;       // the single node: hosts the sandbox bridge and the agent
   int template_vmid = 0;  // an LXC template prepared by `pve-sandbox-setup template`
   std::string pool = "pve-sandbox";
   std::string storage;      // clone target storage; empty: the template's
   bool full_clone = false;  // linked clones are faster; full clones survive the template
-  // Stopped clones of the template kept ready (0: off). create() takes one instead of cloning,
-  // so the clone (serial per template on Proxmox) leaves the critical path; a background
+  // Stopped clones of the template kept ready, per node (0: off). create() takes one instead of
+  // cloning, so the clone (serial per template on Proxmox) leaves the critical path; a background
   // thread refills the pool. Pooled containers carry phase "pooled" and the template's VMID in
   // their description: a restart keeps them, a changed template or a smaller pool destroys them.
   int warm_pool = 0;
-  // Hot pools: per profile, `size` RUNNING clones, each bound at the agent (internet off) with
-  // its own SSH host key and a live, idle SSH connection. create() claims one with ONE config
+  // Hot pools: per profile and node, `size` RUNNING clones, each bound at the agent (internet off)
+  // with its own SSH host key and a live, idle SSH connection. create() claims one with ONE config
   // write (description with owner, labels and ttl; cores and memory as asked, hot-applied by
   // Proxmox) plus an ALLOW if internet is asked, and hands over the connection: nothing waits
   // on a Proxmox task. A profile serves a create that names no hostname (members booted as
@@ -163,6 +195,10 @@ struct CreateOptions {
   // is ready and fits). Empty: ManagerConfig::template_vmid, served by any fitting profile of
   // that template. An unknown name is kInvalidArgument.
   std::string profile;
+  // Cluster placement: a node to use (kInvalidArgument if unknown; kUnavailable if it cannot
+  // take the sandbox now, with the reason), and labels a node must have (all pairs).
+  std::string node;
+  Labels node_selector;
 };
 
 // What is known about a sandbox, as a value.
@@ -173,7 +209,9 @@ struct SandboxInfo {
   std::string hostname;
   std::optional<Ipv4Address> address;
   SandboxMetadata::Phase phase = SandboxMetadata::Phase::kCreating;
-  std::string status;  // Proxmox's "running" | "stopped" as last seen
+  // Proxmox's "running" | "stopped" as last seen; "unreachable" while its node is offline
+  // (the sandbox is kept, never destroyed on a guess; reconcile converges when it returns).
+  std::string status;
   bool internet = false;
   int cpus = 0;
   int memory_mb = 0;
@@ -272,6 +310,7 @@ struct ManagerStats {
 // One pool as Manager::pools() reports it (for operators: GET /v1/pools, metrics).
 struct PoolInfo {
   std::string name;  // the hot profile's name, or "warm" for the warm pool
+  std::string node;  // pools are per node
   bool hot = true;   // false: the warm pool (stopped clones)
   int template_vmid = 0;
   int cpus = 0, memory_mb = 0, disk_gb = 0;  // hot: the profile's (disk_gb 0: the template's)
@@ -283,6 +322,24 @@ struct PoolInfo {
   std::uint64_t refill_failures = 0;         // members that failed to be made
   std::uint64_t replaced = 0;  // members destroyed: failed a check, stopped or changed
   CallStats claim_latency;     // hot: create() calls it served, from call to return
+};
+
+// One node as Manager::nodes() reports it (for operators: GET /v1/nodes, metrics).
+struct NodeInfo {
+  std::string name;
+  bool online = false;    // /cluster/resources said "online" and its containers were listed
+  bool agent_ok = false;  // its agent answered the last ping
+  bool drained = false;   // no new sandboxes (Manager::drain)
+  std::string error;      // why it is offline or its agent is down; empty when both are fine
+  Labels labels;
+  std::string bridge;
+  Cidr sandbox_cidr;
+  int template_vmid = 0;
+  int sandboxes = 0;                          // live sandboxes on it
+  int creating = 0;                           // creates placed on it and in flight
+  int max_sandboxes = 0;                      // 0: no limit of its own
+  std::uint64_t mem_total = 0, mem_used = 0;  // bytes, from /cluster/resources (0: unknown)
+  std::uint64_t free_addresses = 0;           // in its sandbox network
 };
 
 struct Health {
@@ -310,8 +367,14 @@ class Manager {
   virtual Status reconcile() = 0;
   virtual Health health() = 0;
   virtual ManagerStats stats() const = 0;
-  // The hot pools in configuration order, then the warm pool if configured.
+  // The hot pools in configuration order, then the warm pool if configured; per node in the
+  // order of ManagerConfig::nodes.
   virtual std::vector<PoolInfo> pools() const = 0;
+  // The nodes in configuration order.
+  virtual std::vector<NodeInfo> nodes() const = 0;
+  // Drains a node (no new sandboxes or pool members on it; its sandboxes stay) or undrains it.
+  // kNotFound for an unknown node. Kept in memory: NodeConfig::drained says how it starts.
+  virtual Status drain(const std::string& node, bool drained) = 0;
 };
 
 }  // namespace pvs

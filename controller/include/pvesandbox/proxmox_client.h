@@ -112,6 +112,11 @@ struct ClusterResource {  // an item of GET /cluster/resources
   std::string node, status, name, pool, tags, lock;
   int vmid = 0;
   bool is_template = false;
+  std::string storage;                // type "lxc"/"qemu": absent; type "storage": its id
+  std::uint64_t mem = 0, maxmem = 0;  // bytes (nodes and guests)
+  double cpu = 0;                     // share of maxcpu in use
+  int maxcpu = 0;
+  std::int64_t uptime = 0;
 };
 
 struct TaskStatus {
@@ -161,6 +166,7 @@ struct CloneRequest {
   int new_vmid = 0;
   std::string hostname, description, pool, storage, snapname;
   std::optional<bool> full;  // unset: Proxmox's default (linked for templates)
+  std::string target;        // another node (the source must be on shared storage); "": the same
 };
 
 struct DestroyOptions {

@@ -30,19 +30,19 @@ Status ManagerCore::wait(const pve::Result<std::string>& upid, std::string_view 
   }
 }
 
-Status ManagerCore::write_description(int vmid, const SandboxMetadata& md) {
-  auto r = pve_.update_config(cfg_.node, vmid, {{"description", encode_description(md)}});
+Status ManagerCore::write_description(const Node& n, int vmid, const SandboxMetadata& md) {
+  auto r = pve_.update_config(n.cfg.name, vmid, {{"description", encode_description(md)}});
   if (!r) return fail(pve_error(r.error(), "write metadata"));
   return {};
 }
 
-Status ManagerCore::destroy_container(int vmid, const std::string& id) {
+Status ManagerCore::destroy_container(const Node& n, int vmid, const std::string& id) {
   // Stop and delete are safe to repeat (not running / not found count as done), so a failed
   // attempt is retried a few times before the reconciler has to take over.
   auto delay = milliseconds(50);
   Status r;
   for (int attempt = 0; attempt < 8; ++attempt) {
-    r = destroy_container_once(vmid, id);
+    r = destroy_container_once(n, vmid, id);
     if (r || r.error().code == ErrorCode::kPermissionDenied) return r;
     std::this_thread::sleep_for(delay);
     delay = std::min(delay * 2, milliseconds(1000));
@@ -50,8 +50,8 @@ Status ManagerCore::destroy_container(int vmid, const std::string& id) {
   return r;
 }
 
-Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
-  auto conf = pve_.config(cfg_.node, vmid);
+Status ManagerCore::destroy_container_once(const Node& n, int vmid, const std::string& id) {
+  auto conf = pve_.config(n.cfg.name, vmid);
   if (!conf) {
     if (conf.error().is(pve::ErrorKind::kNotFound)) return {};
     return fail(pve_error(conf.error(), "read config of " + std::to_string(vmid)));
@@ -63,7 +63,7 @@ Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
   if (!ours)
     return fail(ErrorCode::kPermissionDenied,
                 "container " + std::to_string(vmid) + " is not this sandbox's; left alone");
-  auto stop = pve_.stop(cfg_.node, vmid);
+  auto stop = pve_.stop(n.cfg.name, vmid);
   if (!stop) {
     auto k = pve::kind_of(stop.error());
     if (k == pve::ErrorKind::kNotFound) return {};
@@ -75,11 +75,11 @@ Status ManagerCore::destroy_container_once(int vmid, const std::string& id) {
   pve::DestroyOptions d;
   d.purge = true;
   d.destroy_unreferenced_disks = true;
-  auto del = pve_.destroy(cfg_.node, vmid, d);
+  auto del = pve_.destroy(n.cfg.name, vmid, d);
   if (!del && del.error().is(pve::ErrorKind::kNotFound)) return {};
   if (auto w = wait(del, "destroy"); !w) {
     // The task may have failed because the container is gone already.
-    auto again = pve_.status(cfg_.node, vmid);
+    auto again = pve_.status(n.cfg.name, vmid);
     if (!again && again.error().is(pve::ErrorKind::kNotFound)) return {};
     return w;
   }

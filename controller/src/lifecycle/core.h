@@ -10,6 +10,9 @@
 //   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL
 //   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
 //   helpers.cc    small pure helpers declared below
+//   nodes.cc      the cluster: node state, placement of a create, drain, node listing
+//   placement.*   the pure placement decision (filters and score)
+//   node.h        one node's state (its agent, addresses, health)
 //   peers.h/.cc   ProxmoxApi and AgentApi, their real implementations, call timing
 #pragma once
 
@@ -32,6 +35,7 @@
 #include "clone_queue.h"
 #include "id_pool.h"
 #include "manager_testing.h"
+#include "node.h"
 #include "peers.h"
 #include "pvesandbox/common/mac_address.h"
 #include "pvesandbox/manager.h"
@@ -70,10 +74,11 @@ class ManagerCore;
 
 class SandboxImpl final : public Sandbox {
  public:
-  SandboxImpl(std::shared_ptr<ManagerCore> core, SandboxMetadata md, std::string hostname, int cpus,
-              int memory_mb, int disk_gb, proto::Binding binding)
+  SandboxImpl(std::shared_ptr<ManagerCore> core, Node& node, SandboxMetadata md,
+              std::string hostname, int cpus, int memory_mb, int disk_gb, proto::Binding binding)
       : Sandbox(md.id),
         core_(std::move(core)),
+        node_(node),
         md_(std::move(md)),
         hostname_(std::move(hostname)),
         cpus_(cpus),
@@ -111,6 +116,8 @@ class SandboxImpl final : public Sandbox {
     return md_;
   }
   int vmid() const { return md_.vmid; }  // never changes
+  Node& node() const { return node_; }
+  int memory_mb() const { return memory_mb_; }
   Ipv4Address address() const { return *md_.address; }
   const proto::Binding& binding() const { return binding_; }
   void set_status(std::string s) {
@@ -145,6 +152,7 @@ class SandboxImpl final : public Sandbox {
   Status write_metadata(const SandboxMetadata& md);
 
   std::shared_ptr<ManagerCore> core_;
+  Node& node_;
   mutable std::mutex mu_;
   std::mutex op_mu_;
   SandboxMetadata md_;
@@ -158,18 +166,8 @@ class SandboxImpl final : public Sandbox {
 
 class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
  public:
-  ManagerCore(ManagerConfig config, TestPeers peers, std::unique_ptr<AddressPool> addresses)
-      : cfg_(std::move(config)),
-        hook_(std::move(peers.fault_hook)),
-        pve_(std::move(peers.proxmox)),
-        agent_(std::move(peers.agent)),
-        vmids_(cfg_.vmid_min, cfg_.vmid_max),
-        addrs_(std::move(addresses)) {
-    for (auto p : cfg_.hot_pools) {
-      if (p.template_vmid == 0) p.template_vmid = cfg_.template_vmid;
-      hot_.emplace_back().p = std::move(p);
-    }
-  }
+  // `nodes`: one per ManagerConfig::nodes entry (or the single node), in that order.
+  ManagerCore(ManagerConfig config, TestPeers peers, std::vector<std::unique_ptr<Node>> nodes);
 
   ~ManagerCore() { stop_background(); }
 
@@ -182,13 +180,21 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status destroy_by_id(const std::string& id);
   Status destroy(SandboxImpl& sandbox);
   Status reconcile();
+  int nodes_reached() const { return nodes_reached_; }
   Health health();
   ManagerStats stats() const;
 
-  Status grant(Ipv4Address address);
-  Status ungrant(Ipv4Address address);
+  Status grant(Node& node, Ipv4Address address);
+  Status ungrant(Node& node, Ipv4Address address);
   Status wait(const pve::Result<std::string>& upid, std::string_view what);
-  Status write_description(int vmid, const SandboxMetadata& md);
+  Status write_description(const Node& node, int vmid, const SandboxMetadata& md);
+  // nodes.cc
+  std::vector<NodeInfo> nodes() const;
+  Status drain(const std::string& name, bool drained);
+  // Refreshes every node's status and memory from /cluster/resources.
+  Status refresh_nodes();
+  // Where each node's template lives (a template on another node is cloned with `target`).
+  Status locate_templates();
 
   void start_background();
   void start_pool();  // the warm pool's refill thread (if warm_pool > 0), the hot pools'
@@ -206,6 +212,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // create.cc
   struct Step {  // rollback bookkeeping of one create
     std::string id;
+    Node* node = nullptr;  // where it is made
     std::optional<Ipv4Address> address;
     int vmid = 0;
     bool container_maybe = false;  // a clone was sent: the container may exist
@@ -214,13 +221,21 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     bool granted = false;
     std::shared_ptr<SshSession> ssh;
     std::string host_key;   // the sandbox's own host key, once replaced
-    int template_vmid = 0;  // what to clone (0: cfg_.template_vmid)
+    int template_vmid = 0;  // what to clone (0: the node's template)
   };
+  // nodes.cc: picks the node for a create (among `only` if not empty) and reserves its place
+  // and memory there; unreserve() gives them back (`made`: the sandbox now counts as used).
+  Result<Node*> place_create(const CreateOptions& options, const std::set<const Node*>& only);
+  void unreserve(Node& node, std::uint64_t memory, bool made);
+  Node* find_node(std::string_view name) const;
   Status validate(const CreateOptions& options);
   // The template's disk in GiB (0 when options.disk_gb is 0); kInvalidArgument if larger.
-  Result<double> template_disk(const CreateOptions& options, int template_vmid);
+  Result<double> template_disk(const CreateOptions& options, const Node& node, int template_vmid);
+  // The node that holds a template (cloned to other nodes with `target`); `node` if unknown.
+  std::string template_home(int template_vmid, const Node& node) const;
   SandboxMetadata new_metadata(const Step& step, const CreateOptions& options) const;
-  int template_for(const CreateOptions& options) const;  // the profile's, or the default
+  // The profile's template, or the node's (0 for an unknown profile).
+  int template_for(const CreateOptions& options, const Node& node) const;
   Result<std::shared_ptr<SandboxImpl>> create_cold(Step& step, const CreateOptions& options);
   Result<std::shared_ptr<SandboxImpl>> build(Step& step, const CreateOptions& options,
                                              double template_gib);
@@ -241,12 +256,15 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   struct Pooled {
     int vmid;
     std::string id;  // the id in its description
+    Node* node;
   };
-  std::optional<Pooled> take_pooled();  // marks the VMID busy
-  Status fill_pool_once();
+  std::optional<Pooled> take_pooled(const Node& node);  // marks the VMID busy
+  Status fill_pool_once(Node& node);
+  int pooled_on(const Node& node) const;  // mu_ held
   void pool_loop();
   // hot_pool.cc: the hot pools (under mu_ unless said).
   struct HotMember {
+    Node* node = nullptr;
     int vmid = 0;
     std::string id;  // "pool-..." in its description
     proto::Binding binding;
@@ -255,8 +273,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::string digest;               // its config's digest once ready: a claim writes with it
     int cpus = 0, memory_mb = 0, disk_gb = 0;
   };
-  struct HotProfile {
+  struct HotProfile {  // one profile on one node
     HotPoolProfile p;  // template_vmid resolved
+    Node* node = nullptr;
     std::deque<HotMember> ready;
     int filling = 0;
     int disk_gb = 0;                 // the members' disk, once one was made (0: unknown)
@@ -265,12 +284,15 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::uint64_t claims = 0, misses = 0, refill_failures = 0, replaced = 0;
     std::shared_ptr<LatencyRecorder> claim_latency = std::make_shared<LatencyRecorder>();
   };
-  // The profile that may serve `options` (-1: none); `ready`: only one with a member ready.
-  int hot_profile_for(const CreateOptions& options, bool ready) const;
-  // A connected member of a profile that serves `options` (its VMID marked busy); a member
-  // found disconnected goes to the discard list. A miss is counted on the first fitting
+  // The profile on `node` that may serve `options` (-1: none); `ready`: only one with a member
+  // ready.
+  int hot_profile_for(const CreateOptions& options, const Node& node, bool ready) const;
+  // Nodes with a ready member that serves `options` (mu_ held).
+  std::set<const Node*> hot_nodes(const CreateOptions& options) const;
+  // A connected member on `node` of a profile that serves `options` (its VMID marked busy); a
+  // member found disconnected goes to the discard list. A miss is counted on the first fitting
   // profile.
-  std::optional<HotMember> take_hot(const CreateOptions& options, int* profile);
+  std::optional<HotMember> take_hot(const CreateOptions& options, const Node& node, int* profile);
   Result<std::shared_ptr<SandboxImpl>> claim(Step& step, const CreateOptions& options,
                                              const HotMember& member);
   Status fill_hot_once(int profile);      // not under mu_
@@ -280,20 +302,22 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void check_hot_members();              // mu_ held: disconnected members to the discard list
   bool claimed_or_busy(int vmid) const;  // mu_ held
   // hot_keep.cc (reconcile): false: destroy it as an orphan.
-  bool keep_hot(const pve::ContainerStatus& ct, const pve::Config& conf, const SandboxMetadata& md);
-  std::optional<HotMember> adoptable_member(const pve::ContainerStatus& ct, const pve::Config& conf,
-                                            const SandboxMetadata& md, int* profile);
+  bool keep_hot(Node& node, const pve::ContainerStatus& ct, const pve::Config& conf,
+                const SandboxMetadata& md);
+  std::optional<HotMember> adoptable_member(Node& node, const pve::ContainerStatus& ct,
+                                            const pve::Config& conf, const SandboxMetadata& md,
+                                            int* profile);
   // container.cc. Stops and purges a container if it is ours (description id == id, or unreadable
   // marker when id is empty). kNotFound from Proxmox is success.
-  Status destroy_container(int vmid, const std::string& id);
-  Status destroy_container_once(int vmid, const std::string& id);
+  Status destroy_container(const Node& node, int vmid, const std::string& id);
+  Status destroy_container_once(const Node& node, int vmid, const std::string& id);
   // egress.cc
-  Status bind(const proto::Binding& binding);
-  void unbind(const std::string& port);
-  void quarantine(Ipv4Address address);  // agent_mu_ held
-  // Makes the agent's set exactly granted_ (renewing every lease), its bindings exactly
-  // bound_, and frees quarantined addresses that the set no longer holds.
-  Status sync_agent(const std::set<std::string>& keep_ports = {});
+  Status bind(Node& node, const proto::Binding& binding);
+  void unbind(Node& node, const std::string& port);
+  void quarantine(Node& node, Ipv4Address address);  // node.agent_mu held
+  // Makes the node agent's set exactly node.granted (renewing every lease), its bindings
+  // exactly node.bound, and frees quarantined addresses that the set no longer holds.
+  Status sync_agent(Node& node, const std::set<std::string>& keep_ports = {});
   // ssh_ready.cc: waits until the sandbox at `address` runs a command over SSH (verified by the
   // configured policy: the template's key), gives it its own host key
   // (per_sandbox_host_keys), and returns a connected session pinned to the key it has now;
@@ -324,18 +348,23 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     bool busy_task = false;
   };
   struct Scan {
+    Node* node = nullptr;
     std::vector<Orphan> orphans;
     std::vector<std::shared_ptr<SandboxImpl>> expired;
     std::set<int> present;  // VMIDs of the listing in our range
   };
   Status scan_container(const pve::ContainerStatus& ct, std::int64_t now, Scan& scan);
-  bool keep_pooled(const pve::ContainerStatus& ct, const pve::Config& conf,
+  bool keep_pooled(Node& node, const pve::ContainerStatus& ct, const pve::Config& conf,
                    const SandboxMetadata& md);
-  void adopt(const pve::ContainerStatus& ct, const pve::Config& conf, const SandboxMetadata& md);
-  void forget_vanished(const std::set<std::string>& registered_before,
+  void adopt(Node& node, const pve::ContainerStatus& ct, const pve::Config& conf,
+             const SandboxMetadata& md);
+  Status reconcile_node(Node& node);
+  void mark_unreachable(Node& node, const std::string& why);
+  void forget_vanished(Node& node, const std::set<std::string>& registered_before,
                        const std::set<int>& pooled_before, const std::set<int>& present);
-  void forget_vanished_members(const std::set<int>& hot_before, const std::set<int>& present);
-  std::set<std::string> busy_orphans(std::vector<Orphan>& orphans);
+  void forget_vanished_members(Node& node, const std::set<int>& hot_before,
+                               const std::set<int>& present);
+  std::set<std::string> busy_orphans(const Node& node, std::vector<Orphan>& orphans);
   Status reap(Scan& scan, bool synced);
 
   void loop();
@@ -344,9 +373,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   const ManagerConfig cfg_;
   const FaultHook hook_;
   TimedPve pve_;
-  TimedAgent agent_;
+  const std::vector<std::unique_ptr<Node>> nodes_;
   VmidPool vmids_;
-  std::unique_ptr<AddressPool> addrs_;
 
   mutable std::mutex mu_;  // registry_, busy_vmids_, inflight_, stats_
   std::map<std::string, std::shared_ptr<SandboxImpl>> registry_;
@@ -357,20 +385,16 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
   bool pool_stop_ = false;
   std::thread pool_thread_;
-  std::vector<HotProfile> hot_;        // one per cfg_.hot_pools entry, same order
+  std::vector<HotProfile> hot_;        // per cfg_.hot_pools entry (in order), per node (in order)
   std::deque<HotMember> hot_discard_;  // members to destroy (their VMIDs busy)
   std::condition_variable hot_cv_;     // with mu_: a member taken or discarded, or stop
   std::vector<std::thread> hot_threads_;
 
-  std::mutex agent_mu_;  // granted_, bound_, quarantine_; held around agent calls
-  std::set<Ipv4Address> granted_;
-  std::map<std::string, proto::Binding> bound_;
-  std::set<Ipv4Address> quarantine_;
-  std::atomic<std::size_t> quarantined_{0};  // quarantine_.size(), readable without agent_mu_
-
+  std::map<int, std::string> template_nodes_;  // template VMID -> its node (under mu_)
   // Clones of one template are serial on Proxmox: queued here, per template (under mu_).
   std::map<int, std::unique_ptr<CloneQueue>> clone_queues_;
   std::mutex reconcile_mu_;
+  std::atomic<int> nodes_reached_{0};  // nodes the last reconcile reached (Proxmox and agent)
 
   std::thread thread_;
   std::mutex loop_mu_;

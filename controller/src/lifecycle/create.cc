@@ -13,19 +13,20 @@ Status ManagerCore::rollback(Step& s) {
   Status result;
   bool address_clean = true;
   if (s.ssh) s.ssh->close();
+  Node& n = *s.node;
   if (s.granted) {
-    if (auto r = ungrant(*s.address); !r) {
+    if (auto r = ungrant(n, *s.address); !r) {
       address_clean = false;
       result = r;
     }
   }
-  if (!s.port.empty()) unbind(s.port);
+  if (!s.port.empty()) unbind(n, s.port);
   bool container_gone = true;
   if (s.container_maybe) {
-    auto r = destroy_container(s.vmid, s.container_id.empty() ? s.id : s.container_id);
+    auto r = destroy_container(n, s.vmid, s.container_id.empty() ? s.id : s.container_id);
     // A configure that failed in transport may still have written our description.
     if (!r && r.error().code == ErrorCode::kPermissionDenied && !s.container_id.empty())
-      r = destroy_container(s.vmid, s.id);
+      r = destroy_container(n, s.vmid, s.id);
     if (!r) {
       // Left with phase "creating" in its description: the reconciler destroys it.
       container_gone = false;
@@ -38,7 +39,9 @@ Status ManagerCore::rollback(Step& s) {
     if (container_gone) vmids_.release(static_cast<std::uint32_t>(s.vmid));
     busy(s.vmid, false);
   }
-  if (s.address && address_clean) addrs_->release(*s.address);
+  // A container left behind keeps its address until the reconciler destroyed it (it may run
+  // with it, e.g. on a node that went offline mid-create).
+  if (s.address && address_clean && container_gone) n.addrs->release(*s.address);
   return result;
 }
 
@@ -55,23 +58,28 @@ Status ManagerCore::validate(const CreateOptions& o) {
                 "disk_gb must be 0.." + std::to_string(cfg_.max_disk_gb));
   if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
     return fail(ErrorCode::kInvalidArgument, "ttl out of range");
-  if (!o.profile.empty() && template_for(o) == 0)
+  if (!o.profile.empty() && template_for(o, *nodes_.front()) == 0)
     return fail(ErrorCode::kInvalidArgument, "no hot pool profile " + quoted(o.profile, 40));
+  if (!o.node.empty() && !find_node(o.node))
+    return fail(ErrorCode::kInvalidArgument, "no node " + quoted(o.node, 64) + " in the cluster");
+  if (auto v = validate_labels(o.node_selector); !v)
+    return fail(ErrorCode::kInvalidArgument, "node_selector: " + v.error().message);
   if (auto v = validate_labels(o.labels); !v) return fail(v.error());
   return {};
 }
 
-int ManagerCore::template_for(const CreateOptions& o) const {
-  if (o.profile.empty()) return cfg_.template_vmid;
+int ManagerCore::template_for(const CreateOptions& o, const Node& n) const {
+  if (o.profile.empty()) return n.cfg.template_vmid;
   for (auto& h : hot_)
-    if (h.p.name == o.profile) return h.p.template_vmid;
+    if (h.p.name == o.profile && h.node == &n) return h.p.template_vmid;
   return 0;
 }
 
 // A disk only grows: a smaller one is the caller's mistake, said before anything is cloned.
-Result<double> ManagerCore::template_disk(const CreateOptions& o, int template_vmid) {
+Result<double> ManagerCore::template_disk(const CreateOptions& o, const Node& n,
+                                          int template_vmid) {
   if (o.disk_gb == 0) return 0.0;
-  auto t = pve_.config(cfg_.node, template_vmid);
+  auto t = pve_.config(template_home(template_vmid, n), template_vmid);
   if (!t) return fail(pve_error(t.error(), "template config"));
   double template_gib = t->count("rootfs") ? size_gib(t->at("rootfs")) : 0;
   if (o.disk_gb < template_gib) {
@@ -115,15 +123,34 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     }
   } inflight_guard{this};
 
+  // The node: one with a ready hot member if placement allows one there, else any.
+  Result<Node*> node = fail(ErrorCode::kUnavailable, "no node");
+  if (auto hot = hot_nodes(o); !hot.empty()) node = place_create(o, hot);
+  if (!node) node = place_create(o, {});
+  if (!node) {
+    std::lock_guard lock(mu_);
+    ++stats_.create_failures;
+    return fail(node.error());
+  }
+  struct Reservation {
+    ManagerCore* m;
+    Node* n;
+    std::uint64_t mem;
+    bool made = false;
+    ~Reservation() { m->unreserve(*n, mem, made); }
+  } reservation{this, *node, static_cast<std::uint64_t>(o.memory_mb) << 20};
+
   // A hot member if one fits (a second one if claiming the first failed), else a clone.
   for (int attempt = 0; attempt < 2; ++attempt) {
     int profile = -1;
-    auto member = take_hot(o, &profile);
+    auto member = take_hot(o, **node, &profile);
     if (!member) break;
     Step s;
     s.id = "sb-" + random_hex(12);
+    s.node = *node;
     auto claimed = claim(s, o, *member);
     if (claimed) {
+      reservation.made = true;
       register_created(s, *claimed, o);
       std::lock_guard lock(mu_);
       ++hot_[profile].claims;
@@ -139,6 +166,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   }
   Step s;
   s.id = "sb-" + random_hex(12);
+  s.node = *node;
   auto built = create_cold(s, o);
   if (!built) {
     log::warn("create " + s.id + " failed: " + built.error().message);
@@ -147,6 +175,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     ++stats_.create_failures;
     return fail(built.error());
   }
+  reservation.made = true;
   register_created(s, *built, o);
   return std::shared_ptr<Sandbox>(*built);
 }
@@ -159,16 +188,16 @@ void ManagerCore::register_created(const Step& s, const std::shared_ptr<SandboxI
     busy_vmids_.erase(s.vmid);
     ++stats_.creates;
   }
-  log::info("created " + s.id + " vmid=" + std::to_string(s.vmid) +
+  log::info("created " + s.id + " vmid=" + std::to_string(s.vmid) + " node=" + s.node->cfg.name +
             " address=" + s.address->to_string() + (o.internet ? " internet" : ""));
 }
 
 // The warm pool or a clone: an address, then steps 1-8.
 Result<std::shared_ptr<SandboxImpl>> ManagerCore::create_cold(Step& s, const CreateOptions& o) {
-  s.template_vmid = template_for(o);
-  auto template_gib = template_disk(o, s.template_vmid);
+  s.template_vmid = template_for(o, *s.node);
+  auto template_gib = template_disk(o, *s.node, s.template_vmid);
   if (!template_gib) return fail(template_gib.error());
-  auto address = addrs_->acquire();
+  auto address = s.node->addrs->acquire();
   if (!address) return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
   s.address = *address;
   return build(s, o, *template_gib);
@@ -181,7 +210,8 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
   // 1. A stopped clone from the warm pool (default template only), else a clone (queued per
   // template).
   if (auto h = hook("clone"); !h) return fail(h.error());
-  auto pooled = s.template_vmid == cfg_.template_vmid ? take_pooled() : std::nullopt;
+  Node& n = *s.node;
+  auto pooled = s.template_vmid == n.cfg.template_vmid ? take_pooled(n) : std::nullopt;
   if (pooled) {
     s.vmid = pooled->vmid;
     s.container_maybe = true;
@@ -199,6 +229,7 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
   {
     std::lock_guard lock(mu_);
     ++(pooled ? stats_.pool_hits : stats_.pool_misses);
+    ++(pooled ? n.pool_hits : n.pool_misses);
   }
   if (pooled) pool_cv_.notify_all();  // refill
 
@@ -213,7 +244,7 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
   int disk_gb = o.disk_gb;
   if (o.disk_gb > 0 && static_cast<double>(o.disk_gb) != template_gib) {
     if (auto h = hook("resize"); !h) return fail(h.error());
-    if (auto r = wait(pve_.resize(cfg_.node, s.vmid, "rootfs", std::to_string(o.disk_gb) + "G"),
+    if (auto r = wait(pve_.resize(n.cfg.name, s.vmid, "rootfs", std::to_string(o.disk_gb) + "G"),
                       "resize");
         !r)
       return fail(r.error());
@@ -224,13 +255,13 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
   md.phase = SandboxMetadata::Phase::kReady;
   md.host_key = s.host_key;
   if (auto h = hook("ready"); !h) return fail(h.error());
-  if (auto r = write_description(s.vmid, md); !r) return fail(r.error());
+  if (auto r = write_description(n, s.vmid, md); !r) return fail(r.error());
 
   if (disk_gb == 0) {
-    auto c = pve_.config(cfg_.node, s.vmid);
+    auto c = pve_.config(n.cfg.name, s.vmid);
     if (c && c->count("rootfs")) disk_gb = size_gb(c->at("rootfs"));
   }
-  auto sandbox = std::make_shared<SandboxImpl>(shared_from_this(), md, hostname, o.cpus,
+  auto sandbox = std::make_shared<SandboxImpl>(shared_from_this(), n, md, hostname, o.cpus,
                                                o.memory_mb, disk_gb, binding);
   if (s.ssh) sandbox->adopt_session(s.ssh);
   return sandbox;
@@ -240,13 +271,13 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
 // this sandbox in the same atomic write (`md` given: its description).
 Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string& hostname,
                               const proto::Binding& binding, const SandboxMetadata* md) {
-  std::string net0 =
-      "name=eth0,bridge=" + cfg_.bridge + ",hwaddr=" + upper(binding.mac.to_string());
+  const NodeConfig& nc = s.node->cfg;
+  std::string net0 = "name=eth0,bridge=" + nc.bridge + ",hwaddr=" + upper(binding.mac.to_string());
   if (cfg_.dhcp) {
     net0 += ",ip=dhcp";
   } else {
-    net0 += ",ip=" + s.address->to_string() + "/" + std::to_string(cfg_.sandbox_cidr.prefix()) +
-            ",gw=" + cfg_.gateway.to_string();
+    net0 += ",ip=" + s.address->to_string() + "/" + std::to_string(nc.sandbox_cidr.prefix()) +
+            ",gw=" + nc.gateway.to_string();
   }
   net0 += ",type=veth";
   if (cfg_.firewall) net0 += ",firewall=1";
@@ -257,7 +288,7 @@ Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string
                         {"net0", net0},
                         {"tags", std::string(kTag)}};
   if (md) params.emplace_back("description", encode_description(*md));
-  auto conf = pve_.update_config(cfg_.node, s.vmid, params);
+  auto conf = pve_.update_config(nc.name, s.vmid, params);
   if (!conf) return fail(pve_error(conf.error(), "configure"));
   return {};
 }
@@ -265,10 +296,10 @@ Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string
 // 4. The L2 guard before the first frame, 5. start, 6. SSH, 7. internet with a lease.
 Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Binding& binding) {
   if (auto h = hook("bind"); !h) return h;
-  if (auto r = bind(binding); !r) return r;
+  if (auto r = bind(*s.node, binding); !r) return r;
   s.port = binding.port;
   if (auto h = hook("start"); !h) return h;
-  if (auto r = wait(pve_.start(cfg_.node, s.vmid), "start"); !r) return r;
+  if (auto r = wait(pve_.start(s.node->cfg.name, s.vmid), "start"); !r) return r;
   if (auto h = hook("ssh"); !h) return h;
   if (cfg_.wait_for_ssh) {
     auto ssh = wait_for_ssh(*s.address, &s.host_key);
@@ -278,7 +309,7 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
   if (o.internet) {
     s.granted = true;  // rollback revokes even if ALLOW failed half-way
     if (auto h = hook("internet"); !h) return h;
-    if (auto r = grant(*s.address); !r) return r;
+    if (auto r = grant(*s.node, *s.address); !r) return r;
   }
   return {};
 }
@@ -292,7 +323,10 @@ Status ManagerCore::clone_template(
     s.vmid = static_cast<int>(*vmid);
     busy(s.vmid, true);
     pve::CloneRequest req;
-    req.source_vmid = s.template_vmid != 0 ? s.template_vmid : cfg_.template_vmid;
+    req.source_vmid = s.template_vmid != 0 ? s.template_vmid : s.node->cfg.template_vmid;
+    // A template on another node (shared storage) is cloned there, with this node as target.
+    std::string home = template_home(req.source_vmid, *s.node);
+    if (home != s.node->cfg.name) req.target = s.node->cfg.name;
     req.new_vmid = s.vmid;
     req.pool = cfg_.pool;
     req.storage = cfg_.storage;
@@ -305,7 +339,7 @@ Status ManagerCore::clone_template(
       auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
       auto delay = milliseconds(50);
       for (;;) {
-        auto upid = pve_.clone(cfg_.node, req);
+        auto upid = pve_.clone(home, req);
         if (!upid && upid.error().is(pve::ErrorKind::kAlreadyExists)) {
           exists = true;
           break;

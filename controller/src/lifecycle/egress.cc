@@ -1,4 +1,4 @@
-// Egress and the L2 guard: what the agent should hold (granted_, bound_), grant and revoke,
+// Egress and the L2 guard, per node: what its agent should hold (granted, bound), grant and revoke,
 // the one quarantine of an address whose revoke failed, and the SYNC that makes the agent's
 // set exactly the desired one.
 #include "core.h"
@@ -6,25 +6,25 @@
 
 namespace pvs::lifecycle {
 
-Status ManagerCore::grant(Ipv4Address address) {
-  std::lock_guard lock(agent_mu_);
-  granted_.insert(address);
+Status ManagerCore::grant(Node& n, Ipv4Address address) {
+  std::lock_guard lock(n.agent_mu);
+  n.granted.insert(address);
   auto ttl = static_cast<std::uint32_t>(cfg_.internet_lease.count());
-  if (auto r = agent_.allow(address, ttl); !r) {
+  if (auto r = n.agent.allow(address, ttl); !r) {
     // The agent may have committed before the failure reached us: the address stays out of
     // the desired set, and the next SYNC removes it if it got in.
-    granted_.erase(address);
-    if (!agent_.revoke(address)) quarantine(address);
+    n.granted.erase(address);
+    if (!n.agent.revoke(address)) quarantine(n, address);
     return r;
   }
   return {};
 }
 
-Status ManagerCore::ungrant(Ipv4Address address) {
-  std::lock_guard lock(agent_mu_);
-  granted_.erase(address);
-  if (auto r = agent_.revoke(address); !r) {
-    quarantine(address);
+Status ManagerCore::ungrant(Node& n, Ipv4Address address) {
+  std::lock_guard lock(n.agent_mu);
+  n.granted.erase(address);
+  if (auto r = n.agent.revoke(address); !r) {
+    quarantine(n, address);
     log::warn("revoke of " + address.to_string() +
               " failed, address quarantined: " + r.error().message);
     return r;
@@ -34,62 +34,63 @@ Status ManagerCore::ungrant(Ipv4Address address) {
 
 // Never ignored: an address the agent may still hold is kept out of the address pool until a
 // SYNC proves the set no longer has it (sync_agent).
-void ManagerCore::quarantine(Ipv4Address address) {
-  quarantine_.insert(address);
-  quarantined_ = quarantine_.size();
-  addrs_->quarantine(address);
+void ManagerCore::quarantine(Node& n, Ipv4Address address) {
+  n.quarantine.insert(address);
+  n.quarantined = n.quarantine.size();
+  n.addrs->quarantine(address);
 }
 
-Status ManagerCore::bind(const proto::Binding& binding) {
-  std::lock_guard lock(agent_mu_);
-  bound_[binding.port] = binding;
-  auto r = agent_.bind(binding);
-  if (!r) bound_.erase(binding.port);
+Status ManagerCore::bind(Node& n, const proto::Binding& binding) {
+  std::lock_guard lock(n.agent_mu);
+  n.bound[binding.port] = binding;
+  auto r = n.agent.bind(binding);
+  if (!r) n.bound.erase(binding.port);
   return r;
 }
 
-void ManagerCore::unbind(const std::string& port) {
-  std::lock_guard lock(agent_mu_);
-  bound_.erase(port);
-  if (auto r = agent_.unbind(port); !r)
+void ManagerCore::unbind(Node& n, const std::string& port) {
+  std::lock_guard lock(n.agent_mu);
+  n.bound.erase(port);
+  if (auto r = n.agent.unbind(port); !r)
     log::warn("unbind of " + port + " failed (reconcile retries): " + r.error().message);
 }
 
-Status ManagerCore::sync_agent(const std::set<std::string>& keep_ports) {
-  std::lock_guard lock(agent_mu_);
+Status ManagerCore::sync_agent(Node& n, const std::set<std::string>& keep_ports) {
+  std::lock_guard lock(n.agent_mu);
   std::vector<proto::Grant> grants;
   auto ttl = static_cast<std::uint32_t>(cfg_.internet_lease.count());
-  for (auto a : granted_) grants.push_back(proto::Grant{a, ttl});
-  if (auto r = agent_.sync(grants); !r) return fail(r.error());
+  for (auto a : n.granted) grants.push_back(proto::Grant{a, ttl});
+  if (auto r = n.agent.sync(grants); !r) return fail(r.error());
   // The set is now exactly granted_: every quarantined address not in it is confirmed gone.
   std::set<Ipv4Address> live;
   {
     std::lock_guard reg(mu_);
-    for (auto& [id, sb] : registry_) live.insert(sb->address());
+    for (auto& [id, sb] : registry_)
+      if (&sb->node() == &n) live.insert(sb->address());
   }
-  for (auto a : quarantine_) {
-    if (granted_.count(a)) continue;
+  for (auto a : n.quarantine) {
+    if (n.granted.count(a)) continue;
     if (live.count(a))
-      addrs_->mark_used(a);
+      n.addrs->mark_used(a);
     else
-      addrs_->release_quarantined(a);
+      n.addrs->release_quarantined(a);
   }
-  quarantine_.clear();
-  quarantined_ = 0;
+  n.quarantine.clear();
+  n.quarantined = 0;
 
-  auto current = agent_.bindings();
+  auto current = n.agent.bindings();
   if (!current) return fail(current.error());
   std::map<std::string, proto::Binding> have;
   for (auto& b : *current) have[b.port] = b;
   for (auto& [port, b] : have) {
-    if (!bound_.count(port) && !keep_ports.count(port)) {
-      if (auto r = agent_.unbind(port); !r) return r;
+    if (!n.bound.count(port) && !keep_ports.count(port)) {
+      if (auto r = n.agent.unbind(port); !r) return r;
     }
   }
-  for (auto& [port, b] : bound_) {
+  for (auto& [port, b] : n.bound) {
     auto it = have.find(port);
     if (it == have.end() || !(it->second == b)) {
-      if (auto r = agent_.bind(b); !r) return r;
+      if (auto r = n.agent.bind(b); !r) return r;
     }
   }
   return {};

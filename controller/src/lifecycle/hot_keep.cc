@@ -9,7 +9,7 @@
 
 namespace pvs::lifecycle {
 
-bool ManagerCore::keep_hot(const pve::ContainerStatus& ct, const pve::Config& conf,
+bool ManagerCore::keep_hot(Node& n, const pve::ContainerStatus& ct, const pve::Config& conf,
                            const SandboxMetadata& md) {
   if (conf.count("lock")) return true;  // a task of somebody's runs on it: look again later
   auto digest = conf.count("digest") ? conf.at("digest") : "";
@@ -31,28 +31,30 @@ bool ManagerCore::keep_hot(const pve::ContainerStatus& ct, const pve::Config& co
     }
   }
   int profile = -1;
-  auto m = adoptable_member(ct, conf, md, &profile);
+  auto m = adoptable_member(n, ct, conf, md, &profile);
   if (!m) return false;
   {
-    std::lock_guard lock(agent_mu_);
-    bound_[m->binding.port] = m->binding;  // the SYNC makes the agent hold it
+    std::lock_guard lock(n.agent_mu);
+    n.bound[m->binding.port] = m->binding;  // the SYNC makes the agent hold it
   }
   std::lock_guard lock(mu_);
   auto& h = hot_[profile];
   if (claimed_or_busy(ct.vmid) ||
       static_cast<int>(h.ready.size()) + h.filling >= h.p.size) {  // filled meanwhile
-    std::lock_guard agent(agent_mu_);
-    bound_.erase(m->binding.port);
+    std::lock_guard agent(n.agent_mu);
+    n.bound.erase(m->binding.port);
     return false;
   }
   h.disk_gb = m->disk_gb;
   h.ready.push_back(std::move(*m));
-  log::info("adopted hot member " + std::to_string(ct.vmid) + " of " + h.p.name);
+  log::info("adopted hot member " + std::to_string(ct.vmid) + " of " + h.p.name + " on " +
+            n.cfg.name);
   return true;
 }
 
 // A running member of an unchanged profile, bound as ours would be, answering on its own key.
-std::optional<ManagerCore::HotMember> ManagerCore::adoptable_member(const pve::ContainerStatus& ct,
+std::optional<ManagerCore::HotMember> ManagerCore::adoptable_member(Node& n,
+                                                                    const pve::ContainerStatus& ct,
                                                                     const pve::Config& conf,
                                                                     const SandboxMetadata& md,
                                                                     int* profile) {
@@ -63,7 +65,7 @@ std::optional<ManagerCore::HotMember> ManagerCore::adoptable_member(const pve::C
   {
     std::lock_guard lock(mu_);
     for (std::size_t i = 0; i < hot_.size(); ++i)
-      if (label != md.labels.end() && hot_[i].p.name == label->second)
+      if (label != md.labels.end() && hot_[i].p.name == label->second && hot_[i].node == &n)
         *profile = static_cast<int>(i);
     if (*profile < 0) return std::nullopt;
     p = hot_[*profile].p;
@@ -77,15 +79,22 @@ std::optional<ManagerCore::HotMember> ManagerCore::adoptable_member(const pve::C
   if (!same_profile || (p.disk_gb != 0 && disk_gb != p.disk_gb)) return std::nullopt;
   auto net0 = parse_property_string(conf.count("net0") ? conf.at("net0") : "");
   auto mac = MacAddress::parse(net0["hwaddr"]);
-  bool bound_as_ours = mac && *mac == mac_for(*md.address) && net0["bridge"] == cfg_.bridge &&
+  bool bound_as_ours = mac && *mac == mac_for(*md.address) && net0["bridge"] == n.cfg.bridge &&
                        (net0["firewall"] == "1") == cfg_.firewall &&
                        net0["ip"] == (cfg_.dhcp ? "dhcp"
                                                 : md.address->to_string() + "/" +
-                                                      std::to_string(cfg_.sandbox_cidr.prefix()));
+                                                      std::to_string(n.cfg.sandbox_cidr.prefix()));
   if (!bound_as_ours) return std::nullopt;
-  HotMember m{ct.vmid, md.id,       {port_name(ct.vmid, cfg_.firewall), *mac, *md.address},
-              nullptr, md.host_key, conf.count("digest") ? conf.at("digest") : "",
-              p.cpus,  p.memory_mb, disk_gb};
+  HotMember m{&n,
+              ct.vmid,
+              md.id,
+              {port_name(ct.vmid, cfg_.firewall), *mac, *md.address},
+              nullptr,
+              md.host_key,
+              conf.count("digest") ? conf.at("digest") : "",
+              p.cpus,
+              p.memory_mb,
+              disk_gb};
   if (cfg_.wait_for_ssh) {
     if (cfg_.per_sandbox_host_keys && !is_sha256_fingerprint(md.host_key)) return std::nullopt;
     SshConfig sc = cfg_.ssh;
@@ -105,12 +114,13 @@ std::optional<ManagerCore::HotMember> ManagerCore::adoptable_member(const pve::C
 }
 
 // Members whose container vanished behind our back: forgotten, their binding dropped.
-void ManagerCore::forget_vanished_members(const std::set<int>& hot_before,
+void ManagerCore::forget_vanished_members(Node& n, const std::set<int>& hot_before,
                                           const std::set<int>& present) {
   std::vector<HotMember> gone;
   {
     std::lock_guard lock(mu_);
     for (auto& h : hot_) {
+      if (h.node != &n) continue;
       for (auto it = h.ready.begin(); it != h.ready.end();) {
         if (hot_before.count(it->vmid) && !present.count(it->vmid)) {
           gone.push_back(std::move(*it));
@@ -126,9 +136,9 @@ void ManagerCore::forget_vanished_members(const std::set<int>& hot_before,
   for (auto& m : gone) {
     log::warn("hot member " + std::to_string(m.vmid) + " vanished from Proxmox; forgetting it");
     if (m.ssh) m.ssh->close();
-    unbind(m.binding.port);
+    unbind(n, m.binding.port);
     vmids_.release(static_cast<std::uint32_t>(m.vmid));
-    addrs_->release(m.binding.address);
+    n.addrs->release(m.binding.address);
   }
 }
 

@@ -20,12 +20,12 @@ bool valid_pool_profile_name(std::string_view name) {
 
 namespace pvs::lifecycle {
 
-int ManagerCore::hot_profile_for(const CreateOptions& o, bool ready) const {
+int ManagerCore::hot_profile_for(const CreateOptions& o, const Node& n, bool ready) const {
   if (!o.hostname.empty()) return -1;  // a hostname is only applied when a container starts
   for (std::size_t i = 0; i < hot_.size(); ++i) {
     auto& h = hot_[i];
-    if (h.p.size == 0) continue;
-    if (o.profile.empty() ? h.p.template_vmid != cfg_.template_vmid : h.p.name != o.profile)
+    if (h.p.size == 0 || h.node != &n) continue;
+    if (o.profile.empty() ? h.p.template_vmid != n.cfg.template_vmid : h.p.name != o.profile)
       continue;
     if (o.disk_gb > 0 && (h.disk_gb == 0 || o.disk_gb > h.disk_gb)) continue;
     if (ready && h.ready.empty()) continue;
@@ -34,12 +34,21 @@ int ManagerCore::hot_profile_for(const CreateOptions& o, bool ready) const {
   return -1;
 }
 
-std::optional<ManagerCore::HotMember> ManagerCore::take_hot(const CreateOptions& o, int* profile) {
+std::set<const Node*> ManagerCore::hot_nodes(const CreateOptions& o) const {
+  std::set<const Node*> out;
   std::lock_guard lock(mu_);
-  int fits = hot_profile_for(o, false);
+  for (auto& n : nodes_)
+    if (hot_profile_for(o, *n, true) >= 0) out.insert(n.get());
+  return out;
+}
+
+std::optional<ManagerCore::HotMember> ManagerCore::take_hot(const CreateOptions& o, const Node& n,
+                                                            int* profile) {
+  std::lock_guard lock(mu_);
+  int fits = hot_profile_for(o, n, false);
   if (fits < 0) return std::nullopt;
   for (;;) {
-    int i = hot_profile_for(o, true);
+    int i = hot_profile_for(o, n, true);
     if (i < 0) {
       ++hot_[fits].misses;
       return std::nullopt;
@@ -64,6 +73,7 @@ std::optional<ManagerCore::HotMember> ManagerCore::take_hot(const CreateOptions&
 // closed it (docs/architecture.md, "Hot pool").
 Result<std::shared_ptr<SandboxImpl>> ManagerCore::claim(Step& s, const CreateOptions& o,
                                                         const HotMember& m) {
+  s.node = m.node;
   s.vmid = m.vmid;
   s.address = m.binding.address;
   s.container_maybe = true;
@@ -78,7 +88,7 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::claim(Step& s, const CreateOpt
   if (o.internet) {
     s.granted = true;  // rollback revokes even if ALLOW failed half-way
     if (auto h = hook("internet"); !h) return fail(h.error());
-    if (auto r = grant(*s.address); !r) return fail(r.error());
+    if (auto r = grant(*m.node, *s.address); !r) return fail(r.error());
   }
   if (auto h = hook("claim"); !h) return fail(h.error());
   pve::Params params = {{"description", encode_description(md)}};
@@ -86,12 +96,12 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::claim(Step& s, const CreateOpt
   // Proxmox applies cores at once and memory through the cgroup on a running container.
   if (o.cpus != m.cpus) params.emplace_back("cores", std::to_string(o.cpus));
   if (o.memory_mb != m.memory_mb) params.emplace_back("memory", std::to_string(o.memory_mb));
-  if (auto r = pve_.update_config(cfg_.node, m.vmid, params); !r)
+  if (auto r = pve_.update_config(m.node->cfg.name, m.vmid, params); !r)
     return fail(pve_error(r.error(), "claim"));
   s.container_id.clear();
-  auto sandbox =
-      std::make_shared<SandboxImpl>(shared_from_this(), md, "sandbox-" + std::to_string(m.vmid),
-                                    o.cpus, o.memory_mb, m.disk_gb, m.binding);
+  auto sandbox = std::make_shared<SandboxImpl>(shared_from_this(), *m.node, md,
+                                               "sandbox-" + std::to_string(m.vmid), o.cpus,
+                                               o.memory_mb, m.disk_gb, m.binding);
   if (m.ssh) sandbox->adopt_session(m.ssh);
   return sandbox;
 }
@@ -100,11 +110,15 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::claim(Step& s, const CreateOpt
 // label: from then on a restart may adopt it.
 Status ManagerCore::fill_hot_once(int i) {
   HotPoolProfile p;
+  Node* node = nullptr;
   {
     std::lock_guard lock(mu_);
     p = hot_[i].p;
+    node = hot_[i].node;
   }
+  Node& n = *node;
   Step s;
+  s.node = node;
   s.id = "pool-" + random_hex(12);
   s.template_vmid = p.template_vmid;
   CreateOptions o;
@@ -113,9 +127,9 @@ Status ManagerCore::fill_hot_once(int i) {
   o.disk_gb = p.disk_gb;
   HotMember m;
   auto made = [&]() -> Status {
-    auto template_gib = template_disk(o, p.template_vmid);
+    auto template_gib = template_disk(o, n, p.template_vmid);
     if (!template_gib) return fail(template_gib.error());
-    auto address = addrs_->acquire();
+    auto address = n.addrs->acquire();
     if (!address)
       return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
     s.address = *address;
@@ -139,19 +153,26 @@ Status ManagerCore::fill_hot_once(int i) {
     proto::Binding binding{port_name(s.vmid, cfg_.firewall), mac_for(*s.address), *s.address};
     if (auto r = configure(s, o, hostname, binding, nullptr); !r) return r;
     if (p.disk_gb > 0 && static_cast<double>(p.disk_gb) != *template_gib) {
-      auto r =
-          wait(pve_.resize(cfg_.node, s.vmid, "rootfs", std::to_string(p.disk_gb) + "G"), "resize");
+      auto r = wait(pve_.resize(n.cfg.name, s.vmid, "rootfs", std::to_string(p.disk_gb) + "G"),
+                    "resize");
       if (!r) return r;
     }
     if (auto r = bring_up(s, o, binding); !r) return r;
     md.phase = SandboxMetadata::Phase::kPooled;
     md.host_key = s.host_key;
-    if (auto r = write_description(s.vmid, md); !r) return r;
-    auto conf = pve_.config(cfg_.node, s.vmid);
+    if (auto r = write_description(n, s.vmid, md); !r) return r;
+    auto conf = pve_.config(n.cfg.name, s.vmid);
     if (!conf) return fail(pve_error(conf.error(), "read config"));
-    m = HotMember{s.vmid, s.id,        binding,
-                  s.ssh,  s.host_key,  conf->count("digest") ? conf->at("digest") : "",
-                  p.cpus, p.memory_mb, conf->count("rootfs") ? size_gb(conf->at("rootfs")) : 0};
+    m = HotMember{&n,
+                  s.vmid,
+                  s.id,
+                  binding,
+                  s.ssh,
+                  s.host_key,
+                  conf->count("digest") ? conf->at("digest") : "",
+                  p.cpus,
+                  p.memory_mb,
+                  conf->count("rootfs") ? size_gb(conf->at("rootfs")) : 0};
     return {};
   }();
   if (!made) {
@@ -176,15 +197,15 @@ void ManagerCore::discard_member(HotMember m, std::string_view why) {
 // decides again (adopt it if it passes the checks of a restart, else destroy it).
 void ManagerCore::destroy_member(HotMember m) {
   if (m.ssh) m.ssh->close();
-  unbind(m.binding.port);
-  if (auto r = destroy_container(m.vmid, m.id); !r) {
+  unbind(*m.node, m.binding.port);
+  if (auto r = destroy_container(*m.node, m.vmid, m.id); !r) {
     log::warn("hot member " + std::to_string(m.vmid) +
               " not destroyed (reconcile retries): " + r.error().message);
     busy(m.vmid, false);
     return;
   }
   vmids_.release(static_cast<std::uint32_t>(m.vmid));
-  addrs_->release(m.binding.address);
+  m.node->addrs->release(m.binding.address);
   busy(m.vmid, false);
 }
 
@@ -229,7 +250,7 @@ void ManagerCore::hot_loop() {
     for (std::size_t i = 0; i < hot_.size(); ++i) {
       auto& h = hot_[i];
       int d = h.p.size - static_cast<int>(h.ready.size()) - h.filling;
-      if (d <= 0) continue;
+      if (d <= 0 || !h.node->online || !h.node->agent_ok || h.node->drained) continue;
       if (h.not_before > now) {
         wake = std::min(wake, h.not_before);
       } else if (d > deficit) {
@@ -252,7 +273,8 @@ void ManagerCore::hot_loop() {
       continue;
     }
     ++h.refill_failures;
-    log::warn("hot pool " + h.p.name + ": member not made: " + r.error().message);
+    log::warn("hot pool " + h.p.name + " on " + h.node->cfg.name +
+              ": member not made: " + r.error().message);
     h.not_before = Clock::now() + h.backoff;
     h.backoff = std::min(h.backoff * 2, milliseconds(30000));
   }
@@ -261,9 +283,11 @@ void ManagerCore::hot_loop() {
 std::vector<PoolInfo> ManagerCore::pools() const {
   std::vector<PoolInfo> out;
   std::lock_guard lock(mu_);
-  for (auto& h : hot_) {
+  for (const HotProfile& h : hot_) {
+    const Node* node = h.node;
     PoolInfo i;
     i.name = h.p.name;
+    i.node = node->cfg.name;
     i.template_vmid = h.p.template_vmid;
     i.cpus = h.p.cpus;
     i.memory_mb = h.p.memory_mb;
@@ -278,15 +302,17 @@ std::vector<PoolInfo> ManagerCore::pools() const {
     i.claim_latency = h.claim_latency->snapshot();
     out.push_back(std::move(i));
   }
-  if (cfg_.warm_pool > 0) {
+  for (auto& n : nodes_) {
+    if (cfg_.warm_pool <= 0) break;
     PoolInfo w;
     w.name = "warm";
+    w.node = n->cfg.name;
     w.hot = false;
-    w.template_vmid = cfg_.template_vmid;
+    w.template_vmid = n->cfg.template_vmid;
     w.size = cfg_.warm_pool;
-    w.ready = static_cast<int>(pool_.size());
-    w.claims = stats_.pool_hits;
-    w.misses = stats_.pool_misses;
+    w.ready = pooled_on(*n);
+    w.claims = n->pool_hits;
+    w.misses = n->pool_misses;
     out.push_back(std::move(w));
   }
   return out;

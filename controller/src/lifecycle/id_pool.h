@@ -83,6 +83,10 @@ class AddressPool {
   IdPool::State state(Ipv4Address address) const { return ids_.state(address.to_uint()); }
   // Addresses handed out or marked used (network, broadcast, gateway and reserved excluded).
   std::size_t used() const { return ids_.used() - unusable_; }
+  // Addresses acquire() could still hand out.
+  std::size_t free() const {
+    return std::size_t{ids_.last() - ids_.first()} + 1 - ids_.used() - ids_.quarantined();
+  }
 
   const Cidr& cidr() const { return cidr_; }
   Ipv4Address gateway() const { return gateway_; }

@@ -15,8 +15,27 @@
 namespace pvs {
 namespace lifecycle {
 
+ManagerCore::ManagerCore(ManagerConfig config, TestPeers peers,
+                         std::vector<std::unique_ptr<Node>> nodes)
+    : cfg_(std::move(config)),
+      hook_(std::move(peers.fault_hook)),
+      pve_(std::move(peers.proxmox)),
+      nodes_(std::move(nodes)),
+      vmids_(cfg_.vmid_min, cfg_.vmid_max) {
+  // A hot pool per profile and node; a profile without a template uses each node's.
+  for (auto& p : cfg_.hot_pools) {
+    for (auto& n : nodes_) {
+      auto& h = hot_.emplace_back();
+      h.p = p;
+      if (h.p.template_vmid == 0) h.p.template_vmid = n->cfg.template_vmid;
+      h.node = n.get();
+    }
+  }
+}
+
 Status ManagerCore::destroy(SandboxImpl& sb) {
   std::lock_guard op(sb.op_mutex());
+  Node& n = sb.node();
   if (sb.destroyed()) return {};
   busy(sb.vmid(), true);
   auto md = sb.metadata();
@@ -24,7 +43,7 @@ Status ManagerCore::destroy(SandboxImpl& sb) {
   if (md.phase != SandboxMetadata::Phase::kDestroying) {
     md.phase = SandboxMetadata::Phase::kDestroying;
     Status r = hook("destroy:mark");
-    if (r) r = write_description(sb.vmid(), md);
+    if (r) r = write_description(n, sb.vmid(), md);
     if (!r && r.error().code != ErrorCode::kNotFound) {
       busy(sb.vmid(), false);
       std::lock_guard lock(mu_);
@@ -37,18 +56,18 @@ Status ManagerCore::destroy(SandboxImpl& sb) {
   bool address_clean = true;
   if (auto h = hook("destroy:revoke"); !h) {
     // As a failed REVOKE: the agent may still hold the address.
-    std::lock_guard lock(agent_mu_);
-    granted_.erase(sb.address());
-    quarantine(sb.address());
+    std::lock_guard lock(n.agent_mu);
+    n.granted.erase(sb.address());
+    quarantine(n, sb.address());
     address_clean = false;
-  } else if (auto r = ungrant(sb.address()); !r) {
+  } else if (auto r = ungrant(n, sb.address()); !r) {
     address_clean = false;
   }
-  unbind(sb.binding().port);
+  unbind(n, sb.binding().port);
   sb.close_session();
   // 3. Stop and purge.
   Status gone = hook("destroy:delete");
-  if (gone) gone = destroy_container(sb.vmid(), sb.id());
+  if (gone) gone = destroy_container(n, sb.vmid(), sb.id());
   if (auto r = gone; !r) {
     busy(sb.vmid(), false);
     std::lock_guard lock(mu_);
@@ -57,7 +76,7 @@ Status ManagerCore::destroy(SandboxImpl& sb) {
   }
   sb.mark_destroyed();
   vmids_.release(static_cast<std::uint32_t>(sb.vmid()));
-  if (address_clean) addrs_->release(sb.address());
+  if (address_clean) n.addrs->release(sb.address());
   {
     std::lock_guard lock(mu_);
     registry_.erase(sb.id());
@@ -113,14 +132,24 @@ Health ManagerCore::health() {
   auto v = pve_.call("GET", "/version");
   h.proxmox_ok = v.has_value();
   if (!v) h.proxmox_error = pve::describe(v.error());
-  auto s = agent_.status();
-  if (!s) {
-    h.agent_error = s.error().to_string();
-  } else {
-    auto table = proto::find_field(*s, "table");
-    auto set = proto::find_field(*s, "set");
-    h.agent_ok = (!table || *table == "present") && (!set || *set == "present");
-    if (!h.agent_ok) h.agent_error = "ruleset missing on the node";
+  // Every node's agent; in a cluster each error names its node.
+  h.agent_ok = true;
+  for (auto& n : nodes_) {
+    std::string error;
+    auto s = n->agent.status();
+    if (!s) {
+      error = s.error().to_string();
+    } else {
+      auto table = proto::find_field(*s, "table");
+      auto set = proto::find_field(*s, "set");
+      if ((table && *table != "present") || (set && *set != "present"))
+        error = "ruleset missing on the node";
+    }
+    n->agent_ok = error.empty();
+    if (error.empty()) continue;
+    h.agent_ok = false;
+    if (!h.agent_error.empty()) h.agent_error += "; ";
+    h.agent_error += nodes_.size() > 1 ? n->cfg.name + ": " + error : error;
   }
   return h;
 }
@@ -129,11 +158,17 @@ ManagerStats ManagerCore::stats() const {
   std::lock_guard lock(mu_);
   ManagerStats s = stats_;
   s.live = registry_.size();
-  s.quarantined_addresses = quarantined_.load();
   s.pooled = pool_.size();
   s.proxmox_calls = pve_.calls.snapshot();
   s.proxmox_tasks = pve_.tasks.snapshot();
-  s.agent_calls = agent_.calls.snapshot();
+  for (auto& n : nodes_) {
+    s.quarantined_addresses += n->quarantined.load();
+    auto a = n->agent.calls.snapshot();
+    s.agent_calls.count += a.count;
+    s.agent_calls.errors += a.errors;
+    s.agent_calls.sum_seconds += a.sum_seconds;
+    for (std::size_t i = 0; i < a.buckets.size(); ++i) s.agent_calls.buckets[i] += a.buckets[i];
+  }
   return s;
 }
 
@@ -174,21 +209,32 @@ void ManagerCore::loop() {
   tick = std::min<seconds>(tick, seconds(5));  // notice agent reconnects soon enough
   auto next_lease = Clock::now() + lease_period;
   auto next_reconcile = Clock::now() + reconcile_period;
-  auto agent_connects = agent_.connects();
+  for (auto& n : nodes_) n->agent_connects = n->agent.connects();
   for (;;) {
     {
       std::unique_lock lock(loop_mu_);
       if (loop_cv_.wait_for(lock, tick, [&] { return stop_; })) return;
     }
     auto now = Clock::now();
-    bool reconnected = agent_.ping() && agent_.connects() != agent_connects;
+    // Each agent is pinged: one that came back (or restarted) gets a reconcile at once, one
+    // that does not answer takes its node out of placement.
+    bool reconnected = false;
+    for (auto& n : nodes_) {
+      bool ok = n->agent.ping().has_value();
+      n->agent_ok = ok;
+      if (ok && n->agent.connects() != n->agent_connects) reconnected = true;
+    }
     if (now >= next_reconcile || reconnected) {
       if (auto r = reconcile(); !r) log::warn("reconcile: " + r.error().message);
-      agent_connects = agent_.connects();
+      for (auto& n : nodes_) n->agent_connects = n->agent.connects();
       next_reconcile = now + reconcile_period;
       next_lease = now + lease_period;
     } else if (now >= next_lease) {
-      if (auto r = sync_agent(); !r) log::warn("lease renewal: " + r.error().message);
+      for (auto& n : nodes_) {
+        if (!n->online) continue;
+        if (auto r = sync_agent(*n); !r)
+          log::warn("lease renewal on " + n->cfg.name + ": " + r.error().message);
+      }
       next_lease = now + lease_period;
     }
   }
@@ -218,6 +264,10 @@ class ManagerHandle final : public Manager {
   Health health() override { return core_->health(); }
   ManagerStats stats() const override { return core_->stats(); }
   std::vector<PoolInfo> pools() const override { return core_->pools(); }
+  std::vector<NodeInfo> nodes() const override { return core_->nodes(); }
+  Status drain(const std::string& node, bool drained) override {
+    return core_->drain(node, drained);
+  }
 
  private:
   std::shared_ptr<ManagerCore> core_;
@@ -227,7 +277,7 @@ class ManagerHandle final : public Manager {
 
 namespace {
 
-Status validate_hot_pools(const ManagerConfig& c) {
+Status validate_hot_pools(const ManagerConfig& c, std::size_t nodes) {
   auto bad = [](const std::string& what) {
     return fail(ErrorCode::kInvalidArgument, "hot_pools: " + what);
   };
@@ -247,7 +297,7 @@ Status validate_hot_pools(const ManagerConfig& c) {
     if (p.size < 0) return bad(p.name + ": size must be >= 0");
     total += static_cast<std::uint64_t>(p.size);
   }
-  if (total + static_cast<std::uint64_t>(std::max(c.warm_pool, 0)) >
+  if ((total + static_cast<std::uint64_t>(std::max(c.warm_pool, 0))) * nodes >
       std::uint64_t{c.vmid_max} - c.vmid_min + 1)
     return bad("the pools' sizes together exceed the VMID range");
   if (c.hot_pool_refill_parallel < 1 || c.hot_pool_refill_parallel > 16)
@@ -260,34 +310,44 @@ Status validate_hot_pools(const ManagerConfig& c) {
 }  // namespace
 
 Result<std::unique_ptr<Manager>> open_manager(ManagerConfig config, TestPeers peers) {
-  if (config.node.empty()) return fail(ErrorCode::kInvalidArgument, "node is required");
-  if (config.template_vmid <= 0)
+  if (config.nodes.empty() && config.template_vmid <= 0)
     return fail(ErrorCode::kInvalidArgument, "template_vmid is required");
+  auto node_configs = cluster_nodes(config);
+  if (!node_configs) return fail(node_configs.error());
   if (config.vmid_min < 100 || config.vmid_min > config.vmid_max)
     return fail(ErrorCode::kInvalidArgument, "bad VMID range");
   if (config.warm_pool < 0 ||
       static_cast<std::uint64_t>(config.warm_pool) > config.vmid_max - config.vmid_min + 1)
     return fail(ErrorCode::kInvalidArgument, "warm_pool must be 0..(size of the VMID range)");
-  if (auto r = validate_hot_pools(config); !r) return fail(r.error());
+  if (auto r = validate_hot_pools(config, node_configs->size()); !r) return fail(r.error());
   if (config.internet_lease.count() < 2 || config.internet_lease.count() > proto::kMaxTtlSeconds)
     return fail(ErrorCode::kInvalidArgument, "internet_lease out of range");
-  auto addresses = AddressPool::create(config.sandbox_cidr, config.gateway, config.reserved);
-  if (!addresses) return fail(addresses.error());
+  std::vector<std::unique_ptr<Node>> nodes;
+  for (auto& nc : *node_configs) {
+    auto addresses = AddressPool::create(nc.sandbox_cidr, nc.gateway, nc.reserved);
+    if (!addresses)
+      return fail(ErrorCode::kInvalidArgument, nc.name + ": " + addresses.error().message);
+    auto agent = std::move(peers.agents[nc.name]);
+    if (!agent && nodes.empty()) agent = std::move(peers.agent);
+    if (!agent) agent = make_agent_peer(nc.agent);
+    nodes.push_back(std::make_unique<Node>(nc, std::move(agent), std::move(*addresses)));
+  }
   if (!peers.proxmox) {
     auto client = pve::Client::create(config.proxmox);
     if (!client) return fail(client.error());
     peers.proxmox = make_proxmox_peer(std::move(*client));
   }
-  if (!peers.agent) peers.agent = make_agent_peer(config.agent);
   bool background = config.background;
-  auto core =
-      std::make_shared<ManagerCore>(std::move(config), std::move(peers), std::move(*addresses));
+  auto core = std::make_shared<ManagerCore>(std::move(config), std::move(peers), std::move(nodes));
+  if (auto r = core->locate_templates(); !r) return fail(r.error());
   if (auto r = core->reconcile(); !r) {
-    // Recovery must see Proxmox and the agent; orphans that could not be destroyed are
-    // retried by the background loop, so only an unreachable peer fails open().
-    if (r.error().code == ErrorCode::kUnavailable || r.error().code == ErrorCode::kTimeout ||
-        r.error().code == ErrorCode::kUnauthenticated ||
-        r.error().code == ErrorCode::kPermissionDenied)
+    // Recovery must see Proxmox and an agent; orphans that could not be destroyed are retried
+    // by the background loop, and a node that is down is reported (GET /v1/nodes) and comes
+    // back by itself, so only Proxmox or every node unreachable fails open().
+    auto code = r.error().code;
+    bool unreachable = code == ErrorCode::kUnavailable || code == ErrorCode::kTimeout;
+    if (code == ErrorCode::kUnauthenticated || code == ErrorCode::kPermissionDenied ||
+        (unreachable && core->nodes_reached() == 0))
       return fail(r.error());
     log::warn("initial reconcile incomplete: " + r.error().message);
   }

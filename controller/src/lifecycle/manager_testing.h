@@ -8,7 +8,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "peers.h"
@@ -24,7 +26,8 @@ using FaultHook = std::function<Status(std::string_view step)>;
 struct TestPeers {
   FaultHook fault_hook;
   std::unique_ptr<ProxmoxApi> proxmox;  // null: pve::Client over config.proxmox
-  std::unique_ptr<AgentApi> agent;      // null: AgentClient over config.agent
+  std::unique_ptr<AgentApi> agent;      // the first node's; null: AgentClient over its options
+  std::map<std::string, std::unique_ptr<AgentApi>> agents;  // by node name, for the others
 };
 
 // Manager::open with these peers and hook.

@@ -17,6 +17,9 @@ class PveClientPeer final : public ProxmoxApi {
   pve::Result<std::vector<pve::ContainerStatus>> list_containers(std::string_view node) override {
     return c_->list_containers(node);
   }
+  pve::Result<std::vector<pve::ClusterResource>> resources(std::string_view type) override {
+    return c_->resources(type);
+  }
   pve::Result<std::string> clone(std::string_view node, const pve::CloneRequest& request) override {
     return c_->clone(node, request);
   }

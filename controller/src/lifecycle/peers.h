@@ -29,6 +29,8 @@ class ProxmoxApi {
   virtual pve::Result<std::string> call(std::string_view method, std::string_view path,
                                         const pve::Params& params) = 0;
   virtual pve::Result<std::vector<pve::ContainerStatus>> list_containers(std::string_view node) = 0;
+  // GET /cluster/resources?type=... ("node": each node's status and memory; "vm": guests).
+  virtual pve::Result<std::vector<pve::ClusterResource>> resources(std::string_view type) = 0;
   virtual pve::Result<std::string> clone(std::string_view node,
                                          const pve::CloneRequest& request) = 0;
   virtual pve::Result<pve::Config> config(std::string_view node, int vmid) = 0;
@@ -102,6 +104,9 @@ class TimedPve {
   }
   pve::Result<std::vector<pve::ContainerStatus>> list_containers(std::string_view node) {
     return timed(calls, [&] { return api_->list_containers(node); });
+  }
+  pve::Result<std::vector<pve::ClusterResource>> resources(std::string_view type) {
+    return timed(calls, [&] { return api_->resources(type); });
   }
   pve::Result<std::string> clone(std::string_view node, const pve::CloneRequest& request) {
     return timed(calls, [&] { return api_->clone(node, request); });

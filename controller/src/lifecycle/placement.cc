@@ -24,6 +24,7 @@ std::string refusal(const NodeView& n, const PlacementRequest& r, std::uint64_t*
   if (n.max_sandboxes > 0 && n.sandboxes >= n.max_sandboxes)
     return "full (" + std::to_string(n.sandboxes) + " of " + std::to_string(n.max_sandboxes) +
            " sandboxes)";
+  if (n.mem_total == 0) return "";  // memory unknown: not a reason to refuse
   std::uint64_t taken = n.mem_used + n.mem_reserved + r.memory;
   std::uint64_t free = taken < n.mem_total ? n.mem_total - taken : 0;
   if (taken > n.mem_total || free < n.min_free_memory)

@@ -25,7 +25,7 @@ struct NodeView {
   bool agent_ok = false;  // its agent answered the last ping
   bool drained = false;   // an operator drained it: no new sandboxes
   std::map<std::string, std::string> labels;
-  std::uint64_t mem_total = 0;        // bytes (/cluster/resources maxmem)
+  std::uint64_t mem_total = 0;        // bytes (/cluster/resources maxmem); 0: unknown, not checked
   std::uint64_t mem_used = 0;         // bytes (mem)
   std::uint64_t mem_reserved = 0;     // bytes promised to creates in flight, not in mem_used yet
   std::uint64_t min_free_memory = 0;  // bytes that must stay free after the new sandbox

@@ -11,45 +11,95 @@ namespace pvs::lifecycle {
 
 Status ManagerCore::reconcile() {
   std::lock_guard rec(reconcile_mu_);
-  auto fail_count = [&](Error e) -> Status {
+  auto count = [&](const Status& r) {
     std::lock_guard lock(mu_);
-    ++stats_.reconcile_failures;
-    return fail(std::move(e));
+    ++stats_.reconciles;
+    if (!r) ++stats_.reconcile_failures;
+    return r;
   };
+  // Which nodes are online, and their memory; a failure here is Proxmox unreachable.
+  nodes_reached_ = 0;
+  if (auto r = refresh_nodes(); !r) return count(r);
+  Status result;
+  int reached = 0;
+  for (auto& n : nodes_) {
+    Status r;
+    if (!n->online) {
+      mark_unreachable(*n, "offline in /cluster/resources");
+      r = fail(ErrorCode::kUnavailable, "node offline in /cluster/resources");
+    } else {
+      r = reconcile_node(*n);
+    }
+    bool available =
+        r || (r.error().code != ErrorCode::kUnavailable && r.error().code != ErrorCode::kTimeout);
+    if (available) ++reached;
+    if (!r && result) {
+      Error e = r.error();
+      if (nodes_.size() > 1) e.message = n->cfg.name + ": " + e.message;
+      result = fail(std::move(e));
+    }
+  }
+  nodes_reached_ = reached;
+  return count(result);
+}
+
+// One node: list its containers, adopt/keep/forget, SYNC its agent, reap its orphans. A node
+// whose containers cannot be listed is unreachable: its sandboxes are kept, never destroyed.
+Status ManagerCore::reconcile_node(Node& n) {
   // Only sandboxes registered (and clones pooled) before the listing can have vanished from it.
   std::set<std::string> registered_before;
   std::set<int> pooled_before, hot_before;
   {
     std::lock_guard lock(mu_);
-    for (auto& [id, sb] : registry_) registered_before.insert(id);
-    for (auto& p : pool_) pooled_before.insert(p.vmid);
+    for (auto& [id, sb] : registry_)
+      if (&sb->node() == &n) registered_before.insert(id);
+    for (auto& p : pool_)
+      if (p.node == &n) pooled_before.insert(p.vmid);
     for (auto& h : hot_)
-      for (auto& m : h.ready) hot_before.insert(m.vmid);
+      if (h.node == &n)
+        for (auto& m : h.ready) hot_before.insert(m.vmid);
   }
-  auto cts = pve_.list_containers(cfg_.node);
-  if (!cts) return fail_count(pve_error(cts.error(), "list containers"));
-
+  auto cts = pve_.list_containers(n.cfg.name);
+  if (!cts) {
+    auto e = pve_error(cts.error(), "list containers");
+    if (cts.error().is(pve::ErrorKind::kTransport)) mark_unreachable(n, e.message);
+    return fail(std::move(e));
+  }
+  {
+    std::lock_guard lock(mu_);
+    n.online = true;
+    n.error.clear();
+  }
   Scan scan;
+  scan.node = &n;
   auto now = now_unix();
   for (auto& ct : *cts) {
     if (ct.vmid < static_cast<int>(cfg_.vmid_min) || ct.vmid > static_cast<int>(cfg_.vmid_max))
       continue;
     scan.present.insert(ct.vmid);
-    if (auto r = scan_container(ct, now, scan); !r) return fail_count(r.error());
+    if (auto r = scan_container(ct, now, scan); !r) return r;
   }
-  forget_vanished(registered_before, pooled_before, scan.present);
-  forget_vanished_members(hot_before, scan.present);
+  forget_vanished(n, registered_before, pooled_before, scan.present);
+  forget_vanished_members(n, hot_before, scan.present);
   // Agent: the set is exactly the live sandboxes with internet (orphans are not in it).
-  Status agent_status = sync_agent(busy_orphans(scan.orphans));
+  Status agent_status = sync_agent(n, busy_orphans(n, scan.orphans));
+  n.agent_ok = agent_status.has_value();
   Status result = reap(scan, agent_status.has_value());
-  std::lock_guard lock(mu_);
-  ++stats_.reconciles;
   if (!agent_status) {
-    ++stats_.reconcile_failures;
+    std::lock_guard lock(mu_);
+    n.error = agent_status.error().message;
     return agent_status;
   }
-  if (!result) ++stats_.reconcile_failures;
   return result;
+}
+
+// A node that cannot be reached: its sandboxes say so; nothing of it is destroyed or forgotten.
+void ManagerCore::mark_unreachable(Node& n, const std::string& why) {
+  std::lock_guard lock(mu_);
+  n.online = false;
+  n.error = why;
+  for (auto& [id, sb] : registry_)
+    if (&sb->node() == &n) sb->set_status("unreachable");
 }
 
 // One container of the listing: a registered sandbox (expired?), a template, a pooled clone
@@ -62,7 +112,13 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
     for (auto& [id, sb] : registry_)
       if (sb->vmid() == ct.vmid) known = sb;
   }
+  Node& n = *scan.node;
   if (known) {
+    if (&known->node() != &n) {  // moved by hand (e.g. migrated): not ours to manage there
+      log::warn("sandbox " + known->id() + " found on " + n.cfg.name + ", expected on " +
+                known->node().cfg.name + "; left alone");
+      return {};
+    }
     known->set_status(ct.status);
     auto md = known->metadata();
     if (md.phase == SandboxMetadata::Phase::kDestroying ||
@@ -74,7 +130,7 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
     vmids_.mark_used(static_cast<std::uint32_t>(ct.vmid));
     return {};
   }
-  auto conf = pve_.config(cfg_.node, ct.vmid);
+  auto conf = pve_.config(n.cfg.name, ct.vmid);
   if (!conf) {
     if (conf.error().is(pve::ErrorKind::kNotFound)) return {};
     return fail(pve_error(conf.error(), "read config"));
@@ -93,33 +149,41 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   }
   if (md->phase == SandboxMetadata::Phase::kPooled &&
       md->labels.count(std::string(kPoolProfileLabel))) {
-    if (md->address) addrs_->mark_used(*md->address);
-    if (!keep_hot(ct, *conf, *md))
+    if (md->address) n.addrs->mark_used(*md->address);
+    if (!keep_hot(n, ct, *conf, *md))
       scan.orphans.push_back({ct.vmid, md->id, md->address, false, false});
     return {};
   }
   if (md->phase == SandboxMetadata::Phase::kPooled) {
-    if (!keep_pooled(ct, *conf, *md)) scan.orphans.push_back({ct.vmid, md->id, {}, false, false});
+    if (!keep_pooled(n, ct, *conf, *md))
+      scan.orphans.push_back({ct.vmid, md->id, {}, false, false});
     return {};
   }
-  if (md->address) addrs_->mark_used(*md->address);
+  if (md->address && !n.cfg.sandbox_cidr.contains(*md->address)) {
+    // Not an address of this node's network (moved here by hand): never destroyed on a guess.
+    log::warn("container " + std::to_string(ct.vmid) + " on " + n.cfg.name + " has address " +
+              md->address->to_string() + " outside " + n.cfg.sandbox_cidr.to_string() +
+              "; left alone");
+    return {};
+  }
+  if (md->address) n.addrs->mark_used(*md->address);
   bool is_expired = md->expires_at != 0 && md->expires_at <= now;
   if (md->phase != SandboxMetadata::Phase::kReady || is_expired || !md->address) {
     scan.orphans.push_back({ct.vmid, md->id, md->address, is_expired, false});
     return {};
   }
-  adopt(ct, *conf, *md);
+  adopt(n, ct, *conf, *md);
   return {};
 }
 
 // A warm-pool clone is kept while it is stopped, of today's template and wanted; false: an
 // orphan to destroy.
-bool ManagerCore::keep_pooled(const pve::ContainerStatus& ct, const pve::Config& conf,
+bool ManagerCore::keep_pooled(Node& n, const pve::ContainerStatus& ct, const pve::Config& conf,
                               const SandboxMetadata& md) {
   // A clone still being made (a killed controller's) has a lock: look again next time.
   if (conf.count("lock")) return true;
   auto tpl = md.labels.find(std::string(kPoolTemplateLabel));
-  bool fits = tpl != md.labels.end() && tpl->second == std::to_string(cfg_.template_vmid) &&
+  bool fits = tpl != md.labels.end() && tpl->second == std::to_string(n.cfg.template_vmid) &&
               ct.status == "stopped";
   {
     std::lock_guard lock(mu_);
@@ -129,8 +193,8 @@ bool ManagerCore::keep_pooled(const pve::ContainerStatus& ct, const pve::Config&
     if (it != pool_.end()) {
       if (fits) return true;
       pool_.erase(it);
-    } else if (fits && static_cast<int>(pool_.size()) < cfg_.warm_pool) {
-      pool_.push_back({ct.vmid, md.id});
+    } else if (fits && pooled_on(n) < cfg_.warm_pool) {
+      pool_.push_back({ct.vmid, md.id, &n});
       return true;
     }
   }
@@ -140,37 +204,37 @@ bool ManagerCore::keep_pooled(const pve::ContainerStatus& ct, const pve::Config&
 
 // A live sandbox this process does not know (it restarted): registered again, its grant and
 // binding wanted again.
-void ManagerCore::adopt(const pve::ContainerStatus& ct, const pve::Config& conf,
+void ManagerCore::adopt(Node& n, const pve::ContainerStatus& ct, const pve::Config& conf,
                         const SandboxMetadata& md) {
   auto net0 = parse_property_string(conf.count("net0") ? conf.at("net0") : "");
   auto mac = MacAddress::parse(net0["hwaddr"]);
   proto::Binding binding{port_name(ct.vmid, net0["firewall"] == "1"), mac ? *mac : MacAddress{},
                          *md.address};
   auto sb = std::make_shared<SandboxImpl>(
-      shared_from_this(), md, conf.count("hostname") ? conf.at("hostname") : "",
+      shared_from_this(), n, md, conf.count("hostname") ? conf.at("hostname") : "",
       config_int(conf, "cores", 1), config_int(conf, "memory", 512),
       conf.count("rootfs") ? size_gb(conf.at("rootfs")) : 0, binding);
   sb->set_status(ct.status);
   {
-    std::lock_guard lock(agent_mu_);
-    if (mac) bound_[binding.port] = binding;
-    if (md.internet) granted_.insert(*md.address);
+    std::lock_guard lock(n.agent_mu);
+    if (mac) n.bound[binding.port] = binding;
+    if (md.internet) n.granted.insert(*md.address);
   }
   {
     std::lock_guard lock(mu_);
     registry_[md.id] = sb;
   }
-  log::info("recovered " + md.id + " vmid=" + std::to_string(ct.vmid));
+  log::info("recovered " + md.id + " vmid=" + std::to_string(ct.vmid) + " on " + n.cfg.name);
 }
 
 // Pooled clones and registered sandboxes whose container vanished behind our back.
-void ManagerCore::forget_vanished(const std::set<std::string>& registered_before,
+void ManagerCore::forget_vanished(Node& n, const std::set<std::string>& registered_before,
                                   const std::set<int>& pooled_before,
                                   const std::set<int>& present) {
   {
     std::lock_guard lock(mu_);
     auto gone = [&](const Pooled& p) {
-      return pooled_before.count(p.vmid) && !present.count(p.vmid);
+      return p.node == &n && pooled_before.count(p.vmid) && !present.count(p.vmid);
     };
     if (std::any_of(pool_.begin(), pool_.end(), gone)) {
       for (auto& p : pool_)
@@ -191,12 +255,12 @@ void ManagerCore::forget_vanished(const std::set<std::string>& registered_before
     log::warn("sandbox " + sb->id() + " vanished from Proxmox; forgetting it");
     std::lock_guard op(sb->op_mutex());
     bool clean = true;
-    if (!ungrant(sb->address())) clean = false;
-    unbind(sb->binding().port);
+    if (!ungrant(n, sb->address())) clean = false;
+    unbind(n, sb->binding().port);
     sb->close_session();
     sb->mark_destroyed();
     vmids_.release(static_cast<std::uint32_t>(sb->vmid()));
-    if (clean) addrs_->release(sb->address());
+    if (clean) n.addrs->release(sb->address());
     std::lock_guard lock(mu_);
     registry_.erase(sb->id());
   }
@@ -205,10 +269,10 @@ void ManagerCore::forget_vanished(const std::set<std::string>& registered_before
 // A task that a dead controller started (e.g. a start) may still run on an orphan: it is
 // left, bindings included, until the task ended (Proxmox serialises such a destroy anyway).
 // Returns the ports the SYNC must keep.
-std::set<std::string> ManagerCore::busy_orphans(std::vector<Orphan>& orphans) {
+std::set<std::string> ManagerCore::busy_orphans(const Node& n, std::vector<Orphan>& orphans) {
   std::set<std::string> keep_ports;
   for (auto& o : orphans) {
-    auto active = pve_.call("GET", "/nodes/" + cfg_.node + "/tasks",
+    auto active = pve_.call("GET", "/nodes/" + n.cfg.name + "/tasks",
                             {{"vmid", std::to_string(o.vmid)}, {"source", "active"}});
     if (!active)
       log::warn("task list for " + std::to_string(o.vmid) + ": " + pve::describe(active.error()));
@@ -223,6 +287,7 @@ std::set<std::string> ManagerCore::busy_orphans(std::vector<Orphan>& orphans) {
 
 // Destroys orphans (their address revoked first when the SYNC failed) and expired sandboxes.
 Status ManagerCore::reap(Scan& scan, bool synced) {
+  Node& n = *scan.node;
   Status result;
   for (auto& o : scan.orphans) {
     if (o.busy_task) {
@@ -232,12 +297,12 @@ Status ManagerCore::reap(Scan& scan, bool synced) {
     }
     busy(o.vmid, true);
     if (o.address && !synced) {  // the SYNC did not remove it: try an explicit REVOKE
-      std::lock_guard lock(agent_mu_);
-      if (!agent_.revoke(*o.address)) quarantine(*o.address);
+      std::lock_guard lock(n.agent_mu);
+      if (!n.agent.revoke(*o.address)) quarantine(n, *o.address);
     }
-    unbind(port_name(o.vmid, false));
-    unbind(port_name(o.vmid, true));
-    auto r = destroy_container(o.vmid, o.id);
+    unbind(n, port_name(o.vmid, false));
+    unbind(n, port_name(o.vmid, true));
+    auto r = destroy_container(n, o.vmid, o.id);
     busy(o.vmid, false);
     if (!r) {
       log::warn("orphan " + std::to_string(o.vmid) + " not destroyed: " + r.error().message);
@@ -245,7 +310,7 @@ Status ManagerCore::reap(Scan& scan, bool synced) {
       continue;
     }
     vmids_.release(static_cast<std::uint32_t>(o.vmid));
-    if (o.address) addrs_->release(*o.address);  // a quarantined one stays quarantined
+    if (o.address) n.addrs->release(*o.address);  // a quarantined one stays quarantined
     log::info("destroyed orphan vmid=" + std::to_string(o.vmid) + (o.expired ? " (expired)" : ""));
     std::lock_guard lock(mu_);
     ++(o.expired ? stats_.expired_destroyed : stats_.orphans_destroyed);

@@ -11,7 +11,7 @@ SandboxInfo SandboxImpl::info() const {
   SandboxInfo i;
   i.id = md_.id;
   i.vmid = md_.vmid;
-  i.node = core_->config().node;
+  i.node = node_.cfg.name;
   i.hostname = hostname_;
   i.address = md_.address;
   i.phase = md_.phase;
@@ -44,7 +44,7 @@ Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
 }
 
 Status SandboxImpl::write_metadata(const SandboxMetadata& md) {
-  if (auto r = core_->write_description(md_.vmid, md); !r) return r;
+  if (auto r = core_->write_description(node_, md_.vmid, md); !r) return r;
   std::lock_guard lock(mu_);
   md_ = md;
   return {};
@@ -56,21 +56,21 @@ Status SandboxImpl::set_internet(bool enabled) {
   auto md = metadata();
   md.internet = enabled;
   if (enabled) {
-    if (auto r = core_->grant(*md.address); !r) return r;
+    if (auto r = core_->grant(node_, *md.address); !r) return r;
     if (auto r = write_metadata(md); !r) {
-      (void)core_->ungrant(*md.address);
+      (void)core_->ungrant(node_, *md.address);
       return r;
     }
     return {};
   }
   // Revoke first, then record; a failed revoke is reported (and quarantined for the next SYNC).
-  auto r = core_->ungrant(*md.address);
+  auto r = core_->ungrant(node_, *md.address);
   if (auto w = write_metadata(md); !w) return w;
   return r;
 }
 
 Result<pve::ContainerStatus> SandboxImpl::status() {
-  auto r = core_->pve().status(core_->config().node, md_.vmid);
+  auto r = core_->pve().status(node_.cfg.name, md_.vmid);
   if (!r) return fail(pve_error(r.error(), "status"));
   set_status(r->status);
   return std::move(*r);
@@ -81,7 +81,7 @@ Result<pve::ContainerStatus> SandboxImpl::status() {
 // client reports as a failed task (kInternal). Ask first, and map those task errors too, so
 // that callers get kNotFound / kConflict.
 Result<bool> SandboxImpl::has_snapshot(const std::string& name) {
-  auto r = core_->pve().snapshots(core_->config().node, md_.vmid);
+  auto r = core_->pve().snapshots(node_.cfg.name, md_.vmid);
   if (!r) return fail(pve_error(r.error(), "snapshots"));
   return std::any_of(r->begin(), r->end(),
                      [&](const pve::Snapshot& s) { return !s.is_current && s.name == name; });
@@ -102,7 +102,7 @@ Status snapshot_result(Status r, const std::string& name) {
 Status SandboxImpl::snapshot(const std::string& name, const std::string& description) {
   std::lock_guard op(op_mu_);
   if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
-  auto taken = core_->pve().snapshots(core_->config().node, md_.vmid);
+  auto taken = core_->pve().snapshots(node_.cfg.name, md_.vmid);
   if (!taken) return fail(pve_error(taken.error(), "snapshots"));
   int count = 0;
   for (const auto& s : *taken) {
@@ -115,13 +115,13 @@ Status SandboxImpl::snapshot(const std::string& name, const std::string& descrip
                                           " snapshots, the most it may keep (max_snapshots " +
                                           std::to_string(max) + "); delete one first");
   return snapshot_result(
-      core_->wait(core_->pve().create_snapshot(core_->config().node, md_.vmid, name, description),
+      core_->wait(core_->pve().create_snapshot(node_.cfg.name, md_.vmid, name, description),
                   "snapshot"),
       name);
 }
 
 Result<std::vector<SnapshotInfo>> SandboxImpl::snapshots() {
-  auto r = core_->pve().snapshots(core_->config().node, md_.vmid);
+  auto r = core_->pve().snapshots(node_.cfg.name, md_.vmid);
   if (!r) return fail(pve_error(r.error(), "snapshots"));
   std::vector<SnapshotInfo> out;
   for (auto& s : *r)
@@ -137,7 +137,7 @@ Status SandboxImpl::rollback(const std::string& name) {
   if (!*exists) return fail(ErrorCode::kNotFound, "no snapshot " + name);
   close_session();
   if (auto r = snapshot_result(
-          core_->wait(core_->pve().rollback_snapshot(core_->config().node, md_.vmid, name, true),
+          core_->wait(core_->pve().rollback_snapshot(node_.cfg.name, md_.vmid, name, true),
                       "rollback"),
           name);
       !r)
@@ -153,8 +153,7 @@ Status SandboxImpl::delete_snapshot(const std::string& name) {
   if (!exists) return fail(exists.error());
   if (!*exists) return fail(ErrorCode::kNotFound, "no snapshot " + name);
   return snapshot_result(
-      core_->wait(core_->pve().delete_snapshot(core_->config().node, md_.vmid, name),
-                  "delete snapshot"),
+      core_->wait(core_->pve().delete_snapshot(node_.cfg.name, md_.vmid, name), "delete snapshot"),
       name);
 }
 

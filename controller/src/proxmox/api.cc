@@ -107,6 +107,7 @@ Result<std::string> Client::clone(std::string_view node, const CloneRequest& req
   if (!request.pool.empty()) params.emplace_back("pool", request.pool);
   if (!request.storage.empty()) params.emplace_back("storage", request.storage);
   if (!request.snapname.empty()) params.emplace_back("snapname", request.snapname);
+  if (!request.target.empty()) params.emplace_back("target", request.target);
   if (request.full) params.emplace_back("full", *request.full ? "1" : "0");
   return upid_of(PVS_REQ("POST", ct_path(node, request.source_vmid, "/clone"), params, nullptr));
 }

@@ -6,6 +6,7 @@
 #include <Poco/JSON/Parser.h>
 #include <Poco/JSON/Stringifier.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -223,6 +224,12 @@ Result<std::vector<ClusterResource>> resources(const Var& data) {
     r.lock = str(o, "lock");
     r.vmid = static_cast<int>(i64(o, "vmid"));
     r.is_template = i64(o, "template") != 0;
+    r.storage = str(o, "storage");
+    r.mem = static_cast<std::uint64_t>(std::max<std::int64_t>(0, i64(o, "mem")));
+    r.maxmem = static_cast<std::uint64_t>(std::max<std::int64_t>(0, i64(o, "maxmem")));
+    r.maxcpu = static_cast<int>(i64(o, "maxcpu"));
+    r.cpu = dbl(o, "cpu");
+    r.uptime = i64(o, "uptime");
     out.push_back(std::move(r));
   }
   return out;

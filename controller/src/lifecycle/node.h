@@ -1,0 +1,54 @@
+// One node of the cluster as the lifecycle keeps it: its configuration (template resolved),
+// its agent, its sandbox addresses, what its agent should hold, and what placement needs to
+// know of it. Nodes live as long as the ManagerCore; a sandbox, a pool member and a create
+// step point at theirs.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "id_pool.h"
+#include "peers.h"
+#include "pvesandbox/manager.h"
+
+namespace pvs::lifecycle {
+
+struct Node {
+  Node(NodeConfig config, std::unique_ptr<AgentApi> agent_api,
+       std::unique_ptr<AddressPool> addresses)
+      : cfg(std::move(config)), agent(std::move(agent_api)), addrs(std::move(addresses)) {
+    drained = cfg.drained;
+  }
+
+  const NodeConfig cfg;  // template_vmid resolved (never 0)
+  TimedAgent agent;
+  const std::unique_ptr<AddressPool> addrs;
+
+  // What the agent should hold for this node's sandboxes; agent_mu is held around agent calls.
+  std::mutex agent_mu;
+  std::set<Ipv4Address> granted;
+  std::map<std::string, proto::Binding> bound;
+  std::set<Ipv4Address> quarantine;
+  std::atomic<std::size_t> quarantined{0};  // quarantine.size(), readable without agent_mu
+
+  // For placement and operators.
+  std::atomic<bool> online{true};    // in /cluster/resources and its containers listed
+  std::atomic<bool> agent_ok{true};  // its agent answered the last ping
+  std::atomic<bool> drained{false};
+  std::uint64_t agent_connects = 0;  // the loop's: a reconnected agent gets a reconcile
+
+  // Under the core's mu_.
+  std::string error;                             // why offline / agent down
+  std::uint64_t mem_total = 0;                   // /cluster/resources maxmem (0: unknown)
+  std::uint64_t mem_used = 0;                    // mem, plus sandboxes made since that listing
+  std::uint64_t mem_reserved = 0;                // creates in flight on it
+  int creating = 0;                              // creates in flight on it
+  std::uint64_t pool_hits = 0, pool_misses = 0;  // its warm pool
+};
+
+}  // namespace pvs::lifecycle
