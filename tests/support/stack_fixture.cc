@@ -71,7 +71,7 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
   must(::mkdtemp(tmpl.data()) != nullptr, "mkdtemp");
   dir_ = tmpl;
   try {
-    // The node: a fresh namespace this thread enters.
+    // The node (or, in a cluster, the controller's host): a fresh namespace this thread enters.
     run({"ip", "netns", "add", node_ns_});
     original_ns_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     must(original_ns_ >= 0, "open own netns");
@@ -83,79 +83,95 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
     entered_ = true;
     run({"ip", "link", "set", "lo", "up"});
     run({"sysctl", "-qw", "net.ipv4.ip_forward=1"});
-    // The sandbox bridge, as the node has it: with a fixed MAC (udev gives a Proxmox bridge a
-    // persistent one). Without it the kernel gives the bridge the lowest MAC of its ports, which
-    // changes as containers come and go, and every container's ARP entry for the gateway then
-    // points at a MAC nobody answers for until it expires (tens of seconds of lost packets).
-    run({"ip", "link", "add", "vmbr1", "address", "02:00:0a:63:00:01", "type", "bridge",
-         "stp_state", "0", "forward_delay", "0"});
-    run({"ip", "addr", "add", "10.99.0.1/16", "dev", "vmbr1"});
-    run({"ip", "link", "set", "vmbr1", "up"});
-    // The hardened ruleset, rendered by setup's own helper for this kernel (bridge scope when
-    // the kernel has `meta ibrname`, else port-name scope).
-    run({"bash", "-c",
-         "set -euo pipefail; source \"$1\"; if pvs_kernel_has_ibrname; then s=bridge; "
-         "else s=ports; fi; pvs_render_ruleset \"$2\" vmbr1 10.99.0.0/16 10.99.0.1 \"$s\" "
-         "'{ \"veth*\", \"fwpr*\" }' > \"$3\"",
-         "render", PVS_STACK_RULESET_LIB, PVS_STACK_RULESET, dir_ + "/sandbox.nft"});
-    run({"nft", "-f", dir_ + "/sandbox.nft"});
-    // The template's SSH key.
-    run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "stack", "-f", ssh_key()});
-    {
-      std::ofstream ak(dir_ + "/authorized_keys");
-      ak << slurp(ssh_key() + ".pub");
-    }
-    // The sandbox login user: a throw-away user with /bin/sh (root's shell may source a heavy
-    // .bashrc on every exec), home in the temp dir.
-    ::chmod(dir_.c_str(), 0755);
-    ::chmod((dir_ + "/authorized_keys").c_str(), 0644);
-    user_ = "pvsstk" + std::to_string(::getpid());
-    ::mkdir(home().c_str(), 0755);
-    run({"useradd", "-M", "-U", "-d", home(), "-s", "/bin/sh", "-p", "*", user_});
-    user_created_ = true;
-    run({"chown", user_ + ":" + user_, home()});
-    {
-      std::ofstream u(dir_ + "/user");
-      u << user_;
-    }
-    if (options_.agent) {
-      std::ofstream cfg(dir_ + "/agent.yaml");
-      cfg << "socket: " << agent_socket() << "\n"
-          << "socket_group: \"\"\n"
-          << "allowed_uids: [0]\n"
-          << "sandbox_cidr: 10.99.0.0/16\n"
-          << "gateway: 10.99.0.1\n"
-          << "state_file: " << dir_ << "/agent-state\n";
-      if (options_.dhcp) cfg << "dhcp_hosts_dir: " << dhcp_hosts_dir() << "\n";
-      cfg.close();
-      must(::mkdir(dhcp_hosts_dir().c_str(), 0755) == 0, "mkdir " + dhcp_hosts_dir());
-      start_agent();
-    }
-    if (options_.dhcp) start_dnsmasq();
-    pvesim::Options so;
-    so.tokens[kTokenId] = kTokenSecret;
-    so.auth_delay_ms = 0;
-    so.default_task_ms = options_.default_task_ms;
-    so.task_ms = options_.task_ms;
-    so.pools = {"pve-sandbox"};
-    so.backend = options_.backend;
-    so.netns.bridge = "vmbr1";
-    so.netns.bridge_cidr = "10.99.0.1/16";
-    so.netns.create_bridge = false;
-    so.netns.ns_prefix = id_ + "-";
-    so.netns.authorized_keys = dir_ + "/authorized_keys";
-    so.netns.user = user_;
-    so.netns.private_tmp = true;  // each sandbox its own /tmp, as a container
-    if (options_.dhcp) so.netns.dhcp_client = PVS_STACK_DHCP_CLIENT;
-    auto sim = pvesim::Simulator::start(so);
-    must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
-    sim_ = std::move(*sim);
+    make_keys_and_user();
+    if (options_.nodes > 1)
+      setup_cluster();
+    else
+      setup_single_node();
     // The template's host key, which config_for pins (also in the lifecycle driver process).
     std::ofstream(dir_ + "/template_host_key") << sim_->ssh_host_key_fingerprint();
   } catch (...) {
     cleanup();
     throw;
   }
+}
+
+void Stack::make_keys_and_user() {
+  // The template's SSH key.
+  run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "stack", "-f", ssh_key()});
+  {
+    std::ofstream ak(dir_ + "/authorized_keys");
+    ak << slurp(ssh_key() + ".pub");
+  }
+  // The sandbox login user: a throw-away user with /bin/sh (root's shell may source a heavy
+  // .bashrc on every exec), home in the temp dir.
+  ::chmod(dir_.c_str(), 0755);
+  ::chmod((dir_ + "/authorized_keys").c_str(), 0644);
+  user_ = "pvsstk" + std::to_string(::getpid());
+  ::mkdir(home().c_str(), 0755);
+  run({"useradd", "-M", "-U", "-d", home(), "-s", "/bin/sh", "-p", "*", user_});
+  user_created_ = true;
+  run({"chown", user_ + ":" + user_, home()});
+  std::ofstream(dir_ + "/user") << user_;
+  std::ofstream(dir_ + "/nodes") << options_.nodes;
+  must(::mkdir(dhcp_hosts_dir().c_str(), 0755) == 0, "mkdir " + dhcp_hosts_dir());
+}
+
+void Stack::setup_single_node() {
+  // The sandbox bridge, as the node has it: with a fixed MAC (udev gives a Proxmox bridge a
+  // persistent one). Without it the kernel gives the bridge the lowest MAC of its ports, which
+  // changes as containers come and go, and every container's ARP entry for the gateway then
+  // points at a MAC nobody answers for until it expires (tens of seconds of lost packets).
+  run({"ip", "link", "add", "vmbr1", "address", "02:00:0a:63:00:01", "type", "bridge", "stp_state",
+       "0", "forward_delay", "0"});
+  run({"ip", "addr", "add", "10.99.0.1/16", "dev", "vmbr1"});
+  run({"ip", "link", "set", "vmbr1", "up"});
+  // The hardened ruleset, rendered by setup's own helper for this kernel (bridge scope when
+  // the kernel has `meta ibrname`, else port-name scope).
+  run({"bash", "-c",
+       "set -euo pipefail; source \"$1\"; if pvs_kernel_has_ibrname; then s=bridge; "
+       "else s=ports; fi; pvs_render_ruleset \"$2\" vmbr1 10.99.0.0/16 10.99.0.1 \"$s\" "
+       "'{ \"veth*\", \"fwpr*\" }' > \"$3\"",
+       "render", PVS_STACK_RULESET_LIB, PVS_STACK_RULESET, dir_ + "/sandbox.nft"});
+  run({"nft", "-f", dir_ + "/sandbox.nft"});
+  if (options_.agent) {
+    std::ofstream(dir_ + "/agent.yaml") << agent_config(0);
+    start_agent();
+  }
+  if (options_.dhcp) start_dnsmasq();
+  pvesim::Options so;
+  so.tokens[kTokenId] = kTokenSecret;
+  so.auth_delay_ms = 0;
+  so.default_task_ms = options_.default_task_ms;
+  so.task_ms = options_.task_ms;
+  so.pools = {"pve-sandbox"};
+  so.backend = options_.backend;
+  so.netns.bridge = "vmbr1";
+  so.netns.bridge_cidr = "10.99.0.1/16";
+  so.netns.create_bridge = false;
+  so.netns.ns_prefix = id_ + "-";
+  so.netns.authorized_keys = dir_ + "/authorized_keys";
+  so.netns.user = user_;
+  so.netns.private_tmp = true;  // each sandbox its own /tmp, as a container
+  if (options_.dhcp) so.netns.dhcp_client = PVS_STACK_DHCP_CLIENT;
+  auto sim = pvesim::Simulator::start(so);
+  must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
+  sim_ = std::move(*sim);
+}
+
+std::string Stack::agent_config(int node) const {
+  std::string cidr = node == 0 ? "10.99.0.0/16" : "10." + std::to_string(90 + node) + ".0.0/16";
+  std::string gw = node == 0 ? "10.99.0.1" : "10." + std::to_string(90 + node) + ".0.1";
+  std::string suffix = node == 0 ? "" : "-" + node_name(node);
+  std::ostringstream cfg;
+  cfg << "socket: " << agent_socket(node) << "\n"
+      << "socket_group: \"\"\n"
+      << "allowed_uids: [0]\n"
+      << "sandbox_cidr: " << cidr << "\n"
+      << "gateway: " << gw << "\n"
+      << "state_file: " << dir_ << "/agent-state" << suffix << "\n";
+  if (options_.dhcp && node == 0) cfg << "dhcp_hosts_dir: " << dhcp_hosts_dir() << "\n";
+  return cfg.str();
 }
 
 Stack::~Stack() {
@@ -165,6 +181,7 @@ Stack::~Stack() {
 void Stack::cleanup() {
   sim_.reset();  // stops CT namespaces and their sshds
   if (agent_pid_ > 0) stop_agent();
+  for (std::size_t i = 0; i < node_agents_.size(); ++i) stop_agent(static_cast<int>(i) + 1);
   stop_dnsmasq();
   if (entered_) {
     if (original_ns_ >= 0) (void)::setns(original_ns_, CLONE_NEWNET);
@@ -189,24 +206,34 @@ void Stack::cleanup() {
   dir_.clear();
 }
 
-void Stack::start_agent() {
-  ::unlink(agent_socket().c_str());
+void Stack::start_agent(int node) {
+  pid_t& slot = node == 0 ? agent_pid_ : node_agents_.at(static_cast<std::size_t>(node - 1));
+  ::unlink(agent_socket(node).c_str());
   SpawnOptions so;
-  so.stdout_file = dir_ + "/agent.log";
+  std::string suffix = node == 0 ? "" : "-" + node_name(node);
+  so.stdout_file = dir_ + "/agent" + suffix + ".log";
   so.append = true;
-  pid_t pid = spawn_process({PVS_STACK_AGENT_BIN, "--config", dir_ + "/agent.yaml"}, so);
+  pid_t pid = spawn_process(
+      in_node(node, {PVS_STACK_AGENT_BIN, "--config", dir_ + "/agent" + suffix + ".yaml"}), so);
   must(pid > 0, "start the agent");
-  agent_pid_ = pid;
+  slot = pid;
   for (int i = 0; i < 200; ++i) {
-    if (::access(agent_socket().c_str(), F_OK) == 0) return;
+    if (::access(agent_socket(node).c_str(), F_OK) == 0) return;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
-      agent_pid_ = -1;
-      must(false, "the agent exited: " + agent_log());
+      slot = -1;
+      must(false, "the agent exited: " + agent_log(node));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
-  must(false, "the agent did not create its socket: " + agent_log());
+  must(false, "the agent did not create its socket: " + agent_log(node));
+}
+
+// Node 0 (single node): argv as is, in this thread's namespace; node i: inside its namespace.
+std::vector<std::string> Stack::in_node(int node, std::vector<std::string> argv) const {
+  if (node == 0) return argv;
+  argv.insert(argv.begin(), {"ip", "netns", "exec", id_ + "-" + node_name(node)});
+  return argv;
 }
 
 // dnsmasq as pve-sandbox-setup configures it on a node (DHCP part only; DNS off): static
@@ -277,26 +304,28 @@ std::string Stack::dnsmasq_leases() const {
   return dir_ + "/dnsmasq.leases";
 }
 
-void Stack::stop_agent() {
-  if (agent_pid_ <= 0) return;
-  ::kill(agent_pid_, SIGTERM);
+void Stack::stop_agent(int node) {
+  pid_t& slot = node == 0 ? agent_pid_ : node_agents_.at(static_cast<std::size_t>(node - 1));
+  if (slot <= 0) return;
+  ::kill(slot, SIGTERM);
   int status = 0;
   for (int i = 0; i < 200; ++i) {
-    if (::waitpid(agent_pid_, &status, WNOHANG) == agent_pid_) {
-      agent_pid_ = -1;
+    if (::waitpid(slot, &status, WNOHANG) == slot) {
+      slot = -1;
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
-  kill_agent();
+  kill_agent(node);
 }
 
-void Stack::kill_agent() {
-  end_process(&agent_pid_, SIGKILL);
+void Stack::kill_agent(int node) {
+  end_process(node == 0 ? &agent_pid_ : &node_agents_.at(static_cast<std::size_t>(node - 1)),
+              SIGKILL);
 }
 
-std::string Stack::agent_log() const {
-  return slurp(dir_ + "/agent.log");
+std::string Stack::agent_log(int node) const {
+  return slurp(dir_ + "/agent" + (node == 0 ? "" : "-" + node_name(node)) + ".log");
 }
 
 int Stack::port() const {
@@ -342,6 +371,17 @@ ManagerConfig Stack::config_for(int sim_port, const std::string& sim_fingerprint
   c.wait_for_ssh = wait_for_ssh;
   c.agent.socket_path = stack_dir + "/agent.sock";
   c.agent.timeout = std::chrono::milliseconds(5000);
+  int nodes = std::atoi(slurp(stack_dir + "/nodes").c_str());
+  for (int i = 1; nodes > 1 && i <= nodes; ++i) {
+    NodeConfig n;
+    n.name = node_name(i);
+    n.agent.socket_path = stack_dir + "/agent-" + n.name + ".sock";
+    n.agent.timeout = c.agent.timeout;
+    n.sandbox_cidr = *Cidr::parse("10." + std::to_string(90 + i) + ".0.0/16");
+    n.gateway = *Ipv4Address::parse("10." + std::to_string(90 + i) + ".0.1");
+    n.template_vmid = 8999 + i;
+    c.nodes.push_back(std::move(n));
+  }
   c.internet_lease = std::chrono::seconds(300);
   c.task_timeout = std::chrono::milliseconds(30000);
   c.clone_lock_wait = std::chrono::milliseconds(30000);
@@ -349,9 +389,10 @@ ManagerConfig Stack::config_for(int sim_port, const std::string& sim_fingerprint
   return c;
 }
 
-std::set<std::string> Stack::internet_set() const {
+std::set<std::string> Stack::internet_set(int node) const {
   std::string out;
-  must(run_command({"nft", "list", "set", "inet", "sandbox", "internet_allowed"}, &out) == 0,
+  must(run_command(in_node(node, {"nft", "list", "set", "inet", "sandbox", "internet_allowed"}),
+                   &out) == 0,
        "nft list set");
   std::set<std::string> result;
   auto pos = out.find("elements");
@@ -363,9 +404,10 @@ std::set<std::string> Stack::internet_set() const {
   return result;
 }
 
-std::set<std::string> Stack::bound_ports() const {
+std::set<std::string> Stack::bound_ports(int node) const {
   std::string out;
-  must(run_command({"nft", "list", "set", "bridge", "sandbox_l2", "port_ip4"}, &out) == 0,
+  must(run_command(in_node(node, {"nft", "list", "set", "bridge", "sandbox_l2", "port_ip4"}),
+                   &out) == 0,
        "nft list set port_ip4");
   std::set<std::string> result;
   auto pos = out.find("elements");
@@ -377,14 +419,17 @@ std::set<std::string> Stack::bound_ports() const {
   return result;
 }
 
-std::vector<int> Stack::containers() const {
+std::vector<int> Stack::containers(int node) const {
   auto client = pve::Client::create(manager_config().proxmox);
   must(client.has_value(), "client");
-  auto list = (*client)->list_containers("pve");
-  must(list.has_value(), "list containers: " + (list ? "" : list.error().to_string()));
   std::vector<int> out;
-  for (auto& c : *list)
-    if (!c.is_template) out.push_back(c.vmid);
+  for (int i = options_.nodes > 1 ? 1 : 0; i <= (options_.nodes > 1 ? options_.nodes : 0); ++i) {
+    if (node != 0 && i != node) continue;
+    auto list = (*client)->list_containers(i == 0 ? "pve" : node_name(i));
+    must(list.has_value(), "list containers: " + (list ? "" : list.error().to_string()));
+    for (auto& c : *list)
+      if (!c.is_template) out.push_back(c.vmid);
+  }
   return out;
 }
 
@@ -396,7 +441,8 @@ std::vector<std::string> Stack::ct_namespaces() const {
   std::vector<std::string> out;
   while (std::getline(in, line)) {
     auto name = line.substr(0, line.find(' '));
-    if (name.rfind(id_ + "-", 0) == 0 && name != node_ns_) out.push_back(name);
+    if (name.rfind(id_ + "-", 0) == 0 && name != node_ns_ && name.rfind(id_ + "-pve", 0) != 0)
+      out.push_back(name);
   }
   return out;
 }

@@ -16,6 +16,14 @@
 //   ...
 //   stack.internet_set();                            // what `nft` says is in internet_allowed
 //
+// Cluster (StackOptions::nodes = N > 1): the calling thread enters the controller's namespace
+// "<id>-node" (pvesim listens on its loopback); node i (1..N) is namespace "<id>-pve<i>" with
+// vmbr1 10.(90+i).0.1/16, its ruleset (CONTROLLER_ADDRESSES = the controller's address on its
+// link), its own real agent (socket <tmp>/agent-pve<i>.sock) and template 8999+i; a veth
+// 172.31.<i>.1 (controller) - 172.31.<i>.2 (node) links them, the controller routes each
+// node's sandbox network through it: SSH to sandboxes crosses the node's forward chain as it
+// does for a controller on another host. pvesim has all N nodes behind one endpoint.
+//
 // The constructor moves the CALLING THREAD into the node namespace (threads created later
 // inherit it), so construct the Stack before starting threads, and join them before the
 // destructor, which returns the thread to its original namespace and removes everything it
@@ -50,6 +58,9 @@ struct StackOptions {
   bool agent = true;                   // start pve-sandbox-agent
   bool dhcp = false;                   // dnsmasq + real DHCP clients; manager_config().dhcp
   std::string id;                      // name prefix; default "pvs<pid>"
+  // > 1: a cluster (see "Cluster" above): nodes pve1..pveN, each its own namespace, bridge,
+  // ruleset and agent; this thread lives in the controller's namespace. dhcp is single-node.
+  int nodes = 1;
 };
 
 // One run of tests/lifecycle/lifecycle_driver (a controller creating and destroying sandboxes
@@ -82,12 +93,15 @@ class Stack {
   static ManagerConfig config_for(int sim_port, const std::string& sim_fingerprint,
                                   const std::string& stack_dir, bool wait_for_ssh);
 
-  // Addresses in `inet sandbox internet_allowed`, as `nft list set` prints them.
-  std::set<std::string> internet_set() const;
+  // Addresses in `inet sandbox internet_allowed`, as `nft list set` prints them (cluster: on
+  // node 1..N).
+  std::set<std::string> internet_set(int node = 0) const;
   // `port=mac/ip` of the bridge bindings (set port_ip4), as `nft` prints them.
-  std::set<std::string> bound_ports() const;
-  // VMIDs of containers pvesim holds (templates excluded).
-  std::vector<int> containers() const;
+  std::set<std::string> bound_ports(int node = 0) const;
+  // VMIDs of containers pvesim holds (templates excluded); cluster: on node 1..N, 0: all.
+  std::vector<int> containers(int node = 0) const;
+  int nodes() const { return options_.nodes; }
+  static std::string node_name(int node) { return "pve" + std::to_string(node); }
   // CT namespaces of the netns backend that exist now.
   std::vector<std::string> ct_namespaces() const;
 
@@ -101,15 +115,17 @@ class Stack {
   // std::runtime_error if it exited on its own.
   std::vector<std::string> run_driver_until_killed(const DriverRun& run) const;
 
-  void stop_agent();   // SIGTERM and wait
-  void start_agent();  // again, same socket and state file
-  void kill_agent();   // SIGKILL
+  void stop_agent(int node = 0);   // SIGTERM and wait (cluster: node 1..N)
+  void start_agent(int node = 0);  // again, same socket and state file
+  void kill_agent(int node = 0);   // SIGKILL
 
   const std::string& id() const { return id_; }
   const std::string& dir() const { return dir_; }  // temp dir (keys, agent config/log/socket)
   const std::string& node_namespace() const { return node_ns_; }
-  std::string agent_socket() const { return dir_ + "/agent.sock"; }
-  std::string agent_log() const;
+  std::string agent_socket(int node = 0) const {
+    return dir_ + (node == 0 ? "/agent.sock" : "/agent-" + node_name(node) + ".sock");
+  }
+  std::string agent_log(int node = 0) const;
   std::string ssh_key() const { return dir_ + "/id_ed25519"; }
   // The sandboxes' login user (a throw-away user with /bin/sh) and its writable home.
   const std::string& user() const { return user_; }
@@ -122,6 +138,12 @@ class Stack {
  private:
   void cleanup();
   void start_dnsmasq();
+  void make_keys_and_user();
+  void setup_single_node();
+  void setup_cluster();  // stack_cluster.cc
+  void setup_cluster_node(int node);
+  std::string agent_config(int node) const;
+  std::vector<std::string> in_node(int node, std::vector<std::string> argv) const;
 
   StackOptions options_;
   std::string id_, dir_, node_ns_;
@@ -130,6 +152,7 @@ class Stack {
   int original_ns_ = -1;
   bool entered_ = false;
   pid_t agent_pid_ = -1;
+  std::vector<pid_t> node_agents_;  // cluster: node i's agent at [i - 1]
   pid_t dnsmasq_pid_ = -1;
   std::unique_ptr<pvesim::Simulator> sim_;
 };
