@@ -10,7 +10,7 @@ void Api::pools(RequestContext& ctx) {
   w.begin_object().key("pools").begin_array();
   for (const PoolInfo& p : manager->pools()) {
     w.begin_object();
-    w.key("name").value(p.name).key("kind").value(p.hot ? "hot" : "warm");
+    w.key("name").value(p.name).key("node").value(p.node).key("kind").value(p.hot ? "hot" : "warm");
     w.key("template_vmid").value(p.template_vmid);
     if (p.hot) {
       w.key("cpus").value(p.cpus).key("memory_mb").value(p.memory_mb);
