@@ -189,6 +189,19 @@ void Map::string_list(std::string_view name, std::vector<std::string>* out) {
   *out = std::move(items);
 }
 
+void Map::string_map(std::string_view name, std::map<std::string, std::string>* out) {
+  auto n = child(name);
+  if (!n) return;
+  const char* what = "must be a mapping of names to strings";
+  if (!n->node.IsMap()) return fail_at(n.get(), name, what);
+  std::map<std::string, std::string> items;
+  for (const auto& kv : n->node) {
+    if (!kv.first.IsScalar() || !kv.second.IsScalar()) return fail_at(n.get(), name, what);
+    items[kv.first.Scalar()] = kv.second.Scalar();
+  }
+  *out = std::move(items);
+}
+
 void Map::integer_list(std::string_view name, std::vector<long long>* out, long long min,
                        long long max) {
   auto n = child(name);

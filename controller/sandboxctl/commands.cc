@@ -31,7 +31,7 @@ int cmd_create(Client& c, Args& a) {
     body << (first ? "" : ",") << json_string(k) << ":" << raw_json;
     first = false;
   };
-  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> labels, selector;
   auto integer = [&](const std::string& flag) {
     std::string v = a.next(flag);
     if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
@@ -55,20 +55,26 @@ int cmd_create(Client& c, Args& a) {
       field("hostname", json_string(a.next(f)));
     else if (f == "--profile")
       field("profile", json_string(a.next(f)));
-    else if (f == "--label") {
+    else if (f == "--node")
+      field("node", json_string(a.next(f)));
+    else if (f == "--label" || f == "--node-selector") {
       std::string kv = a.next(f);
       auto eq = kv.find('=');
-      if (eq == std::string::npos) throw UsageError("--label needs KEY=VALUE");
-      labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+      if (eq == std::string::npos) throw UsageError(f + " needs KEY=VALUE");
+      (f == "--label" ? labels : selector)[kv.substr(0, eq)] = kv.substr(eq + 1);
     } else {
       throw UsageError("create: unknown option " + f);
     }
   }
-  if (!labels.empty()) {
+  auto object = [](const std::map<std::string, std::string>& m) {
     std::string l = "{";
-    for (const auto& [k, v] : labels)
+    for (const auto& [k, v] : m)
       l += (l.size() > 1 ? "," : "") + json_string(k) + ":" + json_string(v);
-    field("labels", l + "}");
+    return l + "}";
+  };
+  if (!selector.empty()) field("node_selector", object(selector));
+  if (!labels.empty()) {
+    field("labels", object(labels));
   }
   body << "}";
   auto r = c.request("POST", "/v1/sandboxes", body.str());
@@ -220,16 +226,16 @@ int cmd_pool(Client& c, Args& a) {
     return 0;
   }
   auto list = parse_object(r.body)->getArray("pools");
-  std::vector<std::vector<std::string>> rows{{"POOL", "KIND", "TEMPLATE", "READY", "SIZE",
+  std::vector<std::vector<std::string>> rows{{"POOL", "NODE", "KIND", "TEMPLATE", "READY", "SIZE",
                                               "FILLING", "CLAIMS", "MISSES", "REPLACED", "FAILURES",
                                               "CLAIM_MS"}};
   for (std::size_t i = 0; list && i < list->size(); ++i) {
     auto o = list->getObject(static_cast<unsigned>(i));
     std::string ms = o->has("claim_mean_ms") ? str(o, "claim_mean_ms") : "-";
     if (ms.size() > 6) ms = ms.substr(0, 6);
-    rows.push_back({str(o, "name"), str(o, "kind"), str(o, "template_vmid"), str(o, "ready"),
-                    str(o, "size"), str(o, "filling"), str(o, "claims"), str(o, "misses"),
-                    str(o, "replaced"), str(o, "refill_failures"), ms});
+    rows.push_back({str(o, "name"), str(o, "node"), str(o, "kind"), str(o, "template_vmid"),
+                    str(o, "ready"), str(o, "size"), str(o, "filling"), str(o, "claims"),
+                    str(o, "misses"), str(o, "replaced"), str(o, "refill_failures"), ms});
   }
   print_table(rows);
   return 0;

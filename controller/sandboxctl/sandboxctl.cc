@@ -41,6 +41,7 @@ const char* kUsage =
 commands:
   create [--cpus N] [--memory MB] [--disk GB] [--internet] [--ttl SECONDS]
          [--label KEY=VALUE]... [--hostname NAME] [--profile NAME]
+         [--node NAME] [--node-selector KEY=VALUE]...
   list [--label KEY=VALUE]...
   show ID
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
@@ -55,6 +56,8 @@ commands:
   destroy ID...
   health
   pool                  the hot pools and the warm pool (admin token)
+  nodes                 the cluster's nodes: health, capacity, pools (admin token)
+  node drain|undrain NAME   stop or resume placing sandboxes on a node (admin token)
 
 exec exits with the remote command's exit code (124 if it timed out).
 --cacert FILE: PEM CA (or self-signed certificate) that an https:// server must chain to;
@@ -169,7 +172,9 @@ int main(int argc, char** argv) {
         {"delete-snapshot", cmd_delete_snapshot},
         {"destroy", cmd_destroy},
         {"health", cmd_health},
-        {"pool", cmd_pool}};
+        {"pool", cmd_pool},
+        {"nodes", cmd_nodes},
+        {"node", cmd_node}};
     auto it = commands.find(cmd);
     if (it == commands.end()) throw UsageError("unknown command " + cmd);
     std::cout.flush();

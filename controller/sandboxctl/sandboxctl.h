@@ -95,5 +95,7 @@ int cmd_delete_snapshot(Client& c, Args& a);
 int cmd_destroy(Client& c, Args& a);
 int cmd_health(Client& c, Args& a);
 int cmd_pool(Client& c, Args& a);
+int cmd_nodes(Client& c, Args& a);  // commands_nodes.cc
+int cmd_node(Client& c, Args& a);
 
 }  // namespace pvs::cli

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "config_parts.h"
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/common/yaml_reader.h"
 
@@ -75,14 +76,6 @@ bool is_hex64(const std::string& s) {
   return true;
 }
 
-// Reads `name` as whole seconds in [min, max] into a duration.
-template <typename Duration>
-void seconds(yaml::Map& s, std::string_view name, Duration* out, long long min, long long max) {
-  long long v = std::chrono::duration_cast<std::chrono::seconds>(*out).count();
-  s.integer(name, &v, min, max);
-  *out = std::chrono::duration_cast<Duration>(std::chrono::seconds(v));
-}
-
 void parse_listen(yaml::Map s, ServiceConfig& c) {
   s.string("address", &c.listen_address);
   if (s.ok() && !Ipv4Address::parse(c.listen_address))
@@ -150,7 +143,7 @@ void parse_audit(yaml::Map s, ServiceConfig& c) {
   (void)s.finish();
 }
 
-void parse_proxmox(yaml::Map s, const Env& env, ServiceConfig& c) {
+void parse_proxmox(yaml::Map s, const Env& env, bool cluster, ServiceConfig& c) {
   ManagerConfig& m = c.manager;
   pve::ClientOptions& p = m.proxmox;
   s.string("url", &p.base_url, yaml::Need::kRequired);
@@ -164,7 +157,9 @@ void parse_proxmox(yaml::Map s, const Env& env, ServiceConfig& c) {
              "must start with https:// (plain http sends the API token in the clear; "
              "insecure_http: true allows it, for tests only)");
   }
-  s.string("node", &m.node, yaml::Need::kRequired);
+  if (cluster && s.has("node"))
+    s.fail("node", "with nodes: every node is named there (nodes[].name), not here");
+  s.string("node", &m.node, cluster ? yaml::Need::kOptional : yaml::Need::kRequired);
   s.string("token_id", &p.token_id, yaml::Need::kRequired);
   if (s.ok() &&
       (p.token_id.find('!') == std::string::npos || p.token_id.find('@') == std::string::npos))
@@ -181,7 +176,9 @@ void parse_proxmox(yaml::Map s, const Env& env, ServiceConfig& c) {
     s.integer("task_poll_max_ms", &poll_ms, 10, 5000);
     m.task_poll_max = std::chrono::milliseconds(poll_ms);
   }
-  s.integer("template_vmid", &m.template_vmid, 100, 999999999, yaml::Need::kRequired);
+  // In a cluster: the template on shared storage for nodes without one of their own (optional).
+  s.integer("template_vmid", &m.template_vmid, 100, 999999999,
+            cluster ? yaml::Need::kOptional : yaml::Need::kRequired);
   s.string("pool", &m.pool);
   if (s.ok() && m.pool.empty()) s.fail("pool", "must not be empty");
   s.string("storage", &m.storage);
@@ -190,34 +187,20 @@ void parse_proxmox(yaml::Map s, const Env& env, ServiceConfig& c) {
   s.integer("vmid_min", &m.vmid_min, 100, 999999999);
   s.integer("vmid_max", &m.vmid_max, 100, 999999999);
   if (s.ok() && m.vmid_min > m.vmid_max) s.fail("vmid_max", "must be at least vmid_min");
-  if (s.ok() && static_cast<std::uint32_t>(m.template_vmid) >= m.vmid_min &&
+  if (s.ok() && m.template_vmid != 0 && static_cast<std::uint32_t>(m.template_vmid) >= m.vmid_min &&
       static_cast<std::uint32_t>(m.template_vmid) <= m.vmid_max)
     s.fail("template_vmid", "must lie outside [vmid_min, vmid_max]");
   (void)s.finish();
 }
 
-void parse_network(yaml::Map s, ManagerConfig& m) {
-  std::string cidr = m.sandbox_cidr.to_string(), gateway = m.gateway.to_string();
-  s.string("cidr", &cidr);
-  auto parsed = Cidr::parse(cidr);
-  if (!parsed) return s.fail("cidr", parsed.error().message);
-  m.sandbox_cidr = *parsed;
-  s.string("gateway", &gateway);
-  auto gw = Ipv4Address::parse(gateway);
-  if (!gw) return s.fail("gateway", gw.error().message);
-  m.gateway = *gw;
-  if (!m.sandbox_cidr.contains(m.gateway))
-    s.fail("gateway", "must lie inside network.cidr " + cidr);
-  s.string("bridge", &m.bridge);
-  if (s.ok() && (m.bridge.empty() || m.bridge.size() > 15))
-    s.fail("bridge", "must be an interface name of 1-15 characters");
-  std::vector<std::string> reserved;
-  s.string_list("reserved", &reserved);
-  for (const auto& r : reserved) {
-    auto rc = Cidr::parse(r);
-    if (!rc) return s.fail("reserved", yaml::quoted_value(r) + ": " + rc.error().message);
-    m.reserved.push_back(*rc);
+// In a cluster each node has its own network (nodes[].network); only dhcp and firewall stay here.
+void parse_network(yaml::Map s, bool cluster, ManagerConfig& m) {
+  for (const char* key : {"cidr", "gateway", "bridge", "reserved"}) {
+    if (cluster && s.has(key))
+      return s.fail(
+          key, "with nodes: every node has its own (nodes[].network." + std::string(key) + ")");
   }
+  if (!cluster) parse_sandbox_network(s, {&m.sandbox_cidr, &m.gateway, &m.bridge, &m.reserved});
   s.boolean("dhcp", &m.dhcp);
   s.boolean("firewall", &m.firewall);
   (void)s.finish();
@@ -254,10 +237,14 @@ void parse_ssh(yaml::Map s, const Env& env, ManagerConfig& m) {
   (void)s.finish();
 }
 
-void parse_agent(yaml::Map s, ManagerConfig& m) {
-  s.string("socket", &m.agent.socket_path);
-  if (s.ok() && m.agent.socket_path.empty()) s.fail("socket", "must not be empty");
-  seconds(s, "timeout_seconds", &m.agent.timeout, 1, 600);
+// In a cluster each node names its agent (nodes[].agent); only the lease stays here.
+void parse_agent(yaml::Map s, bool cluster, ManagerConfig& m) {
+  for (const char* key : {"socket", "command", "timeout_seconds"}) {
+    if (cluster && s.has(key))
+      return s.fail(key, "with nodes: every node names its own agent (nodes[].agent." +
+                             std::string(key) + ")");
+  }
+  if (!cluster) parse_agent_options(s, &m.agent);
   seconds(s, "internet_lease_seconds", &m.internet_lease, 10, 7 * 24 * 3600);
   (void)s.finish();
 }
@@ -304,6 +291,26 @@ void parse_hot_pool(yaml::Map s, ManagerConfig& m) {
   (void)s.finish();
 }
 
+std::string describe_node(const NodeConfig& n, int shared_template) {
+  std::ostringstream o;
+  o << "node " << n.name << " network " << n.sandbox_cidr.to_string()
+    << " gateway=" << n.gateway.to_string() << " bridge=" << n.bridge << " template="
+    << (n.template_vmid != 0 ? std::to_string(n.template_vmid)
+                             : std::to_string(shared_template) + " (shared, target)")
+    << " agent=";
+  if (n.agent.command.empty()) {
+    o << n.agent.socket_path;
+  } else {
+    o << "relay:";
+    for (const auto& a : n.agent.command) o << " " << a;
+  }
+  if (n.max_sandboxes > 0) o << " max_sandboxes=" << n.max_sandboxes;
+  if (n.min_free_memory_mb > 0) o << " min_free_memory=" << n.min_free_memory_mb << "MB";
+  for (const auto& [k, v] : n.labels) o << " " << k << "=" << v;
+  if (n.drained) o << " drained";
+  return o.str();
+}
+
 // The service's defaults for the Manager's part (where they differ from ManagerConfig's).
 ServiceConfig defaults() {
   ServiceConfig c;
@@ -332,10 +339,12 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_auth(top.map("auth"), c);
   parse_audit(top.map("audit"), c);
   top.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
-  parse_proxmox(top.map("proxmox"), *env, c);
-  parse_network(top.map("network"), c.manager);
+  const bool cluster = top.has("nodes");
+  parse_proxmox(top.map("proxmox"), *env, cluster, c);
+  parse_network(top.map("network"), cluster, c.manager);
   parse_ssh(top.map("ssh"), *env, c.manager);
-  parse_agent(top.map("agent"), c.manager);
+  parse_agent(top.map("agent"), cluster, c.manager);
+  parse_nodes(top, c);  // after proxmox: template and VMID range
   parse_limits(top.map("limits"), c.manager);
   parse_hot_pool(top.map("hot_pool"), c.manager);  // after limits: its ranges are theirs
   if (auto st = top.finish(); !st) return fail(st.error());
@@ -366,20 +375,23 @@ std::string describe(const ServiceConfig& c) {
   for (const auto& t : c.tokens) o << " " << t.name;
   o << "\n"
     << "  audit " << c.audit_file << "\n"
-    << "  proxmox " << m.proxmox.base_url << " node=" << m.node << " token=" << m.proxmox.token_id
-    << " secret from " << c.proxmox_token_secret_source << " template=" << m.template_vmid
-    << " pool=" << m.pool << " vmids=" << m.vmid_min << "-" << m.vmid_max
-    << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n";
+    << "  proxmox " << m.proxmox.base_url << (m.nodes.empty() ? " node=" + m.node : "")
+    << " token=" << m.proxmox.token_id << " secret from " << c.proxmox_token_secret_source
+    << " template=" << m.template_vmid << " pool=" << m.pool << " vmids=" << m.vmid_min << "-"
+    << m.vmid_max << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n";
   for (const auto& p : m.hot_pools)
     o << "  hot_pool " << p.name << " size=" << p.size
       << " template=" << (p.template_vmid != 0 ? p.template_vmid : m.template_vmid)
       << " cpus=" << p.cpus << " memory=" << p.memory_mb << "MB disk=" << p.disk_gb << "GB\n";
-  o << "  network " << m.sandbox_cidr.to_string() << " gateway=" << m.gateway.to_string()
-    << " bridge=" << m.bridge << (m.dhcp ? " dhcp" : "") << "\n"
-    << "  ssh user=" << m.ssh.user << " key=" << m.ssh.private_key_file
+  if (m.nodes.empty())
+    o << "  network " << m.sandbox_cidr.to_string() << " gateway=" << m.gateway.to_string()
+      << " bridge=" << m.bridge << (m.dhcp ? " dhcp" : "") << "\n";
+  for (const auto& n : m.nodes) o << "  " << describe_node(n, m.template_vmid) << "\n";
+  o << "  ssh user=" << m.ssh.user << " key=" << m.ssh.private_key_file
     << " host_key_policy=" << policies[static_cast<int>(m.ssh.host_key_policy)]
     << " per_sandbox_host_keys=" << (m.per_sandbox_host_keys ? "true" : "false") << "\n"
-    << "  agent " << m.agent.socket_path << " lease=" << secs(m.internet_lease) << "\n"
+    << "  agent " << (m.nodes.empty() ? m.agent.socket_path + " " : "")
+    << "lease=" << secs(m.internet_lease) << "\n"
     << "  limits max_sandboxes=" << m.max_sandboxes << " ttl=" << secs(m.default_ttl) << "/"
     << secs(m.max_ttl) << " cpus<=" << m.max_cpus << " memory<=" << m.max_memory_mb
     << "MB disk<=" << m.max_disk_gb << "GB snapshots<=" << m.max_snapshots << "\n";

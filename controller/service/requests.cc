@@ -54,6 +54,14 @@ bool is_hostname(std::string_view s) {
   return true;
 }
 
+bool is_node_name(std::string_view s) {
+  if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-')) return false;
+  }
+  return true;
+}
+
 bool is_snapshot_name(std::string_view s) {
   if (s.size() < 2 || s.size() > 40) return false;
   if (!std::isalpha(static_cast<unsigned char>(s[0]))) return false;
@@ -144,6 +152,14 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
   if (auto v = body->string("profile", 32)) {
     if (!valid_pool_profile_name(*v)) body->reject("profile", "must be 1-32 of [a-z0-9-]");
     r.profile = *v;
+  }
+  if (auto v = body->string("node", 63)) {
+    if (!is_node_name(*v)) body->reject("node", "must be a node name: 1-63 of [A-Za-z0-9-]");
+    r.node = *v;
+  }
+  if (auto v = body->string_map("node_selector", kMaxLabels, kMaxLabelValue)) {
+    r.node_selector = std::move(*v);
+    if (auto e = label_error(r.node_selector)) body->reject("node_selector", *e);
   }
   return finish(*body, std::move(r));
 }

@@ -34,6 +34,8 @@ struct CreateRequest {
   std::map<std::string, std::string> labels;
   std::string hostname;  // empty: chosen by the controller
   std::string profile;   // a hot pool profile; empty: the default template
+  std::string node;      // a cluster node to use; empty: placement picks one
+  std::map<std::string, std::string> node_selector;  // labels the node must have
 };
 
 struct ExecRequest {
@@ -61,6 +63,8 @@ std::optional<std::string> label_error(const std::map<std::string, std::string>&
 bool is_sandbox_id(std::string_view id);
 // An RFC 1123 label: 1-63 of [a-z0-9-], not starting or ending with '-'.
 bool is_hostname(std::string_view name);
+// A Proxmox node name: a DNS label (letters, digits, '-'), 1-63 characters.
+bool is_node_name(std::string_view name);
 // A Proxmox snapshot name: a letter, then letters, digits, '_' or '-'; 2-40 characters.
 bool is_snapshot_name(std::string_view name);
 // A shell variable name.

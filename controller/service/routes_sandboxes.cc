@@ -44,7 +44,10 @@ void Api::create(RequestContext& ctx) {
     p.begin_object().key("cpus").value(req->cpus).key("memory_mb").value(req->memory_mb);
     p.key("disk_gb").value(req->disk_gb).key("internet").value(req->internet);
     p.key("ttl_seconds").value(req->ttl_seconds).key("labels").value(req->labels);
-    p.key("hostname").value(req->hostname).key("profile").value(req->profile).end_object();
+    p.key("hostname").value(req->hostname).key("profile").value(req->profile);
+    if (!req->node.empty()) p.key("node").value(req->node);
+    if (!req->node_selector.empty()) p.key("node_selector").value(req->node_selector);
+    p.end_object();
     ctx.params_json = p.take();
   }
   auto manager = require_manager();
@@ -79,6 +82,8 @@ void Api::create(RequestContext& ctx) {
   options.labels = req->labels;
   options.owner = owner;
   options.profile = req->profile;
+  options.node = req->node;
+  options.node_selector = req->node_selector;
   auto sandbox = manager->create(options);
   if (!sandbox) throw from_error(sandbox.error());
   SandboxInfo info = (*sandbox)->info();

@@ -1,8 +1,9 @@
 // The REST API on Poco's HTTPServer: routing, authentication, limits, the handlers on
 // pvs::Manager, metrics and the audit log. The route table (routes.cc) is the API at a glance;
 // the handlers live in one file per resource (routes_system.cc, routes_sandboxes.cc,
-// routes_exec.cc, routes_files.cc, routes_snapshots.cc); this file's server.cc holds the
-// request pipeline (dispatch, authentication, replies, audit, metrics).
+// routes_exec.cc, routes_files.cc, routes_snapshots.cc, routes_pools.cc, routes_nodes.cc);
+// server.cc holds the request pipeline (dispatch, authentication, replies, audit) and
+// service_metrics.cc what /metrics shows.
 //
 //   pvs::service::Api api(config, &audit, &metrics);
 //   api.set_manager(manager);          // until then sandbox calls answer 503 "starting"
@@ -85,11 +86,12 @@ class Api {
 
   const ServiceConfig& config() const { return config_; }
 
-  static void declare_metrics(Metrics& metrics);
+  static void declare_metrics(Metrics& metrics);  // service_metrics.cc
   // The route table (routes.cc).
   static std::span<const Route> routes();
 
  private:
+  void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
   void dispatch(RequestContext& ctx);
   void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
 
@@ -97,6 +99,10 @@ class Api {
   void openapi(RequestContext& ctx);
   void metrics_text(RequestContext& ctx);
   void pools(RequestContext& ctx);
+  void nodes(RequestContext& ctx);
+  void node_drain(RequestContext& ctx);
+  void node_undrain(RequestContext& ctx);
+  void set_drain(RequestContext& ctx, bool drained);
   void create(RequestContext& ctx);
   void list(RequestContext& ctx);
   void show(RequestContext& ctx);
@@ -173,6 +179,9 @@ class HttpServer {
 
 // The JSON of a sandbox, as the API returns it.
 std::string sandbox_json(const SandboxInfo& info);
+class JsonWriter;
+// One pool as GET /v1/pools and GET /v1/nodes show it.
+void write_pool(JsonWriter& w, const PoolInfo& pool);
 
 // For the handlers.
 double seconds_since(std::chrono::steady_clock::time_point t);

@@ -10,100 +10,10 @@
 #include <Poco/JSON/Parser.h>
 #include <Poco/Net/StreamSocket.h>
 
-#include "audit.h"
-#include "auth.h"
-#include "http_client.h"
-#include "server.h"
-#include "support/stack_fixture.h"
+#include "api_fixture.h"
 
 namespace pvs::service {
 namespace {
-
-using test::http;
-using test::HttpReply;
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
-std::string error_code(const HttpReply& r) {
-  try {
-    return json(r.body)->getObject("error")->getValue<std::string>("code");
-  } catch (...) {
-    return "(not an error envelope: " + r.body + ")";
-  }
-}
-
-class ApiTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    test::StackOptions o;
-    o.backend = "model";
-    stack_ = std::make_unique<test::Stack>(o);
-    config_.listen_port = 0;
-    config_.tokens = {{"alice", sha256_hex("tok-alice"), 3, false},
-                      {"bob", sha256_hex("tok-bob"), 40, false},
-                      {"root", sha256_hex("tok-root"), 0, true}};
-    config_.max_body_bytes = 4096;
-    config_.max_upload_bytes = 1 << 20;
-    config_.audit_file = stack_->dir() + "/audit.log";
-    config_.audit_denied_interval_seconds = 1;
-    start();
-  }
-  void TearDown() override {
-    // Leave nothing behind (a Manager destroyed with live sandboxes keeps them in Proxmox).
-    if (auto m = api_ ? api_->manager() : nullptr) {
-      for (const auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
-    }
-    stop();
-    stack_.reset();
-  }
-  void start() {
-    auto audit = AuditLog::open(config_.audit_file, false);
-    ASSERT_TRUE(audit) << audit.error().message;
-    audit_ = std::move(*audit);
-    metrics_ = std::make_unique<Metrics>();
-    Api::declare_metrics(*metrics_);
-    api_ = std::make_unique<Api>(config_, audit_.get(), metrics_.get());
-    auto m = Manager::open(stack_->manager_config());
-    ASSERT_TRUE(m) << m.error().message;
-    api_->set_manager(std::shared_ptr<Manager>(std::move(*m)));
-    server_ = std::make_unique<HttpServer>(api_->config(), *api_);
-    ASSERT_TRUE(server_->start());
-    port_ = server_->port();
-  }
-  void stop() {
-    if (server_) server_->stop();
-    server_.reset();
-    if (api_) api_->set_manager(nullptr);
-    api_.reset();
-    metrics_.reset();
-    audit_.reset();
-  }
-  HttpReply call(const std::string& method, const std::string& uri, const std::string& body = "",
-                 const std::string& token = "tok-alice",
-                 std::map<std::string, std::string> headers = {}) {
-    return http(port_, method, uri, body, token, std::move(headers));
-  }
-  std::string create(const std::string& body = "{}", const std::string& token = "tok-alice") {
-    auto r = call("POST", "/v1/sandboxes", body, token);
-    EXPECT_EQ(r.status, 201) << r.body;
-    return r.status == 201 ? json(r.body)->getValue<std::string>("id") : "";
-  }
-  std::vector<Poco::JSON::Object::Ptr> audit_lines() {
-    std::ifstream in(config_.audit_file);
-    std::vector<Poco::JSON::Object::Ptr> out;
-    for (std::string l; std::getline(in, l);) out.push_back(json(l));
-    return out;
-  }
-
-  std::unique_ptr<test::Stack> stack_;
-  ServiceConfig config_;
-  std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<Api> api_;
-  std::unique_ptr<HttpServer> server_;
-  std::uint16_t port_ = 0;
-};
 
 TEST_F(ApiTest, PoolsAreForAdminsAndAnUnknownProfileIsRefused) {
   auto pools = call("GET", "/v1/pools", "", "tok-root");

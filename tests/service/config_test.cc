@@ -1,4 +1,5 @@
 #include "config.h"
+#include "config_test_util.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,7 +12,9 @@
 namespace pvs::service {
 namespace {
 
-const char* kHash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";  // "test"
+using testing::error_of;
+using testing::kEnv;
+using testing::kHash;
 
 std::string minimal(const std::string& extra = "") {
   return std::string("auth:\n  tokens:\n    - name: ci\n      sha256: ") + kHash +
@@ -20,17 +23,6 @@ std::string minimal(const std::string& extra = "") {
          "  template_vmid: 9000\n"
          "ssh:\n  host_key_policy: insecure\n" +
          extra;
-}
-
-const std::map<std::string, std::string> kEnv = {{"PVS_TEST_SECRET", "s3cr3t-uuid"}};
-
-// The message without its line number ("controller.yaml:12: ..." -> "controller.yaml: ...").
-std::string error_of(const std::string& yaml) {
-  auto c = parse_config(yaml, "controller.yaml", &kEnv);
-  EXPECT_FALSE(c.has_value()) << yaml;
-  return c ? ""
-           : std::regex_replace(c.error().message, std::regex("^controller.yaml:[0-9]+:"),
-                                "controller.yaml:");
 }
 
 TEST(Config, MinimalHasDocumentedDefaults) {

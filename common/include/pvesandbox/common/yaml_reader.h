@@ -17,6 +17,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,6 +48,8 @@ class Map {
     if (read_integer(name, &v, min, max, need)) *out = static_cast<Int>(v);
   }
   void string_list(std::string_view name, std::vector<std::string>* out);
+  // A mapping of scalar keys to scalar values (labels: {zone: a, gpu: "no"}).
+  void string_map(std::string_view name, std::map<std::string, std::string>* out);
   // A list of decimal integers, each in [min, max].
   void integer_list(std::string_view name, std::vector<long long>* out, long long min,
                     long long max);
