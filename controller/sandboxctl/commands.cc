@@ -102,12 +102,12 @@ int cmd_list(Client& c, Args& a) {
   }
   auto list = parse_object(r.body)->getArray("sandboxes");
   std::vector<std::vector<std::string>> rows{
-      {"ID", "HOSTNAME", "ADDRESS", "STATE", "INTERNET", "EXPIRES", "LABELS"}};
+      {"ID", "NODE", "HOSTNAME", "ADDRESS", "STATE", "INTERNET", "EXPIRES", "LABELS"}};
   for (std::size_t i = 0; list && i < list->size(); ++i) {
     auto o = list->getObject(static_cast<unsigned>(i));
-    rows.push_back({str(o, "id"), str(o, "hostname"), str(o, "address"), str(o, "state"),
-                    str(o, "internet") == "true" ? "yes" : "no", str(o, "expires_at"),
-                    labels_text(o)});
+    rows.push_back({str(o, "id"), str(o, "node"), str(o, "hostname"), str(o, "address"),
+                    str(o, "state"), str(o, "internet") == "true" ? "yes" : "no",
+                    str(o, "expires_at"), labels_text(o)});
   }
   print_table(rows);
   return 0;
