@@ -200,6 +200,33 @@ TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
   EXPECT_EQ(stack_->bound_ports(), ports_of(*m, members(*m)));
 }
 
+// A claim adds no memory to its node (the member already runs and counts there), so a node
+// whose free memory keeps a new container out still hands out its hot members.
+TEST_F(HotPoolTest, AClaimNeedsNoFreeMemoryOnItsNodeANewContainerDoes) {
+  auto c = hot_config(2);
+  auto nodes = cluster_nodes(c);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  c.nodes = *nodes;
+  // pvesim's node: 64 GiB, 2 GiB base use; two running 256 MB members use 512 MB more.
+  const int free_mb = 64 * 1024 - 2 * 1024 - 2 * 256;
+  c.nodes[0].min_free_memory_mb = free_mb - 100;  // room for nothing new
+  auto m = open(c);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_settles(*m, 2));
+  ASSERT_TRUE(m->reconcile());  // the node's memory as /cluster/resources says now
+  ASSERT_EQ(m->nodes()[0].mem_used, (2048ull + 512) << 20);
+  auto sb = m->create({});
+  ASSERT_TRUE(sb) << sb.error().message;
+  EXPECT_EQ(m->pools()[0].claims, 1U);
+  CreateOptions named;  // served by no profile: a new container
+  named.hostname = "named";
+  auto cold = m->create(named);
+  ASSERT_FALSE(cold);
+  EXPECT_EQ(cold.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(cold.error().message.find("must stay free"), std::string::npos) << cold.error().message;
+  ASSERT_TRUE((*sb)->destroy());
+}
+
 TEST_F(HotPoolTest, AFileOneCallerWritesNeverAppearsInAnotherSandbox) {
   auto m = open(hot_config(2));
   ASSERT_TRUE(m);

@@ -225,7 +225,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   };
   // nodes.cc: picks the node for a create (among `only` if not empty) and reserves its place
   // and memory there; unreserve() gives them back (`made`: the sandbox now counts as used).
-  Result<Node*> place_create(const CreateOptions& options, const std::set<const Node*>& only);
+  // `memory`: what the sandbox adds to the node (0 for a hot member, which already runs there).
+  Result<Node*> place_create(const CreateOptions& options, const std::set<const Node*>& only,
+                             std::uint64_t memory);
   void unreserve(Node& node, std::uint64_t memory, bool made);
   Node* find_node(std::string_view name) const;
   Status validate(const CreateOptions& options);

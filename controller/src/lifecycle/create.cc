@@ -1,5 +1,6 @@
 // The create pipeline: validation, the steps with their rollback, and the template clone.
 // docs/architecture.md ("Sandbox lifecycle") lists the steps and what undoes each.
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -123,34 +124,50 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     }
   } inflight_guard{this};
 
-  // The node: one with a ready hot member if placement allows one there, else any.
-  Result<Node*> node = fail(ErrorCode::kUnavailable, "no node");
-  if (auto hot = hot_nodes(o); !hot.empty()) node = place_create(o, hot);
-  if (!node) node = place_create(o, {});
-  if (!node) {
-    std::lock_guard lock(mu_);
-    ++stats_.create_failures;
-    return fail(node.error());
-  }
+  // The node: one with a ready hot member if placement allows one there (a member already runs
+  // and counts in the node's memory: it adds none), else any node with room for a new one.
   struct Reservation {
+    Reservation(ManagerCore* core, Node* node, std::uint64_t memory)
+        : m(core), n(node), mem(memory) {}
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    ~Reservation() { m->unreserve(*n, mem, made); }
     ManagerCore* m;
     Node* n;
     std::uint64_t mem;
     bool made = false;
-    ~Reservation() { m->unreserve(*n, mem, made); }
-  } reservation{this, *node, static_cast<std::uint64_t>(o.memory_mb) << 20};
+  };
+  std::optional<Reservation> reservation;
+  const auto memory = static_cast<std::uint64_t>(o.memory_mb) << 20;
+  bool hot_node = false;  // placed for a hot member: no memory reserved
+  auto place = [&](const std::set<const Node*>& only, std::uint64_t mem) -> Status {
+    reservation.reset();
+    auto node = place_create(o, only, mem);
+    if (!node) return fail(node.error());
+    reservation.emplace(this, *node, mem);
+    return {};
+  };
+  if (auto hot = hot_nodes(o); !hot.empty() && place(hot, 0)) {
+    hot_node = true;
+  } else {
+    if (auto placed = place({}, memory); !placed) {
+      std::lock_guard lock(mu_);
+      ++stats_.create_failures;
+      return fail(placed.error());
+    }
+  }
 
   // A hot member if one fits (a second one if claiming the first failed), else a clone.
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  for (int attempt = 0; hot_node && attempt < 2; ++attempt) {
     int profile = -1;
-    auto member = take_hot(o, **node, &profile);
+    auto member = take_hot(o, *reservation->n, &profile);
     if (!member) break;
     Step s;
     s.id = "sb-" + random_hex(12);
-    s.node = *node;
+    s.node = reservation->n;
     auto claimed = claim(s, o, *member);
     if (claimed) {
-      reservation.made = true;
+      reservation->made = true;
       register_created(s, *claimed, o);
       std::lock_guard lock(mu_);
       ++hot_[profile].claims;
@@ -164,9 +181,18 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     ++hot_[profile].replaced;
     hot_cv_.notify_all();
   }
+  // No member after all: a new container, placed with its memory.
+  if (hot_node) {
+    if (auto placed = place({}, memory); !placed) {
+      std::lock_guard lock(mu_);
+      ++stats_.create_failures;
+      return fail(placed.error());
+    }
+  }
+  Node* node = reservation->n;
   Step s;
   s.id = "sb-" + random_hex(12);
-  s.node = *node;
+  s.node = node;
   auto built = create_cold(s, o);
   if (!built) {
     log::warn("create " + s.id + " failed: " + built.error().message);
@@ -175,7 +201,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
     ++stats_.create_failures;
     return fail(built.error());
   }
-  reservation.made = true;
+  reservation->made = true;
   register_created(s, *built, o);
   return std::shared_ptr<Sandbox>(*built);
 }

@@ -117,11 +117,12 @@ Status ManagerCore::refresh_nodes() {
   return {};
 }
 
-Result<Node*> ManagerCore::place_create(const CreateOptions& o, const std::set<const Node*>& only) {
+Result<Node*> ManagerCore::place_create(const CreateOptions& o, const std::set<const Node*>& only,
+                                        std::uint64_t memory) {
   PlacementRequest request;
   request.node = o.node;
   request.node_selector = o.node_selector;
-  request.memory = static_cast<std::uint64_t>(o.memory_mb) << 20;
+  request.memory = memory;
   std::lock_guard lock(mu_);
   std::map<const Node*, int> live;
   for (auto& [id, sb] : registry_) ++live[&sb->node()];
