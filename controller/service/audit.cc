@@ -39,6 +39,7 @@ std::string AuditLog::format(const AuditRecord& r, std::int64_t unix_ms) {
   w.key("action").value(r.action);
   w.key("sandbox").value(r.sandbox);
   w.key("params").raw(r.params_json.empty() ? "{}" : r.params_json);
+  if (!r.policy_json.empty()) w.key("policy").raw(r.policy_json);
   w.key("result").value(r.error_code.empty() ? "ok" : "error");
   w.key("status").value(r.status);
   if (!r.error_code.empty()) {

@@ -23,6 +23,7 @@ struct AuditRecord {
   std::string action;  // "sandbox.create", "sandbox.exec", ...
   std::string sandbox;
   std::string params_json = "{}";  // an object, already free of secrets (no stdin, no env values)
+  std::string policy_json;         // the policy's decision (an object), if a rule was asked
   int status = 0;                  // HTTP status of the reply
   std::string error_code;          // empty on success
   std::string error_message;

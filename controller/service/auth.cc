@@ -44,9 +44,9 @@ std::string generate_token() {
 
 TokenStore::TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes) {
   for (const auto& t : tokens) {
-    entries_.push_back(
-        {t.sha256,
-         {t.name, t.max_sandboxes > 0 ? t.max_sandboxes : default_max_sandboxes, t.admin}});
+    entries_.push_back({t.sha256,
+                        {t.name, t.max_sandboxes > 0 ? t.max_sandboxes : default_max_sandboxes,
+                         t.admin, t.approver}});
   }
 }
 

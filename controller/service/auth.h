@@ -22,6 +22,7 @@ struct Principal {
   std::string name;
   int max_sandboxes = 0;
   bool admin = false;
+  bool approver = false;  // may decide approvals (admins may too)
 };
 
 class TokenStore {

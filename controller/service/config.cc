@@ -123,6 +123,7 @@ void parse_auth(yaml::Map s, ServiceConfig& c) {
              "must be 64 lower-case hex digits (pve-sandbox-controller --hash-token prints them)");
     t.integer("max_sandboxes", &token.max_sandboxes, 0, 100000);
     t.boolean("admin", &token.admin);
+    t.boolean("approver", &token.approver);
     (void)t.finish();
     if (t.ok() && !names.insert(token.name).second)
       t.fail("name", "duplicate token name " + token.name);
@@ -347,6 +348,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_nodes(top, c);  // after proxmox: template and VMID range
   parse_limits(top.map("limits"), c.manager);
   parse_hot_pool(top.map("hot_pool"), c.manager);  // after limits: its ranges are theirs
+  parse_policy(top.map("policy"), c);
   if (auto st = top.finish(); !st) return fail(st.error());
   return c;
 }
@@ -395,6 +397,9 @@ std::string describe(const ServiceConfig& c) {
     << "  limits max_sandboxes=" << m.max_sandboxes << " ttl=" << secs(m.default_ttl) << "/"
     << secs(m.max_ttl) << " cpus<=" << m.max_cpus << " memory<=" << m.max_memory_mb
     << "MB disk<=" << m.max_disk_gb << "GB snapshots<=" << m.max_snapshots << "\n";
+  if (!c.policy.empty())
+    o << "  policy " << c.policy.rule_count() << " rules, approvals wait "
+      << c.approval_timeout_seconds << "s\n";
   return o.str();
 }
 

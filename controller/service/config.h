@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "policy.h"
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/manager.h"
 
@@ -29,6 +30,7 @@ struct TokenConfig {
   int max_sandboxes =
       0;               // live sandboxes this token may own at once; 0: auth.default_max_sandboxes
   bool admin = false;  // sees and acts on every sandbox, not only its own
+  bool approver = false;  // may list, approve and deny pending approvals (admins may too)
 };
 
 struct ServiceConfig {
@@ -64,6 +66,12 @@ struct ServiceConfig {
   int audit_denied_interval_seconds = 60;  // refused authentications: one line per source
 
   std::string log_level = "info";
+
+  // policy (docs/policy.md): rules per token, and how long an `approve` waits for a person
+  Policy policy;
+  int approval_timeout_seconds = 300;  // pending -> expired (denied)
+  int approval_wait_seconds = 30;      // a call blocks this long, then answers 202
+  int max_pending_approvals = 1000;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;

@@ -33,4 +33,7 @@ void parse_agent_options(yaml::Map& s, ManagerAgentOptions* agent);
 // as a whole (pvs::cluster_nodes: duplicate names, overlapping networks, templates).
 void parse_nodes(yaml::Map& top, ServiceConfig& c);
 
+// The `policy:` section (policy_config.cc); after auth (it names tokens).
+void parse_policy(yaml::Map s, ServiceConfig& c);
+
 }  // namespace pvs::service

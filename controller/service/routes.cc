@@ -29,6 +29,10 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/sandboxes/{id}/snapshots",                  &Api::snapshot_list,    A::kToken,  ""},
       {"POST",   "/v1/sandboxes/{id}/snapshots/{name}/rollback",  &Api::snapshot_rollback, A::kToken, "sandbox.rollback"},
       {"DELETE", "/v1/sandboxes/{id}/snapshots/{name}",           &Api::snapshot_delete,  A::kToken,  "sandbox.delete_snapshot"},
+      {"GET",    "/v1/approvals",                                 &Api::approvals_list,   A::kToken,  ""},
+      {"GET",    "/v1/approvals/{id}",                            &Api::approval_show,    A::kToken,  ""},
+      {"POST",   "/v1/approvals/{id}/approve",                    &Api::approval_approve, A::kToken,  "approval.approve"},
+      {"POST",   "/v1/approvals/{id}/deny",                       &Api::approval_deny,    A::kToken,  "approval.deny"},
   };
   // clang-format on
   return kRoutes;

@@ -64,6 +64,10 @@ void Api::exec(RequestContext& ctx) {
     ctx.params_json = p.take();
   }
   auto sandbox = find_sandbox(ctx);
+  PolicyRequest asked;
+  asked.action = PolicyAction::kExec;
+  asked.text = req->command;
+  if (!admit(ctx, asked)) return;
   ExecOptions options;
   options.stdin_data = std::move(req->stdin_data);
   options.env = req->env;

@@ -172,6 +172,10 @@ void Api::put_file(RequestContext& ctx) {
                     " bytes");
   }
   auto sandbox = find_sandbox(ctx);
+  PolicyRequest asked;
+  asked.action = PolicyAction::kFilesWrite;
+  asked.path = *path;
+  if (!admit(ctx, asked)) return;
   // The body streams from the socket to SFTP (64 KiB at a time, never held whole); the upload
   // is atomic, so a body that breaks off or exceeds the limit leaves the target untouched.
   std::optional<std::uint64_t> length;

@@ -50,6 +50,13 @@ void Api::create(RequestContext& ctx) {
     p.end_object();
     ctx.params_json = p.take();
   }
+  PolicyRequest asked;
+  asked.action = PolicyAction::kSandboxCreate;
+  asked.cpus = req->cpus;
+  asked.memory_mb = req->memory_mb;
+  asked.disk_gb = req->disk_gb;
+  asked.internet = req->internet;
+  if (!admit(ctx, asked)) return;
   auto manager = require_manager();
   const std::string& owner = ctx.principal->name;
   {
@@ -127,6 +134,10 @@ void Api::internet(RequestContext& ctx) {
   if (!enabled) throw enabled.error();
   ctx.params_json = std::string("{\"enabled\":") + (*enabled ? "true" : "false") + "}";
   auto sandbox = find_sandbox(ctx);
+  PolicyRequest asked;
+  asked.action = PolicyAction::kInternet;
+  asked.internet = *enabled;
+  if (!admit(ctx, asked)) return;
   if (auto st = sandbox->set_internet(*enabled); !st) throw from_error(st.error());
   send_json(ctx, 200, sandbox_json(sandbox->info()));
 }

@@ -52,7 +52,9 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
       audit_(audit),
       metrics_(metrics),
       limits_({config_.max_requests_per_token, config_.max_streams_per_token}),
-      denied_({std::chrono::seconds(config_.audit_denied_interval_seconds), 1024}) {
+      denied_({std::chrono::seconds(config_.audit_denied_interval_seconds), 1024}),
+      approvals_({std::chrono::seconds(config_.approval_timeout_seconds),
+                  static_cast<std::size_t>(config_.max_pending_approvals), 10000}) {
   std::random_device rd;
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", rd());
@@ -207,6 +209,7 @@ void Api::audit(RequestContext& ctx, int status, const ApiError* error) {
   r.action = ctx.action;
   r.sandbox = ctx.sandbox;
   r.params_json = ctx.params_json;
+  r.policy_json = ctx.policy_json;
   r.status = status;
   if (error) {
     r.error_code = error->code;

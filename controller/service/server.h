@@ -26,6 +26,7 @@
 #include <Poco/ThreadPool.h>
 
 #include "api_error.h"
+#include "approvals.h"
 #include "audit.h"
 #include "auth.h"
 #include "config.h"
@@ -53,6 +54,7 @@ struct RequestContext {
   std::string action;
   std::string sandbox;
   std::string params_json = "{}";
+  std::string policy_json;  // the policy's decision, for the audit log
   std::optional<ApiError> error;
   // The request body: read whole (or streamed) by the handler, or still on the socket.
   bool body_read = false;
@@ -119,6 +121,14 @@ class Api {
   void snapshot_list(RequestContext& ctx);
   void snapshot_rollback(RequestContext& ctx);
   void snapshot_delete(RequestContext& ctx);
+  void approvals_list(RequestContext& ctx);
+  void approval_show(RequestContext& ctx);
+  void approval_approve(RequestContext& ctx);
+  void approval_deny(RequestContext& ctx);
+  void approval_decide(RequestContext& ctx, bool approve);
+  // The policy's say on a call (routes_approvals.cc): true to go on; false when the reply was
+  // sent (202: waiting for a person). Throws 403 for deny, denied or expired approvals.
+  bool admit(RequestContext& ctx, const PolicyRequest& request);
 
   // Helpers.
   std::shared_ptr<Manager> require_manager();
@@ -151,6 +161,7 @@ class Api {
   mutable std::mutex mu_;
   std::shared_ptr<Manager> manager_;
   std::map<std::string, int> creating_;  // token -> creates in flight (per-token limit)
+  Approvals approvals_;
   // /v1/health asks Proxmox and the agent; its answer is reused for a second (it is public).
   std::mutex health_mu_;  // one refresh at a time; guards the three below
   std::chrono::steady_clock::time_point health_at_{};

@@ -58,6 +58,10 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_gauge("pvs_node_memory_total_bytes", "The node's memory (/cluster/resources).");
   m.declare_gauge("pvs_node_memory_used_bytes", "The node's memory in use (/cluster/resources).");
   m.declare_gauge("pvs_node_free_addresses", "Free addresses in the node's sandbox network.");
+  m.declare_counter("pvs_policy_decisions_total", "Policy decisions by action and verdict.");
+  m.declare_gauge("pvs_approvals_pending", "Calls waiting for a person's approval.");
+  m.declare_histogram("pvs_approval_wait_seconds", "How long calls waited for an approval.",
+                      {1, 5, 15, 30, 60, 120, 300, 900, 3600});
   m.declare_counter("pvs_exec_total", "Commands run, by result (ok, nonzero, timeout, error).");
   m.declare_histogram("pvs_exec_duration_seconds", "Command latency through the API.",
                       Metrics::latency_buckets());
@@ -92,6 +96,7 @@ void collect_nodes(Metrics& m, const std::vector<NodeInfo>& nodes) {
 }  // namespace
 
 void Api::collect(Metrics& m) {
+  m.set("pvs_approvals_pending", {}, static_cast<double>(approvals_.pending()));
   auto manager = this->manager();
   m.set("pvs_manager_ready", {}, manager ? 1 : 0);
   if (!manager) return;

@@ -52,8 +52,11 @@ class ApiTest : public ::testing::Test {
     config_.max_upload_bytes = 1 << 20;
     config_.audit_file = stack_->dir() + "/audit.log";
     config_.audit_denied_interval_seconds = 1;
+    adjust_service(config_);
     start();
   }
+  // The service's configuration before it starts (policy, tokens, ...).
+  virtual void adjust_service(ServiceConfig&) {}
   void TearDown() override {
     // Leave nothing behind (a Manager destroyed with live sandboxes keeps them in Proxmox).
     if (auto m = api_ ? api_->manager() : nullptr) {

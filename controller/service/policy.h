@@ -1,0 +1,93 @@
+// Policy: what a token may do, decided per call by ordered rules (docs/policy.md).
+//
+//   auto policy = pvs::service::Policy::compile(spec);        // from controller.yaml `policy:`
+//   auto d = policy->decide("alice", {.action = PolicyAction::kExec, .text = "rm -rf /"});
+//   if (d.verdict == Verdict::kDeny) refuse(d.message);        // d.rule: "policy.default[0]"
+//
+// A token with rules of its own (`policy.tokens.<name>`) is judged by those, every other token
+// by `policy.default`; the first rule whose every condition holds decides; none: `fallback`.
+// Regular expressions are RE2 (linear time in the input, so a crafted command line cannot make
+// a rule slow), searched anywhere in the text unless anchored. Paths match shell globs
+// (fnmatch without FNM_PATHNAME: `*` also crosses `/`, so `/etc/*` is everything below /etc).
+// One Policy serves REST, MCP and terminals: the same decision for the same call.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+
+namespace pvs::service {
+
+enum class PolicyAction {
+  kExec,
+  kTerminalInput,
+  kFilesWrite,
+  kFilesEdit,
+  kInternet,
+  kSandboxCreate
+};
+std::string_view to_string(PolicyAction action);  // "exec", "terminal.input", "files.write", ...
+std::optional<PolicyAction> parse_policy_action(std::string_view name);
+
+enum class Verdict { kAllow, kDeny, kApprove };
+std::string_view to_string(Verdict verdict);  // "allow", "deny", "approve"
+
+// What a call asks, as the rules see it.
+struct PolicyRequest {
+  PolicyAction action = PolicyAction::kExec;
+  std::string text;  // exec: the command line; terminal.input: the input line
+  std::string path;  // files.write, files.edit
+  int cpus = 0, memory_mb = 0, disk_gb = 0;  // sandbox.create
+  bool internet = false;                     // sandbox.create; internet: on (true) or off
+};
+
+struct PolicyDecision {
+  Verdict verdict = Verdict::kAllow;
+  std::string rule;     // "policy.default[2]"; "policy.fallback" when no rule matched
+  std::string message;  // the rule's message, for the caller (deny, approve)
+};
+
+// One rule as configured; every condition set must hold.
+struct PolicyRuleSpec {
+  std::string where;  // "policy.default[2]": in messages, decisions and the audit log
+  std::set<PolicyAction> actions;
+  std::string command;  // RE2 pattern on PolicyRequest::text; empty: any
+  std::string path;     // glob on PolicyRequest::path; empty: any
+  int cpus_above = -1, memory_mb_above = -1, disk_gb_above = -1;  // -1: any
+  std::optional<bool> internet;
+  Verdict verdict = Verdict::kAllow;
+  std::string message;
+};
+
+struct PolicySpec {
+  std::vector<PolicyRuleSpec> default_rules;
+  std::map<std::string, std::vector<PolicyRuleSpec>> token_rules;  // by token name
+  Verdict fallback = Verdict::kAllow;
+};
+
+// Why `pattern` is not a valid RE2 pattern, or nullopt.
+std::optional<std::string> policy_pattern_error(const std::string& pattern);
+
+class Policy {
+ public:
+  Policy();  // no rules: everything allowed
+  // kInvalidArgument naming the rule (`where`) for a bad pattern or a rule without actions.
+  static Result<Policy> compile(PolicySpec spec);
+
+  PolicyDecision decide(std::string_view token, const PolicyRequest& request) const;
+  bool empty() const;  // no rule anywhere and fallback allow
+  std::size_t rule_count() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;  // immutable: copies share it
+};
+
+}  // namespace pvs::service

@@ -1,0 +1,179 @@
+// Policy on calls, and the approvals people decide (docs/policy.md): admit() is the one place
+// every guarded handler asks; the approval routes list, show, approve and deny.
+#include <Poco/String.h>
+
+#include "auth.h"
+#include "json.h"
+#include "pvesandbox/common/log.h"
+#include "server.h"
+
+namespace pvs::service {
+namespace {
+
+ApiError forbidden(std::string message) {
+  return from_error(Error{ErrorCode::kPermissionDenied, std::move(message)});
+}
+
+std::string ms_time(std::int64_t ms) {
+  return ms ? iso_time(ms / 1000) : "";
+}
+
+void write_approval(JsonWriter& w, const Approval& a) {
+  w.begin_object();
+  w.key("id").value(a.id).key("state").value(to_string(a.state));
+  w.key("token").value(a.request.token).key("action").value(a.request.action);
+  w.key("sandbox").value(a.request.sandbox).key("summary").value(a.request.summary);
+  w.key("rule").value(a.request.rule).key("message").value(a.request.message);
+  w.key("created_at").value(ms_time(a.created_ms));
+  w.key("deadline").value(ms_time(a.deadline_ms));
+  if (a.state != Approval::State::kPending) {
+    w.key("decided_at").value(ms_time(a.decided_ms)).key("decided_by").value(a.decided_by);
+    w.key("reason").value(a.reason);
+  }
+  w.key("used").value(a.consumed);
+  w.end_object();
+}
+
+std::string approval_json(const Approval& a) {
+  JsonWriter w;
+  write_approval(w, a);
+  return w.take();
+}
+
+// What the rules see of a request, and what a person reads, in one line.
+std::string summary_of(const PolicyRequest& r) {
+  switch (r.action) {
+    case PolicyAction::kExec:
+    case PolicyAction::kTerminalInput: return r.text.substr(0, 1024);
+    case PolicyAction::kFilesWrite:
+    case PolicyAction::kFilesEdit: return r.path;
+    case PolicyAction::kInternet: return r.internet ? "internet on" : "internet off";
+    case PolicyAction::kSandboxCreate:
+      return std::to_string(r.cpus) + " cpus, " + std::to_string(r.memory_mb) + " MB, disk " +
+             std::to_string(r.disk_gb) + " GB" + (r.internet ? ", internet on" : "");
+  }
+  return "";
+}
+
+std::string digest_of(const std::string& sandbox, const PolicyRequest& r) {
+  return sha256_hex(std::string(to_string(r.action)) + "\n" + sandbox + "\n" + r.text + "\n" +
+                    r.path + "\n" + std::to_string(r.cpus) + "," + std::to_string(r.memory_mb) +
+                    "," + std::to_string(r.disk_gb) + "," + (r.internet ? "1" : "0"));
+}
+
+}  // namespace
+
+bool Api::admit(RequestContext& ctx, const PolicyRequest& request) {
+  const std::string& token = ctx.principal->name;
+  PolicyDecision d = config_.policy.decide(token, request);
+  std::string action(to_string(request.action));
+  metrics_->inc("pvs_policy_decisions_total",
+                {{"action", action}, {"verdict", std::string(to_string(d.verdict))}});
+  auto record = [&](const Approval* a, double waited_ms) {
+    JsonWriter w;
+    w.begin_object().key("verdict").value(to_string(d.verdict)).key("rule").value(d.rule);
+    if (a) {
+      w.key("approval").value(a->id).key("state").value(to_string(a->state));
+      if (!a->decided_by.empty()) w.key("decided_by").value(a->decided_by);
+      w.key("waited_ms").value(waited_ms);
+    }
+    w.end_object();
+    ctx.policy_json = w.take();
+  };
+  if (d.verdict == Verdict::kAllow) return record(nullptr, 0), true;
+  std::string why = "policy rule " + d.rule + (d.message.empty() ? "" : ": " + d.message);
+  if (d.verdict == Verdict::kDeny) {
+    record(nullptr, 0);
+    throw forbidden("denied by " + why);
+  }
+  std::string digest = digest_of(ctx.sandbox, request);
+  if (auto id = ctx.request->get("Approval", ""); !id.empty()) {  // a repeated, approved call
+    auto used = approvals_.consume(id, token, digest);
+    auto a = approvals_.get(id);
+    record(a ? &*a : nullptr, 0);
+    if (!used) throw forbidden(used.error().message);
+    return true;
+  }
+  auto opened =
+      approvals_.open({token, action, ctx.sandbox, summary_of(request), d.rule, d.message, digest});
+  if (!opened) throw limit_exceeded(opened.error().message);
+  log::info("approval " + opened->id + " pending: " + token + " " + action + " " +
+            opened->request.summary);
+  bool async = Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0;
+  auto started = std::chrono::steady_clock::now();
+  auto wait = std::chrono::seconds(async ? 0 : config_.approval_wait_seconds);
+  auto a = approvals_.wait(opened->id, wait);
+  double waited = seconds_since(started) * 1000;
+  metrics_->observe("pvs_approval_wait_seconds", {}, waited / 1000);
+  record(a ? &*a : &*opened, waited);
+  if (!a) throw internal_error(a.error().message);
+  if (a->state == Approval::State::kApproved) {
+    (void)approvals_.consume(a->id, token, digest);
+    return true;
+  }
+  if (a->state == Approval::State::kPending) {  // still waiting: the caller polls
+    ctx.response->set("Location", "/v1/approvals/" + a->id);
+    JsonWriter w;
+    w.begin_object().key("approval");
+    write_approval(w, *a);
+    w.end_object();
+    send_json(ctx, 202, w.take());
+    return false;
+  }
+  throw forbidden("approval " + a->id + " " + to_string(a->state) + " by " + a->decided_by +
+                  (a->reason.empty() ? "" : ": " + a->reason) + " (" + why + ")");
+}
+
+void Api::approvals_list(RequestContext& ctx) {
+  std::string state = ctx.query_value("state");
+  if (!state.empty() && state != "pending") throw bad_request("state: only \"pending\"");
+  const Principal& who = *ctx.principal;
+  JsonWriter w;
+  w.begin_object().key("approvals").begin_array();
+  for (const Approval& a : approvals_.list(!state.empty())) {
+    if (who.admin || who.approver || a.request.token == who.name) write_approval(w, a);
+  }
+  w.end_array().end_object();
+  send_json(ctx, 200, w.take());
+}
+
+void Api::approval_show(RequestContext& ctx) {
+  auto a = approvals_.get(ctx.params.at("id"));
+  const Principal& who = *ctx.principal;
+  // Another token's approval is as absent as an unknown one.
+  if (!a ||
+      !(who.admin || who.approver || a->request.token == who.name || a->request.token.empty()))
+    throw not_found("no approval " + ctx.params.at("id").substr(0, 64));
+  send_json(ctx, 200, approval_json(*a));
+}
+
+void Api::approval_decide(RequestContext& ctx, bool approve) {
+  const Principal& who = *ctx.principal;
+  if (!who.admin && !who.approver)
+    throw forbidden("deciding approvals needs an admin token or one with approver: true");
+  std::string reason;
+  if (auto body = json_body(ctx); !body.empty()) {
+    auto parsed = JsonBody::parse(body);
+    if (!parsed) throw parsed.error();
+    if (auto r = parsed->string("reason", 512)) reason = *r;
+    if (auto err = parsed->finish()) throw *err;
+  }
+  const std::string& id = ctx.params.at("id");
+  JsonWriter p;
+  p.begin_object().key("approval").value(id).key("reason").value(reason).end_object();
+  ctx.params_json = p.take();
+  auto a = approvals_.decide(id, approve, who.name, reason);
+  if (!a) throw from_error(a.error());
+  ctx.sandbox = a->request.sandbox;
+  log::info("approval " + id + (approve ? " approved" : " denied") + " by " + who.name);
+  send_json(ctx, 200, approval_json(*a));
+}
+
+void Api::approval_approve(RequestContext& ctx) {
+  approval_decide(ctx, true);
+}
+void Api::approval_deny(RequestContext& ctx) {
+  approval_decide(ctx, false);
+}
+
+}  // namespace pvs::service
