@@ -56,7 +56,7 @@ struct PtyCallbacks {
 
 class PtyChannel {
  public:
-  ~PtyChannel();  // close()
+  ~PtyChannel();  // hangs up without waiting (callbacks may still run briefly)
   PtyChannel(const PtyChannel&) = delete;
   PtyChannel& operator=(const PtyChannel&) = delete;
 

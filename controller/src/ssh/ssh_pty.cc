@@ -356,8 +356,9 @@ bool valid_size(int rows, int cols) {
 
 PtyChannel::PtyChannel(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
 
+// Hangs up without waiting: the last owner may be a callback on the I/O thread itself.
 PtyChannel::~PtyChannel() {
-  close();
+  close(std::chrono::milliseconds(0));
 }
 
 Status PtyChannel::write(std::string_view bytes) {
