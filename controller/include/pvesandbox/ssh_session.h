@@ -41,6 +41,10 @@
 
 namespace pvs {
 
+class PtyChannel;  // pvesandbox/ssh_pty.h
+struct PtyOptions;
+struct PtyCallbacks;
+
 // Stable lower-case name, e.g. "host_key_mismatch".
 std::string_view to_string(SshErrc kind);
 // The generic code a kind maps to (kHostKeyMismatch -> kPermissionDenied, ...).
@@ -248,6 +252,11 @@ class SshSession {
   Result<DirListing> list_dir(const std::string& remote_path, const ListOptions& options = {});
   Status mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
   Status remove(const std::string& remote_path);  // a file (unlink)
+
+  // An interactive command on a PTY (pvesandbox/ssh_pty.h), on the first connection. Returns
+  // once the command has been started. Errors: kInvalidArgument (size, env), connection and
+  // channel failures.
+  Result<std::unique_ptr<PtyChannel>> open_pty(const PtyOptions& options, PtyCallbacks callbacks);
 
   class Impl;
   struct ExecPool;

@@ -129,6 +129,8 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   void adopt_zombie(LIBSSH2_CHANNEL* channel, bool counted = true);
   // Queue an internal op from the I/O thread (e.g. the kill after a timeout).
   void spawn(std::shared_ptr<Op> op) { spawned_.push_back(std::move(op)); }
+  // Any thread: an op has new work queued from outside (a PTY write): step the ops again.
+  void poke() { wake(); }
   std::uint64_t session_generation() const { return generation_; }
 
  private:
