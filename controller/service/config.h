@@ -31,6 +31,18 @@ struct TokenConfig {
   bool admin = false;  // sees and acts on every sandbox, not only its own
 };
 
+// The MCP endpoint (/mcp): docs/mcp.md.
+struct McpConfig {
+  bool enabled = true;
+  // Browser origins allowed besides the local ones (http(s)://localhost, 127.0.0.1, [::1]);
+  // "*" allows any. A request with another Origin header is refused (DNS rebinding).
+  std::vector<std::string> allowed_origins;
+  int max_sessions_per_token = 64;  // beyond: the token's least recently used session ends
+  int session_idle_seconds = 3600;  // a session unused this long ends
+  int exec_timeout_seconds = 60;    // the exec tool's default timeout
+  std::uint64_t exec_output_bytes = 32 << 10;  // per stream, head + tail
+};
+
 struct ServiceConfig {
   std::string source;  // the file it came from ("" when built in memory)
 
@@ -64,6 +76,8 @@ struct ServiceConfig {
   int audit_denied_interval_seconds = 60;  // refused authentications: one line per source
 
   std::string log_level = "info";
+
+  McpConfig mcp;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;

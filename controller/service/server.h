@@ -31,6 +31,7 @@
 #include "denied_log.h"
 #include "metrics.h"
 #include "pvesandbox/manager.h"
+#include "requests.h"
 #include "router.h"
 #include "token_limits.h"
 
@@ -61,6 +62,21 @@ struct RequestContext {
 };
 
 class Api;
+namespace mcp {
+class SessionStore;
+struct Session;
+struct Message;
+}  // namespace mcp
+
+// What files/edit did: the reply of the REST call and of the MCP tool edit_file.
+struct EditReply {
+  std::string path;
+  std::size_t replaced = 0;
+  std::uint64_t size = 0;  // of the file now
+  bool crlf = false;       // matched with CRLF line ends
+  std::string diff;        // unified, a few lines of context, cut at 4 KiB
+};
+std::string edit_reply_json(const EditReply& reply);
 
 // One row of the route table: who may call it and what the audit log calls it.
 struct Route {
@@ -89,6 +105,24 @@ class Api {
   // The route table (routes.cc).
   static std::span<const Route> routes();
 
+  // ---- What the REST handlers and the MCP tools share (each throws ApiError) ----------------
+  // A sandbox `principal` may use: its own, or any for an admin; others' are "no sandbox".
+  std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id);
+  // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
+  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request);
+  // The sandboxes `principal` sees that carry every label of `selector`.
+  std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector);
+  // The ExecOptions of a request: its timeout (else max_exec_timeout_seconds), env, cwd, stdin.
+  ExecOptions exec_options(ExecRequest request, std::size_t max_output) const;
+  // Runs a command and counts it in the metrics (pvs_exec_total, pvs_exec_duration_seconds).
+  Result<ExecResult> run_exec(Sandbox& sandbox, std::string command, ExecOptions options);
+  // files/edit: the file read whole (at most kMaxEditFileBytes, text only), the edit applied,
+  // written back atomically (temporary file beside it, renamed over it) with its mode.
+  EditReply edit_file(Sandbox& sandbox, const EditRequest& request);
+  // Appends a record to the audit log (a failure is counted and logged, never thrown).
+  void append_audit(const AuditRecord& record);
+  TokenLimits& limits() { return limits_; }
+
  private:
   void dispatch(RequestContext& ctx);
   void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
@@ -107,6 +141,13 @@ class Api {
   void account_exec(const Result<ExecResult>& r, std::chrono::steady_clock::time_point start);
   void get_file(RequestContext& ctx);
   void put_file(RequestContext& ctx);
+  void files_edit(RequestContext& ctx);
+  // MCP over Streamable HTTP (mcp/transport.cc).
+  void mcp_post(RequestContext& ctx);
+  void mcp_delete(RequestContext& ctx);
+  void mcp_error(RequestContext& ctx, int status, int code, const std::string& message);
+  void mcp_sse(RequestContext& ctx, const mcp::Session& session, const mcp::Message& m,
+               const std::string& progress_token);
   void internet(RequestContext& ctx);
   void ttl(RequestContext& ctx);
   void snapshot_create(RequestContext& ctx);
@@ -152,6 +193,7 @@ class Api {
   std::uint64_t health_live_ = 0;
   std::atomic<std::uint64_t> next_request_{1};
   std::string request_prefix_;
+  std::shared_ptr<mcp::SessionStore> mcp_sessions_;  // MCP sessions (mcp/session.h)
 };
 
 class HttpServer {
