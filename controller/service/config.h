@@ -39,7 +39,7 @@ struct McpConfig {
   std::vector<std::string> allowed_origins;
   int max_sessions_per_token = 64;  // beyond: the token's least recently used session ends
   int session_idle_seconds = 3600;  // a session unused this long ends
-  int exec_timeout_seconds = 60;    // the exec tool's default timeout
+  int exec_timeout_seconds = 50;  // the exec tool's default timeout: under clients' usual 60 s
   std::uint64_t exec_output_bytes = 32 << 10;  // per stream, head + tail
 };
 

@@ -43,7 +43,7 @@ constexpr ToolDef kTools[] = {
     {"exec", "Run a shell command",
      "Run a shell command (sh -c) in a sandbox and wait for it. Returns the exit code, stdout "
      "and stderr; long output keeps its beginning and end with the middle left out. The command "
-     "is killed when timeout_seconds pass (default 60). Each call is a new shell: use cwd and env "
+     "is killed when timeout_seconds pass (default 50). Each call is a new shell: use cwd and env "
      "rather than cd/export in an earlier call.",
      R"J({"type":"object","additionalProperties":false,"required":["sandbox_id","command"],"properties":{)J"
      PVS_SANDBOX_ID ","
@@ -51,7 +51,7 @@ constexpr ToolDef kTools[] = {
      R"J("cwd":{"type":"string","description":"Absolute working directory (default: the home directory)"},)J"
      R"J("env":{"type":"object","additionalProperties":{"type":"string"},"description":"Environment variables"},)J"
      R"J("stdin":{"type":"string","description":"Text written to the command's standard input"},)J"
-     R"J("timeout_seconds":{"type":"integer","minimum":1,"description":"Kill the command after this long (default 60)"}}})J",
+     R"J("timeout_seconds":{"type":"integer","minimum":1,"description":"Kill the command after this long (default 50)"}}})J",
      false, false, false, true},
     {"read_file", "Read a text file",
      "Read a text file from a sandbox. Returns its lines numbered like cat -n (the number and "
