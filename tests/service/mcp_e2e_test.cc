@@ -112,7 +112,8 @@ class McpE2eTest : public ::testing::Test {
                           << "  private_key_file: " << mc.ssh.private_key_file << "\n"
                           << "  host_key_policy: pinned\n  host_key_fingerprint: \""
                           << mc.ssh.host_key_fingerprint << "\"\n"
-                          << "agent:\n  socket: " << mc.agent.socket_path << "\n"
+                          << "agent:\n  socket: " << mc.agent.socket_path
+                          << "\n"
                           // A kept-alive connection holds an HTTP thread (Poco): one per
                           // concurrent client, as docs/mcp.md says to size it.
                           << "http:\n  threads: 64\n";
