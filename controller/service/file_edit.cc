@@ -85,7 +85,7 @@ std::vector<Change> changes_of(const Lines& old_lines, const EditResult& edit) {
     c.b = old_lines.line_of(off[i] + len - 1);
     std::size_t j = i + 1;
     while (true) {
-      while (j < off.size() && old_lines.line_of(off[j]) <= c.b) {
+      while (j < off.size() && old_lines.line_of(off[j]) <= c.b + 1) {  // touching: one change
         c.b = std::max(c.b, old_lines.line_of(off[j] + len - 1));
         ++j;
       }

@@ -36,6 +36,21 @@ std::string sandbox_json(const SandboxInfo& s) {
   return w.take();
 }
 
+std::shared_ptr<Sandbox> Api::sandbox_for(const Principal& principal, const std::string& id) {
+  if (!is_sandbox_id(id))
+    throw bad_request("not a sandbox id (sb- and 12 hex digits): " + id.substr(0, 64));
+  auto manager = require_manager();
+  auto sandbox = manager->attach(id);
+  if (!sandbox) {
+    if (sandbox.error().code == ErrorCode::kNotFound) throw not_found("no sandbox " + id);
+    throw from_error(sandbox.error());
+  }
+  if (!principal.admin && (*sandbox)->info().owner != principal.name) {
+    throw not_found("no sandbox " + id);  // others' sandboxes are invisible
+  }
+  return *sandbox;
+}
+
 void Api::create(RequestContext& ctx) {
   auto req = parse_create(json_body(ctx), config_);
   if (!req) throw req.error();

@@ -477,21 +477,6 @@ std::shared_ptr<Sandbox> Api::find_sandbox(RequestContext& ctx) {
   return sandbox_for(*ctx.principal, id);
 }
 
-std::shared_ptr<Sandbox> Api::sandbox_for(const Principal& principal, const std::string& id) {
-  if (!is_sandbox_id(id))
-    throw bad_request("not a sandbox id (sb- and 12 hex digits): " + id.substr(0, 64));
-  auto manager = require_manager();
-  auto sandbox = manager->attach(id);
-  if (!sandbox) {
-    if (sandbox.error().code == ErrorCode::kNotFound) throw not_found("no sandbox " + id);
-    throw from_error(sandbox.error());
-  }
-  if (!principal.admin && (*sandbox)->info().owner != principal.name) {
-    throw not_found("no sandbox " + id);  // others' sandboxes are invisible
-  }
-  return *sandbox;
-}
-
 void Api::append_audit(const AuditRecord& record) {
   if (!audit_) return;
   if (auto st = audit_->append(record); !st) {

@@ -106,6 +106,12 @@ TEST(FileEdit, NearbyChangesShareAHunkAndFarOnesDoNot) {
             "--- f\n+++ f\n@@ -1,1 +1,1 @@\n-a b a\n+c b c\n");
 }
 
+TEST(FileEdit, ChangesOnAdjacentLinesAreOneBlock) {
+  auto r = edit("a\nb\nb\nc\n", "b", "B", true);
+  EXPECT_EQ(unified_diff("f", "a\nb\nb\nc\n", r),
+            "--- f\n+++ f\n@@ -1,4 +1,4 @@\n a\n-b\n-b\n+B\n+B\n c\n");
+}
+
 TEST(FileEdit, LineNumbersFollowEarlierChanges) {
   std::string file;
   for (int i = 1; i <= 30; ++i) file += (i == 2 || i == 25 ? "X" : "l") + std::to_string(i) + "\n";

@@ -225,6 +225,21 @@ TEST_F(McpE2eTest, OfficialSdkClientUsesEveryTool) {
   EXPECT_EQ(twice.status, 422) << twice.body;
   EXPECT_NE(twice.body.find("ambiguous_match"), std::string::npos) << twice.body;
   EXPECT_EQ(slurp(home + "/rest.txt"), "A\nb\nb\n");
+  // sandboxctl edit is the same call.
+  auto ctl =
+      run({PVS_SANDBOXCTL_BIN, "--url", "http://127.0.0.1:" + std::to_string(port_), "--token",
+           "tok-agent", "edit", id, home + "/rest.txt", "--old", "b", "--new", "B", "--all"},
+          dir_);
+  EXPECT_EQ(ctl.exit_code, 0) << ctl.err;
+  EXPECT_NE(ctl.out.find("-b\n-b\n+B\n+B\n"), std::string::npos) << ctl.out;
+  EXPECT_NE(ctl.err.find("replaced 2"), std::string::npos) << ctl.err;
+  auto missing =
+      run({PVS_SANDBOXCTL_BIN, "--url", "http://127.0.0.1:" + std::to_string(port_), "--token",
+           "tok-agent", "edit", id, home + "/rest.txt", "--old", "zzz", "--new", "y"},
+          dir_);
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("no_match"), std::string::npos) << missing.err;
+  EXPECT_EQ(slurp(home + "/rest.txt"), "A\nB\nB\n");
 
   auto destroy = test::http(port_, "DELETE", "/v1/sandboxes/" + id, "", "tok-agent");
   EXPECT_EQ(destroy.status, 204);
