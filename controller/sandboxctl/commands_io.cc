@@ -1,4 +1,5 @@
-// The commands that move data: exec (stdin, streamed output, the remote exit code), cp, ls.
+// The commands that move data: exec (stdin, streamed output, the remote exit code), cp, ls,
+// edit.
 #include <unistd.h>
 
 #include <cstring>
@@ -195,6 +196,39 @@ int cmd_ls(Client& c, Args& a) {
   print_table(rows);
   if (reply->optValue("truncated", false))
     std::cerr << "sandboxctl: the listing was cut short (" << rows.size() - 1 << " entries)\n";
+  return 0;
+}
+
+int cmd_edit(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string path = a.next("PATH");
+  std::optional<std::string> old_s, new_s;
+  bool all = false;
+  while (a.more()) {
+    std::string f = a.next("flag");
+    if (f == "--old")
+      old_s = a.next(f);
+    else if (f == "--new")
+      new_s = a.next(f);
+    else if (f == "--all")
+      all = true;
+    else
+      throw UsageError("edit: unknown argument " + f);
+  }
+  if (!old_s || !new_s) throw UsageError("edit: needs --old TEXT and --new TEXT");
+  std::string body = "{\"path\":" + json_string(path) + ",\"old_string\":" + json_string(*old_s) +
+                     ",\"new_string\":" + json_string(*new_s) +
+                     ",\"replace_all\":" + (all ? "true" : "false") + "}";
+  auto r = c.request("POST", "/v1/sandboxes/" + url_encode(id) + "/files/edit", body);
+  check(r);
+  if (c.options().json) {
+    std::cout << r.body;
+    return 0;
+  }
+  auto reply = parse_object(r.body);
+  std::cerr << "sandboxctl: replaced " << reply->getValue<std::uint64_t>("replaced") << " in "
+            << path << "\n";
+  std::cout << reply->getValue<std::string>("diff");
   return 0;
 }
 

@@ -47,6 +47,8 @@ commands:
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
   cp SRC DST            one side is ID:/path; '-' is stdin/stdout   [--mode 0644]
   ls ID PATH
+  edit ID PATH --old TEXT --new TEXT [--all]
+                        replace TEXT (once; every occurrence with --all); prints the diff
   internet ID on|off
   ttl ID SECONDS
   snapshot ID NAME [--description TEXT]
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
         {"exec", cmd_exec},
         {"cp", cmd_cp},
         {"ls", cmd_ls},
+        {"edit", cmd_edit},
         {"internet", cmd_internet},
         {"ttl", cmd_ttl},
         {"snapshot", cmd_snapshot},

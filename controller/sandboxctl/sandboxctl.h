@@ -1,6 +1,6 @@
 // sandboxctl's parts (private to the CLI): the HTTP client of the REST API, the output helpers
 // and the commands, one function each (commands.cc: sandboxes, internet, TTL, snapshots,
-// health; commands_io.cc: exec, cp, ls). sandboxctl.cc parses the options and dispatches.
+// health; commands_io.cc: exec, cp, ls, edit). sandboxctl.cc parses the options and dispatches.
 #pragma once
 
 #include <functional>
@@ -86,6 +86,7 @@ int cmd_show(Client& c, Args& a);
 int cmd_exec(Client& c, Args& a);
 int cmd_cp(Client& c, Args& a);
 int cmd_ls(Client& c, Args& a);
+int cmd_edit(Client& c, Args& a);
 int cmd_internet(Client& c, Args& a);
 int cmd_ttl(Client& c, Args& a);
 int cmd_snapshot(Client& c, Args& a);

@@ -27,6 +27,9 @@ ApiError method_not_allowed(std::string m) {
 ApiError too_large(std::string m) {
   return {413, "too_large", std::move(m)};
 }
+ApiError unprocessable(std::string code, std::string m) {
+  return {422, std::move(code), std::move(m)};
+}
 ApiError unsupported_media_type(std::string m) {
   return {415, "unsupported_media_type", std::move(m)};
 }

@@ -162,6 +162,20 @@ Status Approvals::consume(const std::string& id, const std::string& token,
   return {};
 }
 
+std::optional<Approval> Approvals::take_approved(const std::string& token,
+                                                 const std::string& digest) {
+  std::lock_guard lock(mu_);
+  expire_locked(now_ms());
+  for (auto& [id, a] : all_) {
+    if (a.state == Approval::State::kApproved && !a.consumed && a.request.token == token &&
+        a.request.digest == digest) {
+      a.consumed = true;
+      return a;
+    }
+  }
+  return std::nullopt;
+}
+
 std::size_t Approvals::pending() {
   std::lock_guard lock(mu_);
   expire_locked(now_ms());

@@ -70,6 +70,9 @@ class Approvals {
   // the reason otherwise (pending, denied, expired, used, another call).
   Status consume(const std::string& id, const std::string& token, const std::string& digest);
   std::size_t pending();
+  // An approved, unused approval of this token for the same call (digest), used now; for a
+  // caller that cannot name it (an MCP tool called again with the same arguments).
+  std::optional<Approval> take_approved(const std::string& token, const std::string& digest);
 
  private:
   void expire_locked(std::int64_t now_ms);

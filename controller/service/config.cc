@@ -144,6 +144,16 @@ void parse_audit(yaml::Map s, ServiceConfig& c) {
   (void)s.finish();
 }
 
+void parse_mcp(yaml::Map s, McpConfig& m) {
+  s.boolean("enabled", &m.enabled);
+  s.string_list("allowed_origins", &m.allowed_origins);
+  s.integer("max_sessions_per_token", &m.max_sessions_per_token, 1, 100000);
+  s.integer("session_idle_seconds", &m.session_idle_seconds, 10, 7 * 24 * 3600);
+  s.integer("exec_timeout_seconds", &m.exec_timeout_seconds, 1, 7 * 24 * 3600);
+  s.integer("exec_output_bytes", &m.exec_output_bytes, 1024, 16ll << 20);
+  (void)s.finish();
+}
+
 void parse_proxmox(yaml::Map s, const Env& env, bool cluster, ServiceConfig& c) {
   ManagerConfig& m = c.manager;
   pve::ClientOptions& p = m.proxmox;
@@ -340,6 +350,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_auth(top.map("auth"), c);
   parse_audit(top.map("audit"), c);
   top.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
+  parse_mcp(top.map("mcp"), c.mcp);
   const bool cluster = top.has("nodes");
   parse_proxmox(top.map("proxmox"), *env, cluster, c);
   parse_network(top.map("network"), cluster, c.manager);

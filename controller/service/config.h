@@ -33,6 +33,18 @@ struct TokenConfig {
   bool approver = false;  // may list, approve and deny pending approvals (admins may too)
 };
 
+// The MCP endpoint (/mcp): docs/mcp.md.
+struct McpConfig {
+  bool enabled = true;
+  // Browser origins allowed besides the local ones (http(s)://localhost, 127.0.0.1, [::1]);
+  // "*" allows any. A request with another Origin header is refused (DNS rebinding).
+  std::vector<std::string> allowed_origins;
+  int max_sessions_per_token = 64;  // beyond: the token's least recently used session ends
+  int session_idle_seconds = 3600;  // a session unused this long ends
+  int exec_timeout_seconds = 50;    // the exec tool's default timeout: under clients' usual 60 s
+  std::uint64_t exec_output_bytes = 32 << 10;  // per stream, head + tail
+};
+
 struct ServiceConfig {
   std::string source;  // the file it came from ("" when built in memory)
 
@@ -72,6 +84,7 @@ struct ServiceConfig {
   int approval_timeout_seconds = 300;  // pending -> expired (denied)
   int approval_wait_seconds = 30;      // a call blocks this long, then answers 202
   int max_pending_approvals = 1000;
+  McpConfig mcp;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;

@@ -1,5 +1,7 @@
 #include "output_cap.h"
 
+#include <algorithm>
+
 #include "json.h"
 
 namespace pvs::service {
@@ -58,6 +60,15 @@ std::size_t append_json_string_capped(std::string& out, std::string_view text,
   }
   out += '"';
   return pos;
+}
+
+std::string mark_omitted(std::string_view kept, std::uint64_t total, std::size_t cap) {
+  if (total <= kept.size()) return std::string(kept);
+  std::size_t head = std::min(cap / 2, kept.size());
+  std::string out(kept.substr(0, head));
+  out += "\n[... " + std::to_string(total - kept.size()) + " bytes left out ...]\n";
+  out.append(kept.substr(head));
+  return out;
 }
 
 }  // namespace pvs::service

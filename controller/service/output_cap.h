@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,5 +17,10 @@ namespace pvs::service {
 // boundary. Returns how many bytes of `text` it encoded (text.size() when nothing was cut).
 std::size_t append_json_string_capped(std::string& out, std::string_view text,
                                       std::size_t max_encoded);
+
+// What a capped exec stream kept (ExecResult::out / err: the first cap/2 and the last
+// cap - cap/2 bytes when the command wrote `total` > cap), with a line where the middle was
+// left out: "\n[... 123456 bytes left out ...]\n". Unchanged when nothing was left out.
+std::string mark_omitted(std::string_view kept, std::uint64_t total, std::size_t cap);
 
 }  // namespace pvs::service

@@ -225,4 +225,30 @@ ApiResult<SnapshotRequest> parse_snapshot(std::string_view text) {
   return finish(*body, std::move(r));
 }
 
+ApiResult<EditRequest> parse_edit(std::string_view text, const ServiceConfig& config) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  EditRequest r;
+  if (auto v = body->string("path", kMaxPathBytes)) {
+    auto path = validate_path(*v);
+    if (!path) body->reject("path", path.error().message.substr(6));  // "path: " dropped
+    r.path = *v;
+  } else {
+    body->reject("path", "required");
+  }
+  if (auto v = body->string("old_string", config.max_body_bytes)) {
+    if (v->empty()) body->reject("old_string", "must not be empty");
+    r.spec.old_string = std::move(*v);
+  } else {
+    body->reject("old_string", "required");
+  }
+  if (auto v = body->string("new_string", config.max_body_bytes)) {
+    r.spec.new_string = std::move(*v);
+  } else {
+    body->reject("new_string", "required (may be empty)");
+  }
+  if (auto v = body->boolean("replace_all")) r.spec.replace_all = *v;
+  return finish(*body, std::move(r));
+}
+
 }  // namespace pvs::service

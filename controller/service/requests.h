@@ -12,6 +12,7 @@
 
 #include "api_error.h"
 #include "config.h"
+#include "file_edit.h"
 
 namespace pvs::service {
 
@@ -46,6 +47,12 @@ struct ExecRequest {
   int timeout_seconds = 0;  // 0: limit from config (max_exec_timeout_seconds)
 };
 
+// POST .../files/edit and the MCP tool edit_file.
+struct EditRequest {
+  std::string path;
+  EditSpec spec;
+};
+
 struct SnapshotRequest {
   std::string name;
   std::string description;
@@ -56,6 +63,8 @@ ApiResult<ExecRequest> parse_exec(std::string_view body, const ServiceConfig& co
 ApiResult<bool> parse_internet(std::string_view body);                         // {"enabled": bool}
 ApiResult<int> parse_ttl(std::string_view body, const ServiceConfig& config);  // {"ttl_seconds"}
 ApiResult<SnapshotRequest> parse_snapshot(std::string_view body);
+// {"path", "old_string", "new_string", "replace_all"}; the strings at most max_body_bytes.
+ApiResult<EditRequest> parse_edit(std::string_view body, const ServiceConfig& config);
 
 // Why these labels are invalid, or nullopt (the rules of pvs::validate_labels).
 std::optional<std::string> label_error(const std::map<std::string, std::string>& labels);

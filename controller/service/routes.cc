@@ -23,6 +23,7 @@ std::span<const Route> Api::routes() {
       {"POST",   "/v1/sandboxes/{id}/exec",                       &Api::exec,             A::kToken,  "sandbox.exec"},
       {"GET",    "/v1/sandboxes/{id}/files",                      &Api::get_file,         A::kToken,  ""},
       {"PUT",    "/v1/sandboxes/{id}/files",                      &Api::put_file,         A::kToken,  "sandbox.put_file"},
+      {"POST",   "/v1/sandboxes/{id}/files/edit",                 &Api::files_edit,       A::kToken,  "sandbox.edit_file"},
       {"PUT",    "/v1/sandboxes/{id}/internet",                   &Api::internet,         A::kToken,  "sandbox.internet"},
       {"POST",   "/v1/sandboxes/{id}/ttl",                        &Api::ttl,              A::kToken,  "sandbox.ttl"},
       {"POST",   "/v1/sandboxes/{id}/snapshots",                  &Api::snapshot_create,  A::kToken,  "sandbox.snapshot"},
@@ -33,6 +34,9 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/approvals/{id}",                            &Api::approval_show,    A::kToken,  ""},
       {"POST",   "/v1/approvals/{id}/approve",                    &Api::approval_approve, A::kToken,  "approval.approve"},
       {"POST",   "/v1/approvals/{id}/deny",                       &Api::approval_deny,    A::kToken,  "approval.deny"},
+      // MCP (Streamable HTTP): each tool call is audited on its own as "mcp.<tool>".
+      {"POST",   "/mcp",                                          &Api::mcp_post,         A::kToken,  ""},
+      {"DELETE", "/mcp",                                          &Api::mcp_delete,       A::kToken,  ""},
   };
   // clang-format on
   return kRoutes;

@@ -14,6 +14,11 @@ ApiError forbidden(std::string message) {
   return from_error(Error{ErrorCode::kPermissionDenied, std::move(message)});
 }
 
+// A refusal by the policy, with its decision for the audit log.
+PolicyRefusal forbidden(std::string message, std::string policy_json) {
+  return {forbidden(std::move(message)), std::move(policy_json)};
+}
+
 std::string ms_time(std::int64_t ms) {
   return ms ? iso_time(ms / 1000) : "";
 }
@@ -63,12 +68,14 @@ std::string digest_of(const std::string& sandbox, const PolicyRequest& r) {
 
 }  // namespace
 
-bool Api::admit(RequestContext& ctx, const PolicyRequest& request) {
-  const std::string& token = ctx.principal->name;
-  PolicyDecision d = config_.policy.decide(token, request);
+Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
+                              const PolicyRequest& request, const std::string& approval_id,
+                              bool async) {
+  PolicyDecision d = config_.policy.decide(who.name, request);
   std::string action(to_string(request.action));
   metrics_->inc("pvs_policy_decisions_total",
                 {{"action", action}, {"verdict", std::string(to_string(d.verdict))}});
+  Admission out;
   auto record = [&](const Approval* a, double waited_ms) {
     JsonWriter w;
     w.begin_object().key("verdict").value(to_string(d.verdict)).key("rule").value(d.rule);
@@ -78,50 +85,83 @@ bool Api::admit(RequestContext& ctx, const PolicyRequest& request) {
       w.key("waited_ms").value(waited_ms);
     }
     w.end_object();
-    ctx.policy_json = w.take();
+    out.policy_json = w.take();
   };
-  if (d.verdict == Verdict::kAllow) return record(nullptr, 0), true;
+  record(nullptr, 0);
+  if (d.verdict == Verdict::kAllow) return out;
   std::string why = "policy rule " + d.rule + (d.message.empty() ? "" : ": " + d.message);
-  if (d.verdict == Verdict::kDeny) {
-    record(nullptr, 0);
-    throw forbidden("denied by " + why);
-  }
-  std::string digest = digest_of(ctx.sandbox, request);
-  if (auto id = ctx.request->get("Approval", ""); !id.empty()) {  // a repeated, approved call
-    auto used = approvals_.consume(id, token, digest);
-    auto a = approvals_.get(id);
+  if (d.verdict == Verdict::kDeny) throw forbidden("denied by " + why, out.policy_json);
+  std::string digest = digest_of(sandbox, request);
+  if (!approval_id.empty()) {  // a repeated call naming its approval
+    auto used = approvals_.consume(approval_id, who.name, digest);
+    auto a = approvals_.get(approval_id);
     record(a ? &*a : nullptr, 0);
-    if (!used) throw forbidden(used.error().message);
-    return true;
+    if (!used) throw forbidden(used.error().message, out.policy_json);
+    return out;
+  }
+  if (auto a = approvals_.take_approved(who.name, digest)) {  // the same call, approved since
+    record(&*a, 0);
+    return out;
   }
   auto opened =
-      approvals_.open({token, action, ctx.sandbox, summary_of(request), d.rule, d.message, digest});
+      approvals_.open({who.name, action, sandbox, summary_of(request), d.rule, d.message, digest});
   if (!opened) throw limit_exceeded(opened.error().message);
-  log::info("approval " + opened->id + " pending: " + token + " " + action + " " +
+  log::info("approval " + opened->id + " pending: " + who.name + " " + action + " " +
             opened->request.summary);
-  bool async = Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0;
   auto started = std::chrono::steady_clock::now();
-  auto wait = std::chrono::seconds(async ? 0 : config_.approval_wait_seconds);
-  auto a = approvals_.wait(opened->id, wait);
+  auto a =
+      approvals_.wait(opened->id, std::chrono::seconds(async ? 0 : config_.approval_wait_seconds));
   double waited = seconds_since(started) * 1000;
   metrics_->observe("pvs_approval_wait_seconds", {}, waited / 1000);
-  record(a ? &*a : &*opened, waited);
   if (!a) throw internal_error(a.error().message);
+  record(&*a, waited);
   if (a->state == Approval::State::kApproved) {
-    (void)approvals_.consume(a->id, token, digest);
-    return true;
+    (void)approvals_.consume(a->id, who.name, digest);
+    return out;
   }
-  if (a->state == Approval::State::kPending) {  // still waiting: the caller polls
-    ctx.response->set("Location", "/v1/approvals/" + a->id);
-    JsonWriter w;
-    w.begin_object().key("approval");
-    write_approval(w, *a);
-    w.end_object();
-    send_json(ctx, 202, w.take());
-    return false;
+  if (a->state == Approval::State::kPending) {
+    out.pending = *a;
+    return out;
   }
   throw forbidden("approval " + a->id + " " + to_string(a->state) + " by " + a->decided_by +
-                  (a->reason.empty() ? "" : ": " + a->reason) + " (" + why + ")");
+                      (a->reason.empty() ? "" : ": " + a->reason) + " (" + why + ")",
+                  out.policy_json);
+}
+
+bool Api::admit(RequestContext& ctx, const PolicyRequest& request) {
+  bool async = Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0;
+  Admission a;
+  try {
+    a = admission(*ctx.principal, ctx.sandbox, request, ctx.request->get("Approval", ""), async);
+  } catch (const PolicyRefusal& refused) {
+    ctx.policy_json = refused.policy_json;
+    throw refused.error;
+  }
+  ctx.policy_json = a.policy_json;
+  if (!a.pending) return true;
+  ctx.response->set("Location", "/v1/approvals/" + a.pending->id);
+  JsonWriter w;
+  w.begin_object().key("approval");
+  write_approval(w, *a.pending);
+  w.end_object();
+  send_json(ctx, 202, w.take());
+  return false;
+}
+
+std::string Api::admit_tool(const Principal& who, const std::string& sandbox,
+                            const PolicyRequest& request) {
+  try {
+    Admission a = admission(who, sandbox, request, "", false);
+    if (a.pending)
+      throw from_error(Error{ErrorCode::kUnavailable,
+                             "approval " + a.pending->id + " is pending: a person must approve " +
+                                 a.pending->request.summary +
+                                 " (GET /v1/approvals); call again with the same arguments "
+                                 "once it is approved"});
+    return a.policy_json;
+  } catch (const PolicyRefusal& refused) {
+    throw refused.error;
+  }
 }
 
 void Api::approvals_list(RequestContext& ctx) {

@@ -68,13 +68,8 @@ void Api::exec(RequestContext& ctx) {
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
   if (!admit(ctx, asked)) return;
-  ExecOptions options;
-  options.stdin_data = std::move(req->stdin_data);
-  options.env = req->env;
-  options.cwd = req->cwd;
-  options.timeout = std::chrono::seconds(
-      req->timeout_seconds > 0 ? req->timeout_seconds : config_.max_exec_timeout_seconds);
-  options.max_output = config_.max_exec_output_bytes;
+  std::string command = std::move(req->command);
+  ExecOptions options = exec_options(std::move(*req), config_.max_exec_output_bytes);
   bool streaming = ctx.request->get("Accept", "").find("application/x-ndjson") != std::string::npos;
   auto stream_slot = streaming ? limits_.acquire(ctx.principal->name, TokenLimits::Kind::kStream)
                                : std::optional<TokenLimits::Slot>();
@@ -92,15 +87,31 @@ void Api::exec(RequestContext& ctx) {
     ctx.action = action;
   }
   if (streaming) {
-    exec_stream(ctx, sandbox, std::move(req->command), std::move(options));
+    exec_stream(ctx, sandbox, std::move(command), std::move(options));
     return;
   }
-  auto started = std::chrono::steady_clock::now();
-  auto r = sandbox->exec(req->command, std::move(options));
-  account_exec(r, started);
+  auto r = run_exec(*sandbox, std::move(command), std::move(options));
   if (!r) throw from_error(r.error());
   send_json(ctx, 200,
             exec_result_json(*r, static_cast<std::size_t>(config_.max_exec_output_bytes) + 2));
+}
+
+ExecOptions Api::exec_options(ExecRequest req, std::size_t max_output) const {
+  ExecOptions options;
+  options.stdin_data = std::move(req.stdin_data);
+  options.env = std::move(req.env);
+  options.cwd = std::move(req.cwd);
+  options.timeout = std::chrono::seconds(
+      req.timeout_seconds > 0 ? req.timeout_seconds : config_.max_exec_timeout_seconds);
+  options.max_output = max_output;
+  return options;
+}
+
+Result<ExecResult> Api::run_exec(Sandbox& sandbox, std::string command, ExecOptions options) {
+  auto started = std::chrono::steady_clock::now();
+  auto r = sandbox.exec(std::move(command), std::move(options));
+  account_exec(r, started);
+  return r;
 }
 
 void Api::account_exec(const Result<ExecResult>& r, std::chrono::steady_clock::time_point start) {

@@ -1,9 +1,11 @@
-// Files of a sandbox: download (streamed), directory listing, upload (streamed, atomic).
+// Files of a sandbox: download (streamed), directory listing, upload (streamed, atomic), edit.
 #include <algorithm>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "chunk_queue.h"
+#include "file_edit.h"
 #include "json.h"
 #include "pvesandbox/common/log.h"
 #include "requests.h"
@@ -218,6 +220,77 @@ void Api::put_file(RequestContext& ctx) {
   }
   if (!st) throw from_error(st.error());
   send_json(ctx, 200, p.take());
+}
+
+std::string edit_reply_json(const EditReply& r) {
+  JsonWriter w;
+  w.begin_object().key("path").value(r.path).key("replaced").value(std::uint64_t{r.replaced});
+  w.key("size").value(r.size).key("crlf").value(r.crlf).key("diff").value(r.diff);
+  return w.end_object().take();
+}
+
+void Api::files_edit(RequestContext& ctx) {
+  auto req = parse_edit(json_body(ctx), config_);
+  if (!req) throw req.error();
+  {
+    // The strings are the file's content: their sizes are recorded, not them.
+    JsonWriter p;
+    p.begin_object().key("path").value(req->path).key("replace_all").value(req->spec.replace_all);
+    p.key("old_bytes").value(std::uint64_t{req->spec.old_string.size()});
+    p.key("new_bytes").value(std::uint64_t{req->spec.new_string.size()}).end_object();
+    ctx.params_json = p.take();
+  }
+  auto sandbox = find_sandbox(ctx);
+  PolicyRequest asked;
+  asked.action = PolicyAction::kFilesEdit;
+  asked.path = req->path;
+  if (!admit(ctx, asked)) return;
+  send_json(ctx, 200, edit_reply_json(edit_file(*sandbox, *req)));
+}
+
+namespace {
+
+ApiError edit_api_error(const EditError& e) {
+  switch (e.kind) {
+    case EditError::Kind::kNotFound: return unprocessable("no_match", e.message);
+    case EditError::Kind::kAmbiguous: return unprocessable("ambiguous_match", e.message);
+    case EditError::Kind::kBinary: return unprocessable("binary_file", e.message);
+    default: return bad_request(e.message);
+  }
+}
+
+}  // namespace
+
+EditReply Api::edit_file(Sandbox& sandbox, const EditRequest& req) {
+  auto attrs = sandbox.stat(req.path);
+  if (!attrs) throw from_error(attrs.error());
+  if (attrs->is_dir()) throw bad_request(req.path + " is a directory");
+  if (!attrs->is_regular()) throw bad_request(req.path + " is not a regular file");
+  if (attrs->size > kMaxEditFileBytes) {
+    throw too_large(req.path + " is larger than " + std::to_string(kMaxEditFileBytes) +
+                    " bytes; edit it with a command (exec) instead");
+  }
+  auto content = sandbox.read_file(req.path, kMaxEditFileBytes);
+  if (!content) throw from_error(content.error());
+  auto edit = apply_edit(*content, req.spec);
+  if (!edit) throw edit_api_error(edit.error());
+  std::uint64_t limit = std::min<std::uint64_t>(2 * kMaxEditFileBytes, config_.max_upload_bytes);
+  if (edit->content.size() > limit) {
+    throw too_large("the edited file would be larger than " + std::to_string(limit) + " bytes");
+  }
+  std::istringstream in(edit->content);
+  UploadOptions options;
+  options.mode = attrs->mode & 07777;
+  options.atomic = true;
+  if (auto st = sandbox.upload(req.path, in, options, edit->content.size()); !st)
+    throw from_error(st.error());
+  EditReply reply;
+  reply.path = req.path;
+  reply.replaced = edit->replaced;
+  reply.size = edit->content.size();
+  reply.crlf = edit->crlf;
+  reply.diff = unified_diff(req.path, *content, *edit);
+  return reply;
 }
 
 }  // namespace pvs::service

@@ -36,6 +36,21 @@ std::string sandbox_json(const SandboxInfo& s) {
   return w.take();
 }
 
+std::shared_ptr<Sandbox> Api::sandbox_for(const Principal& principal, const std::string& id) {
+  if (!is_sandbox_id(id))
+    throw bad_request("not a sandbox id (sb- and 12 hex digits): " + id.substr(0, 64));
+  auto manager = require_manager();
+  auto sandbox = manager->attach(id);
+  if (!sandbox) {
+    if (sandbox.error().code == ErrorCode::kNotFound) throw not_found("no sandbox " + id);
+    throw from_error(sandbox.error());
+  }
+  if (!principal.admin && (*sandbox)->info().owner != principal.name) {
+    throw not_found("no sandbox " + id);  // others' sandboxes are invisible
+  }
+  return *sandbox;
+}
+
 void Api::create(RequestContext& ctx) {
   auto req = parse_create(json_body(ctx), config_);
   if (!req) throw req.error();
@@ -57,16 +72,23 @@ void Api::create(RequestContext& ctx) {
   asked.disk_gb = req->disk_gb;
   asked.internet = req->internet;
   if (!admit(ctx, asked)) return;
+  auto sandbox = create_for(*ctx.principal, *req);
+  SandboxInfo info = sandbox->info();
+  ctx.sandbox = info.id;
+  ctx.response->set("Location", "/v1/sandboxes/" + info.id);
+  send_json(ctx, 201, sandbox_json(info));
+}
+
+std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const CreateRequest& req) {
   auto manager = require_manager();
-  const std::string& owner = ctx.principal->name;
+  const std::string& owner = principal.name;
   {
     std::lock_guard lock(mu_);
     int owned = creating_[owner];
     for (const auto& info : manager->list()) owned += info.owner == owner;
-    if (owned >= ctx.principal->max_sandboxes) {
+    if (owned >= principal.max_sandboxes) {
       throw limit_exceeded("token " + owner + " already has " + std::to_string(owned) +
-                           " sandboxes (limit " + std::to_string(ctx.principal->max_sandboxes) +
-                           ")");
+                           " sandboxes (limit " + std::to_string(principal.max_sandboxes) + ")");
     }
     ++creating_[owner];
   }
@@ -80,23 +102,29 @@ void Api::create(RequestContext& ctx) {
   } release{this, owner};
 
   CreateOptions options;
-  options.hostname = req->hostname;
-  options.cpus = req->cpus;
-  options.memory_mb = req->memory_mb;
-  options.disk_gb = req->disk_gb;
-  options.internet = req->internet;
-  options.ttl = std::chrono::seconds(req->ttl_seconds);
-  options.labels = req->labels;
+  options.hostname = req.hostname;
+  options.cpus = req.cpus;
+  options.memory_mb = req.memory_mb;
+  options.disk_gb = req.disk_gb;
+  options.internet = req.internet;
+  options.ttl = std::chrono::seconds(req.ttl_seconds);
+  options.labels = req.labels;
   options.owner = owner;
-  options.profile = req->profile;
-  options.node = req->node;
-  options.node_selector = req->node_selector;
+  options.profile = req.profile;
+  options.node = req.node;
+  options.node_selector = req.node_selector;
   auto sandbox = manager->create(options);
   if (!sandbox) throw from_error(sandbox.error());
-  SandboxInfo info = (*sandbox)->info();
-  ctx.sandbox = info.id;
-  ctx.response->set("Location", "/v1/sandboxes/" + info.id);
-  send_json(ctx, 201, sandbox_json(info));
+  return *sandbox;
+}
+
+std::vector<SandboxInfo> Api::list_for(const Principal& principal, const Labels& selector) {
+  auto manager = require_manager();
+  std::vector<SandboxInfo> out;
+  for (auto& info : manager->list(selector)) {
+    if (principal.admin || info.owner == principal.name) out.push_back(std::move(info));
+  }
+  return out;
 }
 
 void Api::list(RequestContext& ctx) {
@@ -108,12 +136,9 @@ void Api::list(RequestContext& ctx) {
   }
   auto selector = parse_selector(labels);
   if (!selector) throw selector.error();
-  auto manager = require_manager();
   JsonWriter w;
   w.begin_object().key("sandboxes").begin_array();
-  for (const auto& info : manager->list(*selector)) {
-    if (ctx.principal->admin || info.owner == ctx.principal->name) w.raw(sandbox_json(info));
-  }
+  for (const auto& info : list_for(*ctx.principal, *selector)) w.raw(sandbox_json(info));
   w.end_array().end_object();
   send_json(ctx, 200, w.take());
 }

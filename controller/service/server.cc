@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "json.h"
+#include "mcp/session.h"
 #include "openapi.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
@@ -62,6 +63,7 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
   metrics_->add_collector([this](Metrics& m) { collect(m); });
 
   for (const Route& route : routes()) router_.add(std::string(route.method), route.pattern, &route);
+  mcp_sessions_ = mcp::make_session_store(config_.mcp);
 }
 
 Api::~Api() = default;
@@ -216,10 +218,7 @@ void Api::audit(RequestContext& ctx, int status, const ApiError* error) {
     r.error_message = error->message;
   }
   r.duration_ms = static_cast<std::int64_t>(seconds_since(ctx.start) * 1000);
-  if (auto st = audit_->append(r); !st) {
-    metrics_->inc("pvs_audit_failures_total");
-    log::error("audit: " + st.error().message);
-  }
+  append_audit(r);
 }
 
 // Before replying: a body the handler did not read must not poison the next request on this
@@ -373,16 +372,15 @@ std::shared_ptr<Sandbox> Api::find_sandbox(RequestContext& ctx) {
   const std::string& id = ctx.params.at("id");
   if (!is_sandbox_id(id)) throw bad_request("id: not a sandbox id (sb- and 12 hex digits)");
   ctx.sandbox = id;
-  auto manager = require_manager();
-  auto sandbox = manager->attach(id);
-  if (!sandbox) {
-    if (sandbox.error().code == ErrorCode::kNotFound) throw not_found("no sandbox " + id);
-    throw from_error(sandbox.error());
+  return sandbox_for(*ctx.principal, id);
+}
+
+void Api::append_audit(const AuditRecord& record) {
+  if (!audit_) return;
+  if (auto st = audit_->append(record); !st) {
+    metrics_->inc("pvs_audit_failures_total");
+    log::error("audit: " + st.error().message);
   }
-  if (!ctx.principal->admin && (*sandbox)->info().owner != ctx.principal->name) {
-    throw not_found("no sandbox " + id);  // others' sandboxes are invisible
-  }
-  return *sandbox;
 }
 
 // ---- HttpServer -------------------------------------------------------------------------------

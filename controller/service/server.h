@@ -33,10 +33,17 @@
 #include "denied_log.h"
 #include "metrics.h"
 #include "pvesandbox/manager.h"
+#include "requests.h"
 #include "router.h"
 #include "token_limits.h"
 
 namespace pvs::service {
+
+// A call the policy refused: the error for the caller and the decision for the audit log.
+struct PolicyRefusal {
+  ApiError error;
+  std::string policy_json;
+};
 
 // One request as the handlers see it.
 struct RequestContext {
@@ -64,6 +71,21 @@ struct RequestContext {
 };
 
 class Api;
+namespace mcp {
+class SessionStore;
+struct Session;
+struct Message;
+}  // namespace mcp
+
+// What files/edit did: the reply of the REST call and of the MCP tool edit_file.
+struct EditReply {
+  std::string path;
+  std::size_t replaced = 0;
+  std::uint64_t size = 0;  // of the file now
+  bool crlf = false;       // matched with CRLF line ends
+  std::string diff;        // unified, a few lines of context, cut at 4 KiB
+};
+std::string edit_reply_json(const EditReply& reply);
 
 // One row of the route table: who may call it and what the audit log calls it.
 struct Route {
@@ -92,6 +114,28 @@ class Api {
   // The route table (routes.cc).
   static std::span<const Route> routes();
 
+  // ---- What the REST handlers and the MCP tools share (each throws ApiError) ----------------
+  // A sandbox `principal` may use: its own, or any for an admin; others' are "no sandbox".
+  std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id);
+  // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
+  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request);
+  // The same for an MCP tool: returns the decision for the audit log; throws an ApiError for
+  // deny, denied, expired, or an approval still pending after approval_wait_seconds.
+  std::string admit_tool(const Principal& who, const std::string& sandbox,
+                         const PolicyRequest& request);
+  // The sandboxes `principal` sees that carry every label of `selector`.
+  std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector);
+  // The ExecOptions of a request: its timeout (else max_exec_timeout_seconds), env, cwd, stdin.
+  ExecOptions exec_options(ExecRequest request, std::size_t max_output) const;
+  // Runs a command and counts it in the metrics (pvs_exec_total, pvs_exec_duration_seconds).
+  Result<ExecResult> run_exec(Sandbox& sandbox, std::string command, ExecOptions options);
+  // files/edit: the file read whole (at most kMaxEditFileBytes, text only), the edit applied,
+  // written back atomically (temporary file beside it, renamed over it) with its mode.
+  EditReply edit_file(Sandbox& sandbox, const EditRequest& request);
+  // Appends a record to the audit log (a failure is counted and logged, never thrown).
+  void append_audit(const AuditRecord& record);
+  TokenLimits& limits() { return limits_; }
+
  private:
   void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
   void dispatch(RequestContext& ctx);
@@ -115,6 +159,13 @@ class Api {
   void account_exec(const Result<ExecResult>& r, std::chrono::steady_clock::time_point start);
   void get_file(RequestContext& ctx);
   void put_file(RequestContext& ctx);
+  void files_edit(RequestContext& ctx);
+  // MCP over Streamable HTTP (mcp/transport.cc).
+  void mcp_post(RequestContext& ctx);
+  void mcp_delete(RequestContext& ctx);
+  void mcp_error(RequestContext& ctx, int status, int code, const std::string& message);
+  void mcp_sse(RequestContext& ctx, const mcp::Session& session, const mcp::Message& m,
+               const std::string& progress_token);
   void internet(RequestContext& ctx);
   void ttl(RequestContext& ctx);
   void snapshot_create(RequestContext& ctx);
@@ -126,6 +177,14 @@ class Api {
   void approval_approve(RequestContext& ctx);
   void approval_deny(RequestContext& ctx);
   void approval_decide(RequestContext& ctx, bool approve);
+  struct Admission {
+    std::optional<Approval> pending;  // still waiting for a person
+    std::string policy_json;          // the decision, for the audit log
+  };
+  // The policy's decision on a call, and for `approve` the approval's outcome (see admit()).
+  // Throws PolicyRefusal for deny, denied and expired.
+  Admission admission(const Principal& who, const std::string& sandbox,
+                      const PolicyRequest& request, const std::string& approval_id, bool async);
   // The policy's say on a call (routes_approvals.cc): true to go on; false when the reply was
   // sent (202: waiting for a person). Throws 403 for deny, denied or expired approvals.
   bool admit(RequestContext& ctx, const PolicyRequest& request);
@@ -169,6 +228,7 @@ class Api {
   std::uint64_t health_live_ = 0;
   std::atomic<std::uint64_t> next_request_{1};
   std::string request_prefix_;
+  std::shared_ptr<mcp::SessionStore> mcp_sessions_;  // MCP sessions (mcp/session.h)
 };
 
 class HttpServer {

@@ -32,9 +32,12 @@ class ApiPolicyTest : public ApiTest {
                     "a person approves internet");
     net.internet = true;
     spec.default_rules.push_back(net);
+    auto etc = rule("policy.default[3]", PolicyAction::kFilesEdit, Verdict::kDeny, "read-only");
+    etc.path = "/etc/*";
     auto big = rule("policy.default[2]", PolicyAction::kSandboxCreate, Verdict::kApprove);
     big.cpus_above = 1;
     spec.default_rules.push_back(big);
+    spec.default_rules.push_back(etc);
     auto policy = Policy::compile(spec);
     ASSERT_TRUE(policy) << policy.error().message;
     c.policy = *policy;
@@ -146,6 +149,39 @@ TEST_F(ApiPolicyTest, AsyncApprovalIsUsedOnceDeadlineDeniesAndARestartFailsClose
   auto retry = call("POST", "/v1/sandboxes", R"({"cpus":2})", "tok-bob", stale);
   EXPECT_EQ(retry.status, 403) << retry.body;
   EXPECT_NE(retry.body.find("restarted"), std::string::npos) << retry.body;
+}
+
+// MCP tools ask the same engine (Api::admit_tool): deny is an error; an approval a person gave
+// since serves the same call made again, once.
+TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
+  std::string sb = create();
+  ASSERT_FALSE(sb.empty());
+  auto edit = call("POST", "/v1/sandboxes/" + sb + "/files/edit",
+                   R"({"path":"/etc/hosts","old_string":"a","new_string":"b"})");
+  EXPECT_EQ(edit.status, 403) << edit.body;
+  EXPECT_NE(edit.body.find("policy.default[3]: read-only"), std::string::npos) << edit.body;
+
+  Principal alice{"alice", 3, false, false};
+  PolicyRequest rm;
+  rm.action = PolicyAction::kExec;
+  rm.text = "rm -rf /";
+  try {
+    api_->admit_tool(alice, sb, rm);
+    ADD_FAILURE() << "rm -rf / was admitted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 403);
+    EXPECT_NE(e.message.find("no rm -rf /"), std::string::npos) << e.message;
+  }
+  PolicyRequest on;
+  on.action = PolicyAction::kInternet;
+  on.internet = true;
+  std::thread approver([&] {
+    std::string id = pending_id();
+    EXPECT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
+  });
+  std::string decided = api_->admit_tool(alice, sb, on);  // waits for carol
+  approver.join();
+  EXPECT_NE(decided.find("\"decided_by\":\"carol\""), std::string::npos) << decided;
 }
 
 }  // namespace

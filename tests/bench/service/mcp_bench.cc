@@ -1,0 +1,143 @@
+// mcp_bench [n=300]: `tools/call exec echo` through MCP (/mcp, one session, JSON replies) vs the
+// same exec through REST (POST /v1/sandboxes/{id}/exec), interleaved in one run against one
+// in-process controller and one sandbox of the netns stack (a real sshd), each on its own
+// keep-alive connection. Prints mean/p50/p99 and what MCP adds. Not a ctest; run it as root.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include <Poco/JSON/Parser.h>
+#include <Poco/Net/HTTPClientSession.h>
+#include <Poco/Net/HTTPRequest.h>
+#include <Poco/Net/HTTPResponse.h>
+#include <Poco/StreamCopier.h>
+
+#include "auth.h"
+#include "bench_args.h"
+#include "server.h"
+#include "support/stack_fixture.h"
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Stats {
+  double mean, p50, p99;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {sum / static_cast<double>(v.size()), v[v.size() / 2], v[v.size() * 99 / 100]};
+}
+
+class Conn {
+ public:
+  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) {
+    s_.setKeepAlive(true);
+    s_.setTimeout(Poco::Timespan(120, 0));
+  }
+  // POST; returns the status, the body and (if asked) a response header.
+  int post(const std::string& uri, const std::string& body, std::string* out,
+           const std::map<std::string, std::string>& headers = {}, const char* want = nullptr,
+           std::string* got = nullptr) {
+    Poco::Net::HTTPRequest req("POST", uri, Poco::Net::HTTPMessage::HTTP_1_1);
+    req.set("Authorization", "Bearer tok-bench");
+    for (const auto& [k, v] : headers) req.set(k, v);
+    req.setKeepAlive(true);
+    req.setContentType("application/json");
+    req.setContentLength(static_cast<std::streamsize>(body.size()));
+    s_.sendRequest(req) << body;
+    Poco::Net::HTTPResponse resp;
+    out->clear();
+    Poco::StreamCopier::copyToString(s_.receiveResponse(resp), *out);
+    if (want && got) *got = resp.get(want, "");
+    return resp.getStatus();
+  }
+
+ private:
+  Poco::Net::HTTPClientSession s_;
+};
+
+double ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pvs::bench::Args args(argc, argv, "mcp_bench [iterations=300]");
+  int n = args.count(1, 300);
+  pvs::test::Stack stack;
+  pvs::service::ServiceConfig config;
+  config.listen_port = 0;
+  config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 10, false}};
+  config.audit_file = stack.dir() + "/audit.log";
+  auto audit = pvs::service::AuditLog::open(config.audit_file, false);
+  pvs::service::Metrics metrics;
+  pvs::service::Api::declare_metrics(metrics);
+  pvs::service::Api api(config, audit->get(), &metrics);
+  auto manager = pvs::Manager::open(stack.manager_config());
+  if (!manager) {
+    std::cerr << manager.error().message << "\n";
+    return 1;
+  }
+  api.set_manager(std::shared_ptr<pvs::Manager>(std::move(*manager)));
+  pvs::service::HttpServer server(api.config(), api);
+  if (!server.start()) return 1;
+  Conn rest(server.port()), mcp(server.port());
+  std::string body, session;
+  if (rest.post("/v1/sandboxes", "{}", &body) != 201) {
+    std::cerr << body << "\n";
+    return 1;
+  }
+  std::string id =
+      Poco::JSON::Parser().parse(body).extract<Poco::JSON::Object::Ptr>()->getValue<std::string>(
+          "id");
+  std::map<std::string, std::string> h = {{"Accept", "application/json, text/event-stream"}};
+  mcp.post(
+      "/mcp",
+      R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}})",
+      &body, h, "Mcp-Session-Id", &session);
+  h["Mcp-Session-Id"] = session;
+  h["MCP-Protocol-Version"] = "2025-11-25";
+  std::string exec_uri = "/v1/sandboxes/" + id + "/exec";
+  std::string rest_body = R"({"command":"echo hi"})";
+  auto mcp_body = [&](int i) {
+    return R"({"jsonrpc":"2.0","id":)" + std::to_string(i) +
+           R"(,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":")" + id +
+           R"(","command":"echo hi"}}})";
+  };
+  for (int i = 0; i < 20; ++i) {  // warm-up
+    rest.post(exec_uri, rest_body, &body);
+    mcp.post("/mcp", mcp_body(i + 1), &body, h);
+  }
+  if (body.find("\"stdout\":\"hi\\n\"") == std::string::npos) {
+    std::cerr << "unexpected MCP reply: " << body << "\n";
+    return 1;
+  }
+  std::vector<double> r, m;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = Clock::now();
+    if (rest.post(exec_uri, rest_body, &body) != 200) return 1;
+    r.push_back(ms(Clock::now() - t0));
+    t0 = Clock::now();
+    if (mcp.post("/mcp", mcp_body(100 + i), &body, h) != 200) return 1;
+    m.push_back(ms(Clock::now() - t0));
+  }
+  auto a = stats(r), b = stats(m);
+  std::printf("exec 'echo hi' x%d            mean     p50     p99  (ms)\n", n);
+  std::printf("  REST POST .../exec       %7.2f %7.2f %7.2f\n", a.mean, a.p50, a.p99);
+  std::printf("  MCP tools/call exec      %7.2f %7.2f %7.2f\n", b.mean, b.p50, b.p99);
+  std::printf("  MCP / REST               %7.2fx  MCP adds %+.2f ms (p50), %+.2f ms (p99)\n",
+              b.p50 / a.p50, b.p50 - a.p50, b.p99 - a.p99);
+  Poco::Net::HTTPClientSession del("127.0.0.1", server.port());
+  Poco::Net::HTTPRequest req("DELETE", "/v1/sandboxes/" + id, Poco::Net::HTTPMessage::HTTP_1_1);
+  req.set("Authorization", "Bearer tok-bench");
+  del.sendRequest(req);
+  Poco::Net::HTTPResponse resp;
+  del.receiveResponse(resp);
+  server.stop();
+  return 0;
+}
