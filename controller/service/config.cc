@@ -409,8 +409,8 @@ std::string describe(const ServiceConfig& c) {
     << secs(m.max_ttl) << " cpus<=" << m.max_cpus << " memory<=" << m.max_memory_mb
     << "MB disk<=" << m.max_disk_gb << "GB snapshots<=" << m.max_snapshots << "\n";
   if (!c.policy.empty())
-    o << "  policy " << c.policy.rule_count() << " rules, approvals wait "
-      << c.approval_timeout_seconds << "s\n";
+    o << "  policy " << c.policy.rule_count() << " rules; approvals expire after "
+      << c.approval_timeout_seconds << "s, calls wait " << c.approval_wait_seconds << "s\n";
   return o.str();
 }
 
