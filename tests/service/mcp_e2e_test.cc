@@ -5,8 +5,10 @@
 // prints PASS/FAIL per check; this test installs the SDK (npm ci, once per lock file), runs
 // the client in the stack's namespace and checks what only the host can see: the agent's
 // internet set, the containers, the audit log. Without node or npm it fails, never skips.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,9 +71,21 @@ class McpE2eTest : public ::testing::Test {
  protected:
   // npm ci into the build tree, before any namespace exists (the registry is outside it); a
   // copy of the lock file marks an install that is complete.
+  // Both tests of this suite may start at once (ctest -j): the install holds a file lock, and
+  // its failure fails each test (SetUp) instead of skipping it.
   static void SetUpTestSuite() {
     const std::string dir = PVS_MCP_NODE_DIR;
     fs::create_directories(dir);
+    int lock_fd = ::open((dir + "/.install-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) {
+      install_error_ = "cannot lock " + dir + "/.install-lock";
+      if (lock_fd >= 0) ::close(lock_fd);
+      return;
+    }
+    install(dir);
+    ::close(lock_fd);  // releases the lock
+  }
+  static void install(const std::string& dir) {
     // ES modules resolve packages from the script's directory: the client runs from here.
     fs::copy_file(std::string(PVS_MCP_CLIENT_DIR) + "/client.mjs", dir + "/client.mjs",
                   fs::copy_options::overwrite_existing);
@@ -84,12 +98,17 @@ class McpE2eTest : public ::testing::Test {
                   fs::copy_options::overwrite_existing);
     fs::copy_file(lock, dir + "/package-lock.json", fs::copy_options::overwrite_existing);
     auto npm = run({"npm", "ci", "--no-audit", "--no-fund", "--prefix", dir}, dir);
-    ASSERT_EQ(npm.exit_code, 0) << "npm ci failed (scripts/install-deps installs nodejs and npm):\n"
-                                << npm.out << npm.err;
+    if (npm.exit_code != 0) {
+      install_error_ =
+          "npm ci failed (scripts/install-deps installs nodejs and npm):\n" + npm.out + npm.err;
+      return;
+    }
     fs::copy_file(lock, dir + "/installed.lock", fs::copy_options::overwrite_existing);
   }
+  static inline std::string install_error_;
 
   void SetUp() override {
+    ASSERT_TRUE(install_error_.empty()) << install_error_;
     ASSERT_TRUE(
         fs::exists(std::string(PVS_MCP_NODE_DIR) + "/node_modules/@modelcontextprotocol/sdk"))
         << "the MCP SDK is not installed";
