@@ -65,8 +65,9 @@ bool netns_listed(const std::string& name) {
 class PvesimClusterNetns : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces)";
-    if (::access("/usr/sbin/sshd", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/sshd";
+    // The real parts are required: without them the test fails, it never skips.
+    ASSERT_EQ(::geteuid(), 0u) << "needs root (network namespaces)";
+    ASSERT_EQ(::access("/usr/sbin/sshd", X_OK), 0) << "no /usr/sbin/sshd (openssh-server)";
     std::string pid = std::to_string(::getpid());
     for (const char* n : {"1", "2"}) {
       nodes_ns_.push_back("pvcn" + std::string(n) + "-" + pid);
