@@ -33,11 +33,6 @@ Poco::JSON::Object::Ptr json(const std::string& text) {
   return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
 }
 
-struct Proc {
-  int exit_code = -1;
-  std::string out, err;
-};
-
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
@@ -45,25 +40,12 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+using Proc = test::ProcessResult;
+
 // Runs argv with `input` on stdin; stdout/stderr collected through files in `dir`.
 Proc run(const std::vector<std::string>& argv, const std::string& dir,
          const std::string& input = "", const std::vector<std::string>& env = {}) {
-  static int n = 0;
-  std::string base = dir + "/run" + std::to_string(++n);
-  std::ofstream(base + ".in", std::ios::binary) << input;
-  test::SpawnOptions so;
-  so.stdin_file = base + ".in";
-  so.stdout_file = base + ".out";
-  so.stderr_file = base + ".err";
-  so.env = env;
-  pid_t pid = test::spawn_process(argv, so);
-  int status = 0;
-  if (pid > 0) waitpid(pid, &status, 0);
-  Proc r;
-  r.exit_code = pid <= 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  return r;
+  return test::run_captured(argv, dir, input, env);
 }
 
 class ServiceE2eTest : public ::testing::Test {

@@ -39,27 +39,11 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-struct Proc {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Proc = test::ProcessResult;
 
 Proc run(const std::vector<std::string>& argv, const std::string& dir,
          const std::vector<std::string>& env = {}) {
-  static int n = 0;
-  std::string base = dir + "/mcp-run" + std::to_string(++n);
-  test::SpawnOptions so;
-  so.stdout_file = base + ".out";
-  so.stderr_file = base + ".err";
-  so.env = env;
-  pid_t pid = test::spawn_process(argv, so);
-  int status = 0;
-  if (pid > 0) waitpid(pid, &status, 0);
-  Proc r;
-  r.exit_code = pid <= 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  return r;
+  return test::run_captured(argv, dir, "", env);
 }
 
 // The PASS/FAIL lines of a client run, for the failure message.

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -364,6 +365,30 @@ void SshdFixture::stop() {
   for (int i = 0; i < 200 && port_accepts(port_); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+ProcessResult run_captured(const std::vector<std::string>& argv, const std::string& dir,
+                           const std::string& input, const std::vector<std::string>& env) {
+  static std::atomic<int> n{0};
+  std::string base = dir + "/run" + std::to_string(++n) + "-" + std::to_string(::getpid());
+  std::ofstream(base + ".in", std::ios::binary) << input;
+  SpawnOptions so;
+  so.stdin_file = base + ".in";
+  so.stdout_file = base + ".out";
+  so.stderr_file = base + ".err";
+  so.env = env;
+  pid_t pid = spawn_process(argv, so);
+  int status = 0;
+  if (pid > 0) ::waitpid(pid, &status, 0);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  ProcessResult r;
+  r.exit_code = pid <= 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  return r;
 }
 
 }  // namespace pvs::test

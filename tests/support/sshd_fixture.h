@@ -89,4 +89,15 @@ struct SpawnOptions {
 // allocates before exec (std::string, setenv) can deadlock on a lock another thread held.
 pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options = {});
 
+// A finished process: its exit code (128 + signal if killed, 127 if it could not start) and
+// what it wrote.
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+// Runs argv to its end with `input` on stdin and `env` added; stdout and stderr go through
+// files in `dir` (so a chatty child never blocks on a pipe).
+ProcessResult run_captured(const std::vector<std::string>& argv, const std::string& dir,
+                           const std::string& input = "", const std::vector<std::string>& env = {});
+
 }  // namespace pvs::test

@@ -8,24 +8,13 @@
 
 #include "sim.h"
 #include "support/sshd_fixture.h"
+#include "support/stack_detail.h"
 #include "support/stack_fixture.h"
 
 namespace pvs::test {
-namespace {
 
-void must(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error("stack: " + what);
-}
-
-void run(const std::vector<std::string>& argv) {
-  std::string out;
-  int rc = run_command(argv, &out);
-  std::string line;
-  for (auto& a : argv) line += a + " ";
-  must(rc == 0, line + "failed (" + std::to_string(rc) + "): " + out);
-}
-
-}  // namespace
+using stack_detail::must;
+using stack_detail::run;
 
 void Stack::setup_cluster() {
   node_agents_.assign(static_cast<std::size_t>(options_.nodes), -1);

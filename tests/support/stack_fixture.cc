@@ -1,4 +1,5 @@
 #include "support/stack_fixture.h"
+#include "support/stack_detail.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -32,19 +33,23 @@
 #endif
 
 namespace pvs::test {
-namespace {
 
-void must(bool ok, const std::string& what) {
+void stack_detail::must(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("stack: " + what);
 }
 
-void run(const std::vector<std::string>& argv) {
+void stack_detail::run(const std::vector<std::string>& argv) {
   std::string out;
   int rc = run_command(argv, &out);
   std::string line;
   for (auto& a : argv) line += a + " ";
   must(rc == 0, line + "failed (" + std::to_string(rc) + "): " + out);
 }
+
+namespace {
+
+using stack_detail::must;
+using stack_detail::run;
 
 // Sends `sig` to *pid (if running), reaps it and forgets it.
 void end_process(pid_t* pid, int sig) {
