@@ -1,0 +1,542 @@
+// The pty operation: one channel with a pseudo-terminal, driven non-blockingly by the session's
+// I/O thread, and its caller-side handle (PtyChannel).
+//
+// States: wait for a channel slot -> open (session-wide single flight) -> pty request -> exec
+// -> running (queued input out, resizes, output in until EOF or a hang-up) -> close -> wait
+// closed (exit status) -> free. The first output is a marker with the Unix session id that the
+// remote shell prints before anything else; it is cut from the output and names the session a
+// hang-up kills (`pkill -s`).
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "pvesandbox/common/log.h"
+#include "session_impl.h"
+
+namespace pvs {
+
+class PtyChannel::Shared {
+ public:
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  std::string input;                          // GUARDED_BY(mu): bytes not yet sent
+  std::optional<std::pair<int, int>> resize;  // GUARDED_BY(mu): latest cols, rows asked
+  bool close_requested = false;               // GUARDED_BY(mu)
+  std::optional<PtyExit> exit;                // GUARDED_BY(mu): set once, when it ended
+  std::size_t max_pending = 1 << 20;
+};
+
+namespace ssh_detail {
+
+Result<std::string> build_pty_command(const PtyOptions& options) {
+  if (options.cols < 1 || options.cols > 1000 || options.rows < 1 || options.rows > 1000) {
+    return ssh_fail(SshErrc::kInvalidArgument, "cols and rows must be 1..1000");
+  }
+  ExecOptions eo;
+  eo.env = options.env;
+  eo.cwd = options.cwd;
+  std::string command =
+      options.command.empty() ? std::string("exec \"${SHELL:-/bin/sh}\" -l") : options.command;
+  auto body = build_remote_command(command, eo);
+  if (!body) return body;
+  // sshd makes the shell that runs this the leader of a new Unix session: $$ is its id.
+  return "printf '\\036pvs:%s\\036' \"$$\"\n" + *body;
+}
+
+namespace {
+
+using Op = SshSession::Impl::Op;
+using Step = Op::Step;
+
+constexpr std::string_view kMarkerStart = "\036pvs:";
+constexpr std::size_t kMarkerWindow = 64;
+constexpr std::size_t kReadChunk = 32 * 1024;
+constexpr std::size_t kWriteChunk = 32 * 1024;
+constexpr int kMaxReadsPerStep = 8;
+constexpr auto kCloseGrace = std::chrono::seconds(5);
+
+class PtyOp : public Op {
+ public:
+  PtyOp(std::string command, PtyOptions options, std::shared_ptr<PtyChannel::Shared> shared,
+        std::shared_ptr<std::promise<Status>> started)
+      : command_(std::move(command)),
+        options_(std::move(options)),
+        shared_(std::move(shared)),
+        started_promise_(std::move(started)) {}
+
+  Clock::time_point deadline() const override {
+    if (state_ == State::kClosing || state_ == State::kWaitClosed) return close_deadline_;
+    return Clock::time_point::max();
+  }
+
+  Step step(SshSession::Impl& io) override {
+    switch (state_) {
+      case State::kWaitSlot: {
+        if (hangup_requested() && !started_) return end_before_start("closed before it started");
+        if (LIBSSH2_CHANNEL* spare = io.take_spare()) {
+          channel_ = spare;
+          reserved_ = true;
+          state_ = State::kPty;
+          return step(io);
+        }
+        if (!io.try_take_opener(this)) return Step::kIdle;
+        if (!io.try_reserve_channel()) {
+          io.release_opener(this);
+          return Step::kIdle;
+        }
+        reserved_ = true;
+        state_ = State::kOpening;
+        [[fallthrough]];
+      }
+      case State::kOpening: {
+        channel_ =
+            libssh2_channel_open_ex(io.session(), "session", 7, LIBSSH2_CHANNEL_WINDOW_DEFAULT,
+                                    LIBSSH2_CHANNEL_PACKET_DEFAULT, nullptr, 0);
+        if (channel_ == nullptr) {
+          int rc = libssh2_session_last_errno(io.session());
+          if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+          io.release_opener(this);
+          release_slot(io);
+          Error e = session_error(io.session(), rc, "ssh pty: open channel");
+          if (is_fatal_session_error(rc)) {
+            io.fatal(e);
+            state_ = State::kWaitSlot;
+            return Step::kIdle;
+          }
+          e.message += " (sshd MaxSessions reached?)";
+          return fail_start(std::move(e));
+        }
+        io.release_opener(this);
+        state_ = State::kPty;
+        [[fallthrough]];
+      }
+      case State::kPty: {
+        if (!sent_) {
+          if (io.peer_closed()) {
+            io.fatal(
+                ssh_fail(SshErrc::kDisconnected, "ssh pty: server closed the connection").value());
+            return Step::kIdle;
+          }
+          sent_ = true;
+        }
+        int rc = libssh2_channel_request_pty_ex(channel_, options_.term.data(),
+                                                static_cast<unsigned>(options_.term.size()),
+                                                nullptr, 0, options_.cols, options_.rows, 0, 0);
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        if (rc != 0) return request_failed(io, rc, "ssh pty: pty request");
+        cols_ = options_.cols;
+        rows_ = options_.rows;
+        state_ = State::kExec;
+        [[fallthrough]];
+      }
+      case State::kExec: {
+        int rc = libssh2_channel_process_startup(channel_, "exec", 4, command_.data(),
+                                                 static_cast<unsigned>(command_.size()));
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        if (rc != 0) return request_failed(io, rc, "ssh pty: exec request");
+        started_ = true;
+        started_promise_->set_value({});
+        state_ = State::kRunning;
+        return Step::kProgress;
+      }
+      case State::kRunning: return run(io);
+      case State::kClosing: {
+        int rc = libssh2_channel_close(channel_);
+        if (rc == LIBSSH2_ERROR_EAGAIN) return check_grace(io);
+        if (is_fatal_session_error(rc)) {
+          io.fatal(session_error(io.session(), rc, "ssh pty: close"));
+          return Step::kIdle;
+        }
+        state_ = State::kWaitClosed;
+        [[fallthrough]];
+      }
+      case State::kWaitClosed: {
+        drain(io);  // output written right before the end still counts
+        int rc = libssh2_channel_wait_closed(channel_);
+        if (rc == LIBSSH2_ERROR_EAGAIN) return check_grace(io);
+        if (is_fatal_session_error(rc)) {
+          io.fatal(session_error(io.session(), rc, "ssh pty: wait closed"));
+          return Step::kIdle;
+        }
+        exit_.exit_code = libssh2_channel_get_exit_status(channel_);
+        char* sig = nullptr;
+        std::size_t sig_len = 0;
+        libssh2_channel_get_exit_signal(channel_, &sig, &sig_len, nullptr, nullptr, nullptr,
+                                        nullptr);
+        if (sig != nullptr) {
+          exit_.signal.assign(sig, sig_len);
+          exit_.exit_code = -1;
+          libssh2_free(io.session(), sig);
+        }
+        state_ = State::kFreeing;
+        [[fallthrough]];
+      }
+      case State::kFreeing: {
+        int rc = libssh2_channel_free(channel_);
+        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+        channel_ = nullptr;
+        release_slot(io);
+        return finish();
+      }
+      case State::kDone: return Step::kDone;
+    }
+    return Step::kIdle;
+  }
+
+  void abandon(SshSession::Impl&) override {
+    channel_ = nullptr;
+    reserved_ = false;
+  }
+
+  bool on_session_lost(const Error& error, bool may_retry) override {
+    if (state_ == State::kDone) return false;
+    channel_ = nullptr;
+    reserved_ = false;
+    if (!started_ && !sent_ && may_retry) {
+      state_ = State::kWaitSlot;
+      return true;
+    }
+    if (!started_) {
+      fail_start(error);
+      return false;
+    }
+    exit_.exit_code = -1;
+    if (!hung_up_) exit_.error = error.message;
+    finish();
+    return false;
+  }
+
+ private:
+  enum class State {
+    kWaitSlot,
+    kOpening,
+    kPty,
+    kExec,
+    kRunning,
+    kClosing,
+    kWaitClosed,
+    kFreeing,
+    kDone
+  };
+
+  bool hangup_requested() const {
+    std::lock_guard lock(shared_->mu);
+    return shared_->close_requested;
+  }
+
+  void release_slot(SshSession::Impl& io) {
+    if (!reserved_) return;
+    reserved_ = false;
+    io.release_channel();
+  }
+
+  Step request_failed(SshSession::Impl& io, int rc, std::string_view what) {
+    Error e = session_error(io.session(), rc, what);
+    if (is_fatal_session_error(rc)) {
+      io.fatal(e);
+      return Step::kIdle;
+    }
+    start_error_ = std::move(e);
+    begin_close();
+    return Step::kProgress;
+  }
+
+  Step fail_start(Error e) {
+    state_ = State::kDone;
+    started_promise_->set_value(tl::unexpected<Error>(std::move(e)));
+    return Step::kDone;
+  }
+
+  Step end_before_start(std::string why) {
+    return fail_start(ssh_fail(SshErrc::kClosed, "ssh pty: " + std::move(why)).value());
+  }
+
+  void begin_close() {
+    state_ = State::kClosing;
+    close_deadline_ = Clock::now() + kCloseGrace;
+  }
+
+  Step run(SshSession::Impl& io) {
+    bool progress = false;
+    std::string chunk;
+    std::optional<std::pair<int, int>> resize;
+    bool hangup = false;
+    {
+      std::lock_guard lock(shared_->mu);
+      chunk = shared_->input.substr(0, kWriteChunk);
+      resize = shared_->resize;
+      hangup = shared_->close_requested;
+    }
+    if (hangup) {
+      hung_up_ = true;
+      exit_.hung_up = true;
+      kill_session(io);
+      begin_close();
+      return Step::kProgress;
+    }
+    if (resize && (resize->first != cols_ || resize->second != rows_)) {
+      int rc = libssh2_channel_request_pty_size_ex(channel_, resize->first, resize->second, 0, 0);
+      if (rc != LIBSSH2_ERROR_EAGAIN) {
+        if (is_fatal_session_error(rc)) {
+          io.fatal(session_error(io.session(), rc, "ssh pty: window-change"));
+          return Step::kIdle;
+        }
+        cols_ = resize->first;
+        rows_ = resize->second;
+        progress = true;
+      }
+    }
+    if (!chunk.empty()) {
+      ssize_t w = libssh2_channel_write(channel_, chunk.data(), chunk.size());
+      if (w > 0) {
+        std::lock_guard lock(shared_->mu);
+        shared_->input.erase(0, static_cast<std::size_t>(w));
+        progress = true;
+      } else if (w != LIBSSH2_ERROR_EAGAIN && w < 0) {
+        if (is_fatal_session_error(static_cast<int>(w))) {
+          io.fatal(session_error(io.session(), static_cast<int>(w), "ssh pty: write"));
+          return Step::kIdle;
+        }
+        std::lock_guard lock(shared_->mu);
+        shared_->input.clear();  // the channel no longer takes input
+      }
+    }
+    if (drain(io)) progress = true;
+    if (fatal_) return Step::kIdle;
+    if (libssh2_channel_eof(channel_) != 0) {
+      flush_marker();
+      begin_close();
+      return Step::kProgress;
+    }
+    return progress ? Step::kProgress : Step::kIdle;
+  }
+
+  // Reads what output is there; true if any.
+  bool drain(SshSession::Impl& io) {
+    bool any = false;
+    char buf[kReadChunk];
+    for (int i = 0; i < kMaxReadsPerStep; ++i) {
+      ssize_t r = libssh2_channel_read_ex(channel_, 0, buf, sizeof buf);
+      if (r > 0) {
+        consume(io, std::string_view(buf, static_cast<std::size_t>(r)));
+        any = true;
+        continue;
+      }
+      if (r < 0 && r != LIBSSH2_ERROR_EAGAIN && is_fatal_session_error(static_cast<int>(r))) {
+        io.fatal(session_error(io.session(), static_cast<int>(r), "ssh pty: read"));
+        fatal_ = true;
+      }
+      break;
+    }
+    return any;
+  }
+
+  void consume(SshSession::Impl& io, std::string_view data) {
+    if (!want_marker_) {
+      emit(data);
+      return;
+    }
+    window_.append(data);
+    if (window_.compare(0, std::min(window_.size(), kMarkerStart.size()), kMarkerStart, 0,
+                        std::min(window_.size(), kMarkerStart.size())) != 0) {
+      flush_marker();  // not our marker: the output as it came
+      return;
+    }
+    std::size_t end = window_.find('\036', kMarkerStart.size());
+    if (end == std::string::npos) {
+      if (window_.size() >= kMarkerWindow) flush_marker();
+      return;
+    }
+    sid_ = std::strtol(window_.substr(kMarkerStart.size(), end - kMarkerStart.size()).c_str(),
+                       nullptr, 10);
+    window_.erase(0, end + 1);
+    flush_marker();
+    if (hung_up_) kill_session(io);
+  }
+
+  void flush_marker() {
+    if (!want_marker_) return;
+    want_marker_ = false;
+    if (!window_.empty()) emit(window_);
+    window_.clear();
+  }
+
+  void emit(std::string_view data) {
+    if (!options_.on_output || data.empty()) return;
+    try {
+      options_.on_output(data);
+    } catch (...) {
+      log::warn("ssh pty: on_output threw; no further output is delivered to it");
+      options_.on_output = nullptr;
+    }
+  }
+
+  // A side exec: SIGHUP to every process of the program's Unix session, SIGKILL 2 s later.
+  void kill_session(SshSession::Impl& io) {
+    if (kill_sent_ || sid_ <= 1) return;
+    kill_sent_ = true;
+    const std::string s = std::to_string(sid_);
+    ExecOptions o;
+    o.max_output = 4096;
+    o.timeout = std::chrono::seconds(10);
+    auto cmd = "pkill -HUP -s " + s + " 2>/dev/null || kill -HUP -- -" + s +
+               " 2>/dev/null; sleep 2; pkill -KILL -s " + s + " 2>/dev/null || kill -KILL -- -" +
+               s + " 2>/dev/null; true";
+    auto remote = build_remote_command(cmd, o);
+    if (!remote) return;
+    io.spawn(make_exec_op(std::move(*remote), std::move(o),
+                          std::make_shared<std::promise<Result<ExecResult>>>()));
+  }
+
+  // A channel whose program does not end after the hang-up: abandoned (freed in the background).
+  Step check_grace(SshSession::Impl& io) {
+    if (Clock::now() < close_deadline_) return Step::kIdle;
+    log::warn("ssh pty: channel did not close after the hang-up; abandoning it");
+    if (channel_ != nullptr) {
+      io.adopt_zombie(channel_, reserved_);
+      channel_ = nullptr;
+      reserved_ = false;
+    }
+    exit_.exit_code = -1;
+    return finish();
+  }
+
+  Step finish() {
+    if (state_ == State::kDone) return Step::kDone;
+    state_ = State::kDone;
+    if (!started_) {
+      Error e = start_error_
+                    ? *start_error_
+                    : ssh_fail(SshErrc::kClosed, "ssh pty: ended before it started").value();
+      started_promise_->set_value(tl::unexpected<Error>(std::move(e)));
+      return Step::kDone;
+    }
+    flush_marker();
+    {
+      std::lock_guard lock(shared_->mu);
+      shared_->exit = exit_;
+      shared_->input.clear();
+    }
+    shared_->cv.notify_all();
+    if (options_.on_exit) {
+      try {
+        options_.on_exit(exit_);
+      } catch (...) {
+        log::warn("ssh pty: on_exit threw");
+      }
+    }
+    return Step::kDone;
+  }
+
+  std::string command_;
+  PtyOptions options_;
+  std::shared_ptr<PtyChannel::Shared> shared_;
+  std::shared_ptr<std::promise<Status>> started_promise_;
+  State state_ = State::kWaitSlot;
+  LIBSSH2_CHANNEL* channel_ = nullptr;
+  bool reserved_ = false;
+  bool sent_ = false;
+  bool started_ = false;
+  bool hung_up_ = false;
+  bool kill_sent_ = false;
+  bool fatal_ = false;
+  bool want_marker_ = true;
+  std::string window_;
+  long sid_ = -1;
+  int cols_ = 0, rows_ = 0;
+  std::optional<Error> start_error_;
+  PtyExit exit_;
+  Clock::time_point close_deadline_ = Clock::time_point::max();
+};
+
+}  // namespace
+
+std::shared_ptr<SshSession::Impl::Op> make_pty_op(std::string remote_command, PtyOptions options,
+                                                  std::shared_ptr<PtyChannel::Shared> shared,
+                                                  std::shared_ptr<std::promise<Status>> started) {
+  return std::make_shared<PtyOp>(std::move(remote_command), std::move(options), std::move(shared),
+                                 std::move(started));
+}
+
+}  // namespace ssh_detail
+
+// ---- the handle ----------------------------------------------------------------------------
+
+PtyChannel::PtyChannel(std::shared_ptr<Shared> shared, std::function<void()> wake)
+    : shared_(std::move(shared)), wake_(std::move(wake)) {}
+
+PtyChannel::~PtyChannel() {
+  close();
+}
+
+Status PtyChannel::write(std::string_view bytes) {
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->exit || shared_->close_requested) {
+      return ssh_fail(SshErrc::kClosed, "the terminal's program has ended");
+    }
+    if (shared_->input.size() + bytes.size() > shared_->max_pending) {
+      return fail(ErrorCode::kTooLarge, "more than " + std::to_string(shared_->max_pending) +
+                                            " input bytes are waiting to be sent");
+    }
+    shared_->input.append(bytes);
+  }
+  wake_();
+  return {};
+}
+
+Status PtyChannel::resize(int cols, int rows) {
+  if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000) {
+    return fail(ErrorCode::kInvalidArgument, "cols and rows must be 1..1000");
+  }
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->exit) return ssh_fail(SshErrc::kClosed, "the terminal's program has ended");
+    shared_->resize = std::make_pair(cols, rows);
+  }
+  wake_();
+  return {};
+}
+
+void PtyChannel::close() {
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->exit || shared_->close_requested) return;
+    shared_->close_requested = true;
+  }
+  wake_();
+}
+
+bool PtyChannel::running() const {
+  std::lock_guard lock(shared_->mu);
+  return !shared_->exit.has_value();
+}
+
+std::optional<PtyExit> PtyChannel::exit() const {
+  std::lock_guard lock(shared_->mu);
+  return shared_->exit;
+}
+
+std::optional<PtyExit> PtyChannel::wait(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(shared_->mu);
+  shared_->cv.wait_for(lock, timeout, [&] { return shared_->exit.has_value(); });
+  return shared_->exit;
+}
+
+Result<std::unique_ptr<PtyChannel>> SshSession::open_pty(PtyOptions options) {
+  auto remote = ssh_detail::build_pty_command(options);
+  if (!remote) return tl::unexpected<Error>(remote.error());
+  auto shared = std::make_shared<PtyChannel::Shared>();
+  shared->max_pending = options.max_pending_input;
+  auto started = std::make_shared<std::promise<Status>>();
+  auto future = started->get_future();
+  impl_->submit(ssh_detail::make_pty_op(std::move(*remote), std::move(options), shared, started));
+  Status st = future.get();
+  if (!st) return tl::unexpected<Error>(st.error());
+  std::weak_ptr<Impl> weak = impl_;
+  return std::make_unique<PtyChannel>(std::move(shared), [weak] {
+    if (auto impl = weak.lock()) impl->notify();
+  });
+}
+
+}  // namespace pvs
