@@ -44,6 +44,7 @@ commands:
   list [--label KEY=VALUE]...
   show ID
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
+  shell ID [-- COMMAND...]   an interactive terminal (default: the login shell)
   cp SRC DST            one side is ID:/path; '-' is stdin/stdout   [--mode 0644]
   ls ID PATH
   internet ID on|off
@@ -56,7 +57,7 @@ commands:
   health
   pool                  the hot pools and the warm pool (admin token)
 
-exec exits with the remote command's exit code (124 if it timed out).
+exec exits with the remote command's exit code (124 if it timed out); so does shell.
 --cacert FILE: PEM CA (or self-signed certificate) that an https:// server must chain to;
 without it the system's CA store is used. The server's name is always verified.
 environment: SANDBOXCTL_URL, SANDBOXCTL_TOKEN, SANDBOXCTL_CACERT, SANDBOXCTL_CONFIG
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
         {"list", cmd_list},
         {"show", cmd_show},
         {"exec", cmd_exec},
+        {"shell", cmd_shell},
         {"cp", cmd_cp},
         {"ls", cmd_ls},
         {"internet", cmd_internet},

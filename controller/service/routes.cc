@@ -26,6 +26,15 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/sandboxes/{id}/snapshots",                  &Api::snapshot_list,    A::kToken,  ""},
       {"POST",   "/v1/sandboxes/{id}/snapshots/{name}/rollback",  &Api::snapshot_rollback, A::kToken, "sandbox.rollback"},
       {"DELETE", "/v1/sandboxes/{id}/snapshots/{name}",           &Api::snapshot_delete,  A::kToken,  "sandbox.delete_snapshot"},
+      {"POST",   "/v1/sandboxes/{id}/terminals",                  &Api::terminal_create,  A::kToken,  "terminal.open"},
+      {"GET",    "/v1/sandboxes/{id}/terminals",                  &Api::terminal_list,    A::kToken,  ""},
+      {"GET",    "/v1/sandboxes/{id}/terminals/{tid}",            &Api::terminal_show,    A::kToken,  ""},
+      {"DELETE", "/v1/sandboxes/{id}/terminals/{tid}",            &Api::terminal_delete,  A::kToken,  "terminal.close"},
+      {"POST",   "/v1/sandboxes/{id}/terminals/{tid}/resize",     &Api::terminal_resize,  A::kToken,  "terminal.resize"},
+      {"POST",   "/v1/sandboxes/{id}/terminals/{tid}/input",      &Api::terminal_input,   A::kToken,  "terminal.input"},
+      {"GET",    "/v1/sandboxes/{id}/terminals/{tid}/screen",     &Api::terminal_screen,  A::kToken,  ""},
+      {"POST",   "/v1/sandboxes/{id}/terminals/{tid}/wait",       &Api::terminal_wait,    A::kToken,  ""},
+      {"GET",    "/v1/sandboxes/{id}/terminals/{tid}/ws",         &Api::terminal_ws,      A::kToken,  "terminal.attach"},
   };
   // clang-format on
   return kRoutes;

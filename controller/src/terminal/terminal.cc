@@ -3,6 +3,7 @@
 #include "pvesandbox/terminal.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "pvesandbox/manager.h"
 #include "pvesandbox/ssh_session.h"
@@ -79,54 +80,117 @@ void TerminalWatcher::finish(const PtyExit& exit) {
 
 // ---- Terminal::Core -----------------------------------------------------------------------
 
+// Two sides: the SSH I/O thread appends output (in_mu: pending bytes, watchers, the exit) and
+// never waits for the emulator; a feeder thread per terminal moves pending bytes into the
+// screen (mu), where readers and waiters look. libvterm scrolls its whole buffer per line
+// (about 6 us at 80x24), so a flood of output costs the feeder, never the SSH session.
 struct Terminal::Core {
-  Core(const TerminalOptions& o) : screen(o.cols, o.rows, o.scrollback_lines) {}
+  static constexpr std::size_t kMaxPending = 32 << 20;  // beyond: the oldest bytes are dropped
+  static constexpr std::size_t kFeedSlice = 16 << 10;
 
-  mutable std::mutex mu;
-  mutable std::condition_variable cv;
-  TerminalScreen screen;         // GUARDED_BY(mu)
-  std::uint64_t generation = 0;  // GUARDED_BY(mu): bumped by every output
+  explicit Core(const TerminalOptions& o) : screen(o.cols, o.rows, o.scrollback_lines) {}
+
+  // Output side (in_mu).
+  std::mutex in_mu;
+  std::condition_variable in_cv;
+  std::string pending;
+  bool stop = false;
+  std::optional<PtyExit> exit_in;  // the program ended (the screen may still be catching up)
+  bool exit_fed = false;
+  std::vector<std::shared_ptr<TerminalWatcher>> watchers;
   Clock::time_point last_output = Clock::now();
   Clock::time_point last_activity = Clock::now();
   std::uint64_t input_bytes = 0;
-  std::optional<PtyExit> exit;
-  std::vector<std::shared_ptr<TerminalWatcher>> watchers;
+
+  // Screen side (mu).
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  TerminalScreen screen;
+  std::uint64_t generation = 0;  // bumped by every fed slice and resize
+  std::optional<PtyExit> exit;   // set once every byte before the end is on the screen
   bool answer_queries = true;
   PtyChannel* pty = nullptr;  // null until open() returns and after ~Terminal
   std::string early_replies;  // answers produced before pty was set
 
+  std::thread feeder;
+
   // On the SSH I/O thread.
   void on_output(std::string_view bytes) {
     {
-      std::lock_guard lock(mu);
-      screen.feed(bytes);
-      ++generation;
+      std::lock_guard lock(in_mu);
+      if (stop) return;
+      pending.append(bytes);
+      if (pending.size() > kMaxPending) pending.erase(0, pending.size() - kMaxPending);
       last_output = last_activity = Clock::now();
-      std::string replies = screen.take_replies();
-      if (answer_queries && !replies.empty()) {
-        if (pty != nullptr) {
-          (void)pty->write(replies);
-        } else {
-          early_replies += replies;
-        }
-      }
       watchers.erase(std::remove_if(watchers.begin(), watchers.end(),
                                     [](const auto& w) { return w->cancelled() || w->dropped(); }),
                      watchers.end());
       for (auto& w : watchers) w->push(bytes);
     }
-    cv.notify_all();
+    in_cv.notify_one();
   }
 
   void on_exit(const PtyExit& e) {
     std::vector<std::shared_ptr<TerminalWatcher>> ws;
     {
-      std::lock_guard lock(mu);
-      exit = e;
+      std::lock_guard lock(in_mu);
+      exit_in = e;
+      last_activity = Clock::now();
       ws.swap(watchers);
     }
     for (auto& w : ws) w->finish(e);
-    cv.notify_all();
+    in_cv.notify_one();
+  }
+
+  void feed_loop() {
+    for (;;) {
+      std::string batch;
+      std::optional<PtyExit> ended;
+      {
+        std::unique_lock lock(in_mu);
+        in_cv.wait(lock, [&] { return stop || !pending.empty() || (exit_in && !exit_fed); });
+        if (stop) return;
+        batch.swap(pending);
+        if (batch.empty()) {
+          exit_fed = true;
+          ended = exit_in;
+        }
+      }
+      for (std::size_t off = 0; off < batch.size(); off += kFeedSlice) {
+        if (off > 0 && stopping()) return;
+        std::lock_guard lock(mu);
+        screen.feed(std::string_view(batch).substr(off, kFeedSlice));
+        ++generation;
+        std::string replies = screen.take_replies();
+        if (answer_queries && !replies.empty()) {
+          if (pty != nullptr) {
+            (void)pty->write(replies);
+          } else {
+            early_replies += replies;
+          }
+        }
+        cv.notify_all();
+      }
+      if (ended) {
+        std::lock_guard lock(mu);
+        exit = ended;
+        cv.notify_all();
+      }
+    }
+  }
+
+  bool stopping() {
+    std::lock_guard lock(in_mu);
+    return stop;
+  }
+
+  void stop_feeder() {
+    {
+      std::lock_guard lock(in_mu);
+      stop = true;
+    }
+    in_cv.notify_one();
+    if (feeder.joinable()) feeder.join();
   }
 };
 
@@ -142,6 +206,7 @@ Terminal::Terminal(std::shared_ptr<Core> core, std::unique_ptr<PtyChannel> pty)
 
 Terminal::~Terminal() {
   close();
+  core_->stop_feeder();
   std::lock_guard lock(core_->mu);
   core_->pty = nullptr;
 }
@@ -151,6 +216,7 @@ Result<std::shared_ptr<Terminal>> Terminal::open(const Opener& opener, TerminalO
     return fail(ErrorCode::kInvalidArgument, "cols and rows must be 1..1000");
   }
   auto core = std::make_shared<Core>(options);
+  core->feeder = std::thread([c = core.get()] { c->feed_loop(); });
   PtyOptions po;
   po.command = std::move(options.command);
   po.cols = options.cols;
@@ -161,7 +227,10 @@ Result<std::shared_ptr<Terminal>> Terminal::open(const Opener& opener, TerminalO
   po.on_output = [core](std::string_view bytes) { core->on_output(bytes); };
   po.on_exit = [core](const PtyExit& e) { core->on_exit(e); };
   auto pty = opener(std::move(po));
-  if (!pty) return tl::unexpected<Error>(pty.error());
+  if (!pty) {
+    core->stop_feeder();
+    return tl::unexpected<Error>(pty.error());
+  }
   return std::shared_ptr<Terminal>(new Terminal(std::move(core), std::move(*pty)));
 }
 
@@ -194,7 +263,7 @@ Status Terminal::send(const std::vector<InputItem>& items) {
 Status Terminal::write(std::string_view raw) {
   if (raw.empty()) return {};
   if (auto st = pty_->write(raw); !st) return st;
-  std::lock_guard lock(core_->mu);
+  std::lock_guard lock(core_->in_mu);
   core_->input_bytes += raw.size();
   core_->last_activity = Clock::now();
   return {};
@@ -206,9 +275,10 @@ Status Terminal::resize(int cols, int rows) {
     std::lock_guard lock(core_->mu);
     core_->screen.resize(cols, rows);
     ++core_->generation;
-    core_->last_activity = Clock::now();
   }
   core_->cv.notify_all();
+  std::lock_guard lock(core_->in_mu);
+  core_->last_activity = Clock::now();
   return {};
 }
 
@@ -242,7 +312,12 @@ WaitResult Terminal::wait(const WaitCondition& condition) const {
     }
     auto wake = deadline;
     if (condition.quiet.count() > 0) {
-      auto quiet_at = std::max(core_->last_output, start) + condition.quiet;
+      Clock::time_point last_output;
+      {
+        std::lock_guard in(core_->in_mu);  // order: mu, then in_mu (never the reverse)
+        last_output = core_->last_output;
+      }
+      auto quiet_at = std::max(last_output, start) + condition.quiet;
       if (now >= quiet_at) {
         r.outcome = WaitOutcome::kQuiet;
         return r;
@@ -259,9 +334,9 @@ WaitResult Terminal::wait(const WaitCondition& condition) const {
 
 std::shared_ptr<TerminalWatcher> Terminal::watch(std::size_t max_buffered) {
   auto w = std::make_shared<TerminalWatcher>(max_buffered);
-  std::lock_guard lock(core_->mu);
-  if (core_->exit) {
-    w->finish(*core_->exit);
+  std::lock_guard lock(core_->in_mu);
+  if (core_->exit_in) {
+    w->finish(*core_->exit_in);
   } else {
     core_->watchers.push_back(w);
   }
@@ -274,14 +349,18 @@ void Terminal::set_answer_queries(bool on) {
 }
 
 TerminalState Terminal::state() const {
-  std::lock_guard lock(core_->mu);
   TerminalState s;
-  s.running = !core_->exit.has_value();
-  s.exit = core_->exit;
-  s.cols = core_->screen.cols();
-  s.rows = core_->screen.rows();
+  {
+    std::lock_guard lock(core_->mu);
+    s.cols = core_->screen.cols();
+    s.rows = core_->screen.rows();
+    s.output_bytes = core_->screen.output_bytes();
+  }
+  std::lock_guard lock(core_->in_mu);
+  s.running = !core_->exit_in.has_value();
+  s.exit = core_->exit_in;
   s.last_activity = core_->last_activity;
-  s.output_bytes = core_->screen.output_bytes();
+  s.output_bytes += core_->pending.size();
   s.input_bytes = core_->input_bytes;
   s.watchers = static_cast<int>(
       std::count_if(core_->watchers.begin(), core_->watchers.end(),
