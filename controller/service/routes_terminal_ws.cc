@@ -208,7 +208,11 @@ void Api::terminal_ws(RequestContext& ctx) {
   entry->readers.fetch_add(1);
   if (!watch && entry->interactive.fetch_add(1) == 0) entry->terminal->set_answer_queries(false);
   std::thread writer([&] { write_loop(*conn, *watcher); });
-  read_loop(*conn, *entry, watch);
+  try {
+    read_loop(*conn, *entry, watch);
+  } catch (const std::exception& e) {  // Poco::Exception is one too
+    log::warn("request " + ctx.request_id + ": terminal WebSocket: " + e.what());
+  }
   watcher->cancel();
   if (!conn->done) conn->close(WebSocket::WS_NORMAL_CLOSE, "closed by the client");
   writer.join();

@@ -127,7 +127,7 @@ ApiResult<TerminalWaitRequest> parse_terminal_wait(std::string_view text, int ma
   r.timeout_ms = std::min(r.timeout_ms, max_wait_seconds * 1000);
   if (!r.pattern.empty()) {
     try {
-      r.regex.emplace(r.pattern, std::regex::ECMAScript);
+      r.regex.emplace(r.pattern, std::regex::ECMAScript | std::regex::multiline);
     } catch (const std::regex_error& e) {
       return tl::unexpected(
           bad_request(std::string("pattern: not a valid regular expression: ") + e.what()));

@@ -37,7 +37,8 @@ Poco::JSON::Object::Ptr json(const std::string& text) {
   return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
 }
 
-const std::string kPrompt = R"((^|\\n)\\$ ?(\\n|$))";  // JSON-escaped regex: a bare "$ " line
+// A line that is only the prompt ("$ " trimmed), JSON-escaped; ^ and $ are per line.
+const std::string kPrompt = R"(^\\$ ?$)";
 
 TEST(TerminalRoutes, EveryRouteIsInTheOpenApiDocument) {
   std::ifstream in(PVS_SOURCE_DIR "/docs/openapi.json");
@@ -62,6 +63,7 @@ class TerminalApiTest : public ::testing::Test {
     config_.audit_file = stack_->dir() + "/audit.log";
     config_.terminal_max_per_sandbox = 3;
     config_.terminal_max_input_bytes = 4096;
+    tune(config_);
     auto audit = AuditLog::open(config_.audit_file, false);
     ASSERT_TRUE(audit) << audit.error().message;
     audit_ = std::move(*audit);
@@ -79,6 +81,7 @@ class TerminalApiTest : public ::testing::Test {
     sb_ = json(r.body)->getValue<std::string>("id");
     base_ = "/v1/sandboxes/" + sb_ + "/terminals";
   }
+  virtual void tune(ServiceConfig&) {}
   void TearDown() override {
     if (auto m = api_ ? api_->manager() : nullptr) {
       for (const auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
@@ -298,6 +301,15 @@ TEST_F(TerminalApiTest, WebSocketWatchersSlowReadersReattachAndExit) {
   for (int n; (n = slow.receiveBytes(buf, sizeof buf)) > 0;)
     rest.append(buf, static_cast<std::size_t>(n));
   EXPECT_NE(rest.find("too slow"), std::string::npos) << rest.size() << " bytes";
+  // A client nobody here wrote: Debian's python3-websockets, authenticated like a browser.
+  std::string py;
+  int py_rc =
+      test::run_command({"/usr/bin/python3", PVS_SOURCE_DIR "/tests/service/ws_terminal_client.py",
+                         "ws://127.0.0.1:" + std::to_string(port_) + term + "/ws", "tok-alice"},
+                        &py);
+  EXPECT_EQ(py_rc, 0) << py;
+  EXPECT_NE(py.find("ok pvs-terminal"), std::string::npos) << py;
+  EXPECT_EQ(json(call("GET", term).body)->getValue<int>("cols"), 77);
   // Re-attach and end the program: the exit code arrives as a text frame.
   auto again = attach(term, "");
   std::string bye = "exit 7\r", texts;
@@ -305,6 +317,29 @@ TEST_F(TerminalApiTest, WebSocketWatchersSlowReadersReattachAndExit) {
   read_until(*again, "\"type\":\"exit\"", &texts);
   EXPECT_NE(texts.find(R"({"type":"exit","code":7})"), std::string::npos) << texts;
   EXPECT_EQ(json(call("GET", term).body)->getValue<int>("exit_code"), 7);
+}
+
+class TerminalIdleTest : public TerminalApiTest {
+ protected:
+  void tune(ServiceConfig& c) override {
+    c.terminal_idle_timeout_seconds = 1;
+    c.terminal_max_per_token = 1;
+  }
+};
+
+TEST_F(TerminalIdleTest, IdleTerminalsAreClosedAndTheTokenLimitHolds) {
+  auto term = open(R"({"command":"sleep 600"})");
+  ASSERT_FALSE(term.empty());
+  auto second = call("POST", base_, "{}");
+  EXPECT_EQ(second.status, 429) << second.body;
+  EXPECT_NE(second.body.find("terminals.max_per_token"), std::string::npos) << second.body;
+  int status = 200;
+  for (int i = 0; i < 50 && status == 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    status = call("GET", term).status;
+  }
+  EXPECT_EQ(status, 404) << "closed and forgotten after 1 s without activity";
+  EXPECT_EQ(call("POST", base_, "{}").status, 201);  // its slot is free again
 }
 
 TEST_F(TerminalApiTest, SandboxctlShellReturnsTheRemoteExitCode) {
