@@ -29,6 +29,7 @@ class TerminalTest : public ::testing::Test {
     c.private_key_file = sshd_->client_key_path();
     c.host_key_fingerprint = sshd_->host_key_fingerprint();
     c.connect_timeout = 5s;
+    c.max_channels = 60;  // 50 terminals at once (the fixture's sshd allows 64)
     ssh_ = new SshSession(c);
   }
   static void TearDownTestSuite() {
@@ -50,7 +51,7 @@ class TerminalTest : public ::testing::Test {
   static void expect_screen(Terminal& t, const std::string& pattern,
                             std::chrono::milliseconds timeout = 10s) {
     WaitCondition w;
-    w.pattern = std::regex(pattern);
+    w.pattern = std::regex(pattern, std::regex::ECMAScript | std::regex::multiline);
     w.timeout = timeout;
     auto r = t.wait(w);
     EXPECT_EQ(r.outcome, WaitOutcome::kMatched)
@@ -216,6 +217,45 @@ TEST_F(TerminalTest, WaitForQuietAndTimeout) {
   never.pattern = std::regex("never-shown");
   never.timeout = 200ms;
   EXPECT_EQ(t->wait(never).outcome, WaitOutcome::kTimeout);
+}
+
+TEST_F(TerminalTest, PythonReplSession) {
+  auto t = open("python3 -q");
+  ASSERT_TRUE(t);
+  expect_screen(*t, "^>>>$");
+  type(*t, {InputItem::text("x = 6 * 7"), InputItem::key("Enter"), InputItem::text("print(x)"),
+            InputItem::key("Enter")});
+  expect_screen(*t, "^42\n>>>$");
+  type(*t, {InputItem::text("def f(n):"), InputItem::key("Enter"), InputItem::text("return n + 1"),
+            InputItem::key("Enter"), InputItem::key("Enter"), InputItem::text("f(41)"),
+            InputItem::key("Enter")});
+  expect_screen(*t, "^42\n>>>$");
+  type(*t, {InputItem::key("C-d")});
+  EXPECT_EQ(t->wait({std::nullopt, 0ms, 10s}).outcome, WaitOutcome::kExited);
+  EXPECT_EQ(t->state().exit->exit_code, 0);
+}
+
+TEST_F(TerminalTest, FiftyConcurrentTerminals) {
+  std::vector<std::shared_ptr<Terminal>> terms;
+  for (int i = 0; i < 50; ++i) {
+    terms.push_back(open("cat"));
+    ASSERT_TRUE(terms.back()) << i;
+  }
+  for (int i = 0; i < 50; ++i) {
+    type(*terms[static_cast<std::size_t>(i)],
+         {InputItem::text("term-" + std::to_string(i)), InputItem::key("Enter")});
+  }
+  for (int i = 0; i < 50; ++i) {
+    // cat prints the line back: the tty's echo plus cat's copy.
+    expect_screen(*terms[static_cast<std::size_t>(i)],
+                  "term-" + std::to_string(i) + "\nterm-" + std::to_string(i) + "\n");
+  }
+  for (auto& t : terms) t->close();
+  for (auto& t : terms) EXPECT_EQ(t->wait({std::nullopt, 0ms, 10s}).outcome, WaitOutcome::kExited);
+  // Their channels and the side execs that hang up their sessions are all gone soon.
+  for (int i = 0; i < 100 && ssh_->stats().channels_open > 1; ++i)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_LE(ssh_->stats().channels_open, 1);  // the spare channel may be open
 }
 
 }  // namespace

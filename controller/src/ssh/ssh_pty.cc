@@ -54,6 +54,7 @@ constexpr std::size_t kReadChunk = 32 * 1024;
 constexpr std::size_t kWriteChunk = 32 * 1024;
 constexpr int kMaxReadsPerStep = 8;
 constexpr auto kCloseGrace = std::chrono::seconds(5);
+constexpr auto kSlotWait = std::chrono::seconds(10);
 
 class PtyOp : public Op {
  public:
@@ -65,6 +66,7 @@ class PtyOp : public Op {
         started_promise_(std::move(started)) {}
 
   Clock::time_point deadline() const override {
+    if (state_ == State::kWaitSlot) return slot_deadline_;
     if (state_ == State::kClosing || state_ == State::kWaitClosed) return close_deadline_;
     return Clock::time_point::max();
   }
@@ -73,6 +75,14 @@ class PtyOp : public Op {
     switch (state_) {
       case State::kWaitSlot: {
         if (hangup_requested() && !started_) return end_before_start("closed before it started");
+        // A terminal holds its channel for long: waiting for one to free up could be forever.
+        if (Clock::now() >= slot_deadline_) {
+          return fail_start(ssh_fail(SshErrc::kChannelRefused,
+                                     "ssh pty: no free channel on this connection within " +
+                                         std::to_string(kSlotWait.count()) +
+                                         " s (SshConfig::max_channels, sshd MaxSessions)")
+                                .value());
+        }
         if (LIBSSH2_CHANNEL* spare = io.take_spare()) {
           channel_ = spare;
           reserved_ = true;
@@ -371,7 +381,8 @@ class PtyOp : public Op {
     }
   }
 
-  // A side exec: SIGHUP to every process of the program's Unix session, SIGKILL 2 s later.
+  // A side exec: SIGHUP to every process of the program's Unix session, SIGKILL to what is
+  // left 2 s later.
   void kill_session(SshSession::Impl& io) {
     if (kill_sent_ || sid_ <= 1) return;
     kill_sent_ = true;
@@ -379,9 +390,11 @@ class PtyOp : public Op {
     ExecOptions o;
     o.max_output = 4096;
     o.timeout = std::chrono::seconds(10);
+    // Polls for up to 2 s whether anything is left before the SIGKILL (usually nothing is).
     auto cmd = "pkill -HUP -s " + s + " 2>/dev/null || kill -HUP -- -" + s +
-               " 2>/dev/null; sleep 2; pkill -KILL -s " + s + " 2>/dev/null || kill -KILL -- -" +
-               s + " 2>/dev/null; true";
+               " 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -s " + s +
+               " >/dev/null 2>&1 || exit 0; sleep 0.2; done; pkill -KILL -s " + s +
+               " 2>/dev/null || kill -KILL -- -" + s + " 2>/dev/null; true";
     auto remote = build_remote_command(cmd, o);
     if (!remote) return;
     io.spawn(make_exec_op(std::move(*remote), std::move(o),
@@ -447,6 +460,7 @@ class PtyOp : public Op {
   std::optional<Error> start_error_;
   PtyExit exit_;
   Clock::time_point close_deadline_ = Clock::time_point::max();
+  Clock::time_point slot_deadline_ = Clock::now() + kSlotWait;
 };
 
 }  // namespace
