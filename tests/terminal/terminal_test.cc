@@ -226,10 +226,10 @@ TEST_F(TerminalTest, PythonReplSession) {
   type(*t, {InputItem::text("x = 6 * 7"), InputItem::key("Enter"), InputItem::text("print(x)"),
             InputItem::key("Enter")});
   expect_screen(*t, "^42\n>>>$");
-  type(*t, {InputItem::text("def f(n):"), InputItem::key("Enter"), InputItem::text("return n + 1"),
-            InputItem::key("Enter"), InputItem::key("Enter"), InputItem::text("f(41)"),
-            InputItem::key("Enter")});
-  expect_screen(*t, "^42\n>>>$");
+  type(*t, {InputItem::text("def f(n):"), InputItem::key("Enter"),
+            InputItem::text("    return n + 1"), InputItem::key("Enter"), InputItem::key("Enter"),
+            InputItem::text("f(99)"), InputItem::key("Enter")});
+  expect_screen(*t, "^100\n>>>$");
   type(*t, {InputItem::key("C-d")});
   EXPECT_EQ(t->wait({std::nullopt, 0ms, 10s}).outcome, WaitOutcome::kExited);
   EXPECT_EQ(t->state().exit->exit_code, 0);
@@ -248,7 +248,7 @@ TEST_F(TerminalTest, FiftyConcurrentTerminals) {
   for (int i = 0; i < 50; ++i) {
     // cat prints the line back: the tty's echo plus cat's copy.
     expect_screen(*terms[static_cast<std::size_t>(i)],
-                  "term-" + std::to_string(i) + "\nterm-" + std::to_string(i) + "\n");
+                  "term-" + std::to_string(i) + "\nterm-" + std::to_string(i) + "\n", 30s);
   }
   for (auto& t : terms) t->close();
   for (auto& t : terms) EXPECT_EQ(t->wait({std::nullopt, 0ms, 10s}).outcome, WaitOutcome::kExited);

@@ -49,7 +49,8 @@ using Op = SshSession::Impl::Op;
 using Step = Op::Step;
 
 constexpr std::string_view kMarkerStart = "\036pvs:";
-constexpr std::size_t kMarkerWindow = 64;
+constexpr std::size_t kMarkerWindow = 4096;
+constexpr auto kMarkerWait = std::chrono::seconds(3);
 constexpr std::size_t kReadChunk = 32 * 1024;
 constexpr std::size_t kWriteChunk = 32 * 1024;
 constexpr int kMaxReadsPerStep = 8;
@@ -67,6 +68,7 @@ class PtyOp : public Op {
 
   Clock::time_point deadline() const override {
     if (state_ == State::kWaitSlot) return slot_deadline_;
+    if (state_ == State::kRunning && want_marker_) return marker_deadline_;
     if (state_ == State::kClosing || state_ == State::kWaitClosed) return close_deadline_;
     return Clock::time_point::max();
   }
@@ -145,6 +147,7 @@ class PtyOp : public Op {
         if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
         if (rc != 0) return request_failed(io, rc, "ssh pty: exec request");
         started_ = true;
+        marker_deadline_ = Clock::now() + kMarkerWait;
         started_promise_->set_value({});
         state_ = State::kRunning;
         return Step::kProgress;
@@ -313,6 +316,7 @@ class PtyOp : public Op {
     }
     if (drain(io)) progress = true;
     if (fatal_) return Step::kIdle;
+    if (want_marker_ && Clock::now() >= marker_deadline_) flush_marker();
     if (libssh2_channel_eof(channel_) != 0) {
       flush_marker();
       begin_close();
@@ -341,25 +345,25 @@ class PtyOp : public Op {
     return any;
   }
 
+  // Until the marker is seen, output is held back (at most kMarkerWindow bytes or
+  // kMarkerWait): input typed right after the start is echoed by the tty before the shell
+  // prints the marker, so the marker need not come first.
   void consume(SshSession::Impl& io, std::string_view data) {
     if (!want_marker_) {
       emit(data);
       return;
     }
     window_.append(data);
-    if (window_.compare(0, std::min(window_.size(), kMarkerStart.size()), kMarkerStart, 0,
-                        std::min(window_.size(), kMarkerStart.size())) != 0) {
-      flush_marker();  // not our marker: the output as it came
-      return;
-    }
-    std::size_t end = window_.find('\036', kMarkerStart.size());
+    std::size_t at = window_.find(kMarkerStart);
+    std::size_t end = at == std::string::npos ? at : window_.find('\036', at + kMarkerStart.size());
     if (end == std::string::npos) {
       if (window_.size() >= kMarkerWindow) flush_marker();
       return;
     }
-    sid_ = std::strtol(window_.substr(kMarkerStart.size(), end - kMarkerStart.size()).c_str(),
-                       nullptr, 10);
-    window_.erase(0, end + 1);
+    sid_ = std::strtol(
+        window_.substr(at + kMarkerStart.size(), end - at - kMarkerStart.size()).c_str(), nullptr,
+        10);
+    window_.erase(at, end + 1 - at);
     flush_marker();
     if (hung_up_) kill_session(io);
   }
@@ -461,6 +465,7 @@ class PtyOp : public Op {
   PtyExit exit_;
   Clock::time_point close_deadline_ = Clock::time_point::max();
   Clock::time_point slot_deadline_ = Clock::now() + kSlotWait;
+  Clock::time_point marker_deadline_ = Clock::time_point::max();
 };
 
 }  // namespace
