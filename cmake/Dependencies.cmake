@@ -5,7 +5,7 @@ pkg_check_modules(MNL REQUIRED IMPORTED_TARGET libmnl)
 pkg_check_modules(SSH2 REQUIRED IMPORTED_TARGET libssh2)
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)  # policy patterns: linear-time matching
-pkg_check_modules(VTERM REQUIRED IMPORTED_TARGET vterm)
+pkg_check_modules(VTERM REQUIRED IMPORTED_TARGET vterm)  # terminal screens (libvterm-dev)
 
 find_package(tl-expected REQUIRED)
 find_package(yaml-cpp REQUIRED)

@@ -45,6 +45,7 @@ commands:
   list [--label KEY=VALUE]...
   show ID
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
+  shell ID [-- COMMAND...]   an interactive terminal (default: the login shell)
   cp SRC DST            one side is ID:/path; '-' is stdin/stdout   [--mode 0644]
   ls ID PATH
   edit ID PATH --old TEXT --new TEXT [--all]
@@ -61,7 +62,7 @@ commands:
   nodes                 the cluster's nodes: health, capacity, pools (admin token)
   node drain|undrain NAME   stop or resume placing sandboxes on a node (admin token)
 
-exec exits with the remote command's exit code (124 if it timed out).
+exec exits with the remote command's exit code (124 if it timed out); so does shell.
 --cacert FILE: PEM CA (or self-signed certificate) that an https:// server must chain to;
 without it the system's CA store is used. The server's name is always verified.
 environment: SANDBOXCTL_URL, SANDBOXCTL_TOKEN, SANDBOXCTL_CACERT, SANDBOXCTL_CONFIG
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
         {"list", cmd_list},
         {"show", cmd_show},
         {"exec", cmd_exec},
+        {"shell", cmd_shell},
         {"cp", cmd_cp},
         {"ls", cmd_ls},
         {"edit", cmd_edit},

@@ -84,6 +84,7 @@ int cmd_create(Client& c, Args& a);
 int cmd_list(Client& c, Args& a);
 int cmd_show(Client& c, Args& a);
 int cmd_exec(Client& c, Args& a);
+int cmd_shell(Client& c, Args& a);  // commands_shell.cc
 int cmd_cp(Client& c, Args& a);
 int cmd_ls(Client& c, Args& a);
 int cmd_edit(Client& c, Args& a);

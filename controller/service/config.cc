@@ -141,6 +141,18 @@ void parse_audit(yaml::Map s, ServiceConfig& c) {
     s.fail("file", "must be an absolute path");
   s.boolean("fsync", &c.audit_fsync);
   s.integer("denied_interval_seconds", &c.audit_denied_interval_seconds, 1, 86400);
+  s.boolean("log_terminal_input", &c.audit_log_terminal_input);
+  (void)s.finish();
+}
+
+void parse_terminals(yaml::Map s, ServiceConfig& c) {
+  s.integer("max_per_sandbox", &c.terminal_max_per_sandbox, 1, 1000);
+  s.integer("max_per_token", &c.terminal_max_per_token, 1, 100000);
+  s.integer("idle_timeout_seconds", &c.terminal_idle_timeout_seconds, 1, 7 * 24 * 3600);
+  s.integer("max_input_bytes", &c.terminal_max_input_bytes, 1024, 16ll << 20);
+  s.integer("watcher_buffer_bytes", &c.terminal_watcher_buffer_bytes, 4096, 1ll << 30);
+  s.integer("scrollback_lines", &c.terminal_scrollback_lines, 0, 100000);
+  s.integer("max_wait_seconds", &c.terminal_max_wait_seconds, 1, 3600);
   (void)s.finish();
 }
 
@@ -349,6 +361,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_http(top.map("http"), c);
   parse_auth(top.map("auth"), c);
   parse_audit(top.map("audit"), c);
+  parse_terminals(top.map("terminals"), c);
   top.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
   parse_mcp(top.map("mcp"), c.mcp);
   const bool cluster = top.has("nodes");

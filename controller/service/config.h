@@ -77,6 +77,16 @@ struct ServiceConfig {
   bool audit_fsync = false;
   int audit_denied_interval_seconds = 60;  // refused authentications: one line per source
 
+  // terminals (interactive pty sessions, routes_terminals.cc)
+  int terminal_max_per_sandbox = 8;          // running terminals of one sandbox; 429 beyond
+  int terminal_max_per_token = 32;           // running terminals a token opened; 429 beyond
+  int terminal_idle_timeout_seconds = 1800;  // no input, output or reader: closed
+  std::uint64_t terminal_max_input_bytes = 64 << 10;      // one input call; 413 beyond
+  std::uint64_t terminal_watcher_buffer_bytes = 1 << 20;  // per WebSocket; dropped beyond
+  int terminal_scrollback_lines = 1000;
+  int terminal_max_wait_seconds = 60;     // a wait's timeout is capped at this
+  bool audit_log_terminal_input = false;  // audit.log_terminal_input: record what was typed
+
   std::string log_level = "info";
 
   // policy (docs/policy.md): rules per token, and how long an `approve` waits for a person

@@ -150,6 +150,7 @@ void Api::show(RequestContext& ctx) {
 
 void Api::destroy(RequestContext& ctx) {
   auto sandbox = find_sandbox(ctx);
+  terminals_->close_sandbox(sandbox->id());
   if (auto st = sandbox->destroy(); !st) throw from_error(st.error());
   send_empty(ctx, 204);
 }

@@ -141,7 +141,8 @@ void Api::dispatch(RequestContext& ctx) {
 // was presented), aggregated per source so that a flood cannot fill the disk (DeniedLog).
 void Api::authenticate(RequestContext& ctx) {
   // A copy: get() returns its default argument by reference (a temporary here).
-  const std::string authorization = ctx.request->get("Authorization", "");
+  std::string authorization = ctx.request->get("Authorization", "");
+  if (authorization.empty()) authorization = websocket_bearer(*ctx.request);
   ctx.principal = tokens_.authenticate(authorization);
   if (ctx.principal) return;
   ctx.response->set("WWW-Authenticate", "Bearer");

@@ -35,6 +35,7 @@
 #include "pvesandbox/manager.h"
 #include "requests.h"
 #include "router.h"
+#include "terminals.h"
 #include "token_limits.h"
 
 namespace pvs::service {
@@ -188,6 +189,18 @@ class Api {
   // The policy's say on a call (routes_approvals.cc): true to go on; false when the reply was
   // sent (202: waiting for a person). Throws 403 for deny, denied or expired approvals.
   bool admit(RequestContext& ctx, const PolicyRequest& request);
+  // Terminals (routes_terminals.cc, routes_terminal_ws.cc).
+  void terminal_create(RequestContext& ctx);
+  void terminal_list(RequestContext& ctx);
+  void terminal_show(RequestContext& ctx);
+  void terminal_delete(RequestContext& ctx);
+  void terminal_resize(RequestContext& ctx);
+  void terminal_input(RequestContext& ctx);
+  void terminal_screen(RequestContext& ctx);
+  void terminal_wait(RequestContext& ctx);
+  void terminal_ws(RequestContext& ctx);
+  std::shared_ptr<TerminalEntry> find_terminal(RequestContext& ctx);  // throws ApiError 404
+  static ApiError conflict_ended(const TerminalEntry& entry);
 
   // Helpers.
   std::shared_ptr<Manager> require_manager();
@@ -229,6 +242,10 @@ class Api {
   std::atomic<std::uint64_t> next_request_{1};
   std::string request_prefix_;
   std::shared_ptr<mcp::SessionStore> mcp_sessions_;  // MCP sessions (mcp/session.h)
+  // Terminals, closed with their sandbox (Api::destroy) or when idle.
+  std::unique_ptr<TerminalRegistry> terminals_ = std::make_unique<TerminalRegistry>(
+      TerminalRegistry::Limits{config_.terminal_max_per_sandbox, config_.terminal_max_per_token,
+                               std::chrono::seconds(config_.terminal_idle_timeout_seconds)});
 };
 
 class HttpServer {
@@ -259,5 +276,7 @@ double seconds_since(std::chrono::steady_clock::time_point t);
 std::string iso_time(std::int64_t unix_seconds);  // "2026-11-22T15:04:05Z"
 // Reads a small unread request body now; marks a large or chunked one for drain_body().
 void settle_body(RequestContext& ctx);
+// "Bearer <token>" from a WebSocket subprotocol "bearer.<token>" (routes_terminal_ws.cc); "".
+std::string websocket_bearer(const Poco::Net::HTTPServerRequest& request);
 
 }  // namespace pvs::service

@@ -42,6 +42,35 @@ TEST(Config, MinimalHasDocumentedDefaults) {
   EXPECT_FALSE(c->tokens[0].admin);
 }
 
+TEST(Config, TerminalsSectionAndAuditInput) {
+  auto d = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->terminal_max_per_sandbox, 8);
+  EXPECT_EQ(d->terminal_max_per_token, 32);
+  EXPECT_EQ(d->terminal_idle_timeout_seconds, 1800);
+  EXPECT_FALSE(d->audit_log_terminal_input);
+  auto c = parse_config(minimal("terminals:\n  max_per_sandbox: 2\n  max_per_token: 5\n"
+                                "  idle_timeout_seconds: 60\n  max_input_bytes: 2048\n"
+                                "  watcher_buffer_bytes: 65536\n  scrollback_lines: 0\n"
+                                "  max_wait_seconds: 30\n"
+                                "audit:\n  file: /tmp/a.log\n  log_terminal_input: true\n"),
+                        "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->terminal_max_per_sandbox, 2);
+  EXPECT_EQ(c->terminal_max_per_token, 5);
+  EXPECT_EQ(c->terminal_idle_timeout_seconds, 60);
+  EXPECT_EQ(c->terminal_max_input_bytes, 2048u);
+  EXPECT_EQ(c->terminal_watcher_buffer_bytes, 65536u);
+  EXPECT_EQ(c->terminal_scrollback_lines, 0);
+  EXPECT_EQ(c->terminal_max_wait_seconds, 30);
+  EXPECT_TRUE(c->audit_log_terminal_input);
+  EXPECT_NE(
+      error_of(minimal("terminals:\n  max_per_sandbox: 0\n")).find("terminals.max_per_sandbox"),
+      std::string::npos);
+  EXPECT_NE(error_of(minimal("terminals:\n  max_sessions: 3\n")).find("max_sessions"),
+            std::string::npos);
+}
+
 TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
   // packaging/deb/controller.yaml is the documented default: it must parse once the operator
   // added a token and the Proxmox settings (the lines the file asks for).

@@ -1,153 +1,141 @@
-// Screen: libvterm fed with what programs write, read back as text.
-#include "../../controller/src/terminal/screen.h"
-
+// Key names to bytes and the screen renderer, fed directly (no pty, no network).
 #include <gtest/gtest.h>
 
-#include <string>
+#include "pvesandbox/terminal.h"
 
-namespace pvs::terminal {
+namespace pvs {
 namespace {
 
-TEST(ScreenTest, PlainTextAndCursor) {
-  Screen s(5, 20, 100);
-  s.feed("hello\r\nworld");
-  TerminalScreen v = s.snapshot(0);
-  ASSERT_EQ(v.lines.size(), 5u);
-  EXPECT_EQ(v.rows, 5);
-  EXPECT_EQ(v.cols, 20);
-  EXPECT_EQ(v.lines[0], "hello");
-  EXPECT_EQ(v.lines[1], "world");
-  EXPECT_EQ(v.lines[2], "");
-  EXPECT_EQ(v.cursor_row, 1);
-  EXPECT_EQ(v.cursor_col, 5);
-  EXPECT_EQ(v.output_bytes, 12u);
-  EXPECT_TRUE(v.scrollback.empty());
+std::string key(std::string_view name) {
+  auto r = encode_key(name);
+  EXPECT_TRUE(r) << name << ": " << r.error().message;
+  return r ? *r : std::string("<error>");
 }
 
-TEST(ScreenTest, TrailingBlanksTrimmedInnerKept) {
-  Screen s(2, 20, 10);
-  s.feed("a  b     ");
-  EXPECT_EQ(s.snapshot(0).lines[0], "a  b");
+TEST(TerminalKeys, NamedKeysInDefaultModes) {
+  EXPECT_EQ(key("Enter"), "\r");
+  EXPECT_EQ(key("enter"), "\r");
+  EXPECT_EQ(key("Tab"), "\t");
+  EXPECT_EQ(key("Escape"), "\x1b");
+  EXPECT_EQ(key("Esc"), "\x1b");
+  EXPECT_EQ(key("Backspace"), "\x7f");
+  EXPECT_EQ(key("Space"), " ");
+  EXPECT_EQ(key("Up"), "\x1b[A");
+  EXPECT_EQ(key("Down"), "\x1b[B");
+  EXPECT_EQ(key("Right"), "\x1b[C");
+  EXPECT_EQ(key("Left"), "\x1b[D");
+  EXPECT_EQ(key("Delete"), "\x1b[3~");
+  EXPECT_EQ(key("Insert"), "\x1b[2~");
+  EXPECT_EQ(key("PageUp"), "\x1b[5~");
+  EXPECT_EQ(key("PageDown"), "\x1b[6~");
+  EXPECT_EQ(key("F1"), "\x1bOP");
+  EXPECT_EQ(key("F5"), "\x1b[15~");
+  EXPECT_EQ(key("F12"), "\x1b[24~");
+  EXPECT_FALSE(key("Home").empty());
+  EXPECT_FALSE(key("End").empty());
 }
 
-TEST(ScreenTest, CursorMovementOverwrites) {
-  Screen s(4, 20, 10);
-  s.feed("abcdef");
-  s.feed("\x1b[1;3H");  // row 1, col 3 (1-based)
-  s.feed("X");
-  s.feed("\x1b[3;5HY");
-  s.feed("\x1b[2D");  // back two columns
-  TerminalScreen v = s.snapshot(0);
-  EXPECT_EQ(v.lines[0], "abXdef");
-  EXPECT_EQ(v.lines[2], "    Y");
-  EXPECT_EQ(v.cursor_row, 2);
-  EXPECT_EQ(v.cursor_col, 3);
+TEST(TerminalKeys, ModifiersAndCharacters) {
+  EXPECT_EQ(key("C-c"), "\x03");
+  EXPECT_EQ(key("C-d"), "\x04");
+  EXPECT_EQ(key("C-a"), "\x01");
+  EXPECT_EQ(key("C-z"), "\x1a");
+  EXPECT_EQ(key("C-Z"), "\x1a");
+  EXPECT_EQ(key("C-["), "\x1b");
+  EXPECT_EQ(key("C-@"), std::string(1, '\0'));
+  EXPECT_EQ(key("M-x"), "\x1bx");
+  EXPECT_EQ(key("M-C-x"), "\x1b\x18");
+  EXPECT_EQ(key("S-a"), "A");
+  EXPECT_EQ(key("q"), "q");
+  EXPECT_EQ(key("-"), "-");
+  EXPECT_EQ(key("é"), "é");
+  EXPECT_EQ(key("C-Left"), "\x1b[1;5D");
+  EXPECT_EQ(key("S-Tab"), "\x1b[Z");
 }
 
-TEST(ScreenTest, EraseLineAndClearScreen) {
-  Screen s(3, 20, 10);
-  s.feed("one\r\ntwo\r\nthree");
-  s.feed("\x1b[2;2H\x1b[K");  // erase to the end of row 2 from column 2
-  EXPECT_EQ(s.snapshot(0).lines[1], "t");
-  s.feed("\x1b[H\x1b[2J");
-  TerminalScreen v = s.snapshot(0);
-  for (const auto& l : v.lines) EXPECT_EQ(l, "");
-  EXPECT_EQ(v.cursor_row, 0);
-  EXPECT_EQ(v.cursor_col, 0);
+TEST(TerminalKeys, UnknownNamesAreRefusedByName) {
+  for (std::string_view bad : {"Foo", "", "F13", "F0", "C-", "C-é", "X-a", "Enterr", "ab"}) {
+    auto r = encode_key(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find("\"" + std::string(bad) + "\""), std::string::npos)
+        << r.error().message;
+  }
 }
 
-TEST(ScreenTest, AlternateScreenAsFullScreenProgramsUseIt) {
-  Screen s(3, 20, 10);
-  s.feed("$ vi x\r\n");
-  s.feed("\x1b[?1049h\x1b[H\x1b[2J~\r\n~\r\n\"x\" [New]");
-  TerminalScreen in = s.snapshot(0);
-  EXPECT_TRUE(in.alt_screen);
-  EXPECT_EQ(in.lines[0], "~");
-  EXPECT_EQ(in.lines[2], "\"x\" [New]");
-  s.feed("\x1b[?1049l");
-  TerminalScreen out = s.snapshot(0);
-  EXPECT_FALSE(out.alt_screen);
-  EXPECT_EQ(out.lines[0], "$ vi x");
-  EXPECT_EQ(out.lines[1], "");
+TEST(TerminalKeys, ApplicationCursorModeChangesArrows) {
+  TerminalScreen screen(80, 24);
+  screen.feed("\x1b[?1h");  // DECCKM, as vi and less set it
+  EXPECT_EQ(*screen.key("Up"), "\x1bOA");
+  screen.feed("\x1b[?1l");
+  EXPECT_EQ(*screen.key("Up"), "\x1b[A");
 }
 
-TEST(ScreenTest, LongOutputGoesToABoundedScrollback) {
-  Screen s(4, 20, 50);
-  for (int i = 0; i < 100; ++i) s.feed("line " + std::to_string(i) + "\r\n");
-  TerminalScreen v = s.snapshot(1000);
-  // The last line is the empty one the cursor is on; 97..99 above it.
-  EXPECT_EQ(v.lines[0], "line 97");
-  EXPECT_EQ(v.lines[2], "line 99");
-  EXPECT_EQ(v.lines[3], "");
-  ASSERT_EQ(v.scrollback.size(), 50u);
-  EXPECT_EQ(v.scrollback.front(), "line 47");
-  EXPECT_EQ(v.scrollback.back(), "line 96");
-  TerminalScreen last2 = s.snapshot(2);
-  ASSERT_EQ(last2.scrollback.size(), 2u);
-  EXPECT_EQ(last2.scrollback[0], "line 95");
+TEST(TerminalScreenTest, TextCursorAndTrailingSpaces) {
+  TerminalScreen screen(20, 4);
+  screen.feed("hello   \r\nworld");
+  auto s = screen.snapshot();
+  ASSERT_EQ(s.lines.size(), 4u);
+  EXPECT_EQ(s.lines[0], "hello");
+  EXPECT_EQ(s.lines[1], "world");
+  EXPECT_EQ(s.lines[2], "");
+  EXPECT_EQ(s.cursor_row, 1);
+  EXPECT_EQ(s.cursor_col, 5);
+  EXPECT_EQ(s.cols, 20);
+  EXPECT_EQ(s.rows, 4);
+  EXPECT_EQ(s.text(), "hello\nworld\n\n");
+  EXPECT_EQ(s.output_bytes, 15u);
 }
 
-TEST(ScreenTest, AlternateScreenDoesNotFillTheScrollback) {
-  Screen s(3, 20, 50);
-  s.feed("\x1b[?1049h");
-  for (int i = 0; i < 20; ++i) s.feed("x\r\n");
-  EXPECT_TRUE(s.snapshot(100).scrollback.empty());
+TEST(TerminalScreenTest, EscapesAreRenderedNotShown) {
+  TerminalScreen screen(20, 3);
+  screen.feed("\x1b[1;31mred\x1b[0m \x1b[2;5Hat\x1b[1;1Hx");
+  auto s = screen.snapshot();
+  EXPECT_EQ(s.lines[0], "xed");
+  EXPECT_EQ(s.lines[1], "    at");
+  EXPECT_EQ(s.text().find('\x1b'), std::string::npos);
 }
 
-TEST(ScreenTest, TitleFromOsc) {
-  Screen s(3, 20, 10);
-  s.feed("\x1b]0;first title\x07");
-  EXPECT_EQ(s.snapshot(0).title, "first title");
-  s.feed("\x1b]2;second\x1b\\");
-  EXPECT_EQ(s.snapshot(0).title, "second");
-  EXPECT_EQ(s.snapshot(0).lines[0], "");
+TEST(TerminalScreenTest, TitleWideCharactersAndResize) {
+  TerminalScreen screen(10, 3);
+  screen.feed("\x1b]2;my title\x07日本x");
+  auto s = screen.snapshot();
+  EXPECT_EQ(s.title, "my title");
+  EXPECT_EQ(s.lines[0], "日本x");
+  EXPECT_EQ(s.cursor_col, 5);
+  screen.resize(30, 5);
+  s = screen.snapshot();
+  EXPECT_EQ(s.cols, 30);
+  EXPECT_EQ(s.lines.size(), 5u);
 }
 
-TEST(ScreenTest, Utf8AndWideCharacters) {
-  Screen s(2, 20, 10);
-  s.feed("gr\xc3\xbc\xc3\x9f \xe4\xb8\xad\xe6\x96\x87!");  // "grüß 中文!"
-  TerminalScreen v = s.snapshot(0);
-  EXPECT_EQ(v.lines[0], "gr\xc3\xbc\xc3\x9f \xe4\xb8\xad\xe6\x96\x87!");
-  EXPECT_EQ(v.cursor_col, 10);  // two wide characters take two columns each
+TEST(TerminalScreenTest, ScrollbackKeepsTheLastLines) {
+  TerminalScreen screen(10, 2, 3);
+  for (int i = 1; i <= 6; ++i) screen.feed("l" + std::to_string(i) + "\r\n");
+  auto s = screen.snapshot(10);
+  EXPECT_EQ(s.lines[0], "l6");
+  ASSERT_EQ(s.scrollback.size(), 3u);  // the ring holds 3
+  EXPECT_EQ(s.scrollback[0], "l3");
+  EXPECT_EQ(s.scrollback[2], "l5");
+  EXPECT_EQ(screen.snapshot(1).scrollback, std::vector<std::string>{"l5"});
+  EXPECT_TRUE(screen.snapshot(0).scrollback.empty());
 }
 
-TEST(ScreenTest, SplitEscapeSequenceAcrossFeeds) {
-  Screen s(2, 20, 10);
-  s.feed("ab\x1b[");
-  s.feed("1;1HZ");
-  EXPECT_EQ(s.snapshot(0).lines[0], "Zb");
-}
-
-TEST(ScreenTest, ResizeKeepsContentAndClamps) {
-  Screen s(4, 20, 10);
-  s.feed("hello\r\nworld");
-  s.resize(6, 40);
-  TerminalScreen v = s.snapshot(0);
-  EXPECT_EQ(v.rows, 6);
-  EXPECT_EQ(v.cols, 40);
-  ASSERT_EQ(v.lines.size(), 6u);
-  EXPECT_EQ(v.lines[0], "hello");
-  s.feed("\x1b[1;35Hfar");
-  EXPECT_EQ(s.snapshot(0).lines[0], "hello" + std::string(29, ' ') + "far");
-  s.resize(0, 5000);
-  EXPECT_EQ(s.snapshot(0).rows, 1);
-  EXPECT_EQ(s.snapshot(0).cols, 1000);
-}
-
-TEST(ScreenTest, CursorVisibility) {
-  Screen s(2, 10, 0);
-  s.feed("\x1b[?25l");
-  EXPECT_FALSE(s.snapshot(0).cursor_visible);
-  s.feed("\x1b[?25h");
-  EXPECT_TRUE(s.snapshot(0).cursor_visible);
-}
-
-TEST(ScreenTest, RepliesToQueries) {
-  Screen s(5, 20, 0);
-  s.feed("\x1b[3;4H\x1b[6n");  // where is the cursor?
-  EXPECT_EQ(s.take_replies(), "\x1b[3;4R");
-  EXPECT_EQ(s.take_replies(), "");
+TEST(TerminalScreenTest, AlternateScreenAndQueries) {
+  TerminalScreen screen(20, 3);
+  screen.feed("shell$ ");
+  screen.feed("\x1b[?1049h\x1b[H\x1b[2Jfull screen");
+  auto s = screen.snapshot();
+  EXPECT_TRUE(s.alternate_screen);
+  EXPECT_EQ(s.lines[0], "full screen");
+  screen.feed("\x1b[?1049l");
+  s = screen.snapshot();
+  EXPECT_FALSE(s.alternate_screen);
+  EXPECT_EQ(s.lines[0], "shell$");
+  screen.feed("\x1b[6n");  // cursor position report
+  EXPECT_EQ(screen.take_replies(), "\x1b[1;8R");
+  EXPECT_EQ(screen.take_replies(), "");
 }
 
 }  // namespace
-}  // namespace pvs::terminal
+}  // namespace pvs

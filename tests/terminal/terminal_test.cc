@@ -1,32 +1,27 @@
-// Terminal on a real sshd: a shell, keys, resize, a full-screen editor, hang-up.
-#include "pvesandbox/terminal.h"
-
+// Terminals on a real OpenSSH sshd (tests/support/sshd_fixture): a shell, vi, less, C-c,
+// resize, exit codes, hang-up; driven only through input, screen and wait as an agent would.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <string>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "pvesandbox/ssh_session.h"
+#include "pvesandbox/terminal.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs {
 namespace {
 
 using namespace std::chrono_literals;
-using test::SshdFixture;
 
-using In = TerminalInput;
+// A line that is only the shell's prompt (dash: "$ ").
+const std::string kPrompt = "(^|\n)\\$ ?(\n|$)";
 
 class TerminalTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { sshd_ = new SshdFixture(); }
-  static void TearDownTestSuite() {
-    delete sshd_;
-    sshd_ = nullptr;
-  }
-
-  void SetUp() override {
+  static void SetUpTestSuite() {
+    sshd_ = new test::SshdFixture();
     SshConfig c;
     c.host = sshd_->host();
     c.port = sshd_->port();
@@ -34,180 +29,233 @@ class TerminalTest : public ::testing::Test {
     c.private_key_file = sshd_->client_key_path();
     c.host_key_fingerprint = sshd_->host_key_fingerprint();
     c.connect_timeout = 5s;
-    ssh_ = std::make_unique<SshSession>(c);
+    c.max_channels = 60;  // 50 terminals at once (the fixture's sshd allows 64)
+    ssh_ = new SshSession(c);
+  }
+  static void TearDownTestSuite() {
+    delete ssh_;
+    delete sshd_;
   }
 
-  std::unique_ptr<Terminal> open(TerminalOptions o = {}) {
-    auto t = Terminal::open(*ssh_, std::move(o));
+  static std::shared_ptr<Terminal> open(const std::string& command, int cols = 80, int rows = 24) {
+    TerminalOptions o;
+    o.command = command;
+    o.cols = cols;
+    o.rows = rows;
+    o.cwd = sshd_->home();
+    auto t = Terminal::open(*ssh_, o);
     EXPECT_TRUE(t) << t.error().to_string();
-    return t ? std::move(*t) : nullptr;
+    return t ? *t : nullptr;
   }
-
-  static TerminalWaitResult wait_for(Terminal& t, const std::string& pattern,
-                                     std::chrono::milliseconds timeout = 10s) {
-    auto r = t.wait({.pattern = pattern, .timeout = timeout});
-    EXPECT_TRUE(r) << r.error().to_string();
-    if (!r) return {};
-    std::string shown;
-    for (const auto& l : r->screen.lines) shown += l + "\n";
-    EXPECT_TRUE(r->matched) << "waiting for /" << pattern << "/, the screen:\n" << shown;
-    return *r;
+  // Waits for `pattern` on the screen; fails the test with the screen otherwise.
+  static void expect_screen(Terminal& t, const std::string& pattern,
+                            std::chrono::milliseconds timeout = 10s) {
+    WaitCondition w;
+    w.pattern = std::regex(pattern, std::regex::ECMAScript | std::regex::multiline);
+    w.timeout = timeout;
+    auto r = t.wait(w);
+    EXPECT_EQ(r.outcome, WaitOutcome::kMatched)
+        << "waiting for /" << pattern << "/ got " << to_string(r.outcome) << "; screen:\n"
+        << t.screen().text();
   }
-
-  // Waits until output has been quiet for a moment (the shell is at its prompt): input typed
-  // earlier would be echoed ahead of the prompt.
-  static void settle(Terminal& t) {
-    auto r = t.wait({.pattern = "", .quiet = 200ms, .timeout = 10s});
-    ASSERT_TRUE(r);
-    EXPECT_TRUE(r->quiet);
+  static void type(Terminal& t, std::vector<InputItem> items) {
+    auto st = t.send(items);
+    ASSERT_TRUE(st) << st.error().message;
   }
-
-  std::string exec(const std::string& cmd) {
+  static std::string exec(const std::string& cmd) {
     auto r = ssh_->exec(cmd);
-    EXPECT_TRUE(r) << r.error().to_string();
-    return r ? r->out : std::string();
+    EXPECT_TRUE(r) << r.error().message;
+    return r ? r->out : "";
   }
 
-  static SshdFixture* sshd_;
-  std::unique_ptr<SshSession> ssh_;
+  static test::SshdFixture* sshd_;
+  static SshSession* ssh_;
 };
 
-SshdFixture* TerminalTest::sshd_ = nullptr;
+test::SshdFixture* TerminalTest::sshd_ = nullptr;
+SshSession* TerminalTest::ssh_ = nullptr;
 
-TEST_F(TerminalTest, ShellEchoesAndRuns) {
-  auto t = open();
+TEST_F(TerminalTest, LoginShellRunsCommandsAndKeepsScrollback) {
+  auto t = open("", 60, 5);
   ASSERT_TRUE(t);
-  settle(*t);
-  ASSERT_TRUE(t->input({In::text("echo h\"\"i"), In::key("Enter")}));
-  auto r = wait_for(*t, "^hi$");
-  EXPECT_FALSE(r.screen.alt_screen);
-  // The typed line is echoed as typed, the output below it.
+  expect_screen(*t, kPrompt);
+  type(*t, {InputItem::text("for i in 1 2 3 4 5 6 7 8; do echo row$i; done; echo sum=$((40+2))"),
+            InputItem::key("Enter")});
+  expect_screen(*t, "sum=42");
+  auto s = t->screen(50);
+  EXPECT_EQ(s.rows, 5);
+  EXPECT_FALSE(s.scrollback.empty());
   std::string all;
-  for (const auto& l : r.screen.lines) all += l + "\n";
-  EXPECT_NE(all.find("$ echo h\"\"i\nhi\n"), std::string::npos) << all;
-  ASSERT_TRUE(t->input({In::key("C-d")}));
-  auto end = t->wait({.pattern = "", .timeout = 10s});
-  ASSERT_TRUE(end);
-  EXPECT_TRUE(end->exited);
-  EXPECT_EQ(t->exit_code(), 0);
+  for (const auto& l : s.scrollback) all += l + "\n";
+  EXPECT_NE(all.find("row1"), std::string::npos) << all;
+  for (const auto& l : s.lines) EXPECT_EQ(l.find('\x1b'), std::string::npos) << l;
+  type(*t, {InputItem::key("C-d")});
+  auto exit = t->wait({std::nullopt, 0ms, 10s});
+  EXPECT_EQ(exit.outcome, WaitOutcome::kExited);
+  ASSERT_TRUE(t->state().exit);
+  EXPECT_EQ(t->state().exit->exit_code, 0);
+  EXPECT_FALSE(t->state().running);
+  EXPECT_FALSE(t->send({InputItem::text("x")}));  // ended: input is refused
 }
 
-TEST_F(TerminalTest, CommandEnvTitleAndExitStatus) {
-  TerminalOptions o;
-  o.command = "printf '\\033]0;my title\\007'; echo \"[$FOO] $TERM\"; pwd; exit 3";
-  o.env = {{"FOO", "bar baz"}};
-  o.cwd = "/tmp";
-  auto t = open(o);
+TEST_F(TerminalTest, EditAFileWithViThroughKeysAndScreen) {
+  const std::string file = sshd_->home() + "/notes.txt";
+  auto t = open("vi " + file);
   ASSERT_TRUE(t);
-  auto r = t->wait({.pattern = "", .timeout = 10s});
-  ASSERT_TRUE(r);
-  EXPECT_TRUE(r->exited);
-  EXPECT_EQ(t->exit_code(), 3);
-  EXPECT_EQ(r->screen.title, "my title");
-  ASSERT_GE(r->screen.lines.size(), 2u);
-  EXPECT_EQ(r->screen.lines[0], "[bar baz] xterm-256color");
-  EXPECT_EQ(r->screen.lines[1], "/tmp");
-  EXPECT_FALSE(t->input({In::text("x")}));
+  expect_screen(*t, "notes.txt");
+  type(*t, {InputItem::text("ihello from the terminal"), InputItem::key("Enter"),
+            InputItem::text("second line"), InputItem::key("Escape")});
+  expect_screen(*t, "second line");
+  EXPECT_TRUE(t->screen().alternate_screen);
+  // Fix a word using arrows: go up, to the line's end, replace "terminal" with "agent".
+  type(*t, {InputItem::key("Up"), InputItem::text("$bcwagent"), InputItem::key("Escape")});
+  expect_screen(*t, "hello from the agent");
+  type(*t, {InputItem::text(":wq"), InputItem::key("Enter")});
+  auto r = t->wait({std::nullopt, 0ms, 10s});
+  EXPECT_EQ(r.outcome, WaitOutcome::kExited) << t->screen().text();
+  EXPECT_EQ(exec("cat " + file), "hello from the agent\nsecond line\n");
 }
 
-TEST_F(TerminalTest, CtrlCInterruptsSleep) {
-  auto t = open();
+TEST_F(TerminalTest, LessRendersReadableLinesAndCtrlCInterrupts) {
+  exec("seq -f 'line %g of the file' 1 300 > " + sshd_->home() + "/long.txt");
+  auto t = open("");
   ASSERT_TRUE(t);
-  settle(*t);
-  ASSERT_TRUE(t->input({In::text("sleep 100"), In::key("Enter")}));
-  wait_for(*t, "sleep 100");
-  std::this_thread::sleep_for(300ms);  // let sleep start
-  auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(t->input({In::key("C-c")}));
-  settle(*t);
-  ASSERT_TRUE(t->input({In::text("echo after-$?"), In::key("Enter")}));
-  wait_for(*t, "^after-130$");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  expect_screen(*t, kPrompt);
+  type(*t, {InputItem::text("less long.txt"), InputItem::key("Enter")});
+  expect_screen(*t, "line 23 of the file");
+  auto s = t->screen();
+  EXPECT_EQ(s.lines[0], "line 1 of the file");
+  type(*t, {InputItem::key("PageDown")});
+  expect_screen(*t, "line 40 of the file");
+  type(*t, {InputItem::text("q")});
+  expect_screen(*t, kPrompt);
+  // C-c interrupts a foreground sleep; the shell reports 130.
+  type(*t, {InputItem::text("sleep 100"), InputItem::key("Enter")});
+  t->wait({std::nullopt, 300ms, 2s});
+  type(*t, {InputItem::key("C-c")});
+  type(*t, {InputItem::text("echo status=$?"), InputItem::key("Enter")});
+  expect_screen(*t, "status=130", 5s);
 }
 
-TEST_F(TerminalTest, ResizeIsSeenBySttySize) {
-  TerminalOptions o;
-  o.rows = 24;
-  o.cols = 80;
-  auto t = open(o);
+TEST_F(TerminalTest, ResizeReachesTheProgram) {
+  auto t = open("", 80, 24);
   ASSERT_TRUE(t);
-  settle(*t);
-  ASSERT_TRUE(t->input({In::text("stty size"), In::key("Enter")}));
-  wait_for(*t, "^24 80$");
-  ASSERT_TRUE(t->resize(30, 100));
-  EXPECT_EQ(t->screen().rows, 30);
-  EXPECT_EQ(t->screen().cols, 100);
-  settle(*t);
-  ASSERT_TRUE(t->input({In::text("stty size"), In::key("Enter")}));
-  wait_for(*t, "^30 100$");
+  expect_screen(*t, kPrompt);
+  type(*t, {InputItem::text("stty size; tput cols"), InputItem::key("Enter")});
+  expect_screen(*t, "24 80\n80");
+  ASSERT_TRUE(t->resize(132, 40));
+  type(*t, {InputItem::text("stty size; tput cols"), InputItem::key("Enter")});
+  expect_screen(*t, "40 132\n132");
+  EXPECT_EQ(t->screen().cols, 132);
   EXPECT_FALSE(t->resize(0, 10));
 }
 
-TEST_F(TerminalTest, ViEditsAFileThroughInputAndScreen) {
-  ASSERT_EQ(test::run_command({"sh", "-c", "command -v vi"}), 0) << "vi is needed for this test";
-  std::string file = sshd_->home() + "/note.txt";
+TEST_F(TerminalTest, ExitCodeEnvCwdAndWatchers) {
   TerminalOptions o;
-  o.command = "vi " + file;
-  o.rows = 20;
-  o.cols = 60;
-  auto t = open(o);
-  ASSERT_TRUE(t);
-  // vi draws its empty buffer: '~' on the lines past the end.
-  auto r = wait_for(*t, "^~");
-  EXPECT_FALSE(r.screen.lines.empty());
-  ASSERT_TRUE(t->input(
-      {In::text("ihello from vi"), In::key("Enter"), In::text("second line"), In::key("Escape")}));
-  r = wait_for(*t, "^second line$");
-  EXPECT_EQ(r.screen.lines[0], "hello from vi");
-  // Fix a typo the way a person would: go up, to the end, delete a word, retype it.
-  ASSERT_TRUE(t->input({In::key("Up"), In::text("$bcwVI"), In::key("Escape")}));
-  wait_for(*t, "^hello from VI$");
-  ASSERT_TRUE(t->input({In::text(":wq"), In::key("Enter")}));
-  auto end = t->wait({.pattern = "", .timeout = 10s});
-  ASSERT_TRUE(end);
-  EXPECT_TRUE(end->exited);
-  EXPECT_EQ(t->exit_code(), 0);
-  EXPECT_EQ(exec("cat " + file), "hello from VI\nsecond line\n");
+  o.command = "echo \"$GREETING in $(pwd)\"; read x; exit 3";
+  o.env = {{"GREETING", "hi there"}};
+  o.cwd = "/tmp";
+  auto t = Terminal::open(*ssh_, o);
+  ASSERT_TRUE(t) << t.error().message;
+  auto watcher = (*t)->watch(1 << 20);
+  expect_screen(**t, "hi there in /tmp");
+  type(**t, {InputItem::text("done"), InputItem::key("Enter")});
+  auto r = (*t)->wait({std::nullopt, 0ms, 10s});
+  EXPECT_EQ(r.outcome, WaitOutcome::kExited);
+  ASSERT_TRUE((*t)->state().exit);
+  EXPECT_EQ((*t)->state().exit->exit_code, 3);
+  std::string seen;
+  for (int i = 0; i < 50 && !watcher->ended(); ++i) seen += watcher->next(100ms);
+  EXPECT_NE(seen.find("done"), std::string::npos) << seen;  // the echo of the input
+  ASSERT_TRUE(watcher->ended());
+  EXPECT_EQ(watcher->ended()->exit_code, 3);
+  TerminalOptions zero;
+  zero.cols = 0;
+  auto bad = Terminal::open(*ssh_, zero);
+  EXPECT_FALSE(bad);
 }
 
-TEST_F(TerminalTest, CloseHangsUpTheSession) {
-  auto t = open();
+TEST_F(TerminalTest, SlowWatcherIsDroppedAndCloseKillsTheSession) {
+  auto t = open("");
   ASSERT_TRUE(t);
-  ASSERT_TRUE(t->input({In::text("sleep 4242"), In::key("Enter")}));
-  wait_for(*t, "sleep 4242");
-  std::this_thread::sleep_for(300ms);
-  ASSERT_EQ(exec("pgrep -f 'sleep [4]242' >/dev/null && echo running"), "running\n");
-  auto start = std::chrono::steady_clock::now();
+  auto slow = t->watch(64 << 10);  // never read
+  auto fast = t->watch(64 << 20);
+  expect_screen(*t, kPrompt);
+  type(*t, {InputItem::text("(sleep 377 &) ; seq 1 100000 | tail -c 2000000; echo END-$((1+1))"),
+            InputItem::key("Enter")});
+  expect_screen(*t, "END-2", 20s);
+  EXPECT_TRUE(slow->dropped());
+  EXPECT_FALSE(fast->dropped());
+  EXPECT_EQ(t->state().watchers, 1);
+  EXPECT_NE(exec("pgrep -u $(id -u) -f 'sleep 37[7]' || true"), "");
   t->close();
-  EXPECT_TRUE(t->exited());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
-  std::string left = "running\n";
-  for (int i = 0; i < 50 && !left.empty(); ++i) {
+  auto r = t->wait({std::nullopt, 0ms, 10s});
+  EXPECT_EQ(r.outcome, WaitOutcome::kExited);
+  EXPECT_TRUE(t->state().exit->hung_up);
+  // The background sleep in the terminal's session is killed too (SIGHUP, then SIGKILL).
+  std::string left;
+  for (int i = 0; i < 40; ++i) {
+    left = exec("pgrep -u $(id -u) -f 'sleep 37[7]' || true");
+    if (left.empty()) break;
     std::this_thread::sleep_for(100ms);
-    left = exec("pgrep -f 'sleep [4]242' >/dev/null && echo running");
   }
   EXPECT_EQ(left, "");
-  EXPECT_FALSE(t->input({In::text("x")}));
 }
 
-TEST_F(TerminalTest, WaitForQuietAndBadInput) {
-  auto t = open();
+TEST_F(TerminalTest, WaitForQuietAndTimeout) {
+  auto t = open("");
   ASSERT_TRUE(t);
-  auto q = t->wait({.pattern = "", .quiet = 300ms, .timeout = 10s});
-  ASSERT_TRUE(q);
-  EXPECT_TRUE(q->quiet);
-  EXPECT_FALSE(q->matched);
-  auto bad = t->input({In::text("echo x"), In::key("Nope")});
-  ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
-  auto bad_re = t->wait({.pattern = "(", .timeout = 1s});
-  ASSERT_FALSE(bad_re);
-  EXPECT_EQ(bad_re.error().code, ErrorCode::kInvalidArgument);
-  auto timed = t->wait({.pattern = "never-shown", .timeout = 200ms});
-  ASSERT_TRUE(timed);
-  EXPECT_TRUE(timed->timed_out);
-  // Nothing of the refused input was sent.
-  EXPECT_EQ(t->screen().lines[0].find("echo x"), std::string::npos);
+  expect_screen(*t, kPrompt);
+  type(*t, {InputItem::text("sleep 0.3; echo late"), InputItem::key("Enter")});
+  WaitCondition quiet;
+  quiet.quiet = 1000ms;
+  quiet.timeout = 5s;
+  auto r = t->wait(quiet);
+  EXPECT_EQ(r.outcome, WaitOutcome::kQuiet);
+  EXPECT_NE(t->screen().text().find("late"), std::string::npos);
+  WaitCondition never;
+  never.pattern = std::regex("never-shown");
+  never.timeout = 200ms;
+  EXPECT_EQ(t->wait(never).outcome, WaitOutcome::kTimeout);
+}
+
+TEST_F(TerminalTest, PythonReplSession) {
+  auto t = open("python3 -q");
+  ASSERT_TRUE(t);
+  expect_screen(*t, "^>>>$");
+  type(*t, {InputItem::text("x = 6 * 7"), InputItem::key("Enter"), InputItem::text("print(x)"),
+            InputItem::key("Enter")});
+  expect_screen(*t, "^42\n>>>$");
+  type(*t, {InputItem::text("def f(n):"), InputItem::key("Enter"),
+            InputItem::text("    return n + 1"), InputItem::key("Enter"), InputItem::key("Enter"),
+            InputItem::text("f(99)"), InputItem::key("Enter")});
+  expect_screen(*t, "^100\n>>>$");
+  type(*t, {InputItem::key("C-d")});
+  EXPECT_EQ(t->wait({std::nullopt, 0ms, 10s}).outcome, WaitOutcome::kExited);
+  EXPECT_EQ(t->state().exit->exit_code, 0);
+}
+
+TEST_F(TerminalTest, FiftyConcurrentTerminals) {
+  std::vector<std::shared_ptr<Terminal>> terms;
+  for (int i = 0; i < 50; ++i) {
+    terms.push_back(open("cat"));
+    ASSERT_TRUE(terms.back()) << i;
+  }
+  for (int i = 0; i < 50; ++i) {
+    type(*terms[static_cast<std::size_t>(i)],
+         {InputItem::text("term-" + std::to_string(i)), InputItem::key("Enter")});
+  }
+  for (int i = 0; i < 50; ++i) {
+    // cat prints the line back: the tty's echo plus cat's copy.
+    expect_screen(*terms[static_cast<std::size_t>(i)],
+                  "term-" + std::to_string(i) + "\nterm-" + std::to_string(i) + "\n", 30s);
+  }
+  for (auto& t : terms) t->close();
+  for (auto& t : terms) EXPECT_EQ(t->wait({std::nullopt, 0ms, 10s}).outcome, WaitOutcome::kExited);
+  // Their channels and the side execs that hang up their sessions are all gone soon.
+  for (int i = 0; i < 100 && ssh_->stats().channels_open > 1; ++i)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_LE(ssh_->stats().channels_open, 1);  // the spare channel may be open
 }
 
 }  // namespace

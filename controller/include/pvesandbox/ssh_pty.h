@@ -1,17 +1,22 @@
-// PtyChannel: an interactive command on a pseudo-terminal, on one channel of an SshSession.
+// PtyChannel: one interactive program on a pseudo-terminal, over an SshSession's connection.
 //
-//   pvs::PtyOptions o;                       // the login shell, 80x24, TERM=xterm-256color
-//   pvs::PtyCallbacks cb;
-//   cb.on_output = [](std::string_view bytes) { ... };    // on the session's I/O thread
-//   cb.on_exit = [](const pvs::PtyExit& e) { ... };       // once
-//   auto pty = ssh.open_pty(o, cb);
+//   pvs::PtyOptions o;
+//   o.command = "";                                  // the login shell
+//   o.cols = 120; o.rows = 40;
+//   o.on_output = [](std::string_view bytes) { ... };  // on the session's I/O thread
+//   o.on_exit = [](const pvs::PtyExit& e) { ... };     // once, on the I/O thread
+//   auto pty = ssh.open_pty(std::move(o));            // returns once the program runs
 //   (*pty)->write("ls\r");
-//   (*pty)->resize(50, 132);
-//   (*pty)->close();                         // hang up
+//   (*pty)->resize(100, 30);                          // window-change
+//   pty.reset();                                      // hangs up (see close())
 //
-// The channel is driven by the session's I/O thread like an exec (see ssh_session.h): output is
-// read as it comes and handed to on_output; writes and resizes are queued from any thread.
-// A PTY merges the program's stdout and stderr into one stream.
+// The channel is driven by the session's I/O thread like an exec (docs/ssh.md): it asks for a
+// pty ("xterm-256color" by default), then execs `$SHELL -c` with the command, or the user's login
+// shell. write() and resize() queue and wake that thread; output reaches on_output as it arrives.
+// The remote program runs as its own SSH session (sshd gives each pty its Unix session): close()
+// hangs up the channel (SIGHUP through the pty) and a side exec sends SIGHUP, then SIGKILL after
+// two seconds, to every process left in that Unix session (`pkill -s`). The exit status arrives
+// in on_exit; a dropped connection (or SshSession::close()) ends the channel with an error.
 #pragma once
 
 #include <chrono>
@@ -27,53 +32,58 @@
 
 namespace pvs {
 
+// How a pty program ended.
+struct PtyExit {
+  int exit_code = -1;    // -1 when it died of a signal or the channel was lost
+  std::string signal;    // "HUP", "KILL", ... (no "SIG" prefix); empty if it exited
+  std::string error;     // not empty: the connection or channel failed (the message)
+  bool hung_up = false;  // ended by close()
+};
+
 struct PtyOptions {
-  // Run through the login shell ($SHELL -c), like an exec. Empty: the login shell itself
-  // (exec "$SHELL" -l).
-  std::string command;
+  std::string command;  // empty: the user's login shell ($SHELL -l)
+  int cols = 80;        // 1..1000
+  int rows = 24;        // 1..1000
   std::string term = "xterm-256color";
-  int cols = 80;  // 1..1000
-  int rows = 24;  // 1..1000
-  // Exported before the command runs (sshd usually refuses env requests, so the command line
-  // exports them). Names must match [A-Za-z_][A-Za-z0-9_]*.
+  // Exported before the command runs; names [A-Za-z_][A-Za-z0-9_]*.
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd;  // empty: the login directory
-};
-
-struct PtyExit {
-  int exit_code = -1;          // -1: killed by a signal, or the channel was lost
-  std::string exit_signal;     // "HUP", "KILL", ... (no "SIG" prefix); empty if exited normally
-  std::optional<Error> error;  // the connection or the channel failed (exit_code is -1)
-};
-
-struct PtyCallbacks {
-  // Each chunk of output, in order, on the session's I/O thread. Keep it short; it may call
-  // PtyChannel::write/resize (they only queue) but nothing that waits for the session.
+  // Called on the session's I/O thread: keep them short, never call back into the SshSession.
   std::function<void(std::string_view)> on_output;
-  // Exactly once, after the last on_output (also on a failure after the open succeeded).
   std::function<void(const PtyExit&)> on_exit;
+  // Input bytes queued and not yet sent beyond this: write() fails with kTooLarge.
+  std::size_t max_pending_input = 1 << 20;
 };
 
 class PtyChannel {
  public:
-  ~PtyChannel();  // hangs up without waiting (callbacks may still run briefly)
+  class Shared;  // the state shared with the I/O thread (ssh_pty.cc)
+  PtyChannel(std::shared_ptr<Shared> shared, std::function<void()> wake);
+  ~PtyChannel();  // close()
   PtyChannel(const PtyChannel&) = delete;
   PtyChannel& operator=(const PtyChannel&) = delete;
 
-  // Queues bytes for the program's terminal. kConflict once the channel has ended.
+  // Queues bytes for the program's terminal. kClosed once it ended, kTooLarge when more than
+  // max_pending_input bytes wait.
   Status write(std::string_view bytes);
-  // Queues a window-change (the program gets SIGWINCH). kInvalidArgument out of 1..1000.
-  Status resize(int rows, int cols);
-  // Hangs up: closes the channel (sshd closes the PTY; the session gets SIGHUP) and waits up
-  // to `grace` for it to be gone (on_exit has run then). Idempotent.
-  void close(std::chrono::milliseconds grace = std::chrono::milliseconds(3000));
-  bool ended() const;
-
-  struct Shared;
-  explicit PtyChannel(std::shared_ptr<Shared> shared);
+  // Sends window-change; kInvalidArgument outside 1..1000, kClosed once it ended.
+  Status resize(int cols, int rows);
+  // Hangs up and kills the program's Unix session (see above); returns at once. Idempotent.
+  void close();
+  bool running() const;
+  std::optional<PtyExit> exit() const;
+  // Waits until the program ended, at most `timeout`; its exit, or nullopt.
+  std::optional<PtyExit> wait(std::chrono::milliseconds timeout) const;
 
  private:
   std::shared_ptr<Shared> shared_;
+  std::function<void()> wake_;
 };
+
+namespace ssh_detail {
+// The command line sent for a pty: marker with the Unix session id, cwd, env, then the command
+// or the login shell.
+Result<std::string> build_pty_command(const PtyOptions& options);
+}  // namespace ssh_detail
 
 }  // namespace pvs

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "pvesandbox/common/error.h"
+#include "pvesandbox/ssh_pty.h"
 
 namespace pvs {
 
@@ -253,10 +254,9 @@ class SshSession {
   Status mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
   Status remove(const std::string& remote_path);  // a file (unlink)
 
-  // An interactive command on a PTY (pvesandbox/ssh_pty.h), on the first connection. Returns
-  // once the command has been started. Errors: kInvalidArgument (size, env), connection and
-  // channel failures.
-  Result<std::unique_ptr<PtyChannel>> open_pty(const PtyOptions& options, PtyCallbacks callbacks);
+  // An interactive program on a pseudo-terminal (ssh_pty.h), on the first connection. Returns
+  // once the program runs. Errors: the connection's, kInvalidArgument for bad options.
+  Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options);
 
   class Impl;
   struct ExecPool;

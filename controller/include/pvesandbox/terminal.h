@@ -1,141 +1,193 @@
-// Terminal: an interactive program in a sandbox, on a PTY over the sandbox's SSH session, with
-// a terminal emulator (libvterm) that renders its output as a person would see it.
+// Interactive terminals: a program on a pty in a sandbox (PtyChannel, ssh_pty.h) whose output
+// feeds a terminal emulator (libvterm), so that an agent reads the screen as a person sees it
+// and types text and named keys, while people watch the raw bytes (TerminalWatcher).
 //
 //   pvs::TerminalOptions o;
-//   o.command = "";  // the login shell
-//   auto t = pvs::Terminal::open(ssh, o);
-//   (*t)->input({pvs::TerminalInput::text("echo hi"), pvs::TerminalInput::key("Enter")});
-//   auto w = (*t)->wait({.pattern = "^hi$", .timeout = std::chrono::seconds(5)});
-//   if (w && w->matched) use(w->screen.lines);
-//   (*t)->close();  // hangs up; the session's processes get SIGHUP
+//   o.command = "vi /tmp/notes.txt";
+//   auto term = pvs::Terminal::open(*sandbox, o);          // or (SshSession&, o)
+//   (*term)->send({pvs::InputItem::text("ihello"), pvs::InputItem::key("Escape")});
+//   auto w = (*term)->wait({.pattern = std::regex("hello"), .timeout = 5s});
+//   pvs::ScreenSnapshot s = (*term)->screen(100);           // lines, cursor, title, scrollback
+//   (*term)->close();                                       // hang up; the program's session dies
 //
-// Thread-safe: input, screen, wait, resize and close may be called from any thread; several
-// threads may wait at once. Output is read by the SSH session's I/O thread and fed to the
-// emulator as it arrives, whether anyone is looking or not.
+// Thread-safe. Output arrives on the SSH session's I/O thread, which only feeds the emulator and
+// copies bytes into each watcher's bounded buffer: a slow reader never slows the terminal (its
+// watcher is dropped instead).
 #pragma once
 
 #include <chrono>
-#include <cstddef>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "pvesandbox/common/error.h"
+#include "pvesandbox/ssh_pty.h"
 
 namespace pvs {
 
+class Sandbox;
 class SshSession;
 
-// What the terminal shows, as text.
-struct TerminalScreen {
-  int rows = 0;
-  int cols = 0;
-  // One entry per row, top to bottom, UTF-8, trailing blanks trimmed (a wide character takes
-  // two columns but is one character here).
-  std::vector<std::string> lines;
-  int cursor_row = 0;  // 0-based
-  int cursor_col = 0;
+// What the screen shows.
+struct ScreenSnapshot {
+  int cols = 0, rows = 0;
+  std::vector<std::string> lines;      // `rows` lines of UTF-8, trailing spaces trimmed
+  int cursor_row = 0, cursor_col = 0;  // 0-based
   bool cursor_visible = true;
-  std::string title;        // set by the program (OSC 0 / OSC 2); empty if never set
-  bool alt_screen = false;  // a full-screen program (vi, top, less) uses the alternate screen
-  // The last lines that scrolled off the top of the primary screen, oldest first (as many as
-  // asked for and kept).
-  std::vector<std::string> scrollback;
-  std::uint64_t output_bytes = 0;  // bytes of output so far (changes whenever output arrives)
+  bool alternate_screen = false;        // a full-screen program (vi, less, top) is drawing
+  std::string title;                    // set by the program (OSC 0/2); empty if never
+  std::vector<std::string> scrollback;  // the last lines scrolled off the top, oldest first
+  std::uint64_t output_bytes = 0;       // bytes the program wrote so far
+  // The visible lines joined with '\n' (what a wait pattern is matched against).
+  std::string text() const;
 };
 
-// One item of input: literal text (sent as is, UTF-8) or a named key.
-//
-// Key names: Enter, Tab, Escape, Backspace, Space, Up, Down, Right, Left, Home, End, PageUp,
-// PageDown, Insert, Delete, F1..F12 (xterm sequences), C-a..C-z (control characters; C-c is
-// interrupt, C-d end of input), C-@, C-[, C-], C-\, C-^, C-_ and M-<char> (Escape, then the
-// character; M-x, M-Enter ...). Names are case-sensitive as written here, except that the
-// letter after C- may be upper case.
-struct TerminalInput {
-  static TerminalInput text(std::string t) { return {std::move(t), {}}; }
-  static TerminalInput key(std::string k) { return {{}, std::move(k)}; }
-  std::string text_;  // used when key_ is empty
-  std::string key_;
-};
-
-// The bytes of a named key, or kInvalidArgument naming the unknown key.
-Result<std::string> terminal_key_bytes(std::string_view name);
-// The bytes of a list of input items (fails on the first unknown key; nothing is sent then).
-Result<std::string> encode_terminal_input(const std::vector<TerminalInput>& items);
-
-struct TerminalOptions {
-  // Run through the login shell ($SHELL -c). Empty: the user's login shell itself.
-  std::string command;
-  int cols = 80;  // 1..1000
-  int rows = 24;  // 1..1000
-  // Exported before the command runs (names [A-Za-z_][A-Za-z0-9_]*). TERM is xterm-256color.
-  std::vector<std::pair<std::string, std::string>> env;
-  std::string cwd;  // empty: the login directory
-  std::size_t scrollback_lines = 1000;
-  // Raw PTY output as it arrives (for watchers), on the SSH session's I/O thread. Keep it short
-  // and never call back into the Terminal or the SshSession from it.
-  std::function<void(std::string_view)> on_output;
-};
-
-// What to wait for. Whatever comes first ends the wait: the pattern matches the screen, output
-// has been quiet for `quiet`, the program exited, or `timeout` passed.
-struct TerminalWait {
-  // std::regex ECMAScript, multiline: searched in the visible lines joined by '\n' (^ and $
-  // match at line ends). Empty: no pattern.
-  std::string pattern;
-  // 0: not used. Quiet means no output for this long, counted from the later of the call and
-  // the last output.
-  std::chrono::milliseconds quiet{0};
-  std::chrono::milliseconds timeout{10000};
-  std::size_t scrollback_lines = 0;  // put into the returned screen
-};
-
-struct TerminalWaitResult {
-  bool matched = false;    // the pattern matched
-  bool quiet = false;      // output was quiet for TerminalWait::quiet
-  bool exited = false;     // the program has ended
-  bool timed_out = false;  // none of the above before the timeout
-  TerminalScreen screen;   // the screen when the wait ended
-};
-
-class Terminal {
+// A libvterm screen fed with program output. Not thread-safe (Terminal serialises it).
+class TerminalScreen {
  public:
-  // Opens a PTY channel on `ssh` and starts the command on it. `ssh` must outlive the
-  // Terminal. Errors: kInvalidArgument (size, env name), the SSH session's errors.
-  static Result<std::unique_ptr<Terminal>> open(SshSession& ssh, TerminalOptions options);
-  ~Terminal();  // close()
-  Terminal(const Terminal&) = delete;
-  Terminal& operator=(const Terminal&) = delete;
+  TerminalScreen(int cols, int rows, std::size_t scrollback_lines = 1000);
+  ~TerminalScreen();
+  TerminalScreen(const TerminalScreen&) = delete;
+  TerminalScreen& operator=(const TerminalScreen&) = delete;
 
-  // Sends the items in order. kInvalidArgument for an unknown key (nothing sent), kConflict
-  // once the program has ended.
-  Status input(const std::vector<TerminalInput>& items);
-  // Sends raw bytes (what a person's terminal would send).
-  Status write(std::string_view bytes);
-  TerminalScreen screen(std::size_t scrollback_lines = 0) const;
-  // Error: kInvalidArgument for a pattern std::regex refuses.
-  Result<TerminalWaitResult> wait(const TerminalWait& what);
-  // Tells the program the new size (SIGWINCH) and resizes the emulator.
-  Status resize(int rows, int cols);
-  // Hangs up: the channel is closed, sshd closes the PTY and the session's processes get
-  // SIGHUP. Waits (up to a few seconds) for the channel to be gone. Idempotent.
-  void close();
-
-  bool exited() const;
-  // Once exited: the exit status (-1 if killed by a signal, or the connection was lost).
-  std::optional<int> exit_code() const;
-  std::string exit_signal() const;  // "HUP", "KILL", ... if killed by a signal
+  void feed(std::string_view bytes);
+  void resize(int cols, int rows);
+  // The last `scrollback` lines of scrollback are included (0: none).
+  ScreenSnapshot snapshot(std::size_t scrollback = 0) const;
+  // The bytes a key press sends in the terminal's current modes (application cursor keys, ...).
+  // Names: see encode_key(). kInvalidArgument names an unknown key.
+  Result<std::string> key(std::string_view name);
+  // Bytes the emulator answers to the program's queries (cursor position, device attributes)
+  // since the last call.
+  std::string take_replies();
+  int cols() const { return cols_; }
+  int rows() const { return rows_; }
+  std::uint64_t output_bytes() const;  // fed so far
 
   struct State;
 
  private:
-  explicit Terminal(std::shared_ptr<State> state);
-  std::shared_ptr<State> state_;
+  std::unique_ptr<State> state_;
+  int cols_, rows_;
+};
+
+// Bytes for a key name in a terminal in default modes (TerminalScreen::key for a live one).
+// Names (case-insensitive): Enter, Tab, Escape (Esc), Backspace, Space, Up, Down, Left, Right,
+// Home, End, PageUp, PageDown, Insert, Delete, F1..F12; modifier prefixes C- (Ctrl), M- (Alt,
+// sent as ESC first) and S- (Shift) on those or on one character: C-c, C-d, C-[, M-x, C-Left,
+// S-Tab. kInvalidArgument for anything else, naming it.
+Result<std::string> encode_key(std::string_view name);
+
+// One item of input: text typed as is (UTF-8), or a named key.
+struct InputItem {
+  enum class Kind { kText, kKey };
+  Kind kind = Kind::kText;
+  std::string value;
+  static InputItem text(std::string t) { return {Kind::kText, std::move(t)}; }
+  static InputItem key(std::string k) { return {Kind::kKey, std::move(k)}; }
+};
+
+struct TerminalOptions {
+  std::string command;  // empty: the login shell
+  int cols = 80, rows = 24;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string cwd;
+  std::size_t scrollback_lines = 1000;
+  std::size_t max_pending_input = 1 << 20;
+};
+
+// What ends a wait: the pattern matched the screen, the output was quiet for `quiet`, the
+// program ended, or the timeout passed (checked in that order).
+struct WaitCondition {
+  std::optional<std::regex> pattern;   // matched (regex_search) against ScreenSnapshot::text()
+  std::chrono::milliseconds quiet{0};  // 0: not a condition
+  std::chrono::milliseconds timeout{10000};
+};
+
+enum class WaitOutcome { kMatched, kQuiet, kExited, kTimeout };
+std::string_view to_string(WaitOutcome outcome);  // "matched", "quiet", "exited", "timeout"
+
+struct WaitResult {
+  WaitOutcome outcome = WaitOutcome::kTimeout;
+  std::chrono::milliseconds waited{0};
+  std::string match;  // the text the pattern matched
+};
+
+// A reader of the raw output (a WebSocket, a log). Bytes queue up to a bound; past it the
+// watcher is dropped (dropped() true, no more bytes), never the terminal slowed.
+class TerminalWatcher {
+ public:
+  explicit TerminalWatcher(std::size_t max_buffered) : max_(max_buffered) {}
+  // Waits up to `timeout` for bytes, the end or a drop; returns the bytes queued (maybe none).
+  std::string next(std::chrono::milliseconds timeout);
+  bool dropped() const;
+  // The program's exit once it ended (and every byte before it was taken).
+  std::optional<PtyExit> ended() const;
+  // Wakes next() and ends this watcher (its reader is gone).
+  void cancel();
+  bool cancelled() const;
+
+  // For the terminal.
+  void push(std::string_view bytes);
+  void finish(const PtyExit& exit);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string buffer_;
+  std::size_t max_;
+  bool dropped_ = false;
+  bool cancelled_ = false;
+  std::optional<PtyExit> exit_;
+};
+
+// How the terminal is doing, as a value.
+struct TerminalState {
+  bool running = true;
+  std::optional<PtyExit> exit;
+  int cols = 0, rows = 0;
+  std::chrono::steady_clock::time_point last_activity;  // input or output
+  std::uint64_t output_bytes = 0;
+  std::uint64_t input_bytes = 0;
+  int watchers = 0;
+};
+
+class Terminal {
+ public:
+  using Opener = std::function<Result<std::unique_ptr<PtyChannel>>(PtyOptions)>;
+  static Result<std::shared_ptr<Terminal>> open(const Opener& opener, TerminalOptions options);
+  static Result<std::shared_ptr<Terminal>> open(Sandbox& sandbox, TerminalOptions options);
+  static Result<std::shared_ptr<Terminal>> open(SshSession& ssh, TerminalOptions options);
+  ~Terminal();  // close()
+
+  // Encodes every item first (an unknown key fails the whole call, nothing sent), then writes.
+  Status send(const std::vector<InputItem>& items);
+  Status write(std::string_view raw);  // bytes as they are (a WebSocket's input)
+  Status resize(int cols, int rows);
+  ScreenSnapshot screen(std::size_t scrollback = 0) const;
+  WaitResult wait(const WaitCondition& condition) const;
+  // A new raw-output watcher (bytes from now on). Keep the shared_ptr; cancel() when done.
+  std::shared_ptr<TerminalWatcher> watch(std::size_t max_buffered);
+  // Whether the emulator answers the program's queries itself (default true); a client that
+  // answers them (an interactive WebSocket with a real terminal) turns this off meanwhile.
+  void set_answer_queries(bool on);
+  TerminalState state() const;
+  void close();  // hangs up; idempotent
+
+  struct Core;
+
+ private:
+  Terminal(std::shared_ptr<Core> core, std::unique_ptr<PtyChannel> pty);
+  std::shared_ptr<Core> core_;
+  std::unique_ptr<PtyChannel> pty_;
 };
 
 }  // namespace pvs

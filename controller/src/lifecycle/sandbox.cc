@@ -234,4 +234,12 @@ Result<SftpAttributes> SandboxImpl::stat(const std::string& path) {
   return *r;
 }
 
+Result<std::unique_ptr<PtyChannel>> SandboxImpl::open_pty(PtyOptions options) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  auto r = (*ssh)->open_pty(std::move(options));
+  if (!r) return fail(r.error());
+  return r;
+}
+
 }  // namespace pvs::lifecycle

@@ -98,6 +98,8 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::string fingerprint() const;
   SshStats stats() const;
   const SshConfig& config() const { return config_; }
+  // Wakes the I/O thread (an op's caller-side state changed, e.g. pty input queued).
+  void notify() { wake(); }
 
   // I/O-thread side, used by the ops.
   LIBSSH2_SESSION* session() const { return session_; }
@@ -222,6 +224,11 @@ std::shared_ptr<SshSession::Impl::Op> make_exec_op(
     std::string remote_command, ExecOptions options,
     std::shared_ptr<std::promise<Result<ExecResult>>> promise,
     std::shared_ptr<std::atomic<int>> inflight = nullptr);
+
+// An interactive pty channel (ssh_pty.cc); `started` gets the start's outcome.
+std::shared_ptr<SshSession::Impl::Op> make_pty_op(std::string remote_command, PtyOptions options,
+                                                  std::shared_ptr<PtyChannel::Shared> shared,
+                                                  std::shared_ptr<std::promise<Status>> started);
 
 // A source yields up to n bytes into buf and returns how many (0 at the end).
 using Source = std::function<Result<std::size_t>(char* buf, std::size_t n)>;

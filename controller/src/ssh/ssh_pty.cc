@@ -1,62 +1,90 @@
-// The PTY operation: one session channel with a pseudo-terminal, driven non-blockingly by the
-// session's I/O thread.
+// The pty operation: one channel with a pseudo-terminal, driven non-blockingly by the session's
+// I/O thread, and its caller-side handle (PtyChannel).
 //
-// States: wait for a channel slot -> open -> pty request -> exec -> running (queued writes out,
-// window changes, output in until EOF or a hang-up) -> close -> wait closed (exit status) ->
-// free -> on_exit. The caller of open_pty waits until the exec request was answered.
+// States: wait for a channel slot -> open (session-wide single flight) -> pty request -> exec
+// -> running (queued input out, resizes, output in until EOF or a hang-up) -> close -> wait
+// closed (exit status) -> free. The first output is a marker with the Unix session id that the
+// remote shell prints before anything else; it is cut from the output and names the session a
+// hang-up kills (`pkill -s`).
 #include <condition_variable>
-#include <future>
+#include <cstring>
 #include <mutex>
-#include <optional>
 
 #include "pvesandbox/common/log.h"
-#include "pvesandbox/ssh_pty.h"
 #include "session_impl.h"
 
 namespace pvs {
 
-struct PtyChannel::Shared {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::string pending;                      // GUARDED_BY(mu): bytes to write
-  std::optional<std::pair<int, int>> size;  // GUARDED_BY(mu): rows, cols to announce
-  bool close_requested = false;             // GUARDED_BY(mu)
-  bool ended = false;                       // GUARDED_BY(mu): on_exit has run
-  std::weak_ptr<SshSession::Impl> io;
-
-  void poke() {
-    if (auto p = io.lock()) p->poke();
-  }
+class PtyChannel::Shared {
+ public:
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  std::string input;                          // GUARDED_BY(mu): bytes not yet sent
+  std::optional<std::pair<int, int>> resize;  // GUARDED_BY(mu): latest cols, rows asked
+  bool close_requested = false;               // GUARDED_BY(mu)
+  std::optional<PtyExit> exit;                // GUARDED_BY(mu): set once, when it ended
+  std::size_t max_pending = 1 << 20;
 };
 
 namespace ssh_detail {
+
+Result<std::string> build_pty_command(const PtyOptions& options) {
+  if (options.cols < 1 || options.cols > 1000 || options.rows < 1 || options.rows > 1000) {
+    return ssh_fail(SshErrc::kInvalidArgument, "cols and rows must be 1..1000");
+  }
+  ExecOptions eo;
+  eo.env = options.env;
+  eo.cwd = options.cwd;
+  std::string command =
+      options.command.empty() ? std::string("exec \"${SHELL:-/bin/sh}\" -l") : options.command;
+  auto body = build_remote_command(command, eo);
+  if (!body) return body;
+  // sshd makes the shell that runs this the leader of a new Unix session: $$ is its id.
+  return "printf '\\036pvs:%s\\036' \"$$\"\n" + *body;
+}
+
 namespace {
 
 using Op = SshSession::Impl::Op;
 using Step = Op::Step;
 
+constexpr std::string_view kMarkerStart = "\036pvs:";
+constexpr std::size_t kMarkerWindow = 4096;
+constexpr auto kMarkerWait = std::chrono::seconds(3);
 constexpr std::size_t kReadChunk = 32 * 1024;
-constexpr int kMaxReadsPerStep = 16;
+constexpr std::size_t kWriteChunk = 32 * 1024;
+constexpr int kMaxReadsPerStep = 8;
+constexpr auto kCloseGrace = std::chrono::seconds(5);
+constexpr auto kSlotWait = std::chrono::seconds(10);
 
 class PtyOp : public Op {
  public:
-  PtyOp(std::string command, PtyOptions options, PtyCallbacks callbacks,
-        std::shared_ptr<PtyChannel::Shared> shared, std::shared_ptr<std::promise<Status>> started)
+  PtyOp(std::string command, PtyOptions options, std::shared_ptr<PtyChannel::Shared> shared,
+        std::shared_ptr<std::promise<Status>> started)
       : command_(std::move(command)),
         options_(std::move(options)),
-        cb_(std::move(callbacks)),
         shared_(std::move(shared)),
-        started_(std::move(started)) {}
+        started_promise_(std::move(started)) {}
 
   Clock::time_point deadline() const override {
-    return state_ == State::kClosing || state_ == State::kWaitClosed ? close_deadline_
-                                                                     : Clock::time_point::max();
+    if (state_ == State::kWaitSlot) return slot_deadline_;
+    if (state_ == State::kRunning && want_marker_) return marker_deadline_;
+    if (state_ == State::kClosing || state_ == State::kWaitClosed) return close_deadline_;
+    return Clock::time_point::max();
   }
 
   Step step(SshSession::Impl& io) override {
     switch (state_) {
       case State::kWaitSlot: {
-        if (close_requested()) return deliver_start_error(ErrorCode::kConflict, "closed");
+        if (hangup_requested() && !started_) return end_before_start("closed before it started");
+        // A terminal holds its channel for long: waiting for one to free up could be forever.
+        if (Clock::now() >= slot_deadline_) {
+          return fail_start(ssh_fail(SshErrc::kChannelRefused,
+                                     "ssh pty: no free channel on this connection within " +
+                                         std::to_string(kSlotWait.count()) +
+                                         " s (SshConfig::max_channels, sshd MaxSessions)")
+                                .value());
+        }
         if (LIBSSH2_CHANNEL* spare = io.take_spare()) {
           channel_ = spare;
           reserved_ = true;
@@ -81,50 +109,75 @@ class PtyOp : public Op {
           if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
           io.release_opener(this);
           release_slot(io);
-          return start_failed(io, rc, "ssh pty: open channel");
+          Error e = session_error(io.session(), rc, "ssh pty: open channel");
+          if (is_fatal_session_error(rc)) {
+            io.fatal(e);
+            state_ = State::kWaitSlot;
+            return Step::kIdle;
+          }
+          e.message += " (sshd MaxSessions reached?)";
+          return fail_start(std::move(e));
         }
         io.release_opener(this);
         state_ = State::kPty;
         [[fallthrough]];
       }
       case State::kPty: {
-        sent_ = true;
+        if (!sent_) {
+          if (io.peer_closed()) {
+            io.fatal(
+                ssh_fail(SshErrc::kDisconnected, "ssh pty: server closed the connection").value());
+            return Step::kIdle;
+          }
+          sent_ = true;
+        }
         int rc = libssh2_channel_request_pty_ex(channel_, options_.term.data(),
                                                 static_cast<unsigned>(options_.term.size()),
                                                 nullptr, 0, options_.cols, options_.rows, 0, 0);
         if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        if (rc != 0) return start_failed(io, rc, "ssh pty: pty request");
-        state_ = State::kStarting;
+        if (rc != 0) return request_failed(io, rc, "ssh pty: pty request");
+        cols_ = options_.cols;
+        rows_ = options_.rows;
+        state_ = State::kExec;
         [[fallthrough]];
       }
-      case State::kStarting: {
+      case State::kExec: {
         int rc = libssh2_channel_process_startup(channel_, "exec", 4, command_.data(),
                                                  static_cast<unsigned>(command_.size()));
         if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        if (rc != 0) return start_failed(io, rc, "ssh pty: exec request");
+        if (rc != 0) return request_failed(io, rc, "ssh pty: exec request");
+        started_ = true;
+        marker_deadline_ = Clock::now() + kMarkerWait;
+        started_promise_->set_value({});
         state_ = State::kRunning;
-        started_->set_value({});
         return Step::kProgress;
       }
       case State::kRunning: return run(io);
       case State::kClosing: {
         int rc = libssh2_channel_close(channel_);
         if (rc == LIBSSH2_ERROR_EAGAIN) return check_grace(io);
-        if (is_fatal_session_error(rc)) return fatal(io, rc, "ssh pty: close");
+        if (is_fatal_session_error(rc)) {
+          io.fatal(session_error(io.session(), rc, "ssh pty: close"));
+          return Step::kIdle;
+        }
         state_ = State::kWaitClosed;
         [[fallthrough]];
       }
       case State::kWaitClosed: {
+        drain(io);  // output written right before the end still counts
         int rc = libssh2_channel_wait_closed(channel_);
         if (rc == LIBSSH2_ERROR_EAGAIN) return check_grace(io);
-        if (is_fatal_session_error(rc)) return fatal(io, rc, "ssh pty: wait closed");
+        if (is_fatal_session_error(rc)) {
+          io.fatal(session_error(io.session(), rc, "ssh pty: wait closed"));
+          return Step::kIdle;
+        }
         exit_.exit_code = libssh2_channel_get_exit_status(channel_);
         char* sig = nullptr;
         std::size_t sig_len = 0;
         libssh2_channel_get_exit_signal(channel_, &sig, &sig_len, nullptr, nullptr, nullptr,
                                         nullptr);
         if (sig != nullptr) {
-          exit_.exit_signal.assign(sig, sig_len);
+          exit_.signal.assign(sig, sig_len);
           exit_.exit_code = -1;
           libssh2_free(io.session(), sig);
         }
@@ -152,18 +205,16 @@ class PtyOp : public Op {
     if (state_ == State::kDone) return false;
     channel_ = nullptr;
     reserved_ = false;
-    if (!running() && !sent_ && may_retry) {
+    if (!started_ && !sent_ && may_retry) {
       state_ = State::kWaitSlot;
       return true;
     }
-    if (!running()) {
-      state_ = State::kDone;
-      started_->set_value(tl::unexpected<Error>(error));
-      mark_ended();
+    if (!started_) {
+      fail_start(error);
       return false;
     }
     exit_.exit_code = -1;
-    exit_.error = error;
+    if (!hung_up_) exit_.error = error.message;
     finish();
     return false;
   }
@@ -173,7 +224,7 @@ class PtyOp : public Op {
     kWaitSlot,
     kOpening,
     kPty,
-    kStarting,
+    kExec,
     kRunning,
     kClosing,
     kWaitClosed,
@@ -181,10 +232,8 @@ class PtyOp : public Op {
     kDone
   };
 
-  bool running() const { return state_ >= State::kRunning; }
-
-  bool close_requested() {
-    std::lock_guard<std::mutex> lock(shared_->mu);
+  bool hangup_requested() const {
+    std::lock_guard lock(shared_->mu);
     return shared_->close_requested;
   }
 
@@ -194,250 +243,319 @@ class PtyOp : public Op {
     io.release_channel();
   }
 
-  Step fatal(SshSession::Impl& io, int rc, std::string_view what) {
-    io.fatal(session_error(io.session(), rc, what));
-    return Step::kIdle;
-  }
-
-  // Before the command runs: the caller of open_pty gets the error.
-  Step start_failed(SshSession::Impl& io, int rc, std::string_view what) {
-    if (is_fatal_session_error(rc)) return fatal(io, rc, what);
+  Step request_failed(SshSession::Impl& io, int rc, std::string_view what) {
     Error e = session_error(io.session(), rc, what);
-    if (channel_ != nullptr) {
-      io.adopt_zombie(channel_, reserved_);
-      channel_ = nullptr;
-      reserved_ = false;
+    if (is_fatal_session_error(rc)) {
+      io.fatal(e);
+      return Step::kIdle;
     }
+    start_error_ = std::move(e);
+    begin_close();
+    return Step::kProgress;
+  }
+
+  Step fail_start(Error e) {
     state_ = State::kDone;
-    started_->set_value(tl::unexpected<Error>(std::move(e)));
-    mark_ended();
+    started_promise_->set_value(tl::unexpected<Error>(std::move(e)));
     return Step::kDone;
   }
 
-  Step deliver_start_error(ErrorCode code, std::string message) {
-    state_ = State::kDone;
-    started_->set_value(fail(code, "ssh pty: " + message));
-    mark_ended();
-    return Step::kDone;
+  Step end_before_start(std::string why) {
+    return fail_start(ssh_fail(SshErrc::kClosed, "ssh pty: " + std::move(why)).value());
+  }
+
+  void begin_close() {
+    state_ = State::kClosing;
+    close_deadline_ = Clock::now() + kCloseGrace;
   }
 
   Step run(SshSession::Impl& io) {
     bool progress = false;
-    bool hang_up = false;
-    std::optional<std::pair<int, int>> size;
+    std::string chunk;
+    std::optional<std::pair<int, int>> resize;
+    bool hangup = false;
     {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      out_ += shared_->pending;
-      shared_->pending.clear();
-      size = shared_->size;
-      shared_->size.reset();
-      hang_up = shared_->close_requested;
+      std::lock_guard lock(shared_->mu);
+      chunk = shared_->input.substr(0, kWriteChunk);
+      resize = shared_->resize;
+      hangup = shared_->close_requested;
     }
-    if (size) pending_size_ = size;
-    if (hang_up) {
-      close_deadline_ = Clock::now() + io.config().kill_grace;
-      state_ = State::kClosing;
+    if (hangup) {
+      hung_up_ = true;
+      exit_.hung_up = true;
+      kill_session(io);
+      begin_close();
       return Step::kProgress;
     }
-    while (out_off_ < out_.size()) {
-      ssize_t w = libssh2_channel_write(channel_, out_.data() + out_off_, out_.size() - out_off_);
-      if (w == LIBSSH2_ERROR_EAGAIN) break;
-      if (w < 0) {
-        if (is_fatal_session_error(static_cast<int>(w))) {
-          return fatal(io, static_cast<int>(w), "ssh pty: write");
-        }
-        out_off_ = out_.size();  // the channel is closing: drop the rest
-        break;
-      }
-      out_off_ += static_cast<std::size_t>(w);
-      progress = true;
-    }
-    if (out_off_ == out_.size()) {
-      out_.clear();
-      out_off_ = 0;
-    }
-    if (pending_size_) {
-      int rc = libssh2_channel_request_pty_size_ex(channel_, pending_size_->second,
-                                                   pending_size_->first, 0, 0);
+    if (resize && (resize->first != cols_ || resize->second != rows_)) {
+      int rc = libssh2_channel_request_pty_size_ex(channel_, resize->first, resize->second, 0, 0);
       if (rc != LIBSSH2_ERROR_EAGAIN) {
-        if (is_fatal_session_error(rc)) return fatal(io, rc, "ssh pty: window change");
-        pending_size_.reset();
+        if (is_fatal_session_error(rc)) {
+          io.fatal(session_error(io.session(), rc, "ssh pty: window-change"));
+          return Step::kIdle;
+        }
+        cols_ = resize->first;
+        rows_ = resize->second;
         progress = true;
       }
     }
-    char buf[kReadChunk];
-    for (int stream = 0; stream < 2; ++stream) {
-      for (int i = 0; i < kMaxReadsPerStep; ++i) {
-        ssize_t r = libssh2_channel_read_ex(channel_, stream, buf, sizeof buf);
-        if (r > 0) {
-          notify(std::string_view(buf, static_cast<std::size_t>(r)));
-          progress = true;
-          continue;
+    if (!chunk.empty()) {
+      ssize_t w = libssh2_channel_write(channel_, chunk.data(), chunk.size());
+      if (w > 0) {
+        std::lock_guard lock(shared_->mu);
+        shared_->input.erase(0, static_cast<std::size_t>(w));
+        progress = true;
+      } else if (w != LIBSSH2_ERROR_EAGAIN && w < 0) {
+        if (is_fatal_session_error(static_cast<int>(w))) {
+          io.fatal(session_error(io.session(), static_cast<int>(w), "ssh pty: write"));
+          return Step::kIdle;
         }
-        if (r == 0 || r == LIBSSH2_ERROR_EAGAIN) break;
-        if (is_fatal_session_error(static_cast<int>(r))) {
-          return fatal(io, static_cast<int>(r), "ssh pty: read");
-        }
-        break;
+        std::lock_guard lock(shared_->mu);
+        shared_->input.clear();  // the channel no longer takes input
       }
     }
+    if (drain(io)) progress = true;
+    if (fatal_) return Step::kIdle;
+    if (want_marker_ && Clock::now() >= marker_deadline_) flush_marker();
     if (libssh2_channel_eof(channel_) != 0) {
-      close_deadline_ = Clock::now() + io.config().kill_grace;
-      state_ = State::kClosing;
+      flush_marker();
+      begin_close();
       return Step::kProgress;
     }
     return progress ? Step::kProgress : Step::kIdle;
   }
 
-  Step check_grace(SshSession::Impl& io) {
-    if (Clock::now() < close_deadline_) return Step::kIdle;
-    log::warn("ssh pty: channel did not close within kill_grace; abandoning it");
-    io.adopt_zombie(channel_, reserved_);
-    channel_ = nullptr;
-    reserved_ = false;
-    return finish();
+  // Reads what output is there; true if any.
+  bool drain(SshSession::Impl& io) {
+    bool any = false;
+    char buf[kReadChunk];
+    for (int i = 0; i < kMaxReadsPerStep; ++i) {
+      ssize_t r = libssh2_channel_read_ex(channel_, 0, buf, sizeof buf);
+      if (r > 0) {
+        consume(io, std::string_view(buf, static_cast<std::size_t>(r)));
+        any = true;
+        continue;
+      }
+      if (r < 0 && r != LIBSSH2_ERROR_EAGAIN && is_fatal_session_error(static_cast<int>(r))) {
+        io.fatal(session_error(io.session(), static_cast<int>(r), "ssh pty: read"));
+        fatal_ = true;
+      }
+      break;
+    }
+    return any;
   }
 
-  void notify(std::string_view data) {
-    if (!cb_.on_output) return;
-    try {
-      cb_.on_output(data);
-    } catch (...) {
-      log::warn("ssh pty: on_output callback threw; no further output is delivered to it");
-      cb_.on_output = nullptr;
+  // Until the marker is seen, output is held back (at most kMarkerWindow bytes or
+  // kMarkerWait): input typed right after the start is echoed by the tty before the shell
+  // prints the marker, so the marker need not come first.
+  void consume(SshSession::Impl& io, std::string_view data) {
+    if (!want_marker_) {
+      emit(data);
+      return;
     }
+    window_.append(data);
+    std::size_t at = window_.find(kMarkerStart);
+    std::size_t end = at == std::string::npos ? at : window_.find('\036', at + kMarkerStart.size());
+    if (end == std::string::npos) {
+      if (window_.size() >= kMarkerWindow) flush_marker();
+      return;
+    }
+    sid_ = std::strtol(
+        window_.substr(at + kMarkerStart.size(), end - at - kMarkerStart.size()).c_str(), nullptr,
+        10);
+    window_.erase(at, end + 1 - at);
+    flush_marker();
+    if (hung_up_) kill_session(io);
+  }
+
+  void flush_marker() {
+    if (!want_marker_) return;
+    want_marker_ = false;
+    if (!window_.empty()) emit(window_);
+    window_.clear();
+  }
+
+  void emit(std::string_view data) {
+    if (!options_.on_output || data.empty()) return;
+    try {
+      options_.on_output(data);
+    } catch (...) {
+      log::warn("ssh pty: on_output threw; no further output is delivered to it");
+      options_.on_output = nullptr;
+    }
+  }
+
+  // A side exec: SIGHUP to every process of the program's Unix session, SIGKILL to what is
+  // left 2 s later.
+  void kill_session(SshSession::Impl& io) {
+    if (kill_sent_ || sid_ <= 1) return;
+    kill_sent_ = true;
+    const std::string s = std::to_string(sid_);
+    ExecOptions o;
+    o.max_output = 4096;
+    o.timeout = std::chrono::seconds(10);
+    // Polls for up to 2 s whether anything is left before the SIGKILL (usually nothing is).
+    auto cmd = "pkill -HUP -s " + s + " 2>/dev/null || kill -HUP -- -" + s +
+               " 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -s " + s +
+               " >/dev/null 2>&1 || exit 0; sleep 0.2; done; pkill -KILL -s " + s +
+               " 2>/dev/null || kill -KILL -- -" + s + " 2>/dev/null; true";
+    auto remote = build_remote_command(cmd, o);
+    if (!remote) return;
+    io.spawn(make_exec_op(std::move(*remote), std::move(o),
+                          std::make_shared<std::promise<Result<ExecResult>>>()));
+  }
+
+  // A channel whose program does not end after the hang-up: abandoned (freed in the background).
+  Step check_grace(SshSession::Impl& io) {
+    if (Clock::now() < close_deadline_) return Step::kIdle;
+    log::warn("ssh pty: channel did not close after the hang-up; abandoning it");
+    if (channel_ != nullptr) {
+      io.adopt_zombie(channel_, reserved_);
+      channel_ = nullptr;
+      reserved_ = false;
+    }
+    exit_.exit_code = -1;
+    return finish();
   }
 
   Step finish() {
     if (state_ == State::kDone) return Step::kDone;
     state_ = State::kDone;
-    if (cb_.on_exit) {
-      try {
-        cb_.on_exit(exit_);
-      } catch (...) {
-        log::warn("ssh pty: on_exit callback threw");
-      }
+    if (!started_) {
+      Error e = start_error_
+                    ? *start_error_
+                    : ssh_fail(SshErrc::kClosed, "ssh pty: ended before it started").value();
+      started_promise_->set_value(tl::unexpected<Error>(std::move(e)));
+      return Step::kDone;
     }
-    mark_ended();
-    return Step::kDone;
-  }
-
-  void mark_ended() {
+    flush_marker();
     {
-      std::lock_guard<std::mutex> lock(shared_->mu);
-      shared_->ended = true;
-      shared_->pending.clear();
+      std::lock_guard lock(shared_->mu);
+      shared_->exit = exit_;
+      shared_->input.clear();
     }
     shared_->cv.notify_all();
+    if (options_.on_exit) {
+      try {
+        options_.on_exit(exit_);
+      } catch (...) {
+        log::warn("ssh pty: on_exit threw");
+      }
+    }
+    return Step::kDone;
   }
 
   std::string command_;
   PtyOptions options_;
-  PtyCallbacks cb_;
   std::shared_ptr<PtyChannel::Shared> shared_;
-  std::shared_ptr<std::promise<Status>> started_;
+  std::shared_ptr<std::promise<Status>> started_promise_;
   State state_ = State::kWaitSlot;
   LIBSSH2_CHANNEL* channel_ = nullptr;
   bool reserved_ = false;
-  bool sent_ = false;  // a request went out on this channel: never retried elsewhere
-  std::string out_;
-  std::size_t out_off_ = 0;
-  std::optional<std::pair<int, int>> pending_size_;
+  bool sent_ = false;
+  bool started_ = false;
+  bool hung_up_ = false;
+  bool kill_sent_ = false;
+  bool fatal_ = false;
+  bool want_marker_ = true;
+  std::string window_;
+  long sid_ = -1;
+  int cols_ = 0, rows_ = 0;
+  std::optional<Error> start_error_;
   PtyExit exit_;
   Clock::time_point close_deadline_ = Clock::time_point::max();
+  Clock::time_point slot_deadline_ = Clock::now() + kSlotWait;
+  Clock::time_point marker_deadline_ = Clock::time_point::max();
 };
 
-bool valid_size(int rows, int cols) {
-  return rows >= 1 && rows <= 1000 && cols >= 1 && cols <= 1000;
+}  // namespace
+
+std::shared_ptr<SshSession::Impl::Op> make_pty_op(std::string remote_command, PtyOptions options,
+                                                  std::shared_ptr<PtyChannel::Shared> shared,
+                                                  std::shared_ptr<std::promise<Status>> started) {
+  return std::make_shared<PtyOp>(std::move(remote_command), std::move(options), std::move(shared),
+                                 std::move(started));
 }
 
-}  // namespace
 }  // namespace ssh_detail
 
-PtyChannel::PtyChannel(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+// ---- the handle ----------------------------------------------------------------------------
 
-// Hangs up without waiting: the last owner may be a callback on the I/O thread itself.
+PtyChannel::PtyChannel(std::shared_ptr<Shared> shared, std::function<void()> wake)
+    : shared_(std::move(shared)), wake_(std::move(wake)) {}
+
 PtyChannel::~PtyChannel() {
-  close(std::chrono::milliseconds(0));
+  close();
 }
 
 Status PtyChannel::write(std::string_view bytes) {
   {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    if (shared_->ended || shared_->close_requested) {
-      return fail(ErrorCode::kConflict, "pty: the channel has ended");
+    std::lock_guard lock(shared_->mu);
+    if (shared_->exit || shared_->close_requested) {
+      return ssh_fail(SshErrc::kClosed, "the terminal's program has ended");
     }
-    shared_->pending.append(bytes);
+    if (shared_->input.size() + bytes.size() > shared_->max_pending) {
+      return fail(ErrorCode::kTooLarge, "more than " + std::to_string(shared_->max_pending) +
+                                            " input bytes are waiting to be sent");
+    }
+    shared_->input.append(bytes);
   }
-  shared_->poke();
+  wake_();
   return {};
 }
 
-Status PtyChannel::resize(int rows, int cols) {
-  if (!ssh_detail::valid_size(rows, cols)) {
-    return fail(ErrorCode::kInvalidArgument, "pty: rows and cols must be within 1..1000");
+Status PtyChannel::resize(int cols, int rows) {
+  if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000) {
+    return fail(ErrorCode::kInvalidArgument, "cols and rows must be 1..1000");
   }
   {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    if (shared_->ended || shared_->close_requested) {
-      return fail(ErrorCode::kConflict, "pty: the channel has ended");
-    }
-    shared_->size = std::make_pair(rows, cols);
+    std::lock_guard lock(shared_->mu);
+    if (shared_->exit) return ssh_fail(SshErrc::kClosed, "the terminal's program has ended");
+    shared_->resize = std::make_pair(cols, rows);
   }
-  shared_->poke();
+  wake_();
   return {};
 }
 
-void PtyChannel::close(std::chrono::milliseconds grace) {
-  std::unique_lock<std::mutex> lock(shared_->mu);
-  if (!shared_->close_requested) {
+void PtyChannel::close() {
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->exit || shared_->close_requested) return;
     shared_->close_requested = true;
-    lock.unlock();
-    shared_->poke();
-    lock.lock();
   }
-  shared_->cv.wait_for(lock, grace, [&] { return shared_->ended; });
+  wake_();
 }
 
-bool PtyChannel::ended() const {
-  std::lock_guard<std::mutex> lock(shared_->mu);
-  return shared_->ended;
+bool PtyChannel::running() const {
+  std::lock_guard lock(shared_->mu);
+  return !shared_->exit.has_value();
 }
 
-Result<std::unique_ptr<PtyChannel>> SshSession::open_pty(const PtyOptions& options,
-                                                         PtyCallbacks callbacks) {
-  if (!ssh_detail::valid_size(options.rows, options.cols)) {
-    return fail(ErrorCode::kInvalidArgument, "pty: rows and cols must be within 1..1000");
-  }
-  if (options.term.empty() || options.term.find('\0') != std::string::npos) {
-    return fail(ErrorCode::kInvalidArgument, "pty: invalid TERM");
-  }
-  ExecOptions eo;
-  eo.env = options.env;
-  eo.cwd = options.cwd;
-  std::string command =
-      options.command.empty() ? std::string("exec \"${SHELL:-/bin/sh}\" -l") : options.command;
-  auto remote = ssh_detail::build_remote_command(command, eo);
-  if (!remote) return fail(remote.error());
+std::optional<PtyExit> PtyChannel::exit() const {
+  std::lock_guard lock(shared_->mu);
+  return shared_->exit;
+}
 
+std::optional<PtyExit> PtyChannel::wait(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(shared_->mu);
+  shared_->cv.wait_for(lock, timeout, [&] { return shared_->exit.has_value(); });
+  return shared_->exit;
+}
+
+Result<std::unique_ptr<PtyChannel>> SshSession::open_pty(PtyOptions options) {
+  auto remote = ssh_detail::build_pty_command(options);
+  if (!remote) return tl::unexpected<Error>(remote.error());
   auto shared = std::make_shared<PtyChannel::Shared>();
-  shared->io = impl_;
+  shared->max_pending = options.max_pending_input;
   auto started = std::make_shared<std::promise<Status>>();
   auto future = started->get_future();
-  impl_->submit(std::make_shared<ssh_detail::PtyOp>(std::move(*remote), options,
-                                                    std::move(callbacks), shared, started));
-  const auto bound = impl_->config().connect_timeout * 2 + std::chrono::seconds(30);
-  if (future.wait_for(bound) != std::future_status::ready) {
-    {
-      std::lock_guard<std::mutex> lock(shared->mu);
-      shared->close_requested = true;  // the op hangs up once it gets that far
-    }
-    shared->poke();
-    return fail(ErrorCode::kTimeout, "pty: the channel did not start in time");
-  }
+  impl_->submit(ssh_detail::make_pty_op(std::move(*remote), std::move(options), shared, started));
   Status st = future.get();
-  if (!st) return fail(st.error());
-  return std::make_unique<PtyChannel>(std::move(shared));
+  if (!st) return tl::unexpected<Error>(st.error());
+  std::weak_ptr<Impl> weak = impl_;
+  return std::make_unique<PtyChannel>(std::move(shared), [weak] {
+    if (auto impl = weak.lock()) impl->notify();
+  });
 }
 
 }  // namespace pvs

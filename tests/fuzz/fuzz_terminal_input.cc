@@ -1,0 +1,47 @@
+// Fuzzes the terminal routes' input: the input items of POST .../input (JSON, key names), and
+// key names alone. Whatever the bytes, the parser returns items within the limits or a 4xx
+// ApiError; every accepted key name encodes to bytes in a live screen too.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "terminal_requests.h"
+
+namespace {
+
+void require(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace pvs;
+  using namespace pvs::service;
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  constexpr std::uint64_t kMax = 4096;
+  auto items = parse_terminal_input(text, kMax);
+  if (items) {
+    require(items->size() <= kMaxInputItems);
+    TerminalScreen screen(80, 24, 0);
+    std::uint64_t bytes = 0;
+    for (const auto& item : *items) {
+      if (item.kind == InputItem::Kind::kText) {
+        bytes += item.value.size();
+        continue;
+      }
+      auto k = screen.key(item.value);
+      require(k.has_value());
+      bytes += k->size();
+    }
+    require(bytes <= kMax);
+  } else {
+    require(items.error().status == 400 || items.error().status == 413);
+    require(!items.error().message.empty());
+  }
+  // The same bytes as one key name.
+  auto key = encode_key(text.substr(0, 64));
+  if (!key) require(key.error().code == ErrorCode::kInvalidArgument);
+  return 0;
+}
