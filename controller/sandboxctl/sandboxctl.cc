@@ -61,6 +61,10 @@ commands:
   pool                  the hot pools and the warm pool (admin token)
   nodes                 the cluster's nodes: health, capacity, pools (admin token)
   node drain|undrain NAME   stop or resume placing sandboxes on a node (admin token)
+  approvals [list [--all]]  pending approvals (approver or admin token: everyone's)
+  approvals watch [--interval-ms N] [--count N]   print approvals as they turn up and are decided
+  approvals approve ID      let the waiting call go through
+  approvals deny ID [--reason TEXT]   refuse it; the caller sees the reason
 
 exec exits with the remote command's exit code (124 if it timed out); so does shell.
 --cacert FILE: PEM CA (or self-signed certificate) that an https:// server must chain to;
@@ -179,7 +183,8 @@ int main(int argc, char** argv) {
         {"health", cmd_health},
         {"pool", cmd_pool},
         {"nodes", cmd_nodes},
-        {"node", cmd_node}};
+        {"node", cmd_node},
+        {"approvals", cmd_approvals}};
     auto it = commands.find(cmd);
     if (it == commands.end()) throw UsageError("unknown command " + cmd);
     std::cout.flush();

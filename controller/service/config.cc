@@ -156,6 +156,21 @@ void parse_terminals(yaml::Map s, ServiceConfig& c) {
   (void)s.finish();
 }
 
+// policy.webhook (docs/policy.md): read beside parse_policy, which owns the rest of `policy`.
+void parse_webhook(yaml::Map s, const Env& env, WebhookConfig& w) {
+  s.string("url", &w.url, yaml::Need::kRequired);
+  if (s.ok() && !w.url.starts_with("http://") && !w.url.starts_with("https://"))
+    s.fail("url", "must start with http:// or https://");
+  if (s.ok() && w.url.find_first_of(" \t\r\n") != std::string::npos)
+    s.fail("url", "must not contain spaces or control characters");
+  secret(s, "secret", env, &w.secret, nullptr, true);
+  s.string("cacert", &w.cacert);
+  if (!w.cacert.empty() && !std::ifstream(w.cacert)) s.fail("cacert", "cannot read " + w.cacert);
+  s.integer("timeout_seconds", &w.timeout_seconds, 1, 60);
+  s.integer("attempts", &w.attempts, 1, 20);
+  (void)s.finish();
+}
+
 void parse_mcp(yaml::Map s, McpConfig& m) {
   s.boolean("enabled", &m.enabled);
   s.string_list("allowed_origins", &m.allowed_origins);
@@ -372,7 +387,9 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_nodes(top, c);  // after proxmox: template and VMID range
   parse_limits(top.map("limits"), c.manager);
   parse_hot_pool(top.map("hot_pool"), c.manager);  // after limits: its ranges are theirs
-  parse_policy(top.map("policy"), c);
+  yaml::Map policy = top.map("policy");
+  if (policy.has("webhook")) parse_webhook(policy.map("webhook"), *env, c.webhook);
+  parse_policy(policy, c);
   if (auto st = top.finish(); !st) return fail(st.error());
   return c;
 }

@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/manager.h"
+#include "webhook.h"
 
 namespace pvs::service {
 
@@ -94,6 +95,7 @@ struct ServiceConfig {
   int approval_timeout_seconds = 300;  // pending -> expired (denied)
   int approval_wait_seconds = 30;      // a call blocks this long, then answers 202
   int max_pending_approvals = 1000;
+  WebhookConfig webhook;  // policy.webhook: pending and decided approvals POSTed to a URL
   McpConfig mcp;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.

@@ -71,7 +71,13 @@ std::string digest_of(const std::string& sandbox, const PolicyRequest& r) {
 Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
                               const PolicyRequest& request, const std::string& approval_id,
                               bool async) {
-  PolicyDecision d = config_.policy.decide(who.name, request);
+  return admission(who, sandbox, request, config_.policy.decide(who.name, request), approval_id,
+                   async);
+}
+
+Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
+                              const PolicyRequest& request, const PolicyDecision& d,
+                              const std::string& approval_id, bool async) {
   std::string action(to_string(request.action));
   metrics_->inc("pvs_policy_decisions_total",
                 {{"action", action}, {"verdict", std::string(to_string(d.verdict))}});
@@ -106,6 +112,7 @@ Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
   auto opened =
       approvals_.open({who.name, action, sandbox, summary_of(request), d.rule, d.message, digest});
   if (!opened) throw limit_exceeded(opened.error().message);
+  notify("approval.pending", *opened);
   log::info("approval " + opened->id + " pending: " + who.name + " " + action + " " +
             opened->request.summary);
   auto started = std::chrono::steady_clock::now();
@@ -139,25 +146,32 @@ bool Api::admit(RequestContext& ctx, const PolicyRequest& request) {
   }
   ctx.policy_json = a.policy_json;
   if (!a.pending) return true;
-  ctx.response->set("Location", "/v1/approvals/" + a.pending->id);
+  send_pending(ctx, *a.pending);
+  return false;
+}
+
+void Api::send_pending(RequestContext& ctx, const Approval& pending) {
+  ctx.response->set("Location", "/v1/approvals/" + pending.id);
   JsonWriter w;
   w.begin_object().key("approval");
-  write_approval(w, *a.pending);
+  write_approval(w, pending);
   w.end_object();
   send_json(ctx, 202, w.take());
-  return false;
+}
+
+ApiError Api::still_pending(const Approval& pending) {
+  return from_error(Error{ErrorCode::kUnavailable,
+                          "approval " + pending.id + " is pending: a person must approve " +
+                              pending.request.summary +
+                              " (GET /v1/approvals); call again with the same arguments once "
+                              "it is approved"});
 }
 
 std::string Api::admit_tool(const Principal& who, const std::string& sandbox,
                             const PolicyRequest& request) {
   try {
     Admission a = admission(who, sandbox, request, "", false);
-    if (a.pending)
-      throw from_error(Error{ErrorCode::kUnavailable,
-                             "approval " + a.pending->id + " is pending: a person must approve " +
-                                 a.pending->request.summary +
-                                 " (GET /v1/approvals); call again with the same arguments "
-                                 "once it is approved"});
+    if (a.pending) throw still_pending(*a.pending);
     return a.policy_json;
   } catch (const PolicyRefusal& refused) {
     throw refused.error;
@@ -187,6 +201,13 @@ void Api::approval_show(RequestContext& ctx) {
   send_json(ctx, 200, approval_json(*a));
 }
 
+void Api::notify(const char* event, const Approval& a) {
+  if (!webhook_) return;
+  JsonWriter w;
+  w.begin_object().key("event").value(event).key("approval").raw(approval_json(a)).end_object();
+  webhook_->post(event, w.take());
+}
+
 void Api::approval_decide(RequestContext& ctx, bool approve) {
   const Principal& who = *ctx.principal;
   if (!who.admin && !who.approver)
@@ -206,6 +227,7 @@ void Api::approval_decide(RequestContext& ctx, bool approve) {
   if (!a) throw from_error(a.error());
   ctx.sandbox = a->request.sandbox;
   log::info("approval " + id + (approve ? " approved" : " denied") + " by " + who.name);
+  notify("approval.decided", *a);
   send_json(ctx, 200, approval_json(*a));
 }
 

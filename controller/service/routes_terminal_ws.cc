@@ -114,7 +114,9 @@ void control_message(WsConnection& c, TerminalEntry& entry, bool watch, const st
 }
 
 // The reader: input, control messages, the client's close.
-void read_loop(WsConnection& c, TerminalEntry& entry, bool watch) {
+// `type` sends input through the policy (Api::type_into).
+void read_loop(WsConnection& c, TerminalEntry& entry, bool watch,
+               const std::function<void(std::string_view)>& type) {
   std::vector<char> buf(64 << 10);
   while (!c.done) {
     int n = 0, flags = 0;
@@ -143,10 +145,8 @@ void read_loop(WsConnection& c, TerminalEntry& entry, bool watch) {
     } else if (op == WebSocket::FRAME_OP_BINARY || op == WebSocket::FRAME_OP_CONT) {
       if (watch) {
         c.send_error("read-only watcher: input refused");
-      } else if (auto st = entry.terminal->write(
-                     std::string_view(buf.data(), static_cast<std::size_t>(n)));
-                 !st) {
-        c.send_error(st.error().message);
+      } else {
+        type(std::string_view(buf.data(), static_cast<std::size_t>(n)));
       }
     }
   }
@@ -208,8 +208,41 @@ void Api::terminal_ws(RequestContext& ctx) {
   entry->readers.fetch_add(1);
   if (!watch && entry->interactive.fetch_add(1) == 0) entry->terminal->set_answer_queries(false);
   std::thread writer([&] { write_loop(*conn, *watcher); });
+  AuditRecord refusal{};  // a line the policy refused, audited as terminal.input
+  refusal.request_id = ctx.request_id;
+  refusal.token = ctx.principal->name;
+  refusal.remote = ctx.request->clientAddress().host().toString();
+  refusal.action = "terminal.input";
+  refusal.sandbox = entry->sandbox;
+  refusal.params_json = "{\"terminal\":\"" + entry->id + "\",\"via\":\"websocket\"}";
+  auto type = [&](std::string_view bytes) {
+    try {
+      auto a = type_into(
+          *ctx.principal, *entry, bytes, [&] { return entry->terminal->write(bytes); }, "", false);
+      if (!a.pending) return;
+      {
+        std::lock_guard lock(entry->input_mu);
+        entry->typed.clear();
+      }
+      (void)entry->terminal->write("\x15");
+      conn->send_error("approval " + a.pending->id + " is pending: a person must approve " +
+                       a.pending->request.summary + "; type the line again once it is approved");
+      refusal.policy_json = a.policy_json;
+      refusal.status = 202;
+    } catch (const PolicyRefusal& r) {
+      conn->send_error(r.error.message);
+      refusal.policy_json = r.policy_json;
+      refusal.status = r.error.status;
+      refusal.error_code = r.error.code;
+      refusal.error_message = r.error.message;
+    } catch (const ApiError& e) {
+      conn->send_error(e.message);
+      return;
+    }
+    append_audit(refusal);
+  };
   try {
-    read_loop(*conn, *entry, watch);
+    read_loop(*conn, *entry, watch, type);
   } catch (const std::exception& e) {  // Poco::Exception is one too
     log::warn("request " + ctx.request_id + ": terminal WebSocket: " + e.what());
   }

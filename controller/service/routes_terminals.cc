@@ -1,5 +1,7 @@
 // Terminals in a sandbox (pvs::Terminal): open, list, show, resize, close, input, screen, wait.
 // The WebSocket of a terminal is in routes_terminal_ws.cc.
+#include <Poco/String.h>
+
 #include "json.h"
 #include "server.h"
 #include "terminal_requests.h"
@@ -7,11 +9,8 @@
 namespace pvs::service {
 
 std::shared_ptr<TerminalEntry> Api::find_terminal(RequestContext& ctx) {
-  auto sandbox = find_sandbox(ctx);  // 404 for others' sandboxes
-  const std::string& tid = ctx.params.at("tid");
-  auto entry = terminals_->find(sandbox->id(), tid);
-  if (!entry) throw not_found("no terminal " + tid.substr(0, 64) + " in " + sandbox->id());
-  return entry;
+  find_sandbox(ctx);  // 400 for a malformed id
+  return terminal_for(*ctx.principal, ctx.sandbox, ctx.params.at("tid"));
 }
 
 void Api::terminal_create(RequestContext& ctx) {
@@ -26,23 +25,16 @@ void Api::terminal_create(RequestContext& ctx) {
     ctx.params_json = p.end_array().end_object().take();
   }
   auto sandbox = find_sandbox(ctx);
-  TerminalOptions o;
-  o.command = req->command;
-  o.cols = req->cols;
-  o.rows = req->rows;
-  o.env = req->env;
-  o.cwd = req->cwd;
-  o.scrollback_lines = static_cast<std::size_t>(config_.terminal_scrollback_lines);
-  o.max_pending_input = std::max<std::size_t>(1 << 20, config_.terminal_max_input_bytes * 4);
-  auto entry = terminals_->open(sandbox->id(), ctx.principal->name, req->command,
-                                [&] { return Terminal::open(*sandbox, o); });
-  if (!entry) {
-    if (entry.error().status == 429) ctx.response->set("Retry-After", "1");
-    throw entry.error();
+  std::shared_ptr<TerminalEntry> entry;
+  try {
+    entry = open_terminal(*ctx.principal, *sandbox, *req);
+  } catch (const ApiError& e) {
+    if (e.status == 429) ctx.response->set("Retry-After", "1");
+    throw;
   }
-  ctx.params_json.insert(1, "\"terminal\":\"" + (*entry)->id + "\",");
-  ctx.response->set("Location", ctx.path + "/" + (*entry)->id);
-  send_json(ctx, 201, terminal_json(**entry));
+  ctx.params_json.insert(1, "\"terminal\":\"" + entry->id + "\",");
+  ctx.response->set("Location", ctx.path + "/" + entry->id);
+  send_json(ctx, 201, terminal_json(*entry));
 }
 
 void Api::terminal_list(RequestContext& ctx) {
@@ -107,11 +99,21 @@ void Api::terminal_input(RequestContext& ctx) {
   }
   ctx.params_json = p.end_object().take();
   if (!items) throw items.error();
-  if (auto st = entry->terminal->send(*items); !st) {
-    if (st.error().code == ErrorCode::kTooLarge) throw too_large(st.error().message);
-    if (st.error().code == ErrorCode::kInvalidArgument) throw bad_request(st.error().message);
-    throw conflict_ended(*entry);
+  std::string typed;
+  for (const auto& i : *items)
+    typed += i.kind == InputItem::Kind::kKey ? *encode_key(i.value) : i.value;
+  Admission a;
+  try {
+    a = type_into(
+        *ctx.principal, *entry, typed, [&] { return entry->terminal->send(*items); },
+        ctx.request->get("Approval", ""),
+        Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0);
+  } catch (const PolicyRefusal& refused) {
+    ctx.policy_json = refused.policy_json;
+    throw refused.error;
   }
+  ctx.policy_json = a.policy_json;
+  if (a.pending) return send_pending(ctx, *a.pending);
   send_json(ctx, 200, terminal_json(*entry));
 }
 
@@ -126,21 +128,7 @@ void Api::terminal_wait(RequestContext& ctx) {
   auto req = parse_terminal_wait(json_body(ctx), config_.terminal_max_wait_seconds);
   if (!req) throw req.error();
   auto entry = find_terminal(ctx);
-  WaitCondition c;
-  c.pattern = req->regex;
-  c.quiet = std::chrono::milliseconds(req->quiet_ms);
-  c.timeout = std::chrono::milliseconds(req->timeout_ms);
-  entry->readers.fetch_add(1);  // not idle while someone waits on it
-  WaitResult r = entry->terminal->wait(c);
-  entry->readers.fetch_sub(1);
-  JsonWriter w;
-  w.begin_object().key("outcome").value(to_string(r.outcome));
-  w.key("waited_ms").value(static_cast<std::int64_t>(r.waited.count()));
-  if (r.outcome == WaitOutcome::kMatched) w.key("match").value(r.match);
-  w.key("terminal").raw(terminal_json(*entry));
-  w.key("screen").raw(
-      screen_json(entry->terminal->screen(static_cast<std::size_t>(req->scrollback))));
-  send_json(ctx, 200, w.end_object().take());
+  send_json(ctx, 200, wait_terminal(*entry, *req));
 }
 
 }  // namespace pvs::service

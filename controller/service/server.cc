@@ -64,6 +64,11 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
 
   for (const Route& route : routes()) router_.add(std::string(route.method), route.pattern, &route);
   mcp_sessions_ = mcp::make_session_store(config_.mcp);
+  if (!config_.webhook.url.empty()) {
+    webhook_ = std::make_unique<Webhook>(config_.webhook, [this](std::string_view outcome) {
+      metrics_->inc("pvs_webhook_deliveries_total", {{"outcome", std::string(outcome)}});
+    });
+  }
 }
 
 Api::~Api() = default;

@@ -35,6 +35,7 @@
 #include "pvesandbox/manager.h"
 #include "requests.h"
 #include "router.h"
+#include "terminal_requests.h"
 #include "terminals.h"
 #include "token_limits.h"
 
@@ -133,6 +134,29 @@ class Api {
   // files/edit: the file read whole (at most kMaxEditFileBytes, text only), the edit applied,
   // written back atomically (temporary file beside it, renamed over it) with its mode.
   EditReply edit_file(Sandbox& sandbox, const EditRequest& request);
+  struct Admission {
+    std::optional<Approval> pending;  // still waiting for a person
+    std::string policy_json;          // the decision, for the audit log
+  };
+  // Terminals (terminal_ops.cc). A terminal of a sandbox `who` may use, else 404.
+  std::shared_ptr<TerminalEntry> terminal_for(const Principal& who, const std::string& sandbox,
+                                              const std::string& tid);
+  // Opens a terminal owned by `who` (429 at the per-sandbox or per-token limit).
+  std::shared_ptr<TerminalEntry> open_terminal(const Principal& who, Sandbox& sandbox,
+                                               const TerminalCreateRequest& request);
+  // Types into a terminal once the policy allows the lines the input completes (terminal.input,
+  // each line judged alone, see typed_line.h and admit_lines; no complete line: nothing to judge).
+  // `typed` is the input as bytes, `send` writes it. Pending (approve, not yet decided):
+  // nothing was sent. A refusal (PolicyRefusal: deny, denied, expired) sends C-u first, so the
+  // shell's line and the judged one stay the same. Errors of `send`: 400, 413 or 409 (ended).
+  Admission type_into(const Principal& who, TerminalEntry& entry, std::string_view typed,
+                      const std::function<Status()>& send, const std::string& approval_id,
+                      bool async);
+  void close_terminal(TerminalEntry& entry);  // hangs up and forgets it
+  // An MCP call whose approval is still pending after approval_wait_seconds (503).
+  static ApiError still_pending(const Approval& pending);
+  // Waits for the condition; the JSON of the outcome, the terminal and its screen.
+  std::string wait_terminal(TerminalEntry& entry, const TerminalWaitRequest& request);
   // Appends a record to the audit log (a failure is counted and logged, never thrown).
   void append_audit(const AuditRecord& record);
   TokenLimits& limits() { return limits_; }
@@ -178,17 +202,23 @@ class Api {
   void approval_approve(RequestContext& ctx);
   void approval_deny(RequestContext& ctx);
   void approval_decide(RequestContext& ctx, bool approve);
-  struct Admission {
-    std::optional<Approval> pending;  // still waiting for a person
-    std::string policy_json;          // the decision, for the audit log
-  };
   // The policy's decision on a call, and for `approve` the approval's outcome (see admit()).
   // Throws PolicyRefusal for deny, denied and expired.
   Admission admission(const Principal& who, const std::string& sandbox,
                       const PolicyRequest& request, const std::string& approval_id, bool async);
+  // The same for a decision already made (terminal input judges each line, then admits once).
+  Admission admission(const Principal& who, const std::string& sandbox,
+                      const PolicyRequest& request, const PolicyDecision& decision,
+                      const std::string& approval_id, bool async);
+  // terminal.input: each completed line judged alone, admitted once (terminal_ops.cc).
+  Admission admit_lines(const Principal& who, TerminalEntry& entry,
+                        const std::vector<std::string>& lines, const std::string& approval_id,
+                        bool async);
   // The policy's say on a call (routes_approvals.cc): true to go on; false when the reply was
   // sent (202: waiting for a person). Throws 403 for deny, denied or expired approvals.
   bool admit(RequestContext& ctx, const PolicyRequest& request);
+  // 202 with the approval a call waits for (Location: /v1/approvals/{id}).
+  void send_pending(RequestContext& ctx, const Approval& pending);
   // Terminals (routes_terminals.cc, routes_terminal_ws.cc).
   void terminal_create(RequestContext& ctx);
   void terminal_list(RequestContext& ctx);
@@ -234,6 +264,8 @@ class Api {
   std::shared_ptr<Manager> manager_;
   std::map<std::string, int> creating_;  // token -> creates in flight (per-token limit)
   Approvals approvals_;
+  std::unique_ptr<Webhook> webhook_;                  // policy.webhook; null without one
+  void notify(const char* event, const Approval& a);  // the webhook, if configured
   // /v1/health asks Proxmox and the agent; its answer is reused for a second (it is public).
   std::mutex health_mu_;  // one refresh at a time; guards the three below
   std::chrono::steady_clock::time_point health_at_{};

@@ -62,6 +62,8 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_gauge("pvs_approvals_pending", "Calls waiting for a person's approval.");
   m.declare_histogram("pvs_approval_wait_seconds", "How long calls waited for an approval.",
                       {1, 5, 15, 30, 60, 120, 300, 900, 3600});
+  m.declare_counter("pvs_webhook_deliveries_total",
+                    "Approval webhook attempts by outcome (delivered, retried, failed, dropped).");
   m.declare_counter("pvs_exec_total", "Commands run, by result (ok, nonzero, timeout, error).");
   m.declare_histogram("pvs_exec_duration_seconds", "Command latency through the API.",
                       Metrics::latency_buckets());

@@ -20,6 +20,7 @@
 
 #include "api_error.h"
 #include "pvesandbox/terminal.h"
+#include "typed_line.h"
 
 namespace pvs::service {
 
@@ -32,6 +33,9 @@ struct TerminalEntry {
   std::shared_ptr<Terminal> terminal;
   std::atomic<int> readers{0};      // WebSockets attached (an attached terminal is never idle)
   std::atomic<int> interactive{0};  // of which may type
+  // Input is typed one call at a time (REST, MCP and WebSockets alike), judged a line at a time.
+  std::mutex input_mu;
+  TypedLine typed;  // GUARDED_BY(input_mu)
 };
 
 class TerminalRegistry {

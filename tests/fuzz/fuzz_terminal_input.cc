@@ -1,12 +1,16 @@
 // Fuzzes the terminal routes' input: the input items of POST .../input (JSON, key names), and
-// key names alone. Whatever the bytes, the parser returns items within the limits or a 4xx
-// ApiError; every accepted key name encodes to bytes in a live screen too.
+// key names alone, and the same bytes typed as raw input (TypedLine, what terminal.input judges).
+// Whatever the bytes, the parser returns items within the limits or a 4xx ApiError; every
+// accepted key name encodes to bytes in a live screen too; typed lines stay within their limit
+// and typing in two parts ends where typing at once does.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "terminal_requests.h"
+#include "typed_line.h"
 
 namespace {
 
@@ -43,5 +47,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The same bytes as one key name.
   auto key = encode_key(text.substr(0, 64));
   if (!key) require(key.error().code == ErrorCode::kInvalidArgument);
+  // Typed as raw bytes: at once, and split in two calls.
+  TypedLine once, twice;
+  auto all = once.after(text);
+  for (const auto& line : all.lines) require(line.size() <= TypedLine::kMaxLine);
+  require(all.rest.size() <= TypedLine::kMaxLine && all.escape_seq.size() <= 65);
+  auto first = twice.after(text.substr(0, size / 2));
+  std::vector<std::string> lines = first.lines;
+  twice.commit(std::move(first));
+  auto second = twice.after(text.substr(size / 2));
+  lines.insert(lines.end(), second.lines.begin(), second.lines.end());
+  require(lines == all.lines && second.rest == all.rest);
   return 0;
 }

@@ -185,6 +185,7 @@ TEST_F(McpE2eTest, OfficialSdkClientUsesEveryTool) {
                             "transport headers",
                             "wrong token is 401 at connect",
                             "another token sees nothing",
+                            "terminal: a REPL driven by input and screen",
                             "internet off",
                             "session end"}) {
     EXPECT_NE(main.out.find(std::string("PASS ") + check + "\n"), std::string::npos)

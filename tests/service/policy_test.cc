@@ -119,3 +119,33 @@ TEST(Policy, BadRulesNameTheFileLineRuleAndReason) {
 
 }  // namespace
 }  // namespace pvs::service
+
+namespace pvs::service {
+namespace {
+
+TEST(PolicyWebhook, ReadFromPolicyWithItsSecretAndBadOnesNamed) {
+  auto c = parse_config(with_policy("  webhook:\n    url: https://hooks.example.test/approvals\n"
+                                    "    secret_env: PVS_TEST_SECRET\n    attempts: 3\n"),
+                        "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->webhook.url, "https://hooks.example.test/approvals");
+  EXPECT_EQ(c->webhook.secret, "s3cr3t-uuid");
+  EXPECT_EQ(c->webhook.attempts, 3);
+  EXPECT_EQ(c->webhook.timeout_seconds, 5);
+  auto no_secret = parse_config(with_policy(kRules), "controller.yaml", &kEnv);
+  ASSERT_TRUE(no_secret);
+  EXPECT_TRUE(no_secret->webhook.url.empty());  // no webhook unless configured
+  EXPECT_EQ(
+      error_of(with_policy("  webhook:\n    url: ftp://x\n    secret_env: PVS_TEST_SECRET\n")),
+      "controller.yaml: policy.webhook.url: must start with http:// or https://");
+  EXPECT_NE(error_of(with_policy("  webhook:\n    url: http://127.0.0.1:9/\n"))
+                .find("policy.webhook.secret_file: is required (or secret_env)"),
+            std::string::npos);
+  EXPECT_NE(error_of(with_policy("  webhook:\n    url: http://127.0.0.1:9/\n"
+                                 "    secret_env: PVS_TEST_SECRET\n    retries: 3\n"))
+                .find("policy.webhook.retries"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace pvs::service

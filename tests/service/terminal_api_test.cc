@@ -21,6 +21,7 @@
 #include "server.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
+#include "webhook_receiver.h"
 
 #ifndef PVS_SANDBOXCTL_BIN
 #error "PVS_SANDBOXCTL_BIN must name the sandboxctl binary"
@@ -356,6 +357,160 @@ TEST_F(TerminalApiTest, SandboxctlShellReturnsTheRemoteExitCode) {
   rc = test::run_command({"sh", "-c", "printf 'echo piped-$((2+3))\\nexit 4\\n' | " + ctl}, &out);
   EXPECT_EQ(rc, 4) << out;
   EXPECT_NE(out.find("piped-5"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace pvs::service
+
+namespace pvs::service {
+namespace {
+
+// terminal.input under a policy: lines judged whole across calls, a denied line forgotten by the
+// shell too, an approved one run once a person said yes; the WebSocket asks the same policy.
+class TerminalPolicyTest : public TerminalApiTest {
+ protected:
+  void tune(ServiceConfig& c) override {
+    c.tokens.push_back({"carol", sha256_hex("tok-carol"), 0, false, true});  // an approver
+    PolicySpec spec;
+    PolicyRuleSpec deny;
+    deny.where = "policy.default[0]";
+    deny.actions = {PolicyAction::kTerminalInput};
+    deny.command = R"((^|\s)rm\s+-rf\s+/(\s|$))";
+    deny.verdict = Verdict::kDeny;
+    deny.message = "no rm -rf /";
+    PolicyRuleSpec ask = deny;
+    ask.where = "policy.default[1]";
+    ask.command = "^touch ";
+    ask.verdict = Verdict::kApprove;
+    ask.message = "a person approves touch";
+    spec.default_rules = {deny, ask};
+    auto policy = Policy::compile(spec);
+    ASSERT_TRUE(policy) << policy.error().message;
+    c.policy = *policy;
+    c.approval_wait_seconds = 10;
+    c.approval_timeout_seconds = 10;
+    // Made here, in the namespace the stack put this thread in, where the API's threads run.
+    receiver_ = std::make_unique<test::Receiver>(std::deque<int>{503});
+    c.webhook.url = receiver_->url();  // the first delivery fails: retried
+    c.webhook.secret = "hook-secret";
+    c.webhook.first_backoff = std::chrono::milliseconds(20);
+  }
+  std::unique_ptr<test::Receiver> receiver_;
+};
+
+TEST_F(TerminalPolicyTest, LinesAreJudgedWholeRefusedOnesForgottenApprovedOnesRun) {
+  auto term = open(R"({"command":"sh"})");
+  ASSERT_FALSE(term.empty());
+  expect_match(term, kPrompt);
+  input(term, R"([{"text":"echo rm -r"}])");  // no complete line yet: nothing to judge
+  auto rm = call("POST", term + "/input", R"({"input":[{"text":"f /"},{"key":"Enter"}]})");
+  EXPECT_EQ(rm.status, 403) << rm.body;
+  EXPECT_NE(rm.body.find("denied by policy rule policy.default[0]: no rm -rf /"), std::string::npos)
+      << rm.body;
+  input(term, R"([{"text":"echo o''k"},{"key":"Enter"}])");  // the shell forgot "echo rm -r" too
+  expect_match(term, "^ok$");
+
+  // Approve: 202 and an approval id; carol approves; the repeated call runs it, once.
+  const std::string file = stack_->home() + "/approved";
+  const std::string touch = R"({"input":[{"text":"touch )" + file + R"("},{"key":"Enter"}]})";
+  auto pending =
+      http(port_, "POST", term + "/input", touch, "tok-alice", {{"Prefer", "respond-async"}});
+  ASSERT_EQ(pending.status, 202) << pending.body;
+  std::string id = json(pending.body)->getObject("approval")->getValue<std::string>("id");
+  ASSERT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
+  auto ran = http(port_, "POST", term + "/input", touch, "tok-alice", {{"Approval", id}});
+  EXPECT_EQ(ran.status, 200) << ran.body;
+  input(term, R"([{"text":"ls )" + file + R"( && echo th''ere"},{"key":"Enter"}])");
+  expect_match(term, "^there$");
+  EXPECT_EQ(http(port_, "POST", term + "/input", touch, "tok-alice", {{"Approval", id}}).status,
+            403);  // used once
+
+  // The WebSocket: the same rule refuses the line, says why, and the shell forgets it.
+  auto ws = attach(term, "");
+  std::string line = "echo rm -rf /\r";
+  ws->sendFrame(line.data(), static_cast<int>(line.size()), WebSocket::FRAME_BINARY);
+  std::string texts;
+  read_until(*ws, "no rm -rf /", &texts);
+  EXPECT_NE(texts.find("denied by policy rule policy.default[0]"), std::string::npos) << texts;
+  std::string next = "echo w''s-ok\r";
+  ws->sendFrame(next.data(), static_cast<int>(next.size()), WebSocket::FRAME_BINARY);
+  read_until(*ws, "ws-ok\r\n", nullptr);
+  ws->close();
+  std::ifstream in(config_.audit_file);
+  std::string audit((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(audit.find("\"via\":\"websocket\""), std::string::npos);
+  EXPECT_NE(audit.find("\"decided_by\":\"carol\""), std::string::npos);
+  // The webhook: the pending approval (after one 503) and carol's decision, signed.
+  auto got = receiver_->wait_for(3);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].id, got[1].id);
+  EXPECT_EQ(got[1].event, "approval.pending");
+  EXPECT_NE(got[1].body.find("\"id\":\"" + id + "\""), std::string::npos) << got[1].body;
+  EXPECT_EQ(got[2].event, "approval.decided");
+  EXPECT_NE(got[2].body.find("\"decided_by\":\"carol\""), std::string::npos) << got[2].body;
+  for (const auto& d : got)
+    EXPECT_EQ(d.signature, test::receiver_signature("hook-secret", d.timestamp, d.body));
+  EXPECT_NE(call("GET", "/metrics", "", "")
+                .body.find("pvs_webhook_deliveries_total{outcome=\"retried\"} 1"),
+            std::string::npos);
+}
+
+// A person decides with sandboxctl: watch sees the pending input, deny and approve decide it.
+TEST_F(TerminalPolicyTest, SandboxctlApprovalsWatchDenyAndApprove) {
+  auto term = open(R"({"command":"sh"})");
+  ASSERT_FALSE(term.empty());
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{PVS_SANDBOXCTL_BIN, "--url",     url,
+                                  "--token",          "tok-carol", "approvals"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_captured(argv, stack_->dir());
+  };
+  const std::string watched = stack_->dir() + "/watch.out";
+  test::SpawnOptions to_file;
+  to_file.stdout_file = watched;
+  pid_t watch = test::spawn_process({PVS_SANDBOXCTL_BIN, "--url", url, "--token", "tok-carol",
+                                     "approvals", "watch", "--interval-ms", "100", "--count", "1"},
+                                    to_file);
+  ASSERT_GT(watch, 0);
+  const std::string touch = R"({"input":[{"text":"touch /nonexistent/x"},{"key":"Enter"}]})";
+  std::map<std::string, std::string> async{{"Prefer", "respond-async"}};
+  auto pending = http(port_, "POST", term + "/input", touch, "tok-alice", async);
+  ASSERT_EQ(pending.status, 202) << pending.body;
+  std::string id = json(pending.body)->getObject("approval")->getValue<std::string>("id");
+  int status = 0;
+  ASSERT_EQ(waitpid(watch, &status, 0), watch);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::ifstream in(watched);
+  std::string seen((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(seen.find(id + " pending: alice terminal.input in " + sb_ + ": touch /nonexistent/x"),
+            std::string::npos)
+      << seen;
+
+  auto listed = ctl({});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find(id), std::string::npos) << listed.out;
+  auto denied = ctl({"deny", id, "--reason", "not now"});
+  EXPECT_EQ(denied.exit_code, 0) << denied.err;
+  EXPECT_NE(denied.out.find(id + " denied"), std::string::npos) << denied.out;
+  auto again = http(port_, "POST", term + "/input", touch, "tok-alice", {{"Approval", id}});
+  EXPECT_EQ(again.status, 403) << again.body;
+  EXPECT_NE(again.body.find("not now"), std::string::npos) << again.body;
+
+  pending = http(port_, "POST", term + "/input", touch, "tok-alice", async);
+  ASSERT_EQ(pending.status, 202) << pending.body;
+  id = json(pending.body)->getObject("approval")->getValue<std::string>("id");
+  EXPECT_EQ(ctl({"approve", id}).exit_code, 0);
+  EXPECT_EQ(http(port_, "POST", term + "/input", touch, "tok-alice", {{"Approval", id}}).status,
+            200);
+  auto unknown = ctl({"approve", "ap-00000000-000000000099"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("ap-00000000-000000000099"), std::string::npos) << unknown.err;
+  auto alice = test::run_captured(
+      {PVS_SANDBOXCTL_BIN, "--url", url, "--token", "tok-alice", "approvals", "approve", id},
+      stack_->dir());
+  EXPECT_EQ(alice.exit_code, 1);  // not an approver
+  EXPECT_NE(alice.err.find("approver"), std::string::npos) << alice.err;
 }
 
 }  // namespace

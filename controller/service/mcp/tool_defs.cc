@@ -10,6 +10,9 @@ namespace {
 #define PVS_SANDBOX_ID                                                \
   R"J("sandbox_id":{"type":"string","pattern":"^sb-[0-9a-f]{12}$",)J" \
   R"J("description":"The sandbox's id, as sandbox_create or sandbox_list return it"})J"
+#define PVS_TERMINAL_ID                                               \
+  R"J("terminal_id":{"type":"string","pattern":"^t-[0-9a-f]{12}$",)J" \
+  R"J("description":"The terminal's id, as terminal_open returns it"})J"
 #define PVS_PATH(what) R"("path":{"type":"string","minLength":1,"description":")" what R"("})"
 
 // clang-format off
@@ -94,11 +97,54 @@ constexpr ToolDef kTools[] = {
      PVS_SANDBOX_ID ","
      R"J("enabled":{"type":"boolean","description":"true: allow; false: block"}}})J",
      false, false, true, false},
+    {"terminal_open", "Open a terminal",
+     "Open an interactive terminal (a pseudo-terminal running the login shell, or command) in a "
+     "sandbox, for programs that need one: REPLs, editors, pagers, prompts, anything that waits "
+     "for typed input. Returns its terminal_id and its first screen. Prefer exec for plain "
+     "commands. Close it with terminal_close when done.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
+     PVS_SANDBOX_ID ","
+     R"J("command":{"type":"string","description":"Program to run (sh -c); default: the login shell"},)J"
+     R"J("cols":{"type":"integer","minimum":1,"maximum":1000,"description":"Width (default 80)"},)J"
+     R"J("rows":{"type":"integer","minimum":1,"maximum":1000,"description":"Height (default 24)"},)J"
+     R"J("cwd":{"type":"string","description":"Absolute working directory"},)J"
+     R"J("env":{"type":"object","additionalProperties":{"type":"string"},"description":"Environment variables"}}})J",
+     false, false, false, false},
+    {"terminal_input", "Type into a terminal",
+     "Type text and press keys in a terminal, then wait (by default until the output is quiet "
+     "for 300 ms, at most 10 s) and return the screen as text. Lines end only when you press "
+     "Enter: send [{\"text\":\"ls -l\"},{\"key\":\"Enter\"}]. Keys: Enter, Tab, Escape, "
+     "Backspace, Up, Down, Left, Right, Home, End, PageUp, PageDown, Delete, F1..F12, and C-x "
+     "(Ctrl), M-x (Alt), e.g. C-c to interrupt, C-d for end of input. wait.pattern waits for a "
+     "regular expression on the screen instead (e.g. a prompt).",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id","terminal_id","input"],"properties":{)J"
+     PVS_SANDBOX_ID "," PVS_TERMINAL_ID ","
+     R"J("input":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{)J"
+     R"J("text":{"type":"string"},"key":{"type":"string"}}},"description":"Text and keys, in order"},)J"
+     R"J("wait":{"type":"object","additionalProperties":false,"description":"What to wait for before reading the screen","properties":{)J"
+     R"J("pattern":{"type":"string","description":"Regular expression (ECMAScript) on the screen text"},)J"
+     R"J("quiet_ms":{"type":"integer","minimum":0,"description":"Output quiet this long"},)J"
+     R"J("timeout_ms":{"type":"integer","minimum":0,"description":"At most this long (default 10000)"},)J"
+     R"J("scrollback":{"type":"integer","minimum":0,"description":"Also return this many lines scrolled off the top"}}}}})J",
+     false, false, false, false},
+    {"terminal_screen", "Read a terminal's screen",
+     "Return a terminal's screen as text (and whether its program still runs, with its exit "
+     "code), without typing anything.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id","terminal_id"],"properties":{)J"
+     PVS_SANDBOX_ID "," PVS_TERMINAL_ID ","
+     R"J("scrollback":{"type":"integer","minimum":0,"description":"Also return this many lines scrolled off the top"}}})J",
+     true, false, true, false},
+    {"terminal_close", "Close a terminal",
+     "Hang up a terminal: its program and everything started from it are ended.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id","terminal_id"],"properties":{)J"
+     PVS_SANDBOX_ID "," PVS_TERMINAL_ID "}}",
+     false, true, true, false},
 };
 // clang-format on
 
 #undef PVS_SANDBOX_ID
 #undef PVS_PATH
+#undef PVS_TERMINAL_ID
 
 }  // namespace
 

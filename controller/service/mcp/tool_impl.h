@@ -30,6 +30,10 @@ ToolResult tool_read_file(ToolContext& c);
 ToolResult tool_write_file(ToolContext& c);
 ToolResult tool_edit_file(ToolContext& c);
 ToolResult tool_list_dir(ToolContext& c);
+ToolResult tool_terminal_open(ToolContext& c);  // tools_terminals.cc
+ToolResult tool_terminal_input(ToolContext& c);
+ToolResult tool_terminal_screen(ToolContext& c);
+ToolResult tool_terminal_close(ToolContext& c);
 
 // A JSON string literal.
 inline std::string to_json_string(std::string_view s) {

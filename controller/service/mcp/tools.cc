@@ -224,11 +224,19 @@ struct Handler {
 };
 
 constexpr Handler kHandlers[] = {
-    {"sandbox_create", tool_create},   {"sandbox_list", tool_list},
-    {"sandbox_destroy", tool_destroy}, {"exec", tool_exec},
-    {"read_file", tool_read_file},     {"write_file", tool_write_file},
-    {"edit_file", tool_edit_file},     {"list_dir", tool_list_dir},
+    {"sandbox_create", tool_create},
+    {"sandbox_list", tool_list},
+    {"sandbox_destroy", tool_destroy},
+    {"exec", tool_exec},
+    {"read_file", tool_read_file},
+    {"write_file", tool_write_file},
+    {"edit_file", tool_edit_file},
+    {"list_dir", tool_list_dir},
     {"internet", tool_internet},
+    {"terminal_open", tool_terminal_open},
+    {"terminal_input", tool_terminal_input},
+    {"terminal_screen", tool_terminal_screen},
+    {"terminal_close", tool_terminal_close},
 };
 
 }  // namespace

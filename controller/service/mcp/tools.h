@@ -2,9 +2,7 @@
 // code that runs them (tools.cc: sandboxes and exec; tools_files.cc: files) on the same Api
 // operations the REST handlers use, so ownership, limits and validation are the REST API's.
 //
-// Adding a tool is one row in kTools (tool_defs.cc) and one in the handler table (tools.cc);
-// the terminal tools (terminal_open, terminal_input, terminal_screen) are meant to come that
-// way once the terminal sessions exist.
+// Adding a tool is one row in kTools (tool_defs.cc) and one in the handler table (tools.cc).
 #pragma once
 
 #include <functional>

@@ -71,7 +71,8 @@ async function toolChecks(url, client, id, dir) {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['edit_file', 'exec', 'internet', 'list_dir', 'read_file',
-      'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'write_file']);
+      'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'terminal_close', 'terminal_input',
+      'terminal_open', 'terminal_screen', 'write_file']);
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);
       assert.ok(t.description.length > 40, t.name);
@@ -258,6 +259,25 @@ async function main(url, token, otherToken, id, dir) {
     assert.deepEqual(list.structuredContent.sandboxes, []);
     await other.close();
   });
+  await check('terminal: a REPL driven by input and screen', async () => {
+    const o = await call(client, 'terminal_open', { sandbox_id: id, command: 'python3 -q', cols: 60, rows: 12 });
+    assert.equal(o.isError, false, text(o));
+    const tid = o.structuredContent.terminal.id;
+    assert.match(tid, /^t-[0-9a-f]{12}$/);
+    const r = await call(client, 'terminal_input', { sandbox_id: id, terminal_id: tid,
+      input: [{ text: 'print(6 * 7)' }, { key: 'Enter' }], wait: { pattern: '^42$', timeout_ms: 10000 } });
+    assert.equal(r.isError, false, text(r));
+    assert.match(text(r), /^42$/m);
+    const s = await call(client, 'terminal_screen', { sandbox_id: id, terminal_id: tid });
+    assert.match(text(s), /print\(6 \* 7\)/);
+    const bad = await call(client, 'terminal_input', { sandbox_id: id, terminal_id: tid, input: [{ key: 'Hyper-Q' }] });
+    assert.equal(bad.isError, true);
+    assert.match(text(bad), /Hyper-Q/);
+    const c = await call(client, 'terminal_close', { sandbox_id: id, terminal_id: tid });
+    assert.equal(c.isError, false, text(c));
+    const gone = await call(client, 'terminal_screen', { sandbox_id: id, terminal_id: tid });
+    assert.equal(gone.isError, true);
+  });
   await check('internet off', async () => {
     const r = await call(client, 'internet', { sandbox_id: id, enabled: false });
     assert.equal(r.structuredContent.internet, false);
@@ -278,7 +298,7 @@ async function sessions(url, token, n) {
     await Promise.all(clients.map(async ({ client }) => {
       await client.ping();
       const { tools } = await client.listTools();
-      assert.equal(tools.length, 9);
+      assert.equal(tools.length, 13);
     }));
     await Promise.all(clients.map(async ({ client, transport }) => {
       await transport.terminateSession();
