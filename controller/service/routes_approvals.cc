@@ -68,6 +68,22 @@ std::string digest_of(const std::string& sandbox, const PolicyRequest& r) {
 
 }  // namespace
 
+// Waits for a decision up to `seconds`, telling `progress` once a second.
+Result<Approval> Api::wait_for_person(const Approval& opened, int seconds,
+                                      const WaitProgress& progress) {
+  using namespace std::chrono;
+  auto started = steady_clock::now();
+  auto until = started + std::chrono::seconds(seconds);
+  while (true) {
+    auto left = std::max(milliseconds(0), duration_cast<milliseconds>(until - steady_clock::now()));
+    auto a = approvals_.wait(opened.id, progress ? std::min<milliseconds>(left, 1s) : left);
+    if (!a || a->state != Approval::State::kPending || steady_clock::now() >= until) return a;
+    progress(seconds_since(started), seconds,
+             "waiting for a person to approve " + opened.request.summary + " (approval " +
+                 opened.id + ", " + opened.request.rule + ")");
+  }
+}
+
 Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
                               const PolicyRequest& request, const std::string& approval_id,
                               bool async) {
@@ -77,7 +93,8 @@ Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
 
 Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
                               const PolicyRequest& request, const PolicyDecision& d,
-                              const std::string& approval_id, bool async) {
+                              const std::string& approval_id, bool async,
+                              const WaitProgress& progress) {
   std::string action(to_string(request.action));
   metrics_->inc("pvs_policy_decisions_total",
                 {{"action", action}, {"verdict", std::string(to_string(d.verdict))}});
@@ -116,8 +133,7 @@ Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
   log::info("approval " + opened->id + " pending: " + who.name + " " + action + " " +
             opened->request.summary);
   auto started = std::chrono::steady_clock::now();
-  auto a =
-      approvals_.wait(opened->id, std::chrono::seconds(async ? 0 : config_.approval_wait_seconds));
+  auto a = wait_for_person(*opened, async ? 0 : config_.approval_wait_seconds, progress);
   double waited = seconds_since(started) * 1000;
   metrics_->observe("pvs_approval_wait_seconds", {}, waited / 1000);
   if (!a) throw internal_error(a.error().message);
@@ -168,9 +184,10 @@ ApiError Api::still_pending(const Approval& pending) {
 }
 
 std::string Api::admit_tool(const Principal& who, const std::string& sandbox,
-                            const PolicyRequest& request) {
+                            const PolicyRequest& request, const WaitProgress& progress) {
   try {
-    Admission a = admission(who, sandbox, request, "", false);
+    Admission a = admission(who, sandbox, request, config_.policy.decide(who.name, request), "",
+                            false, progress);
     if (a.pending) throw still_pending(*a.pending);
     return a.policy_json;
   } catch (const PolicyRefusal& refused) {

@@ -121,10 +121,13 @@ class Api {
   std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id);
   // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
   std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request);
+  // Told once a second while a call waits for a person: (seconds waited, seconds it may wait,
+  // what it waits for). MCP sends it as notifications/progress.
+  using WaitProgress = std::function<void(double, double, const std::string&)>;
   // The same for an MCP tool: returns the decision for the audit log; throws an ApiError for
   // deny, denied, expired, or an approval still pending after approval_wait_seconds.
   std::string admit_tool(const Principal& who, const std::string& sandbox,
-                         const PolicyRequest& request);
+                         const PolicyRequest& request, const WaitProgress& progress = {});
   // The sandboxes `principal` sees that carry every label of `selector`.
   std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector);
   // The ExecOptions of a request: its timeout (else max_exec_timeout_seconds), env, cwd, stdin.
@@ -151,7 +154,7 @@ class Api {
   // shell's line and the judged one stay the same. Errors of `send`: 400, 413 or 409 (ended).
   Admission type_into(const Principal& who, TerminalEntry& entry, std::string_view typed,
                       const std::function<Status()>& send, const std::string& approval_id,
-                      bool async);
+                      bool async, const WaitProgress& progress = {});
   void close_terminal(TerminalEntry& entry);  // hangs up and forgets it
   // An MCP call whose approval is still pending after approval_wait_seconds (503).
   static ApiError still_pending(const Approval& pending);
@@ -209,11 +212,14 @@ class Api {
   // The same for a decision already made (terminal input judges each line, then admits once).
   Admission admission(const Principal& who, const std::string& sandbox,
                       const PolicyRequest& request, const PolicyDecision& decision,
-                      const std::string& approval_id, bool async);
+                      const std::string& approval_id, bool async,
+                      const WaitProgress& progress = {});
+  Result<Approval> wait_for_person(const Approval& opened, int seconds,
+                                   const WaitProgress& progress);
   // terminal.input: each completed line judged alone, admitted once (terminal_ops.cc).
   Admission admit_lines(const Principal& who, TerminalEntry& entry,
                         const std::vector<std::string>& lines, const std::string& approval_id,
-                        bool async);
+                        bool async, const WaitProgress& progress);
   // The policy's say on a call (routes_approvals.cc): true to go on; false when the reply was
   // sent (202: waiting for a person). Throws 403 for deny, denied or expired approvals.
   bool admit(RequestContext& ctx, const PolicyRequest& request);

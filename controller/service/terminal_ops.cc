@@ -40,7 +40,8 @@ void Api::close_terminal(TerminalEntry& entry) {
 // it too.
 Api::Admission Api::admit_lines(const Principal& who, TerminalEntry& entry,
                                 const std::vector<std::string>& lines,
-                                const std::string& approval_id, bool async) {
+                                const std::string& approval_id, bool async,
+                                const WaitProgress& progress) {
   PolicyRequest one, asked;
   one.action = asked.action = PolicyAction::kTerminalInput;
   PolicyDecision decision;  // allow, unless a line says otherwise
@@ -61,7 +62,7 @@ Api::Admission Api::admit_lines(const Principal& who, TerminalEntry& entry,
   if (decision.verdict != Verdict::kDeny)
     asked.text = decision.verdict == Verdict::kApprove ? needs_person : allowed;
   try {
-    return admission(who, entry.sandbox, asked, decision, approval_id, async);
+    return admission(who, entry.sandbox, asked, decision, approval_id, async, progress);
   } catch (const PolicyRefusal&) {
     entry.typed.clear();
     if (auto st = entry.terminal->write("\x15"); !st)  // C-u: the shell forgets the line too
@@ -72,12 +73,12 @@ Api::Admission Api::admit_lines(const Principal& who, TerminalEntry& entry,
 
 Api::Admission Api::type_into(const Principal& who, TerminalEntry& entry, std::string_view typed,
                               const std::function<Status()>& send, const std::string& approval_id,
-                              bool async) {
+                              bool async, const WaitProgress& progress) {
   std::lock_guard lock(entry.input_mu);
   TypedLine::Next next = entry.typed.after(typed);
   Admission admitted;
   if (!next.lines.empty()) {
-    admitted = admit_lines(who, entry, next.lines, approval_id, async);
+    admitted = admit_lines(who, entry, next.lines, approval_id, async, progress);
     if (admitted.pending) return admitted;
   }
   if (auto st = send(); !st) {

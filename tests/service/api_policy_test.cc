@@ -177,11 +177,21 @@ TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
   on.internet = true;
   std::thread approver([&] {
     std::string id = pending_id();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2200));  // two progress reports
     EXPECT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
   });
-  std::string decided = api_->admit_tool(alice, sb, on);  // waits for carol
+  std::vector<std::pair<double, std::string>> told;
+  std::string decided = api_->admit_tool(alice, sb, on, [&](double s, double total, auto& m) {
+    EXPECT_EQ(total, 10);  // approval_wait_seconds
+    told.emplace_back(s, m);
+  });  // waits for carol, telling progress once a second
   approver.join();
   EXPECT_NE(decided.find("\"decided_by\":\"carol\""), std::string::npos) << decided;
+  ASSERT_GE(told.size(), 2u);
+  EXPECT_GT(told[1].first, told[0].first);
+  EXPECT_NE(told[0].second.find("waiting for a person to approve internet on (approval ap-"),
+            std::string::npos)
+      << told[0].second;
 }
 
 }  // namespace

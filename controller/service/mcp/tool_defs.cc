@@ -31,7 +31,7 @@ constexpr ToolDef kTools[] = {
      R"J("labels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels to find it by later"},)J"
      R"J("hostname":{"type":"string","description":"A DNS label; default sandbox-<vmid>"},)J"
      R"J("profile":{"type":"string","description":"A hot pool profile configured by the operator"}}})J",
-     false, false, false, false},
+     false, false, false, true},
     {"sandbox_list", "List sandboxes",
      "List the sandboxes you own (optionally only those carrying every given label): id, "
      "state, address, internet, expiry.",
@@ -72,7 +72,7 @@ constexpr ToolDef kTools[] = {
      PVS_SANDBOX_ID "," PVS_PATH("Absolute path of the file") ","
      R"J("content":{"type":"string","description":"The whole new content"},)J"
      R"J("mode":{"type":"string","pattern":"^[0-7]{3,4}$","description":"Octal permissions (default 0644)"}}})J",
-     false, true, true, false},
+     false, true, true, true},
     {"edit_file", "Edit a file",
      "Replace an exact piece of text in a file in a sandbox. old_string must match exactly "
      "(whitespace and indentation included) and occur exactly once, unless replace_all is true; "
@@ -82,7 +82,7 @@ constexpr ToolDef kTools[] = {
      R"J("old_string":{"type":"string","minLength":1,"description":"The exact text to replace"},)J"
      R"J("new_string":{"type":"string","description":"The text to put in its place (may be empty)"},)J"
      R"J("replace_all":{"type":"boolean","description":"Replace every occurrence (default false)"}}})J",
-     false, true, false, false},
+     false, true, false, true},
     {"list_dir", "List a directory",
      "List a directory in a sandbox: one entry per line with type, permissions, size and name "
      "(directories end with /).",
@@ -96,7 +96,7 @@ constexpr ToolDef kTools[] = {
      R"J({"type":"object","additionalProperties":false,"required":["sandbox_id","enabled"],"properties":{)J"
      PVS_SANDBOX_ID ","
      R"J("enabled":{"type":"boolean","description":"true: allow; false: block"}}})J",
-     false, false, true, false},
+     false, false, true, true},
     {"terminal_open", "Open a terminal",
      "Open an interactive terminal (a pseudo-terminal running the login shell, or command) in a "
      "sandbox, for programs that need one: REPLs, editors, pagers, prompts, anything that waits "
@@ -126,7 +126,7 @@ constexpr ToolDef kTools[] = {
      R"J("quiet_ms":{"type":"integer","minimum":0,"description":"Output quiet this long"},)J"
      R"J("timeout_ms":{"type":"integer","minimum":0,"description":"At most this long (default 10000)"},)J"
      R"J("scrollback":{"type":"integer","minimum":0,"description":"Also return this many lines scrolled off the top"}}}}})J",
-     false, false, false, false},
+     false, false, false, true},
     {"terminal_screen", "Read a terminal's screen",
      "Return a terminal's screen as text (and whether its program still runs, with its exit "
      "code), without typing anything.",

@@ -67,7 +67,7 @@ ToolResult tool_create(ToolContext& c) {
   asked.memory_mb = req->memory_mb;
   asked.disk_gb = req->disk_gb;
   asked.internet = req->internet;
-  c.record.policy_json = c.api.admit_tool(c.call.principal, "", asked);
+  c.record.policy_json = c.api.admit_tool(c.call.principal, "", asked, c.call.progress);
   auto sandbox = c.api.create_for(c.call.principal, *req);
   SandboxInfo info = sandbox->info();
   c.record.sandbox = info.id;
@@ -107,7 +107,7 @@ ToolResult tool_internet(ToolContext& c) {
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
   asked.internet = *enabled;
-  c.record.policy_json = c.api.admit_tool(c.call.principal, id, asked);
+  c.record.policy_json = c.api.admit_tool(c.call.principal, id, asked, c.call.progress);
   if (auto st = sandbox->set_internet(*enabled); !st) throw from_error(st.error());
   std::string json = sandbox_text(sandbox->info());
   return {false, json, json};
@@ -193,7 +193,7 @@ ToolResult tool_exec(ToolContext& c) {
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
-  c.record.policy_json = c.api.admit_tool(c.call.principal, id, asked);
+  c.record.policy_json = c.api.admit_tool(c.call.principal, id, asked, c.call.progress);
   AuditRecord start = c.record;
   start.action = "mcp.exec.start";
   c.api.append_audit(start);

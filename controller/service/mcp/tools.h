@@ -28,7 +28,8 @@ struct ToolDef {
   bool read_only = false;         // annotations (hints for clients)
   bool destructive = false;
   bool idempotent = false;
-  bool progress = false;  // may run long: answered as an SSE stream with progress when asked
+  bool progress = false;  // may run long (exec; any call a person may have to approve):
+                          // answered as an SSE stream with progress when asked
 };
 
 std::span<const ToolDef> tool_defs();

@@ -107,7 +107,8 @@ ToolResult tool_terminal_input(ToolContext& c) {
                          ",\"bytes\":" + std::to_string(bytes) + "}";
   TerminalEntry& entry = *a.entry;
   auto admitted = c.api.type_into(
-      c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false);
+      c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
+      c.call.progress);
   c.record.policy_json = admitted.policy_json;
   if (admitted.pending) throw Api::still_pending(*admitted.pending);
   std::string json = c.api.wait_terminal(entry, *wait);
