@@ -193,6 +193,39 @@ Usage members_usage(pvs::test::Stack& stack) {
   return total;
 }
 
+// The machine's CPU time in ticks: busy (user, nice, system, irq, softirq, steal) and all.
+std::pair<long, long> machine_ticks() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  long v[8] = {0}, busy = 0, all = 0;
+  stat >> cpu;
+  for (long& x : v) stat >> x;
+  for (int i = 0; i < 8; ++i) {
+    all += v[i];
+    if (i != 3 && i != 4) busy += v[i];  // idle, iowait
+  }
+  return {busy, all};
+}
+
+// Where the CPU went during a burst: this process (controller + the bench's clients) and the
+// rest of the machine (pvesim, the members' sshd, anything else running).
+struct CpuSplit {
+  long self0 = usage_of(::getpid()).ticks;
+  std::pair<long, long> m0 = machine_ticks();
+  void print(int creates) const {
+    double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    long self = usage_of(::getpid()).ticks - self0;
+    auto m1 = machine_ticks();
+    long busy = m1.first - m0.first, all = m1.second - m0.second;
+    std::printf(
+        "  CPU: machine %.0f%% busy; this process %.1f ms (%.2f ms per create), the rest "
+        "%.1f ms\n",
+        all ? 100.0 * static_cast<double>(busy) / static_cast<double>(all) : 0.0,
+        1000.0 * static_cast<double>(self) / hz, 1000.0 * static_cast<double>(self) / hz / creates,
+        1000.0 * static_cast<double>(busy - self) / hz);
+  }
+};
+
 // What idle members cost: their processes' memory and CPU, and the controller's.
 void pool_cost(Bench& b, long controller_rss_before, int members) {
   auto self0 = usage_of(::getpid());
@@ -262,12 +295,14 @@ void concurrent_writes(Bench& b) {
       start.arrive_and_wait();
       (void)(*client)->update_config("pve", 9000, {{"description", "write " + std::to_string(i)}});
     });
+  CpuSplit cpu;
   auto t0 = Clock::now();
   start.arrive_and_wait();
   for (auto& x : t) x.join();
   double wall = ms_since(t0);
   std::printf("peer: 64 concurrent bare config writes: %.1f ms = %.0f writes/s\n", wall,
               kThreads * 1000.0 / wall);
+  cpu.print(kThreads);
 }
 
 // 64 threads create (and run echo) at once from a full hot pool: creates per second.
@@ -302,6 +337,7 @@ void concurrent_hot(Bench& b, bool rest) {
       }
       done[i] = ms_since(t0);
     });
+  CpuSplit cpu;
   t0 = Clock::now();
   start.arrive_and_wait();
   for (auto& x : t) x.join();
@@ -314,6 +350,7 @@ void concurrent_hot(Bench& b, bool rest) {
       "first echo %.1f ms = %.0f/s; %d failed\n",
       rest ? "REST" : "library", wall, kThreads * 1000.0 / wall, wall_echo,
       kThreads * 1000.0 / wall_echo, failed.load());
+  cpu.print(kThreads);
   auto n = calls1.count - calls0.count;
   std::printf("  Proxmox requests meanwhile: %llu, mean %.2f ms each\n",
               static_cast<unsigned long long>(n),
