@@ -32,6 +32,7 @@ struct Node {
   // What the agent should hold for this node's sandboxes; agent_mu is held around agent calls.
   std::mutex agent_mu;
   std::set<Ipv4Address> granted;
+  std::map<Ipv4Address, EgressList> listed;  // egress allowlists (EGRESS)
   std::map<std::string, proto::Binding> bound;
   std::set<Ipv4Address> quarantine;
   std::atomic<std::size_t> quarantined{0};  // quarantine.size(), readable without agent_mu
