@@ -119,7 +119,8 @@ class Api {
   // A sandbox `principal` may use: its own, or any for an admin; others' are "no sandbox".
   std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id);
   // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
-  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request);
+  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request,
+                                      const Egress& egress);
   // The same for an MCP tool: returns the decision for the audit log; throws an ApiError for
   // deny, denied, expired, or an approval still pending after approval_wait_seconds.
   std::string admit_tool(const Principal& who, const std::string& sandbox,
