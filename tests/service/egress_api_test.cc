@@ -1,7 +1,8 @@
 // `internet` with allowlists through the REST API, on the real Api, HttpServer and Manager over
 // in-memory peers (tests/lifecycle/fake_peers.h: no root, no agent binary): create with a
 // list, a named list and true; runtime changes both ways; what the sandbox JSON shows; caps
-// (403), bad names (400), policy rules on the names, the audit log; and what the agent holds.
+// (403), bad names (400), policy rules on the names, the audit log; what the agent holds; and
+// sandboxctl's internet and create options against the same server.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "lifecycle/fake_peers.h"
 #include "manager_testing.h"
 #include "server.h"
+#include "support/sshd_fixture.h"
 
 namespace pvs::service {
 namespace {
@@ -191,6 +193,92 @@ TEST_F(EgressApiTest, BadNamesUnknownListsCapsAndPolicy) {
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_TRUE(agent_list(sb).names.empty());
   EXPECT_EQ(agent_->lists().size(), 1u);  // bob's
+}
+
+TEST_F(EgressApiTest, SandboxctlSetsAndShowsAllowlists) {
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {PVS_SANDBOXCTL_BIN, "--url",
+                                     "http://127.0.0.1:" + std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_captured(argv, dir_, "", {"SANDBOXCTL_TOKEN=tok-alice", "HOME=" + dir_});
+  };
+  auto created =
+      ctl({"--json", "create", "--allow", "pypi.org", "--allow", "*.github.com", "--ports", "443"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  auto sb = json(created.out);
+  std::string id = sb->getValue<std::string>("id");
+  EXPECT_EQ(agent_list(sb), Egress::allow({"pypi.org", "*.github.com"}, {443}).list);
+
+  auto set = ctl({"internet", id, "allow", "files.pythonhosted.org", "pypi.org"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(agent_list(sb), Egress::allow({"pypi.org", "files.pythonhosted.org"}).list);
+  auto shown = ctl({"show", id});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("allow files.pythonhosted.org,pypi.org ports 80,443"), std::string::npos)
+      << shown.out;
+
+  ASSERT_EQ(ctl({"internet", id, "allow", "--list", "git"}).exit_code, 0);
+  auto listed = ctl({"list"});
+  EXPECT_NE(listed.out.find("allow *.github.com,github.com ports 443 (list git)"),
+            std::string::npos)
+      << listed.out;
+  ASSERT_EQ(ctl({"internet", id, "on"}).exit_code, 0);
+  EXPECT_TRUE(agent_->lists().empty());
+  ASSERT_EQ(ctl({"internet", id, "off"}).exit_code, 0);
+  EXPECT_TRUE(agent_->set().empty());
+
+  // Mistakes: usage errors before any request, the server's 400/403 as failures.
+  EXPECT_NE(ctl({"internet", id, "allow"}).exit_code, 0);
+  EXPECT_NE(ctl({"internet", id, "allow", "a.org", "--ports", "80,,443"}).exit_code, 0);
+  EXPECT_NE(ctl({"internet", id, "allow", "a.org", "--list", "git"}).exit_code, 0);
+  EXPECT_NE(ctl({"create", "--internet", "--allow", "a.org"}).exit_code, 0);
+  auto bad = ctl({"internet", id, "allow", "PyPI.org"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("PyPI.org"), std::string::npos) << bad.err;
+  EXPECT_NE(ctl({"internet", id, "allow", "--list", "nope"}).exit_code, 0);
+  EXPECT_TRUE(agent_->lists().empty());
+}
+
+// The MCP tools take the same allowlist forms (sandbox_create's internet, internet's
+// enabled/allow/ports/list).
+TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
+  std::map<std::string, std::string> headers = {{"Accept", "application/json, text/event-stream"}};
+  auto init = http(port_, "POST", "/mcp",
+                   R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{)"
+                   R"("protocolVersion":"2025-06-18","capabilities":{},)"
+                   R"("clientInfo":{"name":"egress-test","version":"1"}}})",
+                   "tok-alice", headers);
+  ASSERT_EQ(init.status, 200) << init.body;
+  headers["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"];
+  headers["MCP-Protocol-Version"] = "2025-06-18";
+  ASSERT_EQ(http(port_, "POST", "/mcp", R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                 "tok-alice", headers)
+                .status,
+            202);
+  auto tool = [&](const std::string& name, const std::string& arguments) {
+    auto r = http(port_, "POST", "/mcp",
+                  R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":")" + name +
+                      R"(","arguments":)" + arguments + "}}",
+                  "tok-alice", headers);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.body;
+  };
+  auto created = tool("sandbox_create", R"({"internet":{"list":"python-packages"}})");
+  ASSERT_NE(created.find(R"("egress":"allowlist")"), std::string::npos) << created;
+  auto list = api_->manager()->list();
+  ASSERT_EQ(list.size(), 1u);
+  std::string id = list[0].id;
+  auto address = *list[0].address;
+  EXPECT_EQ(agent_->lists().at(address),
+            Egress::allow({"pypi.org", "files.pythonhosted.org"}).list);
+  tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["api.example.org"],"ports":[443]})");
+  EXPECT_EQ(agent_->lists().at(address), Egress::allow({"api.example.org"}, {443}).list);
+  tool("internet", R"({"sandbox_id":")" + id + R"(","enabled":true})");
+  EXPECT_TRUE(agent_->lists().empty());
+  EXPECT_EQ(agent_->set().size(), 1u);
+  auto refused = tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["pastebin.com"]})");
+  EXPECT_NE(refused.find("\"isError\":true"), std::string::npos) << refused;
+  EXPECT_TRUE(agent_->lists().empty());
 }
 
 }  // namespace
