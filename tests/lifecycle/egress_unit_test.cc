@@ -215,7 +215,14 @@ TEST_F(EgressUnitTest, ReconcileMakesTheListsExactlyTheWantedOnes) {
 // as before, a list is refused (and leaves nothing behind).
 TEST_F(EgressUnitTest, AnAgentWithoutEgressVerbsServesEverythingButLists) {
   agent_.no_egress_verbs = true;
+  agent_.reconnect();  // e.g. the agent was downgraded and restarted
+  auto statuses = agent_.statuses();
+  auto egresses = agent_.egresses_calls();
   ASSERT_TRUE(m_->reconcile());
+  ASSERT_TRUE(m_->reconcile());
+  EXPECT_EQ(agent_.statuses(), statuses + 1);     // asked once per connection
+  EXPECT_EQ(agent_.egresses_calls(), egresses);   // nothing to compare: no EGRESSES
+  EXPECT_EQ(m_->stats().agent_calls.errors, 0u);  // and no failed call counted
   auto on = create(Egress::on());
   ASSERT_TRUE(on);
   ASSERT_TRUE(on->set_internet(false));

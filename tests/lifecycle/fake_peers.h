@@ -296,6 +296,7 @@ class FakeAgent final : public lifecycle::AgentApi {
   Result<std::map<Ipv4Address, EgressList>> egresses() override {
     std::lock_guard lock(mu_);
     if (down) return fail(ErrorCode::kUnavailable, "agent down");
+    ++egresses_calls_;
     if (no_egress_verbs) return fail(ErrorCode::kInvalidArgument, "agent: 400 unknown verb");
     return lists_;
   }
@@ -331,13 +332,26 @@ class FakeAgent final : public lifecycle::AgentApi {
   }
   Result<proto::StatusFields> status() override {
     if (down) return fail(ErrorCode::kUnavailable, "agent down");
-    return proto::StatusFields{};
+    std::lock_guard lock(mu_);
+    ++statuses_;
+    if (no_egress_verbs) return proto::StatusFields{};
+    return proto::StatusFields{{"egress_sources", std::to_string(lists_.size())}};
   }
+  int statuses() const {
+    std::lock_guard lock(mu_);
+    return statuses_;
+  }
+  int egresses_calls() const {
+    std::lock_guard lock(mu_);
+    return egresses_calls_;
+  }
+  // A new connection (the agent restarted): the Manager asks STATUS again.
+  void reconnect() { ++connections_; }
   Status hello() override {
     if (down) return fail(ErrorCode::kUnavailable, "agent down");
     return {};
   }
-  std::uint64_t connections() const override { return 1; }
+  std::uint64_t connections() const override { return connections_.load(); }
 
   std::atomic<bool> down{false};  // every verb fails (kUnavailable)
   bool fail_allow = false, fail_revoke = false, fail_sync = false;
@@ -357,6 +371,8 @@ class FakeAgent final : public lifecycle::AgentApi {
   }
 
   mutable std::mutex mu_;
+  std::atomic<std::uint64_t> connections_{1};
+  int statuses_ = 0, egresses_calls_ = 0;
   std::map<Ipv4Address, EgressList> lists_;
   std::map<Ipv4Address, std::vector<std::string>> history_;
   std::vector<std::string> verbs_;

@@ -182,9 +182,19 @@ Status ManagerCore::sync_agent(Node& n, const std::set<std::string>& keep_ports)
   return {};
 }
 
-// EGRESSES, then EGRESS for each list missing or different and EGRESS off for each extra. An
-// agent from before #20 answers 400: fine while no sandbox of the node wants a list.
+// EGRESSES, then EGRESS for each list missing or different and EGRESS off for each extra.
+// Once per agent connection a STATUS tells whether the agent has the verbs at all: one from
+// before #20 (no egress_sources field) holds no lists, so there is nothing to compare while no
+// sandbox of the node wants one (and no failed call is counted against it).
 Status ManagerCore::sync_lists(Node& n) {
+  if (n.egress_probed != n.agent.connects()) {
+    if (auto st = n.agent.status()) {
+      auto sources = proto::find_field(*st, "egress_sources");
+      n.egress_verbs = sources.has_value();
+      n.egress_probed = n.agent.connects();
+    }
+  }
+  if (!n.egress_verbs && n.listed.empty()) return {};
   auto have = n.agent.egresses();
   if (!have) {
     if (have.error().code == ErrorCode::kInvalidArgument && n.listed.empty()) return {};
