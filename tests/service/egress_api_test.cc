@@ -34,7 +34,8 @@ class EgressApiTest : public ::testing::Test {
     dir_ = tmpl;
     config_.listen_port = 0;
     config_.tokens = {{"alice", sha256_hex("tok-alice"), 8, false},
-                      {"bob", sha256_hex("tok-bob"), 8, false}};
+                      {"bob", sha256_hex("tok-bob"), 8, false},
+                      {"carol", sha256_hex("tok-carol"), 0, false, true}};
     config_.tokens[1].egress.lists = std::vector<std::string>{"python-packages"};
     config_.tokens[1].egress.names = std::vector<std::string>{"*.example.com"};
     config_.egress.lists["python-packages"] =
@@ -48,7 +49,12 @@ class EgressApiTest : public ::testing::Test {
     deny.egress_names = R"((^|\.)pastebin\.com$)";
     deny.verdict = Verdict::kDeny;
     deny.message = "no paste sites";
-    spec.default_rules = {deny};
+    PolicyRuleSpec approve;
+    approve.where = "policy.default[1]";
+    approve.actions = {PolicyAction::kInternet};
+    approve.egress_names = R"((^|\.)needs-approval\.org$)";
+    approve.verdict = Verdict::kApprove;
+    spec.default_rules = {deny, approve};
     config_.policy = *Policy::compile(spec);
 
     auto audit = AuditLog::open(config_.audit_file, false);
@@ -279,6 +285,29 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   auto refused = tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["pastebin.com"]})");
   EXPECT_NE(refused.find("\"isError\":true"), std::string::npos) << refused;
   EXPECT_TRUE(agent_->lists().empty());
+}
+
+// An approval is for the names asked for: it cannot be spent on another list.
+TEST_F(EgressApiTest, AnApprovalCoversOnlyTheNamesItWasAskedFor) {
+  auto sb = create("{}");
+  ASSERT_TRUE(sb);
+  std::string uri = "/v1/sandboxes/" + sb->getValue<std::string>("id") + "/internet";
+  auto pending = http(port_, "PUT", uri, R"({"allow":["a.needs-approval.org"]})", "tok-alice",
+                      {{"Prefer", "respond-async"}});
+  ASSERT_EQ(pending.status, 202) << pending.body;
+  auto approval = json(pending.body)->getObject("approval");
+  std::string id = approval->getValue<std::string>("id");
+  EXPECT_NE(pending.body.find("internet allow a.needs-approval.org"), std::string::npos)
+      << pending.body;
+  ASSERT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
+  auto other = http(port_, "PUT", uri, R"({"allow":["a.needs-approval.org","evil.org"]})",
+                    "tok-alice", {{"Approval", id}});
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_TRUE(agent_->lists().empty());
+  auto same = http(port_, "PUT", uri, R"({"allow":["a.needs-approval.org"]})", "tok-alice",
+                   {{"Approval", id}});
+  EXPECT_EQ(same.status, 200) << same.body;
+  EXPECT_EQ(agent_list(sb).names, (std::vector<std::string>{"a.needs-approval.org"}));
 }
 
 }  // namespace
