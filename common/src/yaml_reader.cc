@@ -129,6 +129,14 @@ bool Map::has(std::string_view name) const {
   return present(map[std::string(name)]);
 }
 
+std::vector<std::string> Map::keys() const {
+  std::vector<std::string> out;
+  if (!node_ || !node_->node.IsMap()) return out;
+  for (auto it = node_->node.begin(); it != node_->node.end(); ++it)
+    if (it->first.IsScalar()) out.push_back(it->first.Scalar());
+  return out;
+}
+
 void Map::string(std::string_view name, std::string* out, Need need) {
   auto n = child(name);
   if (!n) {

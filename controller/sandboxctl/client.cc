@@ -134,6 +134,21 @@ std::string str(const Poco::JSON::Object::Ptr& o, const std::string& k) {
   return o->get(k).toString();
 }
 
+std::string internet_text(const Poco::JSON::Object::Ptr& o) {
+  auto list = o->getObject("internet");
+  if (!list) return str(o, "internet") == "true" ? "yes" : "no";
+  std::string out = "allow";
+  auto join = [](const Poco::JSON::Array::Ptr& a) {
+    std::string s;
+    for (std::size_t i = 0; a && i < a->size(); ++i)
+      s += (i == 0 ? "" : ",") + a->get(static_cast<unsigned>(i)).toString();
+    return s;
+  };
+  out += " " + join(list->getArray("allow")) + " ports " + join(list->getArray("ports"));
+  if (list->has("list")) out += " (list " + list->get("list").toString() + ")";
+  return out;
+}
+
 std::string labels_text(const Poco::JSON::Object::Ptr& o) {
   auto labels = o->getObject("labels");
   std::string out;
@@ -163,7 +178,7 @@ void print_sandbox(const Poco::JSON::Object::Ptr& o) {
                {"hostname:", str(o, "hostname")},
                {"address:", str(o, "address")},
                {"state:", str(o, "state") + " (" + str(o, "status") + ")"},
-               {"internet:", str(o, "internet")},
+               {"internet:", internet_text(o)},
                {"resources:", str(o, "cpus") + " cpu, " + str(o, "memory_mb") + " MB, disk " +
                                   str(o, "disk_gb") + " GB"},
                {"created:", str(o, "created_at")},

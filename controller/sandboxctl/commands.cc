@@ -32,6 +32,7 @@ int cmd_create(Client& c, Args& a) {
     first = false;
   };
   std::map<std::string, std::string> labels, selector;
+  Args egress;  // --allow/--ports/--list, for allowlist_json
   auto integer = [&](const std::string& flag) {
     std::string v = a.next(flag);
     if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
@@ -51,7 +52,10 @@ int cmd_create(Client& c, Args& a) {
       field("ttl_seconds", integer(f));
     else if (f == "--internet")
       field("internet", "true");
-    else if (f == "--hostname")
+    else if (f == "--allow" || f == "--ports" || f == "--list") {
+      egress.v.push_back(f);
+      egress.v.push_back(a.next(f));
+    } else if (f == "--hostname")
       field("hostname", json_string(a.next(f)));
     else if (f == "--profile")
       field("profile", json_string(a.next(f)));
@@ -72,6 +76,11 @@ int cmd_create(Client& c, Args& a) {
       l += (l.size() > 1 ? "," : "") + json_string(k) + ":" + json_string(v);
     return l + "}";
   };
+  if (egress.more()) {
+    if (body.str().find("\"internet\":true") != std::string::npos)
+      throw UsageError("create: --internet, or --allow/--list, not both");
+    field("internet", allowlist_json(egress));
+  }
   if (!selector.empty()) field("node_selector", object(selector));
   if (!labels.empty()) {
     field("labels", object(labels));
@@ -106,8 +115,7 @@ int cmd_list(Client& c, Args& a) {
   for (std::size_t i = 0; list && i < list->size(); ++i) {
     auto o = list->getObject(static_cast<unsigned>(i));
     rows.push_back({str(o, "id"), str(o, "node"), str(o, "hostname"), str(o, "address"),
-                    str(o, "state"), str(o, "internet") == "true" ? "yes" : "no",
-                    str(o, "expires_at"), labels_text(o)});
+                    str(o, "state"), internet_text(o), str(o, "expires_at"), labels_text(o)});
   }
   print_table(rows);
   return 0;
@@ -126,13 +134,54 @@ int cmd_show(Client& c, Args& a) {
   return 0;
 }
 
+// {"allow":[...],"ports":[...]} or {"list":"..."}: NAME... [--ports P,...] | --list L.
+std::string allowlist_json(Args& a) {
+  std::vector<std::string> names;
+  std::string ports, list;
+  while (a.more()) {
+    std::string w = a.next("NAME");
+    if (w == "--ports")
+      ports = a.next(w);
+    else if (w == "--list")
+      list = a.next(w);
+    else if (w == "--allow")
+      names.push_back(a.next(w));
+    else if (!w.empty() && w[0] == '-')
+      throw UsageError("internet allow: unknown option " + w);
+    else
+      names.push_back(w);
+  }
+  if (!list.empty()) {
+    if (!names.empty() || !ports.empty())
+      throw UsageError("internet allow: --list L, or names with --ports, not both");
+    return "{\"list\":" + json_string(list) + "}";
+  }
+  if (names.empty()) throw UsageError("internet allow: needs a NAME (or --list L)");
+  std::string out = "{\"allow\":[";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? "," : "") + json_string(names[i]);
+  out += "]";
+  if (!ports.empty()) {
+    if (ports.find_first_not_of("0123456789,") != std::string::npos || ports.front() == ',' ||
+        ports.back() == ',' || ports.find(",,") != std::string::npos)
+      throw UsageError("--ports needs numbers separated by commas, e.g. 80,443");
+    out += ",\"ports\":[" + ports + "]";
+  }
+  return out + "}";
+}
+
 int cmd_internet(Client& c, Args& a) {
   std::string id = a.next("ID");
-  std::string v = a.next("on|off");
-  a.done();
-  if (v != "on" && v != "off") throw UsageError("internet: on or off");
-  return simple_sandbox_call(c, "PUT", "/v1/sandboxes/" + url_encode(id) + "/internet",
-                             std::string("{\"enabled\":") + (v == "on" ? "true" : "false") + "}",
+  std::string v = a.next("on|off|allow");
+  std::string body;
+  if (v == "on" || v == "off") {
+    a.done();
+    body = std::string("{\"enabled\":") + (v == "on" ? "true" : "false") + "}";
+  } else if (v == "allow") {
+    body = allowlist_json(a);
+  } else {
+    throw UsageError("internet: on, off, or allow NAME... [--ports 80,443] | allow --list L");
+  }
+  return simple_sandbox_call(c, "PUT", "/v1/sandboxes/" + url_encode(id) + "/internet", body,
                              {200});
 }
 

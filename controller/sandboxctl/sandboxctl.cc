@@ -40,6 +40,7 @@ const char* kUsage =
 
 commands:
   create [--cpus N] [--memory MB] [--disk GB] [--internet] [--ttl SECONDS]
+         [--allow NAME]... [--ports 80,443] | [--list L]   egress to these hosts only
          [--label KEY=VALUE]... [--hostname NAME] [--profile NAME]
          [--node NAME] [--node-selector KEY=VALUE]...
   list [--label KEY=VALUE]...
@@ -50,7 +51,10 @@ commands:
   ls ID PATH
   edit ID PATH --old TEXT --new TEXT [--all]
                         replace TEXT (once; every occurrence with --all); prints the diff
-  internet ID on|off
+  internet ID on|off    all HTTP/HTTPS egress, or none
+  internet ID allow NAME... [--ports 80,443]
+                        egress only to these DNS names (*.example.com: its subdomains)
+  internet ID allow --list L   an operator's named allowlist
   ttl ID SECONDS
   snapshot ID NAME [--description TEXT]
   snapshots ID

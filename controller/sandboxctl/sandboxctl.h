@@ -79,6 +79,12 @@ struct Args {
   }
 };
 
+// A sandbox's "internet": "yes", "no", or "allow a.org,b.org ports 80,443 (list L)".
+std::string internet_text(const Poco::JSON::Object::Ptr& o);
+// {"allow":[...],"ports":[...]} or {"list":"..."} from `allow NAME... [--ports P,..]
+// [--list L]` arguments (after the word allow); UsageError for anything else.
+std::string allowlist_json(Args& a);
+
 // The commands: each returns the process exit code.
 int cmd_create(Client& c, Args& a);
 int cmd_list(Client& c, Args& a);

@@ -124,6 +124,7 @@ void parse_auth(yaml::Map s, ServiceConfig& c) {
     t.integer("max_sandboxes", &token.max_sandboxes, 0, 100000);
     t.boolean("admin", &token.admin);
     t.boolean("approver", &token.approver);
+    parse_token_egress(t.map("egress"), c, &token.egress);
     (void)t.finish();
     if (t.ok() && !names.insert(token.name).second)
       t.fail("name", "duplicate token name " + token.name);
@@ -374,6 +375,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   yaml::Map top = doc->root();
   parse_listen(top.map("listen"), c);
   parse_http(top.map("http"), c);
+  parse_egress(top.map("egress"), c);  // before auth: tokens name its lists
   parse_auth(top.map("auth"), c);
   parse_audit(top.map("audit"), c);
   parse_terminals(top.map("terminals"), c);
@@ -438,6 +440,7 @@ std::string describe(const ServiceConfig& c) {
     << "  limits max_sandboxes=" << m.max_sandboxes << " ttl=" << secs(m.default_ttl) << "/"
     << secs(m.max_ttl) << " cpus<=" << m.max_cpus << " memory<=" << m.max_memory_mb
     << "MB disk<=" << m.max_disk_gb << "GB snapshots<=" << m.max_snapshots << "\n";
+  o << describe_egress(c);
   if (!c.policy.empty())
     o << "  policy " << c.policy.rule_count() << " rules; approvals expire after "
       << c.approval_timeout_seconds << "s, calls wait " << c.approval_wait_seconds << "s\n";

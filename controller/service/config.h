@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,17 @@
 
 namespace pvs::service {
 
+// What a token may ask for as an egress allowlist (auth.tokens[].egress; docs/operations.md).
+struct TokenEgressCaps {
+  // Named lists it may ask for ({"list": ...}); absent: every list in egress.lists.
+  std::optional<std::vector<std::string>> lists;
+  // Names it may put in its own lists ({"allow": [...]}): each asked name must equal one of
+  // these, or fall under a "*.example.com" entry (a subdomain, or a narrower wildcard).
+  // Absent: any name; empty: no lists of its own (only named lists).
+  std::optional<std::vector<std::string>> names;
+  int max_names = 0;  // names in one list of its own; 0: egress.max_names
+};
+
 struct TokenConfig {
   std::string name;    // shown in the audit log and metrics; [A-Za-z0-9._-]{1,64}
   std::string sha256;  // lower-case hex SHA-256 of the bearer token
@@ -32,6 +44,13 @@ struct TokenConfig {
       0;               // live sandboxes this token may own at once; 0: auth.default_max_sandboxes
   bool admin = false;  // sees and acts on every sandbox, not only its own
   bool approver = false;  // may list, approve and deny pending approvals (admins may too)
+  TokenEgressCaps egress{};
+};
+
+// The `egress:` section: the operator's named allowlists and the default cap.
+struct EgressConfig {
+  std::map<std::string, EgressList> lists;            // by name; names and ports normalised
+  int max_names = static_cast<int>(kMaxEgressNames);  // per list a token asks for itself
 };
 
 // The MCP endpoint (/mcp): docs/mcp.md.
@@ -97,6 +116,7 @@ struct ServiceConfig {
   int max_pending_approvals = 1000;
   WebhookConfig webhook;  // policy.webhook: pending and decided approvals POSTed to a URL
   McpConfig mcp;
+  EgressConfig egress;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;

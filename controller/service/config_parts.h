@@ -33,6 +33,12 @@ void parse_agent_options(yaml::Map& s, ManagerAgentOptions* agent);
 // as a whole (pvs::cluster_nodes: duplicate names, overlapping networks, templates).
 void parse_nodes(yaml::Map& top, ServiceConfig& c);
 
+// config_egress.cc: the `egress:` section (before auth: tokens name its lists), and one
+// token's `egress:` caps.
+void parse_egress(yaml::Map s, ServiceConfig& c);
+void parse_token_egress(yaml::Map s, const ServiceConfig& c, TokenEgressCaps* caps);
+std::string describe_egress(const ServiceConfig& c);
+
 // The `policy:` section (policy_config.cc); after auth (it names tokens).
 void parse_policy(yaml::Map s, ServiceConfig& c);
 

@@ -262,6 +262,84 @@ std::optional<std::map<std::string, std::string>> JsonBody::string_map(const std
   return out;
 }
 
+std::optional<std::vector<std::string>> JsonBody::string_list(const std::string& field,
+                                                              std::size_t max_entries,
+                                                              std::size_t max_len) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  auto array = object_->getArray(field);
+  if (!array) {
+    reject(field, "must be a list of strings");
+    return std::nullopt;
+  }
+  if (array->size() > max_entries) {
+    reject(field, "more than " + std::to_string(max_entries) + " entries");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& v : *array) {
+    if (!v.isString() || v.extract<std::string>().size() > max_len) {
+      reject(field, "must be a list of strings of at most " + std::to_string(max_len) + " bytes");
+      return std::nullopt;
+    }
+    out.push_back(v.extract<std::string>());
+  }
+  return out;
+}
+
+std::optional<std::vector<std::int64_t>> JsonBody::integer_list(const std::string& field,
+                                                                std::size_t max_entries,
+                                                                std::int64_t min,
+                                                                std::int64_t max) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  auto array = object_->getArray(field);
+  std::string what = "must be a list of at most " + std::to_string(max_entries) + " integers in [" +
+                     std::to_string(min) + ", " + std::to_string(max) + "]";
+  if (!array || array->size() > max_entries) {
+    reject(field, what);
+    return std::nullopt;
+  }
+  std::vector<std::int64_t> out;
+  for (const auto& v : *array) {
+    bool integer = v.isInteger() && !v.isBoolean();
+    if (integer && !v.isSigned() && v.convert<std::uint64_t>() > std::uint64_t{1} << 62)
+      integer = false;
+    if (!integer) {
+      reject(field, what);
+      return std::nullopt;
+    }
+    auto n = v.convert<std::int64_t>();
+    if (n < min || n > max) {
+      reject(field, what);
+      return std::nullopt;
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::optional<JsonBody> JsonBody::object(const std::string& field) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  auto sub = object_->getObject(field);
+  if (!sub) {
+    reject(field, "must be an object");
+    return std::nullopt;
+  }
+  JsonBody body;
+  body.object_ = sub;
+  return body;
+}
+
+std::string JsonBody::type_of(const std::string& field) const {
+  if (!has(field)) return "";
+  Poco::Dynamic::Var v = object_->get(field);
+  if (v.isBoolean()) return "boolean";
+  if (v.type() == typeid(Poco::JSON::Object::Ptr)) return "object";
+  return "other";
+}
+
 std::optional<ApiError> JsonBody::finish() const {
   if (error_) return error_;
   if (object_) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <Poco/JSON/Object.h>
 
@@ -66,6 +67,16 @@ class JsonBody {
   std::optional<std::map<std::string, std::string>> string_map(const std::string& field,
                                                                std::size_t max_entries,
                                                                std::size_t max_value_len);
+  // A list of strings (each at most max_len bytes) / of integers in [min, max].
+  std::optional<std::vector<std::string>> string_list(const std::string& field,
+                                                      std::size_t max_entries, std::size_t max_len);
+  std::optional<std::vector<std::int64_t>> integer_list(const std::string& field,
+                                                        std::size_t max_entries, std::int64_t min,
+                                                        std::int64_t max);
+  // A nested object as a body of its own (its errors are its own: finish() it and prefix them).
+  std::optional<JsonBody> object(const std::string& field);
+  // The field's JSON type, without reading it: "boolean", "object", "other" or "" (absent/null).
+  std::string type_of(const std::string& field) const;
   // The first error met by a getter (getters after it return nullopt), or the first field
   // that no getter asked for.
   std::optional<ApiError> finish() const;

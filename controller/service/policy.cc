@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -28,6 +29,7 @@ RE2::Options pattern_options() {
 struct Rule {
   PolicyRuleSpec spec;
   std::unique_ptr<RE2> command;  // null: any text
+  std::unique_ptr<RE2> names;    // null: any egress names
 
   bool matches(const PolicyRequest& r) const {
     if (!spec.actions.count(r.action)) return false;
@@ -37,6 +39,11 @@ struct Rule {
     if (spec.memory_mb_above >= 0 && r.memory_mb <= spec.memory_mb_above) return false;
     if (spec.disk_gb_above >= 0 && r.disk_gb <= spec.disk_gb_above) return false;
     if (spec.internet && *spec.internet != r.internet) return false;
+    if (!spec.egress.empty() && spec.egress != r.egress) return false;
+    if (!spec.egress_list.empty() && spec.egress_list != r.egress_list) return false;
+    if (names && std::none_of(r.egress_names.begin(), r.egress_names.end(),
+                              [&](const std::string& n) { return RE2::PartialMatch(n, *names); }))
+      return false;
     return true;
   }
 };
@@ -51,6 +58,11 @@ Result<std::vector<Rule>> compile_rules(std::vector<PolicyRuleSpec> specs) {
       if (auto e = policy_pattern_error(spec.command))
         return fail(ErrorCode::kInvalidArgument, spec.where + ".command: " + *e);
       rule.command = std::make_unique<RE2>(spec.command, pattern_options());
+    }
+    if (!spec.egress_names.empty()) {
+      if (auto e = policy_pattern_error(spec.egress_names))
+        return fail(ErrorCode::kInvalidArgument, spec.where + ".egress_names: " + *e);
+      rule.names = std::make_unique<RE2>(spec.egress_names, pattern_options());
     }
     rule.spec = std::move(spec);
     rules.push_back(std::move(rule));

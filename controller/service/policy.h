@@ -45,7 +45,12 @@ struct PolicyRequest {
   std::string text;  // exec: the command line; terminal.input: the input line
   std::string path;  // files.write, files.edit
   int cpus = 0, memory_mb = 0, disk_gb = 0;  // sandbox.create
-  bool internet = false;                     // sandbox.create; internet: on (true) or off
+  // sandbox.create and internet: the egress asked for (off, on or an allowlist of names);
+  // `internet` is true for on and for an allowlist.
+  bool internet = false;
+  std::string egress = "off";             // "off", "on" or "allowlist"
+  std::vector<std::string> egress_names;  // an allowlist's names
+  std::string egress_list;                // the named list it came from, if any
 };
 
 struct PolicyDecision {
@@ -61,7 +66,10 @@ struct PolicyRuleSpec {
   std::string command;  // RE2 pattern on PolicyRequest::text; empty: any
   std::string path;     // glob on PolicyRequest::path; empty: any
   int cpus_above = -1, memory_mb_above = -1, disk_gb_above = -1;  // -1: any
-  std::optional<bool> internet;
+  std::optional<bool> internet;  // true: on or an allowlist; false: off
+  std::string egress;            // "off", "on" or "allowlist"; empty: any
+  std::string egress_names;      // RE2 on each asked name: some name must match; empty: any
+  std::string egress_list;       // the named list asked for; empty: any
   Verdict verdict = Verdict::kAllow;
   std::string message;
 };

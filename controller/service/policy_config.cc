@@ -8,7 +8,7 @@
 namespace pvs::service {
 namespace {
 
-PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where) {
+PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceConfig& c) {
   PolicyRuleSpec rule;
   rule.where = where;
   std::vector<std::string> actions;
@@ -44,6 +44,14 @@ PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where) {
     r.boolean("internet", &on);
     rule.internet = on;
   }
+  if (r.has("egress")) r.one_of("egress", &rule.egress, {"off", "on", "allowlist"});
+  r.string("egress_names", &rule.egress_names);
+  if (auto e = policy_pattern_error(rule.egress_names); r.ok() && !rule.egress_names.empty() && e)
+    r.fail("egress_names", *e);
+  r.string("egress_list", &rule.egress_list);
+  if (r.ok() && !rule.egress_list.empty() && !c.egress.lists.count(rule.egress_list))
+    r.fail("egress_list",
+           "no list named " + yaml::quoted_value(rule.egress_list) + " in egress.lists");
   std::string verdict;
   r.one_of("decision", &verdict, {"allow", "deny", "approve"});
   rule.verdict = verdict == "deny"      ? Verdict::kDeny
@@ -55,10 +63,10 @@ PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where) {
 }
 
 std::vector<PolicyRuleSpec> parse_rules(yaml::Map& s, std::string_view name,
-                                        const std::string& where) {
+                                        const std::string& where, const ServiceConfig& c) {
   std::vector<PolicyRuleSpec> rules;
   for (yaml::Map r : s.maps(name)) {
-    rules.push_back(parse_rule(r, where + "[" + std::to_string(rules.size()) + "]"));
+    rules.push_back(parse_rule(r, where + "[" + std::to_string(rules.size()) + "]", c));
     (void)r.finish();
   }
   return rules;
@@ -76,7 +84,7 @@ void parse_policy(yaml::Map s, ServiceConfig& c) {
   s.integer("approval_timeout_seconds", &c.approval_timeout_seconds, 1, 7 * 24 * 3600);
   s.integer("approval_wait_seconds", &c.approval_wait_seconds, 0, 3600);
   s.integer("max_pending_approvals", &c.max_pending_approvals, 1, 100000);
-  spec.default_rules = parse_rules(s, "default", "policy.default");
+  spec.default_rules = parse_rules(s, "default", "policy.default", c);
   std::set<std::string> known;
   for (const auto& t : c.tokens) known.insert(t.name);
   for (yaml::Map t : s.maps("tokens")) {
@@ -85,7 +93,7 @@ void parse_policy(yaml::Map s, ServiceConfig& c) {
     if (t.ok() && !known.count(name))
       t.fail("token", "no token named " + yaml::quoted_value(name) + " in auth.tokens");
     if (t.ok() && spec.token_rules.count(name)) t.fail("token", "has rules twice");
-    spec.token_rules[name] = parse_rules(t, "rules", "policy.tokens." + name);
+    spec.token_rules[name] = parse_rules(t, "rules", "policy.tokens." + name, c);
     (void)t.finish();
   }
   (void)s.finish();

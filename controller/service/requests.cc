@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "json.h"
+#include "pvesandbox/egress.h"
 
 namespace pvs::service {
 namespace {
@@ -13,7 +14,55 @@ ApiResult<T> finish(const JsonBody& body, T value) {
   return value;
 }
 
+// {"allow": [...], "ports": [...]} or {"list": "..."} from `body` (the object itself); `where`
+// prefixes the fields in messages ("internet." at create).
+void read_allowlist(JsonBody& body, JsonBody& outer, const std::string& where, EgressRequest* r) {
+  if (body.has("allow") == body.has("list"))
+    return outer.reject(where + "allow", "give allow (a list of names) or list (a named list)");
+  if (auto list = body.string("list", 64)) {
+    if (!valid_egress_list_name(*list))
+      return outer.reject(where + "list", "not a list name (1-64 of [a-z0-9._-])");
+    r->kind = EgressRequest::Kind::kList;
+    r->list = *list;
+    if (body.has("ports")) return outer.reject(where + "ports", "a named list has its own ports");
+  }
+  if (auto names = body.string_list("allow", kMaxEgressNames, kMaxEgressName + 2)) {
+    r->kind = EgressRequest::Kind::kAllow;
+    r->names = *names;
+    for (const auto& n : r->names)
+      if (auto ok = validate_egress_name(n); !ok)
+        return outer.reject(where + "allow", ok.error().message);
+    if (r->names.empty()) return outer.reject(where + "allow", "names no name");
+    if (auto ports = body.integer_list("ports", kMaxEgressPorts, 1, 65535))
+      for (auto p : *ports) r->ports.push_back(static_cast<std::uint16_t>(p));
+  }
+  if (&body == &outer) return;  // the caller finishes it
+  if (auto err = body.finish()) outer.reject(where.substr(0, where.size() - 1), err->message);
+}
+
 }  // namespace
+
+std::string egress_request_json(const EgressRequest& r) {
+  JsonWriter w;
+  switch (r.kind) {
+    case EgressRequest::Kind::kOff: return "false";
+    case EgressRequest::Kind::kOn: return "true";
+    case EgressRequest::Kind::kList:
+      w.begin_object().key("list").value(r.list).end_object();
+      return w.take();
+    case EgressRequest::Kind::kAllow: break;
+  }
+  w.begin_object().key("allow").begin_array();
+  for (const auto& n : r.names) w.value(n);
+  w.end_array();
+  if (!r.ports.empty()) {
+    w.key("ports").begin_array();
+    for (auto p : r.ports) w.value(static_cast<int>(p));
+    w.end_array();
+  }
+  w.end_object();
+  return w.take();
+}
 
 // The rules of pvs::validate_labels (sandbox_metadata.h), checked here too so that a bad label
 // is a 400 before any Proxmox work starts.
@@ -135,7 +184,13 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
   }
   if (auto v = body->integer("disk_gb", 0, config.manager.max_disk_gb))
     r.disk_gb = static_cast<int>(*v);
-  if (auto v = body->boolean("internet")) r.internet = *v;
+  if (body->type_of("internet") == "object") {
+    if (auto sub = body->object("internet")) read_allowlist(*sub, *body, "internet.", &r.internet);
+  } else if (body->type_of("internet") == "other") {
+    body->reject("internet", "must be true, false, {\"allow\": [names]} or {\"list\": name}");
+  } else if (auto v = body->boolean("internet")) {
+    r.internet.kind = *v ? EgressRequest::Kind::kOn : EgressRequest::Kind::kOff;
+  }
   if (auto v = body->integer("ttl_seconds", 0, config.manager.max_ttl.count())) {
     r.ttl_seconds = static_cast<int>(*v);
   }
@@ -193,12 +248,21 @@ ApiResult<ExecRequest> parse_exec(std::string_view text, const ServiceConfig& co
   return finish(*body, std::move(r));
 }
 
-ApiResult<bool> parse_internet(std::string_view text) {
+ApiResult<EgressRequest> parse_internet(std::string_view text) {
   auto body = JsonBody::parse(text);
   if (!body) return tl::unexpected(body.error());
-  auto v = body->boolean("enabled");
-  if (!v) body->reject("enabled", "required (true or false)");
-  return finish(*body, v.value_or(false));
+  EgressRequest r;
+  if (body->has("enabled")) {
+    auto v = body->boolean("enabled");
+    r.kind = v.value_or(false) ? EgressRequest::Kind::kOn : EgressRequest::Kind::kOff;
+    return finish(*body, r);
+  }
+  if (!body->has("allow") && !body->has("list")) {
+    body->reject("enabled", "required (true or false), or allow (a list of names) or list");
+    return finish(*body, r);
+  }
+  read_allowlist(*body, *body, "", &r);  // the body itself is the allowlist
+  return finish(*body, r);
 }
 
 ApiResult<int> parse_ttl(std::string_view text, const ServiceConfig& config) {

@@ -26,11 +26,25 @@ inline constexpr std::size_t kMaxLabels = 16;  // as sandbox_metadata.h
 inline constexpr std::size_t kMaxLabelKey = 63;
 inline constexpr std::size_t kMaxLabelValue = 128;
 
+// What `internet` asks for: true, false, {"allow": [names], "ports": [ports]} or
+// {"list": "<named list>"} (resolved against the configuration by egress_access.h).
+struct EgressRequest {
+  enum class Kind { kOff, kOn, kAllow, kList };
+  Kind kind = Kind::kOff;
+  std::vector<std::string> names;    // kAllow: each a valid egress name (egress.h)
+  std::vector<std::uint16_t> ports;  // kAllow; empty: 80 and 443
+  std::string list;                  // kList: a valid list name
+  bool operator==(const EgressRequest&) const = default;
+};
+
+// The request as JSON, as it was asked (audit log, approvals).
+std::string egress_request_json(const EgressRequest& request);
+
 struct CreateRequest {
   int cpus = 1;
   int memory_mb = 512;
   int disk_gb = 0;  // 0: the template's size
-  bool internet = false;
+  EgressRequest internet;
   int ttl_seconds = 0;  // 0: the configured default
   std::map<std::string, std::string> labels;
   std::string hostname;  // empty: chosen by the controller
@@ -60,7 +74,8 @@ struct SnapshotRequest {
 
 ApiResult<CreateRequest> parse_create(std::string_view body, const ServiceConfig& config);
 ApiResult<ExecRequest> parse_exec(std::string_view body, const ServiceConfig& config);
-ApiResult<bool> parse_internet(std::string_view body);                         // {"enabled": bool}
+// PUT .../internet: {"enabled": bool}, {"allow": [...], "ports": [...]} or {"list": "..."}.
+ApiResult<EgressRequest> parse_internet(std::string_view body);
 ApiResult<int> parse_ttl(std::string_view body, const ServiceConfig& config);  // {"ttl_seconds"}
 ApiResult<SnapshotRequest> parse_snapshot(std::string_view body);
 // {"path", "old_string", "new_string", "replace_all"}; the strings at most max_body_bytes.

@@ -45,6 +45,16 @@ std::string approval_json(const Approval& a) {
   return w.take();
 }
 
+// "on", "off", or "allow a.org,b.org (list L)".
+std::string egress_summary(const PolicyRequest& r) {
+  if (r.egress != "allowlist") return r.egress;
+  std::string s = "allow";
+  for (std::size_t i = 0; i < r.egress_names.size(); ++i)
+    s += (i == 0 ? " " : ",") + r.egress_names[i];
+  if (!r.egress_list.empty()) s += " (list " + r.egress_list + ")";
+  return s;
+}
+
 // What the rules see of a request, and what a person reads, in one line.
 std::string summary_of(const PolicyRequest& r) {
   switch (r.action) {
@@ -52,10 +62,11 @@ std::string summary_of(const PolicyRequest& r) {
     case PolicyAction::kTerminalInput: return r.text.substr(0, 1024);
     case PolicyAction::kFilesWrite:
     case PolicyAction::kFilesEdit: return r.path;
-    case PolicyAction::kInternet: return r.internet ? "internet on" : "internet off";
+    case PolicyAction::kInternet: return "internet " + egress_summary(r);
     case PolicyAction::kSandboxCreate:
       return std::to_string(r.cpus) + " cpus, " + std::to_string(r.memory_mb) + " MB, disk " +
-             std::to_string(r.disk_gb) + " GB" + (r.internet ? ", internet on" : "");
+             std::to_string(r.disk_gb) + " GB" +
+             (r.internet ? ", internet " + egress_summary(r) : "");
   }
   return "";
 }
@@ -63,7 +74,8 @@ std::string summary_of(const PolicyRequest& r) {
 std::string digest_of(const std::string& sandbox, const PolicyRequest& r) {
   return sha256_hex(std::string(to_string(r.action)) + "\n" + sandbox + "\n" + r.text + "\n" +
                     r.path + "\n" + std::to_string(r.cpus) + "," + std::to_string(r.memory_mb) +
-                    "," + std::to_string(r.disk_gb) + "," + (r.internet ? "1" : "0"));
+                    "," + std::to_string(r.disk_gb) + "," + (r.internet ? "1" : "0") + "\n" +
+                    egress_summary(r));
 }
 
 }  // namespace

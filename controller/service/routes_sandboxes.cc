@@ -1,4 +1,5 @@
-// Sandboxes: create, list, show, destroy, internet on/off, TTL.
+// Sandboxes: create, list, show, destroy, internet (on, off or an allowlist), TTL.
+#include "egress_access.h"
 #include "json.h"
 #include "requests.h"
 #include "server.h"
@@ -20,7 +21,8 @@ std::string sandbox_json(const SandboxInfo& s) {
   }
   w.key("state").value(std::string(to_string(s.phase)));
   w.key("status").value(s.status);
-  w.key("internet").value(s.internet);
+  w.key("internet").raw(egress_json(s.egress));
+  w.key("egress").value(std::string(to_string(s.egress.mode)));
   w.key("cpus").value(s.cpus).key("memory_mb").value(s.memory_mb).key("disk_gb").value(s.disk_gb);
   w.key("created_at").value(iso_time(s.created_at));
   w.key("expires_at");
@@ -54,10 +56,12 @@ std::shared_ptr<Sandbox> Api::sandbox_for(const Principal& principal, const std:
 void Api::create(RequestContext& ctx) {
   auto req = parse_create(json_body(ctx), config_);
   if (!req) throw req.error();
+  auto egress = resolve_egress(req->internet, config_, ctx.principal->name);
+  if (!egress) throw egress.error();
   {
     JsonWriter p;
     p.begin_object().key("cpus").value(req->cpus).key("memory_mb").value(req->memory_mb);
-    p.key("disk_gb").value(req->disk_gb).key("internet").value(req->internet);
+    p.key("disk_gb").value(req->disk_gb).key("internet").raw(egress_request_json(req->internet));
     p.key("ttl_seconds").value(req->ttl_seconds).key("labels").value(req->labels);
     p.key("hostname").value(req->hostname).key("profile").value(req->profile);
     if (!req->node.empty()) p.key("node").value(req->node);
@@ -70,16 +74,17 @@ void Api::create(RequestContext& ctx) {
   asked.cpus = req->cpus;
   asked.memory_mb = req->memory_mb;
   asked.disk_gb = req->disk_gb;
-  asked.internet = req->internet;
+  set_policy_egress(asked, *egress);
   if (!admit(ctx, asked)) return;
-  auto sandbox = create_for(*ctx.principal, *req);
+  auto sandbox = create_for(*ctx.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
   ctx.sandbox = info.id;
   ctx.response->set("Location", "/v1/sandboxes/" + info.id);
   send_json(ctx, 201, sandbox_json(info));
 }
 
-std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const CreateRequest& req) {
+std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const CreateRequest& req,
+                                         const Egress& egress) {
   auto manager = require_manager();
   const std::string& owner = principal.name;
   {
@@ -106,7 +111,7 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
   options.cpus = req.cpus;
   options.memory_mb = req.memory_mb;
   options.disk_gb = req.disk_gb;
-  options.internet = req.internet;
+  options.egress = egress;
   options.ttl = std::chrono::seconds(req.ttl_seconds);
   options.labels = req.labels;
   options.owner = owner;
@@ -156,15 +161,17 @@ void Api::destroy(RequestContext& ctx) {
 }
 
 void Api::internet(RequestContext& ctx) {
-  auto enabled = parse_internet(json_body(ctx));
-  if (!enabled) throw enabled.error();
-  ctx.params_json = std::string("{\"enabled\":") + (*enabled ? "true" : "false") + "}";
+  auto req = parse_internet(json_body(ctx));
+  if (!req) throw req.error();
+  ctx.params_json = "{\"internet\":" + egress_request_json(*req) + "}";
   auto sandbox = find_sandbox(ctx);
+  auto egress = resolve_egress(*req, config_, ctx.principal->name);
+  if (!egress) throw egress.error();
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
-  asked.internet = *enabled;
+  set_policy_egress(asked, *egress);
   if (!admit(ctx, asked)) return;
-  if (auto st = sandbox->set_internet(*enabled); !st) throw from_error(st.error());
+  if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   send_json(ctx, 200, sandbox_json(sandbox->info()));
 }
 

@@ -120,7 +120,8 @@ class Api {
   // A sandbox `principal` may use: its own, or any for an admin; others' are "no sandbox".
   std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id);
   // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
-  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request);
+  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request,
+                                      const Egress& egress);
   // Told once a second while a call waits for a person: (seconds waited, seconds it may wait,
   // what it waits for). MCP sends it as notifications/progress.
   using WaitProgress = std::function<void(double, double, const std::string&)>;

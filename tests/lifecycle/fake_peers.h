@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "peers.h"
 
@@ -239,17 +240,70 @@ class FakeAgent final : public lifecycle::AgentApi {
     return set_;
   }
 
+  // The egress lists it holds (EGRESS), by source.
+  std::map<Ipv4Address, EgressList> lists() const {
+    std::lock_guard lock(mu_);
+    return lists_;
+  }
+  // What `a` could reach after each verb that touched it, in order: "on" (in the set),
+  // "allow:<names>" (listed: the ruleset checks pairs first, so a listed address in the set
+  // still reaches only its list) or "off".
+  std::vector<std::string> history(Ipv4Address a) const {
+    std::lock_guard lock(mu_);
+    auto it = history_.find(a);
+    return it == history_.end() ? std::vector<std::string>{} : it->second;
+  }
+  // Every ALLOW/REVOKE/EGRESS request, as "VERB address".
+  std::vector<std::string> verbs() const {
+    std::lock_guard lock(mu_);
+    return verbs_;
+  }
+
   Status allow(Ipv4Address a, std::uint32_t) override {
     std::lock_guard lock(mu_);
+    verbs_.push_back("ALLOW " + a.to_string());
     if (down || fail_allow) return fail(ErrorCode::kUnavailable, "allow refused");
     set_.insert(a);
+    record(a);
     return {};
   }
   Status revoke(Ipv4Address a) override {
     std::lock_guard lock(mu_);
+    verbs_.push_back("REVOKE " + a.to_string());
     if (down || fail_revoke) return fail(ErrorCode::kUnavailable, "revoke refused");
     set_.erase(a);
+    record(a);
     return {};
+  }
+  Status egress(Ipv4Address a, const EgressList& list) override {
+    std::lock_guard lock(mu_);
+    verbs_.push_back("EGRESS " + a.to_string());
+    if (down || fail_egress) return fail(ErrorCode::kUnavailable, "egress refused");
+    if (no_egress_verbs) return fail(ErrorCode::kInvalidArgument, "agent: 400 unknown verb");
+    lists_[a] = list;
+    record(a);
+    return {};
+  }
+  Status egress_off(Ipv4Address a) override {
+    std::lock_guard lock(mu_);
+    verbs_.push_back("EGRESS-OFF " + a.to_string());
+    if (down || fail_egress) return fail(ErrorCode::kUnavailable, "egress refused");
+    if (no_egress_verbs) return fail(ErrorCode::kInvalidArgument, "agent: 400 unknown verb");
+    lists_.erase(a);
+    record(a);
+    return {};
+  }
+  Result<std::map<Ipv4Address, EgressList>> egresses() override {
+    std::lock_guard lock(mu_);
+    if (down) return fail(ErrorCode::kUnavailable, "agent down");
+    ++egresses_calls_;
+    if (no_egress_verbs) return fail(ErrorCode::kInvalidArgument, "agent: 400 unknown verb");
+    return lists_;
+  }
+  // As an agent restarted without its journal: the lists are gone.
+  void forget_lists() {
+    std::lock_guard lock(mu_);
+    lists_.clear();
   }
   Result<std::uint64_t> sync(const std::vector<proto::Grant>& grants) override {
     std::lock_guard lock(mu_);
@@ -278,19 +332,50 @@ class FakeAgent final : public lifecycle::AgentApi {
   }
   Result<proto::StatusFields> status() override {
     if (down) return fail(ErrorCode::kUnavailable, "agent down");
-    return proto::StatusFields{};
+    std::lock_guard lock(mu_);
+    ++statuses_;
+    if (no_egress_verbs) return proto::StatusFields{};
+    return proto::StatusFields{{"egress_sources", std::to_string(lists_.size())}};
   }
+  int statuses() const {
+    std::lock_guard lock(mu_);
+    return statuses_;
+  }
+  int egresses_calls() const {
+    std::lock_guard lock(mu_);
+    return egresses_calls_;
+  }
+  // A new connection (the agent restarted): the Manager asks STATUS again.
+  void reconnect() { ++connections_; }
   Status hello() override {
     if (down) return fail(ErrorCode::kUnavailable, "agent down");
     return {};
   }
-  std::uint64_t connections() const override { return 1; }
+  std::uint64_t connections() const override { return connections_.load(); }
 
   std::atomic<bool> down{false};  // every verb fails (kUnavailable)
   bool fail_allow = false, fail_revoke = false, fail_sync = false;
+  bool fail_egress = false;      // EGRESS fails (kUnavailable)
+  bool no_egress_verbs = false;  // an agent from before #20: 400 for EGRESS and EGRESSES
 
  private:
+  void record(Ipv4Address a) {  // mu_ held
+    std::string now = "off";
+    if (auto it = lists_.find(a); it != lists_.end()) {
+      now = "allow:";
+      for (auto& n : it->second.names) now += n + ",";
+    } else if (set_.count(a)) {
+      now = "on";
+    }
+    history_[a].push_back(now);
+  }
+
   mutable std::mutex mu_;
+  std::atomic<std::uint64_t> connections_{1};
+  int statuses_ = 0, egresses_calls_ = 0;
+  std::map<Ipv4Address, EgressList> lists_;
+  std::map<Ipv4Address, std::vector<std::string>> history_;
+  std::vector<std::string> verbs_;
   std::set<Ipv4Address> set_;
   std::map<std::string, proto::Binding> bound_;
 };

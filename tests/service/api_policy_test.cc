@@ -175,6 +175,7 @@ TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
   PolicyRequest on;
   on.action = PolicyAction::kInternet;
   on.internet = true;
+  on.egress = "on";
   std::thread approver([&] {
     std::string id = pending_id();
     std::this_thread::sleep_for(std::chrono::milliseconds(2200));  // two progress reports

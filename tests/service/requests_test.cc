@@ -25,14 +25,14 @@ TEST(Requests, CreateDefaultsAndFields) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->cpus, 1);
   EXPECT_EQ(r->memory_mb, 512);
-  EXPECT_FALSE(r->internet);
+  EXPECT_EQ(r->internet.kind, EgressRequest::Kind::kOff);
   r = parse_create(R"({"cpus":2,"memory_mb":1024,"disk_gb":10,"internet":true,"ttl_seconds":600,
                        "labels":{"team":"ml","run":"42"},"hostname":"agent-1"})",
                    config());
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->cpus, 2);
   EXPECT_EQ(r->disk_gb, 10);
-  EXPECT_TRUE(r->internet);
+  EXPECT_EQ(r->internet.kind, EgressRequest::Kind::kOn);
   EXPECT_EQ(r->ttl_seconds, 600);
   EXPECT_EQ(r->labels.at("team"), "ml");
   EXPECT_EQ(r->hostname, "agent-1");
@@ -46,7 +46,8 @@ TEST(Requests, CreateRejectsBadInput) {
             "memory_mb: must be an integer in [64, 4096]");
   EXPECT_EQ(error(parse_create(R"({"ttl_seconds":86401})", c)),
             "ttl_seconds: must be an integer in [0, 86400]");
-  EXPECT_EQ(error(parse_create(R"({"internet":"yes"})", c)), "internet: must be true or false");
+  EXPECT_EQ(error(parse_create(R"({"internet":"yes"})", c)),
+            "internet: must be true, false, {\"allow\": [names]} or {\"list\": name}");
   EXPECT_EQ(error(parse_create(R"({"hostname":"Bad_Name"})", c)),
             "hostname: must be a DNS label: 1-63 of [a-z0-9-], no leading or trailing -");
   EXPECT_NE(error(parse_create(R"({"labels":{"BAD KEY":"x"}})", c)).find("labels: "),
@@ -83,9 +84,10 @@ TEST(Requests, Exec) {
 
 TEST(Requests, SmallBodies) {
   auto c = config();
-  EXPECT_EQ(parse_internet(R"({"enabled":true})").value(), true);
-  EXPECT_EQ(parse_internet(R"({"enabled":false})").value(), false);
-  EXPECT_EQ(parse_internet("{}").error().message, "enabled: required (true or false)");
+  EXPECT_EQ(parse_internet(R"({"enabled":true})").value().kind, EgressRequest::Kind::kOn);
+  EXPECT_EQ(parse_internet(R"({"enabled":false})").value().kind, EgressRequest::Kind::kOff);
+  EXPECT_EQ(parse_internet("{}").error().message,
+            "enabled: required (true or false), or allow (a list of names) or list");
   EXPECT_EQ(parse_internet(R"({"enabled":1})").error().message, "enabled: must be true or false");
   EXPECT_EQ(parse_ttl(R"({"ttl_seconds":60})", c).value(), 60);
   EXPECT_EQ(parse_ttl("{}", c).error().message, "ttl_seconds: required");
@@ -124,6 +126,61 @@ TEST(Requests, Parameters) {
   EXPECT_EQ(sel->size(), 2u);
   EXPECT_FALSE(parse_selector({"team"}));
   EXPECT_FALSE(parse_selector({"=x"}));
+}
+
+TEST(Requests, InternetTakesAnAllowlistAtCreateAndAtRunTime) {
+  auto c = config();
+  auto r = parse_create(R"({"internet":{"allow":["pypi.org","*.github.com"],"ports":[443]}})", c);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->internet.kind, EgressRequest::Kind::kAllow);
+  EXPECT_EQ(r->internet.names, (std::vector<std::string>{"pypi.org", "*.github.com"}));
+  EXPECT_EQ(r->internet.ports, (std::vector<std::uint16_t>{443}));
+  EXPECT_EQ(egress_request_json(r->internet),
+            R"({"allow":["pypi.org","*.github.com"],"ports":[443]})");
+  r = parse_create(R"({"internet":{"list":"python-packages"}})", c);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->internet.kind, EgressRequest::Kind::kList);
+  EXPECT_EQ(r->internet.list, "python-packages");
+
+  auto i = parse_internet(R"({"allow":["pypi.org"]})");
+  ASSERT_TRUE(i) << i.error().message;
+  EXPECT_EQ(i->kind, EgressRequest::Kind::kAllow);
+  EXPECT_TRUE(i->ports.empty());  // 80 and 443 when resolved
+  i = parse_internet(R"({"list":"git"})");
+  ASSERT_TRUE(i) << i.error().message;
+  EXPECT_EQ(egress_request_json(*i), R"({"list":"git"})");
+}
+
+TEST(Requests, BadAllowlistsAre400sNamingTheField) {
+  auto c = config();
+  auto create_error = [&](const std::string& internet) {
+    return error(parse_create("{\"internet\":" + internet + "}", c));
+  };
+  EXPECT_EQ(create_error(R"({"allow":["PyPI.org"]})"),
+            "internet.allow: egress name \"PyPI.org\" may hold only a-z 0-9 - and dots (lower "
+            "case) (a lower-case DNS name, or *. and one for its subdomains)");
+  EXPECT_NE(create_error(R"({"allow":["*.com"]})").find("needs at least two labels"),
+            std::string::npos);
+  EXPECT_EQ(create_error(R"({"allow":[]})"), "internet.allow: names no name");
+  EXPECT_EQ(create_error(R"({"allow":["a.org"],"list":"x"})"),
+            "internet.allow: give allow (a list of names) or list (a named list)");
+  EXPECT_EQ(create_error(R"({})"),
+            "internet.allow: give allow (a list of names) or list (a named list)");
+  EXPECT_EQ(create_error(R"({"list":"x","ports":[80]})"),
+            "internet.ports: a named list has its own ports");
+  EXPECT_EQ(create_error(R"({"list":"Bad"})"),
+            "internet.list: not a list name (1-64 of [a-z0-9._-])");
+  EXPECT_EQ(create_error(R"({"allow":["a.org"],"ports":[0]})"),
+            "internet: ports: must be a list of at most 16 integers in [1, 65535]");
+  EXPECT_EQ(create_error(R"({"allow":["a.org"],"extra":1})"), "internet: extra: unknown field");
+  EXPECT_EQ(create_error(R"({"allow":"a.org"})"), "internet: allow: must be a list of strings");
+  EXPECT_EQ(parse_internet(R"({"allow":["a.org"],"enabled":true})").error().message,
+            "allow: unknown field");
+  EXPECT_EQ(
+      parse_internet(R"({"allow":["a.org"],"ports":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]})")
+          .error()
+          .message,
+      "ports: must be a list of at most 16 integers in [1, 65535]");
 }
 
 }  // namespace

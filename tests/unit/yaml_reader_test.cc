@@ -89,5 +89,27 @@ TEST(YamlReader, ListsOfMappingsAndRequiredKeys) {
   EXPECT_EQ(st.error().message, "l.yaml:3: items[1].id: is required");
 }
 
+// A mapping keyed by names the operator chooses (egress.lists): its keys in document order,
+// each read as a map, unknown keys below still refused.
+TEST(YamlReader, KeysOfAMappingInDocumentOrder) {
+  auto doc = Document::parse("lists:\n  zeta: {n: 1}\n  alpha: {n: 2}\n", "k.yaml");
+  ASSERT_TRUE(doc) << doc.error().message;
+  Map top = doc->root();
+  Map lists = top.map("lists");
+  EXPECT_EQ(lists.keys(), (std::vector<std::string>{"zeta", "alpha"}));
+  int sum = 0;
+  for (const auto& k : lists.keys()) {
+    int n = 0;
+    Map m = lists.map(k);
+    m.integer("n", &n, 0, 9);
+    sum += n;
+    EXPECT_TRUE(m.finish());
+  }
+  EXPECT_EQ(sum, 3);
+  EXPECT_TRUE(top.map("absent").keys().empty());
+  EXPECT_TRUE(lists.finish());
+  EXPECT_TRUE(top.finish());
+}
+
 }  // namespace
 }  // namespace pvs::yaml

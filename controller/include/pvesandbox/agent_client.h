@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/common/protocol.h"
+#include "pvesandbox/egress.h"
 
 namespace pvs {
 
@@ -68,9 +70,16 @@ class AgentClient {
   Status unbind(std::string_view port);
   Result<std::vector<proto::Binding>> bindings();
   Result<proto::StatusFields> status();
+  // Egress allowlists (egress.h, egress_wire.h): replace the list of `address` (validated and
+  // sent normalised; kInvalidArgument without sending), remove it, or read every list.
+  Status egress(Ipv4Address address, EgressList list);
+  Status egress_off(Ipv4Address address);
+  Result<std::map<Ipv4Address, EgressList>> egresses();
 
   // Sends one request and returns the agent's reply payload (OK) or its error (ERR).
   Result<std::string> call(const proto::Request& request);
+  // The same for a request line formatted by the caller (no newline).
+  Result<std::string> call_line(const std::string& line);
 
   // Connections established so far (HELLO answered): a caller that sees this grow knows the
   // agent was reconnected (e.g. restarted) and may want to re-assert its state.

@@ -8,6 +8,7 @@
 //   auto result = (*sandbox)->exec("python3 -c 'print(42)'");
 //   (*sandbox)->write_file("/tmp/in.txt", "data");
 //   (*sandbox)->set_internet(false);
+//   (*sandbox)->set_egress(pvs::Egress::allow({"pypi.org", "files.pythonhosted.org"}));
 //   (*sandbox)->destroy();                              // revoke first, then stop + purge
 //
 // Proxmox is the source of truth: every sandbox is a container in the configured pool, tagged
@@ -42,6 +43,7 @@
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/egress.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
 #include "pvesandbox/ssh_session.h"
@@ -187,7 +189,10 @@ struct CreateOptions {
   int cpus = 1;
   int memory_mb = 512;
   int disk_gb = 0;  // 0: the template's size; else grow the root disk to this
+  // Egress (egress.h): `internet = true` is the shorthand for Egress::on(); an `egress` other
+  // than off wins, and both at once is kInvalidArgument.
   bool internet = false;
+  Egress egress;
   std::chrono::seconds ttl{0};  // 0: ManagerConfig::default_ttl
   Labels labels;                // see validate_labels()
   std::string owner;            // the API token name (for per-token limits and the audit log)
@@ -212,7 +217,8 @@ struct SandboxInfo {
   // Proxmox's "running" | "stopped" as last seen; "unreachable" while its node is offline
   // (the sandbox is kept, never destroyed on a guess; reconcile converges when it returns).
   std::string status;
-  bool internet = false;
+  bool internet = false;  // egress.mode == kOn
+  Egress egress;          // the effective egress: off, on or an allowlist
   int cpus = 0;
   int memory_mb = 0;
   int disk_gb = 0;
@@ -256,8 +262,14 @@ class Sandbox {
   // terminal.h). It ends, with an error in its PtyExit, when the sandbox is destroyed.
   virtual Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) = 0;
 
-  // Grants (with a renewed lease) or revokes HTTP/HTTPS egress; recorded in the metadata.
-  virtual Status set_internet(bool enabled) = 0;
+  // Changes the sandbox's egress, recorded in the metadata: on grants HTTP/HTTPS with a renewed
+  // lease, an allowlist gives the agent the list (EGRESS), off revokes both. A change never
+  // opens a window wider than either end (docs/architecture.md, "Egress by domain"). If the
+  // new egress is in place but removing the old one failed, the new one is recorded and the
+  // error returned (the address is quarantined; the next reconcile repairs the agent).
+  virtual Status set_egress(const Egress& egress) = 0;
+  // The shorthand: Egress::on() or Egress::off().
+  Status set_internet(bool enabled) { return set_egress(enabled ? Egress::on() : Egress::off()); }
   // Live status from Proxmox.
   virtual Result<pve::ContainerStatus> status() = 0;
   virtual bool is_connected() const = 0;

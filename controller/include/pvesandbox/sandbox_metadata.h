@@ -19,6 +19,7 @@
 
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/egress.h"
 
 namespace pvs {
 
@@ -42,6 +43,10 @@ struct SandboxMetadata {
   std::int64_t created_at = 0;  // unix seconds
   std::int64_t expires_at = 0;  // unix seconds; 0: no TTL
   bool internet = false;        // internet wanted (the agent's set follows this)
+  // An egress allowlist wanted (then `internet` is false): "egress":{"names":[...],
+  // "ports":[...],"list":"..."} in the JSON; absent for off and on.
+  std::optional<EgressList> allowlist;
+  std::string allowlist_name;  // the named list it came from, if any
   std::optional<Ipv4Address> address;
   std::string owner;  // the API token name that created it
   // The sandbox's own SSH host key, "SHA256:<43 base64 chars>", learnt at create (see
@@ -54,6 +59,10 @@ struct SandboxMetadata {
 };
 
 std::string_view to_string(SandboxMetadata::Phase phase);
+
+// The egress the metadata records, and recording one.
+Egress egress_of(const SandboxMetadata& metadata);
+void set_egress(SandboxMetadata& metadata, const Egress& egress);
 
 // True for an OpenSSH SHA-256 fingerprint: "SHA256:" and 43 unpadded base64 characters.
 bool is_sha256_fingerprint(std::string_view fingerprint);

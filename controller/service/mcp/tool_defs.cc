@@ -26,7 +26,8 @@ constexpr ToolDef kTools[] = {
      R"J("cpus":{"type":"integer","minimum":1,"description":"CPU cores (default 1)"},)J"
      R"J("memory_mb":{"type":"integer","minimum":64,"description":"Memory in MiB (default 512)"},)J"
      R"J("disk_gb":{"type":"integer","minimum":0,"description":"Root disk in GiB (0: the template's)"},)J"
-     R"J("internet":{"type":"boolean","description":"Allow outbound HTTP/HTTPS (default false)"},)J"
+     R"J("internet":{"description":"Outbound access (default false): true for all HTTP/HTTPS, or only some hosts: {\"allow\":[\"pypi.org\",\"*.github.com\"],\"ports\":[443]} (ports default 80 and 443), or an operator's named list: {\"list\":\"python-packages\"}",)J"
+     R"J("oneOf":[{"type":"boolean"},{"type":"object","additionalProperties":false,"required":["allow"],"properties":{"allow":{"type":"array","items":{"type":"string"},"maxItems":64},"ports":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65535},"maxItems":16}}},{"type":"object","additionalProperties":false,"required":["list"],"properties":{"list":{"type":"string"}}}]},)J"
      R"J("ttl_seconds":{"type":"integer","minimum":0,"description":"Lifetime; 0: the server's default"},)J"
      R"J("labels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels to find it by later"},)J"
      R"J("hostname":{"type":"string","description":"A DNS label; default sandbox-<vmid>"},)J"
@@ -90,12 +91,18 @@ constexpr ToolDef kTools[] = {
      PVS_SANDBOX_ID "," PVS_PATH("Absolute path of the directory") ","
      R"J("limit":{"type":"integer","minimum":1,"description":"At most this many entries (default 1000)"}}})J",
      true, false, true, false},
-    {"internet", "Turn internet access on or off",
-     "Allow (enabled: true) or block (false) a sandbox's outbound HTTP/HTTPS. Returns the "
-     "sandbox's state.",
-     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id","enabled"],"properties":{)J"
+    {"internet", "Set a sandbox's internet access",
+     "Allow (enabled: true) or block (enabled: false) a sandbox's outbound HTTP/HTTPS, or allow "
+     "only some hosts: allow (DNS names; *.example.com for its subdomains) with optional ports "
+     "(default 80 and 443), or list (an operator's named list). Give exactly one of enabled, "
+     "allow, list. A host not allowed fails at once (connection refused or DNS REFUSED). "
+     "Returns the sandbox's state.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
      PVS_SANDBOX_ID ","
-     R"J("enabled":{"type":"boolean","description":"true: allow; false: block"}}})J",
+     R"J("enabled":{"type":"boolean","description":"true: allow all HTTP/HTTPS; false: block"},)J"
+     R"J("allow":{"type":"array","items":{"type":"string"},"maxItems":64,"description":"Only these hosts, e.g. [\"pypi.org\", \"*.github.com\"]"},)J"
+     R"J("ports":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65535},"maxItems":16,"description":"With allow: the ports (default [80, 443])"},)J"
+     R"J("list":{"type":"string","description":"An operator's named allowlist, e.g. python-packages"}}})J",
      false, false, true, true},
     {"terminal_open", "Open a terminal",
      "Open an interactive terminal (a pseudo-terminal running the login shell, or command) in a "

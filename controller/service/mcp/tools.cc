@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "egress_access.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_impl.h"
 #include "output_cap.h"
@@ -66,9 +67,11 @@ ToolResult tool_create(ToolContext& c) {
   asked.cpus = req->cpus;
   asked.memory_mb = req->memory_mb;
   asked.disk_gb = req->disk_gb;
-  asked.internet = req->internet;
+  auto egress = resolve_egress(req->internet, c.api.config(), c.call.principal.name);
+  if (!egress) throw egress.error();
+  set_policy_egress(asked, *egress);
   c.record.policy_json = c.api.admit_tool(c.call.principal, "", asked, c.call.progress);
-  auto sandbox = c.api.create_for(c.call.principal, *req);
+  auto sandbox = c.api.create_for(c.call.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
   c.record.sandbox = info.id;
   std::string json = sandbox_text(info);
@@ -100,15 +103,17 @@ ToolResult tool_destroy(ToolContext& c) {
 
 ToolResult tool_internet(ToolContext& c) {
   auto [id, rest] = c.split_sandbox_id();
-  auto enabled = parse_internet(rest);
-  if (!enabled) throw enabled.error();
-  c.record.params_json = std::string("{\"enabled\":") + (*enabled ? "true" : "false") + "}";
+  auto req = parse_internet(rest);
+  if (!req) throw req.error();
+  c.record.params_json = "{\"internet\":" + egress_request_json(*req) + "}";
   auto sandbox = c.sandbox(id);
+  auto egress = resolve_egress(*req, c.api.config(), c.call.principal.name);
+  if (!egress) throw egress.error();
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
-  asked.internet = *enabled;
+  set_policy_egress(asked, *egress);
   c.record.policy_json = c.api.admit_tool(c.call.principal, id, asked, c.call.progress);
-  if (auto st = sandbox->set_internet(*enabled); !st) throw from_error(st.error());
+  if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   std::string json = sandbox_text(sandbox->info());
   return {false, json, json};
 }

@@ -1,5 +1,7 @@
 #include "pvesandbox/agent_client.h"
 
+#include "pvesandbox/egress_wire.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -249,7 +251,10 @@ Result<proto::HelloInfo> AgentClient::connect() {
 }
 
 Result<std::string> AgentClient::call(const proto::Request& request) {
-  std::string line = proto::format_request(request);
+  return call_line(proto::format_request(request));
+}
+
+Result<std::string> AgentClient::call_line(const std::string& line) {
   if (line.size() > proto::kMaxRequestLine) {
     return fail(ErrorCode::kTooLarge, "request of " + std::to_string(line.size()) +
                                           " bytes exceeds the agent's line limit of " +
@@ -327,6 +332,28 @@ Result<proto::StatusFields> AgentClient::status() {
   auto r = call(proto::StatusRequest{});
   if (!r) return fail(r.error());
   return proto::parse_status_payload(*r);
+}
+
+Status AgentClient::egress(Ipv4Address address, EgressList list) {
+  normalize_egress_list(list);
+  if (auto ok = validate_egress_list(list); !ok) return ok;
+  auto r = call_line(egress_wire::format_egress(address, list));
+  if (!r) return fail(r.error());
+  return {};
+}
+
+Status AgentClient::egress_off(Ipv4Address address) {
+  auto r = call_line(egress_wire::format_egress_off(address));
+  if (!r) return fail(r.error());
+  return {};
+}
+
+Result<std::map<Ipv4Address, EgressList>> AgentClient::egresses() {
+  auto r = call_line(std::string(egress_wire::kEgressesRequest));
+  if (!r) return fail(r.error());
+  auto lists = egress_wire::parse_egresses_payload(*r);
+  if (!lists) return fail(ErrorCode::kInternal, "agent: " + lists.error().message);
+  return lists;
 }
 
 }  // namespace pvs

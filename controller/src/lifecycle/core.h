@@ -98,7 +98,7 @@ class SandboxImpl final : public Sandbox {
   Result<SftpAttributes> stat(const std::string& path) override;
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override;
 
-  Status set_internet(bool enabled) override;
+  Status set_egress(const Egress& egress) override;
   Result<pve::ContainerStatus> status() override;
   bool is_connected() const override {
     std::lock_guard lock(mu_);
@@ -187,6 +187,17 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
 
   Status grant(Node& node, Ipv4Address address);
   Status ungrant(Node& node, Ipv4Address address);
+  // egress.cc: an allowlist at the agent (EGRESS) or none (EGRESS off); as grant/ungrant, a
+  // failure leaves the address out of node.listed and quarantines it if it may still be listed.
+  Status list(Node& node, Ipv4Address address, const EgressList& list);
+  Status unlist(Node& node, Ipv4Address address);
+  // From one egress to another in the order that never opens a window wider than either:
+  // the new one first, then the old one removed. *in_effect: the new one is in place (then an
+  // error is about removing the old one).
+  Status change_egress(Node& node, Ipv4Address address, const Egress& from, const Egress& to,
+                       bool* in_effect);
+  // Ungrant and unlist (the latter only if listed): what destroys and rollbacks call.
+  Status revoke_all(Node& node, Ipv4Address address);
   Status wait(const pve::Result<std::string>& upid, std::string_view what);
   Status write_description(const Node& node, int vmid, const SandboxMetadata& md);
   // nodes.cc
@@ -248,6 +259,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                    const proto::Binding& binding, const SandboxMetadata* pooled_md);
   Status bring_up(Step& step, const CreateOptions& options, const proto::Binding& binding);
   Status rollback(Step& step);
+  // egress.cc: the create's egress (step 7, or a hot claim), hook "internet" first.
+  Status start_egress(Step& step, const CreateOptions& options);
   // Clones the template into a free VMID (step.vmid, busy), queued per template (callers
   // before pool refills); `describe` fills in the clone's hostname and description once the
   // VMID is known. "already exists" means somebody else's container: the VMID stays used and
@@ -318,9 +331,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status bind(Node& node, const proto::Binding& binding);
   void unbind(Node& node, const std::string& port);
   void quarantine(Node& node, Ipv4Address address);  // node.agent_mu held
-  // Makes the node agent's set exactly node.granted (renewing every lease), its bindings
-  // exactly node.bound, and frees quarantined addresses that the set no longer holds.
+  // Makes the node agent's set exactly node.granted (renewing every lease), its lists exactly
+  // node.listed, its bindings exactly node.bound, and frees quarantined addresses that neither
+  // the set nor the lists hold.
   Status sync_agent(Node& node, const std::set<std::string>& keep_ports = {});
+  Status sync_lists(Node& node);  // node.agent_mu held
+  // The effective egress of a create (kInvalidArgument for internet and an egress at once).
+  static Result<Egress> create_egress(const CreateOptions& options);
   // ssh_ready.cc: waits until the sandbox at `address` runs a command over SSH (verified by the
   // configured policy: the template's key), gives it its own host key
   // (per_sandbox_host_keys), and returns a connected session pinned to the key it has now;

@@ -16,7 +16,7 @@ Status ManagerCore::rollback(Step& s) {
   if (s.ssh) s.ssh->close();
   Node& n = *s.node;
   if (s.granted) {
-    if (auto r = ungrant(n, *s.address); !r) {
+    if (auto r = revoke_all(n, *s.address); !r) {
       address_clean = false;
       result = r;
     }
@@ -66,7 +66,18 @@ Status ManagerCore::validate(const CreateOptions& o) {
   if (auto v = validate_labels(o.node_selector); !v)
     return fail(ErrorCode::kInvalidArgument, "node_selector: " + v.error().message);
   if (auto v = validate_labels(o.labels); !v) return fail(v.error());
+  if (auto e = create_egress(o); !e) return fail(e.error());
   return {};
+}
+
+Result<Egress> ManagerCore::create_egress(const CreateOptions& o) {
+  if (o.egress.mode == Egress::Mode::kOff) return o.internet ? Egress::on() : Egress::off();
+  if (o.internet)
+    return fail(ErrorCode::kInvalidArgument, "internet and egress at once: give one of them");
+  Egress e = o.egress;
+  if (e.allowlist()) normalize_egress_list(e.list);
+  if (auto ok = validate_egress(e); !ok) return fail(ok.error());
+  return e;
 }
 
 int ManagerCore::template_for(const CreateOptions& o, const Node& n) const {
@@ -100,7 +111,7 @@ SandboxMetadata ManagerCore::new_metadata(const Step& s, const CreateOptions& o)
   md.created_at = now_unix();
   auto ttl = o.ttl.count() == 0 ? cfg_.default_ttl : o.ttl;
   md.expires_at = ttl.count() == 0 ? 0 : md.created_at + ttl.count();
-  md.internet = o.internet;
+  if (auto e = create_egress(o)) set_egress(md, *e);
   md.address = s.address;
   md.owner = o.owner;
   md.labels = o.labels;
@@ -215,7 +226,8 @@ void ManagerCore::register_created(const Step& s, const std::shared_ptr<SandboxI
     ++stats_.creates;
   }
   log::info("created " + s.id + " vmid=" + std::to_string(s.vmid) + " node=" + s.node->cfg.name +
-            " address=" + s.address->to_string() + (o.internet ? " internet" : ""));
+            " address=" + s.address->to_string() + (o.internet ? " internet" : "") +
+            (o.egress.allowlist() ? " allowlist" : ""));
 }
 
 // The warm pool or a clone: an address, then steps 1-8.
@@ -332,12 +344,7 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
     if (!ssh) return fail(ssh.error());
     s.ssh = *ssh;
   }
-  if (o.internet) {
-    s.granted = true;  // rollback revokes even if ALLOW failed half-way
-    if (auto h = hook("internet"); !h) return h;
-    if (auto r = grant(*s.node, *s.address); !r) return r;
-  }
-  return {};
+  return start_egress(s, o);
 }
 
 Status ManagerCore::clone_template(

@@ -85,11 +85,7 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::claim(Step& s, const CreateOpt
   md.vmid = m.vmid;
   md.phase = SandboxMetadata::Phase::kReady;
   md.host_key = m.host_key;
-  if (o.internet) {
-    s.granted = true;  // rollback revokes even if ALLOW failed half-way
-    if (auto h = hook("internet"); !h) return fail(h.error());
-    if (auto r = grant(*m.node, *s.address); !r) return fail(r.error());
-  }
+  if (auto r = start_egress(s, o); !r) return fail(r.error());
   if (auto h = hook("claim"); !h) return fail(h.error());
   pve::Params params = {{"description", encode_description(md)}};
   if (!m.digest.empty()) params.emplace_back("digest", m.digest);

@@ -58,9 +58,10 @@ Status ManagerCore::destroy(SandboxImpl& sb) {
     // As a failed REVOKE: the agent may still hold the address.
     std::lock_guard lock(n.agent_mu);
     n.granted.erase(sb.address());
+    n.listed.erase(sb.address());
     quarantine(n, sb.address());
     address_clean = false;
-  } else if (auto r = ungrant(n, sb.address()); !r) {
+  } else if (auto r = revoke_all(n, sb.address()); !r) {
     address_clean = false;
   }
   unbind(n, sb.binding().port);

@@ -32,6 +32,12 @@ struct Node {
   // What the agent should hold for this node's sandboxes; agent_mu is held around agent calls.
   std::mutex agent_mu;
   std::set<Ipv4Address> granted;
+  std::map<Ipv4Address, EgressList> listed;  // egress allowlists (EGRESS)
+  // Whether the agent on the connection numbered egress_probed (agent.connects()) has the
+  // egress verbs: its STATUS says egress_sources=<n> (an agent from before #20 does not).
+  std::uint64_t egress_probed = 0;
+  bool egress_verbs = true;
+  std::uint64_t egress_sources = 0;  // as that STATUS said
   std::map<std::string, proto::Binding> bound;
   std::set<Ipv4Address> quarantine;
   std::atomic<std::size_t> quarantined{0};  // quarantine.size(), readable without agent_mu

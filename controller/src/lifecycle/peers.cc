@@ -87,6 +87,11 @@ class AgentClientPeer final : public AgentApi {
   Status allow(Ipv4Address address, std::uint32_t ttl_seconds) override {
     return client_.allow(address, ttl_seconds);
   }
+  Status egress(Ipv4Address address, const EgressList& list) override {
+    return client_.egress(address, list);
+  }
+  Status egress_off(Ipv4Address address) override { return client_.egress_off(address); }
+  Result<std::map<Ipv4Address, EgressList>> egresses() override { return client_.egresses(); }
   Status revoke(Ipv4Address address) override { return client_.revoke(address); }
   Result<std::uint64_t> sync(const std::vector<proto::Grant>& grants) override {
     return client_.sync(grants);

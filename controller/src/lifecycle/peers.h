@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -66,6 +67,10 @@ class AgentApi {
   virtual Status unbind(const std::string& port) = 0;
   virtual Result<std::vector<proto::Binding>> bindings() = 0;
   virtual Result<proto::StatusFields> status() = 0;
+  // Egress allowlists (EGRESS, EGRESS off, EGRESSES).
+  virtual Status egress(Ipv4Address address, const EgressList& list) = 0;
+  virtual Status egress_off(Ipv4Address address) = 0;
+  virtual Result<std::map<Ipv4Address, EgressList>> egresses() = 0;
   virtual Status hello() = 0;                     // a HELLO on the (re)connected link
   virtual std::uint64_t connections() const = 0;  // links opened so far
 };
@@ -185,6 +190,15 @@ class TimedAgent {
   }
   Result<proto::StatusFields> status() {
     return named("STATUS", timed(calls, [&] { return api_->status(); }));
+  }
+  Status egress(Ipv4Address address, const EgressList& list) {
+    return named("EGRESS", timed(calls, [&] { return api_->egress(address, list); }));
+  }
+  Status egress_off(Ipv4Address address) {
+    return named("EGRESS off", timed(calls, [&] { return api_->egress_off(address); }));
+  }
+  Result<std::map<Ipv4Address, EgressList>> egresses() {
+    return named("EGRESSES", timed(calls, [&] { return api_->egresses(); }));
   }
   // Notices an agent that went away and came back.
   Status ping() {

@@ -81,7 +81,8 @@ Status ManagerCore::reconcile_node(Node& n) {
   }
   forget_vanished(n, registered_before, pooled_before, scan.present);
   forget_vanished_members(n, hot_before, scan.present);
-  // Agent: the set is exactly the live sandboxes with internet (orphans are not in it).
+  // Agent: the set is exactly the live sandboxes with internet, the lists those with an
+  // allowlist (orphans are in neither).
   Status agent_status = sync_agent(n, busy_orphans(n, scan.orphans));
   n.agent_ok = agent_status.has_value();
   Status result = reap(scan, agent_status.has_value());
@@ -219,6 +220,7 @@ void ManagerCore::adopt(Node& n, const pve::ContainerStatus& ct, const pve::Conf
     std::lock_guard lock(n.agent_mu);
     if (mac) n.bound[binding.port] = binding;
     if (md.internet) n.granted.insert(*md.address);
+    if (md.allowlist) n.listed[*md.address] = *md.allowlist;
   }
   {
     std::lock_guard lock(mu_);
@@ -255,7 +257,7 @@ void ManagerCore::forget_vanished(Node& n, const std::set<std::string>& register
     log::warn("sandbox " + sb->id() + " vanished from Proxmox; forgetting it");
     std::lock_guard op(sb->op_mutex());
     bool clean = true;
-    if (!ungrant(n, sb->address())) clean = false;
+    if (!revoke_all(n, sb->address())) clean = false;
     unbind(n, sb->binding().port);
     sb->close_session();
     sb->mark_destroyed();

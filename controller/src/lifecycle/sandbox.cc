@@ -17,6 +17,7 @@ SandboxInfo SandboxImpl::info() const {
   i.phase = md_.phase;
   i.status = status_;
   i.internet = md_.internet;
+  i.egress = egress_of(md_);
   i.cpus = cpus_;
   i.memory_mb = memory_mb_;
   i.disk_gb = disk_gb_;
@@ -50,23 +51,25 @@ Status SandboxImpl::write_metadata(const SandboxMetadata& md) {
   return {};
 }
 
-Status SandboxImpl::set_internet(bool enabled) {
+Status SandboxImpl::set_egress(const Egress& wanted) {
+  Egress to = wanted;
+  if (to.allowlist()) normalize_egress_list(to.list);
+  if (auto ok = validate_egress(to); !ok) return ok;
   std::lock_guard op(op_mu_);
   if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
   auto md = metadata();
-  md.internet = enabled;
-  if (enabled) {
-    if (auto r = core_->grant(node_, *md.address); !r) return r;
-    if (auto r = write_metadata(md); !r) {
-      (void)core_->ungrant(node_, *md.address);
-      return r;
-    }
-    return {};
+  auto from = egress_of(md);
+  bool in_effect = false;
+  auto changed = core_->change_egress(node_, *md.address, from, to, &in_effect);
+  if (!in_effect) return changed;
+  // Recorded once the new egress is in place; a failed write puts the old one back.
+  pvs::set_egress(md, to);
+  if (auto w = write_metadata(md); !w) {
+    bool back = false;
+    (void)core_->change_egress(node_, *md.address, to, from, &back);
+    return w;
   }
-  // Revoke first, then record; a failed revoke is reported (and quarantined for the next SYNC).
-  auto r = core_->ungrant(node_, *md.address);
-  if (auto w = write_metadata(md); !w) return w;
-  return r;
+  return changed;
 }
 
 Result<pve::ContainerStatus> SandboxImpl::status() {

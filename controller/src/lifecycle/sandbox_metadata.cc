@@ -1,5 +1,6 @@
 #include "pvesandbox/sandbox_metadata.h"
 
+#include <Poco/JSON/Array.h>
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
@@ -25,6 +26,42 @@ Result<SandboxMetadata::Phase> parse_phase(const std::string& text) {
     if (text == to_string(phase)) return phase;
   }
   return fail(ErrorCode::kInvalidArgument, "unknown phase " + quoted(text));
+}
+
+Poco::JSON::Object encode_allowlist(const EgressList& list, const std::string& name) {
+  Poco::JSON::Object o;
+  Poco::JSON::Array names, ports;
+  for (const auto& n : list.names) names.add(n);
+  for (auto p : list.ports) ports.add(static_cast<int>(p));
+  o.set("names", names);
+  o.set("ports", ports);
+  if (!name.empty()) o.set("list", name);
+  return o;
+}
+
+// "egress": its list (validated) and name, into m.
+Status decode_allowlist(const Poco::JSON::Object::Ptr& o, SandboxMetadata& m) {
+  if (!o) return fail(ErrorCode::kInvalidArgument, "egress is not an object");
+  auto names = o->getArray("names");
+  auto ports = o->getArray("ports");
+  if (!names || !ports) return fail(ErrorCode::kInvalidArgument, "egress without names or ports");
+  EgressList list;
+  for (const auto& n : *names) list.names.push_back(n.convert<std::string>());
+  for (const auto& p : *ports) {
+    int port = p.convert<int>();
+    if (port < 1 || port > 65535) return fail(ErrorCode::kInvalidArgument, "bad egress port");
+    list.ports.push_back(static_cast<std::uint16_t>(port));
+  }
+  normalize_egress_list(list);
+  if (auto ok = validate_egress_list(list); !ok) return ok;
+  m.allowlist = std::move(list);
+  if (o->has("list")) {
+    m.allowlist_name = o->getValue<std::string>("list");
+    if (!valid_egress_list_name(m.allowlist_name))
+      return fail(ErrorCode::kInvalidArgument, "bad egress list name");
+  }
+  m.internet = false;
+  return {};
 }
 
 }  // namespace
@@ -67,6 +104,21 @@ std::string_view to_string(SandboxMetadata::Phase phase) {
   return "unknown";
 }
 
+Egress egress_of(const SandboxMetadata& m) {
+  if (m.allowlist) return Egress{Egress::Mode::kAllowlist, *m.allowlist, m.allowlist_name};
+  return m.internet ? Egress::on() : Egress::off();
+}
+
+void set_egress(SandboxMetadata& m, const Egress& e) {
+  m.internet = e.mode == Egress::Mode::kOn;
+  m.allowlist.reset();
+  m.allowlist_name.clear();
+  if (e.allowlist()) {
+    m.allowlist = e.list;
+    m.allowlist_name = e.list_name;
+  }
+}
+
 bool is_sha256_fingerprint(std::string_view fp) {
   constexpr std::string_view kPrefix = "SHA256:";
   if (fp.size() != kPrefix.size() + 43 || fp.substr(0, kPrefix.size()) != kPrefix) return false;
@@ -86,6 +138,7 @@ std::string encode_description(const SandboxMetadata& m) {
   if (m.address) o.set("ip", m.address->to_string());
   if (!m.owner.empty()) o.set("owner", m.owner);
   if (!m.host_key.empty()) o.set("host_key", m.host_key);
+  if (m.allowlist) o.set("egress", encode_allowlist(*m.allowlist, m.allowlist_name));
   if (!m.labels.empty()) {
     Poco::JSON::Object labels;
     for (const auto& [k, v] : m.labels) labels.set(k, v);
@@ -140,6 +193,10 @@ Result<SandboxMetadata> decode_description(std::string_view description) {
       m.host_key = root->getValue<std::string>("host_key");
       if (!is_sha256_fingerprint(m.host_key))
         return damaged("host_key is not a SHA256 fingerprint");
+    }
+    if (root->has("egress")) {
+      if (auto ok = decode_allowlist(root->getObject("egress"), m); !ok)
+        return damaged(ok.error().message);
     }
     if (root->has("labels")) {
       auto labels = root->getObject("labels");

@@ -60,6 +60,9 @@ class Map {
   // A list of mappings (absent: none).
   std::vector<Map> maps(std::string_view name);
   bool has(std::string_view name) const;
+  // The keys of this mapping in document order (for mappings keyed by names the operator
+  // chooses, e.g. egress.lists); none if it is absent.
+  std::vector<std::string> keys() const;
 
   // Records an error at `name` (for checks across keys), unless one is recorded already.
   void fail(std::string_view name, std::string reason);

@@ -1,0 +1,113 @@
+// The Egress value and its validation (egress.h): one place for the library, the service's
+// configuration and its API.
+#include <algorithm>
+
+#include "pvesandbox/common/text.h"
+#include "pvesandbox/egress.h"
+
+namespace pvs {
+namespace {
+
+tl::unexpected<Error> invalid(std::string message) {
+  return fail(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+bool ldh(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+// A DNS name of at least two LDH labels (no wildcard); the reason it is not, or "".
+std::string name_problem(std::string_view name) {
+  if (name.empty()) return "empty";
+  if (name.size() > kMaxEgressName) return "longer than 253 bytes";
+  std::size_t labels = 0;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    auto dot = name.find('.', start);
+    auto label = name.substr(start, dot == std::string_view::npos ? name.npos : dot - start);
+    if (label.empty()) return "has an empty label";
+    if (label.size() > 63) return "has a label longer than 63 bytes";
+    for (char c : label)
+      if (!ldh(c)) return "may hold only a-z 0-9 - and dots (lower case)";
+    if (label.front() == '-' || label.back() == '-') return "has a label that starts or ends in -";
+    ++labels;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  if (labels < 2) return "needs at least two labels";
+  return "";
+}
+
+}  // namespace
+
+Egress Egress::allow(std::vector<std::string> names, std::vector<std::uint16_t> ports,
+                     std::string list_name) {
+  Egress e{Mode::kAllowlist, EgressList{std::move(names), std::move(ports)}, std::move(list_name)};
+  normalize_egress_list(e.list);
+  return e;
+}
+
+bool valid_egress_list_name(std::string_view name) {
+  if (name.empty() || name.size() > 64 || name[0] == '.' || name[0] == '_' || name[0] == '-')
+    return false;
+  for (char c : name)
+    if (!ldh(c) && c != '.' && c != '_') return false;
+  return true;
+}
+
+std::string_view to_string(Egress::Mode mode) {
+  switch (mode) {
+    case Egress::Mode::kOff: return "off";
+    case Egress::Mode::kOn: return "on";
+    case Egress::Mode::kAllowlist: return "allowlist";
+  }
+  return "off";
+}
+
+Status validate_egress_name(std::string_view name) {
+  auto base = name.starts_with("*.") ? name.substr(2) : name;
+  auto problem = name_problem(base);
+  if (problem.empty()) return {};
+  return invalid("egress name " + quoted(name) + " " + problem +
+                 " (a lower-case DNS name, or *. and one for its subdomains)");
+}
+
+void normalize_egress_list(EgressList& list) {
+  std::sort(list.names.begin(), list.names.end());
+  list.names.erase(std::unique(list.names.begin(), list.names.end()), list.names.end());
+  if (list.ports.empty()) list.ports = kDefaultEgressPorts;
+  std::sort(list.ports.begin(), list.ports.end());
+  list.ports.erase(std::unique(list.ports.begin(), list.ports.end()), list.ports.end());
+}
+
+Status validate_egress_list(const EgressList& list) {
+  if (list.names.empty()) return invalid("an egress allowlist needs a name");
+  if (list.names.size() > kMaxEgressNames)
+    return invalid("an egress allowlist holds at most " + std::to_string(kMaxEgressNames) +
+                   " names");
+  if (list.ports.size() > kMaxEgressPorts)
+    return invalid("an egress allowlist holds at most " + std::to_string(kMaxEgressPorts) +
+                   " ports");
+  std::size_t bytes = 0;
+  for (const auto& n : list.names) {
+    if (auto ok = validate_egress_name(n); !ok) return ok;
+    bytes += n.size() + 1;
+  }
+  if (bytes - 1 > kMaxEgressNamesBytes)
+    return invalid("the names of an egress allowlist take at most " +
+                   std::to_string(kMaxEgressNamesBytes) + " bytes");
+  for (auto p : list.ports)
+    if (p == 0) return invalid("egress port 0: ports are 1-65535");
+  return {};
+}
+
+Status validate_egress(const Egress& egress) {
+  if (egress.mode != Egress::Mode::kAllowlist) {
+    if (!egress.list.names.empty() || !egress.list.ports.empty())
+      return invalid("only an allowlist has names and ports");
+    return {};
+  }
+  return validate_egress_list(egress.list);
+}
+
+}  // namespace pvs
