@@ -7,6 +7,8 @@ connect HOST PORT [--timeout S]
     prints open (the echo server answered), reset, unreachable, timeout; and the seconds taken
 agent SOCKET LINE
     sends one request line to pve-sandbox-agent and prints the reply line
+dnsbench SERVER NAME [--n N] [--port 53]
+    N sequential A queries (one socket), prints "p50_us=.. p99_us=.. ok=.."
 """
 import argparse
 import errno
@@ -126,6 +128,34 @@ def cmd_agent(a):
     return 0
 
 
+def cmd_dnsbench(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.connect((a.server, a.port))
+    question = b""
+    for label in a.name.split("."):
+        question += bytes([len(label)]) + label.encode()
+    question += b"\0" + struct.pack("!HH", 1, 1)
+    times, ok = [], 0
+    for i in range(a.n):
+        q = struct.pack("!HHHHHH", i & 0xFFFF, 0x0100, 1, 0, 0, 0) + question
+        start = time.perf_counter()
+        s.send(q)
+        try:
+            msg = s.recv(4096)
+        except socket.timeout:
+            continue
+        times.append(time.perf_counter() - start)
+        ok += 1 if (struct.unpack("!H", msg[2:4])[0] & 0xF) == 0 else 0
+    times.sort()
+    if not times:
+        print("p50_us=0 p99_us=0 ok=0")
+        return 1
+    print("p50_us=%.0f p99_us=%.0f ok=%d" % (times[len(times) // 2] * 1e6,
+                                            times[min(len(times) - 1, len(times) * 99 // 100)] * 1e6, ok))
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -143,8 +173,14 @@ def main():
     g = sub.add_parser("agent")
     g.add_argument("socket")
     g.add_argument("line")
+    b = sub.add_parser("dnsbench")
+    b.add_argument("server")
+    b.add_argument("name")
+    b.add_argument("--n", type=int, default=200)
+    b.add_argument("--port", type=int, default=53)
     a = p.parse_args()
-    return {"dns": cmd_dns, "connect": cmd_connect, "agent": cmd_agent}[a.cmd](a)
+    return {"dns": cmd_dns, "connect": cmd_connect, "agent": cmd_agent,
+            "dnsbench": cmd_dnsbench}[a.cmd](a)
 
 
 if __name__ == "__main__":
