@@ -141,5 +141,12 @@ TEST(ResolverConfig, ParsesAndRefuses) {
       "listen: 10.99.0.1\nsandbox_cidr: 10.99.0.0/16\nupstreams: [\"1.2.3.4\"]\nbogus: 1\n", "r"));
 }
 
+TEST(ResolverConfig, ShippedConfigParses) {
+  auto c = resolver::load_config(std::string(PVS_SOURCE_ROOT) + "/resolver/resolver.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->listen.to_string(), "10.99.0.1");
+  EXPECT_EQ(c->port, 5353);
+}
+
 }  // namespace
 }  // namespace pvs::dns
