@@ -100,11 +100,12 @@ rig_load_ruleset "$HERE/../../nftables/sandbox.nft"
 rig_bind "$PORT_A" "$MAC_A" "$IP_A"
 rig_bind "$PORT_B" "$MAC_B" "$IP_B"
 for a in 20 21 22 23 24 25; do ip -n "$NS_R" addr add "203.0.113.$a/32" dev lo; done
+ip -n "$NS_R" addr add 1.1.1.1/32 dev lo
 # shellcheck disable=SC2054 # dnsmasq options contain commas
 records=(--host-record=a.allowed.test,203.0.113.20,300 --host-record=b.other.test,203.0.113.21,300
 	--host-record=x.wild.test,203.0.113.22,300 --host-record=wild.test,203.0.113.23,300
 	--host-record=c.target.test,203.0.113.24,300 --cname=www.alias.test,c.target.test,300
-	--host-record=short.ttl.test,203.0.113.25,1)
+	--host-record=short.ttl.test,203.0.113.25,1 --host-record=doh.test,1.1.1.1,300)
 for i in $(seq 1 40); do records+=("--host-record=n$i.flood.test,203.0.113.$((100 + i)),300"); done
 rig_in "$NS_R" dnsmasq --keep-in-foreground --conf-file=/dev/null --pid-file= --no-resolv --no-hosts \
 	--listen-address=203.0.113.53 --bind-interfaces --local=/test/ --log-facility="$RIG_TMP/dnsmasq.log" \
@@ -160,6 +161,10 @@ expect "ct101 -> 203.0.113.53 udp/53 directly" TIMEOUT in_a dns 203.0.113.53 a.a
 expect "ct101 -> 203.0.113.53 tcp/53 directly" timeout in_a connect 203.0.113.53 53 --timeout 0.7
 expect "ct101 -> 203.0.113.53 tcp/853 (DoT)" timeout in_a connect 203.0.113.53 853 --timeout 0.7
 expect "ct101 -> gateway:5353 without the redirect" TIMEOUT in_a dns $GW a.allowed.test --port 5353 --timeout 0.7
+expect "EGRESS ct101 + doh.test (a name of a public DoH resolver)" OK agent "EGRESS $IP_A ports=80,443 names=a.allowed.test,*.wild.test,www.alias.test,short.ttl.test,doh.test"
+expect "ct101 doh.test resolves" "NOERROR 1.1.1.1" in_a dns $GW doh.test
+expect "ct101 -> 1.1.1.1:443 (DoH resolver, paired) dropped" timeout in_a connect 1.1.1.1 443 --timeout 0.7
+expect "EGRESS ct101 back to its list" OK agent "EGRESS $IP_A ports=80 names=a.allowed.test,*.wild.test,www.alias.test,short.ttl.test"
 
 echo "--- wildcard and CNAME"
 expect "ct101 x.wild.test" "NOERROR 203.0.113.22" in_a dns $GW x.wild.test
