@@ -5,7 +5,6 @@
 namespace pvs::dns {
 namespace {
 
-constexpr std::size_t kHeader = 12;
 constexpr int kMaxPointers = 64;
 constexpr std::size_t kMaxName = 255;
 constexpr std::size_t kMaxChain = 8;
