@@ -2,12 +2,17 @@
 # Egress by domain (#20) end to end on a real kernel: the ruleset (nftables/sandbox.nft), the
 # agent and pve-sandbox-resolver (as nobody) on the rig's node; an authoritative dnsmasq for the
 # test zones and echo servers on several "internet" addresses on the router; two sandboxes with
-# different lists. Usage: egress-e2e.sh AGENT_BINARY RESOLVER_BINARY
+# different lists. Usage: egress-e2e.sh AGENT_BINARY RESOLVER_BINARY [BRNF 0|1]
 # Prints one line per check; exits non-zero on any failure. Needs root, ip, nft, dnsmasq, python3.
 set -euo pipefail
 
 AGENT=${1:?usage: egress-e2e.sh AGENT RESOLVER}
 RESOLVER_BIN=${2:?usage: egress-e2e.sh AGENT RESOLVER}
+BRNF=${3:-0} # br_netfilter's bridge-nf-call-* in the rig's node (per namespace)
+[[ $BRNF == 0 || $BRNF == 1 ]] || {
+	echo "usage: egress-e2e.sh AGENT RESOLVER [0|1]" >&2
+	exit 2
+}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOOL="$HERE/egress_tool.py"
 [[ $(id -u) == 0 ]] || {
@@ -92,8 +97,8 @@ start_resolver() {
 	exit 1
 }
 
-echo "--- rig"
-rig_up 0
+echo "--- rig (br_netfilter $BRNF)"
+rig_up "$BRNF"
 chmod 755 "$RIG_TMP"
 mkdir -m 755 "$RIG_TMP/run" "$RIG_TMP/state"
 rig_load_ruleset "$HERE/../../nftables/sandbox.nft"
