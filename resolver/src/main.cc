@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
   pvs::log::info(std::string("stopping on ") + strsignal(sig));
   resolver.stop();
   const auto& s = resolver.stats();
-  pvs::log::info("queries=" + std::to_string(s.queries) +
-                 " answered=" + std::to_string(s.answered) +
-                 " refused=" + std::to_string(s.refused) + " failed=" + std::to_string(s.failed));
+  pvs::log::info("queries=" + std::to_string(s.queries) + " answered=" +
+                 std::to_string(s.answered) + " refused=" + std::to_string(s.refused) +
+                 " failed=" + std::to_string(s.failed) + " limited=" + std::to_string(s.limited));
   return 0;
 }

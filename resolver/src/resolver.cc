@@ -43,13 +43,17 @@ std::int64_t mono_ms() {
       .count();
 }
 
-// Reads exactly `n` bytes before `deadline_ms`; false on EOF, error or timeout.
-bool read_exact(int fd, std::uint8_t* out, std::size_t n, std::int64_t deadline_ms) {
+// Reads exactly `n` bytes before `deadline_ms`; false on EOF, error, timeout or `*stop`.
+bool read_exact(int fd, std::uint8_t* out, std::size_t n, std::int64_t deadline_ms,
+                const std::atomic<bool>* stop = nullptr) {
   std::size_t got = 0;
   while (got < n) {
     int left = static_cast<int>(deadline_ms - mono_ms());
+    if (left <= 0 || (stop != nullptr && *stop)) return false;
     pollfd p{fd, POLLIN, 0};
-    if (left <= 0 || ::poll(&p, 1, left) <= 0) return false;
+    int ready = ::poll(&p, 1, std::min(left, 200));
+    if (ready < 0 && errno != EINTR) return false;
+    if (ready <= 0) continue;
     ssize_t r = ::recv(fd, out + got, n - got, 0);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
@@ -74,6 +78,27 @@ bool matches(const dns::Response& r, std::uint16_t id, const std::string& name) 
 
 Resolver::~Resolver() {
   stop();
+}
+
+bool Resolver::admit(Ipv4Address source) {
+  if (config_.queries_per_second == 0) return true;
+  std::lock_guard lock(buckets_mutex_);
+  std::int64_t now = mono_ms();
+  double rate = config_.queries_per_second;
+  double burst = 2.0 * rate;
+  if (buckets_.size() > 65536) buckets_.clear();  // a bound on memory, not a policy
+  auto [it, fresh] = buckets_.try_emplace(source.to_uint(), Bucket{burst, now});
+  Bucket& b = it->second;
+  if (!fresh) {
+    b.tokens = std::min(burst, b.tokens + static_cast<double>(now - b.last_ms) * rate / 1000.0);
+    b.last_ms = now;
+  }
+  if (b.tokens < 1.0) {
+    ++stats_.limited;
+    return false;
+  }
+  b.tokens -= 1.0;
+  return true;
 }
 
 Status Resolver::open() {
@@ -260,6 +285,7 @@ void Resolver::udp_loop() {
                            reinterpret_cast<sockaddr*>(&from), &len);
     if (n <= 0) continue;
     Ipv4Address source(ntohl(from.sin_addr.s_addr));
+    if (!admit(source)) continue;  // over its budget: dropped, never amplified
     auto reply = answer(source, {buf, static_cast<std::size_t>(n)}, link, false);
     if (reply) {
       ::sendto(udp_.get(), reply->data(), reply->size(), 0, reinterpret_cast<sockaddr*>(&from),
@@ -295,9 +321,10 @@ void Resolver::tcp_client(int raw, Ipv4Address source) {
   while (!stopping_) {
     std::uint8_t len[2];
     std::int64_t deadline = mono_ms() + kTcpIdleMs;
-    if (!read_exact(fd.get(), len, 2, deadline)) return;
+    if (!read_exact(fd.get(), len, 2, deadline, &stopping_)) return;
     std::vector<std::uint8_t> message(static_cast<std::size_t>(len[0] << 8 | len[1]));
-    if (!read_exact(fd.get(), message.data(), message.size(), deadline)) return;
+    if (!read_exact(fd.get(), message.data(), message.size(), deadline, &stopping_)) return;
+    if (!admit(source)) continue;
     auto reply = answer(source, message, link, true);
     if (!reply || !send_framed(fd.get(), *reply)) return;
   }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "agent_link.h"
@@ -24,6 +25,7 @@ struct Stats {
   std::atomic<std::uint64_t> answered{0};
   std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> failed{0};
+  std::atomic<std::uint64_t> limited{0};  // dropped: over the source's query budget
 };
 
 class Resolver {
@@ -46,6 +48,8 @@ class Resolver {
   const Stats& stats() const { return stats_; }
 
  private:
+  // The per-source query budget (token bucket, queries_per_second, burst twice that).
+  bool admit(Ipv4Address source);
   Result<dns::Response> ask_upstream(const std::string& name);
   Result<dns::Response> ask_upstream_tcp(std::pair<Ipv4Address, std::uint16_t> upstream,
                                          const std::vector<std::uint8_t>& query);
@@ -59,6 +63,12 @@ class Resolver {
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint32_t> tcp_clients_{0};
   std::vector<std::thread> threads_;
+  struct Bucket {
+    double tokens = 0;
+    std::int64_t last_ms = 0;
+  };
+  std::mutex buckets_mutex_;
+  std::unordered_map<std::uint32_t, Bucket> buckets_;
   Stats stats_;
 };
 

@@ -24,6 +24,7 @@ Result<ResolverConfig> parse_config(std::string_view text, std::string_view sour
   m.integer("workers", &c.workers, 1, 64);
   m.integer("max_tcp_clients", &c.max_tcp_clients, 1, 10'000);
   m.integer("max_answer_ttl", &c.max_answer_ttl, 0, 604'800);
+  m.integer("queries_per_second", &c.queries_per_second, 0, 1'000'000);
   m.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
   if (m.ok()) {
     if (auto a = Ipv4Address::parse(listen); a) {

@@ -26,6 +26,9 @@ struct ResolverConfig {
   std::uint32_t max_tcp_clients = 32;  // concurrent TCP connections
   // TTL given to clients: at most this (keep it <= the agent's pair_ttl_cap_seconds).
   std::uint32_t max_answer_ttl = 86400;
+  // Queries a source may send per second (burst twice that); beyond it they are dropped.
+  // 0: no limit.
+  std::uint32_t queries_per_second = 100;
   std::string log_level = "info";
 };
 

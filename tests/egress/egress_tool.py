@@ -9,6 +9,9 @@ agent SOCKET LINE
     sends one request line to pve-sandbox-agent and prints the reply line
 dnsbench SERVER NAME [--n N] [--port 53]
     N sequential A queries (one socket), prints "p50_us=.. p99_us=.. ok=.."
+dnsburst SERVER NAME [--n N]
+    N A queries sent at once from one socket, then replies collected until 1 s of silence;
+    prints "answered=K"
 """
 import argparse
 import errno
@@ -156,6 +159,27 @@ def cmd_dnsbench(a):
     return 0
 
 
+def cmd_dnsburst(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((a.server, a.port))
+    question = b""
+    for label in a.name.split("."):
+        question += bytes([len(label)]) + label.encode()
+    question += b"\0" + struct.pack("!HH", 1, 1)
+    for i in range(a.n):
+        s.send(struct.pack("!HHHHHH", i & 0xFFFF, 0x0100, 1, 0, 0, 0) + question)
+    s.settimeout(1.0)
+    answered = 0
+    try:
+        while True:
+            s.recv(4096)
+            answered += 1
+    except socket.timeout:
+        pass
+    print("answered=%d" % answered)
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -178,9 +202,14 @@ def main():
     b.add_argument("name")
     b.add_argument("--n", type=int, default=200)
     b.add_argument("--port", type=int, default=53)
+    u = sub.add_parser("dnsburst")
+    u.add_argument("server")
+    u.add_argument("name")
+    u.add_argument("--n", type=int, default=500)
+    u.add_argument("--port", type=int, default=53)
     a = p.parse_args()
     return {"dns": cmd_dns, "connect": cmd_connect, "agent": cmd_agent,
-            "dnsbench": cmd_dnsbench}[a.cmd](a)
+            "dnsbench": cmd_dnsbench, "dnsburst": cmd_dnsburst}[a.cmd](a)
 
 
 if __name__ == "__main__":

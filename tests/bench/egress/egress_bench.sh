@@ -48,6 +48,7 @@ listen: 10.99.0.1
 sandbox_cidr: 10.99.0.0/16
 upstreams: ["203.0.113.53"]
 agent_socket: $RIG_TMP/run/agent.sock
+queries_per_second: 0
 log_level: warn
 CONF
 ip netns exec "$NS_NODE" "$AGENT" serve --config "$RIG_TMP/agent.yaml" 2>"$RIG_TMP/agent.log" &
