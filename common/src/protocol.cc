@@ -3,14 +3,12 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "protocol_internal.h"
 #include "pvesandbox/common/text.h"
 
 namespace pvs::proto {
+using namespace detail;
 namespace {
-
-Error bad(std::string message) {
-  return Error{ErrorCode::kInvalidArgument, std::move(message)};
-}
 
 // Checks the framing rules shared by requests and replies.
 Status check_line(std::string_view line, std::size_t max) {
@@ -35,6 +33,14 @@ Status check_line(std::string_view line, std::size_t max) {
   return {};
 }
 
+}  // namespace
+
+namespace detail {
+
+Error bad(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
+
 std::vector<std::string_view> split(std::string_view text) {
   std::vector<std::string_view> out;
   while (!text.empty()) {
@@ -46,7 +52,6 @@ std::vector<std::string_view> split(std::string_view text) {
   return out;
 }
 
-// A decimal without sign or leading zeros, within [min, max].
 Result<std::uint64_t> parse_decimal(std::string_view text, std::uint64_t min, std::uint64_t max,
                                     std::string_view what) {
   bool digits = !text.empty() && text.size() <= 20;
@@ -63,6 +68,19 @@ Result<std::uint64_t> parse_decimal(std::string_view text, std::uint64_t min, st
   }
   return value;
 }
+
+Status expect_arity(const std::vector<std::string_view>& fields, std::size_t min, std::size_t max,
+                    std::string_view usage) {
+  std::size_t args = fields.size() - 1;
+  if (args < min || args > max) {
+    return fail(bad("wrong number of arguments: usage: " + std::string(usage)));
+  }
+  return {};
+}
+
+}  // namespace detail
+
+namespace {
 
 Result<std::uint32_t> parse_ttl(std::string_view text, std::uint32_t min) {
   auto value = parse_decimal(text, min, kMaxTtlSeconds, "ttl");
@@ -111,15 +129,6 @@ Result<Binding> parse_binding_fields(std::string_view port, std::string_view mac
   auto a = Ipv4Address::parse(address);
   if (!a) return fail(bad(a.error().message));
   return Binding{*p, *m, *a};
-}
-
-Status expect_arity(const std::vector<std::string_view>& fields, std::size_t min, std::size_t max,
-                    std::string_view usage) {
-  std::size_t args = fields.size() - 1;
-  if (args < min || args > max) {
-    return fail(bad("wrong number of arguments: usage: " + std::string(usage)));
-  }
-  return {};
 }
 
 bool is_key_char(char c) {
@@ -220,6 +229,7 @@ Result<Request> parse_request(std::string_view line) {
     if (auto ok = expect_arity(fields, 0, 0, "STATUS"); !ok) return fail(ok.error());
     return StatusRequest{};
   }
+  if (auto egress = parse_egress_request(fields)) return std::move(*egress);
   return fail(bad("unknown verb " + quoted(verb, 16)));
 }
 
@@ -249,6 +259,10 @@ struct RequestFormatter {
   std::string operator()(const UnbindRequest& r) const { return "UNBIND " + r.port; }
   std::string operator()(const BindingsRequest&) const { return "BINDINGS"; }
   std::string operator()(const StatusRequest&) const { return "STATUS"; }
+  std::string operator()(const EgressRequest& r) const { return format_egress(r); }
+  std::string operator()(const EgressesRequest&) const { return "EGRESSES"; }
+  std::string operator()(const AskRequest& r) const { return format_ask(r); }
+  std::string operator()(const PairRequest& r) const { return format_pair(r); }
 };
 
 }  // namespace
@@ -258,8 +272,9 @@ std::string format_request(const Request& request) {
 }
 
 std::string_view verb_name(const Request& request) {
-  static constexpr std::string_view kNames[] = {"HELLO", "ALLOW",  "REVOKE",   "SYNC",  "LIST",
-                                                "BIND",  "UNBIND", "BINDINGS", "STATUS"};
+  static constexpr std::string_view kNames[] = {
+      "HELLO",    "ALLOW",  "REVOKE", "SYNC",     "LIST", "BIND", "UNBIND",
+      "BINDINGS", "STATUS", "EGRESS", "EGRESSES", "ASK",  "PAIR"};
   static_assert(std::size(kNames) == std::variant_size_v<Request>);
   return kNames[request.index()];
 }

@@ -36,6 +36,8 @@ Agent::Agent(AgentConfig config, std::unique_ptr<SetBackend> backend)
   set_ = SetRef{config_.family_number(), config_.table, config_.set};
   port_mac_ = SetRef{NFPROTO_BRIDGE, config_.l2_table, config_.port_mac_set};
   port_ip4_ = SetRef{NFPROTO_BRIDGE, config_.l2_table, config_.port_ip4_set};
+  egress_listed_ = SetRef{config_.family_number(), config_.table, config_.egress_listed_set};
+  egress_pairs_ = SetRef{config_.family_number(), config_.table, config_.egress_pairs_set};
   started_ms_ = unix_now_ms();
 }
 
@@ -161,6 +163,14 @@ std::string Agent::handle(const Peer& peer, std::string_view line) {
 }
 
 std::string Agent::handle(const Peer& peer, const proto::Request& request) {
+  if (resolver_only(peer) && !std::holds_alternative<proto::HelloRequest>(request) &&
+      !std::holds_alternative<proto::AskRequest>(request) &&
+      !std::holds_alternative<proto::PairRequest>(request) &&
+      !std::holds_alternative<proto::StatusRequest>(request)) {
+    return proto::format_error(proto::ReplyCode::kForbidden,
+                               "not authorized: a resolver uid may send only HELLO, ASK, PAIR "
+                               "and STATUS");
+  }
   return std::visit(
       [&](const auto& r) -> std::string {
         using T = std::decay_t<decltype(r)>;
@@ -185,7 +195,16 @@ std::string Agent::handle(const Peer& peer, const proto::Request& request) {
           return do_unbind(peer, r);
         } else if constexpr (std::is_same_v<T, proto::BindingsRequest>) {
           return do_bindings();
+        } else if constexpr (std::is_same_v<T, proto::EgressRequest>) {
+          return do_egress(peer, r);
+        } else if constexpr (std::is_same_v<T, proto::EgressesRequest>) {
+          return do_egresses();
+        } else if constexpr (std::is_same_v<T, proto::AskRequest>) {
+          return do_ask(r);
+        } else if constexpr (std::is_same_v<T, proto::PairRequest>) {
+          return do_pair(peer, r);
         } else {
+          static_assert(std::is_same_v<T, proto::StatusRequest>);
           return do_status();
         }
       },
@@ -373,6 +392,9 @@ std::string Agent::do_status() {
   fields.emplace_back("l2", l2_ok ? "present" : "missing");
   fields.emplace_back("desired", std::to_string(desired_.grants.size()));
   fields.emplace_back("bindings", std::to_string(desired_.bindings.size()));
+  prune_pairs(unix_now_ms());
+  fields.emplace_back("egress_sources", std::to_string(desired_.egress.size()));
+  fields.emplace_back("pairs", std::to_string(pairs_.size()));
   fields.emplace_back("destroy", backend_->destroy_supported() ? "native" : "emulated");
   auto gen = backend_->generation();
   fields.emplace_back("generation", gen ? std::to_string(*gen) : "-");
@@ -428,6 +450,7 @@ Status Agent::reapply(std::string_view reason) {
       if (result) result = fail(ok.error());
     }
   }
+  if (auto ok = reapply_egress(); !ok && result) result = fail(ok.error());
   last_reapply_ms_ = now;
   ++reapplies_;
   log::warn("re-applied desired state (" + std::string(reason) +
@@ -477,11 +500,12 @@ Result<bool> Agent::drifted() {
       if (it == desired_.bindings.end() || !(it->second == b)) return true;
     }
   }
-  return false;
+  return egress_drifted();
 }
 
 void Agent::tick() {
   desired_.prune(unix_now_ms());
+  prune_pairs(unix_now_ms());
   if (dhcp_dirty_) (void)mirror_dhcp_hosts();
   if (backend_->stats().lost_acks != lost_acks_seen_) {
     lost_acks_seen_ = backend_->stats().lost_acks;

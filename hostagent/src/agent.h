@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,21 @@ class Agent {
   std::string do_unbind(const Peer& peer, const proto::UnbindRequest& r);
   std::string do_bindings();
   std::string do_status();
+  // Egress by domain (agent_egress.cc).
+  bool resolver_only(const Peer& peer) const;
+  std::string do_egress(const Peer& peer, const proto::EgressRequest& r);
+  std::string do_egresses();
+  std::string do_ask(const proto::AskRequest& r);
+  std::string do_pair(const Peer& peer, const proto::PairRequest& r);
+  Status check_destination(Ipv4Address destination) const;
+  // The kernel's pairs of one source (every source when nullopt).
+  Result<std::vector<PairKey>> kernel_pairs(std::optional<Ipv4Address> source);
+  // Makes egress_listed equal the lists and drops pairs of unlisted sources or ports; reloads
+  // pairs_ from the kernel (names of pairs not known here stay unknown).
+  Status reapply_egress();
+  Result<bool> egress_drifted();
+  void prune_pairs(std::int64_t now_ms);
+  std::size_t pairs_of(Ipv4Address source) const;
   // The kernel's port_mac and port_ip4 elements of one port (what BIND replaces, UNBIND removes).
   Status kernel_port_elements(const std::string& port, std::vector<RawElement>* macs,
                               std::vector<RawElement>* ips);
@@ -88,6 +104,15 @@ class Agent {
   SetRef set_;
   SetRef port_mac_;
   SetRef port_ip4_;
+  SetRef egress_listed_;
+  SetRef egress_pairs_;
+  // The pairs the agent knows of: expiry (unix ms) and the listed names they were added for
+  // (empty: added before a restart, names unknown). Mirrors the kernel's egress_pairs.
+  struct PairInfo {
+    std::int64_t expiry_ms = 0;
+    std::vector<std::string> names;
+  };
+  std::map<PairKey, PairInfo> pairs_;
   DesiredState desired_;
   StateStore store_;
   DhcpHosts dhcp_;

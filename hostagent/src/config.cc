@@ -49,6 +49,7 @@ void socket_and_access(yaml::Map& m, AgentConfig& c) {
   m.string("socket_group", &c.socket_group);
   id_list(m, "allowed_uids", &c.allowed_uids);
   id_list(m, "allowed_gids", &c.allowed_gids);
+  id_list(m, "resolver_uids", &c.resolver_uids);
   if (m.ok() && c.allowed_uids.empty() && c.allowed_gids.empty())
     m.fail("allowed_uids", "allowed_uids and allowed_gids both empty: nobody could use the agent");
 }
@@ -81,6 +82,8 @@ void nftables(yaml::Map& m, AgentConfig& c) {
   nft_name(m, "l2_table", &c.l2_table);
   nft_name(m, "port_mac_set", &c.port_mac_set);
   nft_name(m, "port_ip4_set", &c.port_ip4_set);
+  nft_name(m, "egress_listed_set", &c.egress_listed_set);
+  nft_name(m, "egress_pairs_set", &c.egress_pairs_set);
   std::string destroy = "auto";
   m.one_of("destroy", &destroy, {"auto", "native", "emulate"});
   c.destroy = destroy == "native"    ? DestroyMode::kNative
@@ -116,6 +119,12 @@ void limits(yaml::Map& m, AgentConfig& c) {
   m.integer("max_elements", &c.max_elements, 1, 1'000'000);
   m.integer("max_bindings", &c.max_bindings, 1, 100'000);
   m.integer("max_clients", &c.max_clients, 1, 10'000);
+  m.integer("max_pairs", &c.max_pairs, 1, 1'000'000);
+  m.integer("max_pairs_per_source", &c.max_pairs_per_source, 1, 1'000'000);
+  m.integer("pair_ttl_floor_seconds", &c.pair_ttl_floor_seconds, 1, 86'400);
+  m.integer("pair_ttl_cap_seconds", &c.pair_ttl_cap_seconds, 1, 604'800);
+  if (m.ok() && c.pair_ttl_cap_seconds < c.pair_ttl_floor_seconds)
+    m.fail("pair_ttl_cap_seconds", "smaller than pair_ttl_floor_seconds");
   m.integer("max_pending_bytes", &c.max_pending_bytes, 65536, 1ll << 30);
   m.integer("idle_timeout_seconds", &c.idle_timeout_seconds, 1, 86'400);
   m.integer("drift_check_ms", &c.drift_check_ms, 10, 3'600'000);

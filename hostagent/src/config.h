@@ -28,6 +28,8 @@ struct AgentConfig {
   std::string socket_group = "pve-sandbox";  // empty: keep the group of the process
   std::vector<uid_t> allowed_uids = {0};
   std::vector<gid_t> allowed_gids;
+  // The resolver's uids: they may send only HELLO, ASK, PAIR and STATUS (docs/agent.md).
+  std::vector<uid_t> resolver_uids;
   Cidr sandbox_cidr;
   Ipv4Address gateway;  // default: the first host address of sandbox_cidr
   std::string family = "inet";
@@ -36,11 +38,19 @@ struct AgentConfig {
   std::string l2_table = "sandbox_l2";  // table bridge <l2_table>
   std::string port_mac_set = "port_mac";
   std::string port_ip4_set = "port_ip4";
+  // Egress by domain (#20): sources in allowlist mode, and their (src . dst . port) pairs.
+  std::string egress_listed_set = "egress_listed";
+  std::string egress_pairs_set = "egress_pairs";
   // In the runtime directory (tmpfs) and not fsync'ed: see docs/agent.md "Desired state".
   std::string state_file = "/run/pve-sandbox/agent-state";
   bool state_fsync = false;
   std::uint32_t max_elements = 65536;
   std::uint32_t max_bindings = 4096;
+  std::uint32_t max_pairs = 65536;
+  std::uint32_t max_pairs_per_source = 256;
+  // A pair lives max(answer TTL, floor) seconds, at most the cap.
+  std::uint32_t pair_ttl_floor_seconds = 30;
+  std::uint32_t pair_ttl_cap_seconds = 86400;
   std::size_t max_clients = 64;
   std::size_t max_pending_bytes = 8 * 1024 * 1024;  // unsent reply bytes per client
   std::uint32_t idle_timeout_seconds = 600;

@@ -161,6 +161,11 @@ bool Server::peer_allowed(int fd, const Peer& peer) const {
       config.allowed_uids.end()) {
     return true;
   }
+  // The resolver: admitted here, limited to its verbs by Agent::handle().
+  if (std::find(config.resolver_uids.begin(), config.resolver_uids.end(), peer.uid) !=
+      config.resolver_uids.end()) {
+    return true;
+  }
   if (config.allowed_gids.empty()) return false;
   auto gid_allowed = [&](gid_t gid) {
     return std::find(config.allowed_gids.begin(), config.allowed_gids.end(), gid) !=

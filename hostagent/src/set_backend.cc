@@ -49,6 +49,27 @@ ElementKey port_ip4_key(const std::string& port, Ipv4Address address) {
   return ElementKey(key, sizeof(key));
 }
 
+ElementKey pair_key(const PairKey& pair) {
+  std::uint8_t key[12] = {};
+  std::uint32_t src = htonl(pair.source.to_uint());
+  std::uint32_t dst = htonl(pair.destination.to_uint());
+  std::uint16_t port = htons(pair.port);
+  std::memcpy(key, &src, 4);
+  std::memcpy(key + 4, &dst, 4);
+  std::memcpy(key + 8, &port, 2);
+  return ElementKey(key, sizeof(key));
+}
+
+std::optional<PairKey> decode_pair_key(const ElementKey& key) {
+  if (key.size() != 12) return std::nullopt;
+  std::uint32_t src, dst;
+  std::uint16_t port;
+  std::memcpy(&src, key.data(), 4);
+  std::memcpy(&dst, key.data() + 4, 4);
+  std::memcpy(&port, key.data() + 8, 2);
+  return PairKey{Ipv4Address(ntohl(src)), Ipv4Address(ntohl(dst)), ntohs(port)};
+}
+
 namespace {
 std::string decode_ifname(const ElementKey& key) {
   std::string name(reinterpret_cast<const char*>(key.data()), kIfnameLen);

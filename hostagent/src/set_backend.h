@@ -81,6 +81,15 @@ ElementKey ipv4_key(Ipv4Address address);
 // `ifname . ether_addr` (16 + 8 bytes) and `ifname . ipv4_addr` (16 + 4 bytes).
 ElementKey port_mac_key(const std::string& port, const MacAddress& mac);
 ElementKey port_ip4_key(const std::string& port, Ipv4Address address);
+// `ipv4_addr . ipv4_addr . inet_service` (4 + 4 + 2 padded to 4 bytes): an egress pair.
+struct PairKey {
+  Ipv4Address source;
+  Ipv4Address destination;
+  std::uint16_t port = 0;
+  auto operator<=>(const PairKey&) const = default;
+};
+ElementKey pair_key(const PairKey& pair);
+std::optional<PairKey> decode_pair_key(const ElementKey& key);
 // Decoders for dumped keys; nullopt when the length does not match.
 std::optional<Ipv4Address> decode_ipv4_key(const ElementKey& key);
 std::optional<std::pair<std::string, MacAddress>> decode_port_mac_key(const ElementKey& key);

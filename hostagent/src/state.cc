@@ -76,7 +76,34 @@ Result<std::string> read_file(const std::string& path, bool* missing) {
   return text;
 }
 
+// "egress <ipv4> <ports> <names>" through the protocol's own EGRESS parser.
+Result<std::pair<Ipv4Address, proto::EgressList>> parse_egress_record(
+    const std::vector<std::string_view>& fields) {
+  if (fields.size() != 4) {
+    return fail(ErrorCode::kInvalidArgument, "expected: egress <ipv4> <ports> <names>");
+  }
+  auto request =
+      proto::parse_request("EGRESS " + std::string(fields[1]) + " ports=" + std::string(fields[2]) +
+                           " names=" + std::string(fields[3]));
+  if (!request) return fail(request.error());
+  const auto& egress = std::get<proto::EgressRequest>(*request);
+  return std::make_pair(egress.address, *egress.list);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
 }  // namespace
+
+std::string egress_record(Ipv4Address source, const proto::EgressList* list) {
+  if (list == nullptr) return "egress-off " + source.to_string() + "\n";
+  std::vector<std::string> ports;
+  for (auto p : list->ports) ports.push_back(std::to_string(p));
+  return "egress " + source.to_string() + " " + join(ports) + " " + join(list->names) + "\n";
+}
 
 std::int64_t unix_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -144,6 +171,12 @@ Result<DesiredState> parse_state(std::string_view text) {
       if (!state.bindings.emplace(binding.port, binding).second) {
         return bad("port " + binding.port + " listed twice");
       }
+    } else if (fields[0] == "egress") {
+      auto record = parse_egress_record(fields);
+      if (!record) return bad(record.error().message);
+      if (!state.egress.emplace(record->first, record->second).second) {
+        return bad("egress source " + record->first.to_string() + " listed twice");
+      }
     } else {
       return bad("unknown record " + quoted(fields[0], 16));
     }
@@ -199,6 +232,7 @@ std::string format_state(const DesiredState& state, std::uint64_t epoch) {
   for (const auto& [port, b] : state.bindings) {
     out += "bind " + port + " " + b.mac.to_string() + " " + b.address.to_string() + "\n";
   }
+  for (const auto& [source, list] : state.egress) out += egress_record(source, &list);
   return out;
 }
 
@@ -302,6 +336,14 @@ Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) 
     } else if (fields[0] == "unbind" && fields.size() == 2) {
       if (!proto::is_valid_port_name(fields[1])) return bad("invalid port " + quoted(fields[1]));
       state->bindings.erase(std::string(fields[1]));
+    } else if (fields[0] == "egress") {
+      auto record = parse_egress_record(fields);
+      if (!record) return bad(record.error().message);
+      state->egress[record->first] = record->second;
+    } else if (fields[0] == "egress-off" && fields.size() == 2) {
+      auto address = Ipv4Address::parse(fields[1]);
+      if (!address) return bad(address.error().message);
+      state->egress.erase(*address);
     } else {
       return bad("unknown record " + quoted(line, 32));
     }

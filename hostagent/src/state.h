@@ -7,6 +7,7 @@
 //   grant 10.99.0.5 -
 //   grant 10.99.0.6 1763900000123        <- expiry, unix milliseconds
 //   bind veth100i0 bc:24:11:2a:3b:4c 10.99.0.7
+//   egress 10.99.0.8 80,443 pypi.org,*.github.com
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,9 @@ namespace pvs::agent {
 struct DesiredState {
   // address -> lease expiry in unix milliseconds; nullopt = no lease (permanent until revoked)
   std::map<Ipv4Address, std::optional<std::int64_t>> grants;
-  std::map<std::string, proto::Binding> bindings;  // by port
-  std::uint64_t epoch = 0;                         // of the snapshot it was read from
+  std::map<std::string, proto::Binding> bindings;   // by port
+  std::map<Ipv4Address, proto::EgressList> egress;  // allowlists by source (EGRESS)
+  std::uint64_t epoch = 0;                          // of the snapshot it was read from
 
   // Drops leases that ended at or before `now_ms`; returns how many.
   std::size_t prune(std::int64_t now_ms);
@@ -46,6 +48,8 @@ Status save_state(const std::string& path, const DesiredState& state, bool fsync
 //   revoke <ipv4>
 //   bind <port> <mac> <ipv4>
 //   unbind <port>
+//   egress <ipv4> <ports> <names>   an EGRESS list (replaces the source's list)
+//   egress-off <ipv4>
 //   sync <n>                        a SYNC: replaces all grants by the n grant lines that follow
 // Applies the records of `text` to `state`. A last line without '\n' is a write cut short by a
 // crash (its change was never acknowledged) and is ignored, and so is a `sync` group cut short
@@ -85,5 +89,8 @@ class StateStore {
 };
 
 std::int64_t unix_now_ms();
+
+// "egress <ipv4> <ports> <names>\n" and "egress-off <ipv4>\n".
+std::string egress_record(Ipv4Address source, const proto::EgressList* list);
 
 }  // namespace pvs::agent

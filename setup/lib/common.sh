@@ -104,6 +104,7 @@ declare -A CONF=(
 	[RULESET_SCOPE]="auto"
 	[SANDBOX_PORTS]='{ "veth*", "fwpr*" }'
 	[CONTROLLER_ADDRESSES]=""
+	[RESOLVER_PORT]="5353"
 	[TEMPLATE_ID]="9000"
 	[TEMPLATE_OSTEMPLATE]="debian-12-standard_12.7-1_amd64.tar.zst"
 	[TEMPLATE_OSTYPE]="debian"
@@ -164,6 +165,8 @@ pvs_validate_config() {
 		die "DHCP_HOSTS_DIR: an absolute path of plain names, e.g. /run/pve-sandbox/dhcp-hosts"
 	[[ ${CONF[SANDBOX_PORTS]} =~ ^\{[\ \"A-Za-z0-9_.*,-]+\}$ ]] || die "SANDBOX_PORTS: an nft set of quoted name patterns, e.g. { \"veth*\", \"fwpr*\" }"
 	[[ ${CONF[RULESET_SCOPE]} =~ ^(auto|bridge|ports)$ ]] || die "RULESET_SCOPE: auto, bridge or ports"
+	[[ ${CONF[RESOLVER_PORT]} =~ ^[1-9][0-9]{0,4}$ ]] && ((CONF[RESOLVER_PORT] <= 65535 && CONF[RESOLVER_PORT] != 53)) ||
+		die "RESOLVER_PORT: a port 1-65535 other than 53"
 	# (pvs_controller_list: lib/ruleset.sh, sourced by both scripts; its message names the key)
 	local err
 	err=$(pvs_controller_list "${CONF[CONTROLLER_ADDRESSES]}" "${CONF[SANDBOX_CIDR]}" 2>&1 >/dev/null) || die "$err"

@@ -77,14 +77,19 @@ pvs_set_elements() {
 		else tostring end'
 }
 
-# pvs_render_ruleset SRC BRIDGE CIDR GW SCOPE PORTS [CONTROLLERS]
+# pvs_render_ruleset SRC BRIDGE CIDR GW SCOPE PORTS [CONTROLLERS [RESOLVER_PORT]]
 #   SCOPE: "bridge" (meta ibrname, needs CONFIG_NFT_BRIDGE_META, Proxmox kernels have it)
 #          or "ports" (match bridge ports by name pattern, see docs).
 #   PORTS: nft set of port-name patterns, e.g. '{ "veth*", "fwpr*" }' (scope "ports" only).
 #   CONTROLLERS: CONTROLLER_ADDRESSES (see pvs_controller_list); empty by default.
+#   RESOLVER_PORT: the egress resolver's port on GW (1-65535, not 53); default 5353.
 # Writes the rendered ruleset to stdout.
 pvs_render_ruleset() {
-	local src=$1 bridge=$2 cidr=$3 gw=$4 scope=$5 ports=$6 controllers=${7:-}
+	local src=$1 bridge=$2 cidr=$3 gw=$4 scope=$5 ports=$6 controllers=${7:-} resolver_port=${8:-5353}
+	if ! [[ $resolver_port =~ ^[1-9][0-9]{0,4}$ ]] || ((resolver_port > 65535 || resolver_port == 53)); then
+		echo "pvs_render_ruleset: bad RESOLVER_PORT '$resolver_port' (1-65535, not 53)" >&2
+		return 2
+	fi
 	case $scope in
 	bridge | ports) ;;
 	*)
@@ -124,6 +129,7 @@ pvs_render_ruleset() {
 		-e "s|^define SANDBOX_CIDR = .*|define SANDBOX_CIDR = $cidr|" \
 		-e "s|^define SANDBOX_GW = .*|define SANDBOX_GW = $gw|" \
 		-e "s|^define SANDBOX_PORTS = .*|define SANDBOX_PORTS = $ports|" \
+		-e "s|^define RESOLVER_PORT = .*|define RESOLVER_PORT = $resolver_port|" \
 		"${scope_sed[@]}" "${controller_sed[@]}" "$src"
 }
 

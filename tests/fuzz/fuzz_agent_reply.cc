@@ -22,5 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = parse_bindings_payload(format_bindings_payload(*bindings));
     if (!again || *again != *bindings) std::abort();
   }
+  if (auto entries = parse_egresses_payload(payload)) {
+    auto again = parse_egresses_payload(format_egresses_payload(*entries));
+    if (!again || *again != *entries) std::abort();
+  }
+  if (auto answer = parse_ask_payload(payload)) {
+    auto again = parse_ask_payload(format_ask_payload(*answer));
+    if (!again || *again != *answer) std::abort();
+  }
   return 0;
 }

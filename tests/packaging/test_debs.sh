@@ -76,6 +76,7 @@ hardening=(NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=y
   SystemCallFilter=@system-service 'SystemCallFilter=~@privileged @resources' UMask=00[27]7
   'MemoryMax=[0-9]+[KMG]' 'TasksMax=[0-9]+' 'LimitNOFILE=[0-9]+')
 for unit in "$work"/x-*/lib/systemd/system/pve-sandbox-agent.service \
+  "$work"/x-*/lib/systemd/system/pve-sandbox-resolver.service \
   "$work"/x-*/lib/systemd/system/pve-sandbox-controller.service; do
   [[ -f "$unit" ]] || continue
   missing=()
@@ -143,6 +144,9 @@ if ((has_agent)); then
     test "$(in_root stat -c %U:%G /var/lib/pve-sandbox)" = pve-sandbox-agent:pve-sandbox
   check "agent socket enabled" test -L "$root/etc/systemd/system/sockets.target.wants/pve-sandbox-agent.socket"
   check "agent config passes check-config" in_root /usr/sbin/pve-sandbox-agent check-config --config /etc/pve-sandbox/agent.yaml
+  check "resolver user created" user_exists pve-sandbox-resolver
+  check "resolver example config passes check-config" in_root /usr/sbin/pve-sandbox-resolver check-config \
+    --config /usr/share/doc/pve-sandbox-agent/examples/resolver.yaml
   check "agent config publishes DHCP reservations" grep -qx 'dhcp_hosts_dir: /run/pve-sandbox/dhcp-hosts' "$root/etc/pve-sandbox/agent.yaml"
   check "DHCP reservations directory created by postinst, owned by the agent" \
     test "$(in_root stat -c %U:%G:%a /run/pve-sandbox/dhcp-hosts)" = pve-sandbox-agent:pve-sandbox:755
@@ -187,6 +191,7 @@ fi
 check "purge" in_root dpkg -P $pkgs
 check "group gone after purge" bash -c "! chroot '$root' getent group pve-sandbox >/dev/null"
 ((has_agent)) && check "agent user gone after purge" bash -c "! chroot '$root' getent passwd pve-sandbox-agent >/dev/null"
+((has_agent)) && check "resolver user gone after purge" bash -c "! chroot '$root' getent passwd pve-sandbox-resolver >/dev/null"
 ((has_controller)) && check "controller user gone after purge" bash -c "! chroot '$root' getent passwd pve-sandbox-controller >/dev/null"
 snapshot >"$work/after.txt"
 if diff "$work/before.txt" "$work/after.txt" >"$work/leftovers.txt"; then

@@ -98,6 +98,17 @@ if start_agent +net_admin; then
   expect "sync" "SYNC 10.99.0.8 10.99.0.9@30" "OK 2"
   expect "list" "LIST" "OK 2 10.99.0.*"
   expect "revoke" "REVOKE 10.99.0.8" "OK"
+  expect "egress" "EGRESS 10.99.0.10 ports=80,443 names=pypi.org,*.github.com" "OK"
+  expect "ask" "ASK 10.99.0.10 api.github.com" "OK allow ports=80,443"
+  expect "pair" "PAIR 10.99.0.10 api.github.com 203.0.113.5 ttl=60" "OK 2"
+  expect "egresses" "EGRESSES" "OK 1 10.99.0.10=80,443/pypi.org,\*.github.com"
+  pairs_now=$(ip netns exec "$ns" nft list set inet sandbox egress_pairs)
+  if [[ "$pairs_now" == *"10.99.0.10 . 203.0.113.5 . 443"* ]]; then
+    pass "the kernel pair set holds what the unprivileged agent wrote"
+  else
+    fail "the kernel pair set holds what the unprivileged agent wrote"
+  fi
+  expect "egress off" "EGRESS 10.99.0.10 off" "OK"
   # Captured first: with pipefail, `nft | grep -q` fails when grep's early exit kills nft (SIGPIPE).
   set_now=$(ip netns exec "$ns" nft list set inet sandbox internet_allowed)
   if [[ "$set_now" == *10.99.0.9* ]]; then

@@ -111,7 +111,7 @@ else
 fi
 
 mapfile -t scripts < <(
-	find "$ROOT/setup" "$ROOT/tests/ruleset" "$ROOT/tests/setup" -type f \( -name '*.sh' -o -name 'pve-sandbox-*' -o -name 'stub-*' \) 2>/dev/null | sort
+	find "$ROOT/setup" "$ROOT/tests/ruleset" "$ROOT/tests/setup" "$ROOT/tests/egress" "$ROOT/tests/bench/egress" -type f \( -name '*.sh' -o -name 'pve-sandbox-*' -o -name 'stub-*' \) 2>/dev/null | sort
 )
 if shellcheck -x -S warning "${scripts[@]}"; then
 	ok "shellcheck -S warning (${#scripts[@]} scripts)"

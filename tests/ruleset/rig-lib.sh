@@ -205,7 +205,8 @@ rig_up() {
 	rig_serve "$NS_NODE" 22,53,8006 53,67,161
 	rig_serve "$NS_A" 22,80 ""
 	rig_serve "$NS_B" 22,80 ""
-	rig_serve "$NS_R" 22,53,80,443,8080 53
+	# RIG_ROUTER_TCP/UDP: a test that runs its own DNS server on the router overrides them.
+	rig_serve "$NS_R" "${RIG_ROUTER_TCP:-22,53,80,443,8080}" "${RIG_ROUTER_UDP-53}"
 	rig_serve "$NS_L" 22,80,443 ""
 	rig_serve "$NS_G" 80 ""
 }

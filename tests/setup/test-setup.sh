@@ -161,6 +161,10 @@ check "ruleset: checked with nft -c before install" has_call_re '^nft -c -f '
 unit=/etc/systemd/system/pve-sandbox-nftables.service
 check "ruleset: unit loads the file at boot before networking" bash -c 'grep -qx "ExecStart=/usr/sbin/nft -f /etc/pve-sandbox/sandbox.nft" "$1" && grep -q "^Before=network-pre.target" "$1" && grep -qx "WantedBy=sysinit.target" "$1"' _ "$PVS_ROOT$unit"
 check "ruleset: daemon-reload, enable, restart" bash -c 'grep -qx "systemctl daemon-reload" "$1" && grep -qx "systemctl enable pve-sandbox-nftables.service" "$1" && grep -qx "systemctl restart pve-sandbox-nftables.service" "$1"' _ "$STUB_LOG"
+rconf=/etc/pve-sandbox/resolver.yaml
+check "resolver: configuration from the site's values" bash -c 'grep -qx "listen: 10.99.0.1" "$1" && grep -qx "port: 5353" "$1" && grep -qx "sandbox_cidr: 10.99.0.0/16" "$1" && grep -qx "upstreams: \[\"10.99.0.1\"\]" "$1"' _ "$PVS_ROOT$rconf"
+check "resolver: configuration mode 644" test "$(mode_of "$rconf")" = 644
+check "resolver: no unit without the package, none enabled" bash -c '! grep -q "pve-sandbox-resolver" "$1"' _ "$STUB_LOG"
 check "template: image downloaded" has_call "pveam download local debian-12-standard_12.7-1_amd64.tar.zst"
 create=$(grep '^pct create 9000 ' "$STUB_LOG" || true)
 for flag in "--unprivileged 1" "--features nesting=0" "--swap 0" "--pool sandbox-pool" \
@@ -196,6 +200,15 @@ out=$(setup all 2>&1) && rc=0 || rc=$?
 check "changed DHCP lease: exits 0" test "$rc" = 0
 check "changed DHCP lease: only dnsmasq restarted" test "$(mutations)" = "systemctl restart dnsmasq.service"
 check "changed DHCP lease: file updated" file_has "$dq" '^dhcp-range=vmbr1,10\.99\.0\.0,static,255\.255\.0\.0,2h$'
+# RESOLVER_PORT: the ruleset and the resolver's configuration change together.
+echo "RESOLVER_PORT=5300" >>"$CONFIG"
+: >"$STUB_LOG"
+out=$(setup all 2>&1) && rc=0 || rc=$?
+check "changed RESOLVER_PORT: exits 0" test "$rc" = 0
+check "changed RESOLVER_PORT: only the ruleset reloaded" test "$(mutations)" = "systemctl restart pve-sandbox-nftables.service"
+check "changed RESOLVER_PORT: ruleset and resolver.yaml follow" bash -c 'grep -qx "define RESOLVER_PORT = 5300" "$1" && grep -qx "port: 5300" "$2"' _ "$PVS_ROOT$nftf" "$PVS_ROOT/etc/pve-sandbox/resolver.yaml"
+sed -i '/^RESOLVER_PORT=5300$/d' "$CONFIG"
+out=$(setup all 2>&1) && rc=0 || rc=$?
 # Controllers on other hosts: only the ruleset changes; an empty list takes them out again.
 echo 'CONTROLLER_ADDRESSES="192.0.2.10  198.51.100.0/24"' >>"$CONFIG"
 : >"$STUB_LOG"
@@ -478,6 +491,10 @@ bad_config "the agent owns the secrets" "SSH_KEY_OWNER=pve-sandbox-agent"
 bad_config "the relay owns the secrets" "SSH_KEY_OWNER=pve-sandbox-relay"
 bad_config "controller addresses: nft injection" 'CONTROLLER_ADDRESSES="192.0.2.10 }; flush ruleset"'
 bad_config "controller addresses: a host name" "CONTROLLER_ADDRESSES=controller.example"
+bad_config "resolver port 53" "RESOLVER_PORT=53"
+bad_config "resolver port out of range" "RESOLVER_PORT=70000"
+bad_config "resolver port injection" 'RESOLVER_PORT=5353; flush ruleset'
+
 bad_config "controller addresses: IPv6" "CONTROLLER_ADDRESSES=2001:db8::10"
 bad_config "controller addresses: host bits set" "CONTROLLER_ADDRESSES=192.0.2.5/24"
 bad_config "controller addresses: everyone" "CONTROLLER_ADDRESSES=0.0.0.0/0"

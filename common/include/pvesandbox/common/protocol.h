@@ -10,6 +10,11 @@
 //   UNBIND <port>                -> OK
 //   BINDINGS                     -> OK <n> <port>=<mac>/<ipv4> ...
 //   STATUS                       -> OK <key>=<value> ...
+//   EGRESS <ipv4> ports=<p>[,<p>...] names=<name>[,<name>...] -> OK
+//   EGRESS <ipv4> off            -> OK
+//   EGRESSES                     -> OK <n> <ipv4>=<ports>/<names> ...
+//   ASK <ipv4> <name>            -> OK allow ports=<p>[,<p>...] | OK deny
+//   PAIR <ipv4> <name> <dst>[,<dst>...] ttl=<seconds> -> OK <n>
 //   anything wrong               -> ERR <code> <message>
 //
 // The codec is strict: fields are separated by exactly one space, verbs are upper case, and any
@@ -105,8 +110,50 @@ struct StatusRequest {
   bool operator==(const StatusRequest&) const = default;
 };
 
+// ---- egress by domain (docs/protocol.md "Egress allowlists") ----------------------------
+
+inline constexpr std::size_t kMaxEgressPorts = 16;
+inline constexpr std::size_t kMaxEgressNames = 64;
+inline constexpr std::size_t kMaxPairDestinations = 64;
+
+// A lower-case DNS name of LDH labels (1-63 bytes each, no leading or trailing '-'), at least
+// two labels, at most 253 bytes, no trailing dot. With `allow_wildcard`, also "*." + such a
+// name (its subdomains, not the name itself).
+bool is_valid_egress_name(std::string_view name, bool allow_wildcard);
+// Whether `name` (a valid name without wildcard) is matched by `pattern` (a valid list entry).
+bool egress_name_matches(std::string_view pattern, std::string_view name);
+
+// A sandbox's allowlist: the ports (1-65535, at most 16, none twice) and names (at most 64,
+// none twice) it may reach.
+struct EgressList {
+  std::vector<std::uint16_t> ports;
+  std::vector<std::string> names;
+  bool operator==(const EgressList&) const = default;
+};
+struct EgressRequest {
+  Ipv4Address address;
+  std::optional<EgressList> list;  // nullopt: `EGRESS <ipv4> off`
+  bool operator==(const EgressRequest&) const = default;
+};
+struct EgressesRequest {
+  bool operator==(const EgressesRequest&) const = default;
+};
+struct AskRequest {
+  Ipv4Address address;
+  std::string name;  // valid, no wildcard
+  bool operator==(const AskRequest&) const = default;
+};
+struct PairRequest {
+  Ipv4Address address;
+  std::string name;                       // valid, no wildcard
+  std::vector<Ipv4Address> destinations;  // 1-64, none twice
+  std::uint32_t ttl_seconds = 0;          // 0-kMaxTtlSeconds
+  bool operator==(const PairRequest&) const = default;
+};
+
 using Request = std::variant<HelloRequest, AllowRequest, RevokeRequest, SyncRequest, ListRequest,
-                             BindRequest, UnbindRequest, BindingsRequest, StatusRequest>;
+                             BindRequest, UnbindRequest, BindingsRequest, StatusRequest,
+                             EgressRequest, EgressesRequest, AskRequest, PairRequest>;
 
 // Parses one request line. Errors carry ErrorCode::kTooLarge for an overlong line and
 // kInvalidArgument otherwise, with a message fit to send back (see reply_code_for()).
@@ -166,5 +213,23 @@ using StatusFields = std::vector<std::pair<std::string, std::string>>;
 std::string format_status_payload(const StatusFields& fields);
 Result<StatusFields> parse_status_payload(std::string_view payload);
 std::optional<std::string_view> find_field(const StatusFields& fields, std::string_view key);
+
+// EGRESSES: "<n> <ipv4>=<p>,<p>/<name>,<name> ...".
+struct EgressEntry {
+  Ipv4Address address;
+  EgressList list;
+  bool operator==(const EgressEntry&) const = default;
+};
+std::string format_egresses_payload(const std::vector<EgressEntry>& entries);
+Result<std::vector<EgressEntry>> parse_egresses_payload(std::string_view payload);
+
+// ASK: "allow ports=<p>[,<p>...]" or "deny".
+struct AskAnswer {
+  bool allow = false;
+  std::vector<std::uint16_t> ports;  // empty when denied
+  bool operator==(const AskAnswer&) const = default;
+};
+std::string format_ask_payload(const AskAnswer& answer);
+Result<AskAnswer> parse_ask_payload(std::string_view payload);
 
 }  // namespace pvs::proto

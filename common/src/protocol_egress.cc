@@ -1,0 +1,275 @@
+// The egress verbs of the agent protocol: EGRESS, EGRESSES, ASK, PAIR and their payloads.
+#include <algorithm>
+#include <unordered_set>
+
+#include "protocol_internal.h"
+#include "pvesandbox/common/text.h"
+
+namespace pvs::proto {
+using namespace detail;
+
+namespace {
+
+bool is_ldh(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+// "80,443": 1-65535 each, at most kMaxEgressPorts, none twice.
+Result<std::vector<std::uint16_t>> parse_ports(std::string_view text) {
+  std::vector<std::uint16_t> ports;
+  if (text.empty()) return fail(bad("empty port list"));
+  while (true) {
+    auto comma = text.find(',');
+    auto port = parse_decimal(text.substr(0, comma), 1, 65535, "port");
+    if (!port) return fail(port.error());
+    if (std::find(ports.begin(), ports.end(), *port) != ports.end()) {
+      return fail(bad("port " + std::to_string(*port) + " listed twice"));
+    }
+    ports.push_back(static_cast<std::uint16_t>(*port));
+    if (ports.size() > kMaxEgressPorts) {
+      return fail(bad("more than " + std::to_string(kMaxEgressPorts) + " ports"));
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return ports;
+}
+
+Result<std::vector<std::string>> parse_names(std::string_view text) {
+  std::vector<std::string> names;
+  if (text.empty()) return fail(bad("empty name list"));
+  while (true) {
+    auto comma = text.find(',');
+    std::string_view name = text.substr(0, comma);
+    if (!is_valid_egress_name(name, true)) {
+      return fail(bad("invalid name " + quoted(name, 64) +
+                      ": expected a lower-case DNS name of at least two labels, or *.<name>"));
+    }
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return fail(bad("name " + std::string(name) + " listed twice"));
+    }
+    names.emplace_back(name);
+    if (names.size() > kMaxEgressNames) {
+      return fail(bad("more than " + std::to_string(kMaxEgressNames) + " names"));
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return names;
+}
+
+std::string join_ports(const std::vector<std::uint16_t>& ports) {
+  std::string out;
+  for (auto p : ports) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(p);
+  }
+  return out;
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ',';
+    out += n;
+  }
+  return out;
+}
+
+Result<std::string> parse_plain_name(std::string_view name) {
+  if (!is_valid_egress_name(name, false)) {
+    return fail(bad("invalid name " + quoted(name, 64) +
+                    ": expected a lower-case DNS name of at least two labels"));
+  }
+  return std::string(name);
+}
+
+Result<Ipv4Address> parse_address(std::string_view text) {
+  auto address = Ipv4Address::parse(text);
+  if (!address) return fail(bad(address.error().message));
+  return *address;
+}
+
+Result<Request> parse_egress(const std::vector<std::string_view>& fields) {
+  constexpr std::string_view kUsage = "EGRESS <ipv4> ports=<p>[,<p>...] names=<n>[,<n>...] | off";
+  if (auto ok = expect_arity(fields, 2, 3, kUsage); !ok) return fail(ok.error());
+  auto address = parse_address(fields[1]);
+  if (!address) return fail(address.error());
+  if (fields.size() == 3) {
+    if (fields[2] != "off") return fail(bad("wrong arguments: usage: " + std::string(kUsage)));
+    return EgressRequest{*address, std::nullopt};
+  }
+  if (!fields[2].starts_with("ports=") || !fields[3].starts_with("names=")) {
+    return fail(bad("wrong arguments: usage: " + std::string(kUsage)));
+  }
+  auto ports = parse_ports(fields[2].substr(6));
+  if (!ports) return fail(ports.error());
+  auto names = parse_names(fields[3].substr(6));
+  if (!names) return fail(names.error());
+  return EgressRequest{*address, EgressList{std::move(*ports), std::move(*names)}};
+}
+
+Result<Request> parse_pair(const std::vector<std::string_view>& fields) {
+  if (auto ok = expect_arity(fields, 4, 4, "PAIR <ipv4> <name> <dst>[,<dst>...] ttl=<seconds>");
+      !ok) {
+    return fail(ok.error());
+  }
+  PairRequest r;
+  auto address = parse_address(fields[1]);
+  if (!address) return fail(address.error());
+  r.address = *address;
+  auto name = parse_plain_name(fields[2]);
+  if (!name) return fail(name.error());
+  r.name = std::move(*name);
+  std::string_view dsts = fields[3];
+  while (true) {
+    auto comma = dsts.find(',');
+    auto dst = parse_address(dsts.substr(0, comma));
+    if (!dst) return fail(dst.error());
+    if (std::find(r.destinations.begin(), r.destinations.end(), *dst) != r.destinations.end()) {
+      return fail(bad("destination " + dst->to_string() + " listed twice"));
+    }
+    r.destinations.push_back(*dst);
+    if (r.destinations.size() > kMaxPairDestinations) {
+      return fail(bad("more than " + std::to_string(kMaxPairDestinations) + " destinations"));
+    }
+    if (comma == std::string_view::npos) break;
+    dsts.remove_prefix(comma + 1);
+  }
+  if (!fields[4].starts_with("ttl=")) {
+    return fail(bad("unexpected argument " + quoted(fields[4]) + ": expected ttl=<seconds>"));
+  }
+  auto ttl = parse_decimal(fields[4].substr(4), 0, kMaxTtlSeconds, "ttl");
+  if (!ttl) return fail(ttl.error());
+  r.ttl_seconds = static_cast<std::uint32_t>(*ttl);
+  return r;
+}
+
+}  // namespace
+
+bool is_valid_egress_name(std::string_view name, bool allow_wildcard) {
+  if (allow_wildcard && name.starts_with("*.")) name.remove_prefix(2);
+  if (name.empty() || name.size() > 253) return false;
+  std::size_t labels = 0;
+  while (true) {
+    auto dot = name.find('.');
+    std::string_view label = name.substr(0, dot);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return false;
+    }
+    if (!std::all_of(label.begin(), label.end(), is_ldh)) return false;
+    ++labels;
+    if (dot == std::string_view::npos) break;
+    name.remove_prefix(dot + 1);
+  }
+  return labels >= 2;
+}
+
+bool egress_name_matches(std::string_view pattern, std::string_view name) {
+  if (pattern.starts_with("*.")) {
+    std::string_view suffix = pattern.substr(1);  // ".github.com"
+    return name.size() > suffix.size() && name.ends_with(suffix);
+  }
+  return pattern == name;
+}
+
+namespace detail {
+
+std::optional<Result<Request>> parse_egress_request(const std::vector<std::string_view>& fields) {
+  std::string_view verb = fields[0];
+  if (verb == "EGRESS") return parse_egress(fields);
+  if (verb == "EGRESSES") {
+    if (auto ok = expect_arity(fields, 0, 0, "EGRESSES"); !ok) return fail(ok.error());
+    return Result<Request>(EgressesRequest{});
+  }
+  if (verb == "ASK") {
+    if (auto ok = expect_arity(fields, 2, 2, "ASK <ipv4> <name>"); !ok) return fail(ok.error());
+    auto address = parse_address(fields[1]);
+    if (!address) return fail(address.error());
+    auto name = parse_plain_name(fields[2]);
+    if (!name) return fail(name.error());
+    return Result<Request>(AskRequest{*address, std::move(*name)});
+  }
+  if (verb == "PAIR") return parse_pair(fields);
+  return std::nullopt;
+}
+
+std::string format_egress(const EgressRequest& r) {
+  std::string out = "EGRESS " + r.address.to_string();
+  if (!r.list) return out + " off";
+  return out + " ports=" + join_ports(r.list->ports) + " names=" + join_names(r.list->names);
+}
+
+std::string format_ask(const AskRequest& r) {
+  return "ASK " + r.address.to_string() + " " + r.name;
+}
+
+std::string format_pair(const PairRequest& r) {
+  std::string out = "PAIR " + r.address.to_string() + " " + r.name + " ";
+  for (std::size_t i = 0; i < r.destinations.size(); ++i) {
+    if (i > 0) out += ',';
+    out += r.destinations[i].to_string();
+  }
+  return out + " ttl=" + std::to_string(r.ttl_seconds);
+}
+
+}  // namespace detail
+
+std::string format_egresses_payload(const std::vector<EgressEntry>& entries) {
+  std::string out = std::to_string(entries.size());
+  for (const auto& e : entries) {
+    out += " " + e.address.to_string() + "=" + join_ports(e.list.ports) + "/" +
+           join_names(e.list.names);
+  }
+  return out;
+}
+
+Result<std::vector<EgressEntry>> parse_egresses_payload(std::string_view payload) {
+  if (payload.empty()) return fail(bad("missing count"));
+  auto fields = split(payload);
+  auto count = parse_decimal(fields[0], 0, UINT32_MAX, "count");
+  if (!count) return fail(count.error());
+  if (*count != fields.size() - 1) {
+    return fail(bad("count " + std::to_string(*count) + " does not match " +
+                    std::to_string(fields.size() - 1) + " items"));
+  }
+  std::vector<EgressEntry> entries;
+  std::unordered_set<Ipv4Address> seen;
+  for (std::size_t i = 1; i < fields.size(); ++i) {
+    std::string_view item = fields[i];
+    auto eq = item.find('=');
+    auto slash = item.find('/');
+    if (eq == std::string_view::npos || slash == std::string_view::npos || slash < eq) {
+      return fail(
+          bad("invalid egress entry " + quoted(item, 64) + ": expected <ipv4>=<ports>/<names>"));
+    }
+    auto address = parse_address(item.substr(0, eq));
+    if (!address) return fail(address.error());
+    if (!seen.insert(*address).second) {
+      return fail(bad("address " + address->to_string() + " listed twice"));
+    }
+    auto ports = parse_ports(item.substr(eq + 1, slash - eq - 1));
+    if (!ports) return fail(ports.error());
+    auto names = parse_names(item.substr(slash + 1));
+    if (!names) return fail(names.error());
+    entries.push_back(EgressEntry{*address, EgressList{std::move(*ports), std::move(*names)}});
+  }
+  return entries;
+}
+
+std::string format_ask_payload(const AskAnswer& answer) {
+  if (!answer.allow) return "deny";
+  return "allow ports=" + join_ports(answer.ports);
+}
+
+Result<AskAnswer> parse_ask_payload(std::string_view payload) {
+  if (payload == "deny") return AskAnswer{false, {}};
+  if (!payload.starts_with("allow ports=")) {
+    return fail(bad("unexpected ASK reply " + quoted(payload, 64)));
+  }
+  auto ports = parse_ports(payload.substr(12));
+  if (!ports) return fail(ports.error());
+  return AskAnswer{true, std::move(*ports)};
+}
+
+}  // namespace pvs::proto

@@ -1,0 +1,38 @@
+// pve-sandbox-resolver's configuration, /etc/pve-sandbox/resolver.yaml (docs/agent.md
+// "The egress resolver"). Unknown keys are errors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+#include "pvesandbox/common/ipv4.h"
+
+namespace pvs::resolver {
+
+inline constexpr std::string_view kDefaultConfigPath = "/etc/pve-sandbox/resolver.yaml";
+
+struct ResolverConfig {
+  Ipv4Address listen;  // the sandbox gateway address (required)
+  std::uint16_t port = 5353;
+  Cidr sandbox_cidr;                                             // required: who may ask
+  std::vector<std::pair<Ipv4Address, std::uint16_t>> upstreams;  // required, tried in order
+  std::string agent_socket = "/run/pve-sandbox/agent.sock";
+  std::uint32_t upstream_timeout_ms = 2000;
+  std::uint32_t workers = 4;           // UDP threads
+  std::uint32_t max_tcp_clients = 32;  // concurrent TCP connections
+  // TTL given to clients: at most this (keep it <= the agent's pair_ttl_cap_seconds).
+  std::uint32_t max_answer_ttl = 86400;
+  // Queries a source may send per second (burst twice that); beyond it they are dropped.
+  // 0: no limit.
+  std::uint32_t queries_per_second = 100;
+  std::string log_level = "info";
+};
+
+Result<ResolverConfig> parse_config(std::string_view text, std::string_view source);
+Result<ResolverConfig> load_config(const std::string& path);
+
+}  // namespace pvs::resolver

@@ -1,0 +1,238 @@
+// Egress by domain (#20) in the agent's logic: EGRESS/EGRESSES/ASK/PAIR, limits, tightening,
+// the journal, authorization of resolver uids, against the in-memory SetBackend. The same
+// against the real kernel: tests/egress (netns).
+#include <linux/netfilter.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "agent.h"
+#include "agent/memory_sets.h"
+
+namespace pvs::agent {
+namespace {
+
+using test::MemorySets;
+
+const SetRef kAllowed{NFPROTO_INET, "sandbox", "internet_allowed"};
+const SetRef kListed{NFPROTO_INET, "sandbox", "egress_listed"};
+const SetRef kPairs{NFPROTO_INET, "sandbox", "egress_pairs"};
+const SetRef kPortMac{NFPROTO_BRIDGE, "sandbox_l2", "port_mac"};
+const SetRef kPortIp4{NFPROTO_BRIDGE, "sandbox_l2", "port_ip4"};
+
+std::set<std::string> listed(const MemorySets& sets) {
+  std::set<std::string> out;
+  for (const auto& e : sets.find(kListed)->elements)
+    out.insert(decode_ipv4_key(e.key)->to_string());
+  return out;
+}
+
+// "src>dst:port" of every pair, with the timeouts in `timeouts` when given.
+std::set<std::string> pairs(const MemorySets& sets,
+                            std::vector<std::uint64_t>* timeouts = nullptr) {
+  std::set<std::string> out;
+  for (const auto& e : sets.find(kPairs)->elements) {
+    auto p = decode_pair_key(e.key);
+    out.insert(p->source.to_string() + ">" + p->destination.to_string() + ":" +
+               std::to_string(p->port));
+    if (timeouts) timeouts->push_back(e.expires_in_ms.value_or(0));
+  }
+  return out;
+}
+
+class AgentEgress : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = "/tmp/pvs-agent-egress-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<Agent> start_agent(MemorySets** sets_out, AgentConfig config = {},
+                                     std::unique_ptr<MemorySets> sets = nullptr) {
+    if (!sets) {
+      sets = std::make_unique<MemorySets>();
+      sets->declare(kAllowed, {});
+      sets->declare(kListed, {.has_timeout = false, .key_len = 4, .elements = {}});
+      sets->declare(kPairs, {.has_timeout = true, .key_len = 12, .elements = {}});
+      sets->declare(kPortMac, {.has_timeout = false, .key_len = 24, .elements = {}});
+      sets->declare(kPortIp4, {.has_timeout = false, .key_len = 20, .elements = {}});
+    }
+    *sets_out = sets.get();
+    config.sandbox_cidr = *Cidr::parse("10.99.0.0/16");
+    config.gateway = *Ipv4Address::parse("10.99.0.1");
+    config.state_file = dir_ + "/agent-state";
+    config.resolver_uids = {4242};
+    auto agent = std::make_unique<Agent>(config, std::move(sets));
+    auto started = agent->start();
+    EXPECT_TRUE(started) << started.error().message;
+    return agent;
+  }
+  std::string dir_;
+  Peer peer_{1, 0, 0};
+  Peer resolver_{2, 4242, 4242};
+};
+
+TEST_F(AgentEgress, ListsAskAndPairs) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=80,443 names=pypi.org,*.github.com"),
+            "OK");
+  EXPECT_EQ(listed(*sets), (std::set<std::string>{"10.99.0.7"}));
+  EXPECT_EQ(agent->handle(peer_, "EGRESSES"), "OK 1 10.99.0.7=80,443/pypi.org,*.github.com");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 pypi.org"), "OK allow ports=80,443");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 api.github.com"), "OK allow ports=80,443");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 github.com"), "OK deny");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 example.org"), "OK deny");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.8 pypi.org"), "OK deny");
+
+  EXPECT_EQ(agent->handle(resolver_, "PAIR 10.99.0.7 pypi.org 198.51.100.1,198.51.100.2 ttl=5"),
+            "OK 4");
+  std::vector<std::uint64_t> timeouts;
+  EXPECT_EQ(pairs(*sets, &timeouts),
+            (std::set<std::string>{"10.99.0.7>198.51.100.1:80", "10.99.0.7>198.51.100.1:443",
+                                   "10.99.0.7>198.51.100.2:80", "10.99.0.7>198.51.100.2:443"}));
+  // ttl 5 is raised to the floor (30 s).
+  for (auto t : timeouts) EXPECT_NEAR(static_cast<double>(t), 30000.0, 100.0);
+  EXPECT_EQ(agent->handle(resolver_, "PAIR 10.99.0.7 x.github.com 198.51.100.3 ttl=999999"),
+            "OK 2");
+  timeouts.clear();
+  pairs(*sets, &timeouts);
+  EXPECT_NEAR(static_cast<double>(*std::max_element(timeouts.begin(), timeouts.end())), 86400000.0,
+              100.0);  // capped
+
+  // Refusals: unlisted name, non-public destination, unlisted source, the gateway.
+  EXPECT_EQ(agent->handle(resolver_, "PAIR 10.99.0.7 example.org 198.51.100.1 ttl=5").substr(0, 7),
+            "ERR 403");
+  EXPECT_EQ(agent->handle(resolver_, "PAIR 10.99.0.7 pypi.org 10.99.0.9 ttl=5").substr(0, 7),
+            "ERR 403");
+  EXPECT_EQ(agent->handle(resolver_, "PAIR 10.99.0.7 pypi.org 192.168.1.1 ttl=5").substr(0, 7),
+            "ERR 403");
+  EXPECT_EQ(agent->handle(resolver_, "PAIR 10.99.0.7 pypi.org 127.0.0.1 ttl=5").substr(0, 7),
+            "ERR 403");
+  EXPECT_EQ(agent->handle(resolver_, "PAIR 10.99.0.8 pypi.org 198.51.100.1 ttl=5").substr(0, 7),
+            "ERR 403");
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.1 ports=80 names=a.b").substr(0, 7), "ERR 403");
+  EXPECT_EQ(pairs(*sets).size(), 6u);
+  auto status = agent->handle(peer_, "STATUS");
+  EXPECT_NE(status.find(" egress_sources=1 pairs=6 "), std::string::npos) << status;
+}
+
+TEST_F(AgentEgress, ResolverUidsMaySendOnlyTheirVerbs) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  EXPECT_EQ(agent->handle(resolver_, "HELLO 1").substr(0, 2), "OK");
+  EXPECT_EQ(agent->handle(resolver_, "STATUS").substr(0, 2), "OK");
+  for (const char* line :
+       {"EGRESS 10.99.0.7 ports=80 names=a.b", "EGRESS 10.99.0.7 off", "EGRESSES",
+        "ALLOW 10.99.0.7", "REVOKE 10.99.0.7", "SYNC", "LIST", "BINDINGS", "UNBIND veth100i0"}) {
+    EXPECT_EQ(agent->handle(resolver_, line).substr(0, 7), "ERR 403") << line;
+  }
+  EXPECT_TRUE(listed(*sets).empty());
+  EXPECT_TRUE(agent->desired().grants.empty());
+}
+
+TEST_F(AgentEgress, TighteningCutsPairsNoLongerCoveredAndOffCutsAll) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=80,443 names=a.example,*.b.example"),
+            "OK");
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 ports=443 names=a.example"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 a.example 198.51.100.1 ttl=60"), "OK 2");
+  ASSERT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 x.b.example 198.51.100.2 ttl=60"), "OK 2");
+  // One address serving both names: it stays while either is listed.
+  ASSERT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 y.b.example 198.51.100.1 ttl=60"), "OK 2");
+  ASSERT_EQ(agent->handle(peer_, "PAIR 10.99.0.8 a.example 198.51.100.1 ttl=60"), "OK 1");
+  // Widening (a name and a port added) cuts nothing.
+  ASSERT_EQ(agent->handle(
+                peer_, "EGRESS 10.99.0.7 ports=80,443,8080 names=a.example,*.b.example,c.example"),
+            "OK");
+  EXPECT_EQ(pairs(*sets).size(), 5u);
+  // Port 80 removed: its pairs go.
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=a.example,*.b.example"), "OK");
+  EXPECT_EQ(pairs(*sets),
+            (std::set<std::string>{"10.99.0.7>198.51.100.1:443", "10.99.0.7>198.51.100.2:443",
+                                   "10.99.0.8>198.51.100.1:443"}));
+  // a.example removed: 198.51.100.1 stays (y.b.example), then *.b.example removed too.
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=*.b.example"), "OK");
+  EXPECT_EQ(pairs(*sets).size(), 3u);
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=c.example"), "OK");
+  EXPECT_EQ(pairs(*sets), (std::set<std::string>{"10.99.0.8>198.51.100.1:443"}));
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 off"), "OK");
+  EXPECT_TRUE(pairs(*sets).empty());
+  EXPECT_EQ(listed(*sets), (std::set<std::string>{"10.99.0.7"}));
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 off"), "OK");  // idempotent
+}
+
+TEST_F(AgentEgress, PairLimitsPerSourceAndInTotal) {
+  MemorySets* sets = nullptr;
+  AgentConfig config;
+  config.max_pairs_per_source = 4;
+  config.max_pairs = 6;
+  auto agent = start_agent(&sets, config);
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=80,443 names=*.a.example"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 ports=80,443 names=*.a.example"), "OK");
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 x.a.example 198.51.100.1,198.51.100.2 ttl=1"),
+            "OK 4");
+  // Refreshing what is there costs nothing; anything new is over the source's limit.
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 y.a.example 198.51.100.1 ttl=1"), "OK 2");
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 z.a.example 198.51.100.3 ttl=1").substr(0, 7),
+            "ERR 413");
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.8 x.a.example 198.51.100.1 ttl=1"), "OK 2");
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.8 x.a.example 198.51.100.2 ttl=1").substr(0, 7),
+            "ERR 413");  // the set's limit
+  EXPECT_EQ(pairs(*sets).size(), 6u);
+}
+
+TEST_F(AgentEgress, ListsSurviveARestartAndPairsOfUnlistedSourcesAreDropped) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=a.example"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 ports=443 names=a.example"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.9 ports=443 names=b.example"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.9 ports=443,80 names=b.example"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 off"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 a.example 198.51.100.1 ttl=60"), "OK 1");
+  ASSERT_TRUE(agent->persist());
+  // The kernel keeps its sets across the agent's restart; a stray pair of an unlisted source
+  // appears meanwhile.
+  auto kernel = std::make_unique<MemorySets>(*sets);
+  agent.reset();
+  Batch stray;
+  stray.add(kPairs, {RawElement{pair_key({*Ipv4Address::parse("10.99.0.8"),
+                                          *Ipv4Address::parse("198.51.100.1"), 443}),
+                                60000}});
+  ASSERT_TRUE(kernel->commit(stray));
+  agent = start_agent(&sets, {}, std::move(kernel));
+  EXPECT_EQ(agent->handle(peer_, "EGRESSES"),
+            "OK 2 10.99.0.7=443/a.example 10.99.0.9=443,80/b.example");
+  EXPECT_EQ(listed(*sets), (std::set<std::string>{"10.99.0.7", "10.99.0.9"}));
+  EXPECT_EQ(pairs(*sets), (std::set<std::string>{"10.99.0.7>198.51.100.1:443"}));
+  // Re-asserting the same list keeps the pair (its name is unknown after the restart) ...
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=a.example"), "OK");
+  EXPECT_EQ(pairs(*sets).size(), 1u);
+  // ... a narrowing change cuts it (fails closed).
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=c.example"), "OK");
+  EXPECT_TRUE(pairs(*sets).empty());
+  // An externally flushed egress_listed is drift and is re-applied.
+  sets->flush_externally(kListed);
+  agent->tick();
+  EXPECT_EQ(listed(*sets), (std::set<std::string>{"10.99.0.7", "10.99.0.9"}));
+}
+
+TEST_F(AgentEgress, MissingSetsAreAConflict) {
+  auto sets = std::make_unique<MemorySets>();
+  sets->declare(kAllowed, {});
+  MemorySets* raw = nullptr;
+  auto agent = start_agent(&raw, {}, std::move(sets));
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=a.example").substr(0, 7),
+            "ERR 409");
+  EXPECT_TRUE(agent->desired().egress.empty());
+}
+
+}  // namespace
+}  // namespace pvs::agent
