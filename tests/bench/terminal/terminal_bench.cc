@@ -6,71 +6,26 @@
 //   3. peer:   `ssh -tt` through a running ControlMaster (a session with a pty running `cat`),
 //              one key written to its stdin until its echo comes back on its stdout
 // Each types into `cat` on a pty (the tty echoes each key at once); p50/p99 and the ratios.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_args.h"
 #include "pvesandbox/ssh_session.h"
 #include "pvesandbox/terminal.h"
+#include "ssh_tt_peer.h"
 #include "support/sshd_fixture.h"
 
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-void report(const char* what, const std::vector<double>& v) {
-  std::printf("%-44s (n=%zu): p50 %.3f ms  p99 %.3f ms\n", what, v.size(), percentile(v, 0.5),
-              percentile(v, 0.99));
-}
-
-pid_t spawn(const std::vector<std::string>& argv, int in_fd, int out_fd) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(in_fd, 0);
-    dup2(out_fd, 1);
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Reads from fd until `want` more bytes containing `key` arrived (or 5 s).
-bool read_echo(int fd, char key) {
-  auto deadline = Clock::now() + 5s;
-  char buf[256];
-  while (Clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) return false;
-    if (std::find(buf, buf + n, key) != buf + n) return true;
-  }
-  return false;
-}
+using pvs::bench::Clock;
+using pvs::bench::ms_since;
+using pvs::bench::percentile;
+using pvs::bench::report;
 
 }  // namespace
 
@@ -111,19 +66,23 @@ int main(int argc, char** argv) {
   }
   // 2. key -> rendered screen: one 'x' more on a fresh line each time (Enter starts one; cat
   // prints the line back).
-  int col = 60;
+  // A letter per line: the finished lines above (typed and printed back) are other letters, so
+  // only the line being typed can match (the same letter is 52 rows up, off the screen).
+  int col = 60, line = 0;
   for (int i = 0; i < n + 20; ++i) {
     if (col == 60) {
       (void)t.send({pvs::InputItem::key("Enter")});
       t.wait({std::nullopt, 100ms, 2s});
       col = 0;
+      ++line;
     }
     ++col;
+    const std::string letter(1, static_cast<char>('a' + line % 26));
     pvs::WaitCondition w;
-    w.pattern = std::regex("(^|\n)x{" + std::to_string(col) + "}(\n|$)");
+    w.pattern = std::regex("(^|\n)" + letter + "{" + std::to_string(col) + "}(\n|$)");
     w.timeout = 5s;
     auto t0 = Clock::now();
-    (void)t.send({pvs::InputItem::text("x")});
+    (void)t.send({pvs::InputItem::text(letter)});
     auto r = t.wait(w);
     if (r.outcome != pvs::WaitOutcome::kMatched) {
       std::fprintf(stderr, "screen: no echo (%s); screen:\n%s\n",
@@ -134,49 +93,21 @@ int main(int argc, char** argv) {
   }
   t.close();
   // 3. ssh -tt through a ControlMaster.
-  const std::string dir = sshd.dir(), cm = dir + "/term-cm.sock",
-                    port = std::to_string(sshd.port());
-  const std::vector<std::string> opts = {"-F", "/dev/null",
-                                         "-o", "BatchMode=yes",
-                                         "-o", "IdentitiesOnly=yes",
-                                         "-i", sshd.client_key_path(),
-                                         "-o", "UserKnownHostsFile=" + sshd.known_hosts_path(),
-                                         "-o", "StrictHostKeyChecking=yes",
-                                         "-p", port};
-  const std::string target = sshd.user() + "@" + sshd.host();
-  int null_fd = open("/dev/null", O_RDWR);
-  std::vector<std::string> master = {"ssh", "-M", "-N", "-S", cm};
-  master.insert(master.end(), opts.begin(), opts.end());
-  master.push_back(target);
-  pid_t master_pid = spawn(master, null_fd, null_fd);
-  for (int i = 0; i < 500 && access(cm.c_str(), F_OK) != 0; ++i) std::this_thread::sleep_for(10ms);
-  int to_ssh[2], from_ssh[2];
-  if (pipe(to_ssh) != 0 || pipe(from_ssh) != 0) return 1;
-  std::vector<std::string> client = {"ssh", "-tt", "-S", cm};
-  client.insert(client.end(), opts.begin(), opts.end());
-  client.insert(client.end(), {target, "cat"});
-  pid_t client_pid = spawn(client, to_ssh[0], from_ssh[1]);
-  close(to_ssh[0]);
-  close(from_ssh[1]);
-  std::this_thread::sleep_for(300ms);
-  for (int i = 0; i < n + 20; ++i) {
-    const char key = static_cast<char>('a' + i % 26);
-    auto t0 = Clock::now();
-    if (write(to_ssh[1], &key, 1) != 1 || !read_echo(from_ssh[0], key)) {
-      std::fprintf(stderr, "ssh -tt: no echo\n");
-      break;
-    }
-    if (i >= 20) peer.push_back(ms_since(t0));
-    if (i % 60 == 59) {
-      char cu = 0x15;  // C-u
-      if (write(to_ssh[1], &cu, 1) != 1) break;
-    }
+  pvs::bench::SshTtPeer ssh_tt({sshd.host(), sshd.port(), sshd.user(), sshd.client_key_path(),
+                                sshd.known_hosts_path(), sshd.dir()});
+  if (!ssh_tt.ok()) {
+    std::fprintf(stderr, "ssh -tt through a ControlMaster did not start\n");
+    return 1;
   }
-  close(to_ssh[1]);
-  kill(client_pid, SIGTERM);
-  waitpid(client_pid, nullptr, 0);
-  kill(master_pid, SIGTERM);
-  waitpid(master_pid, nullptr, 0);
+  for (int i = 0; i < n + 20; ++i) {
+    const double ms = ssh_tt.type(static_cast<char>('a' + i % 26));
+    if (ms < 0) {
+      std::fprintf(stderr, "ssh -tt: no echo\n");
+      return 1;
+    }
+    if (i >= 20) peer.push_back(ms);
+    if (i % 60 == 59) ssh_tt.clear_line();
+  }
   report("keystroke -> echo (Terminal watcher)", echo);
   report("keystroke -> rendered screen (send + wait)", screen);
   report("keystroke -> echo (ssh -tt, ControlMaster)", peer);
