@@ -95,6 +95,7 @@ struct ServiceConfig {
   int approval_wait_seconds = 30;      // a call blocks this long, then answers 202
   int max_pending_approvals = 1000;
   McpConfig mcp;
+  bool console_enabled = true;  // console.enabled: the web console at /ui/ (docs/console.md)
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;
