@@ -63,6 +63,7 @@ function showSignIn(message = '') {
   $('signin').hidden = false;
   $('signin-error').textContent = message;
   $('token').focus();
+  $('token').select();
 }
 
 async function signIn(t) {
