@@ -60,8 +60,9 @@ export function fmtBytes(n) {
   return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
 }
 
-export function fmtTime(iso) {
-  if (!iso) return '';
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+// An RFC 3339 string, or Unix seconds (file listings' mtime).
+export function fmtTime(t) {
+  if (t === undefined || t === null || t === '') return '';
+  const d = new Date(typeof t === 'number' ? t * 1000 : t);
+  return Number.isNaN(d.getTime()) ? String(t) : d.toLocaleString();
 }

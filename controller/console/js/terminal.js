@@ -48,9 +48,34 @@ export async function render(el, { params, query }) {
     if (!watch && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'resize', cols: term.cols, rows: term.rows }));
   };
   const onResize = () => { try { fit.fit(); } catch { /* hidden */ } };
-  ws.onopen = () => { setStatus('connected', 'ok'); onResize(); sendSize(); if (!watch) term.focus(); };
+  // The stream starts at the attach: what the screen showed before comes from GET .../screen
+  // (rendered text), painted first; bytes that arrive meanwhile wait, then follow it.
+  let pending = [];
+  const paintScreen = async () => {
+    try {
+      const sc = await api('GET', sbPath(id, `/terminals/${encodeURIComponent(tid)}/screen`));
+      const lines = sc.lines || [];
+      let last = lines.length;
+      while (last > 0 && !lines[last - 1]) last--;
+      term.write(`\x1b[H\x1b[2J${lines.slice(0, Math.max(last, sc.cursor.row + 1)).join('\r\n')}`);
+      term.write(`\x1b[${sc.cursor.row + 1};${sc.cursor.col + 1}H`);
+    } catch (e) {
+      toast(`screen: ${describe(e)}`, true);
+    }
+    for (const chunk of pending) term.write(chunk);
+    pending = null;
+  };
+  ws.onopen = () => {
+    setStatus('connected', 'ok');
+    onResize();
+    paintScreen().then(() => { wrap.setAttribute('data-painted', '1'); sendSize(); });
+    if (!watch) term.focus();
+  };
   ws.onmessage = (ev) => {
-    if (typeof ev.data !== 'string') return term.write(new Uint8Array(ev.data));
+    if (typeof ev.data !== 'string') {
+      const bytes = new Uint8Array(ev.data);
+      return pending ? pending.push(bytes) : term.write(bytes);
+    }
     let m;
     try { m = JSON.parse(ev.data); } catch { return; }
     if (m.type === 'exit') setStatus(m.code !== null && m.code !== undefined ? `exited (code ${m.code})` : `ended (${m.signal || m.error || 'no code'})`, '');

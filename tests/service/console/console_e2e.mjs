@@ -19,8 +19,19 @@ fs.mkdirSync(shots, { recursive: true });
 let failures = 0;
 const pass = (name) => console.log(`PASS ${name}`);
 const fail = (name, why) => { failures++; console.log(`FAIL ${name}: ${why}`); };
+let page;
 async function check(name, fn) {
-  try { await fn(); pass(name); } catch (e) { fail(name, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e); }
+  try {
+    await fn();
+    pass(name);
+  } catch (e) {
+    fail(name, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e);
+    try {  // what the page showed, for the report
+      await page.screenshot({ path: path.join(shots, `failed-${name.replace(/[^a-z0-9]+/gi, '-')}.png`) });
+      const seen = await page.evaluate(() => ({ hash: location.hash, view: document.querySelector('#view')?.innerText.slice(0, 1500) }));
+      console.log(`  page ${seen.hash}: ${JSON.stringify(seen.view)}`);
+    } catch { /* the page is gone */ }
+  }
 }
 const assert = (cond, msg) => { if (!cond) throw new Error(msg); };
 
@@ -42,7 +53,7 @@ const browser = await puppeteer.launch({
     '--window-size=1280,900'],
   defaultViewport: { width: 1280, height: 900 },
 });
-const page = await browser.newPage();
+page = await browser.newPage();
 page.setDefaultTimeout(30000);
 const problems = [];
 let allow401 = false;
@@ -188,6 +199,8 @@ await check('terminal: echo hi', async () => {
   await page.waitForFunction(() => /\/terminals\/t-[0-9a-f]{12}$/.test(location.hash));
   termHash = await page.evaluate(() => location.hash);
   await waitText('#term-status', /connected/);
+  // The prompt the shell printed before the browser attached, painted from .../screen.
+  await page.waitForSelector('#terminal[data-painted]');
   await page.waitForFunction(() => document.querySelector('.xterm-rows')?.textContent.trim().length > 0);
   await page.click('#terminal');
   await page.keyboard.type('echo hi\n');
