@@ -30,6 +30,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kHeaders 
     {"X-Content-Type-Options", "nosniff"},
     {"X-Frame-Options", "DENY"},
     {"Referrer-Policy", "no-referrer"},
+    // A window that opens the console keeps no handle on it. It costs a browsing context
+    // group switch (about 30 ms of first paint, tests/bench/console), worth paying.
     {"Cross-Origin-Opener-Policy", "same-origin"},
     {"Cross-Origin-Resource-Policy", "same-origin"},
     {"Cache-Control", "no-cache"},
