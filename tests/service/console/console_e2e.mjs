@@ -16,6 +16,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 const base = args.url;
 const shots = args.shots;
 fs.mkdirSync(shots, { recursive: true });
+for (const f of fs.readdirSync(shots)) if (f.endsWith('.png')) fs.rmSync(path.join(shots, f));  // this run's only
 let failures = 0;
 const pass = (name) => console.log(`PASS ${name}`);
 const fail = (name, why) => { failures++; console.log(`FAIL ${name}: ${why}`); };
