@@ -30,7 +30,7 @@ function createForm(onCreated) {
     h('div', { class: 'row' },
       h('label', {}, 'CPUs', cpus), h('label', {}, 'Memory (MB)', mem),
       h('label', {}, 'TTL (s)', ttl), h('label', {}, 'Labels', labels),
-      h('label', {}, internet, ' internet'), button),
+      h('label', { class: 'check' }, internet, 'internet'), button),
     err);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();

@@ -97,7 +97,7 @@ await check('wrong token shows a clear message', async () => {
   await page.click('#signin-form button[type=submit]');
   await waitText('#signin-error', /not accepted/);
   await shot('signin-wrong-token');
-  assert(await page.$eval('#nav', (n) => n.hidden), 'navigation shown after a wrong token');
+  assert(await page.$eval('#nav', (n) => getComputedStyle(n).display === 'none'), 'navigation shown after a wrong token');
   assert(await page.evaluate(() => sessionStorage.getItem('pvs.token')) === null, 'wrong token stored');
   allow401 = false;
 });
