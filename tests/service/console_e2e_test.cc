@@ -90,6 +90,7 @@ class ConsoleE2eTest : public ::testing::Test {
     std::ofstream(config) << "listen:\n  address: 127.0.0.1\n  port: " << port_ << "\n"
                           << "auth:\n  tokens:\n    - name: operator\n      sha256: "
                           << sha256_hex(kToken) << "\n      admin: true\n"
+                          << "    - name: agent\n      sha256: " << sha256_hex(kUserToken) << "\n"
                           << "audit:\n  file: " << dir_ << "/audit.log\n"
                           << "proxmox:\n  url: https://127.0.0.1:" << stack_->port() << "\n"
                           << "  node: pve\n  token_id: " << test::Stack::kTokenId << "\n"
@@ -128,6 +129,7 @@ class ConsoleE2eTest : public ::testing::Test {
   }
 
   static constexpr const char* kToken = "pvs_console_e2e_operator_token";
+  static constexpr const char* kUserToken = "pvs_console_e2e_agent_token";
   std::unique_ptr<test::Stack> stack_;
   std::string dir_;
   std::uint16_t port_ = 0;
@@ -138,11 +140,11 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
   // The sandbox user writes uploads into its home; the browser's files come from the shots dir.
   const std::string shots = PVS_CONSOLE_SHOTS_DIR;
   fs::create_directories(shots);
-  auto run =
-      test::run_captured({"node", std::string(PVS_CONSOLE_NODE_DIR) + "/console_e2e.mjs", "--url",
-                          "http://127.0.0.1:" + std::to_string(port_), "--token", kToken, "--home",
-                          stack_->home(), "--shots", shots, "--chromium", kChromium},
-                         dir_);
+  auto run = test::run_captured(
+      {"node", std::string(PVS_CONSOLE_NODE_DIR) + "/console_e2e.mjs", "--url",
+       "http://127.0.0.1:" + std::to_string(port_), "--token", kToken, "--user-token", kUserToken,
+       "--home", stack_->home(), "--shots", shots, "--chromium", kChromium},
+      dir_);
   std::string report = "exit " + std::to_string(run.exit_code) + "\nstdout:\n" + run.out +
                        "stderr:\n" + run.err.substr(0, 8000);
   EXPECT_EQ(run.exit_code, 0) << report;
@@ -150,7 +152,8 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
        {"console served with CSP", "wrong token shows a clear message", "sign in",
         "create a sandbox", "sandboxes list and filters", "internet on and off",
         "upload and download a file", "terminal: echo hi",
-        "terminal: watch is read-only, take over", "approve a pending command", "nodes and pools",
+        "terminal: watch is read-only, take over", "approve a pending command",
+        "deny a pending command", "a non-admin token sees only its own", "nodes and pools",
         "metrics charts", "destroy", "no console errors or CSP violations"}) {
     EXPECT_NE(run.out.find(std::string("PASS ") + check + "\n"), std::string::npos) << check << "\n"
                                                                                     << report;
@@ -168,9 +171,9 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
   // The console is a client of the public API: its calls are on record under the token's
   // name, never with the token itself.
   std::string audit = slurp(dir_ + "/audit.log");
-  for (const char* action :
-       {"sandbox.create", "sandbox.internet", "sandbox.put_file", "terminal.open",
-        "terminal.attach", "approval.approve", "sandbox.exec", "sandbox.destroy", "auth.denied"}) {
+  for (const char* action : {"sandbox.create", "sandbox.internet", "sandbox.put_file",
+                             "terminal.open", "terminal.attach", "approval.approve",
+                             "approval.deny", "sandbox.exec", "sandbox.destroy", "auth.denied"}) {
     EXPECT_NE(audit.find(std::string("\"action\":\"") + action + "\""), std::string::npos)
         << action;
   }

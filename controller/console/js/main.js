@@ -13,7 +13,6 @@ const views = {
 };
 
 const $ = (id) => document.getElementById(id);
-const session = { admin: false };
 let cleanup = null;
 let renderSeq = 0;
 
@@ -46,7 +45,7 @@ async function route() {
     const mod = await views[view]();
     if (seq !== renderSeq) return;
     clear(el);
-    cleanup = (await mod.render(el, { params, query, session })) || null;
+    cleanup = (await mod.render(el, { params, query })) || null;
   } catch (e) {
     if (seq !== renderSeq) return;
     clear(el).append(h('p', { class: 'error', role: 'alert', text: describe(e) }));
@@ -84,17 +83,11 @@ async function signIn(t) {
 }
 
 async function enter() {
-  try {
-    await api('GET', '/v1/nodes');
-    session.admin = true;
-  } catch {
-    session.admin = false;
-  }
   $('signin').hidden = true;
   $('view').hidden = false;
   $('nav').hidden = false;
   $('signout').hidden = false;
-  $('who').textContent = session.admin ? 'signed in (admin)' : 'signed in';
+  $('who').textContent = 'signed in';
   await route();
 }
 

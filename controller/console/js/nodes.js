@@ -1,13 +1,9 @@
 // Nodes (health, capacity, drain) and pools (admin tokens).
-import { api, describe } from './api.js';
+import { api, ApiError, describe } from './api.js';
 import { badge, clear, fmtBytes, h, table, toast } from './dom.js';
 
-export async function render(el, { session }) {
+export async function render(el) {
   el.append(h('h1', { text: 'Nodes & pools' }));
-  if (!session.admin) {
-    el.append(h('p', { class: 'card muted', text: 'Nodes and pools need an admin token (GET /v1/nodes and /v1/pools answer 403 to others).' }));
-    return;
-  }
   const nodesBox = h('div', { id: 'nodes-list' });
   const poolsBox = h('div', { id: 'pools-list' });
   const drain = async (n) => {
@@ -44,7 +40,14 @@ export async function render(el, { session }) {
   };
   el.append(h('section', { class: 'card' }, h('h2', { text: 'Nodes' }), nodesBox),
     h('section', { class: 'card' }, h('h2', { text: 'Pools' }), poolsBox));
-  await load();
+  try {
+    await load();
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 403)) throw e;
+    clear(el).append(h('h1', { text: 'Nodes & pools' }),
+      h('p', { class: 'card muted', id: 'nodes-admin-only', text: 'Nodes and pools need an admin token (this token is not one: 403).' }));
+    return undefined;
+  }
   const timer = setInterval(() => load().catch(() => {}), 5000);
   return () => clearInterval(timer);
 }

@@ -4,7 +4,7 @@
 // tests/service/console_e2e_test.cc runs it and checks what only the host sees.
 //
 //   node console_e2e.mjs --url http://127.0.0.1:PORT --token ADMIN --home DIR --shots DIR
-//        [--chromium /usr/bin/chromium]
+//        --user-token OTHER [--chromium /usr/bin/chromium]
 import fs from 'node:fs';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
@@ -58,10 +58,12 @@ page = await browser.newPage();
 page.setDefaultTimeout(30000);
 const problems = [];
 let allow401 = false;
+let allow403 = false;
 page.on('console', (m) => {
   if (m.type() !== 'error' && m.type() !== 'warning') return;
   const text = m.text();
   if (allow401 && /status of 401/.test(text)) return;
+  if (allow403 && /status of 403/.test(text)) return;
   problems.push(`console.${m.type()}: ${text}`);
 });
 page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
@@ -107,7 +109,7 @@ await check('sign in', async () => {
   await page.type('#token', args.token);
   await page.click('#signin-form button[type=submit]');
   await page.waitForSelector('#sandbox-list');
-  await waitText('#who', /admin/);
+  await waitText('#who', /signed in/);
   const state = await page.evaluate(() => ({ stored: sessionStorage.getItem('pvs.token'), cookie: document.cookie, url: location.href }));
   assert(state.stored === args.token, 'token not in sessionStorage');
   assert(state.cookie === '', `cookie set: ${state.cookie}`);
@@ -249,6 +251,46 @@ await check('approve a pending command', async () => {
   const ran = await rest('POST', `/v1/sandboxes/${id}/exec`, {
     body: { command: 'echo approved-by-a-person' }, headers: { Approval: aid } });
   assert(ran.status === 200 && ran.json.stdout === 'approved-by-a-person\n', `exec after approval: ${ran.status} ${ran.text}`);
+});
+
+await check('deny a pending command', async () => {
+  const asked = await rest('POST', `/v1/sandboxes/${id}/exec`, {
+    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Prefer: 'respond-async' } });
+  assert(asked.status === 202, `exec: ${asked.status} ${asked.text}`);
+  const aid = asked.json.approval.id;
+  await page.waitForSelector(`button.deny[data-id="${aid}"]`);
+  await page.type(`input[aria-label="reason for ${aid}"]`, 'not <b>today</b>');
+  await page.click(`button.deny[data-id="${aid}"]`);
+  await page.waitForFunction((a) => !document.querySelector(`button.deny[data-id="${a}"]`), {}, aid);
+  const state = await rest('GET', `/v1/approvals/${aid}`);
+  assert(state.json.state === 'denied', `approval ${state.text}`);
+  // The reason is shown as text, never as markup.
+  await waitText('#approvals-recent', /not <b>today<\/b>/);
+  assert(await page.$('#approvals-recent b') === null, 'a reason became markup');
+  const refused = await rest('POST', `/v1/sandboxes/${id}/exec`, {
+    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Approval: aid } });
+  assert(refused.status === 403, `exec after a denial: ${refused.status} ${refused.text}`);
+});
+
+// ---- another token: its own sandboxes only, no nodes ---------------------------------------
+await check('a non-admin token sees only its own', async () => {
+  allow403 = true;
+  await page.click('#signout');
+  await waitText('#signin-error', /Signed out/);
+  assert(await page.evaluate(() => sessionStorage.getItem('pvs.token')) === null, 'token kept after sign-out');
+  await page.$eval('#token', (el) => { el.value = ''; });
+  await page.type('#token', args['user-token']);
+  await page.click('#signin-form button[type=submit]');
+  await page.evaluate(() => { location.hash = '#/sandboxes'; });
+  await waitText('#sandbox-list', /No sandboxes/);
+  await go('#/nodes', '#nodes-admin-only');
+  await shot('non-admin-nodes');
+  await page.click('#signout');
+  await page.$eval('#token', (el) => { el.value = ''; });
+  await page.type('#token', args.token);
+  await page.click('#signin-form button[type=submit]');
+  await page.waitForSelector('#nodes-list table');  // back where it was, as an admin
+  allow403 = false;
 });
 
 // ---- nodes, pools, metrics ---------------------------------------------------------------
