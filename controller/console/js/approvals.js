@@ -16,10 +16,14 @@ export async function render(el) {
     } catch (e) { toast(describe(e), true); }
     await load().catch(() => {});
   };
+  let shown = null;  // the pending ids on screen: rebuilt only when they change (typed reasons stay)
   const load = async () => {
     const r = await api('GET', '/v1/approvals');
     const all = r.approvals || [];
     const pending = all.filter((a) => a.state === 'pending');
+    const ids = pending.map((a) => a.id).join(' ');
+    if (ids === shown) return renderRecent(all);
+    shown = ids;
     clear(pendingBox);
     if (!pending.length) pendingBox.append(h('p', { class: 'empty', text: 'Nothing waiting.' }));
     else pendingBox.append(table([
@@ -37,6 +41,9 @@ export async function render(el) {
           h('button', { type: 'button', class: 'danger deny', 'data-id': a.id, text: 'Deny', on: { click: () => decide(a, 'deny', reason) } }));
       } },
     ], pending));
+    renderRecent(all);
+  };
+  const renderRecent = (all) => {
     const recent = all.filter((a) => a.state !== 'pending').slice(-50).reverse();
     clear(recentBox);
     if (!recent.length) recentBox.append(h('p', { class: 'empty', text: 'None yet.' }));
