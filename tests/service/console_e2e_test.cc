@@ -151,7 +151,7 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
   for (const char* check :
        {"console served with CSP", "wrong token shows a clear message", "sign in",
         "create a sandbox", "sandboxes list and filters", "internet on and off",
-        "upload and download a file", "terminal: echo hi",
+        "snapshots: take and delete", "upload and download a file", "terminal: echo hi",
         "terminal: watch is read-only, take over", "approve a pending command",
         "deny a pending command", "a non-admin token sees only its own", "nodes and pools",
         "metrics charts", "destroy", "no console errors or CSP violations"}) {
@@ -171,9 +171,10 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
   // The console is a client of the public API: its calls are on record under the token's
   // name, never with the token itself.
   std::string audit = slurp(dir_ + "/audit.log");
-  for (const char* action : {"sandbox.create", "sandbox.internet", "sandbox.put_file",
-                             "terminal.open", "terminal.attach", "approval.approve",
-                             "approval.deny", "sandbox.exec", "sandbox.destroy", "auth.denied"}) {
+  for (const char* action :
+       {"sandbox.create", "sandbox.internet", "sandbox.put_file", "terminal.open",
+        "terminal.attach", "approval.approve", "approval.deny", "sandbox.snapshot",
+        "sandbox.delete_snapshot", "sandbox.exec", "sandbox.destroy", "auth.denied"}) {
     EXPECT_NE(audit.find(std::string("\"action\":\"") + action + "\""), std::string::npos)
         << action;
   }

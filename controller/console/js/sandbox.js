@@ -30,15 +30,15 @@ function snapshots(id) {
       { title: 'Description', cell: (s) => s.description || '' },
       { title: 'Created', cell: (s) => fmtTime(s.created_at) },
       { title: '', cell: (s) => [
-        h('button', { type: 'button', class: 'secondary', text: 'Roll back', on: { click: () => act('POST', `/snapshots/${encodeURIComponent(s.name)}/rollback`, `Rolled back to ${s.name}`) } }), ' ',
-        h('button', { type: 'button', class: 'secondary', text: 'Delete', on: { click: () => act('DELETE', `/snapshots/${encodeURIComponent(s.name)}`, `Deleted ${s.name}`) } })] },
+        h('button', { type: 'button', class: 'secondary', text: 'Roll back', 'data-action': 'rollback', on: { click: () => act('POST', `/snapshots/${encodeURIComponent(s.name)}/rollback`, `Rolled back to ${s.name}`) } }), ' ',
+        h('button', { type: 'button', class: 'secondary', text: 'Delete', 'data-action': 'delete', on: { click: () => act('DELETE', `/snapshots/${encodeURIComponent(s.name)}`, `Deleted ${s.name}`) } })] },
     ], r.snapshots));
   };
   const act = async (method, rest, done, json) => {
     try { await api(method, sbPath(id, rest), { json }); toast(done); } catch (e) { toast(describe(e), true); }
     await load().catch(() => {});
   };
-  const take = h('button', { type: 'button', text: 'Take snapshot', on: { click: () => act('POST', '/snapshots', `Snapshot ${name.value} taken`, { name: name.value }) } });
+  const take = h('button', { type: 'button', id: 'snapshot-take', text: 'Take snapshot', on: { click: () => act('POST', '/snapshots', `Snapshot ${name.value} taken`, { name: name.value }) } });
   load().catch((e) => clear(box).append(h('p', { class: 'error', text: describe(e) })));
   return h('section', { class: 'card' }, h('h2', { text: 'Snapshots' }), h('div', { class: 'row' }, h('label', {}, 'Name', name), take), box);
 }

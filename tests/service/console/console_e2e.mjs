@@ -167,6 +167,19 @@ await check('internet on and off', async () => {
   assert(r.json.internet === false, 'API says internet on after turning it off');
 });
 
+// ---- snapshots ---------------------------------------------------------------------------
+await check('snapshots: take and delete', async () => {
+  await page.type('#snapshot-name', 'before');
+  await page.click('#snapshot-take');
+  await waitText('#snapshot-list', /before/);
+  let r = await rest('GET', `/v1/sandboxes/${id}/snapshots`);
+  assert(r.json.snapshots.some((s) => s.name === 'before'), `snapshots ${r.text}`);
+  await page.click('#snapshot-list button[data-action="delete"]');
+  await waitText('#snapshot-list', /No snapshots/);
+  r = await rest('GET', `/v1/sandboxes/${id}/snapshots`);
+  assert(r.json.snapshots.length === 0, `after delete: ${r.text}`);
+});
+
 // ---- files -------------------------------------------------------------------------------
 await check('upload and download a file', async () => {
   const local = path.join(shots, 'upload-me.txt');
