@@ -20,9 +20,9 @@ TEST(Console, EmbedsTheConsoleAndXterm) {
     EXPECT_EQ(a.path.find(".."), std::string_view::npos) << a.path;
     EXPECT_NE(a.path.front(), '/') << a.path;
   }
-  for (const char* want :
-       {"index.html", "console.css", "js/main.js", "js/api.js", "js/terminal.js",
-        "vendor/xterm/xterm.js", "vendor/xterm/xterm.css", "vendor/xterm/addon-fit.js"})
+  for (const char* want : {"index.html", "console.css", "js/main.js", "js/api.js", "js/terminal.js",
+                           "vendor/xterm/xterm.js", "vendor/xterm/xterm.css",
+                           "vendor/xterm/addon-fit.js", "vendor/xterm/LICENSE.txt"})
     EXPECT_TRUE(names.count(want)) << want;
   // Only what a browser loads: no package manifests, lock files or licenses without extension.
   for (const auto& n : names) {
