@@ -246,6 +246,8 @@ await check('terminal: watch is read-only, take over', async () => {
   await page.click('#terminal');
   await page.keyboard.type('echo took-over\n');
   await screenHas(/^took-over$/);
+  await page.keyboard.type('exit 3\n');
+  await waitText('#term-status', /exited \(code 3\)/);
 });
 
 // ---- approvals ---------------------------------------------------------------------------
