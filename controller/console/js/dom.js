@@ -48,6 +48,7 @@ export function toast(message, isError = false) {
   const box = document.getElementById('toast');
   const item = h('div', { class: isError ? 'error' : '', text: message });
   box.append(item);
+  while (box.children.length > 3) box.firstChild.remove();  // the newest three
   setTimeout(() => item.remove(), isError ? 8000 : 4000);
 }
 
