@@ -381,6 +381,11 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_terminals(top.map("terminals"), c);
   top.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
   parse_mcp(top.map("mcp"), c.mcp);
+  {
+    yaml::Map console = top.map("console");
+    console.boolean("enabled", &c.console_enabled);
+    (void)console.finish();
+  }
   const bool cluster = top.has("nodes");
   parse_proxmox(top.map("proxmox"), *env, cluster, c);
   parse_network(top.map("network"), cluster, c.manager);

@@ -117,6 +117,7 @@ struct ServiceConfig {
   WebhookConfig webhook;  // policy.webhook: pending and decided approvals POSTed to a URL
   McpConfig mcp;
   EgressConfig egress;
+  bool console_enabled = true;  // console.enabled: the web console at /ui/ (docs/console.md)
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;

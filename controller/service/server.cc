@@ -21,6 +21,7 @@
 #include <streambuf>
 #include <thread>
 
+#include "console.h"
 #include "json.h"
 #include "mcp/session.h"
 #include "openapi.h"
@@ -115,6 +116,7 @@ void Api::dispatch(RequestContext& ctx) {
   } catch (const Poco::Exception&) {
     throw bad_request("malformed request URI");
   }
+  if (config_.console_enabled && is_console_path(ctx.path)) return console(ctx);
   auto match = router_.match(ctx.method, ctx.path);
   if (!match.handler) {
     if (!match.allowed.empty()) {

@@ -170,6 +170,7 @@ class Api {
   void dispatch(RequestContext& ctx);
   void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
 
+  void console(RequestContext& ctx);  // /ui/ (routes_console.cc)
   void health(RequestContext& ctx);
   void openapi(RequestContext& ctx);
   void metrics_text(RequestContext& ctx);

@@ -1,0 +1,110 @@
+// One sandbox: what it is, internet on/off, TTL, snapshots, terminals, files, destroy.
+import { api, describe, sbPath } from './api.js';
+import { badge, clear, fmtTime, h, table, toast } from './dom.js';
+import { fileBrowser } from './files.js';
+import { stateBadge } from './sandboxes.js';
+
+function info(sb) {
+  const kv = [
+    ['Id', h('span', { class: 'mono', text: sb.id })], ['State', stateBadge(sb)],
+    ['Node', sb.node], ['VMID', sb.vmid], ['Hostname', sb.hostname],
+    ['Address', h('span', { class: 'mono', text: sb.address || '' })],
+    ['Resources', `${sb.cpus} CPU · ${sb.memory_mb} MB memory · ${sb.disk_gb} GB disk`],
+    ['Internet', h('span', { id: 'internet-state' }, badge(sb.internet ? 'on' : 'off', sb.internet ? 'warn' : ''))],
+    ['Created', fmtTime(sb.created_at)], ['Expires', fmtTime(sb.expires_at)], ['Owner', sb.owner],
+    ['Labels', Object.entries(sb.labels || {}).map(([k, v]) => badge(`${k}=${v}`))],
+    ['Host key', h('span', { class: 'mono', text: sb.host_key || '' })],
+  ];
+  return h('dl', { class: 'kv' }, kv.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', {}, v ?? '')]));
+}
+
+function snapshots(id) {
+  const box = h('div', { id: 'snapshot-list' });
+  const name = h('input', { type: 'text', id: 'snapshot-name', placeholder: 'before-upgrade', pattern: '[A-Za-z][A-Za-z0-9_-]{1,39}' });
+  const load = async () => {
+    const r = await api('GET', sbPath(id, '/snapshots'));
+    clear(box);
+    if (!r.snapshots?.length) return box.append(h('p', { class: 'empty', text: 'No snapshots.' }));
+    box.append(table([
+      { title: 'Name', cell: (s) => h('span', { class: 'mono', text: s.name }) },
+      { title: 'Description', cell: (s) => s.description || '' },
+      { title: 'Created', cell: (s) => fmtTime(s.created_at) },
+      { title: '', cell: (s) => [
+        h('button', { type: 'button', class: 'secondary', text: 'Roll back', 'data-action': 'rollback', on: { click: () => act('POST', `/snapshots/${encodeURIComponent(s.name)}/rollback`, `Rolled back to ${s.name}`) } }), ' ',
+        h('button', { type: 'button', class: 'secondary', text: 'Delete', 'data-action': 'delete', on: { click: () => act('DELETE', `/snapshots/${encodeURIComponent(s.name)}`, `Deleted ${s.name}`) } })] },
+    ], r.snapshots));
+  };
+  const act = async (method, rest, done, json) => {
+    try { await api(method, sbPath(id, rest), { json }); toast(done); } catch (e) { toast(describe(e), true); }
+    await load().catch(() => {});
+  };
+  const take = h('button', { type: 'button', id: 'snapshot-take', text: 'Take snapshot', on: { click: () => act('POST', '/snapshots', `Snapshot ${name.value} taken`, { name: name.value }) } });
+  load().catch((e) => clear(box).append(h('p', { class: 'error', text: describe(e) })));
+  return h('section', { class: 'card' }, h('h2', { text: 'Snapshots' }), h('div', { class: 'row' }, h('label', {}, 'Name', name), take), box);
+}
+
+function terminals(id) {
+  const box = h('div', { id: 'terminal-list' });
+  const link = (t, mode) => `#/sandboxes/${encodeURIComponent(id)}/terminals/${encodeURIComponent(t.id)}${mode ? `?mode=${mode}` : ''}`;
+  const load = async () => {
+    const r = await api('GET', sbPath(id, '/terminals'));
+    clear(box);
+    if (!r.terminals?.length) return box.append(h('p', { class: 'empty', text: 'No terminals.' }));
+    box.append(table([
+      { title: 'Id', cell: (t) => h('span', { class: 'mono', text: t.id }) },
+      { title: 'Command', cell: (t) => h('span', { class: 'mono', text: t.command || '(login shell)' }) },
+      { title: 'State', cell: (t) => badge(t.state, t.state === 'running' ? 'ok' : '') },
+      { title: 'Owner', cell: (t) => t.owner || '' },
+      { title: 'Watchers', cell: (t) => String(t.watchers ?? 0) },
+      { title: '', cell: (t) => t.state !== 'running' ? '' : [
+        h('a', { href: link(t, 'watch'), text: 'Watch' }), ' · ', h('a', { href: link(t, ''), text: 'Take over' })] },
+    ], r.terminals));
+  };
+  const open = h('button', { type: 'button', id: 'terminal-new', text: 'New terminal', on: { click: async () => {
+    try {
+      const t = await api('POST', sbPath(id, '/terminals'), { json: { cols: 100, rows: 30 } });
+      location.hash = link(t, '');
+    } catch (e) { toast(describe(e), true); }
+  } } });
+  load().catch((e) => clear(box).append(h('p', { class: 'error', text: describe(e) })));
+  return h('section', { class: 'card' }, h('h2', { text: 'Terminals' }), h('div', { class: 'row' }, open), box);
+}
+
+export async function render(el, { params }) {
+  const id = params.id;
+  let sb = await api('GET', sbPath(id));
+  const infoBox = h('div', {}, info(sb));
+  const internetButton = h('button', { type: 'button', id: 'internet-toggle', class: 'secondary' });
+  const label = () => { internetButton.textContent = sb.internet ? 'Turn internet off' : 'Turn internet on'; };
+  label();
+  internetButton.addEventListener('click', async () => {
+    internetButton.disabled = true;
+    try {
+      const r = await api('PUT', sbPath(id, '/internet'), { json: { enabled: !sb.internet } });
+      if (r && r.approval) toast(`Waiting for approval ${r.approval.id}`);
+      else { sb = r; clear(infoBox).append(info(sb)); label(); toast(`Internet ${sb.internet ? 'on' : 'off'}`); }
+    } catch (e) { toast(describe(e), true); }
+    internetButton.disabled = false;
+  });
+  const ttl = h('input', { type: 'number', id: 'ttl-seconds', min: 60, value: 3600 });
+  const ttlButton = h('button', { type: 'button', class: 'secondary', text: 'Set TTL', on: { click: async () => {
+    try { sb = await api('POST', sbPath(id, '/ttl'), { json: { ttl_seconds: Number(ttl.value) } }); clear(infoBox).append(info(sb)); toast('TTL set'); } catch (e) { toast(describe(e), true); }
+  } } });
+  const destroy = h('button', { type: 'button', id: 'destroy', class: 'danger', text: 'Destroy', on: { click: async () => {
+    if (!confirm(`Destroy ${id}? This cannot be undone.`)) return;
+    destroy.disabled = true;
+    try { await api('DELETE', sbPath(id)); toast(`Destroyed ${id}`); location.hash = '#/sandboxes'; } catch (e) { toast(describe(e), true); destroy.disabled = false; }
+  } } });
+  el.append(
+    h('p', { class: 'crumbs' }, h('a', { href: '#/sandboxes', text: 'Sandboxes' }), ` / ${id}`),
+    h('h1', { text: sb.hostname || id }),
+    h('div', { class: 'grid2' },
+      h('section', { class: 'card' }, h('h2', { text: 'Sandbox' }), infoBox),
+      h('section', { class: 'card' }, h('h2', { text: 'Actions' }),
+        h('div', { class: 'row' }, internetButton),
+        h('div', { class: 'row' }, h('label', {}, 'TTL from now (s)', ttl), ttlButton),
+        h('div', { class: 'row' }, destroy))),
+    terminals(id),
+    fileBrowser(id, '/'),
+    snapshots(id));
+}

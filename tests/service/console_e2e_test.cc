@@ -1,0 +1,185 @@
+// The web console end to end in a real browser: Debian's chromium, headless, driven by
+// puppeteer-core (pinned in tests/service/console/package-lock.json, installed with npm ci into
+// the build tree once per lock file) against pve-sandbox-controller on the whole stack
+// (pvesim's netns backend, the real agent and nftables). console/console_e2e.mjs does the
+// browser side (sign in, wrong token, create, filters, internet, files, terminal, watch and
+// take over, approvals, nodes, metrics, destroy, no console errors or CSP violations) and
+// saves a screenshot of each view under the build tree; this test checks what only the host
+// sees: the agent's internet set, the files, the containers, the audit log. Without chromium,
+// node or npm it fails, never skips.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "auth.h"
+#include "http_client.h"
+#include "support/sshd_fixture.h"
+#include "support/stack_fixture.h"
+
+#ifndef PVS_CONTROLLER_BIN
+#error "PVS_CONTROLLER_BIN, PVS_CONSOLE_CLIENT_DIR, PVS_CONSOLE_NODE_DIR and PVS_CONSOLE_SHOTS_DIR"
+#endif
+
+namespace pvs::service {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kChromium = "/usr/bin/chromium";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+using Proc = test::ProcessResult;
+
+// npm ci of the pinned puppeteer-core into `dir` (once per lock file; a file lock keeps
+// concurrent runs apart). Returns what went wrong, or "".
+std::string install_puppeteer(const std::string& dir) {
+  fs::create_directories(dir);
+  int lock_fd = ::open((dir + "/.install-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) {
+    if (lock_fd >= 0) ::close(lock_fd);
+    return "cannot lock " + dir + "/.install-lock";
+  }
+  std::string error;
+  const std::string src = PVS_CONSOLE_CLIENT_DIR;
+  // ES modules resolve packages from the script's directory: the driver runs from here.
+  fs::copy_file(src + "/console_e2e.mjs", dir + "/console_e2e.mjs",
+                fs::copy_options::overwrite_existing);
+  const std::string lock = src + "/package-lock.json";
+  if (slurp(dir + "/installed.lock") != slurp(lock) ||
+      !fs::exists(dir + "/node_modules/puppeteer-core/package.json")) {
+    fs::copy_file(src + "/package.json", dir + "/package.json",
+                  fs::copy_options::overwrite_existing);
+    fs::copy_file(lock, dir + "/package-lock.json", fs::copy_options::overwrite_existing);
+    auto npm = test::run_captured({"npm", "ci", "--no-audit", "--no-fund", "--prefix", dir}, dir,
+                                  "", {"PUPPETEER_SKIP_DOWNLOAD=1"});
+    if (npm.exit_code != 0) {
+      error = "npm ci failed (scripts/install-deps installs nodejs and npm):\n" + npm.out + npm.err;
+    } else {
+      fs::copy_file(lock, dir + "/installed.lock", fs::copy_options::overwrite_existing);
+    }
+  }
+  ::close(lock_fd);
+  return error;
+}
+
+class ConsoleE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::access(kChromium, X_OK), 0)
+        << kChromium << " is missing: scripts/install-deps installs Debian's chromium";
+    std::string error = install_puppeteer(PVS_CONSOLE_NODE_DIR);
+    ASSERT_TRUE(error.empty()) << error;
+    stack_ = std::make_unique<test::Stack>();
+    dir_ = stack_->dir();
+    port_ = test::free_port();
+    std::string config = dir_ + "/controller.yaml";
+    ManagerConfig mc = stack_->manager_config();
+    std::ofstream(config) << "listen:\n  address: 127.0.0.1\n  port: " << port_ << "\n"
+                          << "auth:\n  tokens:\n    - name: operator\n      sha256: "
+                          << sha256_hex(kToken) << "\n      admin: true\n"
+                          << "    - name: agent\n      sha256: " << sha256_hex(kUserToken) << "\n"
+                          << "audit:\n  file: " << dir_ << "/audit.log\n"
+                          << "proxmox:\n  url: https://127.0.0.1:" << stack_->port() << "\n"
+                          << "  node: pve\n  token_id: " << test::Stack::kTokenId << "\n"
+                          << "  token_secret_env: PVS_E2E_PVE_SECRET\n"
+                          << "  fingerprint: \"" << stack_->fingerprint() << "\"\n"
+                          << "  template_vmid: 9000\n  vmid_min: 10000\n  vmid_max: 10999\n"
+                          << "ssh:\n  user: " << mc.ssh.user << "\n"
+                          << "  private_key_file: " << mc.ssh.private_key_file << "\n"
+                          << "  host_key_policy: pinned\n  host_key_fingerprint: \""
+                          << mc.ssh.host_key_fingerprint << "\"\n"
+                          << "agent:\n  socket: " << mc.agent.socket_path << "\n"
+                          << "http:\n  threads: 64\n"
+                          << "policy:\n  default:\n"
+                          << "    - action: exec\n      command: 'approved-by-a-person'\n"
+                          << "      decision: approve\n      message: a person looks first\n";
+    test::SpawnOptions so;
+    so.stdout_file = dir_ + "/controller.log";
+    so.env = {std::string("PVS_E2E_PVE_SECRET=") + test::Stack::kTokenSecret};
+    pid_ = test::spawn_process({PVS_CONTROLLER_BIN, "--config=" + config}, so);
+    ASSERT_GT(pid_, 0);
+    for (int i = 0; i < 200; ++i) {
+      try {
+        if (test::http(port_, "GET", "/v1/health").status == 200) return;
+      } catch (...) {
+      }
+      usleep(100000);
+    }
+    FAIL() << "controller did not become healthy:\n" << slurp(dir_ + "/controller.log");
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    stack_.reset();
+  }
+
+  static constexpr const char* kToken = "pvs_console_e2e_operator_token";
+  static constexpr const char* kUserToken = "pvs_console_e2e_agent_token";
+  std::unique_ptr<test::Stack> stack_;
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+TEST_F(ConsoleE2eTest, EveryViewInChromium) {
+  // The sandbox user writes uploads into its home; the browser's files come from the shots dir.
+  const std::string shots = PVS_CONSOLE_SHOTS_DIR;
+  fs::create_directories(shots);
+  auto run = test::run_captured(
+      {"node", std::string(PVS_CONSOLE_NODE_DIR) + "/console_e2e.mjs", "--url",
+       "http://127.0.0.1:" + std::to_string(port_), "--token", kToken, "--user-token", kUserToken,
+       "--home", stack_->home(), "--shots", shots, "--chromium", kChromium},
+      dir_);
+  std::string report = "exit " + std::to_string(run.exit_code) + "\nstdout:\n" + run.out +
+                       "stderr:\n" + run.err.substr(0, 8000);
+  EXPECT_EQ(run.exit_code, 0) << report;
+  for (const char* check :
+       {"console served with CSP", "wrong token shows a clear message", "sign in",
+        "create a sandbox", "sandboxes list and filters", "internet on and off",
+        "snapshots: take and delete", "upload and download a file", "terminal: echo hi",
+        "terminal: watch is read-only, take over", "approve a pending command",
+        "deny a pending command", "a non-admin token sees only its own", "nodes and pools",
+        "metrics charts", "destroy", "no console errors or CSP violations"}) {
+    EXPECT_NE(run.out.find(std::string("PASS ") + check + "\n"), std::string::npos) << check << "\n"
+                                                                                    << report;
+  }
+  for (const char* shot : {"signin", "signin-wrong-token", "sandbox", "sandboxes", "files",
+                           "terminal", "terminal-watch", "approvals", "nodes", "metrics"}) {
+    EXPECT_GT(
+        fs::exists(shots + "/" + shot + ".png") ? fs::file_size(shots + "/" + shot + ".png") : 0,
+        1000u)
+        << shot;
+  }
+  // What only the host sees: nothing left in Proxmox or in the agent's internet set.
+  EXPECT_TRUE(stack_->containers().empty());
+  EXPECT_TRUE(stack_->internet_set().empty());
+  // The console is a client of the public API: its calls are on record under the token's
+  // name, never with the token itself.
+  std::string audit = slurp(dir_ + "/audit.log");
+  for (const char* action :
+       {"sandbox.create", "sandbox.internet", "sandbox.put_file", "terminal.open",
+        "terminal.attach", "approval.approve", "approval.deny", "sandbox.snapshot",
+        "sandbox.delete_snapshot", "sandbox.exec", "sandbox.destroy", "auth.denied"}) {
+    EXPECT_NE(audit.find(std::string("\"action\":\"") + action + "\""), std::string::npos)
+        << action;
+  }
+  EXPECT_EQ(audit.find(kToken), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pvs::service
