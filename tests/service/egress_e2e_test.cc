@@ -118,6 +118,10 @@ TEST_F(EgressE2eTest, AllowlistOnOtherListOffAndDestroyThroughTheApi) {
   expect_allowlisted(id);
   EXPECT_EQ(pairs_of(address), 2) << "(address . 203.0.113.20 . 80/443) after the answer";
   EXPECT_NE(stack_->resolver_log().find("allowed.test"), std::string::npos);
+  // DNS only through the node's resolver: the internet's server directly gets nothing back.
+  EXPECT_EQ(in_sandbox(id, "python3 " + stack_->egress_tool() + " dns " + test::kInternetDns +
+                               " allowed.test --timeout 0.7"),
+            "exit 1: TIMEOUT ");
 
   // on: everything on HTTP/HTTPS, no list at the agent.
   EXPECT_EQ(set_internet(id, R"({"enabled":true})"), "on");
