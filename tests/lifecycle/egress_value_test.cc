@@ -2,6 +2,7 @@
 // format (egress_wire.h); an allowlist in the sandbox's description metadata.
 #include <gtest/gtest.h>
 
+#include "pvesandbox/common/protocol.h"
 #include "pvesandbox/egress.h"
 #include "pvesandbox/egress_wire.h"
 #include "pvesandbox/sandbox_metadata.h"
@@ -85,6 +86,24 @@ TEST(EgressWireTest, FormatsTheRequests) {
             "EGRESS 10.99.0.7 ports=80,443 names=*.github.com,pypi.org");
   EXPECT_EQ(egress_wire::format_egress_off(a), "EGRESS 10.99.0.7 off");
   EXPECT_EQ(egress_wire::kEgressesRequest, "EGRESSES");
+}
+
+TEST(EgressWireTest, OneCodecTheAgentParsesWhatTheControllerSends) {
+  auto a = *Ipv4Address::parse("10.99.0.7");
+  auto e = Egress::allow({"pypi.org", "*.github.com"}, {443, 80});
+  auto request = proto::parse_request(egress_wire::format_egress(a, e.list));
+  ASSERT_TRUE(request) << request.error().message;
+  EXPECT_EQ(std::get<proto::EgressRequest>(*request),
+            (proto::EgressRequest{a, proto::EgressList{e.list.ports, e.list.names}}));
+  auto off = proto::parse_request(egress_wire::format_egress_off(a));
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(std::get<proto::EgressRequest>(*off), (proto::EgressRequest{a, std::nullopt}));
+  // What the agent's codec formats, the controller reads back as the same list.
+  auto payload = proto::format_egresses_payload(
+      {proto::EgressEntry{a, proto::EgressList{e.list.ports, e.list.names}}});
+  auto lists = egress_wire::parse_egresses_payload(payload);
+  ASSERT_TRUE(lists) << lists.error().message;
+  EXPECT_EQ(lists->at(a), e.list);
 }
 
 TEST(EgressWireTest, ParsesEgressesReplies) {

@@ -46,13 +46,7 @@ void stack_detail::run(const std::vector<std::string>& argv) {
   must(rc == 0, line + "failed (" + std::to_string(rc) + "): " + out);
 }
 
-namespace {
-
-using stack_detail::must;
-using stack_detail::run;
-
-// Sends `sig` to *pid (if running), reaps it and forgets it.
-void end_process(pid_t* pid, int sig) {
+void stack_detail::end_process(pid_t* pid, int sig) {
   if (*pid <= 0) return;
   ::kill(*pid, sig);
   int status = 0;
@@ -60,12 +54,19 @@ void end_process(pid_t* pid, int sig) {
   *pid = -1;
 }
 
-std::string slurp(const std::string& path) {
+std::string stack_detail::slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
+
+using stack_detail::end_process;
+using stack_detail::must;
+using stack_detail::run;
+using stack_detail::slurp;
 
 }  // namespace
 
@@ -89,6 +90,7 @@ Stack::Stack(StackOptions options) : options_(std::move(options)) {
     run({"ip", "link", "set", "lo", "up"});
     run({"sysctl", "-qw", "net.ipv4.ip_forward=1"});
     make_keys_and_user();
+    must(!options_.egress || options_.nodes == 1, "StackOptions::egress is single-node");
     if (options_.nodes > 1)
       setup_cluster();
     else
@@ -144,6 +146,7 @@ void Stack::setup_single_node() {
     start_agent();
   }
   if (options_.dhcp) start_dnsmasq();
+  if (options_.egress) setup_egress();
   pvesim::Options so;
   so.tokens[kTokenId] = kTokenSecret;
   so.auth_delay_ms = 0;
@@ -169,13 +172,17 @@ std::string Stack::agent_config(int node) const {
   std::string gw = node == 0 ? "10.99.0.1" : "10." + std::to_string(90 + node) + ".0.1";
   std::string suffix = node == 0 ? "" : "-" + node_name(node);
   std::ostringstream cfg;
-  cfg << "socket: " << agent_socket(node) << "\n"
-      << "socket_group: \"\"\n"
+  cfg << "socket: " << agent_socket(node)
+      << "\n"
+      // StackOptions::egress: the resolver runs as nobody:nogroup and connects through the
+      // socket's group.
+      << "socket_group: " << (options_.egress && node == 0 ? "nogroup" : "\"\"") << "\n"
       << "allowed_uids: [0]\n"
       << "sandbox_cidr: " << cidr << "\n"
       << "gateway: " << gw << "\n"
       << "state_file: " << dir_ << "/agent-state" << suffix << "\n";
   if (options_.dhcp && node == 0) cfg << "dhcp_hosts_dir: " << dhcp_hosts_dir() << "\n";
+  if (options_.egress && node == 0) cfg << "resolver_uids: [65534]\n";
   return cfg.str();
 }
 
@@ -188,6 +195,7 @@ void Stack::cleanup() {
   if (agent_pid_ > 0) stop_agent();
   for (std::size_t i = 0; i < node_agents_.size(); ++i) stop_agent(static_cast<int>(i) + 1);
   stop_dnsmasq();
+  stop_egress();
   if (entered_) {
     if (original_ns_ >= 0) (void)::setns(original_ns_, CLONE_NEWNET);
     entered_ = false;

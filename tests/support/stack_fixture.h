@@ -7,6 +7,12 @@
 //     ├─ with StackOptions::dhcp: dnsmasq on vmbr1 answering only the reservations the agent
 //     │  publishes in <tmp>/dhcp-hosts (as pve-sandbox-setup configures it); CTs with ip=dhcp
 //     │  then get their address from it with a real DHCP client (tests/pvesim/dhcp-client.sh)
+//     ├─ with StackOptions::egress (#20): pve-sandbox-resolver as nobody on 10.99.0.1:5353
+//     │  (the ruleset's RESOLVER_PORT; agent.yaml resolver_uids: [65534]), forwarding to the
+//     │  internet's DNS server; an uplink 203.0.113.2 -> namespace "<id>-internet" (router
+//     │  203.0.113.1) holding an authoritative dnsmasq on kInternetDns for the zone "test"
+//     │  (kEgressZone) and one HTTP server answering "hello from <address>" on port 80 of each
+//     │  of its addresses (stack_egress.cc)
 //     └─ pvesim in-process on 127.0.0.1 (HTTPS, pinned fingerprint), pool "pve-sandbox",
 //        template 9000; backend "netns": every started CT is a namespace "<id>-<vmid>" on
 //        vmbr1 running a real sshd that accepts the stack's ed25519 key for root
@@ -61,6 +67,16 @@ struct StackOptions {
   // > 1: a cluster (see "Cluster" above): nodes pve1..pveN, each its own namespace, bridge,
   // ruleset and agent; this thread lives in the controller's namespace. dhcp is single-node.
   int nodes = 1;
+  // Egress by domain (see above): resolver, internet namespace, DNS and HTTP. Single node.
+  bool egress = false;
+};
+
+// StackOptions::egress: the internet's authoritative DNS server and its records (TTL 300).
+inline constexpr const char* kInternetDns = "203.0.113.53";
+inline const std::map<std::string, std::string> kEgressZone = {
+    {"allowed.test", "203.0.113.20"},
+    {"other.test", "203.0.113.21"},
+    {"also.test", "203.0.113.22"},
 };
 
 // One run of tests/lifecycle/lifecycle_driver (a controller creating and destroying sandboxes
@@ -111,6 +127,15 @@ class Stack {
   std::string dnsmasq_leases() const;
   void stop_dnsmasq();  // SIGTERM and wait: DHCP goes unanswered
 
+  // StackOptions::egress: the resolver (stop/start: SIGTERM and wait / again, same config), its
+  // log, and tests/egress/egress_tool.py copied where a sandbox's user can run it
+  // (`python3 <tool> dns 10.99.0.1 allowed.test`, `... connect 203.0.113.20 80`).
+  void stop_resolver();
+  void start_resolver();
+  std::string resolver_log() const;
+  std::string egress_tool() const { return dir_ + "/egress_tool.py"; }
+  std::string internet_namespace() const { return id_ + "-internet"; }
+
   // Starts the driver, SIGKILLs it after run.run_for and returns the lines it printed; throws
   // std::runtime_error if it exited on its own.
   std::vector<std::string> run_driver_until_killed(const DriverRun& run) const;
@@ -140,6 +165,8 @@ class Stack {
   void start_dnsmasq();
   void make_keys_and_user();
   void setup_single_node();
+  void setup_egress();  // stack_egress.cc
+  void stop_egress();
   void setup_cluster();  // stack_cluster.cc
   void setup_cluster_node(int node);
   std::string agent_config(int node) const;
@@ -154,6 +181,7 @@ class Stack {
   pid_t agent_pid_ = -1;
   std::vector<pid_t> node_agents_;  // cluster: node i's agent at [i - 1]
   pid_t dnsmasq_pid_ = -1;
+  pid_t resolver_pid_ = -1, internet_dns_pid_ = -1, internet_http_pid_ = -1;
   std::unique_ptr<pvesim::Simulator> sim_;
 };
 

@@ -1,5 +1,6 @@
-// The agent's egress verbs on the wire (docs/protocol.md: EGRESS, EGRESSES), formatted and
-// parsed on the controller's side for AgentClient:
+// The agent's egress verbs on the wire (docs/protocol.md: EGRESS, EGRESSES) for AgentClient, in
+// the controller's EgressList: formatted and parsed by the codec the agent itself uses
+// (pvesandbox/common/protocol.h, proto::EgressRequest, proto::parse_egresses_payload):
 //
 //   EGRESS 10.99.0.7 ports=80,443 names=pypi.org,*.github.com   -> OK
 //   EGRESS 10.99.0.7 off                                         -> OK
