@@ -291,7 +291,12 @@ TEST_F(TerminalApiTest, WebSocketWatchersSlowReadersReattachAndExit) {
     EXPECT_NE(watched.find("flood-2"), std::string::npos);
     typist->shutdown();  // the client goes away; the terminal stays
   }
+  // The typist's and the slow watcher's connections end on the server's own time: poll.
   auto info = json(call("GET", term).body);
+  for (int i = 0; i < 100 && info->getValue<int>("watchers") != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    info = json(call("GET", term).body);
+  }
   EXPECT_EQ(info->getValue<std::string>("state"), "running");
   EXPECT_EQ(info->getValue<int>("cols"), 91);
   EXPECT_EQ(info->getValue<int>("watchers"), 1) << "the slow watcher is dropped";
