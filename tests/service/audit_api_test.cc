@@ -1,9 +1,10 @@
 // GET /v1/audit through the real HTTP server (Api + HttpServer; the audit tail needs no
 // Manager): admin only, limit and filters, newest last, the calls' own 401s on record, and
-// 404 without an audit log.
+// 404 without an audit log; `sandboxctl audit` on it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <Poco/JSON/Parser.h>
@@ -11,6 +12,7 @@
 #include "auth.h"
 #include "http_client.h"
 #include "server.h"
+#include "support/sshd_fixture.h"
 
 namespace pvs::service {
 namespace {
@@ -114,6 +116,34 @@ TEST_F(AuditApiTest, AdminOnly) {
   auto last = records(test::http(port_, "GET", "/v1/audit?limit=1", "", "tok-admin"));
   ASSERT_EQ(last->size(), 1u);
   EXPECT_EQ(last->getObject(0)->getValue<std::string>("action"), "auth.denied");
+}
+
+TEST_F(AuditApiTest, SandboxctlAuditPrintsTheTail) {
+  start(true);
+  for (int i = 0; i < 5; ++i)
+    append(i == 3 ? "sandbox.create" : "sandbox.exec", "sb-00000000000a", 200);
+  auto ctl = [&](std::vector<std::string> args, const std::string& token) {
+    std::vector<std::string> argv = {PVS_SANDBOXCTL_BIN, "--url",
+                                     "http://127.0.0.1:" + std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_captured(argv, ::testing::TempDir(), "",
+                              {"SANDBOXCTL_TOKEN=" + token, "HOME=" + ::testing::TempDir()});
+  };
+  auto table = ctl({"audit", "--limit", "2"}, "tok-admin");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out.find("TIME"), 0u) << table.out;
+  EXPECT_NE(table.out.find("sandbox.create"), std::string::npos) << table.out;
+  EXPECT_EQ(std::count(table.out.begin(), table.out.end(), '\n'), 3) << table.out;
+  auto creates = ctl({"--json", "audit", "--action", "sandbox.create"}, "tok-admin");
+  ASSERT_EQ(creates.exit_code, 0) << creates.err;
+  Poco::JSON::Parser p;
+  auto list = p.parse(creates.out).extract<Poco::JSON::Object::Ptr>()->getArray("records");
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->getObject(0)->getValue<std::string>("request_id"), "r-4");
+  auto refused = ctl({"audit"}, "tok-agent");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("admin"), std::string::npos) << refused.err;
+  EXPECT_EQ(ctl({"audit", "--since", "1h"}, "tok-admin").exit_code, 2);
 }
 
 TEST_F(AuditApiTest, NoAuditLogIsNotFound) {
