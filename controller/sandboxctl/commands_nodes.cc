@@ -1,4 +1,4 @@
-// sandboxctl's cluster commands (admin token): nodes, node drain|undrain NAME.
+// sandboxctl's admin commands (admin token): nodes, node drain|undrain NAME, audit.
 #include <iostream>
 
 #include <Poco/JSON/Array.h>
@@ -71,6 +71,38 @@ int cmd_node(Client& c, Args& a) {
   } else {
     std::cout << name << ": " << health_text(parse_object(r.body)) << "\n";
   }
+  return 0;
+}
+
+// audit [--limit N] [--action A] [--sandbox ID]: the audit log's tail, oldest first.
+int cmd_audit(Client& c, Args& a) {
+  std::string query;
+  while (a.more()) {
+    std::string f = a.next("option");
+    if (f != "--limit" && f != "--action" && f != "--sandbox")
+      throw UsageError("audit: unknown option " + f);
+    query += (query.empty() ? "?" : "&") + f.substr(2) + "=" + url_encode(a.next(f));
+  }
+  auto r = c.request("GET", "/v1/audit" + query);
+  check(r);
+  if (c.options().json) {
+    std::cout << r.body;
+    return 0;
+  }
+  auto reply = parse_object(r.body);
+  auto list = reply->getArray("records");
+  std::vector<std::vector<std::string>> rows{
+      {"TIME", "TOKEN", "ACTION", "SANDBOX", "STATUS", "RESULT", "MS", "REMOTE"}};
+  for (std::size_t i = 0; list && i < list->size(); ++i) {
+    auto o = list->getObject(static_cast<unsigned>(i));
+    std::string sandbox = str(o, "sandbox");
+    rows.push_back({str(o, "time"), str(o, "token").empty() ? "-" : str(o, "token"),
+                    str(o, "action"), sandbox.empty() ? "-" : sandbox, str(o, "status"),
+                    str(o, "result"), str(o, "duration_ms"), str(o, "remote")});
+  }
+  print_table(rows);
+  if (reply->optValue<bool>("truncated", false))
+    std::cerr << "sandboxctl: older records were not scanned (the log's scan bound)\n";
   return 0;
 }
 

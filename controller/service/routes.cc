@@ -16,6 +16,7 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/nodes",                                     &Api::nodes,            A::kAdmin,  ""},
       {"POST",   "/v1/nodes/{name}/drain",                        &Api::node_drain,       A::kAdmin,  "node.drain"},
       {"POST",   "/v1/nodes/{name}/undrain",                      &Api::node_undrain,     A::kAdmin,  "node.undrain"},
+      {"GET",    "/v1/audit",                                     &Api::audit_tail,       A::kAdmin,  ""},
       {"POST",   "/v1/sandboxes",                                 &Api::create,           A::kToken,  "sandbox.create"},
       {"GET",    "/v1/sandboxes",                                 &Api::list,             A::kToken,  ""},
       {"GET",    "/v1/sandboxes/{id}",                            &Api::show,             A::kToken,  ""},

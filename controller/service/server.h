@@ -1,7 +1,8 @@
 // The REST API on Poco's HTTPServer: routing, authentication, limits, the handlers on
 // pvs::Manager, metrics and the audit log. The route table (routes.cc) is the API at a glance;
 // the handlers live in one file per resource (routes_system.cc, routes_sandboxes.cc,
-// routes_exec.cc, routes_files.cc, routes_snapshots.cc, routes_pools.cc, routes_nodes.cc);
+// routes_exec.cc, routes_files.cc, routes_snapshots.cc, routes_pools.cc, routes_nodes.cc,
+// routes_audit.cc);
 // server.cc holds the request pipeline (dispatch, authentication, replies, audit) and
 // service_metrics.cc what /metrics shows.
 //
@@ -178,6 +179,7 @@ class Api {
   void nodes(RequestContext& ctx);
   void node_drain(RequestContext& ctx);
   void node_undrain(RequestContext& ctx);
+  void audit_tail(RequestContext& ctx);  // GET /v1/audit (routes_audit.cc)
   void set_drain(RequestContext& ctx, bool drained);
   void create(RequestContext& ctx);
   void list(RequestContext& ctx);

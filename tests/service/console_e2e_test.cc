@@ -2,11 +2,11 @@
 // puppeteer-core (pinned in tests/service/console/package-lock.json, installed with npm ci into
 // the build tree once per lock file) against pve-sandbox-controller on the whole stack
 // (pvesim's netns backend, the real agent and nftables). console/console_e2e.mjs does the
-// browser side (sign in, wrong token, create, filters, internet, files, terminal, watch and
-// take over, approvals, nodes, metrics, destroy, no console errors or CSP violations) and
-// saves a screenshot of each view under the build tree; this test checks what only the host
-// sees: the agent's internet set, the files, the containers, the audit log. Without chromium,
-// node or npm it fails, never skips.
+// browser side (sign in, wrong token, create, filters, internet on/off and an allowlist, files,
+// terminal, watch and take over, approvals, the audit tail, nodes, metrics, destroy, no console
+// errors or CSP violations) and saves a screenshot of each view under the build tree; this test
+// checks what only the host sees: the agent's internet set, the files, the containers, the audit
+// log. Without chromium, node or npm it fails, never skips.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -151,15 +151,17 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
   for (const char* check :
        {"console served with CSP", "wrong token shows a clear message", "sign in",
         "create a sandbox", "sandboxes list and filters", "internet on and off",
-        "snapshots: take and delete", "upload and download a file", "terminal: echo hi",
+        "internet allowlist", "audit tail", "snapshots: take and delete",
+        "upload and download a file", "terminal: echo hi",
         "terminal: watch is read-only, take over", "approve a pending command",
         "deny a pending command", "a non-admin token sees only its own", "nodes and pools",
         "metrics charts", "destroy", "no console errors or CSP violations"}) {
     EXPECT_NE(run.out.find(std::string("PASS ") + check + "\n"), std::string::npos) << check << "\n"
                                                                                     << report;
   }
-  for (const char* shot : {"signin", "signin-wrong-token", "sandbox", "sandboxes", "files",
-                           "terminal", "terminal-watch", "approvals", "nodes", "metrics"}) {
+  for (const char* shot :
+       {"signin", "signin-wrong-token", "sandbox", "sandbox-allowlist", "sandboxes", "files",
+        "terminal", "terminal-watch", "approvals", "audit", "nodes", "metrics"}) {
     EXPECT_GT(
         fs::exists(shots + "/" + shot + ".png") ? fs::file_size(shots + "/" + shot + ".png") : 0,
         1000u)

@@ -21,7 +21,7 @@ TEST(Console, EmbedsTheConsoleAndXterm) {
     EXPECT_NE(a.path.front(), '/') << a.path;
   }
   for (const char* want : {"index.html", "console.css", "js/main.js", "js/api.js", "js/terminal.js",
-                           "vendor/xterm/xterm.js", "vendor/xterm/xterm.css",
+                           "js/audit.js", "vendor/xterm/xterm.js", "vendor/xterm/xterm.css",
                            "vendor/xterm/addon-fit.js", "vendor/xterm/LICENSE.txt"})
     EXPECT_TRUE(names.count(want)) << want;
   // Only what a browser loads: no package manifests, lock files or licenses without extension.

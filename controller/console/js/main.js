@@ -10,6 +10,7 @@ const views = {
   approvals: () => import('./approvals.js'),
   nodes: () => import('./nodes.js'),
   metrics: () => import('./metrics.js'),
+  audit: () => import('./audit.js'),
 };
 
 const $ = (id) => document.getElementById(id);

@@ -1,8 +1,38 @@
-// One sandbox: what it is, internet on/off, TTL, snapshots, terminals, files, destroy.
+// One sandbox: what it is, internet on/off or an allowlist, TTL, snapshots, terminals, files, destroy.
 import { api, describe, sbPath } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
 import { fileBrowser } from './files.js';
-import { stateBadge } from './sandboxes.js';
+import { egressMode, stateBadge } from './sandboxes.js';
+
+function egressView(sb) {
+  const mode = egressMode(sb);
+  const state = h('span', { id: 'internet-state' }, badge(mode, mode === 'off' ? '' : 'warn'));
+  if (mode !== 'allowlist' || typeof sb.internet !== 'object') return state;
+  const a = sb.internet;
+  return [state, h('div', { id: 'internet-allow', class: 'allow-names' },
+    a.list ? h('div', {}, 'list ', h('span', { class: 'mono', id: 'internet-list', text: a.list })) : '',
+    h('div', {}, 'names ', h('span', { class: 'mono', id: 'internet-names', text: (a.allow || []).join(', ') })),
+    h('div', {}, 'ports ', h('span', { class: 'mono', id: 'internet-ports', text: (a.ports || []).join(', ') })))];
+}
+
+// The allowlist form: names and ports of its own, or an operator's named list.
+function allowlistForm(sb, put) {
+  const current = typeof sb.internet === 'object' && sb.internet ? sb.internet : {};
+  const names = h('input', { type: 'text', id: 'allow-names', placeholder: 'pypi.org, *.github.com', spellcheck: false,
+    value: current.list ? '' : (current.allow || []).join(', ') });
+  const ports = h('input', { type: 'text', id: 'allow-ports', placeholder: '80, 443', value: current.list ? '80, 443' : (current.ports || [80, 443]).join(', ') });
+  const list = h('input', { type: 'text', id: 'allow-list', placeholder: 'named list', spellcheck: false, value: current.list || '' });
+  const split = (text) => text.split(/[\s,]+/).filter(Boolean);
+  const set = h('button', { type: 'button', id: 'allow-set', class: 'secondary', text: 'Set allowlist', on: { click: async () => {
+    const body = list.value.trim() ? { list: list.value.trim() }
+      : { allow: split(names.value.toLowerCase()), ports: split(ports.value).map(Number) };
+    set.disabled = true;
+    await put(body, 'Allowlist set');
+    set.disabled = false;
+  } } });
+  return h('div', { class: 'row' }, h('label', {}, 'Allow names', names), h('label', {}, 'Ports', ports),
+    h('label', {}, 'or list', list), set);
+}
 
 function info(sb) {
   const kv = [
@@ -10,7 +40,7 @@ function info(sb) {
     ['Node', sb.node], ['VMID', sb.vmid], ['Hostname', sb.hostname],
     ['Address', h('span', { class: 'mono', text: sb.address || '' })],
     ['Resources', `${sb.cpus} CPU · ${sb.memory_mb} MB memory · ${sb.disk_gb} GB disk`],
-    ['Internet', h('span', { id: 'internet-state' }, badge(sb.internet ? 'on' : 'off', sb.internet ? 'warn' : ''))],
+    ['Internet', egressView(sb)],
     ['Created', fmtTime(sb.created_at)], ['Expires', fmtTime(sb.expires_at)], ['Owner', sb.owner],
     ['Labels', Object.entries(sb.labels || {}).map(([k, v]) => badge(`${k}=${v}`))],
     ['Host key', h('span', { class: 'mono', text: sb.host_key || '' })],
@@ -75,15 +105,25 @@ export async function render(el, { params }) {
   let sb = await api('GET', sbPath(id));
   const infoBox = h('div', {}, info(sb));
   const internetButton = h('button', { type: 'button', id: 'internet-toggle', class: 'secondary' });
-  const label = () => { internetButton.textContent = sb.internet ? 'Turn internet off' : 'Turn internet on'; };
+  const label = () => { internetButton.textContent = egressMode(sb) === 'off' ? 'Turn internet on' : 'Turn internet off'; };
   label();
+  const formBox = h('div', {}, allowlistForm(sb, put));
+  async function put(body, done) {
+    try {
+      const r = await api('PUT', sbPath(id, '/internet'), { json: body });
+      if (r && r.approval) toast(`Waiting for approval ${r.approval.id}`);
+      else {
+        sb = r;
+        clear(infoBox).append(info(sb));
+        clear(formBox).append(allowlistForm(sb, put));
+        label();
+        toast(done || `Internet ${egressMode(sb)}`);
+      }
+    } catch (e) { toast(describe(e), true); }
+  }
   internetButton.addEventListener('click', async () => {
     internetButton.disabled = true;
-    try {
-      const r = await api('PUT', sbPath(id, '/internet'), { json: { enabled: !sb.internet } });
-      if (r && r.approval) toast(`Waiting for approval ${r.approval.id}`);
-      else { sb = r; clear(infoBox).append(info(sb)); label(); toast(`Internet ${sb.internet ? 'on' : 'off'}`); }
-    } catch (e) { toast(describe(e), true); }
+    await put({ enabled: egressMode(sb) === 'off' });
     internetButton.disabled = false;
   });
   const ttl = h('input', { type: 'number', id: 'ttl-seconds', min: 60, value: 3600 });
@@ -102,6 +142,7 @@ export async function render(el, { params }) {
       h('section', { class: 'card' }, h('h2', { text: 'Sandbox' }), infoBox),
       h('section', { class: 'card' }, h('h2', { text: 'Actions' }),
         h('div', { class: 'row' }, internetButton),
+        formBox,
         h('div', { class: 'row' }, h('label', {}, 'TTL from now (s)', ttl), ttlButton),
         h('div', { class: 'row' }, destroy))),
     terminals(id),

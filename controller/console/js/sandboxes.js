@@ -2,6 +2,12 @@
 import { api, describe } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
 
+// The effective egress: "off", "on" (all HTTP/HTTPS) or "allowlist" with its names and ports.
+export function egressMode(sb) {
+  if (sb.egress) return sb.egress;
+  return sb.internet === true ? 'on' : sb.internet && typeof sb.internet === 'object' ? 'allowlist' : 'off';
+}
+
 export function stateBadge(sb) {
   const s = sb.status && sb.status !== 'running' ? sb.status : sb.state;
   return badge(s, s === 'ready' || s === 'running' ? 'ok' : s === 'unreachable' || s === 'failed' ? 'bad' : 'warn');
@@ -84,7 +90,7 @@ export async function render(el) {
       { title: 'State', cell: stateBadge },
       { title: 'Node', cell: (s) => s.node || '' },
       { title: 'Address', cell: (s) => h('span', { class: 'mono', text: s.address || '' }) },
-      { title: 'Internet', cell: (s) => badge(s.internet ? 'on' : 'off', s.internet ? 'warn' : '') },
+      { title: 'Internet', cell: (s) => badge(egressMode(s), egressMode(s) === 'off' ? '' : 'warn') },
       { title: 'Size', cell: (s) => `${s.cpus} CPU · ${s.memory_mb} MB · ${s.disk_gb} GB` },
       { title: 'Expires', cell: (s) => fmtTime(s.expires_at) },
       { title: 'Labels', cell: (s) => Object.entries(s.labels || {}).map(([k, v]) => badge(`${k}=${v}`)) },

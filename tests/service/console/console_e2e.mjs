@@ -59,11 +59,13 @@ page.setDefaultTimeout(30000);
 const problems = [];
 let allow401 = false;
 let allow403 = false;
+let allow400 = false;
 page.on('console', (m) => {
   if (m.type() !== 'error' && m.type() !== 'warning') return;
   const text = m.text();
   if (allow401 && /status of 401/.test(text)) return;
   if (allow403 && /status of 403/.test(text)) return;
+  if (allow400 && /status of 400/.test(text)) return;
   problems.push(`console.${m.type()}: ${text}`);
 });
 page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
@@ -165,6 +167,37 @@ await check('internet on and off', async () => {
   await waitText('#internet-state', /^off$/);
   r = await rest('GET', `/v1/sandboxes/${id}`);
   assert(r.json.internet === false, 'API says internet on after turning it off');
+});
+
+await check('internet allowlist', async () => {
+  await page.$eval('#allow-list', (el) => { el.value = ''; });
+  await page.$eval('#allow-names', (el) => { el.value = ''; });
+  await page.type('#allow-names', 'pypi.org, *.github.com');
+  await page.$eval('#allow-ports', (el) => { el.value = ''; });
+  await page.type('#allow-ports', '443 8443');
+  await page.click('#allow-set');
+  await waitText('#internet-state', /^allowlist$/);
+  await waitText('#internet-names', /^\*\.github\.com, pypi\.org$/);  // sorted, as the API shows it
+  await waitText('#internet-ports', /^443, 8443$/);
+  const r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.json.egress === 'allowlist', `egress ${r.text}`);
+  assert(JSON.stringify(r.json.internet.allow) === '["*.github.com","pypi.org"]', `allow ${JSON.stringify(r.json.internet)}`);
+  assert(JSON.stringify(r.json.internet.ports) === '[443,8443]', `ports ${JSON.stringify(r.json.internet)}`);
+  assert(await page.$eval('#internet-toggle', (b) => b.textContent) === 'Turn internet off', 'toggle label');
+  // The form holds the list it shows; a bad name is the API's clear 400, the list unchanged.
+  assert(await page.$eval('#allow-names', (el) => el.value) === '*.github.com, pypi.org', 'form not refilled');
+  await shot('sandbox-allowlist');
+  allow400 = true;
+  await page.$eval('#allow-names', (el) => { el.value = 'not a name'; });
+  await page.click('#allow-set');
+  await waitText('#toast', /invalid_argument/);
+  allow400 = false;
+  await waitText('#internet-state', /^allowlist$/);
+  console.log('ALLOWLIST SET');
+  await page.click('#internet-toggle');
+  await waitText('#internet-state', /^off$/);
+  const off = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(off.json.egress === 'off' && off.json.internet === false, `after off: ${off.text}`);
 });
 
 // ---- snapshots ---------------------------------------------------------------------------
@@ -287,6 +320,28 @@ await check('deny a pending command', async () => {
   assert(refused.status === 403, `exec after a denial: ${refused.status} ${refused.text}`);
 });
 
+// ---- audit tail --------------------------------------------------------------------------
+await check('audit tail', async () => {
+  await go('#/audit', '#audit-list table');
+  // The create of this test's sandbox, among the newest records.
+  await page.$eval('#audit-sandbox', (el, sid) => { el.value = sid; el.dispatchEvent(new Event('change')); }, id);
+  await page.waitForFunction((sid) => [...document.querySelectorAll('#audit-list tbody tr')]
+    .some((tr) => tr.textContent.includes('sandbox.create') && tr.textContent.includes(sid)), {}, id);
+  await shot('audit');
+  // Refreshed on its own: a new call shows up without touching the page; its text stays text.
+  const ran = await rest('POST', `/v1/sandboxes/${id}/exec`, { body: { command: "echo '<b>audited</b>'" } });
+  assert(ran.status === 200, `exec: ${ran.status} ${ran.text}`);
+  await page.waitForFunction(() => [...document.querySelectorAll('#audit-list tbody tr')]
+    .some((tr) => tr.textContent.includes('<b>audited</b>')), { timeout: 15000 });
+  assert(await page.$('#audit-list b') === null, 'an audited command became markup');
+  // Newest first, and the action filter narrows the table.
+  const first = await page.$eval('#audit-list tbody tr', (tr) => tr.textContent);
+  assert(first.includes('sandbox.exec'), `newest row: ${first}`);
+  await page.$eval('#audit-action', (el) => { el.value = 'sandbox.create'; el.dispatchEvent(new Event('change')); });
+  await page.waitForFunction(() => { const rows = [...document.querySelectorAll('#audit-list tbody tr')];
+    return rows.length === 1 && rows[0].textContent.includes('sandbox.create'); });
+});
+
 // ---- another token: its own sandboxes only, no nodes ---------------------------------------
 await check('a non-admin token sees only its own', async () => {
   allow403 = true;
@@ -300,11 +355,13 @@ await check('a non-admin token sees only its own', async () => {
   await waitText('#sandbox-list', /No sandboxes/);
   await go('#/nodes', '#nodes-admin-only');
   await shot('non-admin-nodes');
+  await go('#/audit', '#audit-unavailable');
+  await waitText('#audit-unavailable', /admin token/);
   await page.click('#signout');
   await page.$eval('#token', (el) => { el.value = ''; });
   await page.type('#token', args.token);
   await page.click('#signin-form button[type=submit]');
-  await page.waitForSelector('#nodes-list table');  // back where it was, as an admin
+  await page.waitForSelector('#audit-list table');  // back where it was, as an admin
   allow403 = false;
 });
 
