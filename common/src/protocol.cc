@@ -373,10 +373,8 @@ std::string format_list_payload(const std::vector<Grant>& grants) {
   return out;
 }
 
-namespace {
-
 // "<n> item item ...": checks that n matches the number of items.
-Result<std::vector<std::string_view>> counted_items(std::string_view payload) {
+Result<std::vector<std::string_view>> detail::counted_items(std::string_view payload) {
   if (payload.empty()) return fail(bad("missing count"));
   auto fields = split(payload);
   auto count = parse_decimal(fields[0], 0, UINT32_MAX, "count");
@@ -388,8 +386,6 @@ Result<std::vector<std::string_view>> counted_items(std::string_view payload) {
   fields.erase(fields.begin());
   return fields;
 }
-
-}  // namespace
 
 Result<std::vector<Grant>> parse_list_payload(std::string_view payload) {
   auto items = counted_items(payload);

@@ -225,18 +225,11 @@ std::string format_egresses_payload(const std::vector<EgressEntry>& entries) {
 }
 
 Result<std::vector<EgressEntry>> parse_egresses_payload(std::string_view payload) {
-  if (payload.empty()) return fail(bad("missing count"));
-  auto fields = split(payload);
-  auto count = parse_decimal(fields[0], 0, UINT32_MAX, "count");
-  if (!count) return fail(count.error());
-  if (*count != fields.size() - 1) {
-    return fail(bad("count " + std::to_string(*count) + " does not match " +
-                    std::to_string(fields.size() - 1) + " items"));
-  }
+  auto items = counted_items(payload);
+  if (!items) return fail(items.error());
   std::vector<EgressEntry> entries;
   std::unordered_set<Ipv4Address> seen;
-  for (std::size_t i = 1; i < fields.size(); ++i) {
-    std::string_view item = fields[i];
+  for (std::string_view item : *items) {
     auto eq = item.find('=');
     auto slash = item.find('/');
     if (eq == std::string_view::npos || slash == std::string_view::npos || slash < eq) {

@@ -18,6 +18,8 @@ std::vector<std::string_view> split(std::string_view text);
 // A decimal without sign or leading zeros, within [min, max].
 Result<std::uint64_t> parse_decimal(std::string_view text, std::uint64_t min, std::uint64_t max,
                                     std::string_view what);
+// "<n> item item ...": the items, once n matches their number.
+Result<std::vector<std::string_view>> counted_items(std::string_view payload);
 Status expect_arity(const std::vector<std::string_view>& fields, std::size_t min, std::size_t max,
                     std::string_view usage);
 // The egress verbs (EGRESS, EGRESSES, ASK, PAIR); nullopt when `fields[0]` is none of them.

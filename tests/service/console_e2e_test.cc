@@ -20,6 +20,7 @@
 
 #include "auth.h"
 #include "http_client.h"
+#include "node_e2e_support.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
@@ -34,53 +35,18 @@ namespace fs = std::filesystem;
 
 constexpr const char* kChromium = "/usr/bin/chromium";
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::slurp;
 
 using Proc = test::ProcessResult;
-
-// npm ci of the pinned puppeteer-core into `dir` (once per lock file; a file lock keeps
-// concurrent runs apart). Returns what went wrong, or "".
-std::string install_puppeteer(const std::string& dir) {
-  fs::create_directories(dir);
-  int lock_fd = ::open((dir + "/.install-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) {
-    if (lock_fd >= 0) ::close(lock_fd);
-    return "cannot lock " + dir + "/.install-lock";
-  }
-  std::string error;
-  const std::string src = PVS_CONSOLE_CLIENT_DIR;
-  // ES modules resolve packages from the script's directory: the driver runs from here.
-  fs::copy_file(src + "/console_e2e.mjs", dir + "/console_e2e.mjs",
-                fs::copy_options::overwrite_existing);
-  const std::string lock = src + "/package-lock.json";
-  if (slurp(dir + "/installed.lock") != slurp(lock) ||
-      !fs::exists(dir + "/node_modules/puppeteer-core/package.json")) {
-    fs::copy_file(src + "/package.json", dir + "/package.json",
-                  fs::copy_options::overwrite_existing);
-    fs::copy_file(lock, dir + "/package-lock.json", fs::copy_options::overwrite_existing);
-    auto npm = test::run_captured({"npm", "ci", "--no-audit", "--no-fund", "--prefix", dir}, dir,
-                                  "", {"PUPPETEER_SKIP_DOWNLOAD=1"});
-    if (npm.exit_code != 0) {
-      error = "npm ci failed (scripts/install-deps installs nodejs and npm):\n" + npm.out + npm.err;
-    } else {
-      fs::copy_file(lock, dir + "/installed.lock", fs::copy_options::overwrite_existing);
-    }
-  }
-  ::close(lock_fd);
-  return error;
-}
 
 class ConsoleE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(::access(kChromium, X_OK), 0)
         << kChromium << " is missing: scripts/install-deps installs Debian's chromium";
-    std::string error = install_puppeteer(PVS_CONSOLE_NODE_DIR);
+    std::string error =
+        test::npm_install_once(PVS_CONSOLE_CLIENT_DIR, PVS_CONSOLE_NODE_DIR, "console_e2e.mjs",
+                               "puppeteer-core", {"PUPPETEER_SKIP_DOWNLOAD=1"});
     ASSERT_TRUE(error.empty()) << error;
     stack_ = std::make_unique<test::Stack>();
     dir_ = stack_->dir();
@@ -106,25 +72,12 @@ class ConsoleE2eTest : public ::testing::Test {
                           << "policy:\n  default:\n"
                           << "    - action: exec\n      command: 'approved-by-a-person'\n"
                           << "      decision: approve\n      message: a person looks first\n";
-    test::SpawnOptions so;
-    so.stdout_file = dir_ + "/controller.log";
-    so.env = {std::string("PVS_E2E_PVE_SECRET=") + test::Stack::kTokenSecret};
-    pid_ = test::spawn_process({PVS_CONTROLLER_BIN, "--config=" + config}, so);
-    ASSERT_GT(pid_, 0);
-    for (int i = 0; i < 200; ++i) {
-      try {
-        if (test::http(port_, "GET", "/v1/health").status == 200) return;
-      } catch (...) {
-      }
-      usleep(100000);
-    }
-    FAIL() << "controller did not become healthy:\n" << slurp(dir_ + "/controller.log");
+    std::string why;
+    pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
+    ASSERT_GT(pid_, 0) << why;
   }
   void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
+    test::stop_controller(pid_);
     stack_.reset();
   }
 

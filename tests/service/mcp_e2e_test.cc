@@ -20,6 +20,7 @@
 
 #include "auth.h"
 #include "http_client.h"
+#include "node_e2e_support.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
@@ -32,12 +33,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::slurp;
 
 using Proc = test::ProcessResult;
 
@@ -53,41 +49,12 @@ std::string report(const Proc& p) {
 
 class McpE2eTest : public ::testing::Test {
  protected:
-  // npm ci into the build tree, before any namespace exists (the registry is outside it); a
-  // copy of the lock file marks an install that is complete.
+  // npm ci into the build tree, before any namespace exists (the registry is outside it).
   // Both tests of this suite may start at once (ctest -j): the install holds a file lock, and
   // its failure fails each test (SetUp) instead of skipping it.
   static void SetUpTestSuite() {
-    const std::string dir = PVS_MCP_NODE_DIR;
-    fs::create_directories(dir);
-    int lock_fd = ::open((dir + "/.install-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) {
-      install_error_ = "cannot lock " + dir + "/.install-lock";
-      if (lock_fd >= 0) ::close(lock_fd);
-      return;
-    }
-    install(dir);
-    ::close(lock_fd);  // releases the lock
-  }
-  static void install(const std::string& dir) {
-    // ES modules resolve packages from the script's directory: the client runs from here.
-    fs::copy_file(std::string(PVS_MCP_CLIENT_DIR) + "/client.mjs", dir + "/client.mjs",
-                  fs::copy_options::overwrite_existing);
-    const std::string lock = std::string(PVS_MCP_CLIENT_DIR) + "/package-lock.json";
-    if (slurp(dir + "/installed.lock") == slurp(lock) &&
-        fs::exists(dir + "/node_modules/@modelcontextprotocol/sdk/package.json")) {
-      return;
-    }
-    fs::copy_file(std::string(PVS_MCP_CLIENT_DIR) + "/package.json", dir + "/package.json",
-                  fs::copy_options::overwrite_existing);
-    fs::copy_file(lock, dir + "/package-lock.json", fs::copy_options::overwrite_existing);
-    auto npm = run({"npm", "ci", "--no-audit", "--no-fund", "--prefix", dir}, dir);
-    if (npm.exit_code != 0) {
-      install_error_ =
-          "npm ci failed (scripts/install-deps installs nodejs and npm):\n" + npm.out + npm.err;
-      return;
-    }
-    fs::copy_file(lock, dir + "/installed.lock", fs::copy_options::overwrite_existing);
+    install_error_ = test::npm_install_once(PVS_MCP_CLIENT_DIR, PVS_MCP_NODE_DIR, "client.mjs",
+                                            "@modelcontextprotocol/sdk");
   }
   static inline std::string install_error_;
 
@@ -120,25 +87,12 @@ class McpE2eTest : public ::testing::Test {
                           // A kept-alive connection holds an HTTP thread (Poco): one per
                           // concurrent client, as docs/mcp.md says to size it.
                           << "http:\n  threads: 64\n";
-    test::SpawnOptions so;
-    so.stdout_file = dir_ + "/controller.log";
-    so.env = {std::string("PVS_E2E_PVE_SECRET=") + test::Stack::kTokenSecret};
-    pid_ = test::spawn_process({PVS_CONTROLLER_BIN, "--config=" + config}, so);
-    ASSERT_GT(pid_, 0);
-    for (int i = 0; i < 200; ++i) {
-      try {
-        if (test::http(port_, "GET", "/v1/health").status == 200) return;
-      } catch (...) {
-      }
-      usleep(100000);
-    }
-    FAIL() << "controller did not become healthy:\n" << slurp(dir_ + "/controller.log");
+    std::string why;
+    pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
+    ASSERT_GT(pid_, 0) << why;
   }
   void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
+    test::stop_controller(pid_);
     stack_.reset();
   }
 
