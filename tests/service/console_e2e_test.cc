@@ -101,14 +101,26 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
   std::string report = "exit " + std::to_string(run.exit_code) + "\nstdout:\n" + run.out +
                        "stderr:\n" + run.err.substr(0, 8000);
   EXPECT_EQ(run.exit_code, 0) << report;
-  for (const char* check :
-       {"console served with CSP", "wrong token shows a clear message", "sign in",
-        "create a sandbox", "sandboxes list and filters", "internet on and off",
-        "internet allowlist", "audit tail", "snapshots: take and delete",
-        "upload and download a file", "terminal: echo hi",
-        "terminal: watch is read-only, take over", "approve a pending command",
-        "deny a pending command", "a non-admin token sees only its own", "nodes and pools",
-        "metrics charts", "destroy", "no console errors or CSP violations"}) {
+  for (const char* check : {"console served with CSP",
+                            "wrong token shows a clear message",
+                            "sign in",
+                            "create a sandbox",
+                            "sandboxes list and filters",
+                            "create with an allowlist",
+                            "internet on and off",
+                            "internet allowlist",
+                            "audit tail",
+                            "snapshots: take and delete",
+                            "upload and download a file",
+                            "terminal: echo hi",
+                            "terminal: watch is read-only, take over",
+                            "approve a pending command",
+                            "deny a pending command",
+                            "a non-admin token sees only its own",
+                            "nodes and pools",
+                            "metrics charts",
+                            "destroy",
+                            "no console errors or CSP violations"}) {
     EXPECT_NE(run.out.find(std::string("PASS ") + check + "\n"), std::string::npos) << check << "\n"
                                                                                     << report;
   }

@@ -29,6 +29,8 @@ function createForm(onCreated) {
   const ttl = h('input', { type: 'number', id: 'new-ttl', min: 0, value: 0, title: '0: the default' });
   const labels = h('input', { type: 'text', id: 'new-labels', placeholder: 'run=42, team=x' });
   const internet = h('input', { type: 'checkbox', id: 'new-internet' });
+  const allow = h('input', { type: 'text', id: 'new-allow', placeholder: 'pypi.org, *.github.com',
+    title: 'internet to these hosts only (ports 80 and 443); empty: the checkbox decides' });
   const err = h('p', { class: 'error', role: 'alert' });
   const button = h('button', { type: 'submit', id: 'create', text: 'Create sandbox' });
   const form = h('form', { class: 'card', id: 'create-form' },
@@ -36,7 +38,8 @@ function createForm(onCreated) {
     h('div', { class: 'row' },
       h('label', {}, 'CPUs', cpus), h('label', {}, 'Memory (MB)', mem),
       h('label', {}, 'TTL (s)', ttl), h('label', {}, 'Labels', labels),
-      h('label', { class: 'check' }, internet, 'internet'), button),
+      h('label', { class: 'check' }, internet, 'internet'), h('label', {}, 'or only to', allow),
+      button),
     err);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -44,6 +47,9 @@ function createForm(onCreated) {
     let body;
     try {
       body = { cpus: Number(cpus.value), memory_mb: Number(mem.value), internet: internet.checked };
+      const names = allow.value.split(',').map((n) => n.trim()).filter(Boolean);
+      if (names.length && internet.checked) throw new Error('internet to everything, or only to the hosts listed: not both');
+      if (names.length) body.internet = { allow: names };
       if (Number(ttl.value) > 0) body.ttl_seconds = Number(ttl.value);
       const l = parseLabels(labels.value);
       if (Object.keys(l).length) body.labels = l;

@@ -155,6 +155,23 @@ await check('sandboxes list and filters', async () => {
   await waitText('#sandbox-list', /No sandboxes/);
 });
 
+await check('create with an allowlist', async () => {
+  await go('#/sandboxes', '#create-form');
+  await page.type('#new-allow', 'pypi.org, *.github.com');
+  await page.click('#create');
+  await page.waitForFunction((sid) => {
+    const m = /^#\/sandboxes\/(sb-[0-9a-f]{12})$/.exec(location.hash);
+    return m && m[1] !== sid;
+  }, { timeout: 120000 }, id);
+  const other = await page.evaluate(() => location.hash.split('/')[2]);
+  const r = await rest('GET', `/v1/sandboxes/${other}`);
+  assert(r.status === 200 && r.json.egress === 'allowlist' &&
+    JSON.stringify([...r.json.internet.allow].sort()) === JSON.stringify(['*.github.com', 'pypi.org']), `GET ${r.status} ${r.text}`);
+  await go('#/sandboxes', '#sandbox-list table');  // its page polls it no more
+  const d = await rest('DELETE', `/v1/sandboxes/${other}`);
+  assert(d.status === 204, `DELETE ${d.status} ${d.text}`);
+});
+
 // ---- internet ----------------------------------------------------------------------------
 await check('internet on and off', async () => {
   await go(`#/sandboxes/${id}`, '#internet-toggle');
