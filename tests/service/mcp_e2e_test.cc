@@ -67,22 +67,10 @@ class McpE2eTest : public ::testing::Test {
     dir_ = stack_->dir();
     port_ = test::free_port();
     std::string config = dir_ + "/controller.yaml";
-    ManagerConfig mc = stack_->manager_config();
-    std::ofstream(config) << "listen:\n  address: 127.0.0.1\n  port: " << port_ << "\n"
+    std::ofstream(config) << test::stack_controller_yaml(*stack_, port_, dir_)
                           << "auth:\n  tokens:\n    - name: agent\n      sha256: "
                           << sha256_hex("tok-agent") << "\n      max_sandboxes: 8\n"
-                          << "    - name: other\n      sha256: " << sha256_hex("tok-other") << "\n"
-                          << "audit:\n  file: " << dir_ << "/audit.log\n"
-                          << "proxmox:\n  url: https://127.0.0.1:" << stack_->port() << "\n"
-                          << "  node: pve\n  token_id: " << test::Stack::kTokenId << "\n"
-                          << "  token_secret_env: PVS_E2E_PVE_SECRET\n"
-                          << "  fingerprint: \"" << stack_->fingerprint() << "\"\n"
-                          << "  template_vmid: 9000\n  vmid_min: 10000\n  vmid_max: 10999\n"
-                          << "ssh:\n  user: " << mc.ssh.user << "\n"
-                          << "  private_key_file: " << mc.ssh.private_key_file << "\n"
-                          << "  host_key_policy: pinned\n  host_key_fingerprint: \""
-                          << mc.ssh.host_key_fingerprint << "\"\n"
-                          << "agent:\n  socket: " << mc.agent.socket_path
+                          << "    - name: other\n      sha256: " << sha256_hex("tok-other")
                           << "\n"
                           // A kept-alive connection holds an HTTP thread (Poco): one per
                           // concurrent client, as docs/mcp.md says to size it.

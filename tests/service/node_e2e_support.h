@@ -63,6 +63,27 @@ inline std::string npm_install_once(const std::string& src, const std::string& d
   return error;
 }
 
+// The part of a controller.yaml that points the controller at `stack`: listen on `port`, the
+// audit log in `dir`, Proxmox (secret in PVS_E2E_PVE_SECRET, see start_controller), SSH with the
+// pinned host key, the agent socket. A test adds `auth:` and what else it needs.
+inline std::string stack_controller_yaml(Stack& stack, std::uint16_t port, const std::string& dir) {
+  auto mc = stack.manager_config();
+  std::ostringstream y;
+  y << "listen:\n  address: 127.0.0.1\n  port: " << port << "\n"
+    << "audit:\n  file: " << dir << "/audit.log\n"
+    << "proxmox:\n  url: https://127.0.0.1:" << stack.port() << "\n"
+    << "  node: pve\n  token_id: " << Stack::kTokenId << "\n"
+    << "  token_secret_env: PVS_E2E_PVE_SECRET\n"
+    << "  fingerprint: \"" << stack.fingerprint() << "\"\n"
+    << "  template_vmid: 9000\n  vmid_min: 10000\n  vmid_max: 10999\n"
+    << "ssh:\n  user: " << mc.ssh.user << "\n"
+    << "  private_key_file: " << mc.ssh.private_key_file << "\n"
+    << "  host_key_policy: pinned\n  host_key_fingerprint: \"" << mc.ssh.host_key_fingerprint
+    << "\"\n"
+    << "agent:\n  socket: " << mc.agent.socket_path << "\n";
+  return y.str();
+}
+
 // SIGTERM, and wait for it.
 inline void stop_controller(pid_t pid) {
   if (pid <= 0) return;
