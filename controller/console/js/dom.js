@@ -44,12 +44,44 @@ export function table(columns, rows, onclick) {
   return h('table', {}, h('thead', {}, head), h('tbody', {}, body));
 }
 
-export function toast(message, isError = false) {
+// Notifications, bottom right, the newest three. Each fades out after a few seconds (an error
+// after longer; not while the pointer rests on it) and has a close button. A change of view
+// clears the notifications of the view before: one that announces the change itself ("Created
+// sb-1" on the way to its page) passes `{ acrossViews: true }` and survives that one change.
+const TOAST_MS = 4000;
+const TOAST_ERROR_MS = 8000;
+const TOAST_FADE_MS = 250;  // matches the opacity transition in console.css
+const toastTimers = new WeakMap();
+
+function dismissToast(item) {
+  if (item.classList.contains('leaving')) return;
+  clearTimeout(toastTimers.get(item));
+  item.classList.add('leaving');
+  setTimeout(() => item.remove(), TOAST_FADE_MS);
+}
+
+export function toast(message, isError = false, { acrossViews = false } = {}) {
   const box = document.getElementById('toast');
-  const item = h('div', { class: isError ? 'error' : '', text: message });
+  const item = h('div', { class: isError ? 'toast error' : 'toast' },
+    h('span', { class: 'toast-text', text: message }),
+    h('button', { type: 'button', class: 'toast-close', title: 'Dismiss', 'aria-label': 'Dismiss', text: '×' }));
+  item.querySelector('button').addEventListener('click', () => dismissToast(item));
+  if (acrossViews) item.dataset.acrossViews = '1';
+  const arm = () => { toastTimers.set(item, setTimeout(() => dismissToast(item), isError ? TOAST_ERROR_MS : TOAST_MS)); };
+  item.addEventListener('mouseenter', () => clearTimeout(toastTimers.get(item)));
+  item.addEventListener('mouseleave', arm);
   box.append(item);
-  while (box.children.length > 3) box.firstChild.remove();  // the newest three
-  setTimeout(() => item.remove(), isError ? 8000 : 4000);
+  const shown = [...box.children].filter((c) => !c.classList.contains('leaving'));
+  for (const old of shown.slice(0, Math.max(0, shown.length - 3))) { clearTimeout(toastTimers.get(old)); old.remove(); }
+  arm();
+}
+
+// On a change of view: the previous view's notifications fade out now.
+export function clearToasts() {
+  for (const item of document.querySelectorAll('#toast > .toast')) {
+    if (item.dataset.acrossViews) delete item.dataset.acrossViews;
+    else dismissToast(item);
+  }
 }
 
 export function fmtBytes(n) {

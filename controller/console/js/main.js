@@ -1,7 +1,7 @@
 // The console's shell: sign-in, the navigation and a hash router (#/sandboxes, #/approvals, ...)
 // over views that each render into #view and may return a cleanup function.
 import { api, ApiError, describe, setUnauthorizedHandler, token } from './api.js';
-import { clear, h } from './dom.js';
+import { clear, clearToasts, h } from './dom.js';
 
 const views = {
   sandboxes: () => import('./sandboxes.js'),
@@ -34,6 +34,7 @@ async function route() {
   if (!token.get()) return showSignIn();
   const seq = ++renderSeq;
   if (cleanup) { try { cleanup(); } catch (e) { console.warn(e); } cleanup = null; }
+  clearToasts();
   const { view, params, query } = parseHash();
   for (const a of document.querySelectorAll('#nav a')) {
     const target = a.getAttribute('href').slice(2);
@@ -56,6 +57,7 @@ async function route() {
 
 function showSignIn(message = '') {
   if (cleanup) { try { cleanup(); } catch { /* ignore */ } cleanup = null; }
+  clearToasts();
   $('view').hidden = true;
   $('nav').hidden = true;
   $('signout').hidden = true;

@@ -133,7 +133,7 @@ export async function render(el, { params }) {
   const destroy = h('button', { type: 'button', id: 'destroy', class: 'danger', text: 'Destroy', on: { click: async () => {
     if (!confirm(`Destroy ${id}? This cannot be undone.`)) return;
     destroy.disabled = true;
-    try { await api('DELETE', sbPath(id)); toast(`Destroyed ${id}`); location.hash = '#/sandboxes'; } catch (e) { toast(describe(e), true); destroy.disabled = false; }
+    try { await api('DELETE', sbPath(id)); toast(`Destroyed ${id}`, false, { acrossViews: true }); location.hash = '#/sandboxes'; } catch (e) { toast(describe(e), true); destroy.disabled = false; }
   } } });
   el.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/sandboxes', text: 'Sandboxes' }), ` / ${id}`),

@@ -61,7 +61,7 @@ function createForm(onCreated) {
       if (sb && sb.approval) {
         toast(`Waiting for approval ${sb.approval.id}`);
       } else {
-        toast(`Created ${sb.id}`);
+        toast(`Created ${sb.id}`, false, { acrossViews: true });
         onCreated(sb);
       }
     } catch (x) {

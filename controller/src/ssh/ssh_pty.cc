@@ -1,17 +1,16 @@
 // The pty operation: one channel with a pseudo-terminal, driven non-blockingly by the session's
 // I/O thread, and its caller-side handle (PtyChannel).
 //
-// States: wait for a channel slot -> open (session-wide single flight) -> pty request -> exec
-// -> running (queued input out, resizes, output in until EOF or a hang-up) -> close -> wait
-// closed (exit status) -> free. The first output is a marker with the Unix session id that the
-// remote shell prints before anything else; it is cut from the output and names the session a
-// hang-up kills (`pkill -s`).
+// The state machine of channel_op.h; its start is the pty request, then the exec request;
+// running: queued input out, resizes, output in until EOF or a hang-up. The first output is a
+// marker with the Unix session id that the remote shell prints before anything else; it is cut from
+// the output and names the session a hang-up kills (`pkill -s`).
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 
+#include "channel_op.h"
 #include "pvesandbox/common/log.h"
-#include "session_impl.h"
 
 namespace pvs {
 
@@ -45,8 +44,7 @@ Result<std::string> build_pty_command(const PtyOptions& options) {
 
 namespace {
 
-using Op = SshSession::Impl::Op;
-using Step = Op::Step;
+using Step = ChannelOp::Step;
 
 constexpr std::string_view kMarkerStart = "\036pvs:";
 constexpr std::size_t kMarkerWindow = 4096;
@@ -57,11 +55,12 @@ constexpr int kMaxReadsPerStep = 8;
 constexpr auto kCloseGrace = std::chrono::seconds(5);
 constexpr auto kSlotWait = std::chrono::seconds(10);
 
-class PtyOp : public Op {
+class PtyOp : public ChannelOp {
  public:
   PtyOp(std::string command, PtyOptions options, std::shared_ptr<PtyChannel::Shared> shared,
         std::shared_ptr<std::promise<Status>> started)
-      : command_(std::move(command)),
+      : ChannelOp({.what = "ssh pty", .window = LIBSSH2_CHANNEL_WINDOW_DEFAULT}),
+        command_(std::move(command)),
         options_(std::move(options)),
         shared_(std::move(shared)),
         started_promise_(std::move(started)) {}
@@ -69,178 +68,80 @@ class PtyOp : public Op {
   Clock::time_point deadline() const override {
     if (state_ == State::kWaitSlot) return slot_deadline_;
     if (state_ == State::kRunning && want_marker_) return marker_deadline_;
-    if (state_ == State::kClosing || state_ == State::kWaitClosed) return close_deadline_;
+    if (state_ == State::kClosing || state_ == State::kWaitClosed) return grace_deadline_;
     return Clock::time_point::max();
   }
 
-  Step step(SshSession::Impl& io) override {
-    switch (state_) {
-      case State::kWaitSlot: {
-        if (hangup_requested() && !started_) return end_before_start("closed before it started");
-        // A terminal holds its channel for long: waiting for one to free up could be forever.
-        if (Clock::now() >= slot_deadline_) {
-          return fail_start(ssh_fail(SshErrc::kChannelRefused,
-                                     "ssh pty: no free channel on this connection within " +
-                                         std::to_string(kSlotWait.count()) +
-                                         " s (SshConfig::max_channels, sshd MaxSessions)")
-                                .value());
-        }
-        if (LIBSSH2_CHANNEL* spare = io.take_spare()) {
-          channel_ = spare;
-          reserved_ = true;
-          state_ = State::kPty;
-          return step(io);
-        }
-        if (!io.try_take_opener(this)) return Step::kIdle;
-        if (!io.try_reserve_channel()) {
-          io.release_opener(this);
-          return Step::kIdle;
-        }
-        reserved_ = true;
-        state_ = State::kOpening;
-        [[fallthrough]];
-      }
-      case State::kOpening: {
-        channel_ =
-            libssh2_channel_open_ex(io.session(), "session", 7, LIBSSH2_CHANNEL_WINDOW_DEFAULT,
-                                    LIBSSH2_CHANNEL_PACKET_DEFAULT, nullptr, 0);
-        if (channel_ == nullptr) {
-          int rc = libssh2_session_last_errno(io.session());
-          if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-          io.release_opener(this);
-          release_slot(io);
-          Error e = session_error(io.session(), rc, "ssh pty: open channel");
-          if (is_fatal_session_error(rc)) {
-            io.fatal(e);
-            state_ = State::kWaitSlot;
-            return Step::kIdle;
-          }
-          e.message += " (sshd MaxSessions reached?)";
-          return fail_start(std::move(e));
-        }
-        io.release_opener(this);
-        state_ = State::kPty;
-        [[fallthrough]];
-      }
-      case State::kPty: {
-        if (!sent_) {
-          if (io.peer_closed()) {
-            io.fatal(
-                ssh_fail(SshErrc::kDisconnected, "ssh pty: server closed the connection").value());
-            return Step::kIdle;
-          }
-          sent_ = true;
-        }
-        int rc = libssh2_channel_request_pty_ex(channel_, options_.term.data(),
-                                                static_cast<unsigned>(options_.term.size()),
-                                                nullptr, 0, options_.cols, options_.rows, 0, 0);
-        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        if (rc != 0) return request_failed(io, rc, "ssh pty: pty request");
-        cols_ = options_.cols;
-        rows_ = options_.rows;
-        state_ = State::kExec;
-        [[fallthrough]];
-      }
-      case State::kExec: {
-        int rc = libssh2_channel_process_startup(channel_, "exec", 4, command_.data(),
-                                                 static_cast<unsigned>(command_.size()));
-        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        if (rc != 0) return request_failed(io, rc, "ssh pty: exec request");
-        started_ = true;
-        marker_deadline_ = Clock::now() + kMarkerWait;
-        started_promise_->set_value({});
-        state_ = State::kRunning;
-        return Step::kProgress;
-      }
-      case State::kRunning: return run(io);
-      case State::kClosing: {
-        int rc = libssh2_channel_close(channel_);
-        if (rc == LIBSSH2_ERROR_EAGAIN) return check_grace(io);
-        if (is_fatal_session_error(rc)) {
-          io.fatal(session_error(io.session(), rc, "ssh pty: close"));
-          return Step::kIdle;
-        }
-        state_ = State::kWaitClosed;
-        [[fallthrough]];
-      }
-      case State::kWaitClosed: {
-        drain(io);  // output written right before the end still counts
-        int rc = libssh2_channel_wait_closed(channel_);
-        if (rc == LIBSSH2_ERROR_EAGAIN) return check_grace(io);
-        if (is_fatal_session_error(rc)) {
-          io.fatal(session_error(io.session(), rc, "ssh pty: wait closed"));
-          return Step::kIdle;
-        }
-        exit_.exit_code = libssh2_channel_get_exit_status(channel_);
-        char* sig = nullptr;
-        std::size_t sig_len = 0;
-        libssh2_channel_get_exit_signal(channel_, &sig, &sig_len, nullptr, nullptr, nullptr,
-                                        nullptr);
-        if (sig != nullptr) {
-          exit_.signal.assign(sig, sig_len);
-          exit_.exit_code = -1;
-          libssh2_free(io.session(), sig);
-        }
-        state_ = State::kFreeing;
-        [[fallthrough]];
-      }
-      case State::kFreeing: {
-        int rc = libssh2_channel_free(channel_);
-        if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
-        channel_ = nullptr;
-        release_slot(io);
-        return finish();
-      }
-      case State::kDone: return Step::kDone;
+ private:
+  std::optional<Step> before_slot(SshSession::Impl&, Clock::time_point now) override {
+    if (hangup_requested() && !started_) return end_before_start("closed before it started");
+    // A terminal holds its channel for long: waiting for one to free up could be forever.
+    if (now >= slot_deadline_) {
+      return fail_start(
+          ssh_fail(SshErrc::kChannelRefused, "ssh pty: no free channel on this connection within " +
+                                                 std::to_string(kSlotWait.count()) +
+                                                 " s (SshConfig::max_channels, sshd MaxSessions)")
+              .value());
     }
-    return Step::kIdle;
+    return std::nullopt;
   }
 
-  void abandon(SshSession::Impl&) override {
-    channel_ = nullptr;
-    reserved_ = false;
+  // The pty request, then the exec request.
+  Step start(SshSession::Impl& io) override {
+    if (!pty_granted_) {
+      int rc = libssh2_channel_request_pty_ex(channel_, options_.term.data(),
+                                              static_cast<unsigned>(options_.term.size()), nullptr,
+                                              0, options_.cols, options_.rows, 0, 0);
+      if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+      if (rc != 0) return request_failed(io, rc, "ssh pty: pty request");
+      cols_ = options_.cols;
+      rows_ = options_.rows;
+      pty_granted_ = true;
+    }
+    int rc = libssh2_channel_process_startup(channel_, "exec", 4, command_.data(),
+                                             static_cast<unsigned>(command_.size()));
+    if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
+    if (rc != 0) return request_failed(io, rc, "ssh pty: exec request");
+    started_ = true;
+    marker_deadline_ = Clock::now() + kMarkerWait;
+    started_promise_->set_value({});
+    state_ = State::kRunning;
+    return Step::kProgress;
   }
 
-  bool on_session_lost(const Error& error, bool may_retry) override {
-    if (state_ == State::kDone) return false;
-    channel_ = nullptr;
-    reserved_ = false;
-    if (!started_ && !sent_ && may_retry) {
-      state_ = State::kWaitSlot;
-      return true;
+  Step open_failed(Error e) override { return fail_start(std::move(e)); }
+
+  void while_closing(SshSession::Impl& io) override { drain(io); }
+
+  Step freed() override {
+    exit_.exit_code = exit_code_;
+    if (!exit_signal_.empty()) {
+      exit_.signal = exit_signal_;
+      exit_.exit_code = -1;
     }
+    return finish();
+  }
+
+  // A channel whose program does not end after the hang-up: abandoned (freed in the background).
+  Step abandoned() override {
+    log::warn("ssh pty: channel did not close after the hang-up; abandoning it");
+    exit_.exit_code = -1;
+    return finish();
+  }
+
+  void lost(const Error& error) override {
     if (!started_) {
       fail_start(error);
-      return false;
+      return;
     }
     exit_.exit_code = -1;
     if (!hung_up_) exit_.error = error.message;
     finish();
-    return false;
   }
-
- private:
-  enum class State {
-    kWaitSlot,
-    kOpening,
-    kPty,
-    kExec,
-    kRunning,
-    kClosing,
-    kWaitClosed,
-    kFreeing,
-    kDone
-  };
 
   bool hangup_requested() const {
     std::lock_guard lock(shared_->mu);
     return shared_->close_requested;
-  }
-
-  void release_slot(SshSession::Impl& io) {
-    if (!reserved_) return;
-    reserved_ = false;
-    io.release_channel();
   }
 
   Step request_failed(SshSession::Impl& io, int rc, std::string_view what) {
@@ -250,7 +151,7 @@ class PtyOp : public Op {
       return Step::kIdle;
     }
     start_error_ = std::move(e);
-    begin_close();
+    begin_close(Clock::now() + kCloseGrace);
     return Step::kProgress;
   }
 
@@ -264,12 +165,7 @@ class PtyOp : public Op {
     return fail_start(ssh_fail(SshErrc::kClosed, "ssh pty: " + std::move(why)).value());
   }
 
-  void begin_close() {
-    state_ = State::kClosing;
-    close_deadline_ = Clock::now() + kCloseGrace;
-  }
-
-  Step run(SshSession::Impl& io) {
+  Step run(SshSession::Impl& io, Clock::time_point) override {
     bool progress = false;
     std::string chunk;
     std::optional<std::pair<int, int>> resize;
@@ -284,16 +180,13 @@ class PtyOp : public Op {
       hung_up_ = true;
       exit_.hung_up = true;
       kill_session(io);
-      begin_close();
+      begin_close(Clock::now() + kCloseGrace);
       return Step::kProgress;
     }
     if (resize && (resize->first != cols_ || resize->second != rows_)) {
       int rc = libssh2_channel_request_pty_size_ex(channel_, resize->first, resize->second, 0, 0);
       if (rc != LIBSSH2_ERROR_EAGAIN) {
-        if (is_fatal_session_error(rc)) {
-          io.fatal(session_error(io.session(), rc, "ssh pty: window-change"));
-          return Step::kIdle;
-        }
+        if (is_fatal_session_error(rc)) return fail_session(io, rc, "window-change");
         cols_ = resize->first;
         rows_ = resize->second;
         progress = true;
@@ -307,8 +200,7 @@ class PtyOp : public Op {
         progress = true;
       } else if (w != LIBSSH2_ERROR_EAGAIN && w < 0) {
         if (is_fatal_session_error(static_cast<int>(w))) {
-          io.fatal(session_error(io.session(), static_cast<int>(w), "ssh pty: write"));
-          return Step::kIdle;
+          return fail_session(io, static_cast<int>(w), "write");
         }
         std::lock_guard lock(shared_->mu);
         shared_->input.clear();  // the channel no longer takes input
@@ -319,7 +211,7 @@ class PtyOp : public Op {
     if (want_marker_ && Clock::now() >= marker_deadline_) flush_marker();
     if (libssh2_channel_eof(channel_) != 0) {
       flush_marker();
-      begin_close();
+      begin_close(Clock::now() + kCloseGrace);
       return Step::kProgress;
     }
     return progress ? Step::kProgress : Step::kIdle;
@@ -337,7 +229,7 @@ class PtyOp : public Op {
         continue;
       }
       if (r < 0 && r != LIBSSH2_ERROR_EAGAIN && is_fatal_session_error(static_cast<int>(r))) {
-        io.fatal(session_error(io.session(), static_cast<int>(r), "ssh pty: read"));
+        fail_session(io, static_cast<int>(r), "read");
         fatal_ = true;
       }
       break;
@@ -405,19 +297,6 @@ class PtyOp : public Op {
                           std::make_shared<std::promise<Result<ExecResult>>>()));
   }
 
-  // A channel whose program does not end after the hang-up: abandoned (freed in the background).
-  Step check_grace(SshSession::Impl& io) {
-    if (Clock::now() < close_deadline_) return Step::kIdle;
-    log::warn("ssh pty: channel did not close after the hang-up; abandoning it");
-    if (channel_ != nullptr) {
-      io.adopt_zombie(channel_, reserved_);
-      channel_ = nullptr;
-      reserved_ = false;
-    }
-    exit_.exit_code = -1;
-    return finish();
-  }
-
   Step finish() {
     if (state_ == State::kDone) return Step::kDone;
     state_ = State::kDone;
@@ -449,10 +328,7 @@ class PtyOp : public Op {
   PtyOptions options_;
   std::shared_ptr<PtyChannel::Shared> shared_;
   std::shared_ptr<std::promise<Status>> started_promise_;
-  State state_ = State::kWaitSlot;
-  LIBSSH2_CHANNEL* channel_ = nullptr;
-  bool reserved_ = false;
-  bool sent_ = false;
+  bool pty_granted_ = false;
   bool started_ = false;
   bool hung_up_ = false;
   bool kill_sent_ = false;
@@ -463,7 +339,6 @@ class PtyOp : public Op {
   int cols_ = 0, rows_ = 0;
   std::optional<Error> start_error_;
   PtyExit exit_;
-  Clock::time_point close_deadline_ = Clock::time_point::max();
   Clock::time_point slot_deadline_ = Clock::now() + kSlotWait;
   Clock::time_point marker_deadline_ = Clock::time_point::max();
 };

@@ -122,9 +122,11 @@ int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "bench_agent [ops=1000] [sync]\n"
                         "  ops: ALLOW/REVOKE operations per side (at least 10)\n"
-                        "  sync: only the SYNC section (for valgrind --tool=callgrind)");
+                        "  sync: only the SYNC section (for valgrind --tool=callgrind)",
+                        2);
   int ops = args.count(1, 1000, 10);
   std::string only = args.word(2);
+  if (!only.empty() && only != "sync") args.fail("unknown section \"" + only + "\"");
   pvs::log::set_level(pvs::log::Level::kError);  // the in-process agents' change lines
   NetNs ns;
   ns.load_contract();

@@ -9,12 +9,16 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 build=$root/build
 runs=30
+usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
+bad() { echo "bench_console: $1" >&2; usage >&2; exit 2; }
 while (($#)); do
   case $1 in
-    --build-dir) build=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
+    --build-dir) (($# >= 2)) || bad "--build-dir needs a value"; build=$2; shift 2 ;;
+    --runs)
+      [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || bad "--runs takes a whole number"
+      runs=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) bad "unknown argument $1" ;;
   esac
 done
 controller=$build/controller/service/pve-sandbox-controller

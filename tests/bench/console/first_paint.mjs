@@ -4,14 +4,33 @@
 // of DOMContentLoaded, and the controller's ratio to the peer.
 //
 //   node first_paint.mjs --controller URL --peer URL --runs N [--chromium PATH]
-import puppeteer from 'puppeteer-core';
+import { parseArgs } from 'node:util';
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
-  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
-  return acc;
-}, []));
+const usage = 'usage: node first_paint.mjs --controller URL --peer URL [--runs N=30] [--chromium PATH]';
+let args;
+try {
+  ({ values: args } = parseArgs({
+    options: {
+      controller: { type: 'string' }, peer: { type: 'string' }, runs: { type: 'string' },
+      chromium: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    },
+  }));
+} catch (e) {
+  console.error(`${e.message}\n${usage}`);
+  process.exit(2);
+}
+if (args.help) {
+  console.log(usage);
+  process.exit(0);
+}
 const runs = Number(args.runs || 30);
+if (!args.controller || !args.peer || !Number.isInteger(runs) || runs < 1) {
+  console.error(usage);
+  process.exit(2);
+}
 
+// Loaded once the arguments are known, so that --help works without it installed.
+const { default: puppeteer } = await import('puppeteer-core');
 const browser = await puppeteer.launch({
   executablePath: args.chromium || '/usr/bin/chromium', headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],

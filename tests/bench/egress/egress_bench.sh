@@ -8,8 +8,20 @@
 #     10,000 pairs in egress_pairs vs the same sandbox with internet on, alternating rounds.
 # Usage: egress_bench.sh AGENT RESOLVER [rounds=3]   (root)
 set -euo pipefail
-AGENT=${1:?usage: egress_bench.sh AGENT RESOLVER [rounds]}
-RESOLVER_BIN=${2:?usage: egress_bench.sh AGENT RESOLVER [rounds]}
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+for a in "$@"; do
+	case $a in
+	-h | --help) usage; exit 0 ;;
+	-*) echo "egress_bench.sh: unknown option $a" >&2; usage >&2; exit 2 ;;
+	esac
+done
+if [[ $# -lt 2 || $# -gt 3 || ! ${3:-3} =~ ^[1-9][0-9]*$ ]]; then
+	echo "egress_bench.sh: expected AGENT RESOLVER [rounds]" >&2
+	usage >&2
+	exit 2
+fi
+AGENT=$1
+RESOLVER_BIN=$2
 ROUNDS=${3:-3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOOL="$HERE/../../egress/egress_tool.py"

@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "cluster_bench [creates=64]\n"
                         "  concurrent cold creates on 1, 2 and 4 simulated nodes (realistic task\n"
-                        "  durations, a template per node); needs root");
+                        "  durations, a template per node); needs root",
+                        1);
   int creates = args.count(1, 64);
   std::printf("%d concurrent cold creates, realistic task durations, model backend\n", creates);
   std::printf("%-6s %10s %10s %8s %10s  %s\n", "nodes", "seconds", "creates/s", "failed",

@@ -70,7 +70,8 @@ double bare_exchange_ms(int n) {
 int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "lifecycle_dhcp_bench [iterations=30]\n"
-                        "  create/destroy with static addresses vs ip=dhcp, and the DHCP exchange");
+                        "  create/destroy with static addresses vs ip=dhcp, and the DHCP exchange",
+                        1);
   int n = args.count(1, 30);
   Run st, dh;
   if (!loop(false, n, &st) || !loop(true, n, &dh)) return 1;

@@ -17,7 +17,8 @@
 int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "lifecycle_host_key_bench [iterations=30]\n"
-                        "  create/destroy with per-sandbox host keys on vs off, and ssh-keygen");
+                        "  create/destroy with per-sandbox host keys on vs off, and ssh-keygen",
+                        1);
   int n = args.count(1, 30);
   using pvs::bench::p50;
   pvs::bench::Run own, shared;

@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "lifecycle_bench [iterations=100]\n"
                         "  create/destroy overhead over the bare Proxmox calls, 64 concurrent\n"
-                        "  creates (cold and from a warm pool), memory per sandbox");
+                        "  creates (cold and from a warm pool), memory per sandbox",
+                        1);
   int n = args.count(1, 100);
   pvs::test::StackOptions so;
   so.backend = "model";

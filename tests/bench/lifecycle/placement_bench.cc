@@ -26,7 +26,8 @@ double pct(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "placement_bench [decisions=100000]\n"
-                        "  one placement over 16 nodes / 1,000 sandboxes, vs a bare scan");
+                        "  one placement over 16 nodes / 1,000 sandboxes, vs a bare scan",
+                        1);
   int n = args.count(1, 100000);
   std::mt19937 rng(42);
   std::vector<pvs::lifecycle::NodeView> nodes(16);

@@ -31,7 +31,8 @@ constexpr const char* kSecret = "9b1e4c7a-bench";
 int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "proxmox_bench [requests=2000]\n"
-                        "  ProxmoxClient against pvesim next to the curl CLI, same requests");
+                        "  ProxmoxClient against pvesim next to the curl CLI, same requests",
+                        1);
   int n = args.count(1, 2000);
   pvesim::Options options;
   options.tokens[kToken] = kSecret;

@@ -88,7 +88,8 @@ std::size_t forward_read(const std::string& path, std::size_t n) {
 int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "audit_tail_bench [log_mb=256] [runs=15]\n"
-                        "  read_audit_tail vs tail -n vs a forward read, on a generated log");
+                        "  read_audit_tail vs tail -n vs a forward read, on a generated log",
+                        2);
   int mb = args.count(1, 256, 1, 65536);
   int runs = args.count(2, 15, 1, 1000);
   std::string dir = std::filesystem::temp_directory_path() / "pvs-audit-tail-bench-XXXXXX";

@@ -368,7 +368,8 @@ int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
                         "bench_hot_pool [hot_n=200] [warm_n=20] [cold_n=20]\n"
                         "  create -> first echo output, cold vs warm vs hot, REST and library,\n"
-                        "  with pvesim's realistic timing profile (needs root)");
+                        "  with pvesim's realistic timing profile (needs root)",
+                        3);
   int hot_n = args.count(1, 200), warm_n = args.count(2, 20), cold_n = args.count(3, 20);
   try {
     Bench b;

@@ -394,11 +394,10 @@ int bench_upload(int mib) {
 
 int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
-                        "bench_service exec [N=200] | list [SANDBOXES=100] | upload [MiB=256]");
+                        "bench_service exec [N=200] | list [SANDBOXES=100] | upload [MiB=256]", 2);
   std::string mode = args.word(1);
   if (mode == "exec") return bench_exec(args.count(2, 200));
   if (mode == "list") return bench_list(args.count(2, 100));
   if (mode == "upload") return bench_upload(args.count(2, 256));
-  std::cerr << "usage: bench_service exec [N] | list [SANDBOXES] | upload [MiB]\n";
-  return 2;
+  args.fail(mode.empty() ? "which benchmark?" : "unknown benchmark \"" + mode + "\"");
 }

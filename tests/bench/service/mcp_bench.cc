@@ -67,7 +67,7 @@ double ms(Clock::duration d) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  pvs::bench::Args args(argc, argv, "mcp_bench [iterations=300]");
+  pvs::bench::Args args(argc, argv, "mcp_bench [iterations=300]", 1);
   int n = args.count(1, 300);
   pvs::test::Stack stack;
   pvs::service::ServiceConfig config;

@@ -26,7 +26,7 @@ double pct(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv,
-                        "policy_bench [decisions=20000]\n  100 rules, decide() vs std::regex");
+                        "policy_bench [decisions=20000]\n  100 rules, decide() vs std::regex", 1);
   int n = args.count(1, 20000);
   pvs::service::PolicySpec spec;
   std::vector<std::string> patterns;

@@ -1,7 +1,7 @@
 // SshSession versus OpenSSH, in the same run, against one private sshd on loopback
 // (tests/support), logged in as a throw-away user whose shell is /bin/sh.
 //
-//   ssh_bench [--runs N] [--mib M] [--rounds R] [--pool C]   (--mib 0 skips SFTP;
+//   ssh_bench [--runs N] [--mib M] [--rounds R] [--pool C] [--help]   (--mib 0 skips SFTP;
 //             C = SshConfig::exec_connections, default 3)
 //
 // 1. `true` round trip: warm SshSession (untimed, and with a 60 s timeout) vs `ssh` through a
@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_args.h"
 #include "pvesandbox/ssh_session.h"
 #include "support/sshd_fixture.h"
 
@@ -181,16 +182,16 @@ TreeCpu tree_cpu(pid_t root) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 200;
-  std::size_t mib = 256;
-  int rounds = 5;
-  int pool = pvs::SshConfig{}.exec_connections;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--mib") == 0) mib = static_cast<std::size_t>(std::atoi(argv[i + 1]));
-    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
-    if (std::strcmp(argv[i], "--pool") == 0) pool = std::max(1, std::atoi(argv[i + 1]));
-  }
+  pvs::bench::Args cli(argc, argv,
+                       "ssh_bench [--runs N=200] [--mib M=256] [--rounds R=5] [--pool C=3]\n"
+                       "  SshSession vs OpenSSH against a private sshd on loopback: exec round\n"
+                       "  trip over R rounds of N, SFTP of an M MiB file (0 skips it), 32\n"
+                       "  concurrent execs over C connections (SshConfig::exec_connections)",
+                       0, {"--runs", "--mib", "--rounds", "--pool"});
+  const int runs = cli.count("--runs", 200);
+  const auto mib = static_cast<std::size_t>(cli.count("--mib", 256, 0, 65536));
+  const int rounds = cli.count("--rounds", 5);
+  const int pool = cli.count("--pool", pvs::SshConfig{}.exec_connections, 1, 64);
   pvs::test::SshdFixture sshd;
   const std::string dir = sshd.dir();
   const std::string port = std::to_string(sshd.port());

@@ -30,7 +30,7 @@ using pvs::bench::report;
 }  // namespace
 
 int main(int argc, char** argv) {
-  pvs::bench::Args args(argc, argv, "terminal_bench [keystrokes=300]");
+  pvs::bench::Args args(argc, argv, "terminal_bench [keystrokes=300]", 1);
   const int n = args.count(1, 300);
   signal(SIGPIPE, SIG_IGN);
   pvs::test::SshdFixture sshd;

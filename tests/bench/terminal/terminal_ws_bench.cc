@@ -263,7 +263,7 @@ Samples run(Controller& ctl, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  pvs::bench::Args args(argc, argv, "terminal_ws_bench [keystrokes=300]   (root: netns stack)");
+  pvs::bench::Args args(argc, argv, "terminal_ws_bench [keystrokes=300]   (root: netns stack)", 1);
   const int n = args.count(1, 300);
   signal(SIGPIPE, SIG_IGN);
   try {
