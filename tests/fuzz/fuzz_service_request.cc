@@ -1,4 +1,4 @@
-// Fuzzes the controller's request parsers (controller/service: requests.cc, json.cc, router.h):
+// Fuzzes the controller's request parsers (controller/service/http: requests.cc, json.cc, router.h):
 // the JSON bodies of every endpoint, the request URI with its query string, and the JSON string
 // escaper. Whatever the bytes, a parser returns a value or a 4xx ApiError whose envelope is
 // valid JSON, and what it accepts obeys the documented limits.
@@ -13,11 +13,11 @@
 #include <Poco/JSON/Parser.h>
 #include <Poco/URI.h>
 
-#include "api_error.h"
-#include "config.h"
-#include "json.h"
-#include "requests.h"
-#include "router.h"
+#include "http/api_error.h"
+#include "core/config/config.h"
+#include "http/json.h"
+#include "http/requests.h"
+#include "http/router.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "audit.h"
-#include "audit_tail.h"
+#include "core/observability/audit.h"
+#include "api/audit/audit_tail.h"
 #include "bench_args.h"
 
 namespace {

@@ -23,10 +23,10 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
-#include "auth.h"
+#include "http/auth.h"
 #include "bench_args.h"
 #include "pvesandbox/proxmox_client.h"
-#include "server.h"
+#include "http/server.h"
 #include "sim.h"
 #include "support/stack_fixture.h"
 #include "timing.h"

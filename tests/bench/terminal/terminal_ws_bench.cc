@@ -1,6 +1,6 @@
 // Keystroke latency of a terminal end to end through the controller's HTTP server, against
 // OpenSSH in the same run, on the netns stack (the sandbox is a namespace with a real sshd;
-// Api + HttpServer in this process on loopback, as tests/service/terminal_api_test.cc runs them):
+// Api + HttpServer in this process on loopback, as tests/service/api/terminals/terminal_api_test.cc runs them):
 //   1. ws:     a Poco::Net::WebSocket client on .../terminals/{tid}/ws sends one key per binary
 //              frame, until a binary frame carries its echo back (what a person's UI waits for)
 //   2. screen: POST .../input with one key, then POST .../wait with a pattern matching the
@@ -31,9 +31,9 @@
 #include <Poco/Net/WebSocket.h>
 #include <Poco/StreamCopier.h>
 
-#include "auth.h"
+#include "http/auth.h"
 #include "bench_args.h"
-#include "server.h"
+#include "http/server.h"
 #include "ssh_tt_peer.h"
 #include "support/stack_fixture.h"
 
