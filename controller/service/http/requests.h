@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "http/api_error.h"
-#include "core/config/config.h"
 #include "api/files/file_edit.h"
+#include "core/config/config.h"
+#include "http/api_error.h"
 
 namespace pvs::service {
 

@@ -22,12 +22,12 @@
 #include <thread>
 
 #include "api/console/console.h"
-#include "http/json.h"
 #include "api/mcp/session.h"
+#include "http/json.h"
 #include "http/openapi.h"
+#include "http/requests.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
-#include "http/requests.h"
 
 namespace pvs::service {
 

@@ -26,19 +26,19 @@
 #include <Poco/Net/HTTPServerResponse.h>
 #include <Poco/ThreadPool.h>
 
-#include "http/api_error.h"
-#include "policy/approvals.h"
-#include "core/observability/audit.h"
-#include "http/auth.h"
-#include "core/config/config.h"
-#include "core/observability/denied_log.h"
-#include "core/observability/metrics.h"
-#include "pvesandbox/manager.h"
-#include "http/requests.h"
-#include "http/router.h"
 #include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminals.h"
+#include "core/config/config.h"
+#include "core/observability/audit.h"
+#include "core/observability/denied_log.h"
+#include "core/observability/metrics.h"
+#include "http/api_error.h"
+#include "http/auth.h"
+#include "http/requests.h"
+#include "http/router.h"
 #include "http/token_limits.h"
+#include "policy/approvals.h"
+#include "pvesandbox/manager.h"
 
 namespace pvs::service {
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "http/api_error.h"
 #include "core/config/config.h"
+#include "http/api_error.h"
+#include "http/requests.h"
 #include "policy/policy.h"
 #include "pvesandbox/egress.h"
-#include "http/requests.h"
 
 namespace pvs::service {
 

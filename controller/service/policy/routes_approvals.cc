@@ -4,8 +4,8 @@
 
 #include "http/auth.h"
 #include "http/json.h"
-#include "pvesandbox/common/log.h"
 #include "http/server.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::service {
 namespace {

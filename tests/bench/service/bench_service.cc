@@ -24,8 +24,8 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
-#include "http/auth.h"
 #include "bench_args.h"
+#include "http/auth.h"
 #include "http/server.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"

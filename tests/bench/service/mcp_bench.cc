@@ -13,8 +13,8 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
-#include "http/auth.h"
 #include "bench_args.h"
+#include "http/auth.h"
 #include "http/server.h"
 #include "support/stack_fixture.h"
 

@@ -89,8 +89,8 @@ TEST(TokenLimitsTest, ZeroMeansNoLimitAndConcurrentUseBalances) {
 }  // namespace
 }  // namespace pvs::service
 
-#include "http/json.h"
 #include "api/sandboxes/output_cap.h"
+#include "http/json.h"
 
 namespace pvs::service {
 namespace {

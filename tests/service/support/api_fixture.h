@@ -12,8 +12,8 @@
 
 #include "core/observability/audit.h"
 #include "http/auth.h"
-#include "service/support/http_client.h"
 #include "http/server.h"
+#include "service/support/http_client.h"
 #include "support/stack_fixture.h"
 
 namespace pvs::service {

@@ -4,12 +4,12 @@
 #include <sstream>
 #include <thread>
 
-#include "http/chunk_queue.h"
 #include "api/files/file_edit.h"
+#include "http/chunk_queue.h"
 #include "http/json.h"
-#include "pvesandbox/common/log.h"
 #include "http/requests.h"
 #include "http/server.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::service {
 

@@ -1,8 +1,8 @@
 // Public endpoints: health, the OpenAPI document, metrics.
 #include "http/json.h"
 #include "http/openapi.h"
-#include "pvesandbox/version.h"
 #include "http/server.h"
+#include "pvesandbox/version.h"
 
 namespace pvs::service {
 

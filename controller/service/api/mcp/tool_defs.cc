@@ -1,7 +1,7 @@
 // The tools as a model sees them (tools/list). Descriptions say what a tool does, when to use
 // it and what comes back; schemas are strict (unknown arguments are refused).
-#include "http/json.h"
 #include "api/mcp/tools.h"
+#include "http/json.h"
 
 namespace pvs::service::mcp {
 

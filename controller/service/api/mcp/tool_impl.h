@@ -4,9 +4,9 @@
 
 #include <string>
 
+#include "api/mcp/tools.h"
 #include "core/observability/audit.h"
 #include "http/json.h"
-#include "api/mcp/tools.h"
 #include "http/server.h"
 
 namespace pvs::service::mcp {

@@ -6,12 +6,12 @@
 #include <optional>
 #include <thread>
 
-#include "policy/egress_access.h"
 #include "api/mcp/jsonrpc.h"
 #include "api/mcp/tool_impl.h"
 #include "api/sandboxes/output_cap.h"
-#include "pvesandbox/common/log.h"
 #include "http/requests.h"
+#include "policy/egress_access.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::service::mcp {
 

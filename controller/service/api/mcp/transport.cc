@@ -6,14 +6,14 @@
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
 
-#include "http/json.h"
 #include "api/mcp/jsonrpc.h"
 #include "api/mcp/protocol.h"
 #include "api/mcp/session.h"
 #include "api/mcp/tools.h"
+#include "http/json.h"
+#include "http/server.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
-#include "http/server.h"
 
 namespace pvs::service {
 

@@ -6,8 +6,8 @@
 #include <thread>
 #include <utility>
 
-#include "http/json.h"
 #include "api/sandboxes/output_cap.h"
+#include "http/json.h"
 #include "http/requests.h"
 #include "http/server.h"
 

@@ -1,8 +1,8 @@
 // Sandboxes: create, list, show, destroy, internet (on, off or an allowlist), TTL.
-#include "policy/egress_access.h"
 #include "http/json.h"
 #include "http/requests.h"
 #include "http/server.h"
+#include "policy/egress_access.h"
 
 namespace pvs::service {
 

@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "http/json.h"
-#include "pvesandbox/common/log.h"
 #include "http/server.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::service {
 

@@ -2,9 +2,9 @@
 // The WebSocket of a terminal is in routes_terminal_ws.cc.
 #include <Poco/String.h>
 
+#include "api/terminals/terminal_requests.h"
 #include "http/json.h"
 #include "http/server.h"
-#include "api/terminals/terminal_requests.h"
 
 namespace pvs::service {
 

@@ -1,8 +1,8 @@
 // What the terminal routes, their WebSocket and the MCP terminal tools share: finding and opening
 // terminals, typing into them under the policy (terminal.input), waiting on their screens.
 #include "http/json.h"
-#include "pvesandbox/common/log.h"
 #include "http/server.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::service {
 

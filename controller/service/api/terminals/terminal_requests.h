@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "http/api_error.h"
 #include "core/config/config.h"
+#include "http/api_error.h"
 #include "pvesandbox/terminal.h"
 
 namespace pvs::service {

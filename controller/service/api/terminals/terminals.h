@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "http/api_error.h"
-#include "pvesandbox/terminal.h"
 #include "policy/typed_line.h"
+#include "pvesandbox/terminal.h"
 
 namespace pvs::service {
 

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "policy/policy.h"
+#include "policy/webhook.h"
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/manager.h"
-#include "policy/webhook.h"
 
 namespace pvs::service {
 
