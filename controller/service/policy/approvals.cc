@@ -35,27 +35,32 @@ Approvals::Approvals(Options options) : options_(options), instance_(instance_id
 
 void Approvals::expire_locked(std::int64_t now) {
   bool changed = false;
-  std::size_t decided = 0;
-  for (auto& [id, a] : all_) {
-    if (a.state == Approval::State::kPending && now >= a.deadline_ms) {
-      a.state = Approval::State::kExpired;
-      a.decided_ms = now;
-      a.decided_by = "deadline";
-      a.reason = "nobody decided within " + std::to_string(options_.timeout.count()) + " s";
-      changed = true;
-    }
-    decided += a.state != Approval::State::kPending;
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    Approval& a = all_.at(deadlines_.begin()->second);
+    a.state = Approval::State::kExpired;
+    a.decided_ms = now;
+    a.decided_by = "deadline";
+    a.reason = "nobody decided within " + std::to_string(options_.timeout.count()) + " s";
+    settle_locked(a);
+    changed = true;
   }
-  // Forget the oldest decided ones beyond keep_decided (ids grow with time).
-  for (auto it = all_.begin(); decided > options_.keep_decided && it != all_.end();) {
-    if (it->second.state == Approval::State::kPending) {
-      ++it;
-      continue;
-    }
-    it = all_.erase(it);
-    --decided;
+  // Forget the oldest decided ones beyond keep_decided.
+  while (decided_.size() > options_.keep_decided) {
+    all_.erase(*decided_.begin());
+    decided_.erase(decided_.begin());
   }
   if (changed) cv_.notify_all();
+}
+
+void Approvals::settle_locked(const Approval& a) {
+  auto [first, last] = deadlines_.equal_range(a.deadline_ms);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == a.id) {
+      deadlines_.erase(it);
+      break;
+    }
+  }
+  decided_.insert(a.id);
 }
 
 Approval* Approvals::find_locked(const std::string& id) {
@@ -78,6 +83,7 @@ Result<Approval> Approvals::open(ApprovalRequest request) {
   a.created_ms = now;
   a.deadline_ms = now + options_.timeout.count() * 1000;
   all_[a.id] = a;
+  deadlines_.emplace(a.deadline_ms, a.id);
   return a;
 }
 
@@ -127,6 +133,7 @@ Result<Approval> Approvals::decide(const std::string& id, bool approve, const st
   a->decided_ms = now;
   a->decided_by = who;
   a->reason = reason;
+  settle_locked(*a);
   cv_.notify_all();
   return *a;
 }
@@ -180,12 +187,6 @@ std::size_t Approvals::pending() {
   std::lock_guard lock(mu_);
   expire_locked(now_ms());
   return pending_locked();
-}
-
-std::size_t Approvals::pending_locked() const {
-  return static_cast<std::size_t>(std::count_if(all_.begin(), all_.end(), [](const auto& kv) {
-    return kv.second.state == Approval::State::kPending;
-  }));
 }
 
 }  // namespace pvs::service

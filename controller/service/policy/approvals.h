@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,9 +76,13 @@ class Approvals {
   std::optional<Approval> take_approved(const std::string& token, const std::string& digest);
 
  private:
+  // Expires the pending approvals whose deadline passed (the front of deadlines_ only) and
+  // forgets the oldest decided ones beyond keep_decided.
   void expire_locked(std::int64_t now_ms);
   Approval* find_locked(const std::string& id);
-  std::size_t pending_locked() const;
+  std::size_t pending_locked() const { return deadlines_.size(); }
+  // A pending approval was decided (or expired): out of the queue, into decided_.
+  void settle_locked(const Approval& a);
 
   Options options_;
   std::string instance_;
@@ -85,6 +90,9 @@ class Approvals {
   std::condition_variable cv_;
   std::uint64_t next_ = 1;
   std::map<std::string, Approval> all_;  // by id
+  // The pending approvals by deadline (unix ms -> id): expiring looks at the front only.
+  std::multimap<std::int64_t, std::string> deadlines_;
+  std::set<std::string> decided_;  // ids of decided approvals; ids grow with time
 };
 
 }  // namespace pvs::service
