@@ -10,29 +10,18 @@
 #include <string>
 #include <string_view>
 
-#include <Poco/Exception.h>
-#include <Poco/JSON/Parser.h>
-
 #include "api/files/file_edit.h"
 #include "api/mcp/jsonrpc.h"
 #include "api/mcp/protocol.h"
+#include "fuzz_check.h"
 
 namespace {
 
+using namespace pvs;
 using namespace pvs::service;
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-bool valid_json(const std::string& text) {
-  try {
-    Poco::JSON::Parser().parse(text);
-    return true;
-  } catch (const Poco::Exception&) {
-    return false;
-  }
-}
+using fuzz::require;
+using fuzz::valid_json;
 
 bool known_code(int code) {
   return code == mcp::kParseError || code == mcp::kInvalidRequest || code == mcp::kInvalidParams;

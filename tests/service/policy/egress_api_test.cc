@@ -10,10 +10,11 @@
 #include <Poco/JSON/Parser.h>
 
 #include "core/observability/audit.h"
-#include "service/support/http_client.h"
+#include "http/server.h"
 #include "lifecycle/fake_peers.h"
 #include "manager_testing.h"
-#include "http/server.h"
+#include "service/support/http_client.h"
+#include "service/support/in_process_service.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs::service {
@@ -57,13 +58,6 @@ class EgressApiTest : public ::testing::Test {
     spec.default_rules = {deny, approve};
     config_.policy = *Policy::compile(spec);
 
-    auto audit = AuditLog::open(config_.audit_file, false);
-    ASSERT_TRUE(audit) << audit.error().message;
-    audit_ = std::move(*audit);
-    metrics_ = std::make_unique<Metrics>();
-    Api::declare_metrics(*metrics_);
-    api_ = std::make_unique<Api>(config_, audit_.get(), metrics_.get());
-
     ManagerConfig mc;
     mc.node = "pve";
     mc.template_vmid = 9000;
@@ -80,16 +74,13 @@ class EgressApiTest : public ::testing::Test {
     peers.agent = std::move(agent);
     auto m = lifecycle::open_manager(mc, std::move(peers));
     ASSERT_TRUE(m) << m.error().message;
-    api_->set_manager(std::shared_ptr<Manager>(std::move(*m)));
-    server_ = std::make_unique<HttpServer>(api_->config(), *api_);
-    ASSERT_TRUE(server_->start());
-    port_ = server_->port();
+    auto svc = test::InProcessService::start(config_, std::shared_ptr<Manager>(std::move(*m)));
+    ASSERT_TRUE(svc) << svc.error().message;
+    svc_ = std::move(*svc);
+    port_ = svc_->port();
   }
   void TearDown() override {
-    if (server_) server_->stop();
-    server_.reset();
-    if (api_) api_->set_manager(nullptr);
-    api_.reset();
+    svc_.reset();
     std::remove(config_.audit_file.c_str());
     ::rmdir(dir_.c_str());
   }
@@ -121,10 +112,7 @@ class EgressApiTest : public ::testing::Test {
 
   std::string dir_;
   ServiceConfig config_;
-  std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<Api> api_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<test::InProcessService> svc_;
   std::uint16_t port_ = 0;
   test::FakeAgent* agent_ = nullptr;  // owned by the Manager
 };
@@ -186,7 +174,7 @@ TEST_F(EgressApiTest, BadNamesUnknownListsCapsAndPolicy) {
   auto paste = call("POST", "/v1/sandboxes", R"({"internet":{"allow":["pastebin.com"]}})");
   EXPECT_EQ(paste.status, 403) << paste.body;
   EXPECT_NE(paste.body.find("no paste sites"), std::string::npos) << paste.body;
-  EXPECT_EQ(api_->manager()->list().size(), 1u);  // only bob's allowed one
+  EXPECT_EQ(svc_->manager()->list().size(), 1u);  // only bob's allowed one
 
   auto sb = create("{}");
   ASSERT_TRUE(sb);
@@ -271,7 +259,7 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   };
   auto created = tool("sandbox_create", R"({"internet":{"list":"python-packages"}})");
   ASSERT_NE(created.find(R"("egress":"allowlist")"), std::string::npos) << created;
-  auto list = api_->manager()->list();
+  auto list = svc_->manager()->list();
   ASSERT_EQ(list.size(), 1u);
   std::string id = list[0].id;
   auto address = *list[0].address;

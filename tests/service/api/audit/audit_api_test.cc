@@ -10,8 +10,9 @@
 #include <Poco/JSON/Parser.h>
 
 #include "http/auth.h"
-#include "service/support/http_client.h"
 #include "http/server.h"
+#include "service/support/http_client.h"
+#include "service/support/in_process_service.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs::service {
@@ -25,20 +26,13 @@ class AuditApiTest : public ::testing::Test {
     std::remove(config_.audit_file.c_str());
     config_.tokens = {{"root", sha256_hex("tok-admin"), 0, true},
                       {"agent", sha256_hex("tok-agent"), 0, false}};
-    if (with_audit) {
-      auto audit = AuditLog::open(config_.audit_file, false);
-      ASSERT_TRUE(audit) << audit.error().message;
-      audit_ = std::move(*audit);
-    }
-    metrics_ = std::make_unique<Metrics>();
-    Api::declare_metrics(*metrics_);
-    api_ = std::make_unique<Api>(config_, audit_.get(), metrics_.get());
-    server_ = std::make_unique<HttpServer>(api_->config(), *api_);
-    ASSERT_TRUE(server_->start());
-    port_ = server_->port();
+    auto svc = test::InProcessService::start(config_, nullptr, with_audit);
+    ASSERT_TRUE(svc) << svc.error().message;
+    svc_ = std::move(*svc);
+    port_ = svc_->port();
   }
   void TearDown() override {
-    if (server_) server_->stop();
+    svc_.reset();
     std::remove(config_.audit_file.c_str());
   }
   void append(const std::string& action, const std::string& sandbox, int status) {
@@ -48,7 +42,7 @@ class AuditApiTest : public ::testing::Test {
     r.action = action;
     r.sandbox = sandbox;
     r.status = status;
-    ASSERT_TRUE(audit_->append(r));
+    ASSERT_TRUE(svc_->audit()->append(r));
   }
   // The records of a 200 reply, as objects.
   static Poco::JSON::Array::Ptr records(const test::HttpReply& r) {
@@ -60,10 +54,7 @@ class AuditApiTest : public ::testing::Test {
   }
 
   ServiceConfig config_;
-  std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<Api> api_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<test::InProcessService> svc_;
   std::uint16_t port_ = 0;
   int n_ = 0;
 };

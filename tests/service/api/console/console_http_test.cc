@@ -8,8 +8,9 @@
 #include <Poco/Net/StreamSocket.h>
 
 #include "api/console/console.h"
-#include "service/support/http_client.h"
 #include "http/server.h"
+#include "service/support/http_client.h"
+#include "service/support/in_process_service.h"
 
 namespace pvs::service {
 namespace {
@@ -32,28 +33,18 @@ class ConsoleHttpTest : public ::testing::Test {
     config_.listen_port = 0;
     config_.audit_file = ::testing::TempDir() + "/console-audit.log";
     config_.console_enabled = enabled;
-    auto audit = AuditLog::open(config_.audit_file, false);
-    ASSERT_TRUE(audit) << audit.error().message;
-    audit_ = std::move(*audit);
-    metrics_ = std::make_unique<Metrics>();
-    Api::declare_metrics(*metrics_);
-    api_ = std::make_unique<Api>(config_, audit_.get(), metrics_.get());
-    server_ = std::make_unique<HttpServer>(api_->config(), *api_);
-    ASSERT_TRUE(server_->start());
-    port_ = server_->port();
+    auto svc = test::InProcessService::start(config_);
+    ASSERT_TRUE(svc) << svc.error().message;
+    svc_ = std::move(*svc);
+    port_ = svc_->port();
   }
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
+  void TearDown() override { svc_.reset(); }
   test::HttpReply get(const std::string& uri, const std::string& method = "GET") {
     return test::http(port_, method, uri);
   }
 
   ServiceConfig config_;
-  std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<Api> api_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<test::InProcessService> svc_;
   std::uint16_t port_ = 0;
 };
 

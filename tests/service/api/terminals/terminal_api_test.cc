@@ -17,11 +17,12 @@
 
 #include "core/observability/audit.h"
 #include "http/auth.h"
-#include "service/support/http_client.h"
 #include "http/server.h"
+#include "service/support/http_client.h"
+#include "service/support/in_process_service.h"
+#include "service/support/webhook_receiver.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
-#include "service/support/webhook_receiver.h"
 
 #ifndef PVS_SANDBOXCTL_BIN
 #error "PVS_SANDBOXCTL_BIN must name the sandboxctl binary"
@@ -65,18 +66,12 @@ class TerminalApiTest : public ::testing::Test {
     config_.terminal_max_per_sandbox = 3;
     config_.terminal_max_input_bytes = 4096;
     tune(config_);
-    auto audit = AuditLog::open(config_.audit_file, false);
-    ASSERT_TRUE(audit) << audit.error().message;
-    audit_ = std::move(*audit);
-    metrics_ = std::make_unique<Metrics>();
-    Api::declare_metrics(*metrics_);
-    api_ = std::make_unique<Api>(config_, audit_.get(), metrics_.get());
     auto m = Manager::open(stack_->manager_config());
     ASSERT_TRUE(m) << m.error().message;
-    api_->set_manager(std::shared_ptr<Manager>(std::move(*m)));
-    server_ = std::make_unique<HttpServer>(api_->config(), *api_);
-    ASSERT_TRUE(server_->start());
-    port_ = server_->port();
+    auto svc = test::InProcessService::start(config_, std::shared_ptr<Manager>(std::move(*m)));
+    ASSERT_TRUE(svc) << svc.error().message;
+    svc_ = std::move(*svc);
+    port_ = svc_->port();
     auto r = call("POST", "/v1/sandboxes", "{}");
     ASSERT_EQ(r.status, 201) << r.body;
     sb_ = json(r.body)->getValue<std::string>("id");
@@ -84,12 +79,10 @@ class TerminalApiTest : public ::testing::Test {
   }
   virtual void tune(ServiceConfig&) {}
   void TearDown() override {
-    if (auto m = api_ ? api_->manager() : nullptr) {
+    if (auto m = svc_ ? svc_->manager() : nullptr) {
       for (const auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
     }
-    if (server_) server_->stop();
-    server_.reset();
-    api_.reset();
+    svc_.reset();
     stack_.reset();
   }
   HttpReply call(const std::string& method, const std::string& uri, const std::string& body = "",
@@ -158,10 +151,7 @@ class TerminalApiTest : public ::testing::Test {
 
   std::unique_ptr<test::Stack> stack_;
   ServiceConfig config_;
-  std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<Api> api_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<test::InProcessService> svc_;
   std::uint16_t port_ = 0;
   std::string sb_, base_;
 };
@@ -309,10 +299,10 @@ TEST_F(TerminalApiTest, WebSocketWatchersSlowReadersReattachAndExit) {
   EXPECT_NE(rest.find("too slow"), std::string::npos) << rest.size() << " bytes";
   // A client nobody here wrote: Debian's python3-websockets, authenticated like a browser.
   std::string py;
-  int py_rc =
-      test::run_command({"/usr/bin/python3", PVS_SOURCE_DIR "/tests/service/api/terminals/ws_terminal_client.py",
-                         "ws://127.0.0.1:" + std::to_string(port_) + term + "/ws", "tok-alice"},
-                        &py);
+  int py_rc = test::run_command(
+      {"/usr/bin/python3", PVS_SOURCE_DIR "/tests/service/api/terminals/ws_terminal_client.py",
+       "ws://127.0.0.1:" + std::to_string(port_) + term + "/ws", "tok-alice"},
+      &py);
   EXPECT_EQ(py_rc, 0) << py;
   EXPECT_NE(py.find("ok pvs-terminal"), std::string::npos) << py;
   EXPECT_EQ(json(call("GET", term).body)->getValue<int>("cols"), 77);
