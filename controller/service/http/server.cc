@@ -54,9 +54,7 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
       audit_(audit),
       metrics_(metrics),
       limits_({config_.max_requests_per_token, config_.max_streams_per_token}),
-      denied_({std::chrono::seconds(config_.audit_denied_interval_seconds), 1024}),
-      approvals_({std::chrono::seconds(config_.approval_timeout_seconds),
-                  static_cast<std::size_t>(config_.max_pending_approvals), 10000}) {
+      denied_({std::chrono::seconds(config_.audit_denied_interval_seconds), 1024}) {
   std::random_device rd;
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", rd());
@@ -65,11 +63,6 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
 
   for (const Route& route : routes()) router_.add(std::string(route.method), route.pattern, &route);
   mcp_sessions_ = mcp::make_session_store(config_.mcp);
-  if (!config_.webhook.url.empty()) {
-    webhook_ = std::make_unique<Webhook>(config_.webhook, [this](std::string_view outcome) {
-      metrics_->inc("pvs_webhook_deliveries_total", {{"outcome", std::string(outcome)}});
-    });
-  }
 }
 
 Api::~Api() = default;
@@ -141,7 +134,7 @@ void Api::dispatch(RequestContext& ctx) {
                          std::to_string(limits_.limit(TokenLimits::Kind::kRequest)) +
                          " requests in flight (auth.max_requests_per_token)");
   }
-  (this->*route.handler)(ctx);
+  route.handler(*this, ctx);
 }
 
 // A valid bearer token, or 401. Refused calls are audited (what was tried and why, never what

@@ -34,44 +34,17 @@
 #include "core/observability/metrics.h"
 #include "http/api_error.h"
 #include "http/auth.h"
+#include "http/replies.h"
+#include "http/request_context.h"
 #include "http/requests.h"
 #include "http/router.h"
 #include "http/token_limits.h"
+#include "policy/approval_routes.h"
 #include "policy/approvals.h"
+#include "policy/gate.h"
 #include "pvesandbox/manager.h"
 
 namespace pvs::service {
-
-// A call the policy refused: the error for the caller and the decision for the audit log.
-struct PolicyRefusal {
-  ApiError error;
-  std::string policy_json;
-};
-
-// One request as the handlers see it.
-struct RequestContext {
-  Poco::Net::HTTPServerRequest* request = nullptr;
-  Poco::Net::HTTPServerResponse* response = nullptr;
-  std::string method, path, route;
-  PathParams params;
-  std::multimap<std::string, std::string> query;
-  std::optional<Principal> principal;
-  std::string request_id;
-  std::chrono::steady_clock::time_point start;
-  bool responded = false;
-  int status = 0;
-  // For the audit log of mutating calls.
-  std::string action;
-  std::string sandbox;
-  std::string params_json = "{}";
-  std::string policy_json;  // the policy's decision, for the audit log
-  std::optional<ApiError> error;
-  // The request body: read whole (or streamed) by the handler, or still on the socket.
-  bool body_read = false;
-  bool drain = false;  // refused before its body was read: drained after the reply (bounded)
-
-  std::string query_value(const std::string& key) const;
-};
 
 class Api;
 namespace mcp {
@@ -94,13 +67,15 @@ std::string edit_reply_json(const EditReply& reply);
 struct Route {
   enum class Access { kPublic, kToken, kAdmin };  // kAdmin: a token with admin: true
   std::string_view method;
-  std::string_view pattern;  // also the metrics' route label
-  void (Api::*handler)(RequestContext&);
+  std::string_view pattern;                // also the metrics' route label
+  void (*handler)(Api&, RequestContext&);  // on<&Class::method> (routes.cc)
   Access access;
   std::string_view action;  // audit action of a mutating call; empty: not audited
 };
 
-class Api {
+// The composition root and request pipeline: owns the shared services (the Manager's holder,
+// the policy gate, terminals, MCP sessions) and the handler classes the route table points at.
+class Api : public Replies {
  public:
   Api(ServiceConfig config, AuditLog* audit, Metrics* metrics);
   ~Api();
@@ -123,13 +98,13 @@ class Api {
   // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
   std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request,
                                       const Egress& egress);
-  // Told once a second while a call waits for a person: (seconds waited, seconds it may wait,
-  // what it waits for). MCP sends it as notifications/progress.
-  using WaitProgress = std::function<void(double, double, const std::string&)>;
-  // The same for an MCP tool: returns the decision for the audit log; throws an ApiError for
-  // deny, denied, expired, or an approval still pending after approval_wait_seconds.
-  std::string admit_tool(const Principal& who, const std::string& sandbox,
-                         const PolicyRequest& request, const WaitProgress& progress = {});
+  using WaitProgress = PolicyGate::WaitProgress;
+  using Admission = PolicyGate::Admission;
+  // The policy's say on a call (policy/gate.h): REST handlers, terminal input, MCP tools.
+  PolicyGate& gate() { return gate_; }
+  // The handler object a route row points at (routes.cc).
+  template <class Part>
+  Part& part();
   // The sandboxes `principal` sees that carry every label of `selector`.
   std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector);
   // The ExecOptions of a request: its timeout (else max_exec_timeout_seconds), env, cwd, stdin.
@@ -139,10 +114,6 @@ class Api {
   // files/edit: the file read whole (at most kMaxEditFileBytes, text only), the edit applied,
   // written back atomically (temporary file beside it, renamed over it) with its mode.
   EditReply edit_file(Sandbox& sandbox, const EditRequest& request);
-  struct Admission {
-    std::optional<Approval> pending;  // still waiting for a person
-    std::string policy_json;          // the decision, for the audit log
-  };
   // Terminals (terminal_ops.cc). A terminal of a sandbox `who` may use, else 404.
   std::shared_ptr<TerminalEntry> terminal_for(const Principal& who, const std::string& sandbox,
                                               const std::string& tid);
@@ -158,13 +129,22 @@ class Api {
                       const std::function<Status()>& send, const std::string& approval_id,
                       bool async, const WaitProgress& progress = {});
   void close_terminal(TerminalEntry& entry);  // hangs up and forgets it
-  // An MCP call whose approval is still pending after approval_wait_seconds (503).
-  static ApiError still_pending(const Approval& pending);
   // Waits for the condition; the JSON of the outcome, the terminal and its screen.
   std::string wait_terminal(TerminalEntry& entry, const TerminalWaitRequest& request);
   // Appends a record to the audit log (a failure is counted and logged, never thrown).
   void append_audit(const AuditRecord& record);
   TokenLimits& limits() { return limits_; }
+
+  // Replies (http/replies.h): how every handler answers.
+  void send_json(RequestContext& ctx, int status, const std::string& body) override;
+  void send_bytes(RequestContext& ctx, int status, const std::string& content_type,
+                  std::string_view body) override;
+  void send_error(RequestContext& ctx, const ApiError& error) override;
+  void send_empty(RequestContext& ctx, int status) override;
+  void begin_reply(RequestContext& ctx, int status, const std::string& content_type) override;
+  void abort_reply(RequestContext& ctx) override;
+  std::string read_body(RequestContext& ctx, std::uint64_t limit) override;
+  std::string json_body(RequestContext& ctx) override;
 
  private:
   void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
@@ -204,31 +184,10 @@ class Api {
   void snapshot_list(RequestContext& ctx);
   void snapshot_rollback(RequestContext& ctx);
   void snapshot_delete(RequestContext& ctx);
-  void approvals_list(RequestContext& ctx);
-  void approval_show(RequestContext& ctx);
-  void approval_approve(RequestContext& ctx);
-  void approval_deny(RequestContext& ctx);
-  void approval_decide(RequestContext& ctx, bool approve);
-  // The policy's decision on a call, and for `approve` the approval's outcome (see admit()).
-  // Throws PolicyRefusal for deny, denied and expired.
-  Admission admission(const Principal& who, const std::string& sandbox,
-                      const PolicyRequest& request, const std::string& approval_id, bool async);
-  // The same for a decision already made (terminal input judges each line, then admits once).
-  Admission admission(const Principal& who, const std::string& sandbox,
-                      const PolicyRequest& request, const PolicyDecision& decision,
-                      const std::string& approval_id, bool async,
-                      const WaitProgress& progress = {});
-  Result<Approval> wait_for_person(const Approval& opened, int seconds,
-                                   const WaitProgress& progress);
   // terminal.input: each completed line judged alone, admitted once (terminal_ops.cc).
   Admission admit_lines(const Principal& who, TerminalEntry& entry,
                         const std::vector<std::string>& lines, const std::string& approval_id,
                         bool async, const WaitProgress& progress);
-  // The policy's say on a call (routes_approvals.cc): true to go on; false when the reply was
-  // sent (202: waiting for a person). Throws 403 for deny, denied or expired approvals.
-  bool admit(RequestContext& ctx, const PolicyRequest& request);
-  // 202 with the approval a call waits for (Location: /v1/approvals/{id}).
-  void send_pending(RequestContext& ctx, const Approval& pending);
   // Terminals (routes_terminals.cc, routes_terminal_ws.cc).
   void terminal_create(RequestContext& ctx);
   void terminal_list(RequestContext& ctx);
@@ -244,19 +203,7 @@ class Api {
 
   // Helpers.
   std::shared_ptr<Manager> require_manager();
-  std::shared_ptr<Sandbox> find_sandbox(RequestContext& ctx);       // throws ApiError
-  std::string read_body(RequestContext& ctx, std::uint64_t limit);  // throws ApiError
-  std::string json_body(RequestContext& ctx);  // application/json, at most max_body_bytes
-  void send_json(RequestContext& ctx, int status, const std::string& body);
-  // Audits (mutating calls), settles an unread request body, then sends `body` whole.
-  void send_bytes(RequestContext& ctx, int status, const std::string& content_type,
-                  std::string_view body);
-  void send_error(RequestContext& ctx, const ApiError& error);
-  void send_empty(RequestContext& ctx, int status);
-  // Audits the reply and sets its status line and headers; the caller sends the body.
-  void begin_reply(RequestContext& ctx, int status, const std::string& content_type);
-  // Ends a reply whose body broke off: resets the connection.
-  void abort_reply(RequestContext& ctx);
+  std::shared_ptr<Sandbox> find_sandbox(RequestContext& ctx);  // throws ApiError
   void finish(RequestContext& ctx);
   // The audit record of a mutating call (ctx.action), before its reply leaves.
   void audit(RequestContext& ctx, int status, const ApiError* error);
@@ -273,9 +220,6 @@ class Api {
   mutable std::mutex mu_;
   std::shared_ptr<Manager> manager_;
   std::map<std::string, int> creating_;  // token -> creates in flight (per-token limit)
-  Approvals approvals_;
-  std::unique_ptr<Webhook> webhook_;                  // policy.webhook; null without one
-  void notify(const char* event, const Approval& a);  // the webhook, if configured
   // /v1/health asks Proxmox and the agent; its answer is reused for a second (it is public).
   std::mutex health_mu_;  // one refresh at a time; guards the three below
   std::chrono::steady_clock::time_point health_at_{};
@@ -288,6 +232,8 @@ class Api {
   std::unique_ptr<TerminalRegistry> terminals_ = std::make_unique<TerminalRegistry>(
       TerminalRegistry::Limits{config_.terminal_max_per_sandbox, config_.terminal_max_per_token,
                                std::chrono::seconds(config_.terminal_idle_timeout_seconds)});
+  PolicyGate gate_{config_, metrics_, *this};
+  ApprovalRoutes approval_routes_{gate_, *this};
 };
 
 class HttpServer {
@@ -313,9 +259,6 @@ class JsonWriter;
 // One pool as GET /v1/pools and GET /v1/nodes show it.
 void write_pool(JsonWriter& w, const PoolInfo& pool);
 
-// For the handlers.
-double seconds_since(std::chrono::steady_clock::time_point t);
-std::string iso_time(std::int64_t unix_seconds);  // "2026-11-22T15:04:05Z"
 // Reads a small unread request body now; marks a large or chunked one for drain_body().
 void settle_body(RequestContext& ctx);
 // "Bearer <token>" from a WebSocket subprotocol "bearer.<token>" (routes_terminal_ws.cc); "".

@@ -177,7 +177,7 @@ void Api::put_file(RequestContext& ctx) {
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
-  if (!admit(ctx, asked)) return;
+  if (!gate_.admit(ctx, asked)) return;
   // The body streams from the socket to SFTP (64 KiB at a time, never held whole); the upload
   // is atomic, so a body that breaks off or exceeds the limit leaves the target untouched.
   std::optional<std::uint64_t> length;
@@ -244,7 +244,7 @@ void Api::files_edit(RequestContext& ctx) {
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
-  if (!admit(ctx, asked)) return;
+  if (!gate_.admit(ctx, asked)) return;
   send_json(ctx, 200, edit_reply_json(edit_file(*sandbox, *req)));
 }
 

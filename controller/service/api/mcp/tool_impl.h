@@ -13,6 +13,7 @@ namespace pvs::service::mcp {
 
 struct ToolContext {
   Api& api;
+  PolicyGate& gate;  // admit_tool: the policy's say on the call
   const ToolCall& call;
   AuditRecord record;  // filled by the handler: sandbox, params_json
 

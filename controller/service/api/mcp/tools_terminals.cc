@@ -110,7 +110,7 @@ ToolResult tool_terminal_input(ToolContext& c) {
       c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
       c.call.progress);
   c.record.policy_json = admitted.policy_json;
-  if (admitted.pending) throw Api::still_pending(*admitted.pending);
+  if (admitted.pending) throw PolicyGate::still_pending(*admitted.pending);
   std::string json = c.api.wait_terminal(entry, *wait);
   auto outcome = Poco::JSON::Parser().parse(json).extract<Poco::JSON::Object::Ptr>();
   return screen_result(entry, static_cast<std::size_t>(wait->scrollback),

@@ -67,7 +67,7 @@ void Api::exec(RequestContext& ctx) {
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
-  if (!admit(ctx, asked)) return;
+  if (!gate_.admit(ctx, asked)) return;
   std::string command = std::move(req->command);
   ExecOptions options = exec_options(std::move(*req), config_.max_exec_output_bytes);
   bool streaming = ctx.request->get("Accept", "").find("application/x-ndjson") != std::string::npos;

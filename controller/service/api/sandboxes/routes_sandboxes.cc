@@ -75,7 +75,7 @@ void Api::create(RequestContext& ctx) {
   asked.memory_mb = req->memory_mb;
   asked.disk_gb = req->disk_gb;
   set_policy_egress(asked, *egress);
-  if (!admit(ctx, asked)) return;
+  if (!gate_.admit(ctx, asked)) return;
   auto sandbox = create_for(*ctx.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
   ctx.sandbox = info.id;
@@ -170,7 +170,7 @@ void Api::internet(RequestContext& ctx) {
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
   set_policy_egress(asked, *egress);
-  if (!admit(ctx, asked)) return;
+  if (!gate_.admit(ctx, asked)) return;
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   send_json(ctx, 200, sandbox_json(sandbox->info()));
 }

@@ -113,7 +113,7 @@ void Api::terminal_input(RequestContext& ctx) {
     throw refused.error;
   }
   ctx.policy_json = a.policy_json;
-  if (a.pending) return send_pending(ctx, *a.pending);
+  if (a.pending) return gate_.send_pending(ctx, *a.pending);
   send_json(ctx, 200, terminal_json(*entry));
 }
 

@@ -62,7 +62,7 @@ Api::Admission Api::admit_lines(const Principal& who, TerminalEntry& entry,
   if (decision.verdict != Verdict::kDeny)
     asked.text = decision.verdict == Verdict::kApprove ? needs_person : allowed;
   try {
-    return admission(who, entry.sandbox, asked, decision, approval_id, async, progress);
+    return gate_.admission(who, entry.sandbox, asked, decision, approval_id, async, progress);
   } catch (const PolicyRefusal&) {
     entry.typed.clear();
     if (auto st = entry.terminal->write("\x15"); !st)  // C-u: the shell forgets the line too

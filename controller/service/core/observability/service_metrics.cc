@@ -98,7 +98,7 @@ void collect_nodes(Metrics& m, const std::vector<NodeInfo>& nodes) {
 }  // namespace
 
 void Api::collect(Metrics& m) {
-  m.set("pvs_approvals_pending", {}, static_cast<double>(approvals_.pending()));
+  m.set("pvs_approvals_pending", {}, static_cast<double>(gate_.approvals().pending()));
   auto manager = this->manager();
   m.set("pvs_manager_ready", {}, manager ? 1 : 0);
   if (!manager) return;

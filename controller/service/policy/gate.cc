@@ -1,10 +1,7 @@
-// Policy on calls, and the approvals people decide (docs/policy.md): admit() is the one place
-// every guarded handler asks; the approval routes list, show, approve and deny.
 #include <Poco/String.h>
 
-#include "http/auth.h"
 #include "http/json.h"
-#include "http/server.h"
+#include "policy/gate.h"
 #include "pvesandbox/common/log.h"
 
 namespace pvs::service {
@@ -21,28 +18,6 @@ PolicyRefusal forbidden(std::string message, std::string policy_json) {
 
 std::string ms_time(std::int64_t ms) {
   return ms ? iso_time(ms / 1000) : "";
-}
-
-void write_approval(JsonWriter& w, const Approval& a) {
-  w.begin_object();
-  w.key("id").value(a.id).key("state").value(to_string(a.state));
-  w.key("token").value(a.request.token).key("action").value(a.request.action);
-  w.key("sandbox").value(a.request.sandbox).key("summary").value(a.request.summary);
-  w.key("rule").value(a.request.rule).key("message").value(a.request.message);
-  w.key("created_at").value(ms_time(a.created_ms));
-  w.key("deadline").value(ms_time(a.deadline_ms));
-  if (a.state != Approval::State::kPending) {
-    w.key("decided_at").value(ms_time(a.decided_ms)).key("decided_by").value(a.decided_by);
-    w.key("reason").value(a.reason);
-  }
-  w.key("used").value(a.consumed);
-  w.end_object();
-}
-
-std::string approval_json(const Approval& a) {
-  JsonWriter w;
-  write_approval(w, a);
-  return w.take();
 }
 
 // "on", "off", or "allow a.org,b.org (list L)".
@@ -80,9 +55,46 @@ std::string digest_of(const std::string& sandbox, const PolicyRequest& r) {
 
 }  // namespace
 
+void write_approval(JsonWriter& w, const Approval& a) {
+  w.begin_object();
+  w.key("id").value(a.id).key("state").value(to_string(a.state));
+  w.key("token").value(a.request.token).key("action").value(a.request.action);
+  w.key("sandbox").value(a.request.sandbox).key("summary").value(a.request.summary);
+  w.key("rule").value(a.request.rule).key("message").value(a.request.message);
+  w.key("created_at").value(ms_time(a.created_ms));
+  w.key("deadline").value(ms_time(a.deadline_ms));
+  if (a.state != Approval::State::kPending) {
+    w.key("decided_at").value(ms_time(a.decided_ms)).key("decided_by").value(a.decided_by);
+    w.key("reason").value(a.reason);
+  }
+  w.key("used").value(a.consumed);
+  w.end_object();
+}
+
+std::string approval_json(const Approval& a) {
+  JsonWriter w;
+  write_approval(w, a);
+  return w.take();
+}
+
+PolicyGate::PolicyGate(const ServiceConfig& config, Metrics* metrics, Replies& replies)
+    : config_(config),
+      metrics_(metrics),
+      replies_(replies),
+      approvals_({std::chrono::seconds(config_.approval_timeout_seconds),
+                  static_cast<std::size_t>(config_.max_pending_approvals), 10000}) {
+  if (!config_.webhook.url.empty()) {
+    webhook_ = std::make_unique<Webhook>(config_.webhook, [this](std::string_view outcome) {
+      metrics_->inc("pvs_webhook_deliveries_total", {{"outcome", std::string(outcome)}});
+    });
+  }
+}
+
+PolicyGate::~PolicyGate() = default;
+
 // Waits for a decision up to `seconds`, telling `progress` once a second.
-Result<Approval> Api::wait_for_person(const Approval& opened, int seconds,
-                                      const WaitProgress& progress) {
+Result<Approval> PolicyGate::wait_for_person(const Approval& opened, int seconds,
+                                             const WaitProgress& progress) {
   using namespace std::chrono;
   auto started = steady_clock::now();
   auto until = started + std::chrono::seconds(seconds);
@@ -96,17 +108,17 @@ Result<Approval> Api::wait_for_person(const Approval& opened, int seconds,
   }
 }
 
-Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
-                              const PolicyRequest& request, const std::string& approval_id,
-                              bool async) {
+PolicyGate::Admission PolicyGate::admission(const Principal& who, const std::string& sandbox,
+                                            const PolicyRequest& request,
+                                            const std::string& approval_id, bool async) {
   return admission(who, sandbox, request, config_.policy.decide(who.name, request), approval_id,
                    async);
 }
 
-Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
-                              const PolicyRequest& request, const PolicyDecision& d,
-                              const std::string& approval_id, bool async,
-                              const WaitProgress& progress) {
+PolicyGate::Admission PolicyGate::admission(const Principal& who, const std::string& sandbox,
+                                            const PolicyRequest& request, const PolicyDecision& d,
+                                            const std::string& approval_id, bool async,
+                                            const WaitProgress& progress) {
   std::string action(to_string(request.action));
   metrics_->inc("pvs_policy_decisions_total",
                 {{"action", action}, {"verdict", std::string(to_string(d.verdict))}});
@@ -163,7 +175,7 @@ Api::Admission Api::admission(const Principal& who, const std::string& sandbox,
                   out.policy_json);
 }
 
-bool Api::admit(RequestContext& ctx, const PolicyRequest& request) {
+bool PolicyGate::admit(RequestContext& ctx, const PolicyRequest& request) {
   bool async = Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0;
   Admission a;
   try {
@@ -178,16 +190,16 @@ bool Api::admit(RequestContext& ctx, const PolicyRequest& request) {
   return false;
 }
 
-void Api::send_pending(RequestContext& ctx, const Approval& pending) {
+void PolicyGate::send_pending(RequestContext& ctx, const Approval& pending) {
   ctx.response->set("Location", "/v1/approvals/" + pending.id);
   JsonWriter w;
   w.begin_object().key("approval");
   write_approval(w, pending);
   w.end_object();
-  send_json(ctx, 202, w.take());
+  replies_.send_json(ctx, 202, w.take());
 }
 
-ApiError Api::still_pending(const Approval& pending) {
+ApiError PolicyGate::still_pending(const Approval& pending) {
   return from_error(Error{ErrorCode::kUnavailable,
                           "approval " + pending.id + " is pending: a person must approve " +
                               pending.request.summary +
@@ -195,8 +207,8 @@ ApiError Api::still_pending(const Approval& pending) {
                               "it is approved"});
 }
 
-std::string Api::admit_tool(const Principal& who, const std::string& sandbox,
-                            const PolicyRequest& request, const WaitProgress& progress) {
+std::string PolicyGate::admit_tool(const Principal& who, const std::string& sandbox,
+                                   const PolicyRequest& request, const WaitProgress& progress) {
   try {
     Admission a = admission(who, sandbox, request, config_.policy.decide(who.name, request), "",
                             false, progress);
@@ -207,64 +219,11 @@ std::string Api::admit_tool(const Principal& who, const std::string& sandbox,
   }
 }
 
-void Api::approvals_list(RequestContext& ctx) {
-  std::string state = ctx.query_value("state");
-  if (!state.empty() && state != "pending") throw bad_request("state: only \"pending\"");
-  const Principal& who = *ctx.principal;
-  JsonWriter w;
-  w.begin_object().key("approvals").begin_array();
-  for (const Approval& a : approvals_.list(!state.empty())) {
-    if (who.admin || who.approver || a.request.token == who.name) write_approval(w, a);
-  }
-  w.end_array().end_object();
-  send_json(ctx, 200, w.take());
-}
-
-void Api::approval_show(RequestContext& ctx) {
-  auto a = approvals_.get(ctx.params.at("id"));
-  const Principal& who = *ctx.principal;
-  // Another token's approval is as absent as an unknown one.
-  if (!a ||
-      !(who.admin || who.approver || a->request.token == who.name || a->request.token.empty()))
-    throw not_found("no approval " + ctx.params.at("id").substr(0, 64));
-  send_json(ctx, 200, approval_json(*a));
-}
-
-void Api::notify(const char* event, const Approval& a) {
+void PolicyGate::notify(const char* event, const Approval& a) {
   if (!webhook_) return;
   JsonWriter w;
   w.begin_object().key("event").value(event).key("approval").raw(approval_json(a)).end_object();
   webhook_->post(event, w.take());
-}
-
-void Api::approval_decide(RequestContext& ctx, bool approve) {
-  const Principal& who = *ctx.principal;
-  if (!who.admin && !who.approver)
-    throw forbidden("deciding approvals needs an admin token or one with approver: true");
-  std::string reason;
-  if (auto body = json_body(ctx); !body.empty()) {
-    auto parsed = JsonBody::parse(body);
-    if (!parsed) throw parsed.error();
-    if (auto r = parsed->string("reason", 512)) reason = *r;
-    if (auto err = parsed->finish()) throw *err;
-  }
-  const std::string& id = ctx.params.at("id");
-  JsonWriter p;
-  p.begin_object().key("approval").value(id).key("reason").value(reason).end_object();
-  ctx.params_json = p.take();
-  auto a = approvals_.decide(id, approve, who.name, reason);
-  if (!a) throw from_error(a.error());
-  ctx.sandbox = a->request.sandbox;
-  log::info("approval " + id + (approve ? " approved" : " denied") + " by " + who.name);
-  notify("approval.decided", *a);
-  send_json(ctx, 200, approval_json(*a));
-}
-
-void Api::approval_approve(RequestContext& ctx) {
-  approval_decide(ctx, true);
-}
-void Api::approval_deny(RequestContext& ctx) {
-  approval_decide(ctx, false);
 }
 
 }  // namespace pvs::service
