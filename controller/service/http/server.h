@@ -1,10 +1,9 @@
-// The REST API on Poco's HTTPServer: routing, authentication, limits, the handlers on
-// pvs::Manager, metrics and the audit log. The route table (routes.cc) is the API at a glance;
-// the handlers live in one file per resource (routes_system.cc, routes_sandboxes.cc,
-// routes_exec.cc, routes_files.cc, routes_snapshots.cc, routes_pools.cc, routes_nodes.cc,
-// routes_audit.cc);
-// server.cc holds the request pipeline (dispatch, authentication, replies, audit) and
-// service_metrics.cc what /metrics shows.
+// The request pipeline (room http/): Poco's HTTPServer, routing, authentication, per-token
+// limits, replies, metrics and the audit of mutating calls. The route table (routes.cc) is the
+// API at a glance; each row points at a method of one handler class. The resource rooms are
+// beside this one: api/sandboxes, api/files, api/terminals, api/fleet, api/audit, api/console,
+// api/mcp; the policy gate and the approval routes are policy/; config and observability
+// (metrics, audit log) are core/.
 //
 //   pvs::service::Api api(config, &audit, &metrics);
 //   api.set_manager(manager);          // until then sandbox calls answer 503 "starting"
