@@ -10,11 +10,11 @@
 #include <Poco/Util/OptionSet.h>
 #include <Poco/Util/ServerApplication.h>
 
-#include "auth.h"
-#include "config.h"
+#include "core/config/config.h"
+#include "http/auth.h"
+#include "http/server.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
-#include "server.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// Fuzzes the audit tail reader (controller/service/audit_tail.h) against a forward reference:
-// the first bytes pick the block size, the limit, the longest line and a filter, the rest is
-// the log. Whatever the bytes, reading backwards in blocks must give exactly the last `limit`
-// matching complete lines (newline-terminated, not longer than the bound, JSON objects) that a
-// plain forward split gives.
+// Fuzzes the audit tail reader (controller/service/api/audit/audit_tail.h) against a forward
+// reference: the first bytes pick the block size, the limit, the longest line and a filter, the
+// rest is the log. Whatever the bytes, reading backwards in blocks must give exactly the last
+// `limit` matching complete lines (newline-terminated, not longer than the bound, JSON objects)
+// that a plain forward split gives.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "audit_tail.h"
+#include "api/audit/audit_tail.h"
 
 namespace {
 

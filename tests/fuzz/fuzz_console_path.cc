@@ -1,6 +1,6 @@
-// Fuzzes the web console's static lookup (controller/service/console.h) with request paths as
-// the server sees them: raw and percent-decoded as Poco::URI decodes them. Whatever the bytes,
-// the answer is a 200 whose bytes are exactly one embedded file, the 308 of "/ui", or a 404
+// Fuzzes the web console's static lookup (controller/service/api/console/console.h) with request
+// paths as the server sees them: raw and percent-decoded as Poco::URI decodes them. Whatever the
+// bytes, the answer is a 200 whose bytes are exactly one embedded file, the 308 of "/ui", or a 404
 // with nothing; a 200 only ever answers a path that is "/ui/" plus an embedded name (or
 // "/ui/" itself for index.html), so no path can reach anything else.
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <Poco/Exception.h>
 #include <Poco/URI.h>
 
-#include "console.h"
+#include "api/console/console.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "config.h"
+#include "core/config/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::map<std::string, std::string> env = {{"PVS_SECRET", "fuzz-secret-value"}};

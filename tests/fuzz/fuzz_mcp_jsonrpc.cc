@@ -1,5 +1,5 @@
 // Fuzzes what the MCP endpoint parses from a client before any tool runs
-// (controller/service/mcp): the JSON-RPC body (one message or a batch), the edit of edit_file
+// (controller/service/api/mcp): the JSON-RPC body (one message or a batch), the edit of edit_file
 // with its diff, and the Accept / Origin header rules. Whatever the bytes, the parser returns
 // messages or errors with a JSON-RPC code, every reply built from them is valid JSON, an edit
 // either fails with a message or replaces what it says, and no rule crashes.
@@ -10,29 +10,18 @@
 #include <string>
 #include <string_view>
 
-#include <Poco/Exception.h>
-#include <Poco/JSON/Parser.h>
-
-#include "file_edit.h"
-#include "mcp/jsonrpc.h"
-#include "mcp/protocol.h"
+#include "api/files/file_edit.h"
+#include "api/mcp/jsonrpc.h"
+#include "api/mcp/protocol.h"
+#include "fuzz_check.h"
 
 namespace {
 
+using namespace pvs;
 using namespace pvs::service;
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-bool valid_json(const std::string& text) {
-  try {
-    Poco::JSON::Parser().parse(text);
-    return true;
-  } catch (const Poco::Exception&) {
-    return false;
-  }
-}
+using fuzz::require;
+using fuzz::valid_json;
 
 bool known_code(int code) {
   return code == mcp::kParseError || code == mcp::kInvalidRequest || code == mcp::kInvalidParams;

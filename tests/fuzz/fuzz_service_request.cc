@@ -1,6 +1,6 @@
-// Fuzzes the controller's request parsers (controller/service: requests.cc, json.cc, router.h):
-// the JSON bodies of every endpoint, the request URI with its query string, and the JSON string
-// escaper. Whatever the bytes, a parser returns a value or a 4xx ApiError whose envelope is
+// Fuzzes the controller's request parsers (controller/service/http: requests.cc, json.cc,
+// router.h): the JSON bodies of every endpoint, the request URI with its query string, and the JSON
+// string escaper. Whatever the bytes, a parser returns a value or a 4xx ApiError whose envelope is
 // valid JSON, and what it accepts obeys the documented limits.
 //
 // Input: the first byte picks the parser, the rest is its input.
@@ -13,28 +13,20 @@
 #include <Poco/JSON/Parser.h>
 #include <Poco/URI.h>
 
-#include "api_error.h"
-#include "config.h"
-#include "json.h"
-#include "requests.h"
-#include "router.h"
+#include "core/config/config.h"
+#include "fuzz_check.h"
+#include "http/api_error.h"
+#include "http/json.h"
+#include "http/requests.h"
+#include "http/router.h"
 
 namespace {
 
+using namespace pvs;
 using namespace pvs::service;
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-bool valid_json(const std::string& text) {
-  try {
-    Poco::JSON::Parser().parse(text);
-    return true;
-  } catch (const Poco::Exception&) {
-    return false;
-  }
-}
+using fuzz::require;
+using fuzz::valid_json;
 
 template <typename T>
 bool check_error(const ApiResult<T>& r) {

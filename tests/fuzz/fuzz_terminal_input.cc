@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "terminal_requests.h"
-#include "typed_line.h"
+#include "api/terminals/terminal_requests.h"
+#include "policy/typed_line.h"
 
 namespace {
 

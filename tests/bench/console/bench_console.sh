@@ -37,11 +37,11 @@ trap cleanup EXIT
 
 # puppeteer-core, pinned (the e2e test's lock file), installed once into the build tree.
 node_dir=$build/tests/bench/console/node
-if ! cmp -s "$root/tests/service/console/package-lock.json" "$node_dir/installed.lock"; then
+if ! cmp -s "$root/tests/service/api/console/package-lock.json" "$node_dir/installed.lock"; then
   mkdir -p "$node_dir"
-  cp "$root/tests/service/console/package.json" "$root/tests/service/console/package-lock.json" "$node_dir/"
+  cp "$root/tests/service/api/console/package.json" "$root/tests/service/api/console/package-lock.json" "$node_dir/"
   PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --prefix "$node_dir" >/dev/null
-  cp "$root/tests/service/console/package-lock.json" "$node_dir/installed.lock"
+  cp "$root/tests/service/api/console/package-lock.json" "$node_dir/installed.lock"
 fi
 cp "$root/tests/bench/console/first_paint.mjs" "$node_dir/"
 

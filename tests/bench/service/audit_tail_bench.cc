@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "audit.h"
-#include "audit_tail.h"
+#include "api/audit/audit_tail.h"
 #include "bench_args.h"
+#include "core/observability/audit.h"
 
 namespace {
 

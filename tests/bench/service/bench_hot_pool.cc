@@ -23,10 +23,11 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
-#include "auth.h"
 #include "bench_args.h"
+#include "http/auth.h"
+#include "http/server.h"
 #include "pvesandbox/proxmox_client.h"
-#include "server.h"
+#include "service/support/in_process_service.h"
 #include "sim.h"
 #include "support/stack_fixture.h"
 #include "timing.h"
@@ -80,10 +81,7 @@ class Conn {  // one keep-alive connection to the REST API
 struct Bench {
   pvs::test::Stack stack;
   pvs::service::ServiceConfig config;
-  std::unique_ptr<pvs::service::AuditLog> audit;
-  pvs::service::Metrics metrics;
-  std::unique_ptr<pvs::service::Api> api;
-  std::unique_ptr<pvs::service::HttpServer> server;
+  std::unique_ptr<pvs::test::InProcessService> service;
   std::shared_ptr<pvs::Manager> manager;
   std::map<std::string, int> realistic = pvesim::timing_profile("realistic");
 
@@ -93,24 +91,22 @@ struct Bench {
     config.http_max_queued = 128;
     config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 1000, true}};
     config.audit_file = stack.dir() + "/audit.log";
-    audit = std::move(*pvs::service::AuditLog::open(config.audit_file, false));
-    pvs::service::Api::declare_metrics(metrics);
-    api = std::make_unique<pvs::service::Api>(config, audit.get(), &metrics);
-    server = std::make_unique<pvs::service::HttpServer>(api->config(), *api);
-    if (!server->start()) throw std::runtime_error("http server");
+    auto s = pvs::test::InProcessService::start(config);
+    if (!s) throw std::runtime_error("service: " + s.error().message);
+    service = std::move(*s);
   }
   // Tasks as long as on a real node, or instant (to fill and empty pools between runs).
   void timings(bool real) {
     for (auto& [type, ms] : realistic) stack.sim().set_task_ms(type, real ? ms : 0);
   }
   void open(pvs::ManagerConfig mc) {
-    api->set_manager(nullptr);
+    service->set_manager(nullptr);
     manager.reset();
     mc.max_sandboxes = 1000;
     auto m = pvs::Manager::open(mc);
     if (!m) throw std::runtime_error("open: " + m.error().message);
     manager = std::move(*m);
-    api->set_manager(manager);
+    service->set_manager(manager);
   }
   bool wait_ready(int ready) {  // the first pool (hot, else warm)
     for (int i = 0; i < 1200; ++i) {
@@ -252,7 +248,7 @@ struct Mode {
 // stay until the end of the batch (so destroys do not run beside the measurement).
 Mode measure(Bench& b, int n, int batch, int refill_to) {
   std::vector<double> rest, lib;
-  Conn c(b.server->port());
+  Conn c(b.service->port());
   for (int done = 0; done < 2 * n;) {
     b.timings(true);
     for (int i = 0; i < batch && done < 2 * n; ++i, ++done) {
@@ -270,7 +266,7 @@ Mode measure(Bench& b, int n, int batch, int refill_to) {
 
 // Sum and count of pvs_http_request_duration_seconds for the create route (server-side time).
 std::pair<double, double> create_route_time(Bench& b) {
-  std::istringstream text(b.metrics.render());
+  std::istringstream text(b.service->metrics().render());
   double sum = 0, count = 0;
   for (std::string line; std::getline(text, line);) {
     if (line.find("{route=\"/v1/sandboxes\"}") == std::string::npos) continue;
@@ -318,7 +314,7 @@ void concurrent_hot(Bench& b, bool rest) {
   Clock::time_point t0;
   for (int i = 0; i < kThreads; ++i)
     t.emplace_back([&, i] {
-      std::unique_ptr<Conn> c = rest ? std::make_unique<Conn>(b.server->port()) : nullptr;
+      std::unique_ptr<Conn> c = rest ? std::make_unique<Conn>(b.service->port()) : nullptr;
       std::string warmup;
       if (c) c->call("GET", "/v1/health", "", &warmup);  // connected, as a keep-alive client is
       start.arrive_and_wait();
@@ -405,7 +401,7 @@ int main(int argc, char** argv) {
 
     b.open(base);
     auto cold = measure(b, cold_n, 2 * cold_n, 0);
-    b.api->set_manager(nullptr);
+    b.service->set_manager(nullptr);
     b.manager.reset();
 
     std::printf("create -> first echo output (ms)          n      p50      p99\n");

@@ -24,9 +24,9 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
-#include "auth.h"
 #include "bench_args.h"
-#include "server.h"
+#include "http/auth.h"
+#include "http/server.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 

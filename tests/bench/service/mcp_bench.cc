@@ -13,9 +13,9 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
-#include "auth.h"
 #include "bench_args.h"
-#include "server.h"
+#include "http/auth.h"
+#include "http/server.h"
 #include "support/stack_fixture.h"
 
 using Clock = std::chrono::steady_clock;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "../bench_args.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 namespace {
 

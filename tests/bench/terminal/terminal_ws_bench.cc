@@ -1,6 +1,7 @@
 // Keystroke latency of a terminal end to end through the controller's HTTP server, against
 // OpenSSH in the same run, on the netns stack (the sandbox is a namespace with a real sshd;
-// Api + HttpServer in this process on loopback, as tests/service/terminal_api_test.cc runs them):
+// Api + HttpServer in this process on loopback, as tests/service/api/terminals/terminal_api_test.cc
+// runs them):
 //   1. ws:     a Poco::Net::WebSocket client on .../terminals/{tid}/ws sends one key per binary
 //              frame, until a binary frame carries its echo back (what a person's UI waits for)
 //   2. screen: POST .../input with one key, then POST .../wait with a pattern matching the
@@ -31,9 +32,10 @@
 #include <Poco/Net/WebSocket.h>
 #include <Poco/StreamCopier.h>
 
-#include "auth.h"
 #include "bench_args.h"
-#include "server.h"
+#include "http/auth.h"
+#include "http/server.h"
+#include "service/support/in_process_service.h"
 #include "ssh_tt_peer.h"
 #include "support/stack_fixture.h"
 
@@ -97,10 +99,7 @@ class Conn {  // one keep-alive connection to the REST API, as an agent keeps on
 struct Controller {
   pvs::test::Stack stack;
   pvs::service::ServiceConfig config;
-  std::unique_ptr<pvs::service::AuditLog> audit;
-  pvs::service::Metrics metrics;
-  std::unique_ptr<pvs::service::Api> api;
-  std::unique_ptr<pvs::service::HttpServer> server;
+  std::unique_ptr<pvs::test::InProcessService> service;
   std::string sandbox;  // its id
   Poco::JSON::Object::Ptr info;
 
@@ -108,27 +107,22 @@ struct Controller {
     config.listen_port = 0;
     config.tokens = {{"bench", pvs::service::sha256_hex(kToken), 4, false}};
     config.audit_file = stack.dir() + "/audit.log";
-    auto a = pvs::service::AuditLog::open(config.audit_file, false);
-    if (!a) throw std::runtime_error("audit: " + a.error().message);
-    audit = std::move(*a);
-    pvs::service::Api::declare_metrics(metrics);
-    api = std::make_unique<pvs::service::Api>(config, audit.get(), &metrics);
     auto m = pvs::Manager::open(stack.manager_config());
     if (!m) throw std::runtime_error("manager: " + m.error().message);
-    api->set_manager(std::shared_ptr<pvs::Manager>(std::move(*m)));
-    server = std::make_unique<pvs::service::HttpServer>(api->config(), *api);
-    if (!server->start()) throw std::runtime_error("http server did not start");
+    auto s =
+        pvs::test::InProcessService::start(config, std::shared_ptr<pvs::Manager>(std::move(*m)));
+    if (!s) throw std::runtime_error("service: " + s.error().message);
+    service = std::move(*s);
     Conn c(port());
     info = json(c.must("POST", "/v1/sandboxes", "{}", 201));
     sandbox = info->getValue<std::string>("id");
   }
   ~Controller() {
-    if (auto m = api->manager()) {
+    if (auto m = service->manager()) {
       for (const auto& s : m->list()) (void)m->destroy_by_id(s.id);
     }
-    server->stop();
   }
-  std::uint16_t port() const { return server->port(); }
+  std::uint16_t port() const { return service->port(); }
   // POST .../terminals running `cat`: its path.
   std::string open_cat() {
     Conn c(port());

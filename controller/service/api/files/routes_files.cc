@@ -1,0 +1,296 @@
+// Files of a sandbox: download (streamed), directory listing, upload (streamed, atomic), edit.
+#include <algorithm>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "api/files/file_edit.h"
+#include "http/chunk_queue.h"
+#include "http/json.h"
+#include "http/requests.h"
+#include "http/server.h"
+#include "pvesandbox/common/log.h"
+
+namespace pvs::service {
+
+namespace {
+
+const char* file_type(const SftpAttributes& a) {
+  if (a.is_dir()) return "dir";
+  if (a.is_regular()) return "file";
+  if (a.is_symlink()) return "symlink";
+  return "other";
+}
+
+std::string octal(std::uint32_t mode) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04o", mode & 07777);
+  return buf;
+}
+
+// What reading a request body into a queue came to.
+struct BodyRead {
+  enum class State { kOk, kTooLarge, kShort, kBroken, kStopped };
+  State state = State::kOk;
+  std::uint64_t received = 0;
+  std::string error;
+};
+
+// Reads a request body (at most `limit`, exactly `length` when known) into `queue` until its
+// end, an error, or the consumer's cancel(); the queue ends failed unless the body was whole.
+BodyRead pump_body(std::istream* in, std::uint64_t limit, std::optional<std::uint64_t> length,
+                   ChunkQueue& queue) {
+  constexpr std::size_t kChunk = 64 << 10;
+  BodyRead r;
+  while (in) {
+    std::size_t want = kChunk;
+    if (length)
+      want = static_cast<std::size_t>(std::min<std::uint64_t>(want, *length - r.received));
+    if (want == 0) break;
+    std::string chunk(want, '\0');
+    std::streamsize got = 0;
+    try {
+      in->read(chunk.data(), static_cast<std::streamsize>(want));
+      got = in->gcount();
+    } catch (const std::exception& e) {
+      r.state = BodyRead::State::kBroken;
+      r.error = e.what();
+      break;
+    }
+    r.received += static_cast<std::uint64_t>(got);
+    if (r.received > limit) {
+      r.state = BodyRead::State::kTooLarge;
+      break;
+    }
+    if (got == 0) {
+      if (length && r.received < *length) r.state = BodyRead::State::kShort;
+      break;
+    }
+    chunk.resize(static_cast<std::size_t>(got));
+    if (!queue.push(std::move(chunk))) {
+      r.state = BodyRead::State::kStopped;  // the upload ended first (it failed)
+      break;
+    }
+  }
+  queue.close(r.state != BodyRead::State::kOk);
+  return r;
+}
+
+}  // namespace
+
+void Api::get_file(RequestContext& ctx) {
+  auto path = validate_path(ctx.query_value("path"));
+  if (!path) throw path.error();
+  std::string list = ctx.query_value("list");
+  auto sandbox = find_sandbox(ctx);
+  if (list == "true" || list == "1") {
+    auto limit = parse_list_limit(ctx.query_value("limit"));
+    if (!limit) throw limit.error();
+    ListOptions options;
+    options.max_entries = *limit;
+    auto listing = sandbox->list_dir(*path, options);
+    if (!listing) throw from_error(listing.error());
+    JsonWriter w;
+    w.begin_object().key("path").value(*path).key("truncated").value(listing->truncated);
+    w.key("entries").begin_array();
+    for (const auto& e : listing->entries) {
+      w.begin_object().key("name").value(e.name).key("type").value(file_type(e.attrs));
+      w.key("size").value(e.attrs.size).key("mode").value(octal(e.attrs.mode));
+      w.key("mtime").value(e.attrs.mtime).end_object();
+    }
+    w.end_array().end_object();
+    send_json(ctx, 200, w.take());
+    return;
+  }
+  auto attrs = sandbox->stat(*path);
+  if (!attrs) throw from_error(attrs.error());
+  if (attrs->is_dir()) throw bad_request(*path + " is a directory (list=true lists it)");
+  if (attrs->size > config_.max_download_bytes) {
+    throw too_large("file larger than " + std::to_string(config_.max_download_bytes) + " bytes");
+  }
+  // Streamed (chunked) from SFTP to the client. The reply starts with the first byte, so an
+  // error before it (no permission, ...) still gets its status; one after it (the file grew
+  // past the limit, the sandbox went away) can only cut the connection, without the final
+  // chunk, so that no client takes a partial file for a whole one.
+  ChunkQueue pump;
+  Result<std::uint64_t> got = 0;
+  std::thread downloader([&] {
+    ChunkWriter writer(pump);
+    std::ostream out(&writer);
+    DownloadOptions o;
+    o.max_size = config_.max_download_bytes;
+    try {
+      got = sandbox->download(*path, out, o);
+    } catch (const std::exception& e) {
+      got = fail(ErrorCode::kInternal, std::string("download: ") + e.what());
+    }
+    pump.close();
+  });
+  std::ostream* client = nullptr;
+  bool client_gone = false;
+  for (std::string chunk; pump.pop(&chunk);) {
+    if (client_gone) continue;
+    try {
+      if (!client) {
+        begin_reply(ctx, 200, "application/octet-stream");
+        ctx.response->setChunkedTransferEncoding(true);
+        client = &ctx.response->send();
+      }
+      client->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      client_gone = !*client;
+    } catch (const Poco::Exception&) {
+      client_gone = true;
+    }
+    if (client_gone) pump.cancel();
+  }
+  downloader.join();
+  if (!client) {
+    if (!got) throw from_error(got.error());
+    send_bytes(ctx, 200, "application/octet-stream", "");  // an empty file
+    return;
+  }
+  if (!got || client_gone) {
+    log::warn(
+        "request " + ctx.request_id + ": download of " + *path + " cut off after " +
+        "the reply began: " + (got ? std::string("the client went away") : got.error().message));
+    abort_reply(ctx);
+  }
+}
+
+void Api::put_file(RequestContext& ctx) {
+  auto path = validate_path(ctx.query_value("path"));
+  if (!path) throw path.error();
+  std::uint32_t mode = 0644;
+  if (std::string m = ctx.query_value("mode"); !m.empty()) {
+    auto parsed = parse_mode(m);
+    if (!parsed) throw parsed.error();
+    mode = *parsed;
+  }
+  auto& req = *ctx.request;
+  if (req.hasContentLength() &&
+      req.getContentLength64() > static_cast<std::int64_t>(config_.max_upload_bytes)) {
+    ctx.response->setKeepAlive(false);
+    throw too_large("request body larger than " + std::to_string(config_.max_upload_bytes) +
+                    " bytes");
+  }
+  auto sandbox = find_sandbox(ctx);
+  PolicyRequest asked;
+  asked.action = PolicyAction::kFilesWrite;
+  asked.path = *path;
+  if (!gate_.admit(ctx, asked)) return;
+  // The body streams from the socket to SFTP (64 KiB at a time, never held whole); the upload
+  // is atomic, so a body that breaks off or exceeds the limit leaves the target untouched.
+  std::optional<std::uint64_t> length;
+  if (req.hasContentLength()) length = static_cast<std::uint64_t>(req.getContentLength64());
+  bool has_body = length.has_value() || req.getChunkedTransferEncoding();
+  ChunkQueue queue;
+  UploadOptions options;
+  options.mode = mode;
+  options.create_parents = true;
+  Status st;
+  BodyRead body;
+  {
+    ChunkReader reader(queue);
+    std::istream in(&reader);
+    std::thread uploader([&] {
+      try {
+        st = sandbox->upload(*path, in, options, length);
+      } catch (const std::exception& e) {
+        st = fail(ErrorCode::kInternal, std::string("upload: ") + e.what());
+      }
+      queue.cancel();
+    });
+    body = pump_body(has_body ? &req.stream() : nullptr, config_.max_upload_bytes, length, queue);
+    uploader.join();
+  }
+  ctx.body_read = body.state == BodyRead::State::kOk;
+  JsonWriter p;
+  p.begin_object().key("path").value(*path).key("mode").value(octal(mode));
+  p.key("size").value(body.received).end_object();
+  ctx.params_json = p.str();
+  if (body.state == BodyRead::State::kTooLarge) {
+    throw too_large("request body larger than " + std::to_string(config_.max_upload_bytes) +
+                    " bytes");
+  }
+  if (body.state == BodyRead::State::kShort) {
+    throw bad_request("request body shorter than its Content-Length");
+  }
+  if (body.state == BodyRead::State::kBroken) {
+    throw bad_request("reading the request body failed: " + body.error);
+  }
+  if (!st) throw from_error(st.error());
+  send_json(ctx, 200, p.take());
+}
+
+std::string edit_reply_json(const EditReply& r) {
+  JsonWriter w;
+  w.begin_object().key("path").value(r.path).key("replaced").value(std::uint64_t{r.replaced});
+  w.key("size").value(r.size).key("crlf").value(r.crlf).key("diff").value(r.diff);
+  return w.end_object().take();
+}
+
+void Api::files_edit(RequestContext& ctx) {
+  auto req = parse_edit(json_body(ctx), config_);
+  if (!req) throw req.error();
+  {
+    // The strings are the file's content: their sizes are recorded, not them.
+    JsonWriter p;
+    p.begin_object().key("path").value(req->path).key("replace_all").value(req->spec.replace_all);
+    p.key("old_bytes").value(std::uint64_t{req->spec.old_string.size()});
+    p.key("new_bytes").value(std::uint64_t{req->spec.new_string.size()}).end_object();
+    ctx.params_json = p.take();
+  }
+  auto sandbox = find_sandbox(ctx);
+  PolicyRequest asked;
+  asked.action = PolicyAction::kFilesEdit;
+  asked.path = req->path;
+  if (!gate_.admit(ctx, asked)) return;
+  send_json(ctx, 200, edit_reply_json(edit_file(*sandbox, *req)));
+}
+
+namespace {
+
+ApiError edit_api_error(const EditError& e) {
+  switch (e.kind) {
+    case EditError::Kind::kNotFound: return unprocessable("no_match", e.message);
+    case EditError::Kind::kAmbiguous: return unprocessable("ambiguous_match", e.message);
+    case EditError::Kind::kBinary: return unprocessable("binary_file", e.message);
+    default: return bad_request(e.message);
+  }
+}
+
+}  // namespace
+
+EditReply Api::edit_file(Sandbox& sandbox, const EditRequest& req) {
+  auto attrs = sandbox.stat(req.path);
+  if (!attrs) throw from_error(attrs.error());
+  if (attrs->is_dir()) throw bad_request(req.path + " is a directory");
+  if (!attrs->is_regular()) throw bad_request(req.path + " is not a regular file");
+  if (attrs->size > kMaxEditFileBytes) {
+    throw too_large(req.path + " is larger than " + std::to_string(kMaxEditFileBytes) +
+                    " bytes; edit it with a command (exec) instead");
+  }
+  auto content = sandbox.read_file(req.path, kMaxEditFileBytes);
+  if (!content) throw from_error(content.error());
+  auto edit = apply_edit(*content, req.spec);
+  if (!edit) throw edit_api_error(edit.error());
+  std::uint64_t limit = std::min<std::uint64_t>(2 * kMaxEditFileBytes, config_.max_upload_bytes);
+  if (edit->content.size() > limit) {
+    throw too_large("the edited file would be larger than " + std::to_string(limit) + " bytes");
+  }
+  std::istringstream in(edit->content);
+  UploadOptions options;
+  options.mode = attrs->mode & 07777;
+  options.atomic = true;
+  if (auto st = sandbox.upload(req.path, in, options, edit->content.size()); !st)
+    throw from_error(st.error());
+  EditReply reply;
+  reply.path = req.path;
+  reply.replaced = edit->replaced;
+  reply.size = edit->content.size();
+  reply.crlf = edit->crlf;
+  reply.diff = unified_diff(req.path, *content, *edit);
+  return reply;
+}
+
+}  // namespace pvs::service

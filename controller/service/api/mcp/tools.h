@@ -1,0 +1,66 @@
+// The MCP tools: their definitions as tools/list shows them (tool_defs.cc, pure data) and the
+// code that runs them (tools.cc: sandboxes and exec; tools_files.cc: files) on the same Api
+// operations the REST handlers use, so ownership, limits and validation are the REST API's.
+//
+// Adding a tool is one row in kTools (tool_defs.cc) and one in the handler table (tools.cc).
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <Poco/JSON/Object.h>
+
+#include "http/auth.h"
+
+namespace pvs::service {
+class Api;
+}
+
+namespace pvs::service::mcp {
+
+struct ToolDef {
+  std::string_view name;
+  std::string_view title;
+  std::string_view description;   // for a model: what it does, when to use it, what it returns
+  std::string_view input_schema;  // JSON Schema (an object schema)
+  bool read_only = false;         // annotations (hints for clients)
+  bool destructive = false;
+  bool idempotent = false;
+  bool progress = false;  // may run long (exec; any call a person may have to approve):
+                          // answered as an SSE stream with progress when asked
+};
+
+std::span<const ToolDef> tool_defs();
+const ToolDef* find_tool(std::string_view name);
+// The result of tools/list: {"tools":[{"name","title","description","inputSchema",
+// "annotations"}...]}.
+std::string tools_list_json();
+
+struct ToolCall {
+  Principal principal;
+  std::string request_id;
+  std::string remote;   // the client's address, for the audit log
+  std::string session;  // the MCP session id
+  std::string name;
+  Poco::JSON::Object::Ptr arguments;  // never null
+  // Set when the client asked for progress (a progressToken, and it accepts an SSE reply):
+  // called on the request's thread with a growing `progress`.
+  std::function<void(double progress, double total, const std::string& message)> progress;
+};
+
+struct ToolResult {
+  bool is_error = false;   // a failure the model can act on (the message says what happened)
+  std::string text;        // the content the model reads
+  std::string structured;  // structuredContent (a JSON object), or empty
+};
+
+// {"content":[{"type":"text","text":...}],"structuredContent":...,"isError":...}
+std::string tool_result_json(const ToolResult& result);
+
+// Runs a tool that find_tool() knows; failures come back as is_error results. Every call is
+// one audit record, action "mcp.<tool>" (exec also "mcp.exec.start" when it begins).
+ToolResult run_tool(Api& api, const ToolCall& call);
+
+}  // namespace pvs::service::mcp

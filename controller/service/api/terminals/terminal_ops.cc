@@ -1,0 +1,111 @@
+// What the terminal routes, their WebSocket and the MCP terminal tools share: finding and opening
+// terminals, typing into them under the policy (terminal.input), waiting on their screens.
+#include "http/json.h"
+#include "http/server.h"
+#include "pvesandbox/common/log.h"
+
+namespace pvs::service {
+
+std::shared_ptr<TerminalEntry> Api::terminal_for(const Principal& who, const std::string& sandbox,
+                                                 const std::string& tid) {
+  auto sb = sandbox_for(who, sandbox);  // 404 for others' sandboxes
+  auto entry = terminals_->find(sb->id(), tid);
+  if (!entry) throw not_found("no terminal " + tid.substr(0, 64) + " in " + sb->id());
+  return entry;
+}
+
+std::shared_ptr<TerminalEntry> Api::open_terminal(const Principal& who, Sandbox& sandbox,
+                                                  const TerminalCreateRequest& request) {
+  TerminalOptions o;
+  o.command = request.command;
+  o.cols = request.cols;
+  o.rows = request.rows;
+  o.env = request.env;
+  o.cwd = request.cwd;
+  o.scrollback_lines = static_cast<std::size_t>(config_.terminal_scrollback_lines);
+  o.max_pending_input = std::max<std::size_t>(1 << 20, config_.terminal_max_input_bytes * 4);
+  auto entry = terminals_->open(sandbox.id(), who.name, request.command,
+                                [&] { return Terminal::open(sandbox, o); });
+  if (!entry) throw entry.error();
+  return *entry;
+}
+
+void Api::close_terminal(TerminalEntry& entry) {
+  terminals_->close(entry.sandbox, entry.id);
+}
+
+// Each completed line is judged alone (a pattern's ^ and $ are that line's); a denied line
+// refuses the whole input, and the lines that need a person are approved together, in one
+// approval that shows them all. A refusal forgets the line and sends C-u, so the shell forgets
+// it too.
+Api::Admission Api::admit_lines(const Principal& who, TerminalEntry& entry,
+                                const std::vector<std::string>& lines,
+                                const std::string& approval_id, bool async,
+                                const WaitProgress& progress) {
+  PolicyRequest one, asked;
+  one.action = asked.action = PolicyAction::kTerminalInput;
+  PolicyDecision decision;  // allow, unless a line says otherwise
+  std::string allowed, needs_person;
+  for (const auto& line : lines) {
+    one.text = line;
+    PolicyDecision d = config_.policy.decide(who.name, one);
+    if (d.verdict == Verdict::kDeny) {
+      decision = d;
+      asked.text = line;
+      break;
+    }
+    std::string& into = d.verdict == Verdict::kApprove ? needs_person : allowed;
+    into += (into.empty() ? "" : "\n") + line;
+    if (d.verdict == Verdict::kApprove && decision.verdict == Verdict::kAllow) decision = d;
+    if (decision.verdict == Verdict::kAllow) decision.rule = d.rule;
+  }
+  if (decision.verdict != Verdict::kDeny)
+    asked.text = decision.verdict == Verdict::kApprove ? needs_person : allowed;
+  try {
+    return gate_.admission(who, entry.sandbox, asked, decision, approval_id, async, progress);
+  } catch (const PolicyRefusal&) {
+    entry.typed.clear();
+    if (auto st = entry.terminal->write("\x15"); !st)  // C-u: the shell forgets the line too
+      log::debug("terminal " + entry.id + ": " + st.error().message);
+    throw;
+  }
+}
+
+Api::Admission Api::type_into(const Principal& who, TerminalEntry& entry, std::string_view typed,
+                              const std::function<Status()>& send, const std::string& approval_id,
+                              bool async, const WaitProgress& progress) {
+  std::lock_guard lock(entry.input_mu);
+  TypedLine::Next next = entry.typed.after(typed);
+  Admission admitted;
+  if (!next.lines.empty()) {
+    admitted = admit_lines(who, entry, next.lines, approval_id, async, progress);
+    if (admitted.pending) return admitted;
+  }
+  if (auto st = send(); !st) {
+    if (st.error().code == ErrorCode::kTooLarge) throw too_large(st.error().message);
+    if (st.error().code == ErrorCode::kInvalidArgument) throw bad_request(st.error().message);
+    throw conflict_ended(entry);
+  }
+  entry.typed.commit(std::move(next));
+  return admitted;
+}
+
+std::string Api::wait_terminal(TerminalEntry& entry, const TerminalWaitRequest& request) {
+  WaitCondition c;
+  c.pattern = request.regex;
+  c.quiet = std::chrono::milliseconds(request.quiet_ms);
+  c.timeout = std::chrono::milliseconds(request.timeout_ms);
+  entry.readers.fetch_add(1);  // not idle while someone waits on it
+  WaitResult r = entry.terminal->wait(c);
+  entry.readers.fetch_sub(1);
+  JsonWriter w;
+  w.begin_object().key("outcome").value(to_string(r.outcome));
+  w.key("waited_ms").value(static_cast<std::int64_t>(r.waited.count()));
+  if (r.outcome == WaitOutcome::kMatched) w.key("match").value(r.match);
+  w.key("terminal").raw(terminal_json(entry));
+  w.key("screen").raw(
+      screen_json(entry.terminal->screen(static_cast<std::size_t>(request.scrollback))));
+  return w.end_object().take();
+}
+
+}  // namespace pvs::service

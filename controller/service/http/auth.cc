@@ -1,0 +1,76 @@
+#include "http/auth.h"
+
+#include <Poco/Base64Encoder.h>
+#include <Poco/Crypto/DigestEngine.h>
+#include <Poco/Crypto/OpenSSLInitializer.h>
+#include <Poco/RandomStream.h>
+
+#include <sstream>
+
+namespace pvs::service {
+
+std::string sha256_hex(std::string_view text) {
+  // Poco's OpenSSLInitializer is reference counted: every DigestEngine takes a reference, and
+  // the last one to go tears OpenSSL's locks down, which races with a request thread taking
+  // the first reference again (a controller under concurrent requests died of heap corruption
+  // in ~OpenSSLInitializer, seen with bench_service list). One reference held for the life of
+  // the process keeps the count above zero.
+  static const Poco::Crypto::OpenSSLInitializer keep_openssl_initialized;
+  Poco::Crypto::DigestEngine engine("SHA256");
+  engine.update(text.data(), static_cast<unsigned>(text.size()));
+  return Poco::DigestEngine::digestToHex(engine.digest());
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  volatile unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+std::string generate_token() {
+  std::string raw(32, '\0');
+  Poco::RandomInputStream random;
+  random.read(raw.data(), static_cast<std::streamsize>(raw.size()));
+  std::ostringstream out;
+  Poco::Base64Encoder encoder(out, Poco::BASE64_URL_ENCODING | Poco::BASE64_NO_PADDING);
+  encoder.rdbuf()->setLineLength(0);
+  encoder << raw;
+  encoder.close();
+  return "pvs_" + out.str();
+}
+
+TokenStore::TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes) {
+  for (const auto& t : tokens) {
+    entries_.push_back({t.sha256,
+                        {t.name, t.max_sandboxes > 0 ? t.max_sandboxes : default_max_sandboxes,
+                         t.admin, t.approver}});
+  }
+}
+
+std::optional<Principal> TokenStore::authenticate(std::string_view authorization) const {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (authorization.size() <= kBearer.size() || authorization.size() > 4096) return std::nullopt;
+  for (std::size_t i = 0; i < kBearer.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
+        std::tolower(static_cast<unsigned char>(kBearer[i]))) {
+      return std::nullopt;
+    }
+  }
+  std::string_view token = authorization.substr(kBearer.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  if (token.empty()) return std::nullopt;
+  std::string hash = sha256_hex(token);
+  // Compare with every entry (no early exit), so timing does not tell which one matched.
+  const Entry* match = nullptr;
+  for (const auto& e : entries_) {
+    if (constant_time_equal(hash, e.sha256)) match = &e;
+  }
+  if (!match) return std::nullopt;
+  return match->principal;
+}
+
+}  // namespace pvs::service

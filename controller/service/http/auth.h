@@ -1,0 +1,42 @@
+// Bearer-token authentication. The configuration holds only SHA-256 hashes of the tokens; a
+// request's token is hashed and compared with every stored hash in constant time.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config/config.h"
+
+namespace pvs::service {
+
+// Lower-case hex SHA-256 of `text`.
+std::string sha256_hex(std::string_view text);
+// Equal-length comparison whose time does not depend on where the inputs differ.
+bool constant_time_equal(std::string_view a, std::string_view b);
+// A fresh random token (32 bytes from the OS, base64url, prefixed "pvs_").
+std::string generate_token();
+
+struct Principal {
+  std::string name;
+  int max_sandboxes = 0;
+  bool admin = false;
+  bool approver = false;  // may decide approvals (admins may too)
+};
+
+class TokenStore {
+ public:
+  TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes);
+  // The token of an "Authorization" header value ("Bearer <token>"), or nullopt.
+  std::optional<Principal> authenticate(std::string_view authorization) const;
+
+ private:
+  struct Entry {
+    std::string sha256;
+    Principal principal;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace pvs::service

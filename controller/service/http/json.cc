@@ -1,0 +1,353 @@
+#include "http/json.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include <Poco/Exception.h>
+#include <Poco/JSON/Parser.h>
+
+namespace pvs::service {
+
+// ---- writer -----------------------------------------------------------------------------------
+
+void append_json_string(std::string& out, std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  out += '"';
+  std::size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20 || c == 0x7f) {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    // Validate one UTF-8 sequence; replace anything invalid by U+FFFD.
+    std::size_t len = (c >= 0xc2 && c <= 0xdf)   ? 2
+                      : (c >= 0xe0 && c <= 0xef) ? 3
+                      : (c >= 0xf0 && c <= 0xf4) ? 4
+                                                 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    }
+    if (ok && len == 3) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);
+    } else if (ok && len == 4) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";
+      ++i;
+    }
+  }
+  out += '"';
+}
+
+void JsonWriter::separate() {
+  if (need_comma_) out_ += ',';
+  need_comma_ = true;
+}
+
+JsonWriter& JsonWriter::begin_object() {
+  separate();
+  out_ += '{';
+  need_comma_ = false;
+  return *this;
+}
+JsonWriter& JsonWriter::end_object() {
+  out_ += '}';
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::begin_array() {
+  separate();
+  out_ += '[';
+  need_comma_ = false;
+  return *this;
+}
+JsonWriter& JsonWriter::end_array() {
+  out_ += ']';
+  need_comma_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::key(std::string_view name) {
+  separate();
+  append_json_string(out_, name);
+  out_ += ':';
+  need_comma_ = false;
+  return *this;
+}
+JsonWriter& JsonWriter::value(std::string_view text) {
+  separate();
+  append_json_string(out_, text);
+  return *this;
+}
+JsonWriter& JsonWriter::value(bool b) {
+  separate();
+  out_ += b ? "true" : "false";
+  return *this;
+}
+JsonWriter& JsonWriter::value(std::int64_t n) {
+  separate();
+  out_ += std::to_string(n);
+  return *this;
+}
+JsonWriter& JsonWriter::value(std::uint64_t n) {
+  separate();
+  out_ += std::to_string(n);
+  return *this;
+}
+JsonWriter& JsonWriter::value(double d) {
+  separate();
+  if (!std::isfinite(d)) {
+    out_ += "null";
+    return *this;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", d);
+  out_ += buf;
+  return *this;
+}
+JsonWriter& JsonWriter::null() {
+  separate();
+  out_ += "null";
+  return *this;
+}
+JsonWriter& JsonWriter::raw(std::string_view json) {
+  separate();
+  out_ += json;
+  return *this;
+}
+JsonWriter& JsonWriter::value(const std::map<std::string, std::string>& map) {
+  begin_object();
+  for (const auto& [k, v] : map) key(k).value(v);
+  return end_object();
+}
+
+// ---- reader -----------------------------------------------------------------------------------
+
+ApiResult<JsonBody> JsonBody::parse(std::string_view text) {
+  JsonBody body;
+  std::size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) {
+    body.object_ = new Poco::JSON::Object;
+    return body;
+  }
+  if (text[start] != '{') return tl::unexpected(bad_request("the body must be a JSON object"));
+  try {
+    Poco::JSON::Parser parser;
+    parser.setAllowNullByte(false);
+    parser.setDepth(32);
+    Poco::Dynamic::Var v = parser.parse(std::string(text));
+    body.object_ = v.extract<Poco::JSON::Object::Ptr>();
+  } catch (const Poco::Exception& e) {
+    return tl::unexpected(bad_request("malformed JSON: " + e.message()));
+  } catch (const std::exception& e) {
+    return tl::unexpected(bad_request(std::string("malformed JSON: ") + e.what()));
+  }
+  if (!body.object_) return tl::unexpected(bad_request("the body must be a JSON object"));
+  return body;
+}
+
+void JsonBody::reject(const std::string& field, const std::string& reason) {
+  if (!error_) error_ = bad_request(field + ": " + reason);
+}
+
+bool JsonBody::has(const std::string& field) const {
+  return object_ && object_->has(field) && !object_->isNull(field);
+}
+
+std::optional<std::string> JsonBody::string(const std::string& field, std::size_t max_len) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  Poco::Dynamic::Var v = object_->get(field);
+  if (!v.isString()) {
+    reject(field, "must be a string");
+    return std::nullopt;
+  }
+  std::string s = v.extract<std::string>();
+  if (s.size() > max_len) {
+    reject(field, "longer than " + std::to_string(max_len) + " bytes");
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<bool> JsonBody::boolean(const std::string& field) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  Poco::Dynamic::Var v = object_->get(field);
+  if (!v.isBoolean()) {
+    reject(field, "must be true or false");
+    return std::nullopt;
+  }
+  return v.extract<bool>();
+}
+
+std::optional<std::int64_t> JsonBody::integer(const std::string& field, std::int64_t min,
+                                              std::int64_t max) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  Poco::Dynamic::Var v = object_->get(field);
+  std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  if (!v.isInteger() || v.isBoolean()) {
+    reject(field, "must be an integer in " + range);
+    return std::nullopt;
+  }
+  std::int64_t n = 0;
+  if (v.isSigned()) {
+    n = v.convert<std::int64_t>();
+  } else {
+    std::uint64_t u = v.convert<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(INT64_MAX)) {
+      reject(field, "must be an integer in " + range);
+      return std::nullopt;
+    }
+    n = static_cast<std::int64_t>(u);
+  }
+  if (n < min || n > max) {
+    reject(field, "must be an integer in " + range);
+    return std::nullopt;
+  }
+  return n;
+}
+
+std::optional<std::map<std::string, std::string>> JsonBody::string_map(const std::string& field,
+                                                                       std::size_t max_entries,
+                                                                       std::size_t max_value_len) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  Poco::Dynamic::Var v = object_->get(field);
+  if (v.type() != typeid(Poco::JSON::Object::Ptr)) {
+    reject(field, "must be an object of strings");
+    return std::nullopt;
+  }
+  auto obj = v.extract<Poco::JSON::Object::Ptr>();
+  if (obj->size() > max_entries) {
+    reject(field, "more than " + std::to_string(max_entries) + " entries");
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [k, value] : *obj) {
+    if (!value.isString()) {
+      reject(field + "." + k, "must be a string");
+      return std::nullopt;
+    }
+    std::string s = value.extract<std::string>();
+    if (s.size() > max_value_len) {
+      reject(field + "." + k, "longer than " + std::to_string(max_value_len) + " bytes");
+      return std::nullopt;
+    }
+    out.emplace(k, std::move(s));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> JsonBody::string_list(const std::string& field,
+                                                              std::size_t max_entries,
+                                                              std::size_t max_len) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  auto array = object_->getArray(field);
+  if (!array) {
+    reject(field, "must be a list of strings");
+    return std::nullopt;
+  }
+  if (array->size() > max_entries) {
+    reject(field, "more than " + std::to_string(max_entries) + " entries");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& v : *array) {
+    if (!v.isString() || v.extract<std::string>().size() > max_len) {
+      reject(field, "must be a list of strings of at most " + std::to_string(max_len) + " bytes");
+      return std::nullopt;
+    }
+    out.push_back(v.extract<std::string>());
+  }
+  return out;
+}
+
+std::optional<std::vector<std::int64_t>> JsonBody::integer_list(const std::string& field,
+                                                                std::size_t max_entries,
+                                                                std::int64_t min,
+                                                                std::int64_t max) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  auto array = object_->getArray(field);
+  std::string what = "must be a list of at most " + std::to_string(max_entries) + " integers in [" +
+                     std::to_string(min) + ", " + std::to_string(max) + "]";
+  if (!array || array->size() > max_entries) {
+    reject(field, what);
+    return std::nullopt;
+  }
+  std::vector<std::int64_t> out;
+  for (const auto& v : *array) {
+    bool integer = v.isInteger() && !v.isBoolean();
+    if (integer && !v.isSigned() && v.convert<std::uint64_t>() > std::uint64_t{1} << 62)
+      integer = false;
+    if (!integer) {
+      reject(field, what);
+      return std::nullopt;
+    }
+    auto n = v.convert<std::int64_t>();
+    if (n < min || n > max) {
+      reject(field, what);
+      return std::nullopt;
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::optional<JsonBody> JsonBody::object(const std::string& field) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  auto sub = object_->getObject(field);
+  if (!sub) {
+    reject(field, "must be an object");
+    return std::nullopt;
+  }
+  JsonBody body;
+  body.object_ = sub;
+  return body;
+}
+
+std::string JsonBody::type_of(const std::string& field) const {
+  if (!has(field)) return "";
+  Poco::Dynamic::Var v = object_->get(field);
+  if (v.isBoolean()) return "boolean";
+  if (v.type() == typeid(Poco::JSON::Object::Ptr)) return "object";
+  return "other";
+}
+
+std::optional<ApiError> JsonBody::finish() const {
+  if (error_) return error_;
+  if (object_) {
+    for (const auto& [k, v] : *object_) {
+      if (!used_.count(k)) return bad_request(k + ": unknown field");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace pvs::service

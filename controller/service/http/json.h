@@ -1,0 +1,92 @@
+// JSON for the API: a small writer with a stable field order, and a strict reader for request
+// bodies (exact types, ranges, unknown fields rejected), on top of Poco::JSON's parser.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <Poco/JSON/Object.h>
+
+#include "http/api_error.h"
+
+namespace pvs::service {
+
+// Appends JSON text: `JsonWriter w; w.begin_object().key("a").value(1).end_object();`
+// Commas are inserted automatically.
+class JsonWriter {
+ public:
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(std::string_view name);
+  JsonWriter& value(std::string_view text);
+  JsonWriter& value(const char* text) { return value(std::string_view(text)); }
+  JsonWriter& value(const std::string& text) { return value(std::string_view(text)); }
+  JsonWriter& value(bool b);
+  JsonWriter& value(std::int64_t n);
+  JsonWriter& value(std::uint64_t n);
+  JsonWriter& value(int n) { return value(static_cast<std::int64_t>(n)); }
+  JsonWriter& value(double d);
+  JsonWriter& null();
+  // Inserts already-serialised JSON as a value.
+  JsonWriter& raw(std::string_view json);
+  // A map of strings as an object.
+  JsonWriter& value(const std::map<std::string, std::string>& map);
+
+  const std::string& str() const { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  void separate();
+  std::string out_;
+  bool need_comma_ = false;
+};
+
+// JSON string escaping (control characters as \u00XX; UTF-8 passed through; invalid UTF-8
+// bytes replaced by U+FFFD so the output is always valid JSON).
+void append_json_string(std::string& out, std::string_view text);
+
+// A request body: a JSON object whose fields are read once each with exact types. Every error
+// is an ApiError 400 naming the field.
+class JsonBody {
+ public:
+  // Parses `text` (which must be one JSON object). Empty text counts as "{}".
+  static ApiResult<JsonBody> parse(std::string_view text);
+
+  bool has(const std::string& field) const;
+  std::optional<std::string> string(const std::string& field, std::size_t max_len);
+  std::optional<bool> boolean(const std::string& field);
+  std::optional<std::int64_t> integer(const std::string& field, std::int64_t min, std::int64_t max);
+  // An object of string values.
+  std::optional<std::map<std::string, std::string>> string_map(const std::string& field,
+                                                               std::size_t max_entries,
+                                                               std::size_t max_value_len);
+  // A list of strings (each at most max_len bytes) / of integers in [min, max].
+  std::optional<std::vector<std::string>> string_list(const std::string& field,
+                                                      std::size_t max_entries, std::size_t max_len);
+  std::optional<std::vector<std::int64_t>> integer_list(const std::string& field,
+                                                        std::size_t max_entries, std::int64_t min,
+                                                        std::int64_t max);
+  // A nested object as a body of its own (its errors are its own: finish() it and prefix them).
+  std::optional<JsonBody> object(const std::string& field);
+  // The field's JSON type, without reading it: "boolean", "object", "other" or "" (absent/null).
+  std::string type_of(const std::string& field) const;
+  // The first error met by a getter (getters after it return nullopt), or the first field
+  // that no getter asked for.
+  std::optional<ApiError> finish() const;
+  // For tests: record an error now.
+  void reject(const std::string& field, const std::string& reason);
+
+ private:
+  Poco::JSON::Object::Ptr object_;
+  std::set<std::string> used_;
+  std::optional<ApiError> error_;
+};
+
+}  // namespace pvs::service

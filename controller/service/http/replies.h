@@ -1,0 +1,33 @@
+// How a handler answers a request. The pipeline (Api, http/server.cc) implements it: each reply
+// of a mutating call is audited before it leaves, an unread request body is settled, metrics
+// count the status. Handler classes receive a Replies& instead of the whole Api.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "http/request_context.h"
+
+namespace pvs::service {
+
+class Replies {
+ public:
+  virtual ~Replies() = default;
+  virtual void send_json(RequestContext& ctx, int status, const std::string& body) = 0;
+  // Audits (mutating calls), settles an unread request body, then sends `body` whole.
+  virtual void send_bytes(RequestContext& ctx, int status, const std::string& content_type,
+                          std::string_view body) = 0;
+  virtual void send_error(RequestContext& ctx, const ApiError& error) = 0;
+  virtual void send_empty(RequestContext& ctx, int status) = 0;
+  // Audits the reply and sets its status line and headers; the caller sends the body.
+  virtual void begin_reply(RequestContext& ctx, int status, const std::string& content_type) = 0;
+  // Ends a reply whose body broke off: resets the connection.
+  virtual void abort_reply(RequestContext& ctx) = 0;
+  // The request body, at most `limit` bytes (throws ApiError 413 beyond, 400 when cut short).
+  virtual std::string read_body(RequestContext& ctx, std::uint64_t limit) = 0;
+  // An application/json body of at most max_body_bytes; "" when there is none.
+  virtual std::string json_body(RequestContext& ctx) = 0;
+};
+
+}  // namespace pvs::service

@@ -1,0 +1,86 @@
+// The REST API at a glance: every route, its handler, who may call it and what the audit log
+// records. docs/api.md documents each; docs/openapi.json is the machine-readable form.
+//
+// A row names its handler as on<&Class::method>: the method of the small class (ApprovalRoutes,
+// ...) or, for the routes not moved out of it yet, of Api. A new route is a row here plus a
+// method on one handler class (and, for a new class, its part<>() below).
+#include "http/server.h"
+
+namespace pvs::service {
+
+template <>
+Api& Api::part<Api>() {
+  return *this;
+}
+template <>
+ApprovalRoutes& Api::part<ApprovalRoutes>() {
+  return approval_routes_;
+}
+
+namespace {
+
+template <typename M>
+struct MemberOf;
+template <typename C>
+struct MemberOf<void (C::*)(RequestContext&)> {
+  using type = C;
+};
+
+// The row's handler: finds the object of the method's class on the Api and calls it.
+template <auto Method>
+void on(Api& api, RequestContext& ctx) {
+  using Part = typename MemberOf<decltype(Method)>::type;
+  (api.part<Part>().*Method)(ctx);
+}
+
+}  // namespace
+
+std::span<const Route> Api::routes() {
+  using A = Route::Access;
+  // clang-format off
+  static constexpr Route kRoutes[] = {
+      // method   pattern                                          handler                access      audit action
+      {"GET",    "/v1/health",                                    on<&Api::health>,           A::kPublic, ""},
+      {"GET",    "/v1/openapi.json",                              on<&Api::openapi>,          A::kPublic, ""},
+      {"GET",    "/metrics",                                      on<&Api::metrics_text>,     A::kPublic, ""},
+      {"GET",    "/v1/pools",                                     on<&Api::pools>,            A::kAdmin,  ""},
+      {"GET",    "/v1/nodes",                                     on<&Api::nodes>,            A::kAdmin,  ""},
+      {"POST",   "/v1/nodes/{name}/drain",                        on<&Api::node_drain>,       A::kAdmin,  "node.drain"},
+      {"POST",   "/v1/nodes/{name}/undrain",                      on<&Api::node_undrain>,     A::kAdmin,  "node.undrain"},
+      {"GET",    "/v1/audit",                                     on<&Api::audit_tail>,       A::kAdmin,  ""},
+      {"POST",   "/v1/sandboxes",                                 on<&Api::create>,           A::kToken,  "sandbox.create"},
+      {"GET",    "/v1/sandboxes",                                 on<&Api::list>,             A::kToken,  ""},
+      {"GET",    "/v1/sandboxes/{id}",                            on<&Api::show>,             A::kToken,  ""},
+      {"DELETE", "/v1/sandboxes/{id}",                            on<&Api::destroy>,          A::kToken,  "sandbox.destroy"},
+      {"POST",   "/v1/sandboxes/{id}/exec",                       on<&Api::exec>,             A::kToken,  "sandbox.exec"},
+      {"GET",    "/v1/sandboxes/{id}/files",                      on<&Api::get_file>,         A::kToken,  ""},
+      {"PUT",    "/v1/sandboxes/{id}/files",                      on<&Api::put_file>,         A::kToken,  "sandbox.put_file"},
+      {"POST",   "/v1/sandboxes/{id}/files/edit",                 on<&Api::files_edit>,       A::kToken,  "sandbox.edit_file"},
+      {"PUT",    "/v1/sandboxes/{id}/internet",                   on<&Api::internet>,         A::kToken,  "sandbox.internet"},
+      {"POST",   "/v1/sandboxes/{id}/ttl",                        on<&Api::ttl>,              A::kToken,  "sandbox.ttl"},
+      {"POST",   "/v1/sandboxes/{id}/snapshots",                  on<&Api::snapshot_create>,  A::kToken,  "sandbox.snapshot"},
+      {"GET",    "/v1/sandboxes/{id}/snapshots",                  on<&Api::snapshot_list>,    A::kToken,  ""},
+      {"POST",   "/v1/sandboxes/{id}/snapshots/{name}/rollback",  on<&Api::snapshot_rollback>, A::kToken, "sandbox.rollback"},
+      {"DELETE", "/v1/sandboxes/{id}/snapshots/{name}",           on<&Api::snapshot_delete>,  A::kToken,  "sandbox.delete_snapshot"},
+      {"POST",   "/v1/sandboxes/{id}/terminals",                  on<&Api::terminal_create>,  A::kToken,  "terminal.open"},
+      {"GET",    "/v1/sandboxes/{id}/terminals",                  on<&Api::terminal_list>,    A::kToken,  ""},
+      {"GET",    "/v1/sandboxes/{id}/terminals/{tid}",            on<&Api::terminal_show>,    A::kToken,  ""},
+      {"DELETE", "/v1/sandboxes/{id}/terminals/{tid}",            on<&Api::terminal_delete>,  A::kToken,  "terminal.close"},
+      {"POST",   "/v1/sandboxes/{id}/terminals/{tid}/resize",     on<&Api::terminal_resize>,  A::kToken,  "terminal.resize"},
+      {"POST",   "/v1/sandboxes/{id}/terminals/{tid}/input",      on<&Api::terminal_input>,   A::kToken,  "terminal.input"},
+      {"GET",    "/v1/sandboxes/{id}/terminals/{tid}/screen",     on<&Api::terminal_screen>,  A::kToken,  ""},
+      {"POST",   "/v1/sandboxes/{id}/terminals/{tid}/wait",       on<&Api::terminal_wait>,    A::kToken,  ""},
+      {"GET",    "/v1/sandboxes/{id}/terminals/{tid}/ws",         on<&Api::terminal_ws>,      A::kToken,  "terminal.attach"},
+      {"GET",    "/v1/approvals",                                 on<&ApprovalRoutes::list>,   A::kToken,  ""},
+      {"GET",    "/v1/approvals/{id}",                            on<&ApprovalRoutes::show>,    A::kToken,  ""},
+      {"POST",   "/v1/approvals/{id}/approve",                    on<&ApprovalRoutes::approve>, A::kToken,  "approval.approve"},
+      {"POST",   "/v1/approvals/{id}/deny",                       on<&ApprovalRoutes::deny>,    A::kToken,  "approval.deny"},
+      // MCP (Streamable HTTP): each tool call is audited on its own as "mcp.<tool>".
+      {"POST",   "/mcp",                                          on<&Api::mcp_post>,         A::kToken,  ""},
+      {"DELETE", "/mcp",                                          on<&Api::mcp_delete>,       A::kToken,  ""},
+  };
+  // clang-format on
+  return kRoutes;
+}
+
+}  // namespace pvs::service

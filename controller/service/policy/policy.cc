@@ -1,0 +1,147 @@
+#include "policy/policy.h"
+
+#include <fnmatch.h>
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace pvs::service {
+namespace {
+
+constexpr std::array<std::pair<PolicyAction, std::string_view>, 6> kActions{{
+    {PolicyAction::kExec, "exec"},
+    {PolicyAction::kTerminalInput, "terminal.input"},
+    {PolicyAction::kFilesWrite, "files.write"},
+    {PolicyAction::kFilesEdit, "files.edit"},
+    {PolicyAction::kInternet, "internet"},
+    {PolicyAction::kSandboxCreate, "sandbox.create"},
+}};
+
+RE2::Options pattern_options() {
+  RE2::Options o;
+  o.set_log_errors(false);
+  o.set_max_mem(1 << 20);  // a pattern's program stays small
+  return o;
+}
+
+struct Rule {
+  PolicyRuleSpec spec;
+  std::unique_ptr<RE2> command;  // null: any text
+  std::unique_ptr<RE2> names;    // null: any egress names
+
+  bool matches(const PolicyRequest& r) const {
+    if (!spec.actions.count(r.action)) return false;
+    if (command && !RE2::PartialMatch(r.text, *command)) return false;
+    if (!spec.path.empty() && ::fnmatch(spec.path.c_str(), r.path.c_str(), 0) != 0) return false;
+    if (spec.cpus_above >= 0 && r.cpus <= spec.cpus_above) return false;
+    if (spec.memory_mb_above >= 0 && r.memory_mb <= spec.memory_mb_above) return false;
+    if (spec.disk_gb_above >= 0 && r.disk_gb <= spec.disk_gb_above) return false;
+    if (spec.internet && *spec.internet != r.internet) return false;
+    if (!spec.egress.empty() && spec.egress != r.egress) return false;
+    if (!spec.egress_list.empty() && spec.egress_list != r.egress_list) return false;
+    if (names && std::none_of(r.egress_names.begin(), r.egress_names.end(),
+                              [&](const std::string& n) { return RE2::PartialMatch(n, *names); }))
+      return false;
+    return true;
+  }
+};
+
+Result<std::vector<Rule>> compile_rules(std::vector<PolicyRuleSpec> specs) {
+  std::vector<Rule> rules;
+  for (auto& spec : specs) {
+    if (spec.actions.empty())
+      return fail(ErrorCode::kInvalidArgument, spec.where + ".action: names no action");
+    Rule rule;
+    if (!spec.command.empty()) {
+      if (auto e = policy_pattern_error(spec.command))
+        return fail(ErrorCode::kInvalidArgument, spec.where + ".command: " + *e);
+      rule.command = std::make_unique<RE2>(spec.command, pattern_options());
+    }
+    if (!spec.egress_names.empty()) {
+      if (auto e = policy_pattern_error(spec.egress_names))
+        return fail(ErrorCode::kInvalidArgument, spec.where + ".egress_names: " + *e);
+      rule.names = std::make_unique<RE2>(spec.egress_names, pattern_options());
+    }
+    rule.spec = std::move(spec);
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+}  // namespace
+
+struct Policy::Impl {
+  std::vector<Rule> default_rules;
+  std::map<std::string, std::vector<Rule>, std::less<>> token_rules;
+  Verdict fallback = Verdict::kAllow;
+};
+
+std::string_view to_string(PolicyAction action) {
+  for (const auto& [a, name] : kActions) {
+    if (a == action) return name;
+  }
+  return "?";
+}
+
+std::optional<PolicyAction> parse_policy_action(std::string_view name) {
+  for (const auto& [a, n] : kActions) {
+    if (n == name) return a;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kAllow: return "allow";
+    case Verdict::kDeny: return "deny";
+    case Verdict::kApprove: return "approve";
+  }
+  return "?";
+}
+
+std::optional<std::string> policy_pattern_error(const std::string& pattern) {
+  RE2 re(pattern, pattern_options());
+  if (re.ok()) return std::nullopt;
+  return "not a valid regular expression (RE2 syntax): " + re.error();
+}
+
+Policy::Policy() : impl_(std::make_shared<Impl>()) {}
+
+Result<Policy> Policy::compile(PolicySpec spec) {
+  auto impl = std::make_shared<Impl>();
+  auto defaults = compile_rules(std::move(spec.default_rules));
+  if (!defaults) return fail(defaults.error());
+  impl->default_rules = std::move(*defaults);
+  for (auto& [token, specs] : spec.token_rules) {
+    auto rules = compile_rules(std::move(specs));
+    if (!rules) return fail(rules.error());
+    impl->token_rules.emplace(token, std::move(*rules));
+  }
+  impl->fallback = spec.fallback;
+  Policy p;
+  p.impl_ = std::move(impl);
+  return p;
+}
+
+PolicyDecision Policy::decide(std::string_view token, const PolicyRequest& request) const {
+  auto own = impl_->token_rules.find(token);
+  const auto& rules = own != impl_->token_rules.end() ? own->second : impl_->default_rules;
+  for (const Rule& rule : rules) {
+    if (rule.matches(request)) return {rule.spec.verdict, rule.spec.where, rule.spec.message};
+  }
+  return {impl_->fallback, "policy.fallback", ""};
+}
+
+bool Policy::empty() const {
+  return rule_count() == 0 && impl_->fallback == Verdict::kAllow;
+}
+
+std::size_t Policy::rule_count() const {
+  std::size_t n = impl_->default_rules.size();
+  for (const auto& [token, rules] : impl_->token_rules) n += rules.size();
+  return n;
+}
+
+}  // namespace pvs::service

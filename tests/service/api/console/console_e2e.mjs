@@ -1,0 +1,417 @@
+// The web console in a real browser: Debian's chromium, headless, driven by puppeteer-core
+// (pinned in package-lock.json) against a controller on the netns stack. Prints one
+// "PASS <check>" or "FAIL <check>: <why>" line per check and exits non-zero on any failure;
+// tests/service/api/console/console_e2e_test.cc runs it and checks what only the host sees.
+//
+//   node console_e2e.mjs --url http://127.0.0.1:PORT --token ADMIN --home DIR --shots DIR
+//        --user-token OTHER [--chromium /usr/bin/chromium]
+import fs from 'node:fs';
+import path from 'node:path';
+import puppeteer from 'puppeteer-core';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
+  return acc;
+}, []));
+const base = args.url;
+const shots = args.shots;
+fs.mkdirSync(shots, { recursive: true });
+for (const f of fs.readdirSync(shots)) if (f.endsWith('.png')) fs.rmSync(path.join(shots, f));  // this run's only
+let failures = 0;
+const pass = (name) => console.log(`PASS ${name}`);
+const fail = (name, why) => { failures++; console.log(`FAIL ${name}: ${why}`); };
+let page;
+async function check(name, fn) {
+  try {
+    await fn();
+    pass(name);
+  } catch (e) {
+    fail(name, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e);
+    try {  // what the page showed, for the report
+      await page.screenshot({ path: path.join(shots, `failed-${name.replace(/[^a-z0-9]+/gi, '-')}.png`) });
+      const seen = await page.evaluate(() => ({ hash: location.hash, view: document.querySelector('#view')?.innerText.slice(0, 1500) }));
+      console.log(`  page ${seen.hash}: ${JSON.stringify(seen.view)}`);
+    } catch { /* the page is gone */ }
+  }
+}
+const assert = (cond, msg) => { if (!cond) throw new Error(msg); };
+
+async function rest(method, p, { body, headers = {} } = {}) {
+  const r = await fetch(base + p, {
+    method, body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { Authorization: `Bearer ${args.token}`, 'Content-Type': 'application/json', ...headers },
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, json, text };
+}
+
+const browser = await puppeteer.launch({
+  executablePath: args.chromium || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+    '--window-size=1280,900'],
+  defaultViewport: { width: 1280, height: 900 },
+});
+page = await browser.newPage();
+page.setDefaultTimeout(30000);
+const problems = [];
+let allow401 = false;
+let allow403 = false;
+let allow400 = false;
+page.on('console', (m) => {
+  if (m.type() !== 'error' && m.type() !== 'warning') return;
+  const text = m.text();
+  if (allow401 && /status of 401/.test(text)) return;
+  if (allow403 && /status of 403/.test(text)) return;
+  if (allow400 && /status of 400/.test(text)) return;
+  problems.push(`console.${m.type()}: ${text}`);
+});
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+await page.evaluateOnNewDocument(() => {
+  document.addEventListener('securitypolicyviolation', (e) => {
+    console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
+  });
+});
+const shot = (name) => page.screenshot({ path: path.join(shots, `${name}.png`) });
+const waitText = (selector, re) => page.waitForFunction(
+  (s, src) => { const el = document.querySelector(s); return el && new RegExp(src).test(el.textContent); },
+  {}, selector, re.source);
+const go = async (hash, readySelector) => {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.waitForSelector(readySelector);
+};
+
+// ---- sign in -----------------------------------------------------------------------------
+let resp;
+await check('console served with CSP', async () => {
+  resp = await page.goto(`${base}/ui/`, { waitUntil: 'load' });
+  assert(resp.status() === 200, `status ${resp.status()}`);
+  const csp = resp.headers()['content-security-policy'] || '';
+  assert(csp.includes("default-src 'self'") && !csp.includes('unsafe'), `CSP ${csp}`);
+  assert(resp.headers()['x-content-type-options'] === 'nosniff', 'nosniff');
+  await page.waitForSelector('#token');
+  await shot('signin');
+});
+
+await check('wrong token shows a clear message', async () => {
+  allow401 = true;
+  await page.type('#token', 'pvs_0000000000000000wrong');
+  await page.click('#signin-form button[type=submit]');
+  await waitText('#signin-error', /not accepted/);
+  await shot('signin-wrong-token');
+  assert(await page.$eval('#nav', (n) => getComputedStyle(n).display === 'none'), 'navigation shown after a wrong token');
+  assert(await page.evaluate(() => sessionStorage.getItem('pvs.token')) === null, 'wrong token stored');
+  allow401 = false;
+});
+
+await check('sign in', async () => {
+  await page.$eval('#token', (el) => { el.value = ''; });
+  await page.type('#token', args.token);
+  await page.click('#signin-form button[type=submit]');
+  await page.waitForSelector('#sandbox-list');
+  await waitText('#who', /signed in/);
+  const state = await page.evaluate(() => ({ stored: sessionStorage.getItem('pvs.token'), cookie: document.cookie, url: location.href }));
+  assert(state.stored === args.token, 'token not in sessionStorage');
+  assert(state.cookie === '', `cookie set: ${state.cookie}`);
+  assert(!state.url.includes(args.token), 'token in the URL');
+});
+if (failures) {  // nothing after this can work
+  console.log(`problems so far: ${problems.join(' || ')}`);
+  await browser.close();
+  process.exit(1);
+}
+
+// ---- create ------------------------------------------------------------------------------
+let id = '';
+await check('create a sandbox', async () => {
+  await page.type('#new-labels', 'e2e=console');
+  await page.click('#create');
+  await page.waitForFunction(() => /^#\/sandboxes\/sb-[0-9a-f]{12}$/.test(location.hash), { timeout: 120000 });
+  id = await page.evaluate(() => location.hash.split('/')[2]);
+  await page.waitForSelector('#internet-toggle');
+  const r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.status === 200 && r.json.labels.e2e === 'console', `GET ${r.status} ${r.text}`);
+  console.log(`SANDBOX ${id}`);
+  await shot('sandbox');
+});
+if (!id) {
+  console.log(`problems so far: ${problems.join(' || ')}`);
+  await browser.close();
+  process.exit(1);
+}
+
+await check('sandboxes list and filters', async () => {
+  await go('#/sandboxes', '#sandbox-list table');
+  await page.type('#filter-label', 'e2e=console');
+  await page.keyboard.press('Enter');
+  await page.$eval('#filter-label', (el) => el.dispatchEvent(new Event('change')));
+  await page.waitForFunction((sid) => { const rows = document.querySelectorAll('#sandbox-list tbody tr'); return rows.length === 1 && rows[0].textContent.includes(sid); }, {}, id);
+  await page.select('#filter-state', 'ready');
+  await page.waitForFunction(() => document.querySelectorAll('#sandbox-list tbody tr').length === 1);
+  await shot('sandboxes');
+  await page.$eval('#filter-label', (el) => { el.value = 'e2e=nothing'; el.dispatchEvent(new Event('change')); });
+  await waitText('#sandbox-list', /No sandboxes/);
+});
+
+await check('create with an allowlist', async () => {
+  await go('#/sandboxes', '#create-form');
+  await page.type('#new-allow', 'pypi.org, *.github.com');
+  await page.click('#create');
+  await page.waitForFunction((sid) => {
+    const m = /^#\/sandboxes\/(sb-[0-9a-f]{12})$/.exec(location.hash);
+    return m && m[1] !== sid;
+  }, { timeout: 120000 }, id);
+  const other = await page.evaluate(() => location.hash.split('/')[2]);
+  const r = await rest('GET', `/v1/sandboxes/${other}`);
+  assert(r.status === 200 && r.json.egress === 'allowlist' &&
+    JSON.stringify([...r.json.internet.allow].sort()) === JSON.stringify(['*.github.com', 'pypi.org']), `GET ${r.status} ${r.text}`);
+  await go('#/sandboxes', '#sandbox-list table');  // its page polls it no more
+  const d = await rest('DELETE', `/v1/sandboxes/${other}`);
+  assert(d.status === 204, `DELETE ${d.status} ${d.text}`);
+});
+
+// ---- internet ----------------------------------------------------------------------------
+await check('internet on and off', async () => {
+  await go(`#/sandboxes/${id}`, '#internet-toggle');
+  await page.click('#internet-toggle');
+  await waitText('#internet-state', /^on$/);
+  let r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.json.internet === true, 'API says internet off after turning it on');
+  console.log('INTERNET ON');
+  await page.click('#internet-toggle');
+  await waitText('#internet-state', /^off$/);
+  r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.json.internet === false, 'API says internet on after turning it off');
+});
+
+await check('internet allowlist', async () => {
+  await page.$eval('#allow-list', (el) => { el.value = ''; });
+  await page.$eval('#allow-names', (el) => { el.value = ''; });
+  await page.type('#allow-names', 'pypi.org, *.github.com');
+  await page.$eval('#allow-ports', (el) => { el.value = ''; });
+  await page.type('#allow-ports', '443 8443');
+  await page.click('#allow-set');
+  await waitText('#internet-state', /^allowlist$/);
+  await waitText('#internet-names', /^\*\.github\.com, pypi\.org$/);  // sorted, as the API shows it
+  await waitText('#internet-ports', /^443, 8443$/);
+  const r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.json.egress === 'allowlist', `egress ${r.text}`);
+  assert(JSON.stringify(r.json.internet.allow) === '["*.github.com","pypi.org"]', `allow ${JSON.stringify(r.json.internet)}`);
+  assert(JSON.stringify(r.json.internet.ports) === '[443,8443]', `ports ${JSON.stringify(r.json.internet)}`);
+  assert(await page.$eval('#internet-toggle', (b) => b.textContent) === 'Turn internet off', 'toggle label');
+  // The form holds the list it shows; a bad name is the API's clear 400, the list unchanged.
+  assert(await page.$eval('#allow-names', (el) => el.value) === '*.github.com, pypi.org', 'form not refilled');
+  await shot('sandbox-allowlist');
+  allow400 = true;
+  await page.$eval('#allow-names', (el) => { el.value = 'not a name'; });
+  await page.click('#allow-set');
+  await waitText('#toast', /invalid_argument/);
+  allow400 = false;
+  await waitText('#internet-state', /^allowlist$/);
+  console.log('ALLOWLIST SET');
+  await page.click('#internet-toggle');
+  await waitText('#internet-state', /^off$/);
+  const off = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(off.json.egress === 'off' && off.json.internet === false, `after off: ${off.text}`);
+});
+
+// ---- snapshots ---------------------------------------------------------------------------
+await check('snapshots: take and delete', async () => {
+  await page.type('#snapshot-name', 'before');
+  await page.click('#snapshot-take');
+  await waitText('#snapshot-list', /before/);
+  let r = await rest('GET', `/v1/sandboxes/${id}/snapshots`);
+  assert(r.json.snapshots.some((s) => s.name === 'before'), `snapshots ${r.text}`);
+  await page.click('#snapshot-list button[data-action="delete"]');
+  await waitText('#snapshot-list', /No snapshots/);
+  r = await rest('GET', `/v1/sandboxes/${id}/snapshots`);
+  assert(r.json.snapshots.length === 0, `after delete: ${r.text}`);
+});
+
+// ---- files -------------------------------------------------------------------------------
+await check('upload and download a file', async () => {
+  const local = path.join(shots, 'upload-me.txt');
+  const content = `console upload ${Date.now()}\nsecond line <b>not markup</b>\n`;
+  fs.writeFileSync(local, content);
+  await page.$eval('#files-path', (el, dir) => { el.value = dir; el.dispatchEvent(new Event('change')); }, args.home);
+  await page.waitForFunction(() => !/Loading/.test(document.querySelector('#files-list').textContent));
+  const input = await page.$('#files-upload');
+  await input.uploadFile(local);
+  await page.click('#files-upload-button');
+  await page.waitForSelector('#files-list button[data-name="upload-me.txt"]');
+  const onDisk = fs.readFileSync(path.join(args.home, 'upload-me.txt'), 'utf8');
+  assert(onDisk === content, 'uploaded bytes differ');
+  const downloads = path.join(shots, 'downloads');
+  fs.rmSync(downloads, { recursive: true, force: true });
+  fs.mkdirSync(downloads, { recursive: true });
+  const cdp = await page.createCDPSession();
+  await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
+  await page.click('#files-list button[data-name="upload-me.txt"]');
+  const file = path.join(downloads, 'upload-me.txt');
+  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+  assert(fs.existsSync(file), 'no download');
+  assert(fs.readFileSync(file, 'utf8') === content, 'downloaded bytes differ');
+  await shot('files');
+});
+
+// ---- terminal ----------------------------------------------------------------------------
+const screenHas = (re) => page.waitForFunction((src) => [...document.querySelectorAll('.xterm-rows > div')]
+  .some((d) => new RegExp(src).test(d.textContent.trim())), {}, re.source);
+let termHash = '';
+await check('terminal: echo hi', async () => {
+  await page.click('#terminal-new');
+  await page.waitForFunction(() => /\/terminals\/t-[0-9a-f]{12}$/.test(location.hash));
+  termHash = await page.evaluate(() => location.hash);
+  await waitText('#term-status', /connected/);
+  // The prompt the shell printed before the browser attached, painted from .../screen.
+  await page.waitForSelector('#terminal[data-painted]');
+  await page.waitForFunction(() => document.querySelector('.xterm-rows')?.textContent.trim().length > 0);
+  await page.click('#terminal');
+  await page.keyboard.type('echo hi\n');
+  await screenHas(/^hi$/);
+  await shot('terminal');
+});
+
+await check('terminal: watch is read-only, take over', async () => {
+  await go(`${termHash}?mode=watch`, '#term-mode');
+  await waitText('#term-mode', /watching/);
+  await waitText('#term-status', /connected/);
+  // What an agent types through the REST API shows up for the person watching.
+  const [, , sid, , tid] = termHash.split('/');
+  const typed = await rest('POST', `/v1/sandboxes/${sid}/terminals/${tid}/input`, {
+    body: { input: [{ text: 'echo from-the-agent' }, { key: 'Enter' }] } });
+  assert(typed.status === 200, `input: ${typed.status} ${typed.text}`);
+  await screenHas(/^from-the-agent$/);
+  await page.click('#terminal');
+  await page.keyboard.type('echo nope\n');
+  await new Promise((r) => setTimeout(r, 1000));
+  const text = await page.$eval('.xterm-rows', (el) => el.textContent);
+  assert(!text.includes('nope'), 'a watcher typed into the terminal');
+  await shot('terminal-watch');
+  await page.click('#take-over');
+  await waitText('#term-mode', /interactive/);
+  await waitText('#term-status', /connected/);
+  await page.click('#terminal');
+  await page.keyboard.type('echo took-over\n');
+  await screenHas(/^took-over$/);
+  await page.keyboard.type('exit 3\n');
+  await waitText('#term-status', /exited \(code 3\)/);
+});
+
+// ---- approvals ---------------------------------------------------------------------------
+await check('approve a pending command', async () => {
+  const asked = await rest('POST', `/v1/sandboxes/${id}/exec`, {
+    body: { command: 'echo approved-by-a-person' }, headers: { Prefer: 'respond-async' } });
+  assert(asked.status === 202, `exec: ${asked.status} ${asked.text}`);
+  const aid = asked.json.approval.id;
+  await go('#/approvals', '#approvals-pending');
+  await page.waitForSelector(`button.approve[data-id="${aid}"]`);
+  await shot('approvals');
+  await page.click(`button.approve[data-id="${aid}"]`);
+  await page.waitForFunction((a) => !document.querySelector(`button.approve[data-id="${a}"]`), {}, aid);
+  const state = await rest('GET', `/v1/approvals/${aid}`);
+  assert(state.json.state === 'approved', `approval ${state.text}`);
+  const ran = await rest('POST', `/v1/sandboxes/${id}/exec`, {
+    body: { command: 'echo approved-by-a-person' }, headers: { Approval: aid } });
+  assert(ran.status === 200 && ran.json.stdout === 'approved-by-a-person\n', `exec after approval: ${ran.status} ${ran.text}`);
+});
+
+await check('deny a pending command', async () => {
+  const asked = await rest('POST', `/v1/sandboxes/${id}/exec`, {
+    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Prefer: 'respond-async' } });
+  assert(asked.status === 202, `exec: ${asked.status} ${asked.text}`);
+  const aid = asked.json.approval.id;
+  await page.waitForSelector(`button.deny[data-id="${aid}"]`);
+  await page.type(`input[aria-label="reason for ${aid}"]`, 'not <b>today</b>');
+  await page.click(`button.deny[data-id="${aid}"]`);
+  await page.waitForFunction((a) => !document.querySelector(`button.deny[data-id="${a}"]`), {}, aid);
+  const state = await rest('GET', `/v1/approvals/${aid}`);
+  assert(state.json.state === 'denied', `approval ${state.text}`);
+  // The reason is shown as text, never as markup.
+  await waitText('#approvals-recent', /not <b>today<\/b>/);
+  assert(await page.$('#approvals-recent b') === null, 'a reason became markup');
+  const refused = await rest('POST', `/v1/sandboxes/${id}/exec`, {
+    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Approval: aid } });
+  assert(refused.status === 403, `exec after a denial: ${refused.status} ${refused.text}`);
+});
+
+// ---- audit tail --------------------------------------------------------------------------
+await check('audit tail', async () => {
+  await go('#/audit', '#audit-list table');
+  // The create of this test's sandbox, among the newest records.
+  await page.$eval('#audit-sandbox', (el, sid) => { el.value = sid; el.dispatchEvent(new Event('change')); }, id);
+  await page.waitForFunction((sid) => [...document.querySelectorAll('#audit-list tbody tr')]
+    .some((tr) => tr.textContent.includes('sandbox.create') && tr.textContent.includes(sid)), {}, id);
+  await shot('audit');
+  // Refreshed on its own: a new call shows up without touching the page; its text stays text.
+  const ran = await rest('POST', `/v1/sandboxes/${id}/exec`, { body: { command: "echo '<b>audited</b>'" } });
+  assert(ran.status === 200, `exec: ${ran.status} ${ran.text}`);
+  await page.waitForFunction(() => [...document.querySelectorAll('#audit-list tbody tr')]
+    .some((tr) => tr.textContent.includes('<b>audited</b>')), { timeout: 15000 });
+  assert(await page.$('#audit-list b') === null, 'an audited command became markup');
+  // Newest first, and the action filter narrows the table.
+  const first = await page.$eval('#audit-list tbody tr', (tr) => tr.textContent);
+  assert(first.includes('sandbox.exec'), `newest row: ${first}`);
+  await page.$eval('#audit-action', (el) => { el.value = 'sandbox.create'; el.dispatchEvent(new Event('change')); });
+  await page.waitForFunction(() => { const rows = [...document.querySelectorAll('#audit-list tbody tr')];
+    return rows.length === 1 && rows[0].textContent.includes('sandbox.create'); });
+});
+
+// ---- another token: its own sandboxes only, no nodes ---------------------------------------
+await check('a non-admin token sees only its own', async () => {
+  allow403 = true;
+  await page.click('#signout');
+  await waitText('#signin-error', /Signed out/);
+  assert(await page.evaluate(() => sessionStorage.getItem('pvs.token')) === null, 'token kept after sign-out');
+  await page.$eval('#token', (el) => { el.value = ''; });
+  await page.type('#token', args['user-token']);
+  await page.click('#signin-form button[type=submit]');
+  await page.evaluate(() => { location.hash = '#/sandboxes'; });
+  await waitText('#sandbox-list', /No sandboxes/);
+  await go('#/nodes', '#nodes-admin-only');
+  await shot('non-admin-nodes');
+  await go('#/audit', '#audit-unavailable');
+  await waitText('#audit-unavailable', /admin token/);
+  await page.click('#signout');
+  await page.$eval('#token', (el) => { el.value = ''; });
+  await page.type('#token', args.token);
+  await page.click('#signin-form button[type=submit]');
+  await page.waitForSelector('#audit-list table');  // back where it was, as an admin
+  allow403 = false;
+});
+
+// ---- nodes, pools, metrics ---------------------------------------------------------------
+await check('nodes and pools', async () => {
+  await go('#/nodes', '#nodes-list table');
+  await waitText('#nodes-list', /online/);
+  await page.waitForSelector('#pools-list p, #pools-list table');
+  await shot('nodes');
+});
+
+await check('metrics charts', async () => {
+  await go('#/metrics', '#metrics-status');
+  await waitText('#metrics-status', /samples/);
+  await page.waitForFunction(() => Number(document.querySelector('#chart-live-value').textContent) >= 1);
+  await page.waitForFunction(() => (document.querySelector('#chart-http polyline').getAttribute('points') || '').split(' ').length >= 2, { timeout: 15000 });
+  await shot('metrics');
+});
+
+// ---- destroy -----------------------------------------------------------------------------
+await check('destroy', async () => {
+  page.once('dialog', (d) => d.accept());
+  await go(`#/sandboxes/${id}`, '#destroy');
+  await page.click('#destroy');
+  await page.waitForFunction(() => location.hash === '#/sandboxes', { timeout: 120000 });
+  const r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.status === 404, `after destroy: ${r.status}`);
+});
+
+await check('no console errors or CSP violations', async () => {
+  assert(problems.length === 0, problems.join(' || '));
+});
+
+await browser.close();
+console.log(failures ? `${failures} FAILED` : 'ALL PASSED');
+process.exit(failures ? 1 : 0);

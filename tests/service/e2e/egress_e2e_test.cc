@@ -1,0 +1,183 @@
+// Egress by domain (#20) end to end through the controller: the REST API (Api + HttpServer) on
+// the real Manager, against the whole netns stack with StackOptions::egress (stack_fixture.h):
+// pvesim's netns backend (every sandbox a namespace with its own sshd), the real agent and
+// ruleset, pve-sandbox-resolver as nobody, an authoritative dnsmasq for the zone "test" and HTTP
+// servers on the internet's addresses. Every probe runs inside the sandbox, over SSH (exec):
+// DNS through the sandbox's gateway (which the ruleset redirects to the resolver), HTTP with
+// curl, a bare TCP connect for "fails at once".
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <Poco/JSON/Object.h>
+
+#include "service/support/api_fixture.h"
+#include "support/sshd_fixture.h"
+
+namespace pvs::service {
+namespace {
+
+constexpr const char* kAllowed = "203.0.113.20";  // allowed.test
+constexpr const char* kOther = "203.0.113.21";    // other.test
+constexpr const char* kAlso = "203.0.113.22";     // also.test
+
+class EgressE2eTest : public ApiTest {
+ protected:
+  test::StackOptions stack_options() override {
+    test::StackOptions o;
+    o.egress = true;  // netns backend, resolver, internet
+    return o;
+  }
+
+  // Runs `command` in the sandbox through the API; its stdout's first line (or "exit <n>: ..."
+  // when it failed).
+  std::string in_sandbox(const std::string& id, const std::string& command) {
+    Poco::JSON::Object body;
+    body.set("command", command);
+    body.set("timeout_seconds", 20);
+    std::ostringstream text;
+    body.stringify(text);
+    auto r = call("POST", "/v1/sandboxes/" + id + "/exec", text.str());
+    if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
+    auto result = json(r.body);
+    std::string out = result->getValue<std::string>("stdout");
+    out = out.substr(0, out.find('\n'));
+    int code = result->getValue<int>("exit_code");
+    if (code != 0)
+      return "exit " + std::to_string(code) + ": " + out + " " +
+             result->getValue<std::string>("stderr");
+    return out;
+  }
+  // A query for `name` as the sandbox's resolv.conf would send it: to its gateway, port 53.
+  std::string dns(const std::string& id, const std::string& name) {
+    return in_sandbox(id, "python3 " + stack_->egress_tool() + " dns 10.99.0.1 " + name);
+  }
+  std::string http_get(const std::string& id, const std::string& address) {
+    return in_sandbox(id, "curl -sS -m 3 http://" + address + "/");
+  }
+  // "reset 0.00" (refused at once), "timeout 0.70" (dropped), ...
+  std::string connect(const std::string& id, const std::string& address) {
+    return in_sandbox(
+        id, "python3 " + stack_->egress_tool() + " connect " + address + " 80 --timeout 0.7");
+  }
+  // One request line to the agent, as root (allowed_uids), and its reply.
+  std::string agent(const std::string& line) {
+    std::string out;
+    int rc = test::run_command(
+        {"python3", stack_->egress_tool(), "agent", stack_->agent_socket(), line}, &out);
+    EXPECT_EQ(rc, 0) << out;
+    return out.substr(0, out.find('\n'));
+  }
+  // Elements of `inet sandbox egress_pairs` whose source is `address`.
+  int pairs_of(const std::string& address) {
+    std::string out;
+    EXPECT_EQ(test::run_command({"nft", "list", "set", "inet", "sandbox", "egress_pairs"}, &out),
+              0);
+    int n = 0;
+    for (auto pos = out.find(address + " . "); pos != std::string::npos;
+         pos = out.find(address + " . ", pos + 1))
+      ++n;
+    return n;
+  }
+  Poco::JSON::Object::Ptr show(const std::string& id) {
+    auto r = call("GET", "/v1/sandboxes/" + id);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json(r.body);
+  }
+  static std::string internet_of(const Poco::JSON::Object::Ptr& sb) {
+    std::ostringstream o;
+    sb->get("internet").isBoolean() ? o << sb->get("internet").toString()
+                                    : (sb->getObject("internet")->stringify(o), o);
+    return o.str();
+  }
+  std::string set_internet(const std::string& id, const std::string& body) {
+    auto r = call("PUT", "/v1/sandboxes/" + id + "/internet", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? json(r.body)->getValue<std::string>("egress") : r.body;
+  }
+  // An allow-list sandbox reaches allowed.test by name and nothing else.
+  void expect_allowlisted(const std::string& id) {
+    EXPECT_EQ(dns(id, "allowed.test"), std::string("NOERROR ") + kAllowed);
+    EXPECT_EQ(http_get(id, kAllowed), std::string("hello from ") + kAllowed);
+    EXPECT_EQ(dns(id, "other.test"), "REFUSED");
+    EXPECT_EQ(connect(id, kOther).rfind("reset 0.", 0), 0u) << "direct IP must fail at once";
+  }
+};
+
+TEST_F(EgressE2eTest, AllowlistOnOtherListOffAndDestroyThroughTheApi) {
+  auto r = call("POST", "/v1/sandboxes", R"({"internet":{"allow":["allowed.test"]}})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto sb = json(r.body);
+  std::string id = sb->getValue<std::string>("id");
+  std::string address = sb->getValue<std::string>("address");
+  EXPECT_EQ(sb->getValue<std::string>("egress"), "allowlist");
+  EXPECT_EQ(internet_of(show(id)), R"({"allow":["allowed.test"],"ports":[80,443]})");
+  EXPECT_EQ(agent("EGRESSES"), "OK 1 " + address + "=80,443/allowed.test");
+  EXPECT_TRUE(stack_->internet_set().empty());
+
+  expect_allowlisted(id);
+  EXPECT_EQ(pairs_of(address), 2) << "(address . 203.0.113.20 . 80/443) after the answer";
+  EXPECT_NE(stack_->resolver_log().find("allowed.test"), std::string::npos);
+  // DNS only through the node's resolver: the internet's server directly gets nothing back.
+  EXPECT_EQ(in_sandbox(id, "python3 " + stack_->egress_tool() + " dns " + test::kInternetDns +
+                               " allowed.test --timeout 0.7"),
+            "exit 1: TIMEOUT ");
+
+  // on: everything on HTTP/HTTPS, no list at the agent.
+  EXPECT_EQ(set_internet(id, R"({"enabled":true})"), "on");
+  EXPECT_EQ(internet_of(show(id)), "true");
+  EXPECT_EQ(agent("EGRESSES"), "OK 0");
+  EXPECT_EQ(stack_->internet_set(), std::set<std::string>{address});
+  EXPECT_EQ(http_get(id, kOther), std::string("hello from ") + kOther);
+
+  // Another list: also.test only; allowed.test is refused and its pairs are gone.
+  EXPECT_EQ(set_internet(id, R"({"allow":["also.test"],"ports":[80]})"), "allowlist");
+  EXPECT_EQ(internet_of(show(id)), R"({"allow":["also.test"],"ports":[80]})");
+  EXPECT_TRUE(stack_->internet_set().empty());
+  EXPECT_EQ(agent("EGRESSES"), "OK 1 " + address + "=80/also.test");
+  EXPECT_EQ(dns(id, "also.test"), std::string("NOERROR ") + kAlso);
+  EXPECT_EQ(http_get(id, kAlso), std::string("hello from ") + kAlso);
+  EXPECT_EQ(dns(id, "allowed.test"), "REFUSED");
+  EXPECT_EQ(connect(id, kAllowed).rfind("reset 0.", 0), 0u);
+  EXPECT_EQ(connect(id, kOther).rfind("reset 0.", 0), 0u);
+
+  // off: no list, no pair, nothing reaches the internet (dropped, not answered).
+  EXPECT_EQ(set_internet(id, R"({"enabled":false})"), "off");
+  EXPECT_EQ(internet_of(show(id)), "false");
+  EXPECT_EQ(agent("EGRESSES"), "OK 0");
+  EXPECT_EQ(pairs_of(address), 0);
+  EXPECT_EQ(connect(id, kAlso).rfind("timeout", 0), 0u);
+
+  // Back to the first list, then destroy: the agent holds no list and no pair of it.
+  EXPECT_EQ(set_internet(id, R"({"allow":["allowed.test"]})"), "allowlist");
+  expect_allowlisted(id);
+  EXPECT_GT(pairs_of(address), 0);
+  EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
+  EXPECT_EQ(agent("EGRESSES"), "OK 0");
+  EXPECT_EQ(pairs_of(address), 0);
+  EXPECT_TRUE(stack_->internet_set().empty());
+}
+
+TEST_F(EgressE2eTest, ARestartedControllerReassertsTheList) {
+  auto r = call("POST", "/v1/sandboxes", R"({"internet":{"allow":["allowed.test"]}})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  std::string id = json(r.body)->getValue<std::string>("id");
+  std::string address = json(r.body)->getValue<std::string>("address");
+  expect_allowlisted(id);
+
+  // The controller goes away; the list is removed behind its back (the sandbox's DNS now goes
+  // to the node's port 53 and its pairs are cut).
+  stop();
+  EXPECT_EQ(agent("EGRESS " + address + " off"), "OK");
+  EXPECT_EQ(agent("EGRESSES"), "OK 0");
+  EXPECT_EQ(pairs_of(address), 0);
+
+  // A new controller recovers the sandbox from its metadata and puts the list back.
+  start();
+  EXPECT_EQ(agent("EGRESSES"), "OK 1 " + address + "=80,443/allowed.test");
+  EXPECT_EQ(internet_of(show(id)), R"({"allow":["allowed.test"],"ports":[80,443]})");
+  expect_allowlisted(id);
+}
+
+}  // namespace
+}  // namespace pvs::service

@@ -1,0 +1,302 @@
+// `internet` with allowlists through the REST API, on the real Api, HttpServer and Manager over
+// in-memory peers (tests/lifecycle/fake_peers.h: no root, no agent binary): create with a
+// list, a named list and true; runtime changes both ways; what the sandbox JSON shows; caps
+// (403), bad names (400), policy rules on the names, the audit log; what the agent holds; and
+// sandboxctl's internet and create options against the same server.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <Poco/JSON/Parser.h>
+
+#include "core/observability/audit.h"
+#include "http/server.h"
+#include "lifecycle/fake_peers.h"
+#include "manager_testing.h"
+#include "service/support/http_client.h"
+#include "service/support/in_process_service.h"
+#include "support/sshd_fixture.h"
+
+namespace pvs::service {
+namespace {
+
+using test::http;
+using test::HttpReply;
+
+Poco::JSON::Object::Ptr json(const std::string& text) {
+  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
+}
+
+class EgressApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pvs-egress-api-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    config_.listen_port = 0;
+    config_.tokens = {{"alice", sha256_hex("tok-alice"), 8, false},
+                      {"bob", sha256_hex("tok-bob"), 8, false},
+                      {"carol", sha256_hex("tok-carol"), 0, false, true}};
+    config_.tokens[1].egress.lists = std::vector<std::string>{"python-packages"};
+    config_.tokens[1].egress.names = std::vector<std::string>{"*.example.com"};
+    config_.egress.lists["python-packages"] =
+        Egress::allow({"pypi.org", "files.pythonhosted.org"}).list;
+    config_.egress.lists["git"] = Egress::allow({"*.github.com", "github.com"}, {443}).list;
+    config_.audit_file = dir_ + "/audit.log";
+    PolicySpec spec;
+    PolicyRuleSpec deny;
+    deny.where = "policy.default[0]";
+    deny.actions = {PolicyAction::kInternet, PolicyAction::kSandboxCreate};
+    deny.egress_names = R"((^|\.)pastebin\.com$)";
+    deny.verdict = Verdict::kDeny;
+    deny.message = "no paste sites";
+    PolicyRuleSpec approve;
+    approve.where = "policy.default[1]";
+    approve.actions = {PolicyAction::kInternet};
+    approve.egress_names = R"((^|\.)needs-approval\.org$)";
+    approve.verdict = Verdict::kApprove;
+    spec.default_rules = {deny, approve};
+    config_.policy = *Policy::compile(spec);
+
+    ManagerConfig mc;
+    mc.node = "pve";
+    mc.template_vmid = 9000;
+    mc.vmid_min = 100;
+    mc.vmid_max = 199;
+    mc.sandbox_cidr = *Cidr::parse("10.99.0.0/24");
+    mc.gateway = *Ipv4Address::parse("10.99.0.1");
+    mc.wait_for_ssh = false;
+    mc.background = false;
+    lifecycle::TestPeers peers;
+    auto agent = std::make_unique<test::FakeAgent>();
+    agent_ = agent.get();
+    peers.proxmox = std::make_unique<test::FakeProxmox>(mc.template_vmid);
+    peers.agent = std::move(agent);
+    auto m = lifecycle::open_manager(mc, std::move(peers));
+    ASSERT_TRUE(m) << m.error().message;
+    auto svc = test::InProcessService::start(config_, std::shared_ptr<Manager>(std::move(*m)));
+    ASSERT_TRUE(svc) << svc.error().message;
+    svc_ = std::move(*svc);
+    port_ = svc_->port();
+  }
+  void TearDown() override {
+    svc_.reset();
+    std::remove(config_.audit_file.c_str());
+    ::rmdir(dir_.c_str());
+  }
+
+  HttpReply call(const std::string& method, const std::string& uri, const std::string& body = "",
+                 const std::string& token = "tok-alice") {
+    return http(port_, method, uri, body, token, {});
+  }
+  Poco::JSON::Object::Ptr create(const std::string& body, const std::string& token = "tok-alice") {
+    auto r = call("POST", "/v1/sandboxes", body, token);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.status == 201 ? json(r.body) : nullptr;
+  }
+  HttpReply set(const std::string& id, const std::string& body,
+                const std::string& token = "tok-alice") {
+    return call("PUT", "/v1/sandboxes/" + id + "/internet", body, token);
+  }
+  EgressList agent_list(const Poco::JSON::Object::Ptr& sb) {
+    auto lists = agent_->lists();
+    auto it = lists.find(*Ipv4Address::parse(sb->getValue<std::string>("address")));
+    return it == lists.end() ? EgressList{} : it->second;
+  }
+  static std::string internet_of(const Poco::JSON::Object::Ptr& sb) {
+    std::ostringstream o;
+    sb->get("internet").isBoolean() ? o << sb->get("internet").toString()
+                                    : (sb->getObject("internet")->stringify(o), o);
+    return o.str();
+  }
+
+  std::string dir_;
+  ServiceConfig config_;
+  std::unique_ptr<test::InProcessService> svc_;
+  std::uint16_t port_ = 0;
+  test::FakeAgent* agent_ = nullptr;  // owned by the Manager
+};
+
+TEST_F(EgressApiTest, CreateWithAnAllowlistShowsItAndTheAgentHoldsIt) {
+  auto sb = create(R"({"internet":{"allow":["pypi.org","*.github.com"],"ports":[443]}})");
+  ASSERT_TRUE(sb);
+  EXPECT_EQ(sb->getValue<std::string>("egress"), "allowlist");
+  EXPECT_EQ(internet_of(sb), R"({"allow":["*.github.com","pypi.org"],"ports":[443]})");
+  EXPECT_EQ(agent_list(sb), Egress::allow({"pypi.org", "*.github.com"}, {443}).list);
+  EXPECT_TRUE(agent_->set().empty());
+  auto shown = call("GET", "/v1/sandboxes/" + sb->getValue<std::string>("id"));
+  ASSERT_EQ(shown.status, 200);
+  EXPECT_EQ(internet_of(json(shown.body)), internet_of(sb));
+}
+
+TEST_F(EgressApiTest, NamedListsAndRuntimeChangesBothWays) {
+  auto sb = create(R"({"internet":{"list":"python-packages"}})");
+  ASSERT_TRUE(sb);
+  std::string id = sb->getValue<std::string>("id");
+  EXPECT_EQ(internet_of(sb),  // Poco writes the keys sorted
+            R"({"allow":["files.pythonhosted.org","pypi.org"],"list":"python-packages",)"
+            R"("ports":[80,443]})");
+  auto r = set(id, R"({"allow":["api.example.org"]})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(agent_list(sb).names, (std::vector<std::string>{"api.example.org"}));
+  r = set(id, R"({"enabled":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json(r.body)->getValue<std::string>("egress"), "on");
+  EXPECT_TRUE(json(r.body)->getValue<bool>("internet"));
+  EXPECT_TRUE(agent_->lists().empty());
+  EXPECT_EQ(agent_->set().size(), 1u);
+  r = set(id, R"({"list":"git"})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(agent_->set().empty());
+  EXPECT_EQ(agent_list(sb).ports, (std::vector<std::uint16_t>{443}));
+  r = set(id, R"({"enabled":false})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_FALSE(json(r.body)->getValue<bool>("internet"));
+  EXPECT_EQ(json(r.body)->getValue<std::string>("egress"), "off");
+  EXPECT_TRUE(agent_->lists().empty());
+  // The audit log records what was asked.
+  std::ifstream in(config_.audit_file);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find(R"({"internet":{"allow":["api.example.org"]}})"), std::string::npos) << all;
+  EXPECT_NE(all.find(R"({"internet":{"list":"git"}})"), std::string::npos) << all;
+}
+
+TEST_F(EgressApiTest, BadNamesUnknownListsCapsAndPolicy) {
+  auto bad = call("POST", "/v1/sandboxes", R"({"internet":{"allow":["PyPI.org"]}})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  auto unknown = call("POST", "/v1/sandboxes", R"({"internet":{"list":"nope"}})");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  auto capped = call("POST", "/v1/sandboxes", R"({"internet":{"list":"git"}})", "tok-bob");
+  EXPECT_EQ(capped.status, 403) << capped.body;
+  auto outside = call("POST", "/v1/sandboxes", R"({"internet":{"allow":["pypi.org"]}})", "tok-bob");
+  EXPECT_EQ(outside.status, 403) << outside.body;
+  EXPECT_TRUE(create(R"({"internet":{"allow":["a.example.com"]}})", "tok-bob"));
+  auto paste = call("POST", "/v1/sandboxes", R"({"internet":{"allow":["pastebin.com"]}})");
+  EXPECT_EQ(paste.status, 403) << paste.body;
+  EXPECT_NE(paste.body.find("no paste sites"), std::string::npos) << paste.body;
+  EXPECT_EQ(svc_->manager()->list().size(), 1u);  // only bob's allowed one
+
+  auto sb = create("{}");
+  ASSERT_TRUE(sb);
+  std::string id = sb->getValue<std::string>("id");
+  auto r = set(id, R"({"allow":["x.pastebin.com","pypi.org"]})");
+  EXPECT_EQ(r.status, 403) << r.body;
+  r = set(id, R"({"allow":["*.com"]})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  r = set(id, R"({"allow":["a.org"],"list":"git"})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_TRUE(agent_list(sb).names.empty());
+  EXPECT_EQ(agent_->lists().size(), 1u);  // bob's
+}
+
+TEST_F(EgressApiTest, SandboxctlSetsAndShowsAllowlists) {
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {PVS_SANDBOXCTL_BIN, "--url",
+                                     "http://127.0.0.1:" + std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_captured(argv, dir_, "", {"SANDBOXCTL_TOKEN=tok-alice", "HOME=" + dir_});
+  };
+  auto created =
+      ctl({"--json", "create", "--allow", "pypi.org", "--allow", "*.github.com", "--ports", "443"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  auto sb = json(created.out);
+  std::string id = sb->getValue<std::string>("id");
+  EXPECT_EQ(agent_list(sb), Egress::allow({"pypi.org", "*.github.com"}, {443}).list);
+
+  auto set = ctl({"internet", id, "allow", "files.pythonhosted.org", "pypi.org"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(agent_list(sb), Egress::allow({"pypi.org", "files.pythonhosted.org"}).list);
+  auto shown = ctl({"show", id});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("allow files.pythonhosted.org,pypi.org ports 80,443"), std::string::npos)
+      << shown.out;
+
+  ASSERT_EQ(ctl({"internet", id, "allow", "--list", "git"}).exit_code, 0);
+  auto listed = ctl({"list"});
+  EXPECT_NE(listed.out.find("allow *.github.com,github.com ports 443 (list git)"),
+            std::string::npos)
+      << listed.out;
+  ASSERT_EQ(ctl({"internet", id, "on"}).exit_code, 0);
+  EXPECT_TRUE(agent_->lists().empty());
+  ASSERT_EQ(ctl({"internet", id, "off"}).exit_code, 0);
+  EXPECT_TRUE(agent_->set().empty());
+
+  // Mistakes: usage errors before any request, the server's 400/403 as failures.
+  EXPECT_NE(ctl({"internet", id, "allow"}).exit_code, 0);
+  EXPECT_NE(ctl({"internet", id, "allow", "a.org", "--ports", "80,,443"}).exit_code, 0);
+  EXPECT_NE(ctl({"internet", id, "allow", "a.org", "--list", "git"}).exit_code, 0);
+  EXPECT_NE(ctl({"create", "--internet", "--allow", "a.org"}).exit_code, 0);
+  auto bad = ctl({"internet", id, "allow", "PyPI.org"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("PyPI.org"), std::string::npos) << bad.err;
+  EXPECT_NE(ctl({"internet", id, "allow", "--list", "nope"}).exit_code, 0);
+  EXPECT_TRUE(agent_->lists().empty());
+}
+
+// The MCP tools take the same allowlist forms (sandbox_create's internet, internet's
+// enabled/allow/ports/list).
+TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
+  std::map<std::string, std::string> headers = {{"Accept", "application/json, text/event-stream"}};
+  auto init = http(port_, "POST", "/mcp",
+                   R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{)"
+                   R"("protocolVersion":"2025-06-18","capabilities":{},)"
+                   R"("clientInfo":{"name":"egress-test","version":"1"}}})",
+                   "tok-alice", headers);
+  ASSERT_EQ(init.status, 200) << init.body;
+  headers["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"];
+  headers["MCP-Protocol-Version"] = "2025-06-18";
+  ASSERT_EQ(http(port_, "POST", "/mcp", R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                 "tok-alice", headers)
+                .status,
+            202);
+  auto tool = [&](const std::string& name, const std::string& arguments) {
+    auto r = http(port_, "POST", "/mcp",
+                  R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":")" + name +
+                      R"(","arguments":)" + arguments + "}}",
+                  "tok-alice", headers);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.body;
+  };
+  auto created = tool("sandbox_create", R"({"internet":{"list":"python-packages"}})");
+  ASSERT_NE(created.find(R"("egress":"allowlist")"), std::string::npos) << created;
+  auto list = svc_->manager()->list();
+  ASSERT_EQ(list.size(), 1u);
+  std::string id = list[0].id;
+  auto address = *list[0].address;
+  EXPECT_EQ(agent_->lists().at(address),
+            Egress::allow({"pypi.org", "files.pythonhosted.org"}).list);
+  tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["api.example.org"],"ports":[443]})");
+  EXPECT_EQ(agent_->lists().at(address), Egress::allow({"api.example.org"}, {443}).list);
+  tool("internet", R"({"sandbox_id":")" + id + R"(","enabled":true})");
+  EXPECT_TRUE(agent_->lists().empty());
+  EXPECT_EQ(agent_->set().size(), 1u);
+  auto refused = tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["pastebin.com"]})");
+  EXPECT_NE(refused.find("\"isError\":true"), std::string::npos) << refused;
+  EXPECT_TRUE(agent_->lists().empty());
+}
+
+// An approval is for the names asked for: it cannot be spent on another list.
+TEST_F(EgressApiTest, AnApprovalCoversOnlyTheNamesItWasAskedFor) {
+  auto sb = create("{}");
+  ASSERT_TRUE(sb);
+  std::string uri = "/v1/sandboxes/" + sb->getValue<std::string>("id") + "/internet";
+  auto pending = http(port_, "PUT", uri, R"({"allow":["a.needs-approval.org"]})", "tok-alice",
+                      {{"Prefer", "respond-async"}});
+  ASSERT_EQ(pending.status, 202) << pending.body;
+  auto approval = json(pending.body)->getObject("approval");
+  std::string id = approval->getValue<std::string>("id");
+  EXPECT_NE(pending.body.find("internet allow a.needs-approval.org"), std::string::npos)
+      << pending.body;
+  ASSERT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
+  auto other = http(port_, "PUT", uri, R"({"allow":["a.needs-approval.org","evil.org"]})",
+                    "tok-alice", {{"Approval", id}});
+  EXPECT_EQ(other.status, 403) << other.body;
+  EXPECT_TRUE(agent_->lists().empty());
+  auto same = http(port_, "PUT", uri, R"({"allow":["a.needs-approval.org"]})", "tok-alice",
+                   {{"Approval", id}});
+  EXPECT_EQ(same.status, 200) << same.body;
+  EXPECT_EQ(agent_list(sb).names, (std::vector<std::string>{"a.needs-approval.org"}));
+}
+
+}  // namespace
+}  // namespace pvs::service
