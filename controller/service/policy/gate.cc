@@ -102,6 +102,9 @@ Result<Approval> PolicyGate::wait_for_person(const Approval& opened, int seconds
     auto left = std::max(milliseconds(0), duration_cast<milliseconds>(until - steady_clock::now()));
     auto a = approvals_.wait(opened.id, progress ? std::min<milliseconds>(left, 1s) : left);
     if (!a || a->state != Approval::State::kPending || steady_clock::now() >= until) return a;
+    // Without a progress callback the wait may still end a moment early (the milliseconds
+    // were truncated): wait out the rest.
+    if (!progress) continue;
     progress(seconds_since(started), seconds,
              "waiting for a person to approve " + opened.request.summary + " (approval " +
                  opened.id + ", " + opened.request.rule + ")");
