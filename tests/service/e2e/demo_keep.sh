@@ -6,7 +6,7 @@
 # Usage: tests/service/e2e/demo_keep.sh BUILD_DIR
 set -euo pipefail
 build_dir=${1:?usage: demo_keep.sh BUILD_DIR}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 out=$(mktemp)
 demo=""
 fail() {

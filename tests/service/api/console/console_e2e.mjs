@@ -218,12 +218,20 @@ await check('internet allowlist', async () => {
 });
 
 // ---- snapshots ---------------------------------------------------------------------------
+// Notifications take clicks (they have a close button) and may sit over the snapshot buttons, at
+// the bottom right: close them as a person would before clicking under them.
+async function closeToasts() {
+  await page.$$eval('#toast .toast-close', (buttons) => buttons.forEach((b) => b.click()));
+  await page.waitForFunction(() => !document.querySelector('#toast .toast'));
+}
 await check('snapshots: take and delete', async () => {
   await page.type('#snapshot-name', 'before');
+  await closeToasts();
   await page.click('#snapshot-take');
   await waitText('#snapshot-list', /before/);
   let r = await rest('GET', `/v1/sandboxes/${id}/snapshots`);
   assert(r.json.snapshots.some((s) => s.name === 'before'), `snapshots ${r.text}`);
+  await closeToasts();
   await page.click('#snapshot-list button[data-action="delete"]');
   await waitText('#snapshot-list', /No snapshots/);
   r = await rest('GET', `/v1/sandboxes/${id}/snapshots`);

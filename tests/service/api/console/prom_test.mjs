@@ -2,7 +2,7 @@
 // runner: the shapes /metrics writes, label escapes, and random input that must never throw.
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { parsePrometheus, sum } from '../../../controller/console/js/prom.js';
+import { parsePrometheus, sum } from '../../../../controller/console/js/prom.js';
 
 const text = `# HELP pvs_http_requests_total HTTP requests by method, route and status.
 # TYPE pvs_http_requests_total counter
