@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -175,6 +176,24 @@ class LineClient {
       ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
       if (n <= 0) return std::nullopt;
       buf_.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+  // Waits for the peer to close (EOF or reset): true once it has, false if `timeout_ms` passes
+  // first. Lines that arrive meanwhile are kept for read_line. Unlike read_line, which answers
+  // nullopt both on EOF and on timeout, this tells the two apart.
+  bool wait_closed(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
+      if (left <= 0) return false;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char tmp[65536];
+      ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+      if (n > 0) buf_.append(tmp, static_cast<std::size_t>(n));
     }
   }
   std::string call(const std::string& request, int timeout_ms = 5000) {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -12,7 +11,6 @@
 namespace pvs::lifecycle {
 namespace {
 
-using namespace std::chrono_literals;
 using Who = CloneQueue::Who;
 
 // While a clone runs, a refill queues first and a caller second: the caller clones next.
@@ -20,17 +18,14 @@ TEST(CloneQueue, AWaitingCallerGoesBeforeAWaitingRefill) {
   CloneQueue q;
   std::mutex mu;
   std::vector<std::string> order;
-  std::atomic<int> waiting{0};
   auto take = [&](Who who, const char* name) {
-    ++waiting;
     CloneQueue::Turn turn(q, who);
     std::lock_guard l(mu);
     order.push_back(name);
   };
   q.lock(Who::kCaller);  // the clone in progress
   std::thread refill(take, Who::kRefill, "refill");
-  while (waiting < 1) std::this_thread::yield();
-  std::this_thread::sleep_for(20ms);  // the refill is waiting in lock()
+  while (q.refills_waiting() < 1) std::this_thread::yield();  // the refill waits in lock()
   std::thread caller(take, Who::kCaller, "caller");
   while (q.callers_waiting() < 1) std::this_thread::yield();
   q.unlock();

@@ -15,9 +15,10 @@ class CloneQueue {
   // Blocks until it is `who`'s turn.
   void lock(Who who) {
     std::unique_lock l(mu_);
-    if (who == Who::kCaller) ++callers_waiting_;
+    int& waiting = who == Who::kCaller ? callers_waiting_ : refills_waiting_;
+    ++waiting;
     cv_.wait(l, [&] { return !held_ && (who == Who::kCaller || callers_waiting_ == 0); });
-    if (who == Who::kCaller) --callers_waiting_;
+    --waiting;
     held_ = true;
   }
 
@@ -29,9 +30,16 @@ class CloneQueue {
     cv_.notify_all();
   }
 
+  // How many are inside lock() and not yet holding it. The count goes up under the same lock
+  // hold that first tests for a turn, so whoever sees it has also seen that holder-to-be
+  // wait (or take its turn and leave the count).
   int callers_waiting() {
     std::lock_guard l(mu_);
     return callers_waiting_;
+  }
+  int refills_waiting() {
+    std::lock_guard l(mu_);
+    return refills_waiting_;
   }
 
   // For lock_guard-like use: `CloneQueue::Turn turn(queue, who);`.
@@ -51,6 +59,7 @@ class CloneQueue {
   std::condition_variable cv_;
   bool held_ = false;
   int callers_waiting_ = 0;
+  int refills_waiting_ = 0;
 };
 
 }  // namespace pvs::lifecycle
