@@ -39,7 +39,9 @@ Result<std::unique_ptr<Upstream>> Upstream::create(
   if (library != ARES_SUCCESS) return fail(ErrorCode::kInternal, ares_strerror(library));
   std::unique_ptr<Upstream> self(new Upstream());
   ares_options options{};
-  options.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES;
+  // NOCHECKRESP: the first upstream's answer is the answer, its rcode included (SERVFAIL and
+  // REFUSED too); the next upstream is asked when one does not answer.
+  options.flags = ARES_FLAG_NOSEARCH | ARES_FLAG_NOALIASES | ARES_FLAG_NOCHECKRESP;
   options.timeout = static_cast<int>(timeout_ms);
   options.tries = 1;
   options.sock_state_cb = &Upstream::on_socket;

@@ -1,6 +1,7 @@
 // The resolver's upstream queries, asynchronous with c-ares (#32): any number in flight on the
-// resolver's one event loop, each with its own timeout; the upstreams are tried in order and a
-// truncated answer is asked again over TCP (c-ares does both).
+// resolver's one event loop, each with its own timeout; the upstreams are tried in order (the
+// next when one does not answer in time) and a truncated answer is asked again over TCP (c-ares
+// does both).
 #pragma once
 
 #include <poll.h>

@@ -195,7 +195,8 @@ def cmd_dnspaced(a):
     qid = random.randint(0, 65535)
     while True:
         now = time.perf_counter()
-        if now < end and sent < int((now - start) * a.rate) + 1:
+        due = min(int((now - start) * a.rate) + 1, int(a.seconds * a.rate)) if now < end else sent
+        while sent < due:  # catches up after a slow turn: the rate is kept
             qid = (qid + 1) & 0xFFFF
             name = a.name or "%08x.%s" % (random.getrandbits(32), a.random_under)
             q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
