@@ -9,11 +9,12 @@ FairQueue::Admit FairQueue::submit(std::uint32_t source, std::uint64_t job) {
     ++total_;
     return Admit::kStart;
   }
-  if (s.queue.size() >= queued_) {
+  if (s.queue.size() >= queued_ || queued_total_ >= kMaxQueuedTotal) {
     if (s.inflight == 0 && s.queue.empty()) sources_.erase(source);
     return Admit::kDropped;
   }
   s.queue.push_back(job);
+  ++queued_total_;
   if (!s.in_ring) {
     s.in_ring = true;
     ring_.push_back(source);
@@ -40,6 +41,7 @@ std::optional<FairQueue::Next> FairQueue::finish(std::uint32_t source) {
     }
     std::uint64_t job = s.queue.front();
     s.queue.pop_front();
+    --queued_total_;
     ++s.inflight;
     ++total_;
     if (s.queue.empty()) {

@@ -2,7 +2,8 @@
 // answer, at most `per_source` of them from one source. A source's further queries wait in its
 // own queue (at most `queued_per_source`, beyond it they are dropped); a freed slot goes to the
 // next source in a round robin over the sources that wait, so a source flooding names that the
-// upstream answers slowly holds its own slots and never those of the others.
+// upstream answers slowly holds its own slots and never those of the others. All queues together
+// hold at most kMaxQueuedTotal jobs (a bound on memory with many sources).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,8 @@ namespace pvs::resolver {
 
 class FairQueue {
  public:
+  static constexpr std::size_t kMaxQueuedTotal = 8192;
+
   FairQueue(std::size_t max_inflight, std::size_t per_source, std::size_t queued_per_source)
       : max_inflight_(max_inflight), per_source_(per_source), queued_(queued_per_source) {}
 
@@ -43,6 +46,7 @@ class FairQueue {
   std::size_t per_source_;
   std::size_t queued_;
   std::size_t total_ = 0;
+  std::size_t queued_total_ = 0;
   std::unordered_map<std::uint32_t, Source> sources_;
   std::deque<std::uint32_t> ring_;  // sources with queued jobs, in serving order
 };

@@ -52,5 +52,19 @@ TEST(FairQueue, ForgetsIdleSources) {
   EXPECT_EQ(q.submit(7, 3), Admit::kStart);
 }
 
+TEST(FairQueue, AllQueuesTogetherAreBounded) {
+  FairQueue q(1, 1, 100);
+  std::uint64_t job = 0;
+  EXPECT_EQ(q.submit(0, job++), Admit::kStart);
+  std::size_t queued = 0;
+  for (std::uint32_t source = 1; source < 200; ++source) {
+    for (int i = 0; i < 100; ++i) queued += q.submit(source, job++) == Admit::kQueued ? 1 : 0;
+  }
+  EXPECT_EQ(queued, FairQueue::kMaxQueuedTotal);
+  ASSERT_TRUE(q.finish(0));  // a slot frees: one queued job starts, one place in the queues frees
+  EXPECT_EQ(q.submit(500, job++), Admit::kQueued);
+  EXPECT_EQ(q.submit(501, job++), Admit::kDropped);
+}
+
 }  // namespace
 }  // namespace pvs::resolver
