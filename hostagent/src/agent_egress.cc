@@ -183,12 +183,19 @@ std::string Agent::do_pair(const Peer& peer, const proto::PairRequest& r) {
     for (auto port : ports) fresh += pairs_.contains(PairKey{r.address, dst, port}) ? 0 : 1;
   }
   std::size_t have = pairs_of(r.address);
-  if (have + fresh > config_.max_pairs_per_source || pairs_.size() + fresh > config_.max_pairs) {
-    std::string reply = error_reply(
-        Error{ErrorCode::kTooLarge, "too many pairs: " + r.address.to_string() + " has " +
-                                        std::to_string(have) + " (max_pairs_per_source " +
-                                        std::to_string(config_.max_pairs_per_source) +
-                                        ", max_pairs " + std::to_string(config_.max_pairs) + ")"});
+  // #32: max_pairs is shared by the listed sources; each holds at most its share (rounded up),
+  // so the sandboxes of one tenant cannot fill the set and leave every other one SERVFAIL.
+  std::size_t listed = std::max<std::size_t>(1, desired_.egress.size());
+  std::size_t share = (config_.max_pairs + listed - 1) / listed;
+  std::size_t cap = std::min<std::size_t>(config_.max_pairs_per_source, share);
+  if (have + fresh > cap || pairs_.size() + fresh > config_.max_pairs) {
+    std::string reply = error_reply(Error{
+        ErrorCode::kTooLarge,
+        "too many pairs: " + r.address.to_string() + " has " + std::to_string(have) +
+            " (max_pairs_per_source " + std::to_string(config_.max_pairs_per_source) +
+            ", share of max_pairs " + std::to_string(share) + " among " + std::to_string(listed) +
+            " listed, max_pairs " + std::to_string(config_.max_pairs) + " with " +
+            std::to_string(pairs_.size()) + " in use)"});
     log_change(peer, "verb=PAIR address=" + r.address.to_string() + " name=" + r.name, reply);
     return reply;
   }

@@ -2,11 +2,18 @@
 // domain"). A query from a sandbox is answered only for names on its list (ASK), and only after
 // the agent holds the (sandbox . address . port) pairs of the answer (PAIR): the first
 // connection never races the set. Everything else is REFUSED.
+//
+// One event loop thread does all of it (#32): upstream queries are asynchronous (c-ares), the
+// agent connections are shared and pipelined, and a FairQueue decides which query runs, so a
+// source flooding names that resolve slowly holds its own slots only.
 #pragma once
+
+#include <netinet/in.h>
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <thread>
@@ -15,7 +22,9 @@
 
 #include "agent_link.h"
 #include "dns_message.h"
+#include "fair_queue.h"
 #include "resolver_config.h"
+#include "upstream.h"
 
 namespace pvs::resolver {
 
@@ -25,49 +34,80 @@ struct Stats {
   std::atomic<std::uint64_t> answered{0};
   std::atomic<std::uint64_t> refused{0};
   std::atomic<std::uint64_t> failed{0};
-  std::atomic<std::uint64_t> limited{0};  // dropped: over the source's query budget
+  std::atomic<std::uint64_t> limited{0};      // dropped: over the source's budget or queue
+  std::atomic<std::uint64_t> outsider{0};     // dropped: source outside sandbox_cidr
+  std::atomic<std::uint64_t> tcp_refused{0};  // connections closed at once (cidr or caps)
 };
 
 class Resolver {
  public:
-  explicit Resolver(ResolverConfig config) : config_(std::move(config)) {}
+  explicit Resolver(ResolverConfig config);
   ~Resolver();
   Resolver(const Resolver&) = delete;
   Resolver& operator=(const Resolver&) = delete;
 
-  // Binds udp and tcp on listen:port (IP_FREEBIND: the bridge may come up later).
+  // Binds udp and tcp on listen:port (IP_FREEBIND: the bridge may come up later); port 0 picks
+  // a free port (tests), see port().
   Status open();
-  // Starts the worker threads; stop() ends them.
-  void start();
+  std::uint16_t port() const { return config_.port; }
+  // Starts the event loop thread; stop() ends it.
+  Status start();
   void stop();
-
-  // The answer to one query from `source`; nullopt: send nothing. `tcp` allows larger answers.
-  std::optional<std::vector<std::uint8_t>> answer(Ipv4Address source,
-                                                  std::span<const std::uint8_t> wire,
-                                                  AgentLink& link, bool tcp);
   const Stats& stats() const { return stats_; }
 
  private:
-  // The per-source query budget (token bucket, queries_per_second, burst twice that).
-  bool admit(Ipv4Address source);
-  Result<dns::Response> ask_upstream(const std::string& name);
-  Result<dns::Response> ask_upstream_tcp(std::pair<Ipv4Address, std::uint16_t> upstream,
-                                         const std::vector<std::uint8_t>& query);
-  void udp_loop();
-  void tcp_loop();
-  void tcp_client(int fd, Ipv4Address source);
+  struct Job {
+    Ipv4Address source;
+    dns::Query query;
+    std::uint64_t tcp = 0;  // the TCP client to answer; 0: UDP
+    sockaddr_in from{};     // UDP
+  };
+  struct TcpClient {
+    UniqueFd fd;
+    Ipv4Address source;
+    std::vector<std::uint8_t> in;
+    std::vector<std::uint8_t> out;
+    std::int64_t idle_deadline_ms = 0;
+  };
+
+  void loop();
+  void read_udp();
+  void accept_tcp();
+  void read_tcp(std::uint64_t id);
+  void write_tcp(TcpClient& c);
+  void close_tcp(std::uint64_t id);
+  // A query arrived: budget, checks, then the FairQueue.
+  void intake(Ipv4Address source, std::span<const std::uint8_t> wire, std::uint64_t tcp,
+              const sockaddr_in& from);
+  bool admit(Ipv4Address source);  // the per-source token bucket (queries_per_second)
+  void start_job(std::uint64_t id);
+  void on_ask(std::uint64_t id, Result<proto::Reply> asked);
+  void on_upstream(std::uint64_t id, Result<dns::Response> response);
+  void on_pair(std::uint64_t id, Result<proto::Reply> paired, std::vector<dns::Record> records,
+               std::uint32_t ttl);
+  // Sends `reply` (if any) for job `id`, frees its slot and starts the next query.
+  void finish(std::uint64_t id, std::optional<std::vector<std::uint8_t>> reply);
+  void send_reply(const Job& job, const std::vector<std::uint8_t>& reply);
+  std::vector<std::uint8_t> refuse(const Job& job, dns::Rcode rcode);
+  AgentLink& agent();
 
   ResolverConfig config_;
   UniqueFd udp_;
   UniqueFd tcp_;
   std::atomic<bool> stopping_{false};
-  std::atomic<std::uint32_t> tcp_clients_{0};
-  std::vector<std::thread> threads_;
+  std::thread thread_;
+  std::unique_ptr<Upstream> upstream_;
+  std::vector<std::unique_ptr<AgentLink>> agents_;
+  FairQueue fair_;
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<std::uint64_t, Job> jobs_;  // running and queued
+  std::deque<std::uint64_t> runnable_;           // given a slot by finish(), to start
+  std::unordered_map<std::uint64_t, std::unique_ptr<TcpClient>> tcp_clients_;
+  std::unordered_map<std::uint32_t, std::uint32_t> tcp_per_source_;
   struct Bucket {
     double tokens = 0;
     std::int64_t last_ms = 0;
   };
-  std::mutex buckets_mutex_;
   std::unordered_map<std::uint32_t, Bucket> buckets_;
   Stats stats_;
 };

@@ -21,8 +21,14 @@ Result<ResolverConfig> parse_config(std::string_view text, std::string_view sour
   m.string_list("upstreams", &upstreams);
   m.string("agent_socket", &c.agent_socket);
   m.integer("upstream_timeout_ms", &c.upstream_timeout_ms, 10, 60'000);
-  m.integer("workers", &c.workers, 1, 64);
-  m.integer("max_tcp_clients", &c.max_tcp_clients, 1, 10'000);
+  std::uint32_t workers = 0;  // before #32: threads; one event loop now, the key is ignored
+  m.integer("workers", &workers, 1, 64);
+  m.integer("agent_connections", &c.agent_connections, 1, 64);
+  m.integer("max_inflight", &c.max_inflight, 1, 100'000);
+  m.integer("max_inflight_per_source", &c.max_inflight_per_source, 1, 100'000);
+  m.integer("max_queued_per_source", &c.max_queued_per_source, 0, 100'000);
+  m.integer("max_tcp_clients", &c.max_tcp_clients, 1, 100'000);
+  m.integer("max_tcp_per_source", &c.max_tcp_per_source, 1, 100'000);
   m.integer("max_answer_ttl", &c.max_answer_ttl, 0, 604'800);
   m.integer("queries_per_second", &c.queries_per_second, 0, 1'000'000);
   m.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
@@ -39,6 +45,20 @@ Result<ResolverConfig> parse_config(std::string_view text, std::string_view sour
     } else {
       m.fail("sandbox_cidr", n.error().message);
     }
+  }
+  // A per-source cap above its total is an error when written, and follows the total when the
+  // default is in effect (a small max_tcp_clients from before #32 stays valid).
+  if (m.ok() && c.max_inflight_per_source > c.max_inflight) {
+    if (m.has("max_inflight_per_source")) {
+      m.fail("max_inflight_per_source", "must not exceed max_inflight");
+    }
+    c.max_inflight_per_source = c.max_inflight;
+  }
+  if (m.ok() && c.max_tcp_per_source > c.max_tcp_clients) {
+    if (m.has("max_tcp_per_source")) {
+      m.fail("max_tcp_per_source", "must not exceed max_tcp_clients");
+    }
+    c.max_tcp_per_source = c.max_tcp_clients;
   }
   if (m.ok() && upstreams.empty()) m.fail("upstreams", "at least one upstream resolver is needed");
   for (const auto& u : upstreams) {

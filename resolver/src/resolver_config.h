@@ -22,8 +22,16 @@ struct ResolverConfig {
   std::vector<std::pair<Ipv4Address, std::uint16_t>> upstreams;  // required, tried in order
   std::string agent_socket = "/run/pve-sandbox/agent.sock";
   std::uint32_t upstream_timeout_ms = 2000;
-  std::uint32_t workers = 4;           // UDP threads
-  std::uint32_t max_tcp_clients = 32;  // concurrent TCP connections
+  // Concurrent connections to the agent, shared by every query (pipelined requests).
+  std::uint32_t agent_connections = 2;
+  // Queries between admission and answer (ASK, upstream, PAIR), in all and per source; a
+  // source's further queries wait in its own queue, served round robin across sources, and
+  // are dropped beyond max_queued_per_source.
+  std::uint32_t max_inflight = 256;
+  std::uint32_t max_inflight_per_source = 8;
+  std::uint32_t max_queued_per_source = 32;
+  std::uint32_t max_tcp_clients = 32;    // concurrent TCP connections
+  std::uint32_t max_tcp_per_source = 4;  // of one source
   // TTL given to clients: at most this (keep it <= the agent's pair_ttl_cap_seconds).
   std::uint32_t max_answer_ttl = 86400;
   // Queries a source may send per second (burst twice that); beyond it they are dropped.

@@ -172,7 +172,7 @@ TEST_F(AgentEgress, PairLimitsPerSourceAndInTotal) {
   MemorySets* sets = nullptr;
   AgentConfig config;
   config.max_pairs_per_source = 4;
-  config.max_pairs = 6;
+  config.max_pairs = 8;
   auto agent = start_agent(&sets, config);
   ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=80,443 names=*.a.example"), "OK");
   ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 ports=80,443 names=*.a.example"), "OK");
@@ -182,10 +182,41 @@ TEST_F(AgentEgress, PairLimitsPerSourceAndInTotal) {
   EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 y.a.example 198.51.100.1 ttl=1"), "OK 2");
   EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 z.a.example 198.51.100.3 ttl=1").substr(0, 7),
             "ERR 413");
-  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.8 x.a.example 198.51.100.1 ttl=1"), "OK 2");
-  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.8 x.a.example 198.51.100.2 ttl=1").substr(0, 7),
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.8 x.a.example 198.51.100.1,198.51.100.2 ttl=1"),
+            "OK 4");
+  // A third source listed later: its share (8 / 3) is free by count, the set is full.
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.9 ports=80 names=*.a.example"), "OK");
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.9 x.a.example 198.51.100.1 ttl=1").substr(0, 7),
             "ERR 413");  // the set's limit
-  EXPECT_EQ(pairs(*sets).size(), 6u);
+  EXPECT_EQ(pairs(*sets).size(), 8u);
+}
+
+// #32: max_pairs is shared by the listed sources: one source (or the sandboxes of one tenant)
+// holds at most its share, so it cannot fill the set and leave the others SERVFAIL.
+TEST_F(AgentEgress, ASourceHoldsAtMostItsShareOfMaxPairs) {
+  MemorySets* sets = nullptr;
+  AgentConfig config;
+  config.max_pairs_per_source = 100;
+  config.max_pairs = 8;
+  auto agent = start_agent(&sets, config);
+  for (const char* s : {"10.99.0.7", "10.99.0.8", "10.99.0.9", "10.99.0.10"}) {
+    ASSERT_EQ(agent->handle(peer_, std::string("EGRESS ") + s + " ports=80 names=*.a.example"),
+              "OK");
+  }
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 x.a.example 198.51.100.1,198.51.100.2 ttl=1"),
+            "OK 2");
+  std::string over = agent->handle(peer_, "PAIR 10.99.0.7 y.a.example 198.51.100.3 ttl=1");
+  EXPECT_EQ(over.substr(0, 7), "ERR 413") << over;
+  EXPECT_NE(over.find("share"), std::string::npos) << over;
+  for (const char* s : {"10.99.0.8", "10.99.0.9", "10.99.0.10"}) {
+    EXPECT_EQ(agent->handle(
+                  peer_, std::string("PAIR ") + s + " x.a.example 198.51.100.1,198.51.100.2 ttl=1"),
+              "OK 2")
+        << s;
+  }
+  // A source that leaves allowlist mode frees its share for the others (8 / 3, rounded up).
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.10 off"), "OK");
+  EXPECT_EQ(agent->handle(peer_, "PAIR 10.99.0.7 y.a.example 198.51.100.3 ttl=1"), "OK 1");
 }
 
 TEST_F(AgentEgress, ListsSurviveARestartAndPairsOfUnlistedSourcesAreDropped) {

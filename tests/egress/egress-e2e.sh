@@ -249,11 +249,13 @@ n=$(pairs_of "$IP_B")
 expect "ct102 pairs after 40 names x 2 ports" yes bash -c "[[ $n -le 20 && $n -ge 18 ]] && echo yes || echo 'no ($n)'"
 expect "ct102 queries over the limit get SERVFAIL" yes bash -c "[[ $servfail -ge 29 ]] && echo yes || echo 'no ($servfail)'"
 # One socket is one conntrack flow (the ruleset's per-flow DNS budget does not see it): the
-# resolver's own per-source budget (queries_per_second 100, burst 200) drops the rest.
+# resolver's own per-source budget (queries_per_second 100, burst 200) drops the rest, and of
+# what it admits the source's slots and queue (8 + 32, #32) take what they can; the others are
+# dropped too. At least those 40 are answered, at most the budget.
 burst=$(in_b dnsburst $GW not.listed.test --n 600)
 burst=${burst#answered=}
 expect "ct102 burst of 600 queries from one socket: at most the budget answered" yes \
-	bash -c "[[ $burst -ge 150 && $burst -le 320 ]] && echo 'yes ($burst)' || echo 'no ($burst)'"
+	bash -c "[[ $burst -ge 40 && $burst -le 320 ]] && echo 'yes ($burst)' || echo 'no ($burst)'"
 expect "STATUS counts" "OK" agent STATUS
 agent STATUS | tr ' ' '\n' | grep -E '^(egress_sources|pairs)=' | sed 's/^/         /'
 

@@ -12,11 +12,16 @@ dnsbench SERVER NAME [--n N] [--port 53]
 dnsburst SERVER NAME [--n N]
     N A queries sent at once from one socket, then replies collected until 1 s of silence;
     prints "answered=K"
+dnspaced SERVER (NAME | --random-under ZONE) [--rate R] [--seconds S] [--timeout T]
+    A queries at a steady rate from one socket (random names under ZONE: cache misses), answers
+    collected as they come; a query unanswered after T seconds counts as T. Prints
+    "sent=.. answered=.. noerror=.. lost=.. p50_us=.. p99_us=.."
 """
 import argparse
 import errno
 import os
 import random
+import select
 import socket
 import struct
 import sys
@@ -180,6 +185,55 @@ def cmd_dnsburst(a):
     return 0
 
 
+def cmd_dnspaced(a):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((a.server, a.port))
+    s.setblocking(False)
+    pending, times, noerror, sent = {}, [], 0, 0
+    start = time.perf_counter()
+    end = start + a.seconds
+    qid = random.randint(0, 65535)
+    while True:
+        now = time.perf_counter()
+        due = min(int((now - start) * a.rate) + 1, int(a.seconds * a.rate)) if now < end else sent
+        while sent < due:  # catches up after a slow turn: the rate is kept
+            qid = (qid + 1) & 0xFFFF
+            name = a.name or "%08x.%s" % (random.getrandbits(32), a.random_under)
+            q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+            for label in name.split("."):
+                q += bytes([len(label)]) + label.encode()
+            q += b"\0" + struct.pack("!HH", 1, 1)
+            pending[qid] = now
+            sent += 1
+            try:
+                s.send(q)
+            except OSError:
+                pass
+        for k in [k for k, t in pending.items() if now - t > a.timeout]:
+            del pending[k]
+            times.append(a.timeout)
+        if now >= end and not pending:
+            break
+        wait = max(0.0, min(1.0 / a.rate, end - now)) if now < end else 0.05
+        r, _, _ = select.select([s], [], [], wait)
+        while r:
+            try:
+                msg = s.recv(4096)
+            except BlockingIOError:
+                break
+            got = struct.unpack("!H", msg[:2])[0]
+            if got in pending:
+                times.append(time.perf_counter() - pending.pop(got))
+                noerror += 1 if (struct.unpack("!H", msg[2:4])[0] & 0xF) == 0 else 0
+    lost = sum(1 for t in times if t >= a.timeout)
+    times.sort()
+    p50 = times[len(times) // 2] if times else 0
+    p99 = times[min(len(times) - 1, len(times) * 99 // 100)] if times else 0
+    print("sent=%d answered=%d noerror=%d lost=%d p50_us=%.0f p99_us=%.0f" %
+          (sent, len(times) - lost, noerror, lost, p50 * 1e6, p99 * 1e6))
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -207,9 +261,17 @@ def main():
     u.add_argument("name")
     u.add_argument("--n", type=int, default=500)
     u.add_argument("--port", type=int, default=53)
+    t = sub.add_parser("dnspaced")
+    t.add_argument("server")
+    t.add_argument("name", nargs="?", default="")
+    t.add_argument("--random-under", default="")
+    t.add_argument("--rate", type=float, default=20)
+    t.add_argument("--seconds", type=float, default=10)
+    t.add_argument("--timeout", type=float, default=3)
+    t.add_argument("--port", type=int, default=53)
     a = p.parse_args()
     return {"dns": cmd_dns, "connect": cmd_connect, "agent": cmd_agent,
-            "dnsbench": cmd_dnsbench, "dnsburst": cmd_dnsburst}[a.cmd](a)
+            "dnsbench": cmd_dnsbench, "dnsburst": cmd_dnsburst, "dnspaced": cmd_dnspaced}[a.cmd](a)
 
 
 if __name__ == "__main__":
