@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "service/api_fixture.h"
+#include "support/sshd_fixture.h"
 
 namespace pvs::service {
 namespace {
