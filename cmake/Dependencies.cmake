@@ -6,6 +6,7 @@ pkg_check_modules(SSH2 REQUIRED IMPORTED_TARGET libssh2)
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)  # policy patterns: linear-time matching
 pkg_check_modules(VTERM REQUIRED IMPORTED_TARGET vterm)  # terminal screens (libvterm-dev)
+pkg_check_modules(PSL REQUIRED IMPORTED_TARGET libpsl)  # egress wildcards vs the Public Suffix List
 
 find_package(tl-expected REQUIRED)
 find_package(yaml-cpp REQUIRED)

@@ -9,6 +9,7 @@
 #include <Poco/JSON/Parser.h>
 #include <Poco/JSON/Stringifier.h>
 
+#include "pvesandbox/common/text.h"
 #include "sandboxctl.h"
 
 namespace pvs::cli {
@@ -157,7 +158,12 @@ std::string labels_text(const Poco::JSON::Object::Ptr& o) {
   return out.empty() ? "-" : out;
 }
 
-void print_table(const std::vector<std::vector<std::string>>& rows) {
+void print_table(const std::vector<std::vector<std::string>>& cells) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& r : cells) {
+    rows.emplace_back();
+    for (const auto& cell : r) rows.back().push_back(terminal_safe(cell));
+  }
   std::vector<std::size_t> width;
   for (const auto& r : rows) {
     width.resize(std::max(width.size(), r.size()));
@@ -186,6 +192,10 @@ void print_sandbox(const Poco::JSON::Object::Ptr& o) {
                {"labels:", labels_text(o)},
                {"owner:", str(o, "owner")},
                {"vmid:", str(o, "vmid") + " on " + str(o, "node")}});
+}
+
+void print_json(const std::string& body) {
+  std::cout << terminal_safe(body, TerminalText::kJson);
 }
 
 }  // namespace pvs::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "pvesandbox/common/text.h"
 #include "sandboxctl.h"
 
 namespace pvs::cli {
@@ -13,7 +14,7 @@ int simple_sandbox_call(Client& c, const std::string& method, const std::string&
   auto r = c.request(method, path, body);
   check(r, ok);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
   } else if (!r.body.empty() && r.body[0] == '{') {
     auto o = parse_object(r.body);
     if (o->has("id")) print_sandbox(o);
@@ -89,7 +90,7 @@ int cmd_create(Client& c, Args& a) {
   auto r = c.request("POST", "/v1/sandboxes", body.str());
   check(r, {201});
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
   } else {
     print_sandbox(parse_object(r.body));
   }
@@ -106,7 +107,7 @@ int cmd_list(Client& c, Args& a) {
   auto r = c.request("GET", "/v1/sandboxes" + query);
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
     return 0;
   }
   auto list = parse_object(r.body)->getArray("sandboxes");
@@ -127,7 +128,7 @@ int cmd_show(Client& c, Args& a) {
   auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id));
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
   } else {
     print_sandbox(parse_object(r.body));
   }
@@ -209,7 +210,10 @@ int cmd_snapshot(Client& c, Args& a) {
       "POST", "/v1/sandboxes/" + url_encode(id) + "/snapshots",
       "{\"name\":" + json_string(name) + ",\"description\":" + json_string(description) + "}");
   check(r, {201});
-  std::cout << (c.options().json ? r.body : "snapshot " + name + " taken\n");
+  if (c.options().json)
+    print_json(r.body);
+  else
+    std::cout << "snapshot " << terminal_safe(name) << " taken\n";
   return 0;
 }
 
@@ -219,7 +223,7 @@ int cmd_snapshots(Client& c, Args& a) {
   auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id) + "/snapshots");
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
     return 0;
   }
   auto list = parse_object(r.body)->getArray("snapshots");
@@ -257,9 +261,9 @@ int cmd_destroy(Client& c, Args& a) {
     auto r = c.request("DELETE", "/v1/sandboxes/" + url_encode(id));
     try {
       check(r, {204});
-      if (!c.options().json) std::cout << "destroyed " << id << "\n";
+      if (!c.options().json) std::cout << "destroyed " << terminal_safe(id) << "\n";
     } catch (const std::exception& e) {
-      std::cerr << "sandboxctl: " << id << ": " << e.what() << "\n";
+      std::cerr << "sandboxctl: " << terminal_safe(id + ": " + e.what()) << "\n";
       rc = kExitError;
     }
   }
@@ -271,7 +275,7 @@ int cmd_pool(Client& c, Args& a) {
   auto r = c.request("GET", "/v1/pools");
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
     return 0;
   }
   auto list = parse_object(r.body)->getArray("pools");
@@ -294,19 +298,21 @@ int cmd_health(Client& c, Args& a) {
   a.done();
   auto r = c.request("GET", "/v1/health");
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
   } else {
     auto o = parse_object(r.body);
-    std::cout << "status: " << str(o, "status") << "\n";
+    std::cout << "status: " << terminal_safe(str(o, "status")) << "\n";
     for (const char* k : {"proxmox", "agent"}) {
       auto p = o->getObject(k);
       if (p) {
         std::cout << k << ": " << (p->getValue<bool>("ok") ? "ok" : "FAILING");
-        if (p->has("error")) std::cout << " (" << p->getValue<std::string>("error") << ")";
+        if (p->has("error"))
+          std::cout << " (" << terminal_safe(p->getValue<std::string>("error")) << ")";
         std::cout << "\n";
       }
     }
-    if (o->has("sandboxes")) std::cout << "sandboxes: " << str(o, "sandboxes") << "\n";
+    if (o->has("sandboxes"))
+      std::cout << "sandboxes: " << terminal_safe(str(o, "sandboxes")) << "\n";
   }
   return r.status == 200 ? 0 : kExitError;
 }

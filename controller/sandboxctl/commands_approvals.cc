@@ -10,6 +10,7 @@
 
 #include <Poco/JSON/Array.h>
 
+#include "pvesandbox/common/text.h"
 #include "sandboxctl.h"
 
 namespace pvs::cli {
@@ -32,21 +33,21 @@ std::string line_of(const Poco::JSON::Object::Ptr& o) {
                      str(o, "action") + where + ": " + str(o, "summary") + " (" + str(o, "rule");
   if (o->has("message") && !str(o, "message").empty()) text += ": " + str(o, "message");
   text += "; deadline " + str(o, "deadline") + ")";
-  return text;
+  return terminal_safe(text);
 }
 
 std::string json_of(const Poco::JSON::Object::Ptr& o) {
   std::ostringstream s;
   o->stringify(s);
-  return s.str();
+  return terminal_safe(s.str(), TerminalText::kJson);
 }
 
 int list(Client& c, bool all) {
   auto list = fetch(c, !all);
   if (c.options().json) {
-    std::cout << "{\"approvals\":";
-    list->stringify(std::cout);
-    std::cout << "}\n";
+    std::ostringstream s;
+    list->stringify(s);
+    print_json("{\"approvals\":" + s.str() + "}\n");
     return 0;
   }
   std::vector<std::vector<std::string>> rows{
@@ -108,7 +109,7 @@ int decide(Client& c, Args& a, bool approve) {
                      reason.empty() ? "{}" : "{\"reason\":" + json_string(reason) + "}");
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
   } else {
     std::cout << line_of(parse_object(r.body)) << "\n";
   }

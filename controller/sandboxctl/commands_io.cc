@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "pvesandbox/common/io.h"
+#include "pvesandbox/common/text.h"
 #include "sandboxctl.h"
 
 namespace pvs::cli {
@@ -78,7 +79,7 @@ int cmd_exec(Client& c, Args& a) {
   if (c.options().json) {
     auto r = c.request("POST", path, body.str());
     check(r);
-    std::cout << r.body;
+    print_json(r.body);
     auto o = parse_object(r.body);
     if (o->getValue<bool>("timed_out")) return 124;
     int code = o->getValue<int>("exit_code");
@@ -158,7 +159,7 @@ int cmd_cp(Client& c, Args& a) {
     auto r = c.request("PUT", "/v1/sandboxes/" + url_encode(dst->first) + "/files" + q, data,
                        "application/octet-stream");
     check(r);
-    if (c.options().json) std::cout << r.body;
+    if (c.options().json) print_json(r.body);
     return 0;
   }
   auto r = c.request(
@@ -183,7 +184,7 @@ int cmd_ls(Client& c, Args& a) {
       "GET", "/v1/sandboxes/" + url_encode(id) + "/files?list=true&path=" + url_encode(path));
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
     return 0;
   }
   auto reply = parse_object(r.body);
@@ -222,13 +223,13 @@ int cmd_edit(Client& c, Args& a) {
   auto r = c.request("POST", "/v1/sandboxes/" + url_encode(id) + "/files/edit", body);
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
     return 0;
   }
   auto reply = parse_object(r.body);
   std::cerr << "sandboxctl: replaced " << reply->getValue<std::uint64_t>("replaced") << " in "
-            << path << "\n";
-  std::cout << reply->getValue<std::string>("diff");
+            << terminal_safe(path) << "\n";
+  std::cout << terminal_safe(reply->getValue<std::string>("diff"), TerminalText::kLines);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include <Poco/JSON/Array.h>
 
+#include "pvesandbox/common/text.h"
 #include "sandboxctl.h"
 
 namespace pvs::cli {
@@ -42,7 +43,7 @@ int cmd_nodes(Client& c, Args& a) {
   auto r = c.request("GET", "/v1/nodes");
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
     return 0;
   }
   auto list = parse_object(r.body)->getArray("nodes");
@@ -67,9 +68,9 @@ int cmd_node(Client& c, Args& a) {
   auto r = c.request("POST", "/v1/nodes/" + url_encode(name) + "/" + verb);
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
   } else {
-    std::cout << name << ": " << health_text(parse_object(r.body)) << "\n";
+    std::cout << terminal_safe(name + ": " + health_text(parse_object(r.body))) << "\n";
   }
   return 0;
 }
@@ -86,7 +87,7 @@ int cmd_audit(Client& c, Args& a) {
   auto r = c.request("GET", "/v1/audit" + query);
   check(r);
   if (c.options().json) {
-    std::cout << r.body;
+    print_json(r.body);
     return 0;
   }
   auto reply = parse_object(r.body);

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "pvesandbox/common/text.h"
 #include "sandboxctl.h"
 
 namespace pvs::cli {
@@ -121,7 +122,8 @@ void read_frames(WebSocket& ws, Outcome& out) {
           exited = true;
           out.code = o->isNull("code") ? 255 : o->getValue<int>("code");
         } else if (type == "error") {
-          std::cerr << "\r\nsandboxctl: " << o->optValue<std::string>("message", "") << "\r\n";
+          std::cerr << "\r\nsandboxctl: " << terminal_safe(o->optValue<std::string>("message", ""))
+                    << "\r\n";
         }
       } else if (n > 0) {
         std::size_t off = 0;
@@ -223,7 +225,7 @@ int cmd_shell(Client& c, Args& a) {
     reader.join();
   }
   if (!out.why.empty()) {
-    std::cerr << "sandboxctl: " << out.why << "; terminal " << tid
+    std::cerr << "sandboxctl: " << terminal_safe(out.why + "; terminal " + tid)
               << " keeps running until it ends or is idle\n";
     return 255;
   }

@@ -28,6 +28,7 @@
 #include <Poco/JSON/Stringifier.h>
 #include <yaml-cpp/yaml.h>
 
+#include "pvesandbox/common/text.h"
 #include "sandboxctl.h"
 
 using namespace pvs::cli;
@@ -198,13 +199,13 @@ int main(int argc, char** argv) {
     std::cout.flush();
     return rc;
   } catch (const UsageError& e) {
-    std::cerr << "sandboxctl: " << e.what() << "\n\n" << kUsage;
+    std::cerr << "sandboxctl: " << pvs::terminal_safe(e.what()) << "\n\n" << kUsage;
     return kExitUsage;
   } catch (const Poco::Exception& e) {
-    std::cerr << "sandboxctl: bad reply: " << e.displayText() << "\n";
+    std::cerr << "sandboxctl: bad reply: " << pvs::terminal_safe(e.displayText()) << "\n";
     return kExitError;
   } catch (const std::exception& e) {
-    std::cerr << "sandboxctl: " << e.what() << "\n";
+    std::cerr << "sandboxctl: " << pvs::terminal_safe(e.what()) << "\n";
     return kExitError;
   }
 }

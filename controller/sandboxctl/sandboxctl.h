@@ -59,11 +59,14 @@ Poco::JSON::Object::Ptr parse_object(const std::string& text);
 // Throws with the API's error message unless the status is one of `ok`.
 void check(const Reply& r, std::initializer_list<long> ok = {200});
 
-// Output.
+// Output. Whatever the server sends (an agent's command, a label, a file name, an error message)
+// is untrusted: every table cell, line and --json document passes pvs::terminal_safe on its
+// way to the terminal (docs/cli.md, "Untrusted text").
 std::string str(const Poco::JSON::Object::Ptr& o, const std::string& k);  // "-" when absent
 std::string labels_text(const Poco::JSON::Object::Ptr& o);                // "a=1,b=2"
 void print_table(const std::vector<std::vector<std::string>>& rows);
 void print_sandbox(const Poco::JSON::Object::Ptr& o);
+void print_json(const std::string& body);  // a --json reply, its hazards as \uXXXX
 
 // The arguments after the command.
 struct Args {

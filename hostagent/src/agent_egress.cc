@@ -6,6 +6,7 @@
 
 #include "agent.h"
 #include "pvesandbox/common/log.h"
+#include "pvesandbox/common/public_suffix.h"
 
 namespace pvs::agent {
 namespace {
@@ -100,6 +101,8 @@ std::string Agent::do_egress(const Peer& peer, const proto::EgressRequest& r) {
   std::string what = "verb=" + proto::format_request(r).substr(0, 200);
   auto reply = [&]() -> std::string {
     if (auto ok = check_address(r.address); !ok) return error_reply(ok.error());
+    if (auto why = r.list ? egress_wildcards_problem(r.list->names) : ""; !why.empty())
+      return error_reply(Error{ErrorCode::kInvalidArgument, why});
     auto current = desired_.egress.find(r.address);
     if (r.list && current == desired_.egress.end() &&
         desired_.egress.size() >= config_.max_elements) {

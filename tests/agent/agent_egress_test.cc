@@ -122,6 +122,23 @@ TEST_F(AgentEgress, ListsAskAndPairs) {
   EXPECT_NE(status.find(" egress_sources=1 pairs=6 "), std::string::npos) << status;
 }
 
+// #32, finding 5: the agent, the boundary, refuses a wildcard at a public suffix itself.
+TEST_F(AgentEgress, RefusesWildcardsAtAPublicSuffix) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  for (const char* name : {"*.co.uk", "*.nip.io", "*.github.io"}) {
+    auto reply =
+        agent->handle(peer_, std::string("EGRESS 10.99.0.7 ports=443 names=pypi.org,") + name);
+    EXPECT_EQ(reply.substr(0, 8), "ERR 400 ") << reply;
+    EXPECT_NE(reply.find(std::string(name) + ": "), std::string::npos) << reply;
+  }
+  EXPECT_TRUE(listed(*sets).empty());
+  EXPECT_EQ(agent->handle(peer_, "EGRESSES"), "OK 0");
+  EXPECT_EQ(
+      agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=*.example.com,*.pythonhosted.org"),
+      "OK");
+}
+
 TEST_F(AgentEgress, ResolverUidsMaySendOnlyTheirVerbs) {
   MemorySets* sets = nullptr;
   auto agent = start_agent(&sets);

@@ -1,5 +1,6 @@
 // Fuzzes the controller's parser of the agent's EGRESSES payload (egress_wire.h): whatever it
-// accepts is a valid, normalised list per address that formats back to an EGRESS line.
+// accepts is a valid list as stored (validate_stored_egress_list), normalised, per address, that
+// formats back to an EGRESS line.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -11,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto lists = pvs::egress_wire::parse_egresses_payload(payload);
   if (!lists) return 0;
   for (const auto& [address, list] : *lists) {
-    if (!pvs::validate_egress_list(list)) std::abort();
+    if (!pvs::validate_stored_egress_list(list)) std::abort();
     auto copy = list;
     pvs::normalize_egress_list(copy);
     if (!(copy == list)) std::abort();

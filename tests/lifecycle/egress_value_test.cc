@@ -38,6 +38,31 @@ TEST(EgressNameTest, RefusesEverythingElse) {
   }
 }
 
+// #32, finding 5: a wildcard reaches one owner's names, never a public suffix's (libpsl, ICANN
+// and private sections) nor a wildcard DNS service's; a list read back keeps what it had.
+TEST(EgressNameTest, RefusesWildcardsAtAPublicSuffix) {
+  for (std::string name : {"*.co.uk", "*.nip.io", "*.github.io", "*.com"}) {
+    auto r = validate_egress_name(name);
+    ASSERT_FALSE(r) << name;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    std::string base = name.substr(2);
+    EXPECT_NE(r.error().message.find(
+                  base + (base == "nip.io" ? " is a wildcard DNS service" : " is a public suffix")),
+              std::string::npos)
+        << r.error().message;
+    auto list = Egress::allow({"pypi.org", name});
+    EXPECT_FALSE(validate_egress(list)) << name;
+    EXPECT_FALSE(validate_egress_list(list.list)) << name;
+  }
+  for (const char* name : {"*.example.com", "*.pythonhosted.org"})
+    EXPECT_TRUE(validate_egress_name(name)) << name;
+  auto old = Egress::allow({"*.github.io"});
+  EXPECT_TRUE(validate_stored_egress_list(old.list));
+  auto read = egress_wire::parse_egresses_payload("1 10.99.0.7=443/*.github.io");
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->begin()->second.names, (std::vector<std::string>{"*.github.io"}));
+}
+
 TEST(EgressListTest, NormalisesAndChecksTheLimits) {
   auto e = Egress::allow({"b.org", "a.org", "b.org"});
   EXPECT_EQ(e.list.names, (std::vector<std::string>{"a.org", "b.org"}));

@@ -1,5 +1,7 @@
 // The REST API, as any client sees it: the token from sessionStorage as a bearer header (never
 // in a URL or a cookie), JSON bodies, the API's error envelope turned into ApiError.
+import { visible } from './visible.js';
+
 const KEY = 'pvs.token';
 
 export class ApiError extends Error {
@@ -58,6 +60,6 @@ export const sbPath = (id, rest = '') => `/v1/sandboxes/${encodeURIComponent(id)
 
 // A message for people: the API's message with its status and code.
 export function describe(e) {
-  if (e instanceof ApiError) return `${e.message} (${e.status} ${e.code})`;
-  return String(e && e.message ? e.message : e);
+  if (e instanceof ApiError) return visible(`${e.message} (${e.status} ${e.code})`);
+  return visible(e && e.message ? e.message : e);
 }

@@ -2,6 +2,7 @@
 // approver tokens see everyone's and may approve or deny; others see their own.
 import { api, describe } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
+import { visible } from './visible.js';
 
 const kind = (s) => (s === 'pending' ? 'warn' : s === 'approved' ? 'ok' : 'bad');
 
@@ -28,11 +29,11 @@ export async function render(el) {
     if (!pending.length) pendingBox.append(h('p', { class: 'empty', text: 'Nothing waiting.' }));
     else pendingBox.append(table([
       { title: 'Asked', cell: (a) => fmtTime(a.created_at) },
-      { title: 'Token', cell: (a) => a.token },
-      { title: 'Action', cell: (a) => a.action },
-      { title: 'Sandbox', cell: (a) => h('span', { class: 'mono', text: a.sandbox || '' }) },
-      { title: 'What', cell: (a) => h('code', { class: 'summary', text: a.summary || '' }) },
-      { title: 'Why', cell: (a) => a.message || a.rule || '' },
+      { title: 'Token', cell: (a) => visible(a.token) },
+      { title: 'Action', cell: (a) => visible(a.action) },
+      { title: 'Sandbox', cell: (a) => h('span', { class: 'mono', text: visible(a.sandbox) }) },
+      { title: 'What', cell: (a) => h('code', { class: 'summary', text: visible(a.summary) }) },
+      { title: 'Why', cell: (a) => visible(a.message || a.rule) },
       { title: 'Deadline', cell: (a) => fmtTime(a.deadline) },
       { title: 'Decide', cell: (a) => {
         const reason = h('input', { type: 'text', placeholder: 'reason (optional)', 'aria-label': `reason for ${a.id}` });
@@ -50,10 +51,10 @@ export async function render(el) {
     else recentBox.append(table([
       { title: 'Asked', cell: (a) => fmtTime(a.created_at) },
       { title: 'State', cell: (a) => badge(a.state, kind(a.state)) },
-      { title: 'Token', cell: (a) => a.token },
-      { title: 'Action', cell: (a) => a.action },
-      { title: 'What', cell: (a) => h('code', { text: a.summary || '' }) },
-      { title: 'Decided by', cell: (a) => [a.decided_by || '', a.reason ? ` — ${a.reason}` : ''] },
+      { title: 'Token', cell: (a) => visible(a.token) },
+      { title: 'Action', cell: (a) => visible(a.action) },
+      { title: 'What', cell: (a) => h('code', { text: visible(a.summary) }) },
+      { title: 'Decided by', cell: (a) => [visible(a.decided_by), a.reason ? ` — ${visible(a.reason)}` : ''] },
     ], recent));
   };
   el.append(h('h1', { text: 'Approvals' }),

@@ -2,25 +2,26 @@
 // seconds from GET /v1/audit, with filters by action and sandbox. Every value goes in as text.
 import { api, ApiError, describe } from './api.js';
 import { badge, clear, fmtTime, h, table } from './dom.js';
+import { visible } from './visible.js';
 
 const REFRESH_MS = 3000;
 
 function paramsText(p) {
   if (!p || typeof p !== 'object' || !Object.keys(p).length) return '';
   const s = JSON.stringify(p);
-  return s.length > 160 ? `${s.slice(0, 157)}…` : s;
+  return visible(s.length > 160 ? `${s.slice(0, 157)}…` : s);
 }
 
 function recordsTable(records) {
   return table([
     { title: 'Time', class: 'nowrap', cell: (r) => fmtTime(r.time) },
-    { title: 'Token', class: 'nowrap', cell: (r) => r.token || '' },
-    { title: 'Action', class: 'nowrap', cell: (r) => h('span', { class: 'mono', text: r.action || '' }) },
-    { title: 'Sandbox', class: 'nowrap', cell: (r) => (r.sandbox ? h('a', { href: `#/sandboxes/${encodeURIComponent(r.sandbox)}`, class: 'mono', text: r.sandbox }) : '') },
-    { title: 'Result', cell: (r) => [badge(`${r.status ?? ''} ${r.result || ''}`.trim(), r.result === 'ok' ? 'ok' : 'bad'),
-      r.error ? h('div', { class: 'error', text: `${r.error.code}: ${r.error.message}` }) : ''] },
+    { title: 'Token', class: 'nowrap', cell: (r) => visible(r.token) },
+    { title: 'Action', class: 'nowrap', cell: (r) => h('span', { class: 'mono', text: visible(r.action) }) },
+    { title: 'Sandbox', class: 'nowrap', cell: (r) => (r.sandbox ? h('a', { href: `#/sandboxes/${encodeURIComponent(r.sandbox)}`, class: 'mono', text: visible(r.sandbox) }) : '') },
+    { title: 'Result', cell: (r) => [badge(visible(`${r.status ?? ''} ${r.result || ''}`.trim()), r.result === 'ok' ? 'ok' : 'bad'),
+      r.error ? h('div', { class: 'error', text: visible(`${r.error.code}: ${r.error.message}`) }) : ''] },
     { title: 'ms', cell: (r) => String(r.duration_ms ?? '') },
-    { title: 'Remote', class: 'nowrap', cell: (r) => h('span', { class: 'mono', text: r.remote || '' }) },
+    { title: 'Remote', class: 'nowrap', cell: (r) => h('span', { class: 'mono', text: visible(r.remote) }) },
     { title: 'Params', class: 'params', cell: (r) => h('span', { class: 'mono', text: paramsText(r.params) }) },
   ], records.slice().reverse());  // newest first
 }

@@ -2,6 +2,7 @@
 // with the bearer header into a Blob: a plain link could not carry the token), upload files.
 import { api, describe, sbPath } from './api.js';
 import { clear, fmtBytes, fmtTime, h, table, toast } from './dom.js';
+import { visible } from './visible.js';
 
 const join = (dir, name) => (dir.endsWith('/') ? dir : `${dir}/`) + name;
 const parent = (dir) => dir.replace(/\/[^/]+\/?$/, '') || '/';
@@ -34,8 +35,8 @@ export function fileBrowser(id, start) {
       if (!entries.length) listBox.append(h('p', { class: 'empty', text: 'Empty directory.' }));
       else listBox.append(table([
         { title: 'Name', class: 'name', cell: (f) => f.type === 'directory'
-          ? h('a', { href: '#', text: `${f.name}/`, on: { click: (e) => { e.preventDefault(); load(join(dir, f.name)); } } })
-          : f.name },
+          ? h('a', { href: '#', text: `${visible(f.name)}/`, on: { click: (e) => { e.preventDefault(); load(join(dir, f.name)); } } })
+          : visible(f.name) },
         { title: 'Size', cell: (f) => (f.type === 'directory' ? '' : fmtBytes(f.size)) },
         { title: 'Mode', cell: (f) => h('span', { class: 'mono', text: f.mode || '' }) },
         { title: 'Modified', cell: (f) => fmtTime(f.mtime) },

@@ -1,6 +1,7 @@
 // One sandbox: what it is, internet on/off or an allowlist, TTL, snapshots, terminals, files, destroy.
 import { api, describe, sbPath } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
+import { visible } from './visible.js';
 import { fileBrowser } from './files.js';
 import { egressMode, stateBadge } from './sandboxes.js';
 
@@ -37,12 +38,12 @@ function allowlistForm(sb, put) {
 function info(sb) {
   const kv = [
     ['Id', h('span', { class: 'mono', text: sb.id })], ['State', stateBadge(sb)],
-    ['Node', sb.node], ['VMID', sb.vmid], ['Hostname', sb.hostname],
+    ['Node', sb.node], ['VMID', sb.vmid], ['Hostname', visible(sb.hostname)],
     ['Address', h('span', { class: 'mono', text: sb.address || '' })],
     ['Resources', `${sb.cpus} CPU · ${sb.memory_mb} MB memory · ${sb.disk_gb} GB disk`],
     ['Internet', egressView(sb)],
-    ['Created', fmtTime(sb.created_at)], ['Expires', fmtTime(sb.expires_at)], ['Owner', sb.owner],
-    ['Labels', Object.entries(sb.labels || {}).map(([k, v]) => badge(`${k}=${v}`))],
+    ['Created', fmtTime(sb.created_at)], ['Expires', fmtTime(sb.expires_at)], ['Owner', visible(sb.owner)],
+    ['Labels', Object.entries(sb.labels || {}).map(([k, v]) => badge(visible(`${k}=${v}`)))],
     ['Host key', h('span', { class: 'mono', text: sb.host_key || '' })],
   ];
   return h('dl', { class: 'kv' }, kv.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', {}, v ?? '')]));
@@ -56,8 +57,8 @@ function snapshots(id) {
     clear(box);
     if (!r.snapshots?.length) return box.append(h('p', { class: 'empty', text: 'No snapshots.' }));
     box.append(table([
-      { title: 'Name', cell: (s) => h('span', { class: 'mono', text: s.name }) },
-      { title: 'Description', cell: (s) => s.description || '' },
+      { title: 'Name', cell: (s) => h('span', { class: 'mono', text: visible(s.name) }) },
+      { title: 'Description', cell: (s) => visible(s.description) },
       { title: 'Created', cell: (s) => fmtTime(s.created_at) },
       { title: '', cell: (s) => [
         h('button', { type: 'button', class: 'secondary', text: 'Roll back', 'data-action': 'rollback', on: { click: () => act('POST', `/snapshots/${encodeURIComponent(s.name)}/rollback`, `Rolled back to ${s.name}`) } }), ' ',
@@ -82,9 +83,9 @@ function terminals(id) {
     if (!r.terminals?.length) return box.append(h('p', { class: 'empty', text: 'No terminals.' }));
     box.append(table([
       { title: 'Id', cell: (t) => h('span', { class: 'mono', text: t.id }) },
-      { title: 'Command', cell: (t) => h('span', { class: 'mono', text: t.command || '(login shell)' }) },
+      { title: 'Command', cell: (t) => h('span', { class: 'mono', text: t.command ? visible(t.command) : '(login shell)' }) },
       { title: 'State', cell: (t) => badge(t.state, t.state === 'running' ? 'ok' : '') },
-      { title: 'Owner', cell: (t) => t.owner || '' },
+      { title: 'Owner', cell: (t) => visible(t.owner) },
       { title: 'Watchers', cell: (t) => String(t.watchers ?? 0) },
       { title: '', cell: (t) => t.state !== 'running' ? '' : [
         h('a', { href: link(t, 'watch'), text: 'Watch' }), ' · ', h('a', { href: link(t, ''), text: 'Take over' })] },
@@ -137,7 +138,7 @@ export async function render(el, { params }) {
   } } });
   el.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/sandboxes', text: 'Sandboxes' }), ` / ${id}`),
-    h('h1', { text: sb.hostname || id }),
+    h('h1', { text: visible(sb.hostname || id) }),
     h('div', { class: 'grid2' },
       h('section', { class: 'card' }, h('h2', { text: 'Sandbox' }), infoBox),
       h('section', { class: 'card' }, h('h2', { text: 'Actions' }),

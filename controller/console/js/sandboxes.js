@@ -1,6 +1,7 @@
 // Sandboxes: the list (filters: labels on the server, state and node here) and create.
 import { api, describe } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
+import { visible } from './visible.js';
 
 // The effective egress: "off", "on" (all HTTP/HTTPS) or "allowlist" with its names and ports.
 export function egressMode(sb) {
@@ -99,8 +100,8 @@ export async function render(el) {
       { title: 'Internet', cell: (s) => badge(egressMode(s), egressMode(s) === 'off' ? '' : 'warn') },
       { title: 'Size', cell: (s) => `${s.cpus} CPU · ${s.memory_mb} MB · ${s.disk_gb} GB` },
       { title: 'Expires', cell: (s) => fmtTime(s.expires_at) },
-      { title: 'Labels', cell: (s) => Object.entries(s.labels || {}).map(([k, v]) => badge(`${k}=${v}`)) },
-      { title: 'Owner', cell: (s) => s.owner || '' },
+      { title: 'Labels', cell: (s) => Object.entries(s.labels || {}).map(([k, v]) => badge(visible(`${k}=${v}`))) },
+      { title: 'Owner', cell: (s) => visible(s.owner) },
     ], rows, (s) => { location.hash = `#/sandboxes/${encodeURIComponent(s.id)}`; }));
   };
   const load = async () => {

@@ -4,6 +4,7 @@
 // ?mode=watch attaches read-only; "Take over" reattaches interactively.
 import { api, describe, sbPath, token } from './api.js';
 import { h, toast } from './dom.js';
+import { visible } from './visible.js';
 import { loadXterm, openTerminal } from './xterm-loader.js';
 
 export async function render(el, { params, query }) {
@@ -18,7 +19,7 @@ export async function render(el, { params, query }) {
     h('p', { class: 'crumbs' }, h('a', { href: '#/sandboxes', text: 'Sandboxes' }), ' / ',
       h('a', { href: `#/sandboxes/${encodeURIComponent(id)}`, text: id }), ` / ${tid}`),
     h('div', { class: 'row' },
-      h('h1', { text: info.command || 'login shell' }),
+      h('h1', { text: info.command ? visible(info.command) : 'login shell' }),
       h('span', { class: `badge ${watch ? 'warn' : 'ok'}`, id: 'term-mode', text: watch ? 'watching (read-only)' : 'interactive' }),
       status,
       watch ? h('a', { href: here, id: 'take-over' }, h('button', { type: 'button', text: 'Take over' }))

@@ -61,12 +61,17 @@ bool valid_egress_list_name(std::string_view name);
 // "off", "on" or "allowlist".
 std::string_view to_string(Egress::Mode mode);
 
-// One name: lower-case LDH labels, or "*." + such a name; kInvalidArgument says why not.
+// One name: lower-case LDH labels, or "*." + such a name whose subdomains belong to one owner
+// (not at a public suffix: egress_wildcard_problem, common/public_suffix.h); kInvalidArgument
+// says why not.
 Status validate_egress_name(std::string_view name);
 // Sorts and deduplicates names and ports; empty ports become kDefaultEgressPorts.
 void normalize_egress_list(EgressList& list);
-// Every name and port, and the limits (at least one name).
+// Every name (validate_egress_name) and port, and the limits (at least one name): a list to set.
 Status validate_egress_list(const EgressList& list);
+// The same but for the Public Suffix List: a list read back (a sandbox's metadata, the agent's
+// EGRESSES), which may have been set before wildcards at public suffixes were refused.
+Status validate_stored_egress_list(const EgressList& list);
 // kOff/kOn: an empty list; kAllowlist: validate_egress_list.
 Status validate_egress(const Egress& egress);
 

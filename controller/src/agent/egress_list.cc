@@ -2,6 +2,7 @@
 // configuration and its API.
 #include <algorithm>
 
+#include "pvesandbox/common/public_suffix.h"
 #include "pvesandbox/common/text.h"
 #include "pvesandbox/egress.h"
 
@@ -38,6 +39,14 @@ std::string name_problem(std::string_view name) {
   return "";
 }
 
+// The syntax of one name (of a wildcard: of its base).
+Status check_syntax(std::string_view name) {
+  auto problem = name_problem(name.starts_with("*.") ? name.substr(2) : name);
+  if (problem.empty()) return {};
+  return invalid("egress name " + quoted(name) + " " + problem +
+                 " (a lower-case DNS name, or *. and one for its subdomains)");
+}
+
 }  // namespace
 
 Egress Egress::allow(std::vector<std::string> names, std::vector<std::uint16_t> ports,
@@ -65,11 +74,9 @@ std::string_view to_string(Egress::Mode mode) {
 }
 
 Status validate_egress_name(std::string_view name) {
-  auto base = name.starts_with("*.") ? name.substr(2) : name;
-  auto problem = name_problem(base);
-  if (problem.empty()) return {};
-  return invalid("egress name " + quoted(name) + " " + problem +
-                 " (a lower-case DNS name, or *. and one for its subdomains)");
+  // First the Public Suffix List: "*.com" is refused as a public suffix, not for its one label.
+  if (auto why = egress_wildcard_problem(name); !why.empty()) return invalid(why);
+  return check_syntax(name);
 }
 
 void normalize_egress_list(EgressList& list) {
@@ -81,6 +88,12 @@ void normalize_egress_list(EgressList& list) {
 }
 
 Status validate_egress_list(const EgressList& list) {
+  if (auto ok = validate_stored_egress_list(list); !ok) return ok;
+  if (auto why = egress_wildcards_problem(list.names); !why.empty()) return invalid(why);
+  return {};
+}
+
+Status validate_stored_egress_list(const EgressList& list) {
   if (list.names.empty()) return invalid("an egress allowlist needs a name");
   if (list.names.size() > kMaxEgressNames)
     return invalid("an egress allowlist holds at most " + std::to_string(kMaxEgressNames) +
@@ -90,7 +103,7 @@ Status validate_egress_list(const EgressList& list) {
                    " ports");
   std::size_t bytes = 0;
   for (const auto& n : list.names) {
-    if (auto ok = validate_egress_name(n); !ok) return ok;
+    if (auto ok = check_syntax(n); !ok) return ok;
     bytes += n.size() + 1;
   }
   if (bytes - 1 > kMaxEgressNamesBytes)

@@ -26,7 +26,7 @@ Result<std::map<Ipv4Address, EgressList>> parse_egresses_payload(std::string_vie
   for (auto& e : *entries) {
     EgressList list{std::move(e.list.names), std::move(e.list.ports)};
     normalize_egress_list(list);
-    if (auto ok = validate_egress_list(list); !ok) {
+    if (auto ok = validate_stored_egress_list(list); !ok) {
       return fail(ErrorCode::kInvalidArgument, "EGRESSES reply: " + ok.error().message);
     }
     out.emplace(e.address, std::move(list));

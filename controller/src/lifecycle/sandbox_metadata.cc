@@ -53,7 +53,7 @@ Status decode_allowlist(const Poco::JSON::Object::Ptr& o, SandboxMetadata& m) {
     list.ports.push_back(static_cast<std::uint16_t>(port));
   }
   normalize_egress_list(list);
-  if (auto ok = validate_egress_list(list); !ok) return ok;
+  if (auto ok = validate_stored_egress_list(list); !ok) return ok;
   m.allowlist = std::move(list);
   if (o->has("list")) {
     m.allowlist_name = o->getValue<std::string>("list");
