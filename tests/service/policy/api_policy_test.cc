@@ -166,7 +166,7 @@ TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
   rm.action = PolicyAction::kExec;
   rm.text = "rm -rf /";
   try {
-    api_->admit_tool(alice, sb, rm);
+    api_->gate().admit_tool(alice, sb, rm);
     ADD_FAILURE() << "rm -rf / was admitted";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status, 403);
@@ -182,10 +182,11 @@ TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
     EXPECT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
   });
   std::vector<std::pair<double, std::string>> told;
-  std::string decided = api_->admit_tool(alice, sb, on, [&](double s, double total, auto& m) {
-    EXPECT_EQ(total, 10);  // approval_wait_seconds
-    told.emplace_back(s, m);
-  });  // waits for carol, telling progress once a second
+  std::string decided =
+      api_->gate().admit_tool(alice, sb, on, [&](double s, double total, auto& m) {
+        EXPECT_EQ(total, 10);  // approval_wait_seconds
+        told.emplace_back(s, m);
+      });  // waits for carol, telling progress once a second
   approver.join();
   EXPECT_NE(decided.find("\"decided_by\":\"carol\""), std::string::npos) << decided;
   ASSERT_GE(told.size(), 2u);
