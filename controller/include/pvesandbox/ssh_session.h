@@ -192,6 +192,9 @@ struct UploadOptions {
   // rename cannot replace a file): readers see the old or the new file, never a partial one.
   bool atomic = true;
   bool fsync = false;  // fsync@openssh.com before the rename
+  // Called once the content is written, before the rename (or the return when not atomic):
+  // an error leaves the target untouched (the temporary file is removed) and is returned.
+  std::function<Status()> before_rename;
 };
 
 struct DownloadOptions {

@@ -69,6 +69,7 @@ void set_policy_egress(PolicyRequest& r, const Egress& e) {
   r.egress = std::string(to_string(e.mode));
   r.egress_names = e.list.names;
   r.egress_list = e.list_name;
+  r.egress_ports = e.allowlist() ? e.list.ports : std::vector<std::uint16_t>{};
 }
 
 std::string egress_json(const Egress& e) {

@@ -132,6 +132,12 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const std::string& re
     }
     return tl::unexpected<Error>(std::move(e));
   }
+  if (options.before_rename) {
+    if (auto ok = options.before_rename(); !ok) {
+      (void)call(impl, SftpCall::kUnlink, target);
+      return ok;
+    }
+  }
   if (options.atomic) {
     // SFTPv3 rename (libssh2 1.10) refuses to replace an existing file; mv -f is rename(2),
     // and -T never moves the file into a directory of the target's name.

@@ -6,7 +6,9 @@
 
 #include "api/files/file_edit.h"
 #include "api/mcp/tool_impl.h"
+#include "http/auth.h"
 #include "http/requests.h"
+#include "policy/canonical.h"
 
 namespace pvs::service::mcp {
 
@@ -123,6 +125,7 @@ ToolResult tool_write_file(ToolContext& c) {
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
+  asked.canonical = canonical_write(*path, mode, sha256_hex(*content));
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
   std::istringstream in(*content);
   UploadOptions options;
@@ -146,6 +149,7 @@ ToolResult tool_edit_file(ToolContext& c) {
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
+  asked.canonical = canonical_edit(*req);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
   EditReply reply = c.api.edit_file(*sandbox, *req);
   std::string text = "replaced " + std::to_string(reply.replaced) +

@@ -113,6 +113,7 @@ struct ServiceConfig {
   Policy policy;
   int approval_timeout_seconds = 300;  // pending -> expired (denied)
   int approval_wait_seconds = 30;      // a call blocks this long, then answers 202
+  int approval_use_seconds = 300;      // approved but unused this long: expired unused
   int max_pending_approvals = 1000;
   WebhookConfig webhook;  // policy.webhook: pending and decided approvals POSTed to a URL
   McpConfig mcp;
