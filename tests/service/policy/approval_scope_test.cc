@@ -33,6 +33,10 @@ class ApprovalScopeTest : public ApiTest {
       r.verdict = Verdict::kApprove;
       return r;
     };
+    auto denied = rule("policy.default[3]", PolicyAction::kFilesWrite);
+    denied.path = dir_ + "/denied/*";
+    denied.verdict = Verdict::kDeny;
+    spec.default_rules.push_back(denied);
     auto echo = rule("policy.default[0]", PolicyAction::kExec);
     echo.command = "^echo approved";
     spec.default_rules.push_back(echo);
@@ -124,6 +128,21 @@ TEST_F(ApprovalScopeTest, AnApprovedUploadWritesOnlyTheContentItsDigestNames) {
   auto ok = call("PUT", uri, "hello\n", "tok-alice", digest);
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(call("GET", uri).body, "hello\n");
+}
+
+// A path rule cannot be walked around with another spelling of the path (finding 7).
+TEST_F(ApprovalScopeTest, NonCanonicalPathsAreRefused) {
+  std::string sb = create();
+  ASSERT_FALSE(sb.empty());
+  std::string files = "/v1/sandboxes/" + sb + "/files?path=";
+  EXPECT_EQ(call("PUT", files + dir_ + "/denied/x", "x").status, 403);
+  for (std::string p : {"/" + dir_ + "/denied/x", dir_ + "//denied/x", dir_ + "/./denied/x",
+                        dir_ + "/approved/../denied/x"}) {
+    auto r = call("PUT", files + p, "x");
+    EXPECT_EQ(r.status, 400) << p << ": " << r.body;
+    EXPECT_EQ(call("GET", files + p).status, 400) << p;
+  }
+  EXPECT_EQ(call("GET", files + dir_ + "/denied/x").status, 404);
 }
 
 // The race by construction: while a call blocks on its approval, a person approves and a repeat
