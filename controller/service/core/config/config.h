@@ -35,6 +35,8 @@ struct TokenEgressCaps {
   // Absent: any name; empty: no lists of its own (only named lists).
   std::optional<std::vector<std::string>> names;
   int max_names = 0;  // names in one list of its own; 0: egress.max_names
+  // Ports its own lists may open; each asked port must be one of these (as "internet on").
+  std::vector<std::uint16_t> ports = {80, 443};
 };
 
 struct TokenConfig {
