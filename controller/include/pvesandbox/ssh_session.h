@@ -253,6 +253,9 @@ class SshSession {
   Result<std::uint64_t> download(const std::string& remote_path, std::ostream& out,
                                  const DownloadOptions& options = {});
   Result<SftpAttributes> stat(const std::string& remote_path);
+  // The canonical absolute path of an existing file or directory, symbolic links resolved
+  // (SFTP realpath, as the sandbox's sftp-server sees it).
+  Result<std::string> realpath(const std::string& remote_path);
   Result<DirListing> list_dir(const std::string& remote_path, const ListOptions& options = {});
   Status mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
   Status remove(const std::string& remote_path);  // a file (unlink)

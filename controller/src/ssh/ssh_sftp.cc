@@ -57,6 +57,12 @@ Result<SftpAttributes> SshSession::stat(const std::string& remote_path) {
   return r->attrs;
 }
 
+Result<std::string> SshSession::realpath(const std::string& remote_path) {
+  auto r = call(*impl_, SftpCall::kRealpath, remote_path);
+  if (!r) return tl::unexpected<Error>(r.error());
+  return std::move(r->path);
+}
+
 Result<DirListing> SshSession::list_dir(const std::string& remote_path,
                                         const ListOptions& options) {
   if (options.max_entries == 0)

@@ -24,6 +24,7 @@ class ApprovalScopeTest : public ApiTest {
     char tmpl[] = "/tmp/pvs-approval-scope-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    std::filesystem::permissions(dir_, std::filesystem::perms::all);         // the sandbox's user
     c.tokens.push_back({"carol", sha256_hex("tok-carol"), 0, false, true});  // an approver
     PolicySpec spec;
     auto rule = [](const std::string& where, PolicyAction action) {
@@ -36,6 +37,7 @@ class ApprovalScopeTest : public ApiTest {
     auto denied = rule("policy.default[3]", PolicyAction::kFilesWrite);
     denied.path = dir_ + "/denied/*";
     denied.verdict = Verdict::kDeny;
+    denied.actions = {PolicyAction::kFilesWrite, PolicyAction::kFilesEdit};
     spec.default_rules.push_back(denied);
     auto echo = rule("policy.default[0]", PolicyAction::kExec);
     echo.command = "^echo approved";
@@ -143,6 +145,32 @@ TEST_F(ApprovalScopeTest, NonCanonicalPathsAreRefused) {
     EXPECT_EQ(call("GET", files + p).status, 400) << p;
   }
   EXPECT_EQ(call("GET", files + dir_ + "/denied/x").status, 404);
+}
+
+// Symbolic links are resolved by the sandbox (SFTP realpath) before the policy judges the path,
+// and the write goes to the path judged (finding 7).
+TEST_F(ApprovalScopeTest, SymbolicLinksAreResolvedBeforeJudging) {
+  std::string sb = create();
+  ASSERT_FALSE(sb.empty());
+  const std::string& d = dir_;
+  auto made = call("POST", "/v1/sandboxes/" + sb + "/exec",
+                   R"({"command":"mkdir -p )" + d + "/denied " + d + "/ok && echo a > " + d +
+                       "/denied/f && ln -s " + d + "/denied " + d + "/link && ln -s " + d +
+                       "/denied/f " + d + R"(/ok/lnk"})");
+  ASSERT_EQ(made.status, 200) << made.body;
+  std::string files = "/v1/sandboxes/" + sb + "/files?path=";
+  for (std::string p : {d + "/link/x", d + "/link/new/x"}) {
+    auto r = call("PUT", files + p, "x");
+    EXPECT_EQ(r.status, 403) << p << ": " << r.body;
+  }
+  EXPECT_EQ(call("GET", files + d + "/denied/x").status, 404);
+  auto edit = call("POST", "/v1/sandboxes/" + sb + "/files/edit",
+                   R"({"path":")" + d + R"(/ok/lnk","old_string":"a","new_string":"b"})");
+  EXPECT_EQ(edit.status, 403) << edit.body;
+  EXPECT_EQ(call("GET", files + d + "/denied/f").body, "a\n");
+  auto fine = call("PUT", files + d + "/ok/y", "y");
+  EXPECT_EQ(fine.status, 200) << fine.body;
+  EXPECT_NE(fine.body.find("\"path\":\"" + d + "/ok/y\""), std::string::npos) << fine.body;
 }
 
 // The race by construction: while a call blocks on its approval, a person approves and a repeat

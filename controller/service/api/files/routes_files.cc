@@ -8,6 +8,7 @@
 #include <Poco/DigestStream.h>
 
 #include "api/files/file_edit.h"
+#include "api/files/real_path.h"
 #include "http/chunk_queue.h"
 #include "http/json.h"
 #include "http/requests.h"
@@ -24,6 +25,17 @@ const char* file_type(const SftpAttributes& a) {
   if (a.is_regular()) return "file";
   if (a.is_symlink()) return "symlink";
   return "other";
+}
+
+// A path denied as written is refused at once (403, audited), before the sandbox resolves it;
+// the resolved path is judged again by the caller.
+void deny_early(const Policy& policy, PolicyGate& gate, RequestContext& ctx, PolicyAction action,
+                const std::string& path) {
+  PolicyRequest literal;
+  literal.action = action;
+  literal.path = path;
+  if (policy.decide(ctx.principal->name, literal).verdict == Verdict::kDeny)
+    (void)gate.admit(ctx, literal);  // throws the 403
 }
 
 std::string octal(std::uint32_t mode) {
@@ -178,6 +190,10 @@ void Api::put_file(RequestContext& ctx) {
                     " bytes");
   }
   auto sandbox = find_sandbox(ctx);
+  deny_early(config_.policy, gate_, ctx, PolicyAction::kFilesWrite, *path);
+  // The policy judges the path the sandbox resolves (links in the parent followed), and the
+  // upload goes to exactly that path.
+  *path = real_write_path(*sandbox, *path);
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
@@ -270,6 +286,8 @@ void Api::files_edit(RequestContext& ctx) {
     ctx.params_json = p.take();
   }
   auto sandbox = find_sandbox(ctx);
+  deny_early(config_.policy, gate_, ctx, PolicyAction::kFilesEdit, req->path);
+  req->path = real_file_path(*sandbox, req->path);  // judged and edited: the link's target
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "api/files/file_edit.h"
+#include "api/files/real_path.h"
 #include "api/mcp/tool_impl.h"
 #include "http/auth.h"
 #include "http/requests.h"
@@ -122,6 +123,7 @@ ToolResult tool_write_file(ToolContext& c) {
   c.record.params_json = "{\"path\":" + to_json_string(*path) + ",\"mode\":\"" + octal(mode) +
                          "\",\"size\":" + std::to_string(content->size()) + "}";
   auto sandbox = c.sandbox(id);
+  *path = real_write_path(*sandbox, *path);  // judged and written: links resolved
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
@@ -146,6 +148,7 @@ ToolResult tool_edit_file(ToolContext& c) {
                          ",\"old_bytes\":" + std::to_string(req->spec.old_string.size()) +
                          ",\"new_bytes\":" + std::to_string(req->spec.new_string.size()) + "}";
   auto sandbox = c.sandbox(id);
+  req->path = real_file_path(*sandbox, req->path);  // judged and edited: the link's target
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
