@@ -258,6 +258,8 @@ class Sandbox {
   virtual Result<DirListing> list_dir(const std::string& path, const ListOptions& options = {}) = 0;
   // The attributes of a file (symbolic links followed).
   virtual Result<SftpAttributes> stat(const std::string& path) = 0;
+  // The canonical absolute path of an existing file or directory, symbolic links resolved.
+  virtual Result<std::string> realpath(const std::string& path) = 0;
   // An interactive program on a pseudo-terminal over the sandbox's SSH session (ssh_pty.h,
   // terminal.h). It ends, with an error in its PtyExit, when the sandbox is destroyed.
   virtual Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) = 0;

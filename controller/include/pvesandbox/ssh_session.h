@@ -192,6 +192,9 @@ struct UploadOptions {
   // rename cannot replace a file): readers see the old or the new file, never a partial one.
   bool atomic = true;
   bool fsync = false;  // fsync@openssh.com before the rename
+  // Called once the content is written, before the rename (or the return when not atomic):
+  // an error leaves the target untouched (the temporary file is removed) and is returned.
+  std::function<Status()> before_rename;
 };
 
 struct DownloadOptions {
@@ -250,6 +253,9 @@ class SshSession {
   Result<std::uint64_t> download(const std::string& remote_path, std::ostream& out,
                                  const DownloadOptions& options = {});
   Result<SftpAttributes> stat(const std::string& remote_path);
+  // The canonical absolute path of an existing file or directory, symbolic links resolved
+  // (SFTP realpath, as the sandbox's sftp-server sees it).
+  Result<std::string> realpath(const std::string& remote_path);
   Result<DirListing> list_dir(const std::string& remote_path, const ListOptions& options = {});
   Status mkdir(const std::string& remote_path, std::uint32_t mode = 0755, bool parents = false);
   Status remove(const std::string& remote_path);  // a file (unlink)

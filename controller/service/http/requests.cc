@@ -136,6 +136,14 @@ ApiResult<std::string> validate_path(std::string_view path) {
   if (path.find('\0') != std::string_view::npos) {
     return tl::unexpected(bad_request("path: must not contain NUL"));
   }
+  // One spelling per file: the policy's path rules judge exactly what is written.
+  for (std::string_view bad : {"//", "/./", "/../"}) {
+    if (path.find(bad) != std::string_view::npos)
+      return tl::unexpected(
+          bad_request("path: must be canonical (no //, /./ or /../): " + std::string(bad)));
+  }
+  if (path.ends_with("/.") || path.ends_with("/.."))
+    return tl::unexpected(bad_request("path: must be canonical (no trailing /. or /..)"));
   return std::string(path);
 }
 

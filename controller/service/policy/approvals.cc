@@ -127,12 +127,17 @@ Result<Approval> Approvals::decide(const std::string& id, bool approve, const st
   expire_locked(now);
   Approval* a = find_locked(id);
   if (!a) return fail(ErrorCode::kNotFound, "no approval " + id);
+  if (a->request.token == who)
+    return fail(ErrorCode::kPermissionDenied,
+                "approval " + id + " was asked for by token " + who +
+                    ": a token may not decide its own approval; another approver must");
   if (a->state != Approval::State::kPending)
     return fail(ErrorCode::kConflict, "approval " + id + " is " + to_string(a->state) + " already");
   a->state = approve ? Approval::State::kApproved : Approval::State::kDenied;
   a->decided_ms = now;
   a->decided_by = who;
   a->reason = reason;
+  if (approve) a->use_by_ms = now + options_.use_within.count() * 1000;
   settle_locked(*a);
   cv_.notify_all();
   return *a;
@@ -165,6 +170,10 @@ Status Approvals::consume(const std::string& id, const std::string& token,
   if (own->request.digest != digest)
     return fail(ErrorCode::kPermissionDenied, "approval " + id + " was given for another call");
   if (own->consumed) return fail(ErrorCode::kPermissionDenied, "approval " + id + " was used");
+  if (now_ms() > own->use_by_ms)
+    return fail(ErrorCode::kPermissionDenied,
+                "approval " + id + " expired unused: it had to be used within " +
+                    std::to_string(options_.use_within.count()) + " s of its approval");
   own->consumed = true;
   return {};
 }
@@ -172,10 +181,11 @@ Status Approvals::consume(const std::string& id, const std::string& token,
 std::optional<Approval> Approvals::take_approved(const std::string& token,
                                                  const std::string& digest) {
   std::lock_guard lock(mu_);
-  expire_locked(now_ms());
+  auto now = now_ms();
+  expire_locked(now);
   for (auto& [id, a] : all_) {
-    if (a.state == Approval::State::kApproved && !a.consumed && a.request.token == token &&
-        a.request.digest == digest) {
+    if (a.state == Approval::State::kApproved && !a.consumed && now <= a.use_by_ms &&
+        a.request.token == token && a.request.digest == digest) {
       a.consumed = true;
       return a;
     }

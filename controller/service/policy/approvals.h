@@ -34,6 +34,7 @@ struct ApprovalRequest {
   std::string rule;     // the policy rule that asked for approval
   std::string message;  // that rule's message
   std::string digest;   // of the whole request: a repeated call must match it
+  std::string fields;   // the whole request as canonical JSON (policy/canonical.h), or empty
 };
 
 struct Approval {
@@ -42,16 +43,18 @@ struct Approval {
   ApprovalRequest request;
   State state = State::kPending;
   std::int64_t created_ms = 0, deadline_ms = 0, decided_ms = 0;  // unix ms
-  std::string decided_by;  // a token name; "deadline" or "restart" otherwise
-  std::string reason;      // given by the person (deny), or why it was denied
-  bool consumed = false;   // a repeated call used it
+  std::int64_t use_by_ms = 0;  // approved: unused after this, consume() refuses (expired unused)
+  std::string decided_by;      // a token name; "deadline" or "restart" otherwise
+  std::string reason;          // given by the person (deny), or why it was denied
+  bool consumed = false;       // a repeated call used it
 };
 std::string to_string(Approval::State state);  // "pending", "approved", "denied", "expired"
 
 class Approvals {
  public:
   struct Options {
-    std::chrono::seconds timeout{300};  // pending -> expired
+    std::chrono::seconds timeout{300};     // pending -> expired
+    std::chrono::seconds use_within{300};  // approved -> must be used by then
     std::size_t max_pending = 1000;
     std::size_t keep_decided = 10000;  // decided approvals kept for polling, newest first
   };
@@ -62,13 +65,14 @@ class Approvals {
   // Until the approval is decided or `max_wait` passed; the approval as it is then
   // (kPending if still undecided). An unknown id: kNotFound.
   Result<Approval> wait(const std::string& id, std::chrono::milliseconds max_wait);
-  // A person decides. kNotFound; kConflict if it is no longer pending.
+  // A person decides. kNotFound; kConflict if it is no longer pending; kPermissionDenied if
+  // `who` is the token that asked (nobody decides their own approval).
   Result<Approval> decide(const std::string& id, bool approve, const std::string& who,
                           const std::string& reason);
   Result<Approval> get(const std::string& id);
   std::vector<Approval> list(bool pending_only);
   // A repeated call with an approved id: same token and digest, once. kPermissionDenied with
-  // the reason otherwise (pending, denied, expired, used, another call).
+  // the reason otherwise (pending, denied, expired, expired unused, used, another call).
   Status consume(const std::string& id, const std::string& token, const std::string& digest);
   std::size_t pending();
   // An approved, unused approval of this token for the same call (digest), used now; for a

@@ -52,6 +52,18 @@ ApiResult<Egress> resolve_egress(const EgressRequest& r, const ServiceConfig& c,
   if (e.list.names.size() > static_cast<std::size_t>(max))
     return tl::unexpected(forbidden("token " + std::string(token) + " may ask for at most " +
                                     std::to_string(max) + " egress names"));
+  // Ports: the token's cap (default 80 and 443, what "internet on" opens).
+  const std::vector<std::uint16_t> default_ports = TokenEgressCaps{}.ports;
+  const auto& ports = t ? t->egress.ports : default_ports;
+  for (auto p : e.list.ports) {
+    if (std::find(ports.begin(), ports.end(), p) == ports.end()) {
+      std::string allowed;
+      for (auto q : ports) allowed += (allowed.empty() ? "" : ",") + std::to_string(q);
+      return tl::unexpected(forbidden("token " + std::string(token) + " may not ask for port " +
+                                      std::to_string(p) +
+                                      " (auth.tokens[].egress.ports: " + allowed + ")"));
+    }
+  }
   if (t && t->egress.names) {
     for (const auto& n : e.list.names) {
       bool covered = false;
@@ -69,6 +81,7 @@ void set_policy_egress(PolicyRequest& r, const Egress& e) {
   r.egress = std::string(to_string(e.mode));
   r.egress_names = e.list.names;
   r.egress_list = e.list_name;
+  r.egress_ports = e.allowlist() ? e.list.ports : std::vector<std::uint16_t>{};
 }
 
 std::string egress_json(const Egress& e) {

@@ -1,6 +1,7 @@
 #include <Poco/String.h>
 
 #include "http/json.h"
+#include "policy/canonical.h"
 #include "policy/gate.h"
 #include "pvesandbox/common/log.h"
 
@@ -26,6 +27,11 @@ std::string egress_summary(const PolicyRequest& r) {
   std::string s = "allow";
   for (std::size_t i = 0; i < r.egress_names.size(); ++i)
     s += (i == 0 ? " " : ",") + r.egress_names[i];
+  if (!r.egress_ports.empty()) {
+    s += " ports";
+    for (std::size_t i = 0; i < r.egress_ports.size(); ++i)
+      s += (i == 0 ? " " : ",") + std::to_string(r.egress_ports[i]);
+  }
   if (!r.egress_list.empty()) s += " (list " + r.egress_list + ")";
   return s;
 }
@@ -34,7 +40,7 @@ std::string egress_summary(const PolicyRequest& r) {
 std::string summary_of(const PolicyRequest& r) {
   switch (r.action) {
     case PolicyAction::kExec:
-    case PolicyAction::kTerminalInput: return r.text.substr(0, 1024);
+    case PolicyAction::kTerminalInput: return cut_for_display(r.text, 1024);
     case PolicyAction::kFilesWrite:
     case PolicyAction::kFilesEdit: return r.path;
     case PolicyAction::kInternet: return "internet " + egress_summary(r);
@@ -46,11 +52,13 @@ std::string summary_of(const PolicyRequest& r) {
   return "";
 }
 
+// The call's digest: its action, sandbox, the fields the rules see and the whole request in
+// canonical form (every field the handler acts on: env, cwd, stdin, content, ports, ttl, ...).
 std::string digest_of(const std::string& sandbox, const PolicyRequest& r) {
   return sha256_hex(std::string(to_string(r.action)) + "\n" + sandbox + "\n" + r.text + "\n" +
                     r.path + "\n" + std::to_string(r.cpus) + "," + std::to_string(r.memory_mb) +
                     "," + std::to_string(r.disk_gb) + "," + (r.internet ? "1" : "0") + "\n" +
-                    egress_summary(r));
+                    egress_summary(r) + "\n" + r.canonical);
 }
 
 }  // namespace
@@ -60,6 +68,8 @@ void write_approval(JsonWriter& w, const Approval& a) {
   w.key("id").value(a.id).key("state").value(to_string(a.state));
   w.key("token").value(a.request.token).key("action").value(a.request.action);
   w.key("sandbox").value(a.request.sandbox).key("summary").value(a.request.summary);
+  // The whole call, every field the digest covers, uncut.
+  if (!a.request.fields.empty()) w.key("request").raw(a.request.fields);
   w.key("rule").value(a.request.rule).key("message").value(a.request.message);
   w.key("created_at").value(ms_time(a.created_ms));
   w.key("deadline").value(ms_time(a.deadline_ms));
@@ -67,6 +77,7 @@ void write_approval(JsonWriter& w, const Approval& a) {
     w.key("decided_at").value(ms_time(a.decided_ms)).key("decided_by").value(a.decided_by);
     w.key("reason").value(a.reason);
   }
+  if (a.use_by_ms) w.key("use_by").value(ms_time(a.use_by_ms));
   w.key("used").value(a.consumed);
   w.end_object();
 }
@@ -82,6 +93,7 @@ PolicyGate::PolicyGate(const ServiceConfig& config, Metrics* metrics, Replies& r
       metrics_(metrics),
       replies_(replies),
       approvals_({std::chrono::seconds(config_.approval_timeout_seconds),
+                  std::chrono::seconds(config_.approval_use_seconds),
                   static_cast<std::size_t>(config_.max_pending_approvals), 10000}) {
   if (!config_.webhook.url.empty()) {
     webhook_ = std::make_unique<Webhook>(config_.webhook, [this](std::string_view outcome) {
@@ -153,8 +165,8 @@ PolicyGate::Admission PolicyGate::admission(const Principal& who, const std::str
     record(&*a, 0);
     return out;
   }
-  auto opened =
-      approvals_.open({who.name, action, sandbox, summary_of(request), d.rule, d.message, digest});
+  auto opened = approvals_.open({who.name, action, sandbox, summary_of(request), d.rule, d.message,
+                                 digest, request.canonical});
   if (!opened) throw limit_exceeded(opened.error().message);
   notify("approval.pending", *opened);
   log::info("approval " + opened->id + " pending: " + who.name + " " + action + " " +
@@ -166,7 +178,9 @@ PolicyGate::Admission PolicyGate::admission(const Principal& who, const std::str
   if (!a) throw internal_error(a.error().message);
   record(&*a, waited);
   if (a->state == Approval::State::kApproved) {
-    (void)approvals_.consume(a->id, who.name, digest);
+    // Used once: a repeat naming it (or an MCP retry) may have used it since the decision.
+    if (auto used = approvals_.consume(a->id, who.name, digest); !used)
+      throw forbidden(used.error().message, out.policy_json);
     return out;
   }
   if (a->state == Approval::State::kPending) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -48,9 +49,13 @@ struct PolicyRequest {
   // sandbox.create and internet: the egress asked for (off, on or an allowlist of names);
   // `internet` is true for on and for an allowlist.
   bool internet = false;
-  std::string egress = "off";             // "off", "on" or "allowlist"
-  std::vector<std::string> egress_names;  // an allowlist's names
-  std::string egress_list;                // the named list it came from, if any
+  std::string egress = "off";               // "off", "on" or "allowlist"
+  std::vector<std::string> egress_names;    // an allowlist's names
+  std::string egress_list;                  // the named list it came from, if any
+  std::vector<std::uint16_t> egress_ports;  // an allowlist's ports
+  // Every field the handler acts on, as canonical JSON (policy/canonical.h): what an approval
+  // binds (its digest) and shows a person. Empty: the fields above are the whole call.
+  std::string canonical;
 };
 
 struct PolicyDecision {

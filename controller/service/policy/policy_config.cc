@@ -83,6 +83,7 @@ void parse_policy(yaml::Map s, ServiceConfig& c) {
                                           : Verdict::kAllow;
   s.integer("approval_timeout_seconds", &c.approval_timeout_seconds, 1, 7 * 24 * 3600);
   s.integer("approval_wait_seconds", &c.approval_wait_seconds, 0, 3600);
+  s.integer("approval_use_seconds", &c.approval_use_seconds, 1, 7 * 24 * 3600);
   s.integer("max_pending_approvals", &c.max_pending_approvals, 1, 100000);
   spec.default_rules = parse_rules(s, "default", "policy.default", c);
   std::set<std::string> known;

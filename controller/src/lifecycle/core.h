@@ -96,6 +96,7 @@ class SandboxImpl final : public Sandbox {
                                  const DownloadOptions& options) override;
   Result<DirListing> list_dir(const std::string& path, const ListOptions& options) override;
   Result<SftpAttributes> stat(const std::string& path) override;
+  Result<std::string> realpath(const std::string& path) override;
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override;
 
   Status set_egress(const Egress& egress) override;

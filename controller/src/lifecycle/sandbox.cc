@@ -237,6 +237,14 @@ Result<SftpAttributes> SandboxImpl::stat(const std::string& path) {
   return *r;
 }
 
+Result<std::string> SandboxImpl::realpath(const std::string& path) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  auto r = (*ssh)->realpath(path);
+  if (!r) return fail(r.error());
+  return std::move(*r);
+}
+
 Result<std::unique_ptr<PtyChannel>> SandboxImpl::open_pty(PtyOptions options) {
   auto ssh = session();
   if (!ssh) return fail(ssh.error());

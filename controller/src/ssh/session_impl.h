@@ -239,10 +239,20 @@ struct SftpOpResult {
   SftpAttributes attrs;
   std::vector<SftpEntry> entries;
   bool truncated = false;
+  std::string path;  // kRealpath
 };
 using SftpPromise = std::shared_ptr<std::promise<Result<SftpOpResult>>>;
 
-enum class SftpCall { kStat, kLstat, kMkdir, kUnlink, kRmdir, kRename, kStatvfsFree };
+enum class SftpCall {
+  kStat,
+  kLstat,
+  kMkdir,
+  kUnlink,
+  kRmdir,
+  kRename,
+  kStatvfsFree,
+  kRealpath  // the canonical absolute path, symbolic links resolved (SSH_FXP_REALPATH)
+};
 std::shared_ptr<SshSession::Impl::Op> make_sftp_call_op(SftpCall call, std::string path,
                                                         std::string path2, std::uint32_t mode,
                                                         SftpPromise promise);

@@ -57,6 +57,12 @@ Result<SftpAttributes> SshSession::stat(const std::string& remote_path) {
   return r->attrs;
 }
 
+Result<std::string> SshSession::realpath(const std::string& remote_path) {
+  auto r = call(*impl_, SftpCall::kRealpath, remote_path);
+  if (!r) return tl::unexpected<Error>(r.error());
+  return std::move(r->path);
+}
+
 Result<DirListing> SshSession::list_dir(const std::string& remote_path,
                                         const ListOptions& options) {
   if (options.max_entries == 0)
@@ -131,6 +137,12 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const std::string& re
       (void)call(impl, SftpCall::kUnlink, target);
     }
     return tl::unexpected<Error>(std::move(e));
+  }
+  if (options.before_rename) {
+    if (auto ok = options.before_rename(); !ok) {
+      (void)call(impl, SftpCall::kUnlink, target);
+      return ok;
+    }
   }
   if (options.atomic) {
     // SFTPv3 rename (libssh2 1.10) refuses to replace an existing file; mv -f is rename(2),

@@ -164,6 +164,12 @@ class CallOp : public SftpOp {
         rc = libssh2_sftp_statvfs(s, path_.c_str(), path_.size(), &vfs);
         what = "statvfs";
         break;
+      case SftpCall::kRealpath:
+        real_.resize(4096);
+        rc = libssh2_sftp_symlink_ex(s, path_.c_str(), len, real_.data(), 4096,
+                                     LIBSSH2_SFTP_REALPATH);
+        what = "realpath";
+        break;
     }
     if (rc == LIBSSH2_ERROR_EAGAIN) {
       if (call_ != SftpCall::kStat && call_ != SftpCall::kLstat &&
@@ -172,8 +178,10 @@ class CallOp : public SftpOp {
       }
       return Step::kIdle;
     }
-    if (rc != 0) return fail_call(io, rc, std::string(what) + " " + path_);
+    if (rc < 0 || (rc > 0 && call_ != SftpCall::kRealpath))
+      return fail_call(io, rc, std::string(what) + " " + path_);
     SftpOpResult r;
+    if (call_ == SftpCall::kRealpath) r.path = real_.substr(0, static_cast<std::size_t>(rc));
     r.attrs = to_attrs(attrs);
     if (call_ == SftpCall::kStatvfsFree) r.bytes = vfs.f_bavail * vfs.f_frsize;
     return finish(io, std::move(r));
@@ -184,6 +192,7 @@ class CallOp : public SftpOp {
   std::string path_;
   std::string path2_;
   std::uint32_t mode_;
+  std::string real_;
 };
 
 // opendir -> readdir until the end, max_entries or the deadline (then truncated) -> close. At

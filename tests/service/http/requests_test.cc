@@ -110,6 +110,11 @@ TEST(Requests, Parameters) {
   EXPECT_FALSE(validate_path("tmp/x"));
   EXPECT_FALSE(validate_path(""));
   EXPECT_FALSE(validate_path(std::string("/a\0b", 4)));
+  // Non-canonical spellings would slip past path rules (#32, finding 7).
+  for (const char* p : {"//etc/x", "/etc//x", "/tmp/./x", "/tmp/../etc/x", "/tmp/.", "/tmp/.."})
+    EXPECT_FALSE(validate_path(p)) << p;
+  EXPECT_TRUE(validate_path("/tmp/.hidden"));
+  EXPECT_TRUE(validate_path("/tmp/..x"));
   EXPECT_FALSE(validate_path("/" + std::string(5000, 'a')));
   EXPECT_EQ(parse_mode("0755").value(), 0755u);
   EXPECT_EQ(parse_mode("600").value(), 0600u);

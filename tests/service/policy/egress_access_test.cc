@@ -167,3 +167,24 @@ TEST(EgressAccess, PolicyRulesSeeTheNames) {
 
 }  // namespace
 }  // namespace pvs::service
+
+namespace pvs::service {
+namespace {
+
+// Own lists open at most the token's ports: 80 and 443 by default, as "internet on" (#32, 5).
+TEST(EgressAccess, PortsAreCappedPerToken) {
+  auto c = config();
+  EXPECT_TRUE(resolve_egress(allow({"a.org"}, {80, 443}), c, "free"));
+  auto other = resolve_egress(allow({"a.org"}, {443, 22}), c, "free");
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().status, 403);
+  EXPECT_EQ(other.error().message,
+            "token free may not ask for port 22 (auth.tokens[].egress.ports: 80,443)");
+  EXPECT_FALSE(resolve_egress(allow({"a.org"}, {8443}), c, "nobody-configured"));
+  c.tokens[0].egress.ports = {8443};
+  EXPECT_TRUE(resolve_egress(allow({"a.org"}, {8443}), c, "free"));
+  EXPECT_FALSE(resolve_egress(allow({"a.org"}), c, "free"));  // 80 and 443 by default
+}
+
+}  // namespace
+}  // namespace pvs::service

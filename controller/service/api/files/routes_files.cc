@@ -4,11 +4,16 @@
 #include <sstream>
 #include <thread>
 
+#include <Poco/Crypto/DigestEngine.h>
+#include <Poco/DigestStream.h>
+
 #include "api/files/file_edit.h"
+#include "api/files/real_path.h"
 #include "http/chunk_queue.h"
 #include "http/json.h"
 #include "http/requests.h"
 #include "http/server.h"
+#include "policy/canonical.h"
 #include "pvesandbox/common/log.h"
 
 namespace pvs::service {
@@ -20,6 +25,17 @@ const char* file_type(const SftpAttributes& a) {
   if (a.is_regular()) return "file";
   if (a.is_symlink()) return "symlink";
   return "other";
+}
+
+// A path denied as written is refused at once (403, audited), before the sandbox resolves it;
+// the resolved path is judged again by the caller.
+void deny_early(const Policy& policy, PolicyGate& gate, RequestContext& ctx, PolicyAction action,
+                const std::string& path) {
+  PolicyRequest literal;
+  literal.action = action;
+  literal.path = path;
+  if (policy.decide(ctx.principal->name, literal).verdict == Verdict::kDeny)
+    (void)gate.admit(ctx, literal);  // throws the 403
 }
 
 std::string octal(std::uint32_t mode) {
@@ -174,9 +190,26 @@ void Api::put_file(RequestContext& ctx) {
                     " bytes");
   }
   auto sandbox = find_sandbox(ctx);
+  deny_early(config_.policy, gate_, ctx, PolicyAction::kFilesWrite, *path);
+  // The policy judges the path the sandbox resolves (links in the parent followed), and the
+  // upload goes to exactly that path.
+  *path = real_write_path(*sandbox, *path);
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
+  // The body's SHA-256 (Content-Digest, RFC 9530) is part of the call: an approved upload
+  // writes exactly the content the person approved, checked before the rename.
+  std::optional<std::string> want;
+  if (std::string cd = req.get("Content-Digest", ""); !cd.empty()) {
+    want = content_digest_sha256(cd);
+    if (!want) throw bad_request("Content-Digest: expected sha-256=:<base64 of 32 bytes>:");
+  }
+  asked.canonical = canonical_write(*path, mode, want.value_or(""));
+  if (!want && config_.policy.decide(ctx.principal->name, asked).verdict == Verdict::kApprove)
+    throw bad_request(
+        "this upload needs a person's approval (files.write): send the body's "
+        "SHA-256 as Content-Digest: sha-256=:<base64>: so the approval covers "
+        "the content");
   if (!gate_.admit(ctx, asked)) return;
   // The body streams from the socket to SFTP (64 KiB at a time, never held whole); the upload
   // is atomic, so a body that breaks off or exceeds the limit leaves the target untouched.
@@ -187,11 +220,21 @@ void Api::put_file(RequestContext& ctx) {
   UploadOptions options;
   options.mode = mode;
   options.create_parents = true;
+  Poco::Crypto::DigestEngine engine("SHA256");
+  bool mismatch = false;
+  if (want) {
+    options.before_rename = [&]() -> Status {
+      if (Poco::DigestEngine::digestToHex(engine.digest()) == *want) return {};
+      mismatch = true;
+      return fail(ErrorCode::kInvalidArgument, "the body does not match its Content-Digest");
+    };
+  }
   Status st;
   BodyRead body;
   {
     ChunkReader reader(queue);
-    std::istream in(&reader);
+    std::istream raw(&reader);
+    Poco::DigestInputStream in(engine, raw);
     std::thread uploader([&] {
       try {
         st = sandbox->upload(*path, in, options, length);
@@ -218,6 +261,8 @@ void Api::put_file(RequestContext& ctx) {
   if (body.state == BodyRead::State::kBroken) {
     throw bad_request("reading the request body failed: " + body.error);
   }
+  if (mismatch)
+    throw bad_request("the body does not match its Content-Digest (nothing was written)");
   if (!st) throw from_error(st.error());
   send_json(ctx, 200, p.take());
 }
@@ -241,9 +286,12 @@ void Api::files_edit(RequestContext& ctx) {
     ctx.params_json = p.take();
   }
   auto sandbox = find_sandbox(ctx);
+  deny_early(config_.policy, gate_, ctx, PolicyAction::kFilesEdit, req->path);
+  req->path = real_file_path(*sandbox, req->path);  // judged and edited: the link's target
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
+  asked.canonical = canonical_edit(*req);
   if (!gate_.admit(ctx, asked)) return;
   send_json(ctx, 200, edit_reply_json(edit_file(*sandbox, *req)));
 }

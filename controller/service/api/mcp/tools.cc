@@ -10,6 +10,7 @@
 #include "api/mcp/tool_impl.h"
 #include "api/sandboxes/output_cap.h"
 #include "http/requests.h"
+#include "policy/canonical.h"
 #include "policy/egress_access.h"
 #include "pvesandbox/common/log.h"
 
@@ -70,6 +71,7 @@ ToolResult tool_create(ToolContext& c) {
   auto egress = resolve_egress(req->internet, c.api.config(), c.call.principal.name);
   if (!egress) throw egress.error();
   set_policy_egress(asked, *egress);
+  asked.canonical = canonical_create(*req, *egress);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, "", asked, c.call.progress);
   auto sandbox = c.api.create_for(c.call.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
@@ -112,6 +114,7 @@ ToolResult tool_internet(ToolContext& c) {
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
   set_policy_egress(asked, *egress);
+  asked.canonical = canonical_internet(*egress);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   std::string json = sandbox_text(sandbox->info());
@@ -198,6 +201,7 @@ ToolResult tool_exec(ToolContext& c) {
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
+  asked.canonical = canonical_exec(*req);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
   AuditRecord start = c.record;
   start.action = "mcp.exec.start";

@@ -5,8 +5,11 @@
 #include <sstream>
 
 #include "api/files/file_edit.h"
+#include "api/files/real_path.h"
 #include "api/mcp/tool_impl.h"
+#include "http/auth.h"
 #include "http/requests.h"
+#include "policy/canonical.h"
 
 namespace pvs::service::mcp {
 
@@ -120,9 +123,11 @@ ToolResult tool_write_file(ToolContext& c) {
   c.record.params_json = "{\"path\":" + to_json_string(*path) + ",\"mode\":\"" + octal(mode) +
                          "\",\"size\":" + std::to_string(content->size()) + "}";
   auto sandbox = c.sandbox(id);
+  *path = real_write_path(*sandbox, *path);  // judged and written: links resolved
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
+  asked.canonical = canonical_write(*path, mode, sha256_hex(*content));
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
   std::istringstream in(*content);
   UploadOptions options;
@@ -143,9 +148,11 @@ ToolResult tool_edit_file(ToolContext& c) {
                          ",\"old_bytes\":" + std::to_string(req->spec.old_string.size()) +
                          ",\"new_bytes\":" + std::to_string(req->spec.new_string.size()) + "}";
   auto sandbox = c.sandbox(id);
+  req->path = real_file_path(*sandbox, req->path);  // judged and edited: the link's target
   PolicyRequest asked;
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
+  asked.canonical = canonical_edit(*req);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
   EditReply reply = c.api.edit_file(*sandbox, *req);
   std::string text = "replaced " + std::to_string(reply.replaced) +

@@ -10,6 +10,7 @@
 #include "http/json.h"
 #include "http/requests.h"
 #include "http/server.h"
+#include "policy/canonical.h"
 
 namespace pvs::service {
 
@@ -67,6 +68,7 @@ void Api::exec(RequestContext& ctx) {
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
+  asked.canonical = canonical_exec(*req);
   if (!gate_.admit(ctx, asked)) return;
   std::string command = std::move(req->command);
   ExecOptions options = exec_options(std::move(*req), config_.max_exec_output_bytes);

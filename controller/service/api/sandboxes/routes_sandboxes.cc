@@ -2,6 +2,7 @@
 #include "http/json.h"
 #include "http/requests.h"
 #include "http/server.h"
+#include "policy/canonical.h"
 #include "policy/egress_access.h"
 
 namespace pvs::service {
@@ -75,6 +76,7 @@ void Api::create(RequestContext& ctx) {
   asked.memory_mb = req->memory_mb;
   asked.disk_gb = req->disk_gb;
   set_policy_egress(asked, *egress);
+  asked.canonical = canonical_create(*req, *egress);
   if (!gate_.admit(ctx, asked)) return;
   auto sandbox = create_for(*ctx.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
@@ -170,6 +172,7 @@ void Api::internet(RequestContext& ctx) {
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
   set_policy_egress(asked, *egress);
+  asked.canonical = canonical_internet(*egress);
   if (!gate_.admit(ctx, asked)) return;
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   send_json(ctx, 200, sandbox_json(sandbox->info()));

@@ -35,6 +35,8 @@ struct TokenEgressCaps {
   // Absent: any name; empty: no lists of its own (only named lists).
   std::optional<std::vector<std::string>> names;
   int max_names = 0;  // names in one list of its own; 0: egress.max_names
+  // Ports its own lists may open; each asked port must be one of these (as "internet on").
+  std::vector<std::uint16_t> ports = {80, 443};
 };
 
 struct TokenConfig {
@@ -113,6 +115,7 @@ struct ServiceConfig {
   Policy policy;
   int approval_timeout_seconds = 300;  // pending -> expired (denied)
   int approval_wait_seconds = 30;      // a call blocks this long, then answers 202
+  int approval_use_seconds = 300;      // approved but unused this long: expired unused
   int max_pending_approvals = 1000;
   WebhookConfig webhook;  // policy.webhook: pending and decided approvals POSTed to a URL
   McpConfig mcp;

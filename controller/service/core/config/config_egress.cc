@@ -57,6 +57,12 @@ void parse_token_egress(yaml::Map s, const ServiceConfig& c, TokenEgressCaps* ca
     names_at(s, "names", &*caps->names);
   }
   s.integer("max_names", &caps->max_names, 0, static_cast<long long>(kMaxEgressNames));
+  if (s.has("ports")) {
+    std::vector<long long> ports;
+    s.integer_list("ports", &ports, 1, 65535);
+    caps->ports.clear();
+    for (auto p : ports) caps->ports.push_back(static_cast<std::uint16_t>(p));
+  }
   (void)s.finish();
 }
 
