@@ -138,6 +138,14 @@ bool Policy::empty() const {
   return rule_count() == 0 && impl_->fallback == Verdict::kAllow;
 }
 
+bool Policy::judges(std::string_view token, PolicyAction action) const {
+  if (impl_->fallback != Verdict::kAllow) return true;
+  auto own = impl_->token_rules.find(token);
+  const auto& rules = own != impl_->token_rules.end() ? own->second : impl_->default_rules;
+  return std::any_of(rules.begin(), rules.end(),
+                     [&](const Rule& r) { return r.spec.actions.contains(action); });
+}
+
 std::size_t Policy::rule_count() const {
   std::size_t n = impl_->default_rules.size();
   for (const auto& [token, rules] : impl_->token_rules) n += rules.size();

@@ -106,9 +106,15 @@ ToolResult tool_terminal_input(ToolContext& c) {
                          "\",\"items\":" + std::to_string(items->size()) +
                          ",\"bytes\":" + std::to_string(bytes) + "}";
   TerminalEntry& entry = *a.entry;
-  auto admitted = c.api.type_into(
-      c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
-      c.call.progress);
+  Api::Admission admitted;
+  try {
+    admitted = c.api.type_into(
+        c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
+        c.call.progress);
+  } catch (const PolicyRefusal& refused) {  // not an ApiError: the tool's error, audited
+    c.record.policy_json = refused.policy_json;
+    throw refused.error;
+  }
   c.record.policy_json = admitted.policy_json;
   if (admitted.pending) throw PolicyGate::still_pending(*admitted.pending);
   std::string json = c.api.wait_terminal(entry, *wait);

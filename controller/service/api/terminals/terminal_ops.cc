@@ -76,6 +76,15 @@ Api::Admission Api::type_into(const Principal& who, TerminalEntry& entry, std::s
                               bool async, const WaitProgress& progress) {
   std::lock_guard lock(entry.input_mu);
   TypedLine::Next next = entry.typed.after(typed);
+  // Input whose effect on the line the model does not follow could make the shell run a line
+  // the policy never judged: refused, unsent, the model unchanged (docs/policy.md).
+  if (!next.understood && config_.policy.judges(who.name, PolicyAction::kTerminalInput)) {
+    throw unprocessable("terminal_input_not_modelled",
+                        "terminal input refused: \"" + next.not_understood.substr(0, 64) +
+                            "\" changes the line in a way the terminal.input policy cannot "
+                            "follow (cursor, history, completion, yank, Alt-x, escape sequences "
+                            "other than F1-F4); type text, Backspace, C-w, C-u or Enter");
+  }
   Admission admitted;
   if (!next.lines.empty()) {
     admitted = admit_lines(who, entry, next.lines, approval_id, async, progress);

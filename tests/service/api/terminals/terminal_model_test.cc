@@ -1,0 +1,202 @@
+// What bash runs is what terminal.input judged (#32): byte sequences that once made the line
+// model lose a line (an OSC start swallowing Enter, an unbound CSI readline ends early, C-o)
+// typed into a real bash through REST, the WebSocket and the MCP terminal_input tool, under a
+// rule that denies `touch`. Each refused input leaves no file behind; the allowed lines run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <Poco/JSON/Parser.h>
+#include <Poco/Net/HTTPClientSession.h>
+#include <Poco/Net/HTTPRequest.h>
+#include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/WebSocket.h>
+
+#include "http/auth.h"
+#include "http/json.h"
+#include "service/support/http_client.h"
+#include "service/support/in_process_service.h"
+#include "support/stack_fixture.h"
+
+namespace pvs::service {
+namespace {
+
+using Poco::Net::WebSocket;
+using test::http;
+
+Poco::JSON::Object::Ptr json(const std::string& text) {
+  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
+}
+
+std::string quoted(const std::string& s) {
+  JsonWriter w;
+  return w.value(s).take();
+}
+
+class TerminalModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stack_ = std::make_unique<test::Stack>();
+    config_.listen_port = 0;
+    config_.tokens = {{"alice", sha256_hex("tok-alice"), 4, false}};
+    config_.audit_file = stack_->dir() + "/audit.log";
+    PolicyRuleSpec deny;
+    deny.where = "policy.default[0]";
+    deny.actions = {PolicyAction::kTerminalInput};
+    deny.command = "touch";
+    deny.verdict = Verdict::kDeny;
+    deny.message = "no touch";
+    PolicySpec spec;
+    spec.default_rules = {deny};
+    auto policy = Policy::compile(spec);
+    ASSERT_TRUE(policy) << policy.error().message;
+    config_.policy = *policy;
+    auto m = Manager::open(stack_->manager_config());
+    ASSERT_TRUE(m) << m.error().message;
+    auto svc = test::InProcessService::start(config_, std::shared_ptr<Manager>(std::move(*m)));
+    ASSERT_TRUE(svc) << svc.error().message;
+    svc_ = std::move(*svc);
+    auto r = call("POST", "/v1/sandboxes", "{}");
+    ASSERT_EQ(r.status, 201) << r.body;
+    sb_ = json(r.body)->getValue<std::string>("id");
+    dir_ = stack_->home();  // the sandbox user's, removed with the stack
+    // bash with its default bindings, history on, no rc files: the shell the model stands for.
+    r = call("POST", "/v1/sandboxes/" + sb_ + "/terminals",
+             R"({"command":"env INPUTRC=/etc/inputrc PS1='$ ' bash --norc --noprofile -i"})");
+    ASSERT_EQ(r.status, 201) << r.body;
+    tid_ = json(r.body)->getValue<std::string>("id");
+    term_ = "/v1/sandboxes/" + sb_ + "/terminals/" + tid_;
+    settle();
+  }
+  void TearDown() override {
+    if (auto m = svc_ ? svc_->manager() : nullptr) {
+      for (const auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
+    }
+    svc_.reset();
+    stack_.reset();
+  }
+  test::HttpReply call(const std::string& method, const std::string& uri,
+                       const std::string& body = "",
+                       std::map<std::string, std::string> headers = {}) {
+    return http(svc_->port(), method, uri, body, "tok-alice", std::move(headers));
+  }
+  // Until the screen has been quiet for a while: bash has taken what it was sent.
+  void settle() {
+    auto r = call("POST", term_ + "/wait", R"({"quiet_ms":300,"timeout_ms":5000})");
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  // Raw bytes through REST: the status.
+  int rest(const std::string& bytes) {
+    auto r = call("POST", term_ + "/input", "{\"input\":[{\"text\":" + quoted(bytes) + "}]}");
+    settle();
+    return r.status;
+  }
+  // Through MCP's terminal_input: whether the tool call was an error.
+  bool mcp(const std::string& bytes) {
+    std::map<std::string, std::string> h{{"Accept", "application/json, text/event-stream"}};
+    if (session_.empty()) {
+      auto init = call("POST", "/mcp",
+                       R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{)"
+                       R"("protocolVersion":"2025-06-18","capabilities":{},)"
+                       R"("clientInfo":{"name":"t","version":"1"}}})",
+                       h);
+      EXPECT_EQ(init.status, 200) << init.body;
+      session_ = init.headers["Mcp-Session-Id"];
+      h["Mcp-Session-Id"] = session_;
+      call("POST", "/mcp", R"({"jsonrpc":"2.0","method":"notifications/initialized"})", h);
+    }
+    h["Mcp-Session-Id"] = session_;
+    auto r = call("POST", "/mcp",
+                  R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{)"
+                  R"("name":"terminal_input","arguments":{"sandbox_id":")" +
+                      sb_ + R"(","terminal_id":")" + tid_ + R"(","input":[{"text":)" +
+                      quoted(bytes) + "}]}}}",
+                  h);
+    EXPECT_EQ(r.status, 200) << r.body;
+    settle();
+    return r.body.find("\"isError\":true") != std::string::npos;
+  }
+  // Through the WebSocket: the error messages the server sent back, if any.
+  std::string ws(const std::string& bytes) {
+    Poco::Net::HTTPClientSession cs("127.0.0.1", svc_->port());
+    Poco::Net::HTTPRequest req("GET", term_ + "/ws", "HTTP/1.1");
+    req.set("Authorization", "Bearer tok-alice");
+    Poco::Net::HTTPResponse resp;
+    WebSocket sock(cs, req, resp);
+    sock.setReceiveTimeout(Poco::Timespan(1, 0));
+    sock.sendFrame(bytes.data(), static_cast<int>(bytes.size()), WebSocket::FRAME_BINARY);
+    std::string texts;
+    char buf[65536];
+    try {
+      for (;;) {  // until a second without frames
+        int flags = 0;
+        int n = sock.receiveFrame(buf, sizeof buf, flags);
+        if (n <= 0 || (flags & WebSocket::FRAME_OP_BITMASK) == WebSocket::FRAME_OP_CLOSE) break;
+        if ((flags & WebSocket::FRAME_OP_BITMASK) == WebSocket::FRAME_OP_TEXT)
+          texts.append(buf, static_cast<std::size_t>(n));
+      }
+    } catch (const Poco::TimeoutException&) {
+    }
+    sock.shutdown();
+    settle();
+    return texts;
+  }
+  bool exists(const std::string& name) { return std::filesystem::exists(dir_ + "/" + name); }
+  std::string ran() {
+    std::ifstream in(dir_ + "/ran");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+  std::unique_ptr<test::Stack> stack_;
+  ServiceConfig config_;
+  std::unique_ptr<test::InProcessService> svc_;
+  std::string sb_, tid_, term_, dir_, session_;
+};
+
+// Sequences bash would run as `touch <file>` and a model could miss (each fails on the model
+// before #32's fix: the file appeared).
+std::vector<std::pair<std::string, std::string>> attacks(const std::string& dir,
+                                                         const std::string& via) {
+  std::string f = dir + "/" + via;
+  return {
+      {"osc", "\x1b] touch " + f + "-osc\r"},    // ESC ] dropped by readline, Enter runs
+      {"csi", "\x1b[12touch " + f + "-csi\r"},   // readline ends ESC [ 1 2 at "2"
+      {"ctrl-o", "touch " + f + "-ctrl-o\x0f"},  // operate-and-get-next runs the line
+      {"alt",
+       "\x1b"
+       "btouch " +
+           f + "-alt\r"},  // Alt-b moves the cursor
+  };
+}
+
+TEST_F(TerminalModelTest, WhatBashRunsIsWhatThePolicyJudged) {
+  const std::string log = " >> " + dir_ + "/ran";
+  // Allowed lines with inert keys run as judged.
+  EXPECT_EQ(rest("echo rest-ok\x1bOP" + log + "\r"), 200);
+  EXPECT_FALSE(mcp("echo mcp-ok\x07" + log + "\r"));
+  EXPECT_EQ(ws("echo ws-ok\x0c" + log + "\r"), "");
+  for (const auto& [name, bytes] : attacks(dir_, "rest")) {
+    int status = rest(bytes);
+    EXPECT_TRUE(status == 422 || status == 403) << name << ": " << status;
+    EXPECT_FALSE(exists("rest-" + name)) << name << ": bash ran a line the policy never judged";
+  }
+  for (const auto& [name, bytes] : attacks(dir_, "mcp")) {
+    EXPECT_TRUE(mcp(bytes)) << name;
+    EXPECT_FALSE(exists("mcp-" + name)) << name << ": bash ran a line the policy never judged";
+  }
+  for (const auto& [name, bytes] : attacks(dir_, "ws")) {
+    EXPECT_NE(ws(bytes).find("\"type\":\"error\""), std::string::npos) << name;
+    EXPECT_FALSE(exists("ws-" + name)) << name << ": bash ran a line the policy never judged";
+  }
+  // Split across calls: the unfinished sequence is refused in the first.
+  EXPECT_EQ(rest("\x1b]"), 422);
+  EXPECT_EQ(rest(" touch " + dir_ + "/split\r"), 403);  // judged whole: denied
+  EXPECT_FALSE(exists("split"));
+  EXPECT_EQ(rest("echo after" + log + "\r"), 200);
+  EXPECT_EQ(ran(), "rest-ok\nmcp-ok\nws-ok\nafter\n");
+}
+
+}  // namespace
+}  // namespace pvs::service
