@@ -10,9 +10,11 @@
 namespace pvs::service {
 namespace {
 
-constexpr std::array<std::pair<PolicyAction, std::string_view>, 6> kActions{{
+constexpr std::array<std::pair<PolicyAction, std::string_view>, 8> kActions{{
     {PolicyAction::kExec, "exec"},
     {PolicyAction::kTerminalInput, "terminal.input"},
+    {PolicyAction::kTerminalOpen, "terminal.open"},
+    {PolicyAction::kTerminalAttach, "terminal.attach"},
     {PolicyAction::kFilesWrite, "files.write"},
     {PolicyAction::kFilesEdit, "files.edit"},
     {PolicyAction::kInternet, "internet"},

@@ -28,6 +28,8 @@ namespace pvs::service {
 enum class PolicyAction {
   kExec,
   kTerminalInput,
+  kTerminalOpen,    // opening a terminal (text: its command, "" for the login shell)
+  kTerminalAttach,  // a terminal's WebSocket (text: "interactive" or "watch")
   kFilesWrite,
   kFilesEdit,
   kInternet,

@@ -76,6 +76,15 @@ ToolResult tool_terminal_open(ToolContext& c) {
   c.record.params_json =
       "{\"command\":" + to_json_string(req->command.substr(0, 4096)) + "}";  // no env values
   auto sandbox = c.sandbox(id);
+  auto [asked, decision] = c.api.judge_terminal_open(c.call.principal, req->command);
+  try {
+    auto a = c.gate.admission(c.call.principal, id, asked, decision, "", false, c.call.progress);
+    c.record.policy_json = a.policy_json;
+    if (a.pending) throw PolicyGate::still_pending(*a.pending);
+  } catch (const PolicyRefusal& refused) {
+    c.record.policy_json = refused.policy_json;
+    throw refused.error;
+  }
   auto entry = c.api.open_terminal(c.call.principal, *sandbox, *req);
   c.record.params_json.insert(1, "\"terminal\":\"" + entry->id + "\",");
   // The first prompt or the program's first screen.

@@ -183,6 +183,10 @@ void Api::terminal_ws(RequestContext& ctx) {
   if (Poco::icompare(ctx.request->get("Upgrade", ""), "websocket") != 0) {
     throw bad_request("this endpoint speaks WebSocket only (Upgrade: websocket)");
   }
+  PolicyRequest attach;  // terminal.attach: an operator may say "no terminals" here too
+  attach.action = PolicyAction::kTerminalAttach;
+  attach.text = watch ? "watch" : "interactive";
+  if (!gate_.admit(ctx, attach)) return;
   // A browser that authenticated with a subprotocol must see one chosen.
   std::string protocols = ctx.request->get("Sec-WebSocket-Protocol", "");
   if (!protocols.empty()) {

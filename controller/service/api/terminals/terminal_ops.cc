@@ -30,6 +30,23 @@ std::shared_ptr<TerminalEntry> Api::open_terminal(const Principal& who, Sandbox&
   return *entry;
 }
 
+std::pair<PolicyRequest, PolicyDecision> Api::judge_terminal_open(
+    const Principal& who, const std::string& command) const {
+  PolicyRequest open;
+  open.action = PolicyAction::kTerminalOpen;
+  open.text = command;
+  PolicyDecision d = config_.policy.decide(who.name, open);
+  if (d.verdict == Verdict::kDeny || command.empty()) return {open, d};
+  PolicyRequest exec;  // the command runs as exec would run it
+  exec.action = PolicyAction::kExec;
+  exec.text = command;
+  PolicyDecision e = config_.policy.decide(who.name, exec);
+  if (e.verdict == Verdict::kDeny ||
+      (e.verdict == Verdict::kApprove && d.verdict != Verdict::kApprove))
+    return {exec, e};
+  return {open, d};
+}
+
 void Api::close_terminal(TerminalEntry& entry) {
   terminals_->close(entry.sandbox, entry.id);
 }

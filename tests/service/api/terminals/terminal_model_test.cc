@@ -49,7 +49,21 @@ class TerminalModelTest : public ::testing::Test {
     deny.verdict = Verdict::kDeny;
     deny.message = "no touch";
     PolicySpec spec;
-    spec.default_rules = {deny};
+    PolicyRuleSpec exec = deny;  // what exec refuses, a terminal's command may not run
+    exec.where = "policy.default[1]";
+    exec.actions = {PolicyAction::kExec};
+    exec.message = "no touch via exec";
+    PolicyRuleSpec open = deny;
+    open.where = "policy.default[2]";
+    open.actions = {PolicyAction::kTerminalOpen};
+    open.command = "^sleep";
+    open.message = "no sleeping terminals";
+    PolicyRuleSpec attach = open;
+    attach.where = "policy.default[3]";
+    attach.actions = {PolicyAction::kTerminalAttach};
+    attach.command = "^watch$";
+    attach.message = "no watchers";
+    spec.default_rules = {deny, exec, open, attach};
     auto policy = Policy::compile(spec);
     ASSERT_TRUE(policy) << policy.error().message;
     config_.policy = *policy;
@@ -196,6 +210,40 @@ TEST_F(TerminalModelTest, WhatBashRunsIsWhatThePolicyJudged) {
   EXPECT_FALSE(exists("split"));
   EXPECT_EQ(rest("echo after" + log + "\r"), 200);
   EXPECT_EQ(ran(), "rest-ok\nmcp-ok\nws-ok\nafter\n");
+}
+
+// Opening a terminal runs its command as exec would: the exec rules judge it (#32), and
+// terminal.open / terminal.attach let an operator refuse terminals themselves.
+TEST_F(TerminalModelTest, OpeningATerminalIsJudgedAsExecAndTerminalOpen) {
+  const std::string base = "/v1/sandboxes/" + sb_ + "/terminals";
+  auto r = call("POST", base, "{\"command\":" + quoted("touch " + dir_ + "/opened") + "}");
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(r.body.find("policy.default[1]"), std::string::npos) << r.body;
+  std::map<std::string, std::string> h{{"Accept", "application/json, text/event-stream"}};
+  mcp("");  // a session
+  h["Mcp-Session-Id"] = session_;
+  auto m = call("POST", "/mcp",
+                R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{)"
+                R"("name":"terminal_open","arguments":{"sandbox_id":")" +
+                    sb_ + R"(","command":)" + quoted("touch " + dir_ + "/mcp-opened") + "}}}",
+                h);
+  EXPECT_NE(m.body.find("\"isError\":true"), std::string::npos) << m.body;
+  for (int i = 0; i < 20 && r.status == 201; ++i)  // before the fix: touch ran; give it time
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(exists("opened"));
+  EXPECT_FALSE(exists("mcp-opened"));
+  auto slept = call("POST", base, R"({"command":"sleep 60"})");
+  EXPECT_EQ(slept.status, 403) << slept.body;
+  EXPECT_NE(slept.body.find("no sleeping terminals"), std::string::npos) << slept.body;
+  // terminal.attach: a watcher is refused before the upgrade, an interactive client is not.
+  Poco::Net::HTTPClientSession cs("127.0.0.1", svc_->port());
+  Poco::Net::HTTPRequest req("GET", term_ + "/ws?mode=watch", "HTTP/1.1");
+  req.set("Authorization", "Bearer tok-alice");
+  Poco::Net::HTTPResponse resp;
+  EXPECT_ANY_THROW(WebSocket(cs, req, resp));
+  EXPECT_EQ(resp.getStatus(), 403);
+  EXPECT_EQ(ws("echo attach" + std::string(" >> ") + dir_ + "/ran\r"), "");
+  EXPECT_EQ(ran(), "attach\n");
 }
 
 }  // namespace
