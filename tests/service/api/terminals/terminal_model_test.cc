@@ -12,6 +12,8 @@
 #include <Poco/Net/HTTPClientSession.h>
 #include <Poco/Net/HTTPRequest.h>
 #include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/SocketAddress.h>
+#include <Poco/Net/StreamSocket.h>
 #include <Poco/Net/WebSocket.h>
 
 #include "http/auth.h"
@@ -244,6 +246,41 @@ TEST_F(TerminalModelTest, OpeningATerminalIsJudgedAsExecAndTerminalOpen) {
   EXPECT_EQ(resp.getStatus(), 403);
   EXPECT_EQ(ws("echo attach" + std::string(" >> ") + dir_ + "/ran\r"), "");
   EXPECT_EQ(ran(), "attach\n");
+}
+
+// The WebSocket handshake's reply head, for a raw upgrade with these extra header lines.
+std::string upgrade(std::uint16_t port, const std::string& uri, const std::string& headers) {
+  Poco::Net::StreamSocket s(Poco::Net::SocketAddress("127.0.0.1", port));
+  std::string req = "GET " + uri + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                    "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+                    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+                    headers + "\r\n";
+  s.sendBytes(req.data(), static_cast<int>(req.size()));
+  s.setReceiveTimeout(Poco::Timespan(10, 0));
+  std::string head;
+  char c;
+  while (head.find("\r\n\r\n") == std::string::npos && s.receiveBytes(&c, 1) == 1) head += c;
+  return head;
+}
+
+// #32 finding 6: the reply never names a bearer.* subprotocol; a foreign Origin is refused.
+TEST_F(TerminalModelTest, WebSocketHandshakeHidesTheTokenAndChecksOrigin) {
+  const std::string uri = term_ + "/ws";
+  auto only = upgrade(svc_->port(), uri, "Sec-WebSocket-Protocol: bearer.tok-alice\r\n");
+  EXPECT_NE(only.find(" 101 "), std::string::npos) << only;
+  EXPECT_EQ(only.find("tok-alice"), std::string::npos) << only;
+  EXPECT_EQ(only.find("Sec-WebSocket-Protocol"), std::string::npos) << only;
+  auto two =
+      upgrade(svc_->port(), uri, "Sec-WebSocket-Protocol: bearer.tok-alice, pvs-terminal\r\n");
+  EXPECT_NE(two.find("Sec-WebSocket-Protocol: pvs-terminal"), std::string::npos) << two;
+  EXPECT_EQ(two.find("tok-alice"), std::string::npos) << two;
+  auto evil = upgrade(svc_->port(), uri,
+                      "Authorization: Bearer tok-alice\r\nOrigin: https://evil.example\r\n");
+  EXPECT_NE(evil.find(" 403 "), std::string::npos) << evil;
+  auto own = upgrade(svc_->port(), uri,
+                     "Authorization: Bearer tok-alice\r\nOrigin: http://127.0.0.1:" +
+                         std::to_string(svc_->port()) + "\r\n");
+  EXPECT_NE(own.find(" 101 "), std::string::npos) << own;
 }
 
 }  // namespace
