@@ -117,6 +117,10 @@ class Api : public Replies {
   std::shared_ptr<TerminalEntry> terminal_for(const Principal& who, const std::string& sandbox,
                                               const std::string& tid);
   // Opens a terminal owned by `who` (429 at the per-sandbox or per-token limit).
+  // What opening a terminal asks the policy: terminal.open, and exec for its command (as the
+  // exec route asks); the stricter decision (deny, approve, allow) with its request.
+  std::pair<PolicyRequest, PolicyDecision> judge_terminal_open(const Principal& who,
+                                                               const std::string& command) const;
   std::shared_ptr<TerminalEntry> open_terminal(const Principal& who, Sandbox& sandbox,
                                                const TerminalCreateRequest& request);
   // Types into a terminal once the policy allows the lines the input completes (terminal.input,

@@ -40,7 +40,9 @@ std::string egress_summary(const PolicyRequest& r) {
 std::string summary_of(const PolicyRequest& r) {
   switch (r.action) {
     case PolicyAction::kExec:
-    case PolicyAction::kTerminalInput: return cut_for_display(r.text, 1024);
+    case PolicyAction::kTerminalInput:
+    case PolicyAction::kTerminalOpen:
+    case PolicyAction::kTerminalAttach: return cut_for_display(r.text, 1024);
     case PolicyAction::kFilesWrite:
     case PolicyAction::kFilesEdit: return r.path;
     case PolicyAction::kInternet: return "internet " + egress_summary(r);

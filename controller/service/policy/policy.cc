@@ -10,9 +10,11 @@
 namespace pvs::service {
 namespace {
 
-constexpr std::array<std::pair<PolicyAction, std::string_view>, 6> kActions{{
+constexpr std::array<std::pair<PolicyAction, std::string_view>, 8> kActions{{
     {PolicyAction::kExec, "exec"},
     {PolicyAction::kTerminalInput, "terminal.input"},
+    {PolicyAction::kTerminalOpen, "terminal.open"},
+    {PolicyAction::kTerminalAttach, "terminal.attach"},
     {PolicyAction::kFilesWrite, "files.write"},
     {PolicyAction::kFilesEdit, "files.edit"},
     {PolicyAction::kInternet, "internet"},
@@ -136,6 +138,14 @@ PolicyDecision Policy::decide(std::string_view token, const PolicyRequest& reque
 
 bool Policy::empty() const {
   return rule_count() == 0 && impl_->fallback == Verdict::kAllow;
+}
+
+bool Policy::judges(std::string_view token, PolicyAction action) const {
+  if (impl_->fallback != Verdict::kAllow) return true;
+  auto own = impl_->token_rules.find(token);
+  const auto& rules = own != impl_->token_rules.end() ? own->second : impl_->default_rules;
+  return std::any_of(rules.begin(), rules.end(),
+                     [&](const Rule& r) { return r.spec.actions.contains(action); });
 }
 
 std::size_t Policy::rule_count() const {

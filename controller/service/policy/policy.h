@@ -29,6 +29,8 @@ namespace pvs::service {
 enum class PolicyAction {
   kExec,
   kTerminalInput,
+  kTerminalOpen,    // opening a terminal (text: its command, "" for the login shell)
+  kTerminalAttach,  // a terminal's WebSocket (text: "interactive" or "watch")
   kFilesWrite,
   kFilesEdit,
   kInternet,
@@ -96,6 +98,9 @@ class Policy {
 
   PolicyDecision decide(std::string_view token, const PolicyRequest& request) const;
   bool empty() const;  // no rule anywhere and fallback allow
+  // Whether `action` can be anything but allowed for `token`: one of its rules names the action,
+  // or the fallback is not allow.
+  bool judges(std::string_view token, PolicyAction action) const;
   std::size_t rule_count() const;
 
  private:

@@ -25,8 +25,8 @@ PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceC
     if (!parsed)
       r.fail(r.has("action") ? "action" : "actions",
              yaml::quoted_value(a) +
-                 " is not an action (exec, terminal.input, files.write, files.edit, internet, "
-                 "sandbox.create)");
+                 " is not an action (exec, terminal.input, terminal.open, terminal.attach, "
+                 "files.write, files.edit, internet, sandbox.create)");
     else
       rule.actions.insert(*parsed);
   }

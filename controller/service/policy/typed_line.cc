@@ -17,19 +17,43 @@ void erase_word(std::string& line) {  // as readline's unix-word-rubout: spaces,
   while (!line.empty() && line.back() != ' ') line.pop_back();
 }
 
-// Whether an escape sequence (ESC and what followed so far) is complete: ESC x (Alt-x), ESC O x
-// (SS3), ESC [ params final (CSI, final byte 0x40-0x7e), ESC ] ... BEL or ESC \ (OSC).
-bool escape_complete(const std::string& seq) {
-  if (seq.size() < 2) return false;
-  unsigned char kind = static_cast<unsigned char>(seq[1]);
-  if (kind == '[') {
-    if (seq.size() < 3) return false;
-    unsigned char last = static_cast<unsigned char>(seq.back());
-    return last >= 0x40 && last <= 0x7e;
+// An escape sequence so far: a key that changes nothing (F1-F4), unfinished, or complete and
+// not modelled (its end as ECMA-48 has it: CSI at a final byte, SS3 after one byte, ESC x).
+enum class Escape { kInert, kPending, kOther };
+
+Escape classify(std::string_view seq) {
+  if (seq.size() < 2) return Escape::kPending;
+  if (seq.size() > 64) return Escape::kOther;  // a runaway sequence
+  auto last = static_cast<unsigned char>(seq.back());
+  if (last < 0x20 || last >= 0x7f) return Escape::kOther;  // a control byte ends it
+  if (seq[1] == 'O') {
+    if (seq.size() == 2) return Escape::kPending;
+    return last >= 'P' && last <= 'S' ? Escape::kInert : Escape::kOther;
   }
-  if (kind == 'O') return seq.size() >= 3;
-  if (kind == ']') return seq.back() == '\a' || (seq.size() >= 4 && seq.ends_with("\x1b\\"));
-  return true;
+  if (seq[1] == '[' && (seq.size() == 2 || last < 0x40)) return Escape::kPending;
+  return Escape::kOther;
+}
+
+std::string visible(std::string_view bytes) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (char ch : bytes) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+void not_modelled(TypedLine::Next& n, std::string_view key) {
+  if (!n.understood) return;
+  n.understood = false;
+  n.not_understood = visible(key);
 }
 
 }  // namespace
@@ -42,13 +66,17 @@ TypedLine::Next TypedLine::after(std::string_view bytes) const {
     auto c = static_cast<unsigned char>(ch);
     if (!n.escape_seq.empty()) {
       n.escape_seq += ch;
-      // A runaway sequence (no final byte) ends after 64 bytes.
-      if (escape_complete(n.escape_seq) || n.escape_seq.size() > 64) n.escape_seq.clear();
-      continue;
+      Escape e = classify(n.escape_seq);
+      if (e == Escape::kPending) continue;
+      if (e == Escape::kOther) not_modelled(n, n.escape_seq);
+      n.escape_seq.clear();
+      if (e == Escape::kInert || c >= 0x20) continue;
+      // Not modelled either way; a control byte is then taken as itself (a best guess).
     }
     switch (c) {
       case '\r':
       case '\n':
+      case 0x0f:  // C-o, readline's operate-and-get-next: runs the line too
         n.lines.push_back(std::move(n.rest));
         n.rest.clear();
         continue;
@@ -58,12 +86,19 @@ TypedLine::Next TypedLine::after(std::string_view bytes) const {
       case 0x17: erase_word(n.rest); continue;
       case 0x03:
       case 0x15: n.rest.clear(); continue;
+      case 0x04:
+      case 0x07:
+      case 0x0c: continue;  // C-d, C-g, C-l: nothing changes (the cursor is at the end)
       default: break;
     }
-    if (c < 0x20 && c != '\t') continue;  // other control bytes: not part of the line
+    if (c < 0x20) {  // Tab (completion), C-a, C-y, C-v, ...: not modelled
+      not_modelled(n, std::string_view(&ch, 1));
+      continue;
+    }
     n.rest += ch;
     if (n.rest.size() > kMaxLine) n.rest.erase(0, n.rest.size() - kMaxLine);
   }
+  if (!n.escape_seq.empty()) not_modelled(n, n.escape_seq);  // readline waits for more
   return n;
 }
 

@@ -6,10 +6,17 @@
 //   auto next = typed.after("ls -l\r");       // next.lines == {"ls -l"}, next.rest == ""
 //   ...judge next.lines...; typed.commit(std::move(next));   // only once the input was sent
 //
-// Understood: printable text (UTF-8), Enter (CR or LF: the line is complete), Backspace (DEL,
-// BS: one character), C-w (a word), C-u and C-c (the whole line). Escape sequences (arrows,
-// function keys, Alt-x) and other control bytes are skipped: what the shell makes of them
-// (history, completion, cursor editing) is not modelled, a known limit docs/policy.md states.
+// Modelled exactly (bash's readline with its default emacs bindings, checked against bash 5.2):
+// printable text (UTF-8), Enter (CR, LF, and C-o, which runs the line too: the line is
+// complete), Backspace (DEL, BS: one character), C-w (a word), C-u and C-c (the whole line),
+// C-d, C-g and C-l (no change to a line whose cursor is at its end), F1-F4 (ESC O P..S,
+// unbound). Anything else changes the line in ways this model does not follow: cursor and
+// history keys, completion (Tab), yank, undo, quoted insert, Alt-x (readline's meta-x), ESC
+// before a control byte (ESC CR switches to vi mode and runs nothing), any other escape
+// sequence (readline ends an unbound one where its key map ends: ESC [ 1 2 r inserts "r"), an
+// escape sequence left unfinished. Such input is `understood = false`; the controller refuses
+// it wherever terminal.input is judged (docs/policy.md), so what the shell runs is always what
+// the policy judged.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +35,10 @@ class TypedLine {
     std::vector<std::string> lines;  // lines the input completes, in order
     std::string rest;                // the line still being typed afterwards
     std::string escape_seq;          // an unfinished escape sequence at the end
+    // False when some byte's effect on the line is not modelled (above); what follows it is
+    // then a best guess: lines and rest are not what the shell has.
+    bool understood = true;
+    std::string not_understood;  // the first such key, as a C string literal ("\\x1b[A")
   };
 
   // The state after `bytes` were typed; this one is unchanged.

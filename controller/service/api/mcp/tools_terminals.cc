@@ -76,6 +76,15 @@ ToolResult tool_terminal_open(ToolContext& c) {
   c.record.params_json =
       "{\"command\":" + to_json_string(req->command.substr(0, 4096)) + "}";  // no env values
   auto sandbox = c.sandbox(id);
+  auto [asked, decision] = c.api.judge_terminal_open(c.call.principal, req->command);
+  try {
+    auto a = c.gate.admission(c.call.principal, id, asked, decision, "", false, c.call.progress);
+    c.record.policy_json = a.policy_json;
+    if (a.pending) throw PolicyGate::still_pending(*a.pending);
+  } catch (const PolicyRefusal& refused) {
+    c.record.policy_json = refused.policy_json;
+    throw refused.error;
+  }
   auto entry = c.api.open_terminal(c.call.principal, *sandbox, *req);
   c.record.params_json.insert(1, "\"terminal\":\"" + entry->id + "\",");
   // The first prompt or the program's first screen.
@@ -106,9 +115,15 @@ ToolResult tool_terminal_input(ToolContext& c) {
                          "\",\"items\":" + std::to_string(items->size()) +
                          ",\"bytes\":" + std::to_string(bytes) + "}";
   TerminalEntry& entry = *a.entry;
-  auto admitted = c.api.type_into(
-      c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
-      c.call.progress);
+  Api::Admission admitted;
+  try {
+    admitted = c.api.type_into(
+        c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
+        c.call.progress);
+  } catch (const PolicyRefusal& refused) {  // not an ApiError: the tool's error, audited
+    c.record.policy_json = refused.policy_json;
+    throw refused.error;
+  }
   c.record.policy_json = admitted.policy_json;
   if (admitted.pending) throw PolicyGate::still_pending(*admitted.pending);
   std::string json = c.api.wait_terminal(entry, *wait);

@@ -16,6 +16,7 @@
 
 #include <thread>
 
+#include "api/mcp/protocol.h"
 #include "http/json.h"
 #include "http/server.h"
 #include "pvesandbox/common/log.h"
@@ -183,13 +184,31 @@ void Api::terminal_ws(RequestContext& ctx) {
   if (Poco::icompare(ctx.request->get("Upgrade", ""), "websocket") != 0) {
     throw bad_request("this endpoint speaks WebSocket only (Upgrade: websocket)");
   }
-  // A browser that authenticated with a subprotocol must see one chosen.
+  PolicyRequest attach;  // terminal.attach: an operator may say "no terminals" here too
+  attach.action = PolicyAction::kTerminalAttach;
+  attach.text = watch ? "watch" : "interactive";
+  if (!gate_.admit(ctx, attach)) return;
+  // Cross-site WebSocket hijacking: a browser's Origin must be this server's own (the console),
+  // loopback or listed in mcp.allowed_origins, as for /mcp.
+  const std::string origin = ctx.request->get("Origin", "");
+  const std::string host = ctx.request->get("Host", "");
+  if (!mcp::origin_allowed(origin, config_.mcp.allowed_origins) && origin != "http://" + host &&
+      origin != "https://" + host)
+    throw from_error(
+        Error{ErrorCode::kPermissionDenied, "Origin " + origin.substr(0, 100) +
+                                                " is not allowed (this server's own, loopback or "
+                                                "mcp.allowed_origins)"});
+  // The first offered subprotocol that is not "bearer.<token>" (a token never goes back in the
+  // reply, where logs and proxies would keep it); none: no Sec-WebSocket-Protocol.
   std::string protocols = ctx.request->get("Sec-WebSocket-Protocol", "");
-  if (!protocols.empty()) {
-    std::string chosen = protocols.substr(0, protocols.find(','));
-    chosen.erase(0, chosen.find_first_not_of(' '));
-    chosen.erase(chosen.find_last_not_of(' ') + 1);
-    ctx.response->set("Sec-WebSocket-Protocol", chosen);
+  for (std::size_t start = 0; start < protocols.size();) {
+    std::size_t end = std::min(protocols.find(',', start), protocols.size());
+    std::string p = Poco::trim(protocols.substr(start, end - start));
+    if (!p.empty() && p.rfind("bearer.", 0) != 0) {
+      ctx.response->set("Sec-WebSocket-Protocol", p);
+      break;
+    }
+    start = end + 1;
   }
   auto watcher = entry->terminal->watch(config_.terminal_watcher_buffer_bytes);
   audit(ctx, 101, nullptr);

@@ -25,6 +25,18 @@ void Api::terminal_create(RequestContext& ctx) {
     ctx.params_json = p.end_array().end_object().take();
   }
   auto sandbox = find_sandbox(ctx);
+  auto [asked, decision] = judge_terminal_open(*ctx.principal, req->command);
+  PolicyGate::Admission a;
+  try {
+    a = gate_.admission(*ctx.principal, sandbox->id(), asked, decision,
+                        ctx.request->get("Approval", ""),
+                        Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0);
+  } catch (const PolicyRefusal& refused) {
+    ctx.policy_json = refused.policy_json;
+    throw refused.error;
+  }
+  ctx.policy_json = a.policy_json;
+  if (a.pending) return gate_.send_pending(ctx, *a.pending);
   std::shared_ptr<TerminalEntry> entry;
   try {
     entry = open_terminal(*ctx.principal, *sandbox, *req);

@@ -30,6 +30,23 @@ std::shared_ptr<TerminalEntry> Api::open_terminal(const Principal& who, Sandbox&
   return *entry;
 }
 
+std::pair<PolicyRequest, PolicyDecision> Api::judge_terminal_open(
+    const Principal& who, const std::string& command) const {
+  PolicyRequest open;
+  open.action = PolicyAction::kTerminalOpen;
+  open.text = command;
+  PolicyDecision d = config_.policy.decide(who.name, open);
+  if (d.verdict == Verdict::kDeny || command.empty()) return {open, d};
+  PolicyRequest exec;  // the command runs as exec would run it
+  exec.action = PolicyAction::kExec;
+  exec.text = command;
+  PolicyDecision e = config_.policy.decide(who.name, exec);
+  if (e.verdict == Verdict::kDeny ||
+      (e.verdict == Verdict::kApprove && d.verdict != Verdict::kApprove))
+    return {exec, e};
+  return {open, d};
+}
+
 void Api::close_terminal(TerminalEntry& entry) {
   terminals_->close(entry.sandbox, entry.id);
 }
@@ -76,6 +93,15 @@ Api::Admission Api::type_into(const Principal& who, TerminalEntry& entry, std::s
                               bool async, const WaitProgress& progress) {
   std::lock_guard lock(entry.input_mu);
   TypedLine::Next next = entry.typed.after(typed);
+  // Input whose effect on the line the model does not follow could make the shell run a line
+  // the policy never judged: refused, unsent, the model unchanged (docs/policy.md).
+  if (!next.understood && config_.policy.judges(who.name, PolicyAction::kTerminalInput)) {
+    throw unprocessable("terminal_input_not_modelled",
+                        "terminal input refused: \"" + next.not_understood.substr(0, 64) +
+                            "\" changes the line in a way the terminal.input policy cannot "
+                            "follow (cursor, history, completion, yank, Alt-x, escape sequences "
+                            "other than F1-F4); type text, Backspace, C-w, C-u or Enter");
+  }
   Admission admitted;
   if (!next.lines.empty()) {
     admitted = admit_lines(who, entry, next.lines, approval_id, async, progress);
