@@ -92,6 +92,18 @@ TEST_F(McpRealClientsTest, InspectorCliModernEra) {
                kInspectorSteps);
 }
 
+// The refusals of revision 2026-07-28 as the specification words them, and both eras on one
+// endpoint with each request judged alone (drive.mjs's own requests, not a client's).
+TEST_F(McpRealClientsTest, ModernWireRules) {
+  expect_steps(drive({"wire", url(), "tok-agent"}),
+               {"tools/list", "server/discover", "no MCP-Protocol-Version", "no Mcp-Method",
+                "Mcp-Method differs", "no Mcp-Name", "Mcp-Name differs", "Mcp-Name in Base64",
+                "unsupported revision", "no _meta", "no clientCapabilities", "ping is gone",
+                "a session id is ignored", "legacy initialize", "legacy logging/setLevel",
+                "legacy bad level", "modern after legacy", "legacy without a session",
+                "legacy results have no resultType"});
+}
+
 TEST_F(McpRealClientsTest, ConformanceServerScenarios) {
   const std::vector<std::string> scenarios = {"server-initialize",  "ping",
                                               "tools-list",         "dns-rebinding-protection",

@@ -10,6 +10,9 @@
 //   node drive.mjs conformance <url> <token> <workdir> <scenario>...
 //     each server scenario of the conformance suite, through a loopback proxy that adds the
 //     bearer token (the suite sends none) and passes everything else through unchanged.
+//   node drive.mjs wire <url> <token>
+//     revision 2026-07-28's refusals on the wire, as the specification words them (HTTP status
+//     and JSON-RPC code), and both eras on one connection, each request judged alone.
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import http from 'node:http';
@@ -124,9 +127,96 @@ async function conformance(url, token, workdir, scenarios) {
   return ok;
 }
 
+// ---- the wire rules of revision 2026-07-28 -------------------------------------------------
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'drive', version: '1' },
+};
+
+async function post(url, token, body, headers) {
+  const r = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: {
+    authorization: `Bearer ${token}`, 'content-type': 'application/json',
+    accept: 'application/json, text/event-stream', ...headers } });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch {}
+  return { status: r.status, json, text, session: r.headers.get('mcp-session-id') };
+}
+
+function modernHeaders(method, name) {
+  return { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method,
+    ...(name !== undefined && { 'mcp-name': name }) };
+}
+
+async function wire(url, token) {
+  let ok = true;
+  const expect = (step, r, status, code, extra = () => true) => {
+    const good = r.status === status && (code === undefined ? !r.json?.error : r.json?.error?.code === code) &&
+      extra(r.json);
+    ok = report(step, good, good ? undefined : { status: r.status, body: r.text.slice(0, 1000) }) && ok;
+  };
+  const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: META } };
+  expect('tools/list', await post(url, token, list, modernHeaders('tools/list')), 200, undefined,
+    (j) => j.result.resultType === 'complete' && j.result.tools.length >= 13 &&
+      j.result.ttlMs >= 0 && j.result.cacheScope === 'private' &&
+      j.result._meta['io.modelcontextprotocol/serverInfo'].name === 'pve-sandbox');
+  const discover = { jsonrpc: '2.0', id: 'd', method: 'server/discover', params: { _meta: META } };
+  expect('server/discover', await post(url, token, discover, modernHeaders('server/discover')), 200,
+    undefined, (j) => j.result.supportedVersions[0] === '2026-07-28' &&
+      j.result.supportedVersions.includes('2025-11-25') && 'tools' in j.result.capabilities);
+  expect('no MCP-Protocol-Version', await post(url, token, list, { 'mcp-method': 'tools/list' }),
+    400, -32020);
+  expect('no Mcp-Method', await post(url, token, list, { 'mcp-protocol-version': '2026-07-28' }),
+    400, -32020);
+  expect('Mcp-Method differs', await post(url, token, list, modernHeaders('tools/call')), 400, -32020);
+  const call = { jsonrpc: '2.0', id: 2, method: 'tools/call',
+    params: { name: 'sandbox_list', arguments: {}, _meta: META } };
+  expect('no Mcp-Name', await post(url, token, call, modernHeaders('tools/call')), 400, -32020);
+  expect('Mcp-Name differs', await post(url, token, call, modernHeaders('tools/call', 'exec')), 400, -32020);
+  expect('Mcp-Name in Base64', await post(url, token, call,
+    modernHeaders('tools/call', `=?base64?${Buffer.from('sandbox_list').toString('base64')}?=`)),
+    200, undefined, (j) => j.result.resultType === 'complete' && j.result.isError === false);
+  const old = { jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: {
+    ...META, 'io.modelcontextprotocol/protocolVersion': '1900-01-01' } } };
+  expect('unsupported revision', await post(url, token, old, {
+    'mcp-protocol-version': '1900-01-01', 'mcp-method': 'tools/list' }), 400, -32022,
+    (j) => j.error.data.requested === '1900-01-01' && j.error.data.supported[0] === '2026-07-28');
+  const bare = { jsonrpc: '2.0', id: 4, method: 'tools/list', params: {} };
+  expect('no _meta', await post(url, token, bare, modernHeaders('tools/list')), 400, -32602);
+  const noCaps = { jsonrpc: '2.0', id: 5, method: 'tools/list', params: { _meta: {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } };
+  expect('no clientCapabilities', await post(url, token, noCaps, modernHeaders('tools/list')), 400, -32602);
+  const ping = { jsonrpc: '2.0', id: 6, method: 'ping', params: { _meta: META } };
+  expect('ping is gone', await post(url, token, ping, modernHeaders('ping')), 404, -32601);
+  expect('a session id is ignored', await post(url, token, list,
+    { ...modernHeaders('tools/list'), 'mcp-session-id': 'feedfeedfeedfeedfeedfeedfeedfeed' }), 200,
+    undefined, (j) => j.result.resultType === 'complete');
+  // Legacy on the same endpoint, between modern requests: each request is judged alone.
+  const init = await post(url, token, { jsonrpc: '2.0', id: 7, method: 'initialize', params: {
+    protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'drive', version: '1' } } }, {});
+  expect('legacy initialize', init, 200, undefined,
+    (j) => j.result.protocolVersion === '2025-11-25' && 'logging' in j.result.capabilities);
+  const legacy = { 'mcp-session-id': init.session, 'mcp-protocol-version': '2025-11-25' };
+  expect('legacy logging/setLevel', await post(url, token, { jsonrpc: '2.0', id: 8,
+    method: 'logging/setLevel', params: { level: 'info' } }, legacy), 200, undefined,
+    (j) => Object.keys(j.result).length === 0);
+  expect('legacy bad level', await post(url, token, { jsonrpc: '2.0', id: 9,
+    method: 'logging/setLevel', params: { level: 'loud' } }, legacy), 200, -32602);
+  expect('modern after legacy', await post(url, token, list, modernHeaders('tools/list')), 200,
+    undefined, (j) => j.result.resultType === 'complete');
+  expect('legacy without a session', await post(url, token, { jsonrpc: '2.0', id: 10,
+    method: 'tools/list' }, {}), 400, -32000);
+  const lt = await post(url, token, { jsonrpc: '2.0', id: 11, method: 'tools/list' }, legacy);
+  expect('legacy results have no resultType', lt, 200, undefined, (j) => !('resultType' in j.result));
+  return ok;
+}
+
 const [mode, ...rest] = process.argv.slice(2);
 let passed = false;
 if (mode === 'inspector') passed = await inspector(rest[0], rest[1], rest[2], rest[3]);
 else if (mode === 'conformance') passed = await conformance(rest[0], rest[1], rest[2], rest.slice(3));
-else report('usage', false, 'drive.mjs inspector|conformance ...');
+else if (mode === 'wire') passed = await wire(rest[0], rest[1]);
+else report('usage', false, 'drive.mjs inspector|conformance|wire ...');
 process.exit(passed ? 0 : 1);
