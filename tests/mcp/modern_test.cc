@@ -173,6 +173,14 @@ TEST(McpModernHeaders, Base64SentinelIsDecodedBeforeComparing) {
   EXPECT_TRUE(check_modern_request(read, headers("resources/read", "file:///a b")));
 }
 
+TEST(McpModernHeaders, SentinelAsPocoHandsItOver) {
+  EXPECT_EQ(restore_sentinel("base64?ZXhlYw==?="), "=?base64?ZXhlYw==?=");
+  EXPECT_EQ(restore_sentinel("exec"), "exec");
+  EXPECT_EQ(restore_sentinel("base64?"), "base64?");
+  EXPECT_EQ(restore_sentinel("=?base64?ZXhlYw==?="), "=?base64?ZXhlYw==?=");
+  EXPECT_EQ(decode_header_value(restore_sentinel("base64?ZXhlYw==?=")), "exec");
+}
+
 TEST(McpModernHeaders, AnUnsupportedRevisionIsReportedOnceHeadersAgree) {
   auto m = parse(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{)"
                  R"("io.modelcontextprotocol/protocolVersion":"1900-01-01",)"

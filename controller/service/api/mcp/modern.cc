@@ -226,6 +226,15 @@ std::optional<std::string> decode_header_value(std::string_view value) {
   return std::string(value);
 }
 
+std::string restore_sentinel(std::string_view parsed_value) {
+  constexpr std::string_view kMangled = "base64?", kClose = "?=";
+  if (parsed_value.size() >= kMangled.size() + kClose.size() &&
+      parsed_value.substr(0, kMangled.size()) == kMangled &&
+      parsed_value.substr(parsed_value.size() - kClose.size()) == kClose)
+    return "=?" + std::string(parsed_value);
+  return std::string(parsed_value);
+}
+
 tl::expected<RequestMeta, WireError> check_modern_request(const Message& m,
                                                           const RequestHeaders& headers) {
   auto meta = parse_request_meta(m);

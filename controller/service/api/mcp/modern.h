@@ -116,6 +116,11 @@ std::optional<std::string> mcp_name_source(const Message& m);
 // or the sentinel =?base64?...?= decoded. nullopt: invalid characters or bad Base64.
 std::optional<std::string> decode_header_value(std::string_view value);
 
+// An Mcp-Name value as Poco's header parser (1.11) hands it over: it takes "=?...?=" for an
+// RFC 2047 encoded word and, unable to decode "=?base64?<text>?=", drops the leading "=?".
+// This puts it back ("base64?<text>?=" -> "=?base64?<text>?="); anything else is unchanged.
+std::string restore_sentinel(std::string_view parsed_value);
+
 // The whole check of a modern request, in the order the revision implies: _meta (-32602), the
 // headers against the body (-32020), then the revision (-32022).
 tl::expected<RequestMeta, WireError> check_modern_request(const Message& m,

@@ -1,7 +1,7 @@
 #include "api/mcp/modern_result.h"
 
-#include "http/json.h"
 #include "api/mcp/modern.h"
+#include "http/json.h"
 
 namespace pvs::service::mcp {
 

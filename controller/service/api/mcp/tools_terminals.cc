@@ -107,10 +107,13 @@ ToolResult tool_terminal_input(ToolContext& c) {
                          ",\"bytes\":" + std::to_string(bytes) + "}";
   TerminalEntry& entry = *a.entry;
   auto admitted = c.api.type_into(
-      c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
-      c.call.progress);
+      c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); },
+      c.call.resume_approval, false, c.call.progress);
   c.record.policy_json = admitted.policy_json;
-  if (admitted.pending) throw PolicyGate::still_pending(*admitted.pending);
+  if (admitted.pending) {
+    if (c.call.pending_approval) *c.call.pending_approval = admitted.pending->id;
+    throw PolicyGate::still_pending(*admitted.pending);
+  }
   std::string json = c.api.wait_terminal(entry, *wait);
   auto outcome = Poco::JSON::Parser().parse(json).extract<Poco::JSON::Object::Ptr>();
   return screen_result(entry, static_cast<std::size_t>(wait->scrollback),
