@@ -63,6 +63,7 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
 
   for (const Route& route : routes()) router_.add(std::string(route.method), route.pattern, &route);
   mcp_sessions_ = mcp::make_session_store(config_.mcp);
+  mcp_modern_ = make_mcp_modern(config_);
 }
 
 Api::~Api() = default;

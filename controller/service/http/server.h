@@ -46,9 +46,11 @@
 namespace pvs::service {
 
 class Api;
+struct ServiceConfig;
 namespace mcp {
 class SessionStore;
 struct Session;
+struct ModernServer;
 struct Message;
 }  // namespace mcp
 
@@ -181,6 +183,8 @@ class Api : public Replies {
   void mcp_error(RequestContext& ctx, int status, int code, const std::string& message);
   void mcp_sse(RequestContext& ctx, const mcp::Session& session, const mcp::Message& m,
                const std::string& progress_token);
+  // A request of revision 2026-07-28 (mcp/transport_modern.cc): no session, checked alone.
+  void mcp_modern(RequestContext& ctx, const mcp::Message& m, bool sse_ok);
   void internet(RequestContext& ctx);
   void ttl(RequestContext& ctx);
   void snapshot_create(RequestContext& ctx);
@@ -230,7 +234,8 @@ class Api : public Replies {
   std::uint64_t health_live_ = 0;
   std::atomic<std::uint64_t> next_request_{1};
   std::string request_prefix_;
-  std::shared_ptr<mcp::SessionStore> mcp_sessions_;  // MCP sessions (mcp/session.h)
+  std::shared_ptr<mcp::SessionStore> mcp_sessions_;      // MCP sessions (mcp/session.h)
+  std::shared_ptr<const mcp::ModernServer> mcp_modern_;  // revision 2026-07-28's constants
   // Terminals, closed with their sandbox (Api::destroy) or when idle.
   std::unique_ptr<TerminalRegistry> terminals_ = std::make_unique<TerminalRegistry>(
       TerminalRegistry::Limits{config_.terminal_max_per_sandbox, config_.terminal_max_per_token,
@@ -238,6 +243,10 @@ class Api : public Replies {
   PolicyGate gate_{config_, metrics_, *this};
   ApprovalRoutes approval_routes_{gate_, *this};
 };
+
+// Revision 2026-07-28's constants of this controller: its identity, capabilities, the key that
+// seals requestState (mcp/transport_modern.cc).
+std::shared_ptr<const mcp::ModernServer> make_mcp_modern(const ServiceConfig& config);
 
 class HttpServer {
  public:

@@ -226,12 +226,43 @@ ApiError PolicyGate::still_pending(const Approval& pending) {
                               "it is approved"});
 }
 
+// A round of a 2026-07-28 call that waits for the approval `id` an earlier round opened (its
+// requestState): waits on it again instead of opening another.
+std::string PolicyGate::resume_tool(const Principal& who, const std::string& sandbox,
+                                    const PolicyRequest& request, const WaitProgress& progress,
+                                    const std::string& id, std::string* pending) {
+  auto a = approvals_.get(id);
+  if (!a || a->request.token != who.name) throw forbidden("no approval " + id.substr(0, 64));
+  if (a->state == Approval::State::kPending) {
+    auto started = std::chrono::steady_clock::now();
+    a = wait_for_person(*a, config_.approval_wait_seconds, progress);
+    metrics_->observe("pvs_approval_wait_seconds", {}, seconds_since(started));
+    if (!a) throw internal_error(a.error().message);
+  }
+  JsonWriter w;
+  w.begin_object().key("verdict").value("approve").key("rule").value(a->request.rule);
+  w.key("approval").value(a->id).key("state").value(to_string(a->state));
+  std::string policy = w.end_object().take();
+  if (a->state == Approval::State::kPending) {
+    if (pending) *pending = a->id;
+    throw still_pending(*a);
+  }
+  if (auto used = approvals_.consume(id, who.name, digest_of(sandbox, request)); !used)
+    throw forbidden(used.error().message, policy);
+  return policy;
+}
+
 std::string PolicyGate::admit_tool(const Principal& who, const std::string& sandbox,
-                                   const PolicyRequest& request, const WaitProgress& progress) {
+                                   const PolicyRequest& request, const WaitProgress& progress,
+                                   const std::string& resume, std::string* pending) {
+  if (!resume.empty()) return resume_tool(who, sandbox, request, progress, resume, pending);
   try {
     Admission a = admission(who, sandbox, request, config_.policy.decide(who.name, request), "",
                             false, progress);
-    if (a.pending) throw still_pending(*a.pending);
+    if (a.pending) {
+      if (pending) *pending = a.pending->id;
+      throw still_pending(*a.pending);
+    }
     return a.policy_json;
   } catch (const PolicyRefusal& refused) {
     throw refused.error;

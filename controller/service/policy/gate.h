@@ -60,8 +60,11 @@ class PolicyGate {
   void send_pending(RequestContext& ctx, const Approval& pending);
   // The same for an MCP tool: returns the decision for the audit log; throws an ApiError for
   // deny, denied, expired, or an approval still pending after approval_wait_seconds.
+  // `resume`: the approval an earlier round of the same call (2026-07-28's requestState) waits
+  // for; with `pending`, a call still waiting when it stops leaves the approval's id there.
   std::string admit_tool(const Principal& who, const std::string& sandbox,
-                         const PolicyRequest& request, const WaitProgress& progress = {});
+                         const PolicyRequest& request, const WaitProgress& progress = {},
+                         const std::string& resume = "", std::string* pending = nullptr);
   // An MCP call whose approval is still pending after approval_wait_seconds (503).
   static ApiError still_pending(const Approval& pending);
 
@@ -70,6 +73,10 @@ class PolicyGate {
   void notify(const char* event, const Approval& a);
 
  private:
+  // A round of a 2026-07-28 call that waits for the approval `id` an earlier round opened.
+  std::string resume_tool(const Principal& who, const std::string& sandbox,
+                          const PolicyRequest& request, const WaitProgress& progress,
+                          const std::string& id, std::string* pending);
   Result<Approval> wait_for_person(const Approval& opened, int seconds,
                                    const WaitProgress& progress);
 

@@ -165,6 +165,12 @@ const ToolDef* find_tool(std::string_view name) {
   return nullptr;
 }
 
+std::string_view server_instructions() {
+  return "Disposable Linux sandboxes. Create one with sandbox_create, then run commands (exec) "
+         "and read, write and edit files in it by its sandbox_id; destroy it with "
+         "sandbox_destroy when done. Sandboxes have no internet unless enabled.";
+}
+
 std::string tools_list_json() {
   JsonWriter w;
   w.begin_object().key("tools").begin_array();

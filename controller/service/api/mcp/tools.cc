@@ -72,7 +72,8 @@ ToolResult tool_create(ToolContext& c) {
   if (!egress) throw egress.error();
   set_policy_egress(asked, *egress);
   asked.canonical = canonical_create(*req, *egress);
-  c.record.policy_json = c.gate.admit_tool(c.call.principal, "", asked, c.call.progress);
+  c.record.policy_json = c.gate.admit_tool(c.call.principal, "", asked, c.call.progress,
+                                           c.call.resume_approval, c.call.pending_approval);
   auto sandbox = c.api.create_for(c.call.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
   c.record.sandbox = info.id;
@@ -115,7 +116,8 @@ ToolResult tool_internet(ToolContext& c) {
   asked.action = PolicyAction::kInternet;
   set_policy_egress(asked, *egress);
   asked.canonical = canonical_internet(*egress);
-  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
+  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
+                                           c.call.resume_approval, c.call.pending_approval);
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   std::string json = sandbox_text(sandbox->info());
   return {false, json, json};
@@ -202,7 +204,8 @@ ToolResult tool_exec(ToolContext& c) {
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
   asked.canonical = canonical_exec(*req);
-  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
+  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
+                                           c.call.resume_approval, c.call.pending_approval);
   AuditRecord start = c.record;
   start.action = "mcp.exec.start";
   c.api.append_audit(start);

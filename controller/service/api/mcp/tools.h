@@ -33,6 +33,8 @@ struct ToolDef {
 };
 
 std::span<const ToolDef> tool_defs();
+// What the server tells a client about itself (initialize, server/discover).
+std::string_view server_instructions();
 const ToolDef* find_tool(std::string_view name);
 // The result of tools/list: {"tools":[{"name","title","description","inputSchema",
 // "annotations"}...]}.
@@ -48,6 +50,11 @@ struct ToolCall {
   // Set when the client asked for progress (a progressToken, and it accepts an SSE reply):
   // called on the request's thread with a growing `progress`.
   std::function<void(double progress, double total, const std::string& message)> progress;
+  // Revision 2026-07-28: the approval an earlier round of this call waits for (from its
+  // requestState), and where a call still waiting for a person leaves the approval's id (then
+  // the transport answers input_required instead of the error result). Legacy: "", null.
+  std::string resume_approval;
+  std::string* pending_approval = nullptr;
 };
 
 struct ToolResult {

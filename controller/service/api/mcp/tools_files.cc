@@ -128,7 +128,8 @@ ToolResult tool_write_file(ToolContext& c) {
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
   asked.canonical = canonical_write(*path, mode, sha256_hex(*content));
-  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
+  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
+                                           c.call.resume_approval, c.call.pending_approval);
   std::istringstream in(*content);
   UploadOptions options;
   options.mode = mode;
@@ -153,7 +154,8 @@ ToolResult tool_edit_file(ToolContext& c) {
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
   asked.canonical = canonical_edit(*req);
-  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress);
+  c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
+                                           c.call.resume_approval, c.call.pending_approval);
   EditReply reply = c.api.edit_file(*sandbox, *req);
   std::string text = "replaced " + std::to_string(reply.replaced) +
                      (reply.replaced == 1 ? " occurrence" : " occurrences") + " in " + reply.path +

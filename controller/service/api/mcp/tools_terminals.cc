@@ -118,14 +118,18 @@ ToolResult tool_terminal_input(ToolContext& c) {
   Api::Admission admitted;
   try {
     admitted = c.api.type_into(
-        c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); }, "", false,
+        c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); },
+        c.call.resume_approval, false,
         c.call.progress);
   } catch (const PolicyRefusal& refused) {  // not an ApiError: the tool's error, audited
     c.record.policy_json = refused.policy_json;
     throw refused.error;
   }
   c.record.policy_json = admitted.policy_json;
-  if (admitted.pending) throw PolicyGate::still_pending(*admitted.pending);
+  if (admitted.pending) {
+    if (c.call.pending_approval) *c.call.pending_approval = admitted.pending->id;
+    throw PolicyGate::still_pending(*admitted.pending);
+  }
   std::string json = c.api.wait_terminal(entry, *wait);
   auto outcome = Poco::JSON::Parser().parse(json).extract<Poco::JSON::Object::Ptr>();
   return screen_result(entry, static_cast<std::size_t>(wait->scrollback),

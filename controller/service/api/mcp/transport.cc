@@ -7,6 +7,7 @@
 #include <Poco/Net/HTTPServerResponse.h>
 
 #include "api/mcp/jsonrpc.h"
+#include "api/mcp/modern.h"
 #include "api/mcp/protocol.h"
 #include "api/mcp/session.h"
 #include "api/mcp/tools.h"
@@ -21,19 +22,14 @@ using mcp::Message;
 
 namespace {
 
-constexpr const char* kInstructions =
-    "Disposable Linux sandboxes. Create one with sandbox_create, then run commands (exec) and "
-    "read, write and edit files in it by its sandbox_id; destroy it with sandbox_destroy when "
-    "done. Sandboxes have no internet unless enabled.";
-
 std::string initialize_result(std::string_view version) {
   JsonWriter w;
   w.begin_object().key("protocolVersion").value(version);
-  w.key("capabilities").begin_object().key("tools").begin_object();
-  w.key("listChanged").value(false).end_object().end_object();
+  w.key("capabilities").begin_object().key("logging").begin_object().end_object();
+  w.key("tools").begin_object().key("listChanged").value(false).end_object().end_object();
   w.key("serverInfo").begin_object().key("name").value("pve-sandbox");
   w.key("title").value("pve-sandbox").key("version").value(pvs::version()).end_object();
-  w.key("instructions").value(kInstructions);
+  w.key("instructions").value(mcp::server_instructions());
   return w.end_object().take();
 }
 
@@ -73,6 +69,15 @@ namespace {
 std::string mcp_request(Api& api, const Call& call, const Message& m) {
   if (m.method == "ping") return mcp::result_json(m.id, "{}");
   if (m.method == "tools/list") return mcp::result_json(m.id, mcp::tools_list_json());
+  if (m.method == "logging/setLevel") {
+    // The level filters notifications/message; this server sends none, so any level holds.
+    Poco::Dynamic::Var level = m.params->get("level");
+    if (!level.isString() || !mcp::is_log_level(level.extract<std::string>()))
+      return mcp::error_json(m.id, mcp::kInvalidParams,
+                             "params.level: one of debug, info, notice, warning, error, "
+                             "critical, alert, emergency");
+    return mcp::result_json(m.id, "{}");
+  }
   if (m.method == "initialize")
     return mcp::error_json(m.id, mcp::kInvalidRequest,
                            "this session is initialized; a new one starts with initialize "
@@ -130,13 +135,20 @@ void Api::mcp_post(RequestContext& ctx) {
     return mcp_error(ctx, 406, mcp::kServerError,
                      "Accept must include application/json and text/event-stream");
   const std::string version = ctx.request->get("MCP-Protocol-Version", "");
-  if (!version.empty() && !mcp::supported_version(version))
-    return mcp_error(ctx, 400, mcp::kServerError,
-                     "unsupported MCP-Protocol-Version " + version.substr(0, 40));
   auto parsed = mcp::parse_messages(read_body(ctx, config_.max_body_bytes));
   if (parsed.fatal)
     return send_bytes(ctx, 400, "application/json",
                       mcp::error_json(parsed.fatal->id, parsed.fatal->code, parsed.fatal->message));
+  // The era of this request, from this request alone (mcp/modern.h).
+  if (parsed.batch && mcp::is_modern_version(version))
+    return mcp_error(ctx, 400, mcp::kInvalidRequest,
+                     "revision 2026-07-28 has no batches: send one message per request");
+  if (const auto* one = parsed.batch ? nullptr : std::get_if<Message>(&parsed.items[0]);
+      one && mcp::request_era(*one, version) == mcp::Era::kModern)
+    return mcp_modern(ctx, *one, sse_ok);
+  if (!version.empty() && !mcp::supported_version(version))
+    return mcp_error(ctx, 400, mcp::kServerError,
+                     "unsupported MCP-Protocol-Version " + version.substr(0, 40));
   const std::string session_id = ctx.request->get("Mcp-Session-Id", "");
   const Message* single = parsed.batch ? nullptr : std::get_if<Message>(&parsed.items[0]);
   if (single && single->kind == Message::Kind::kRequest && single->method == "initialize") {
