@@ -1,5 +1,6 @@
 // The data plane's processes (controller/service/e2b/processes.h) on a real sshd: exec and pty,
 // the pid marker, stdin through the FIFO, signals to the process group, late subscribers.
+#include "e2b/fs_ops.h"
 #include "e2b/processes.h"
 
 #include <gtest/gtest.h>
@@ -35,8 +36,10 @@ class SshSandbox : public pvs::Sandbox {
                                  const DownloadOptions&) override {
     return no();
   }
-  Result<DirListing> list_dir(const std::string&, const ListOptions&) override { return no(); }
-  Result<SftpAttributes> stat(const std::string&) override { return no(); }
+  Result<DirListing> list_dir(const std::string& path, const ListOptions& options) override {
+    return ssh_.list_dir(path, options);
+  }
+  Result<SftpAttributes> stat(const std::string& path) override { return ssh_.stat(path); }
   Status set_egress(const Egress&) override { return no(); }
   Result<pve::ContainerStatus> status() override { return no(); }
   bool is_connected() const override { return ssh_.is_connected(); }
@@ -203,6 +206,37 @@ TEST_F(ProcessTest, Pty) {
   EXPECT_NE(c.pty_text.find("got:abc"), std::string::npos) << c.pty_text;
   EXPECT_EQ(c.pty_text.find("e2b:"), std::string::npos) << c.pty_text;
   EXPECT_EQ(c.exit_code, 0);
+}
+
+TEST_F(ProcessTest, FilesystemCalls) {
+  const std::string root = sshd_->home() + "/fs";
+  auto made = make_dir(*sandbox_, root + "/a/b");
+  ASSERT_TRUE(made.value) << made.error->message;
+  EXPECT_EQ(made.value->kind, FileKind::kDirectory);
+  EXPECT_EQ(made.value->name, "b");
+  EXPECT_EQ(make_dir(*sandbox_, root + "/a/b").error->code, ConnectCode::kAlreadyExists);
+  ASSERT_TRUE(sandbox_->exec("printf hello > " + root + "/a/f.txt", {}));
+  EXPECT_EQ(make_dir(*sandbox_, root + "/a/f.txt").error->code, ConnectCode::kInvalidArgument);
+  auto st = stat_entry(*sandbox_, root + "/a/f.txt");
+  ASSERT_TRUE(st.value);
+  EXPECT_EQ(st.value->size, 5);
+  EXPECT_EQ(st.value->kind, FileKind::kFile);
+  EXPECT_EQ(stat_entry(*sandbox_, root + "/none").error->code, ConnectCode::kNotFound);
+  auto one = list_entries(*sandbox_, root + "/a", 1);
+  ASSERT_TRUE(one.value);
+  EXPECT_EQ(one.value->size(), 2u);
+  auto two = list_entries(*sandbox_, root, 3);
+  ASSERT_TRUE(two.value);
+  EXPECT_EQ(two.value->size(), 3u);  // a, a/b, a/f.txt
+  EXPECT_EQ(list_entries(*sandbox_, root + "/a/f.txt", 1).error->code,
+            ConnectCode::kInvalidArgument);
+  auto moved = move(*sandbox_, root + "/a/f.txt", root + "/c/it's.txt");
+  ASSERT_TRUE(moved.value) << moved.error->message;
+  EXPECT_EQ(moved.value->name, "it's.txt");
+  EXPECT_EQ(move(*sandbox_, root + "/a/f.txt", root + "/x").error->code, ConnectCode::kNotFound);
+  ASSERT_TRUE(remove(*sandbox_, root).value);
+  EXPECT_EQ(remove(*sandbox_, root).error->code, ConnectCode::kNotFound);
+  EXPECT_EQ(remove(*sandbox_, "/").error->code, ConnectCode::kInvalidArgument);
 }
 
 TEST(ProcessScript, Shapes) {
