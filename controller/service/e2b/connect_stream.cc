@@ -1,24 +1,10 @@
 #include "e2b/connect_stream.h"
 
-#include <ostream>
-
 namespace pvs::service::e2b {
-namespace {
 
-void stream_head(Poco::Net::HTTPServerResponse& response) {
-  response.setStatus(Poco::Net::HTTPResponse::HTTP_OK);
-  response.setContentType("application/connect+json");
-  response.setChunkedTransferEncoding(true);
-  response.set("Cache-Control", "no-store");
-}
-
-}  // namespace
-
-bool stream_events(Poco::Net::HTTPServerResponse& response, EventQueue& events,
-                   std::chrono::steady_clock::time_point deadline,
-                   std::chrono::milliseconds keepalive) {
-  stream_head(response);
-  std::ostream& out = response.send();
+bool pump_events(std::ostream& out, EventQueue& events,
+                 std::chrono::steady_clock::time_point deadline,
+                 std::chrono::milliseconds keepalive) {
   out.flush();
   auto quiet_since = std::chrono::steady_clock::now();
   while (out.good()) {
@@ -49,27 +35,6 @@ bool stream_events(Poco::Net::HTTPServerResponse& response, EventQueue& events,
     }
   }
   return false;
-}
-
-void send_unary(Poco::Net::HTTPServerResponse& response, const std::string& json) {
-  response.setStatus(Poco::Net::HTTPResponse::HTTP_OK);
-  response.setContentType("application/json");
-  response.setContentLength(static_cast<std::streamsize>(json.size()));
-  response.send() << json;
-}
-
-void send_unary_error(Poco::Net::HTTPServerResponse& response, const ConnectError& error) {
-  std::string body = unary_error_body(error);
-  response.setStatusAndReason(
-      static_cast<Poco::Net::HTTPResponse::HTTPStatus>(http_status(error.code)));
-  response.setContentType("application/json");
-  response.setContentLength(static_cast<std::streamsize>(body.size()));
-  response.send() << body;
-}
-
-void send_stream_error(Poco::Net::HTTPServerResponse& response, const ConnectError& error) {
-  stream_head(response);
-  response.send() << end_stream(error);
 }
 
 }  // namespace pvs::service::e2b

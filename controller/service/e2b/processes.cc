@@ -104,6 +104,11 @@ bool Process::running() const {
   return !ended_;
 }
 
+std::optional<EndInfo> Process::end_info() const {
+  std::lock_guard lock(mu_);
+  return end_;
+}
+
 void Process::add_subscriber(std::shared_ptr<EventQueue> q) {
   std::lock_guard lock(mu_);
   subscribers_.push_back(std::move(q));
@@ -179,6 +184,7 @@ void Process::on_end(const EndInfo& end) {
   if (!held_stdout_.empty() && pid_ != 0)
     broadcast(data_event(Stream::kStdout, held_stdout_), true);
   ended_ = true;
+  end_ = end;
   end_message_ = end_event(end);
   broadcast(end_message_, false);
   for (const auto& q : subscribers_) q->finish(std::nullopt);
@@ -195,6 +201,7 @@ void Process::on_error(const std::string& message) {
   e.exited = false;
   e.status = "error";
   e.error = message;
+  end_ = e;
   end_message_ = end_event(e);
   for (const auto& q : subscribers_) q->finish(ConnectError{ConnectCode::kUnavailable, message});
   subscribers_.clear();

@@ -100,6 +100,8 @@ class Process : public std::enable_shared_from_this<Process> {
   const ProcessConfig& config() const { return config_; }
   const std::optional<std::string>& tag() const { return tag_; }
   bool running() const;
+  // How it ended, once it did.
+  std::optional<EndInfo> end_info() const;
 
   // A new reader of the events from now on (the start event first; the end event at once if
   // it ended).
@@ -137,6 +139,7 @@ class Process : public std::enable_shared_from_this<Process> {
   bool ended_ = false;
   std::optional<std::string> start_error_;
   std::string end_message_;  // the end event, for late subscribers
+  std::optional<EndInfo> end_;
   std::vector<std::shared_ptr<EventQueue>> subscribers_;
   std::unique_ptr<PtyChannel> pty_;
 };

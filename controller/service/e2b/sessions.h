@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "auth.h"
 #include "e2b/processes.h"
 
 namespace pvs::service::e2b {
@@ -21,6 +22,8 @@ struct SandboxSession {
   std::string template_id;
   std::map<std::string, std::string> env_vars;
   std::shared_ptr<ProcessTable> processes;
+  // Who the data plane acts for: the token that created or last connected to it.
+  Principal principal;
 };
 
 // A fresh envd access token: 32 random bytes, base64url without padding.
@@ -29,7 +32,9 @@ std::string mint_access_token();
 class SessionRegistry {
  public:
   // The session of `sandbox`, made (with a new token) if there is none.
+  // `principal` becomes the session's.
   std::shared_ptr<SandboxSession> ensure(const std::shared_ptr<pvs::Sandbox>& sandbox,
+                                         const Principal& principal,
                                          const std::string& template_id = "base",
                                          const std::map<std::string, std::string>& env = {});
   std::shared_ptr<SandboxSession> find(const std::string& id) const;
