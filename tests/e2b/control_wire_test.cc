@@ -98,7 +98,8 @@ TEST(ControlWire, TimeoutConnectNetwork) {
   EXPECT_FALSE(parse_timeout(R"({"timeout":3601})", 3600));
   EXPECT_EQ(*parse_connect(R"({"timeout":300})", 3600), 300);
   EXPECT_EQ(*parse_connect(R"({"timeout":300,"memory":false})", 3600), 300);
-  EXPECT_FALSE(parse_connect(R"({"memory":true})", 3600));
+  EXPECT_EQ(*parse_connect(R"({})", 3600), 0);  // absent: the expiry stays
+  EXPECT_FALSE(parse_connect(R"({"timeout":"1"})", 3600));
   auto net = parse_network_update(R"({"allowOut":["pypi.org"],"denyOut":["0.0.0.0/0"]})");
   ASSERT_TRUE(net) << net.error().message;
   EXPECT_EQ(net->kind, EgressRequest::Kind::kAllow);

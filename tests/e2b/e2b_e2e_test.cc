@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "auth.h"
-#include "service/node_e2e_support.h"
+#include "http/auth.h"
+#include "service/support/node_e2e_support.h"
 #include "support/stack_fixture.h"
 
 #ifndef PVS_CONTROLLER_BIN

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <utility>
 
-#include "json.h"
+#include "http/json.h"
 
 namespace pvs::service::e2b {
 namespace {

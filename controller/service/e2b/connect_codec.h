@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "api_error.h"
+#include "http/api_error.h"
 
 namespace pvs::service::e2b {
 

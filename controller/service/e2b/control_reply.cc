@@ -1,7 +1,7 @@
 #include "e2b/control_wire.h"
 
-#include "audit.h"
-#include "json.h"
+#include "core/observability/audit.h"
+#include "http/json.h"
 
 namespace pvs::service::e2b {
 namespace {

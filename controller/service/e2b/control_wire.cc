@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "audit.h"
-#include "json.h"
+#include "core/observability/audit.h"
+#include "http/json.h"
 #include "pvesandbox/egress.h"
 
 namespace pvs::service::e2b {
@@ -148,6 +148,17 @@ std::optional<std::string> sandbox_from_host(std::string_view host) {
   return id;
 }
 
+std::optional<std::string> envd_host_sandbox(std::string_view host, std::string_view domain) {
+  if (auto colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
+  auto id = sandbox_from_host(host);
+  if (!id) return std::nullopt;
+  std::string_view rest = host.substr(6 + id->size());  // "49983-" + id
+  if (rest.size() != domain.size() + 1 || rest[0] != '.') return std::nullopt;
+  for (std::size_t i = 0; i < domain.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(rest[i + 1])) != domain[i]) return std::nullopt;
+  return id;
+}
+
 bool is_template_id(std::string_view id) {
   if (id.empty() || id.size() > 64 || !std::isalnum(static_cast<unsigned char>(id[0])))
     return false;
@@ -206,11 +217,11 @@ ApiResult<int> parse_timeout(std::string_view text, int max_ttl_seconds) {
 ApiResult<int> parse_connect(std::string_view text, int max_ttl_seconds) {
   auto body = JsonBody::parse(text);
   if (!body) return tl::unexpected(body.error());
+  // The spec requires it; the SDK leaves it out when connect() gets no timeoutMs.
   auto t = body->integer("timeout", 0, max_ttl_seconds);
   (void)body->boolean("memory");  // about resuming a paused sandbox; none is ever paused here
-  if (!t && !body->finish()) body->reject("timeout", "required (seconds from now)");
   if (auto err = body->finish()) return tl::unexpected(*err);
-  return std::max<int>(1, static_cast<int>(*t));
+  return t ? std::max<int>(1, static_cast<int>(*t)) : 0;
 }
 
 ApiResult<EgressRequest> parse_network_update(std::string_view text) {

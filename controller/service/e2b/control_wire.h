@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api_error.h"
-#include "requests.h"
+#include "http/api_error.h"
+#include "http/requests.h"
 
 namespace pvs::service::e2b {
 
@@ -34,6 +34,8 @@ ApiError unsupported(const std::string& what, const std::string& why);
 bool is_e2b_api_key(std::string_view key);
 // The sandbox of an envd Host header "49983-<id>.<domain>[:port]"; nullopt if it is not one.
 std::optional<std::string> sandbox_from_host(std::string_view host);
+// The same when the Host's domain is `domain` ("49983-<id>.<domain>", any port).
+std::optional<std::string> envd_host_sandbox(std::string_view host, std::string_view domain);
 // An E2B template id as a name we look up: 1-64 of [A-Za-z0-9._-], starting alphanumeric.
 bool is_template_id(std::string_view id);
 
@@ -49,9 +51,10 @@ struct NewSandboxLimits {
 };
 ApiResult<NewSandbox> parse_new_sandbox(std::string_view body, const NewSandboxLimits& limits);
 
-// POST /sandboxes/{id}/timeout and the `timeout` of POST /v2/sandboxes/{id}/connect: seconds,
-// required, in [0, max]; 0 is taken as 1 (expire now).
+// POST /sandboxes/{id}/timeout: seconds, required, in [0, max]; 0 is taken as 1 (expire now).
 ApiResult<int> parse_timeout(std::string_view body, int max_ttl_seconds);
+// POST /v2/sandboxes/{id}/connect: its `timeout` as above, or 0 when absent (the SDK leaves it
+// out when connect() gets no timeoutMs): the expiry stays.
 ApiResult<int> parse_connect(std::string_view body, int max_ttl_seconds);
 // PUT /sandboxes/{id}/network: the egress that replaces the current one.
 ApiResult<EgressRequest> parse_network_update(std::string_view body);

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "audit.h"
+#include "core/observability/audit.h"
 #include "e2b/base64.h"
 #include "e2b/proto_json.h"
-#include "json.h"
+#include "http/json.h"
 
 namespace pvs::service::e2b {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "json.h"
+#include "http/json.h"
 
 namespace pvs::service::e2b {
 namespace {

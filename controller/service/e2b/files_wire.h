@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api_error.h"
+#include "http/api_error.h"
 
 namespace pvs::service::e2b {
 

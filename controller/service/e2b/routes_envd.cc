@@ -8,11 +8,11 @@
 
 #include "e2b/connect_stream.h"
 #include "e2b/control_wire.h"
+#include "e2b/e2b_routes.h"
 #include "e2b/files_wire.h"
 #include "e2b/fs_ops.h"
 #include "e2b/sessions.h"
-#include "json.h"
-#include "server.h"
+#include "http/json.h"
 
 namespace pvs::service {
 namespace {
@@ -65,26 +65,27 @@ std::chrono::milliseconds header_ms(const Poco::Net::HTTPServerRequest& r, const
 
 }  // namespace
 
-Api::E2bTarget Api::e2b_target(RequestContext& ctx) {
-  std::string id = !ctx.e2b_sandbox.empty() ? ctx.e2b_sandbox : ctx.request->get("E2b-Sandbox-Id", "");
+E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
+  std::string id =
+      !ctx.e2b_sandbox.empty() ? ctx.e2b_sandbox : ctx.request->get("E2b-Sandbox-Id", "");
   if (!is_sandbox_id(id)) fail_with(ConnectCode::kNotFound, "no sandbox named by E2b-Sandbox-Id");
   std::string port = ctx.request->get("E2b-Sandbox-Port", "49983");
   if (port != "49983")
-    fail_with(ConnectCode::kUnimplemented, "port " + port.substr(0, 8) +
-                                               ": pve-sandbox serves envd's port 49983 only");
+    fail_with(ConnectCode::kUnimplemented,
+              "port " + port.substr(0, 8) + ": pve-sandbox serves envd's port 49983 only");
   ctx.sandbox = id;
-  if (!e2b_sessions_->token_matches(id, ctx.request->get("X-Access-Token", "")))
-    fail_with(ConnectCode::kUnauthenticated,
-              "missing or wrong X-Access-Token for " + id + " (the envdAccessToken of its create "
-              "or connect)");
-  auto session = e2b_sessions_->find(id);
+  if (!sessions_.token_matches(id, ctx.request->get("X-Access-Token", "")))
+    fail_with(ConnectCode::kUnauthenticated, "missing or wrong X-Access-Token for " + id +
+                                                 " (the envdAccessToken of its create "
+                                                 "or connect)");
+  auto session = sessions_.find(id);
   if (!session) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
   ctx.principal = session->principal;
-  auto sandbox = sandbox_for(session->principal, id);
+  auto sandbox = d_.sandbox_for(session->principal, id);
   return {session, sandbox};
 }
 
-void Api::e2b_envd(RequestContext& ctx, bool stream, const std::function<void()>& work) {
+void E2bRoutes::envd(RequestContext& ctx, bool stream, const std::function<void()>& work) {
   std::optional<ConnectError> error;
   try {
     work();
@@ -93,85 +94,87 @@ void Api::e2b_envd(RequestContext& ctx, bool stream, const std::function<void()>
     error = f.error;
   } catch (const ApiError& e) {
     error = connect_error_of(e);
+  } catch (const std::exception& e) {
+    error = ConnectError{ConnectCode::kInternal, std::string("internal error: ") + e.what()};
   }
   if (ctx.responded) return;
   ctx.error = ApiError{e2b::http_status(error->code), std::string(e2b::code_name(error->code)),
                        error->message};
   if (stream)
-    send_bytes(ctx, 200, "application/connect+json", e2b::end_stream(error));
+    d_.replies.send_bytes(ctx, 200, "application/connect+json", e2b::end_stream(error));
   else
-    send_bytes(ctx, e2b::http_status(error->code), "application/json",
-               e2b::unary_error_body(*error));
+    d_.replies.send_bytes(ctx, e2b::http_status(error->code), "application/json",
+                          e2b::unary_error_body(*error));
 }
 
-void Api::e2b_rpc(RequestContext& ctx) {
+void E2bRoutes::rpc(RequestContext& ctx) {
   const std::string method = ctx.params.at("service") + "/" + ctx.params.at("method");
   const bool stream = is_stream_method(method);
-  e2b_envd(ctx, stream, [&] {
+  envd(ctx, stream, [&] {
     auto kind = e2b::classify_content_type(ctx.request->getContentType());
     if (kind != (stream ? e2b::ContentKind::kStreamJson : e2b::ContentKind::kUnaryJson))
       fail_with(ConnectCode::kInvalidArgument,
                 std::string("this server speaks Connect's JSON codec: Content-Type ") +
                     (stream ? "application/connect+json" : "application/json"));
-    auto target = e2b_target(ctx);
-    std::string body = read_body(ctx, e2b::kMaxEnvdMessage + e2b::kEnvelopeHeader);
+    auto t = target(ctx);
+    std::string body = d_.replies.read_body(ctx, e2b::kMaxEnvdMessage + e2b::kEnvelopeHeader);
     if (stream) {
       auto one = e2b::single_message(body, e2b::kMaxEnvdMessage);
       if (!one.message) throw ConnectFailure{*one.error};
       body = std::move(*one.message);
     }
-    e2b_dispatch(ctx, target, method, body);
+    dispatch(ctx, t, method, body);
   });
 }
 
-void Api::e2b_dispatch(RequestContext& ctx, const E2bTarget& t, const std::string& method,
-                       const std::string& body) {
+void E2bRoutes::dispatch(RequestContext& ctx, const Target& t, const std::string& method,
+                         const std::string& body) {
   auto& procs = *t.session->processes;
   auto process_of = [&](const e2b::Selector& s) {
     auto p = procs.find(s);
     if (!p) fail_with(ConnectCode::kNotFound, "process not found");
     return p;
   };
-  if (method == "process.Process/Start") return e2b_start(ctx, t, take(e2b::parse_start(body)));
+  if (method == "process.Process/Start") return start(ctx, t, take(e2b::parse_start(body)));
   if (method == "process.Process/Connect") {
     auto p = process_of(take(e2b::parse_selector_request(body)));
-    return e2b_stream(ctx, *p->subscribe(), std::chrono::hours(24));
+    return stream(ctx, *p->subscribe(), std::chrono::hours(24));
   }
   if (method == "process.Process/List") {
     std::vector<e2b::ProcessInfo> out;
     for (const auto& p : procs.running()) out.push_back({p->config(), p->pid(), p->tag()});
-    return send_json(ctx, 200, e2b::list_reply(out));
+    return d_.replies.send_json(ctx, 200, e2b::list_reply(out));
   }
   if (method == "process.Process/SendInput") {
     auto in = take(e2b::parse_send_input(body));
     ctx.action = "e2b.process.input";
     ctx.params_json = "{\"bytes\":" + std::to_string(in.data.size()) + "}";
     check(process_of(in.process)->send_input(*t.sandbox, in.data, in.pty));
-    return send_json(ctx, 200, "{}");
+    return d_.replies.send_json(ctx, 200, "{}");
   }
   if (method == "process.Process/SendSignal") {
     auto s = take(e2b::parse_send_signal(body));
     ctx.action = "e2b.process.signal";
     ctx.params_json = "{\"signal\":" + std::to_string(s.signal) + "}";
     check(process_of(s.process)->signal(*t.sandbox, s.signal));
-    return send_json(ctx, 200, "{}");
+    return d_.replies.send_json(ctx, 200, "{}");
   }
   if (method == "process.Process/CloseStdin") {
     check(process_of(take(e2b::parse_selector_request(body)))->close_stdin(*t.sandbox));
-    return send_json(ctx, 200, "{}");
+    return d_.replies.send_json(ctx, 200, "{}");
   }
   if (method == "process.Process/Update") {
     auto u = take(e2b::parse_update(body));
     auto p = process_of(u.process);
     if (u.pty) check(p->resize(u.pty->cols, u.pty->rows));
-    return send_json(ctx, 200, "{}");
+    return d_.replies.send_json(ctx, 200, "{}");
   }
-  e2b_filesystem(ctx, t, method, body);
+  filesystem(ctx, t, method, body);
 }
 
-void Api::e2b_filesystem(RequestContext& ctx, const E2bTarget& t, const std::string& method,
-                         const std::string& body) {
-  const std::string home = e2b_home();
+void E2bRoutes::filesystem(RequestContext& ctx, const Target& t, const std::string& method,
+                           const std::string& body) {
+  const std::string home = this->home();
   auto resolved = [&](const std::string& path) {
     auto r = e2b::resolve_path(path, home);
     if (!r) fail_with(ConnectCode::kInvalidArgument, r.error().message);
@@ -184,41 +187,49 @@ void Api::e2b_filesystem(RequestContext& ctx, const E2bTarget& t, const std::str
     PolicyRequest asked;
     asked.action = PolicyAction::kFilesWrite;
     asked.path = path;
-    ctx.policy_json = admit_tool(*ctx.principal, t.sandbox->id(), asked);
+    ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
   };
   if (method == "filesystem.Filesystem/Stat")
-    return send_json(ctx, 200, e2b::entry_reply(take(e2b::stat_entry(*t.sandbox, resolved(take(e2b::parse_path_request(body)))))));
+    return d_.replies.send_json(ctx, 200,
+                                e2b::entry_reply(take(e2b::stat_entry(
+                                    *t.sandbox, resolved(take(e2b::parse_path_request(body)))))));
   if (method == "filesystem.Filesystem/ListDir") {
     auto l = take(e2b::parse_list_dir(body));
-    return send_json(ctx, 200, e2b::entries_reply(take(e2b::list_entries(*t.sandbox, resolved(l.path), l.depth))));
+    return d_.replies.send_json(
+        ctx, 200,
+        e2b::entries_reply(take(e2b::list_entries(*t.sandbox, resolved(l.path), l.depth))));
   }
   if (method == "filesystem.Filesystem/MakeDir") {
     std::string path = resolved(take(e2b::parse_path_request(body)));
     judge("e2b.files.mkdir", path);
-    return send_json(ctx, 200, e2b::entry_reply(take(e2b::make_dir(*t.sandbox, path))));
+    return d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::make_dir(*t.sandbox, path))));
   }
   if (method == "filesystem.Filesystem/Move") {
     auto m = take(e2b::parse_move(body));
     std::string from = resolved(m.source), to = resolved(m.destination);
     judge("e2b.files.move", to);
-    return send_json(ctx, 200, e2b::entry_reply(take(e2b::move(*t.sandbox, from, to))));
+    return d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::move(*t.sandbox, from, to))));
   }
   if (method == "filesystem.Filesystem/Remove") {
     std::string path = resolved(take(e2b::parse_path_request(body)));
     judge("e2b.files.remove", path);
     take(e2b::remove(*t.sandbox, path));
-    return send_json(ctx, 200, "{}");
+    return d_.replies.send_json(ctx, 200, "{}");
   }
   fail_with(ConnectCode::kUnimplemented,
             method.substr(0, 100) + " is not supported by pve-sandbox's envd (docs/e2b.md)");
 }
 
-void Api::e2b_start(RequestContext& ctx, const E2bTarget& t, const e2b::StartRequest& req) {
+void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequest& req) {
   std::string text = e2b::policy_text(req.process);
   ctx.action = "e2b.process.start";
   {
     JsonWriter p;
-    p.begin_object().key("command").value(text.substr(0, 4096)).key("pty").value(req.pty.has_value());
+    p.begin_object()
+        .key("command")
+        .value(text.substr(0, 4096))
+        .key("pty")
+        .value(req.pty.has_value());
     p.key("env_names").begin_array();
     for (const auto& [k, v] : req.process.envs) p.value(k);
     ctx.params_json = p.end_array().end_object().take();
@@ -226,38 +237,42 @@ void Api::e2b_start(RequestContext& ctx, const E2bTarget& t, const e2b::StartReq
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = text;
-  ctx.policy_json = admit_tool(*ctx.principal, t.sandbox->id(), asked);
-  auto slot = limits_.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
+  ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
+  auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
   if (!slot)
     fail_with(ConnectCode::kResourceExhausted,
               "token " + ctx.principal->name + " has too many streams running");
   e2b::StartOptions o;
   o.default_env = t.session->env_vars;
-  auto max = std::chrono::milliseconds(std::chrono::seconds(config_.max_exec_timeout_seconds));
+  auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
   o.timeout = header_ms(*ctx.request, "Connect-Timeout-Ms", max);
   o.max_timeout = max;
   auto events = std::make_shared<e2b::EventQueue>();
   auto started = std::chrono::steady_clock::now();
   auto proc = t.session->processes->start(req, o, events);
   if (!proc) throw ConnectFailure{e2b::connect_error_of(proc.error())};
-  e2b_stream(ctx, *events, o.timeout + std::chrono::seconds(5));
+  stream(ctx, *events, o.timeout + std::chrono::seconds(5));
   auto end = (*proc)->end_info();
-  metrics_->inc("pvs_exec_total", {{"result", !end ? "error" : end->exit_code == 0 ? "ok" : "nonzero"}});
-  metrics_->observe("pvs_exec_duration_seconds", {}, seconds_since(started));
+  d_.metrics->inc("pvs_exec_total", {{"result", !end                  ? "error"
+                                                : end->exit_code == 0 ? "ok"
+                                                                      : "nonzero"}});
+  d_.metrics->observe("pvs_exec_duration_seconds", {}, seconds_since(started));
 }
 
-void Api::e2b_stream(RequestContext& ctx, e2b::EventQueue& events, std::chrono::milliseconds limit) {
-  begin_reply(ctx, 200, "application/connect+json");
+void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,
+                       std::chrono::milliseconds limit) {
+  d_.replies.begin_reply(ctx, 200, "application/connect+json");
   ctx.response->setChunkedTransferEncoding(true);
   auto keepalive = std::chrono::seconds(50);
-  if (auto s = e2b::parse_timeout_ms(ctx.request->get("Keepalive-Ping-Interval", "")); s && *s > 0 && *s < 3600)
+  if (auto s = e2b::parse_timeout_ms(ctx.request->get("Keepalive-Ping-Interval", ""));
+      s && *s > 0 && *s < 3600)
     keepalive = std::chrono::seconds(*s);
   std::ostream& out = ctx.response->send();
   e2b::pump_events(out, events, std::chrono::steady_clock::now() + limit, keepalive);
 }
 
-std::string Api::e2b_home() const {
-  const std::string& user = config_.manager.ssh.user;
+std::string E2bRoutes::home() const {
+  const std::string& user = d_.config.manager.ssh.user;
   return user == "root" || user.empty() ? "/root" : "/home/" + user;
 }
 

@@ -7,11 +7,11 @@
 #include <Poco/Net/HTTPServerResponse.h>
 
 #include "e2b/control_wire.h"
+#include "e2b/e2b_routes.h"
 #include "e2b/files_wire.h"
 #include "e2b/fs_ops.h"
 #include "e2b/sessions.h"
-#include "json.h"
-#include "server.h"
+#include "http/json.h"
 
 namespace pvs::service {
 namespace {
@@ -21,49 +21,52 @@ constexpr std::uint64_t kMaxEnvdUpload = 64ull << 20;
 
 }  // namespace
 
-void Api::e2b_files_call(RequestContext& ctx, const std::function<void(const E2bTarget&)>& work) {
+void E2bRoutes::files_call(RequestContext& ctx, const std::function<void(const Target&)>& work) {
   std::optional<ApiError> error;
   try {
-    std::optional<E2bTarget> target;
-    e2b_envd(ctx, false, [&] { target = e2b_target(ctx); });
-    if (!target) return;  // e2b_envd answered (Connect's shape is what the SDK reads here too)
-    work(*target);
+    std::optional<Target> t;
+    envd(ctx, false, [&] { t = target(ctx); });
+    if (!t) return;  // e2b_envd answered (Connect's shape is what the SDK reads here too)
+    work(*t);
     return;
   } catch (const ApiError& e) {
     error = e;
   }
   if (ctx.responded) return;
   ctx.error = *error;
-  send_bytes(ctx, error->status, "application/json", e2b::e2b_error_body(*error));
+  d_.replies.send_bytes(ctx, error->status, "application/json", e2b::e2b_error_body(*error));
 }
 
-void Api::e2b_files_get(RequestContext& ctx) {
-  e2b_files_call(ctx, [&](const E2bTarget& t) {
+void E2bRoutes::files_get(RequestContext& ctx) {
+  files_call(ctx, [&](const Target& t) {
     auto user = ctx.query_value("username");
     if (!e2b::is_user_name(user)) throw bad_request("username: not a user name");
-    auto path = e2b::resolve_path(ctx.query_value("path"), e2b_home());
+    auto path = e2b::resolve_path(ctx.query_value("path"), home());
     if (!path) throw path.error();
     auto attrs = t.sandbox->stat(*path);
     if (!attrs) {
       auto e = e2b::connect_error_of(attrs.error());
-      if (e.code == e2b::ConnectCode::kNotFound) throw not_found("path '" + *path + "' does not exist");
+      if (e.code == e2b::ConnectCode::kNotFound)
+        throw not_found("path '" + *path + "' does not exist");
       throw from_error(attrs.error());
     }
     if (attrs->is_dir()) throw bad_request("path '" + *path + "' is a directory");
-    if (attrs->size > config_.max_download_bytes)
-      throw too_large("file is larger than " + std::to_string(config_.max_download_bytes) + " bytes");
-    auto data = t.sandbox->read_file(*path, config_.max_download_bytes);
+    if (attrs->size > d_.config.max_download_bytes)
+      throw too_large("file is larger than " + std::to_string(d_.config.max_download_bytes) +
+                      " bytes");
+    auto data = t.sandbox->read_file(*path, d_.config.max_download_bytes);
     if (!data) throw from_error(data.error());
-    send_bytes(ctx, 200, "application/octet-stream", *data);
+    d_.replies.send_bytes(ctx, 200, "application/octet-stream", *data);
   });
 }
 
-void Api::e2b_files_post(RequestContext& ctx) {
-  e2b_files_call(ctx, [&](const E2bTarget& t) {
+void E2bRoutes::files_post(RequestContext& ctx) {
+  files_call(ctx, [&](const Target& t) {
     auto user = ctx.query_value("username");
     if (!e2b::is_user_name(user)) throw bad_request("username: not a user name");
     std::string content_type = ctx.request->getContentType();
-    std::string body = read_body(ctx, std::min<std::uint64_t>(kMaxEnvdUpload, config_.max_upload_bytes));
+    std::string body = d_.replies.read_body(
+        ctx, std::min<std::uint64_t>(kMaxEnvdUpload, d_.config.max_upload_bytes));
     std::vector<std::pair<std::string, std::string_view>> files;  // path, data
     if (auto boundary = e2b::multipart_boundary(content_type)) {
       auto parts = e2b::parse_multipart(body, *boundary);
@@ -76,24 +79,29 @@ void Api::e2b_files_post(RequestContext& ctx) {
     } else if (content_type.rfind("application/octet-stream", 0) == 0) {
       files.emplace_back(ctx.query_value("path"), body);
     } else {
-      throw unsupported_media_type("POST /files takes multipart/form-data or application/octet-stream");
+      throw unsupported_media_type(
+          "POST /files takes multipart/form-data or application/octet-stream");
     }
     if (files.empty()) throw bad_request("no part named \"file\"");
     std::vector<e2b::WrittenFile> written;
     JsonWriter p;
     p.begin_object().key("paths").begin_array();
     for (auto& [where, data] : files) {
-      auto path = e2b::resolve_path(where, e2b_home());
+      auto path = e2b::resolve_path(where, home());
       if (!path) throw path.error();
       p.value(*path);
       written.push_back({*path});
     }
-    ctx.params_json = p.end_array().key("bytes").value(static_cast<std::uint64_t>(body.size())).end_object().take();
+    ctx.params_json = p.end_array()
+                          .key("bytes")
+                          .value(static_cast<std::uint64_t>(body.size()))
+                          .end_object()
+                          .take();
     for (const auto& w : written) {
       PolicyRequest asked;
       asked.action = PolicyAction::kFilesWrite;
       asked.path = w.path;
-      ctx.policy_json = admit_tool(*ctx.principal, t.sandbox->id(), asked);
+      ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
     }
     for (std::size_t i = 0; i < files.size(); ++i) {
       std::istringstream in{std::string(files[i].second)};
@@ -102,10 +110,12 @@ void Api::e2b_files_post(RequestContext& ctx) {
       if (auto st = t.sandbox->upload(written[i].path, in, o, files[i].second.size()); !st)
         throw from_error(st.error());
     }
-    send_json(ctx, 200, e2b::upload_reply(written));
+    d_.replies.send_json(ctx, 200, e2b::upload_reply(written));
   });
 }
 
-void Api::e2b_health(RequestContext& ctx) { send_empty(ctx, 204); }
+void E2bRoutes::health(RequestContext& ctx) {
+  d_.replies.send_empty(ctx, 204);
+}
 
 }  // namespace pvs::service

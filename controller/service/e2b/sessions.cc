@@ -2,8 +2,8 @@
 
 #include <Poco/RandomStream.h>
 
-#include "auth.h"
 #include "e2b/base64.h"
+#include "http/auth.h"
 
 namespace pvs::service::e2b {
 
@@ -19,8 +19,7 @@ std::string mint_access_token() {
 
 std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     const std::shared_ptr<pvs::Sandbox>& sandbox, const Principal& principal,
-    const std::string& template_id,
-    const std::map<std::string, std::string>& env) {
+    const std::string& template_id, const std::map<std::string, std::string>& env) {
   std::lock_guard lock(mu_);
   auto& slot = sessions_[sandbox->id()];
   if (!slot) {

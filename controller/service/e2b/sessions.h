@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "auth.h"
 #include "e2b/processes.h"
+#include "http/auth.h"
 
 namespace pvs::service::e2b {
 
