@@ -144,6 +144,12 @@ TEST(ControlWire, KeysHostsTemplates) {
   EXPECT_FALSE(sandbox_from_host("8080-sb-4f2a9c1e0b7d.example.org"));
   EXPECT_FALSE(sandbox_from_host("49983-sb-4f2a9c1e0b7d"));
   EXPECT_FALSE(sandbox_from_host("49983-../etc.example.org"));
+  EXPECT_EQ(
+      envd_host_sandbox("49983-sb-4f2a9c1e0b7d.Sandbox.Example.org:443", "sandbox.example.org"),
+      "sb-4f2a9c1e0b7d");
+  EXPECT_FALSE(envd_host_sandbox("49983-sb-4f2a9c1e0b7d.other.org", "sandbox.example.org"));
+  EXPECT_FALSE(
+      envd_host_sandbox("49983-sb-4f2a9c1e0b7d.xsandbox.example.org", "sandbox.example.org"));
   EXPECT_TRUE(is_template_id("base"));
   EXPECT_TRUE(is_template_id("small-1.x_y"));
   EXPECT_FALSE(is_template_id("-x"));

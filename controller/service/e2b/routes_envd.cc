@@ -81,8 +81,13 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
   auto session = sessions_.find(id);
   if (!session) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
   ctx.principal = session->principal;
-  auto sandbox = d_.sandbox_for(session->principal, id);
-  return {session, sandbox};
+  try {
+    return {session, d_.sandbox_for(session->principal, id)};
+  } catch (const ApiError& e) {
+    // Destroyed through another door (REST, MCP, its TTL): the session goes with it.
+    if (e.status == 404) sessions_.erase(id);
+    throw;
+  }
 }
 
 void E2bRoutes::envd(RequestContext& ctx, bool stream, const std::function<void()>& work) {
