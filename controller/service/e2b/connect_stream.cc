@@ -18,7 +18,15 @@ bool pump_events(std::ostream& out, EventQueue& events,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now),
         std::chrono::milliseconds(500));
     if (auto m = events.next(wait)) {
+      // What is queued already goes out in the same write (start, output and end of a short
+      // command are often one flush).
       out << frame(0, *m);
+      while (auto more = events.next(std::chrono::milliseconds(0))) out << frame(0, *more);
+      if (events.finished()) {
+        out << end_stream(events.error());
+        out.flush();
+        return out.good();
+      }
       out.flush();
       quiet_since = std::chrono::steady_clock::now();
       continue;

@@ -25,20 +25,33 @@ const rest = async () => {
   const j = await r.json();
   if (j.stdout !== 'hi\n') throw new Error(JSON.stringify(j));
 };
+// The same command line the SDK runs (commands.run starts /bin/bash -l -c CMD), through REST.
+const restLogin = async () => {
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${process.env.PVS_TOKEN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ command: "/bin/bash -l -c 'echo hi'" }),
+  });
+  const j = await r.json();
+  if (j.stdout !== 'hi\n') throw new Error(JSON.stringify(j));
+};
 const sdk = async () => {
   const r = await sbx.commands.run('echo hi');
   if (r.stdout !== 'hi\n') throw new Error(JSON.stringify(r));
 };
 for (let i = 0; i < 10; i++) { await rest(); await sdk(); }  // warm both paths
-const tRest = [], tSdk = [];
+const tRest = [], tSdk = [], tLogin = [];
 for (let i = 0; i < runs; i++) {
   let t = performance.now(); await rest(); tRest.push(performance.now() - t);
   t = performance.now(); await sdk(); tSdk.push(performance.now() - t);
+  t = performance.now(); await restLogin(); tLogin.push(performance.now() - t);
 }
 console.log(`exec echo, ${runs} runs each, interleaved`);
 console.log(`  REST exec          ${fmt(tRest)}`);
 console.log(`  E2B commands.run   ${fmt(tSdk)}`);
+console.log(`  REST bash -l -c    ${fmt(tLogin)} (the command line commands.run sends)`);
 console.log(`  ratio p50          ${(pct(tSdk, 50) / pct(tRest, 50)).toFixed(2)}x (target <= 1.5x)`);
+console.log(`  ratio p50, same command line  ${(pct(tSdk, 50) / pct(tLogin, 50)).toFixed(2)}x`);
 await sbx.kill();
 
 const tCreate = [];
