@@ -47,7 +47,7 @@ struct TokenConfig {
   TokenEgressCaps egress{};
   // Lower-case hex SHA-256 of this token's E2B API key ("e2b_" + hex, sent as X-API-Key to the
   // E2B-compatible API, docs/e2b.md); empty: none.
-  std::string e2b_key_sha256;
+  std::string e2b_key_sha256{};
 };
 
 // The `egress:` section: the operator's named allowlists and the default cap.
