@@ -234,7 +234,7 @@ class Api : public Replies {
                                std::chrono::seconds(config_.terminal_idle_timeout_seconds)});
   PolicyGate gate_{config_, metrics_, *this};
   ApprovalRoutes approval_routes_{gate_, *this};
-  E2bRoutes::Deps e2b_deps();  // e2b/e2b_deps.cc
+  E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };
 
