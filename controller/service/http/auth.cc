@@ -46,7 +46,8 @@ TokenStore::TokenStore(const std::vector<TokenConfig>& tokens, int default_max_s
   for (const auto& t : tokens) {
     entries_.push_back({t.sha256,
                         {t.name, t.max_sandboxes > 0 ? t.max_sandboxes : default_max_sandboxes,
-                         t.admin, t.approver}});
+                         t.admin, t.approver},
+                        t.e2b_key_sha256});
   }
 }
 
@@ -68,6 +69,17 @@ std::optional<Principal> TokenStore::authenticate(std::string_view authorization
   const Entry* match = nullptr;
   for (const auto& e : entries_) {
     if (constant_time_equal(hash, e.sha256)) match = &e;
+  }
+  if (!match) return std::nullopt;
+  return match->principal;
+}
+
+std::optional<Principal> TokenStore::authenticate_e2b_key(std::string_view key) const {
+  if (key.size() < 5 || key.size() > 256 || key.substr(0, 4) != "e2b_") return std::nullopt;
+  std::string hash = sha256_hex(key);
+  const Entry* match = nullptr;
+  for (const auto& e : entries_) {
+    if (!e.e2b_key_sha256.empty() && constant_time_equal(hash, e.e2b_key_sha256)) match = &e;
   }
   if (!match) return std::nullopt;
   return match->principal;

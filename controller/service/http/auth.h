@@ -30,11 +30,15 @@ class TokenStore {
   TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes);
   // The token of an "Authorization" header value ("Bearer <token>"), or nullopt.
   std::optional<Principal> authenticate(std::string_view authorization) const;
+  // The token whose E2B API key (X-API-Key, "e2b_" + hex; TokenConfig::e2b_key_sha256) this
+  // is, or nullopt.
+  std::optional<Principal> authenticate_e2b_key(std::string_view key) const;
 
  private:
   struct Entry {
     std::string sha256;
     Principal principal;
+    std::string e2b_key_sha256;
   };
   std::vector<Entry> entries_;
 };

@@ -38,6 +38,8 @@ struct RequestContext {
   // For the audit log of mutating calls.
   std::string action;
   std::string sandbox;
+  // The sandbox of an E2B envd request routed by its Host name (49983-<id>.<e2b.domain>).
+  std::string e2b_sandbox;
   std::string params_json = "{}";
   std::string policy_json;  // the policy's decision, for the audit log
   std::optional<ApiError> error;

@@ -16,6 +16,10 @@ template <>
 ApprovalRoutes& Api::part<ApprovalRoutes>() {
   return approval_routes_;
 }
+template <>
+E2bRoutes& Api::part<E2bRoutes>() {
+  return e2b_routes_;
+}
 
 namespace {
 
@@ -78,6 +82,26 @@ std::span<const Route> Api::routes() {
       // MCP (Streamable HTTP): each tool call is audited on its own as "mcp.<tool>".
       {"POST",   "/mcp",                                          on<&Api::mcp_post>,         A::kToken,  ""},
       {"DELETE", "/mcp",                                          on<&Api::mcp_delete>,       A::kToken,  ""},
+      // The E2B-compatible API (docs/e2b.md): its own keys (X-API-Key, X-Access-Token), so
+      // public here; E2bRoutes authenticates, and audits refusals like the pipeline does.
+      {"POST",   "/e2b/v2/sandboxes",                             on<&E2bRoutes::create>,     A::kPublic, "e2b.sandbox.create"},
+      {"GET",    "/e2b/v2/sandboxes",                             on<&E2bRoutes::list>,       A::kPublic, ""},
+      {"POST",   "/e2b/v2/sandboxes/{id}/connect",                on<&E2bRoutes::connect>,    A::kPublic, "e2b.sandbox.connect"},
+      {"POST",   "/e2b/sandboxes/{id}/connect",                   on<&E2bRoutes::connect>,    A::kPublic, "e2b.sandbox.connect"},
+      {"GET",    "/e2b/sandboxes/{id}",                           on<&E2bRoutes::show>,       A::kPublic, ""},
+      {"DELETE", "/e2b/sandboxes/{id}",                           on<&E2bRoutes::kill>,       A::kPublic, "e2b.sandbox.kill"},
+      {"POST",   "/e2b/sandboxes/{id}/timeout",                   on<&E2bRoutes::timeout>,    A::kPublic, "e2b.sandbox.timeout"},
+      {"PUT",    "/e2b/sandboxes/{id}/network",                   on<&E2bRoutes::network>,    A::kPublic, "e2b.sandbox.network"},
+      {"GET",    "/e2b/sandboxes/{id}/metrics",                   on<&E2bRoutes::metrics>,    A::kPublic, ""},
+      {"POST",   "/e2b/sandboxes/{id}/pause",                     on<&E2bRoutes::unsupported>, A::kPublic, ""},
+      {"POST",   "/e2b/sandboxes/{id}/resume",                    on<&E2bRoutes::unsupported>, A::kPublic, ""},
+      {"POST",   "/e2b/sandboxes/{id}/fork",                      on<&E2bRoutes::unsupported>, A::kPublic, ""},
+      {"POST",   "/e2b/sandboxes/{id}/snapshots",                 on<&E2bRoutes::unsupported>, A::kPublic, ""},
+      {"POST",   "/e2b/sandboxes/{id}/refreshes",                 on<&E2bRoutes::unsupported>, A::kPublic, ""},
+      {"POST",   "/e2b/envd/{service}/{method}",                  on<&E2bRoutes::rpc>,        A::kPublic, ""},
+      {"GET",    "/e2b/envd/files",                               on<&E2bRoutes::files_get>,  A::kPublic, ""},
+      {"POST",   "/e2b/envd/files",                               on<&E2bRoutes::files_post>, A::kPublic, "e2b.files.write"},
+      {"GET",    "/e2b/envd/health",                              on<&E2bRoutes::health>,     A::kPublic, ""},
   };
   // clang-format on
   return kRoutes;

@@ -23,6 +23,7 @@
 
 #include "api/console/console.h"
 #include "api/mcp/session.h"
+#include "e2b/control_wire.h"
 #include "http/json.h"
 #include "http/openapi.h"
 #include "http/requests.h"
@@ -111,7 +112,18 @@ void Api::dispatch(RequestContext& ctx) {
     throw bad_request("malformed request URI");
   }
   if (config_.console_enabled && is_console_path(ctx.path)) return console(ctx);
+  // E2B's envd by Host name (49983-<id>.<e2b.domain>): the data plane's routes (docs/e2b.md).
+  if (!config_.e2b_domain.empty()) {
+    if (auto id = e2b::envd_host_sandbox(ctx.request->getHost(), config_.e2b_domain)) {
+      ctx.e2b_sandbox = *id;
+      ctx.path = "/e2b/envd" + ctx.path;
+    }
+  }
   auto match = router_.match(ctx.method, ctx.path);
+  if (!match.handler && ctx.path.rfind("/e2b/", 0) == 0) {
+    ctx.route = "/e2b/*";  // E2B endpoints not served answer in E2B's shape, saying so
+    return e2b_routes_.unsupported(ctx);
+  }
   if (!match.handler) {
     if (!match.allowed.empty()) {
       ctx.response->set("Allow", match.allowed);

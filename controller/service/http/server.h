@@ -31,6 +31,7 @@
 #include "core/observability/audit.h"
 #include "core/observability/denied_log.h"
 #include "core/observability/metrics.h"
+#include "e2b/e2b_routes.h"
 #include "http/api_error.h"
 #include "http/auth.h"
 #include "http/replies.h"
@@ -242,6 +243,8 @@ class Api : public Replies {
                                std::chrono::seconds(config_.terminal_idle_timeout_seconds)});
   PolicyGate gate_{config_, metrics_, *this};
   ApprovalRoutes approval_routes_{gate_, *this};
+  E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc
+  E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };
 
 // Revision 2026-07-28's constants of this controller: its identity, capabilities, the key that

@@ -158,6 +158,7 @@ void Api::show(RequestContext& ctx) {
 void Api::destroy(RequestContext& ctx) {
   auto sandbox = find_sandbox(ctx);
   terminals_->close_sandbox(sandbox->id());
+  e2b_routes_.forget(sandbox->id());  // its E2B session and processes (docs/e2b.md)
   if (auto st = sandbox->destroy(); !st) throw from_error(st.error());
   send_empty(ctx, 204);
 }

@@ -124,12 +124,17 @@ void parse_auth(yaml::Map s, ServiceConfig& c) {
     t.integer("max_sandboxes", &token.max_sandboxes, 0, 100000);
     t.boolean("admin", &token.admin);
     t.boolean("approver", &token.approver);
+    t.string("e2b_key_sha256", &token.e2b_key_sha256);
+    if (t.ok() && !token.e2b_key_sha256.empty() && !is_hex64(token.e2b_key_sha256))
+      t.fail("e2b_key_sha256", "must be 64 lower-case hex digits (the SHA-256 of the e2b_ key)");
     parse_token_egress(t.map("egress"), c, &token.egress);
     (void)t.finish();
     if (t.ok() && !names.insert(token.name).second)
       t.fail("name", "duplicate token name " + token.name);
     if (t.ok() && !hashes.insert(token.sha256).second)
       t.fail("sha256", "the same token is listed twice");
+    if (t.ok() && !token.e2b_key_sha256.empty() && !hashes.insert(token.e2b_key_sha256).second)
+      t.fail("e2b_key_sha256", "the same key is listed twice (or is a bearer token too)");
     c.tokens.push_back(std::move(token));
   }
   if (s.ok() && c.tokens.empty()) s.fail("tokens", "at least one API token is required");
@@ -385,6 +390,13 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
     yaml::Map console = top.map("console");
     console.boolean("enabled", &c.console_enabled);
     (void)console.finish();
+  }
+  {
+    yaml::Map e2b = top.map("e2b");
+    e2b.string("domain", &c.e2b_domain);
+    if (e2b.ok() && !c.e2b_domain.empty() && !validate_egress_name(c.e2b_domain))
+      e2b.fail("domain", "must be a DNS name such as sandbox.example.org");
+    (void)e2b.finish();
   }
   const bool cluster = top.has("nodes");
   parse_proxmox(top.map("proxmox"), *env, cluster, c);

@@ -47,6 +47,9 @@ struct TokenConfig {
   bool admin = false;  // sees and acts on every sandbox, not only its own
   bool approver = false;  // may list, approve and deny pending approvals (admins may too)
   TokenEgressCaps egress{};
+  // Lower-case hex SHA-256 of this token's E2B API key ("e2b_" + hex, sent as X-API-Key to the
+  // E2B-compatible API, docs/e2b.md); empty: none.
+  std::string e2b_key_sha256{};
 };
 
 // The `egress:` section: the operator's named allowlists and the default cap.
@@ -121,6 +124,9 @@ struct ServiceConfig {
   McpConfig mcp;
   EgressConfig egress;
   bool console_enabled = true;  // console.enabled: the web console at /ui/ (docs/console.md)
+  // e2b.domain: envd requests for Host 49983-<id>.<domain> go to the E2B data plane, and the
+  // E2B replies name it as the sandboxes' domain; empty: E2B_SANDBOX_URL only (docs/e2b.md).
+  std::string e2b_domain;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;

@@ -1,0 +1,288 @@
+#include "e2b/control_wire.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/observability/audit.h"
+#include "http/json.h"
+#include "pvesandbox/egress.h"
+
+namespace pvs::service::e2b {
+namespace {
+
+constexpr std::string_view kAllTraffic = "0.0.0.0/0";
+
+// An IPv4/IPv6 address or CIDR block rather than a DNS name.
+bool looks_like_address(std::string_view entry) {
+  if (entry.find('/') != std::string_view::npos || entry.find(':') != std::string_view::npos)
+    return true;
+  return !entry.empty() && std::all_of(entry.begin(), entry.end(),
+                                       [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+}
+
+std::string lower(std::string text) {
+  for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// allow_internet_access, network.allowOut and network.denyOut as our egress (see docs/e2b.md).
+ApiResult<EgressRequest> egress_from(std::optional<bool> allow_internet,
+                                     const std::optional<std::vector<std::string>>& allow_out,
+                                     const std::optional<std::vector<std::string>>& deny_out) {
+  bool deny_all = false;
+  for (const auto& d : deny_out.value_or(std::vector<std::string>{})) {
+    if (d != kAllTraffic)
+      return tl::unexpected(unsupported(
+          "network.denyOut entry \"" + d + "\"",
+          "egress is closed except for what is allowed; the only deny rule accepted is " +
+              std::string(kAllTraffic) + " (all traffic)"));
+    deny_all = true;
+  }
+  EgressRequest r;
+  if (allow_internet == true && !deny_all) {
+    r.kind = EgressRequest::Kind::kOn;
+    return r;
+  }
+  for (const auto& entry : allow_out.value_or(std::vector<std::string>{})) {
+    if (entry == kAllTraffic) {
+      r.kind = EgressRequest::Kind::kOn;
+      r.names.clear();
+      return r;
+    }
+    if (looks_like_address(entry))
+      return tl::unexpected(unsupported(
+          "network.allowOut entry \"" + entry + "\"",
+          "egress allowlists are by DNS name (enforced by the node's resolver); give a domain "
+          "such as \"pypi.org\" or \"*.github.com\", or " +
+              std::string(kAllTraffic) + " for all"));
+    std::string name = lower(entry);
+    if (auto ok = validate_egress_name(name); !ok)
+      return tl::unexpected(bad_request("network.allowOut: " + ok.error().message));
+    if (std::find(r.names.begin(), r.names.end(), name) == r.names.end()) r.names.push_back(name);
+  }
+  if (r.names.size() > kMaxEgressNames)
+    return tl::unexpected(
+        bad_request("network.allowOut: at most " + std::to_string(kMaxEgressNames) + " names"));
+  if (!r.names.empty()) r.kind = EgressRequest::Kind::kAllow;
+  return r;
+}
+
+// The fields of a `network` object we do not serve: each refused by name.
+void refuse_network_extras(JsonBody& net, JsonBody& outer) {
+  static const char* kUnsupported[] = {"egressProxy", "rules", "maskRequestHost", "httpsPorts"};
+  for (const char* f : kUnsupported)
+    if (net.has(f))
+      outer.reject(std::string("network.") + f,
+                   "not supported by pve-sandbox (egress is an allowlist of DNS names)");
+  (void)net.boolean("allowPublicTraffic");  // sandbox URLs always need the access token here
+}
+
+// network.* of a create or an update; sets *explicit_egress when allowOut was given.
+std::optional<EgressRequest> read_network(JsonBody& body, std::optional<bool> allow_internet,
+                                          bool* explicit_egress) {
+  std::optional<std::vector<std::string>> allow_out, deny_out;
+  if (auto net = body.object("network")) {
+    allow_out = net->string_list("allowOut", 256, kMaxEgressName + 2);
+    deny_out = net->string_list("denyOut", 256, 64);
+    refuse_network_extras(*net, body);
+    if (auto err = net->finish()) body.reject("network", err->message);
+  } else if (body.type_of("network") != "" && body.type_of("network") != "object") {
+    body.reject("network", "must be an object");
+  }
+  if (explicit_egress) *explicit_egress = allow_internet.has_value() || allow_out.has_value();
+  auto egress = egress_from(allow_internet, allow_out, deny_out);
+  if (!egress) {
+    body.reject("network", egress.error().message);
+    return std::nullopt;
+  }
+  return *egress;
+}
+
+std::optional<std::string> uri_decode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else if (c == '%') {
+      auto hex = [](char h) -> int {
+        if (h >= '0' && h <= '9') return h - '0';
+        h = static_cast<char>(std::tolower(static_cast<unsigned char>(h)));
+        return h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
+      };
+      if (i + 2 >= text.size()) return std::nullopt;
+      int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ApiError unsupported(const std::string& what, const std::string& why) {
+  return bad_request(what + " is not supported by pve-sandbox: " + why);
+}
+
+bool is_e2b_api_key(std::string_view key) {
+  constexpr std::string_view kPrefix = "e2b_";
+  if (key.substr(0, kPrefix.size()) != kPrefix) return false;
+  auto hex = key.substr(kPrefix.size());
+  if (hex.size() < 8 || hex.size() > 128) return false;
+  return std::all_of(hex.begin(), hex.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::optional<std::string> sandbox_from_host(std::string_view host) {
+  constexpr std::string_view kPrefix = "49983-";
+  if (host.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  host.remove_prefix(kPrefix.size());
+  auto dot = host.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 >= host.size()) return std::nullopt;
+  std::string id(host.substr(0, dot));
+  if (!is_sandbox_id(id)) return std::nullopt;
+  return id;
+}
+
+std::optional<std::string> envd_host_sandbox(std::string_view host, std::string_view domain) {
+  if (auto colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
+  auto id = sandbox_from_host(host);
+  if (!id) return std::nullopt;
+  std::string_view rest = host.substr(6 + id->size());  // "49983-" + id
+  if (rest.size() != domain.size() + 1 || rest[0] != '.') return std::nullopt;
+  for (std::size_t i = 0; i < domain.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(rest[i + 1])) != domain[i]) return std::nullopt;
+  return id;
+}
+
+bool is_template_id(std::string_view id) {
+  if (id.empty() || id.size() > 64 || !std::isalnum(static_cast<unsigned char>(id[0])))
+    return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+ApiResult<NewSandbox> parse_new_sandbox(std::string_view text, const NewSandboxLimits& limits) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  NewSandbox r;
+  r.template_id = body->string("templateID", 64).value_or(std::string(kDefaultTemplate));
+  if (!is_template_id(r.template_id))
+    body->reject("templateID", "must be 1-64 of [A-Za-z0-9._-], starting with a letter or digit");
+  r.create.ttl_seconds =
+      static_cast<int>(body->integer("timeout", 0, limits.max_ttl_seconds).value_or(0));
+  if (body->boolean("autoPause").value_or(false))
+    body->reject("autoPause",
+                 "pausing is not supported by pve-sandbox (a sandbox ends at its timeout)");
+  (void)body->boolean("autoPauseMemory");
+  if (auto resume = body->object("autoResume")) {
+    if (resume->boolean("enabled").value_or(false))
+      body->reject("autoResume", "pausing and resuming are not supported by pve-sandbox");
+    if (auto err = resume->finish()) body->reject("autoResume", err->message);
+  }
+  (void)body->boolean("secure");  // always: every data-plane call needs envdAccessToken
+  for (const char* f : {"mcp", "iam", "volumeMounts"})
+    if (body->has(f)) body->reject(f, "not supported by pve-sandbox");
+  if (auto md = body->string_map("metadata", kMaxLabels, kMaxLabelValue)) {
+    r.create.labels = std::move(*md);
+    if (auto e = label_error(r.create.labels))
+      body->reject("metadata", *e + " (metadata are pve-sandbox labels)");
+  }
+  if (auto env = body->string_map("envVars", kMaxEnvEntries, kMaxEnvValueBytes)) {
+    r.env_vars = std::move(*env);
+    for (const auto& [k, v] : r.env_vars)
+      if (!is_env_name(k)) body->reject("envVars", "\"" + k + "\" is not a variable name");
+  }
+  auto allow_internet = body->boolean("allow_internet_access");
+  if (auto egress = read_network(*body, allow_internet, &r.internet_explicit))
+    r.create.internet = *egress;
+  if (auto err = body->finish()) return tl::unexpected(*err);
+  return r;
+}
+
+ApiResult<int> parse_timeout(std::string_view text, int max_ttl_seconds) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  auto t = body->integer("timeout", 0, max_ttl_seconds);
+  if (!t && !body->finish()) body->reject("timeout", "required (seconds from now)");
+  if (auto err = body->finish()) return tl::unexpected(*err);
+  return std::max<int>(1, static_cast<int>(*t));
+}
+
+ApiResult<int> parse_connect(std::string_view text, int max_ttl_seconds) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  // The spec requires it; the SDK leaves it out when connect() gets no timeoutMs.
+  auto t = body->integer("timeout", 0, max_ttl_seconds);
+  (void)body->boolean("memory");  // about resuming a paused sandbox; none is ever paused here
+  if (auto err = body->finish()) return tl::unexpected(*err);
+  return t ? std::max<int>(1, static_cast<int>(*t)) : 0;
+}
+
+ApiResult<EgressRequest> parse_network_update(std::string_view text) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  // The update's allowOut/denyOut sit at the top level; read_network wants them in "network".
+  std::optional<std::vector<std::string>> allow_out = body->string_list("allowOut", 256, 255);
+  std::optional<std::vector<std::string>> deny_out = body->string_list("denyOut", 256, 64);
+  auto allow_internet = body->boolean("allow_internet_access");
+  refuse_network_extras(*body, *body);
+  if (auto err = body->finish()) return tl::unexpected(*err);
+  auto egress = egress_from(allow_internet, allow_out, deny_out);
+  if (!egress) return tl::unexpected(egress.error());
+  return *egress;
+}
+
+ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::string>& query) {
+  ListQuery q;
+  for (const auto& [key, value] : query) {
+    if (key == "metadata") {
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        auto amp = rest.find('&');
+        std::string_view pair = rest.substr(0, amp);
+        rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+        auto eq = pair.find('=');
+        auto k = uri_decode(pair.substr(0, eq), true);
+        auto v = uri_decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
+        // The SDK encodes each key and value before URLSearchParams encodes the pairs.
+        if (k) k = uri_decode(*k, false);
+        if (v) v = uri_decode(*v, false);
+        if (!k || !v || k->empty() || eq == std::string_view::npos)
+          return tl::unexpected(bad_request("metadata: expected key=value pairs joined by &"));
+        q.metadata[*k] = *v;
+      }
+    } else if (key == "state") {
+      // "running,paused" (form style, not exploded): nothing here is ever paused.
+      q.running = value.empty() || value.find("running") != std::string::npos;
+    } else if (key == "template") {
+      q.template_id = value;
+    } else if (key == "limit") {
+      auto n = uri_decode(value, false);
+      if (!n || n->empty() || n->size() > 4 ||
+          !std::all_of(n->begin(), n->end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+          std::stoi(*n) < 1 || std::stoi(*n) > 100)
+        return tl::unexpected(bad_request("limit: must be an integer in [1, 100]"));
+      q.limit = static_cast<std::size_t>(std::stoi(*n));
+    } else if (key == "nextToken") {
+      if (value.empty() || value.size() > 9 ||
+          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return tl::unexpected(bad_request("nextToken: not a token this server issued"));
+      q.offset = static_cast<std::size_t>(std::stoul(value));
+    } else if (key != "order" && key != "startedAfter") {
+      return tl::unexpected(bad_request(key + ": unknown query parameter"));
+    }
+  }
+  return q;
+}
+
+std::string next_token(std::size_t offset) {
+  return std::to_string(offset);
+}
+
+}  // namespace pvs::service::e2b

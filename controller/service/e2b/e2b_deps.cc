@@ -1,0 +1,27 @@
+// What the E2B routes get from the Api: the REST API's sandbox operations and services.
+#include "http/server.h"
+
+namespace pvs::service {
+
+E2bRoutes::Deps Api::e2b_deps() {
+  return E2bRoutes::Deps{
+      config_,
+      *this,
+      gate_,
+      limits_,
+      metrics_,
+      tokens_,
+      [this](const AuditRecord& r) { append_audit(r); },
+      [this](const Principal& p, const std::string& id) { return sandbox_for(p, id); },
+      [this](const Principal& p, const CreateRequest& r, const Egress& e) {
+        return create_for(p, r, e);
+      },
+      [this](const Principal& p, const Labels& selector) { return list_for(p, selector); },
+      [this](Sandbox& sandbox) {
+        terminals_->close_sandbox(sandbox.id());
+        if (auto st = sandbox.destroy(); !st) throw from_error(st.error());
+      },
+  };
+}
+
+}  // namespace pvs::service

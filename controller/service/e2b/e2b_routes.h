@@ -1,0 +1,95 @@
+// The E2B-compatible API's routes (docs/e2b.md): E2B's control plane under /e2b/ and an
+// envd-compatible data plane under /e2b/envd/ (or at / for Host 49983-<id>.<domain>), served
+// over each sandbox's SSH session. A handler class with narrow dependencies: how to answer
+// (Replies), the policy gate, the token limits and metrics, and the sandbox operations the REST
+// API shares (as functions), so ownership, limits, policy, approvals, audit and metrics are the
+// REST API's own.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config/config.h"
+#include "core/observability/audit.h"
+#include "core/observability/denied_log.h"
+#include "core/observability/metrics.h"
+#include "e2b/envd_wire.h"
+#include "e2b/sessions.h"
+#include "http/auth.h"
+#include "http/replies.h"
+#include "http/request_context.h"
+#include "http/requests.h"
+#include "http/token_limits.h"
+#include "policy/gate.h"
+
+namespace pvs::service {
+
+class E2bRoutes {
+ public:
+  struct Deps {
+    const ServiceConfig& config;
+    Replies& replies;
+    PolicyGate& gate;
+    TokenLimits& limits;
+    Metrics* metrics;
+    const TokenStore& tokens;
+    std::function<void(const AuditRecord&)> audit;
+    // The REST API's sandbox operations (http/server.h).
+    std::function<std::shared_ptr<Sandbox>(const Principal&, const std::string&)> sandbox_for;
+    std::function<std::shared_ptr<Sandbox>(const Principal&, const CreateRequest&, const Egress&)>
+        create_for;
+    std::function<std::vector<SandboxInfo>(const Principal&, const Labels&)> list_for;
+    std::function<void(Sandbox&)> destroy;  // closes its terminals, then destroys it
+  };
+  explicit E2bRoutes(Deps deps);
+  ~E2bRoutes();
+
+  // Control plane (routes_control.cc).
+  void create(RequestContext& ctx);
+  void list(RequestContext& ctx);
+  void connect(RequestContext& ctx);
+  void show(RequestContext& ctx);
+  void kill(RequestContext& ctx);
+  void timeout(RequestContext& ctx);
+  void network(RequestContext& ctx);
+  void metrics(RequestContext& ctx);
+  void unsupported(RequestContext& ctx);
+  // Data plane (routes_envd.cc, routes_envd_files.cc).
+  void rpc(RequestContext& ctx);
+  void files_get(RequestContext& ctx);
+  void files_post(RequestContext& ctx);
+  void health(RequestContext& ctx);
+
+  // A sandbox destroyed through another door (REST, MCP): its session and processes go.
+  void forget(const std::string& id) { sessions_.erase(id); }
+
+ private:
+  struct Target {
+    std::shared_ptr<e2b::SandboxSession> session;
+    std::shared_ptr<Sandbox> sandbox;
+  };
+  void control(RequestContext& ctx, const std::function<void()>& work);
+  void envd(RequestContext& ctx, bool stream, const std::function<void()>& work);
+  void files_call(RequestContext& ctx, const std::function<void(const Target&)>& work);
+  Target target(RequestContext& ctx);
+  void dispatch(RequestContext& ctx, const Target& t, const std::string& method,
+                const std::string& body);
+  void filesystem(RequestContext& ctx, const Target& t, const std::string& method,
+                  const std::string& body);
+  void start(RequestContext& ctx, const Target& t, const e2b::StartRequest& req);
+  void stream(RequestContext& ctx, e2b::EventQueue& events, std::chrono::milliseconds limit);
+  void audit_denied(RequestContext& ctx, const DeniedLog::Line& line, std::string_view reason);
+  std::string home() const;
+  // The policy gate's say (its decision for the audit log); throws ApiError for deny and for an
+  // approval still pending after approval_wait_seconds (its message names the approval).
+  std::string admit(const Principal& who, const std::string& sandbox, const PolicyRequest& asked);
+  int max_ttl() const;
+
+  Deps d_;
+  e2b::SessionRegistry sessions_;
+  DeniedLog denied_;
+};
+
+}  // namespace pvs::service

@@ -1,0 +1,132 @@
+// ProcessTable: starting processes (exec or pty) and finding them again.
+#include "e2b/processes.h"
+
+namespace pvs::service::e2b {
+namespace {
+
+constexpr auto kStartWait = std::chrono::seconds(30);
+
+std::vector<std::pair<std::string, std::string>> merged_env(const ProcessConfig& c,
+                                                            const StartOptions& o) {
+  std::map<std::string, std::string> env = o.default_env;
+  for (const auto& [k, v] : c.envs) env[k] = v;
+  return {env.begin(), env.end()};
+}
+
+std::chrono::milliseconds effective_timeout(const StartOptions& o) {
+  if (o.timeout.count() <= 0 || o.timeout > o.max_timeout) return o.max_timeout;
+  return o.timeout;
+}
+
+}  // namespace
+
+ProcessTable::~ProcessTable() {
+  shutdown();
+}
+
+void ProcessTable::reap_locked() {
+  for (auto it = runners_.begin(); it != runners_.end();) {
+    if (it->done->load()) {
+      if (it->thread.joinable()) it->thread.join();
+      it = runners_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = by_pid_.begin(); it != by_pid_.end();)
+    it = it->second->running() ? std::next(it) : by_pid_.erase(it);
+}
+
+Result<std::shared_ptr<Process>> ProcessTable::start(const StartRequest& request,
+                                                     const StartOptions& options,
+                                                     std::shared_ptr<EventQueue> events) {
+  bool pty = request.pty.has_value();
+  bool stdin_open = request.stdin_open.value_or(false) && !pty;
+  auto proc = std::make_shared<Process>(request.process, request.tag, pty, stdin_open);
+  proc->add_subscriber(std::move(events));
+  std::string script = process_script(request.process, stdin_open);
+  auto env = merged_env(request.process, options);
+  std::string cwd = request.process.cwd.value_or("");
+  if (pty) {
+    PtyOptions o;
+    o.command = std::move(script);
+    o.cols = static_cast<int>(request.pty->cols);
+    o.rows = static_cast<int>(request.pty->rows);
+    o.env = std::move(env);
+    o.cwd = std::move(cwd);
+    std::weak_ptr<Process> weak = proc;
+    o.on_output = [weak](std::string_view b) {
+      if (auto p = weak.lock()) p->on_output(Stream::kPty, b);
+    };
+    o.on_exit = [weak](const PtyExit& e) {
+      auto p = weak.lock();
+      if (!p) return;
+      if (!e.error.empty()) return p->on_error(e.error);
+      p->on_end(e.signal.empty() ? end_for_exit(e.exit_code) : end_for_signal(e.signal));
+    };
+    auto channel = sandbox_->open_pty(std::move(o));
+    if (!channel) return tl::unexpected(channel.error());
+    proc->set_pty(std::move(*channel));
+  } else {
+    ExecOptions o;
+    o.env = std::move(env);
+    o.cwd = std::move(cwd);
+    o.timeout = effective_timeout(options);
+    o.max_output = 4096;  // the output streams to the subscribers; the result keeps a little
+    o.on_output = [proc](ExecStream s, std::string_view b) {
+      proc->on_output(s == ExecStream::kStdout ? Stream::kStdout : Stream::kStderr, b);
+    };
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::thread runner(
+        [sandbox = sandbox_, proc, script = std::move(script), o = std::move(o), done]() mutable {
+          auto r = sandbox->exec(std::move(script), std::move(o));
+          if (!r)
+            proc->on_error(r.error().message);
+          else if (!r->exit_signal.empty())
+            proc->on_end(end_for_signal(r->exit_signal));
+          else
+            proc->on_end(end_for_exit(r->exit_code));
+          done->store(true);
+        });
+    std::lock_guard lock(mu_);
+    reap_locked();
+    runners_.push_back({done, std::move(runner)});
+  }
+  if (!proc->wait_started(kStartWait))
+    return fail(ErrorCode::kTimeout, "the command did not start within 30 s");
+  if (auto why = proc->start_error()) return fail(ErrorCode::kUnavailable, *why);
+  std::lock_guard lock(mu_);
+  by_pid_[proc->pid()] = proc;
+  return proc;
+}
+
+std::shared_ptr<Process> ProcessTable::find(const Selector& selector) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [pid, p] : by_pid_) {
+    if (!p->running()) continue;
+    if (selector.pid && *selector.pid == pid) return p;
+    if (selector.tag && p->tag() == selector.tag) return p;
+  }
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<Process>> ProcessTable::running() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<Process>> out;
+  for (const auto& [pid, p] : by_pid_)
+    if (p->running()) out.push_back(p);
+  return out;
+}
+
+void ProcessTable::shutdown() {
+  std::vector<Runner> runners;
+  {
+    std::lock_guard lock(mu_);
+    runners.swap(runners_);
+    by_pid_.clear();
+  }
+  for (auto& r : runners)
+    if (r.thread.joinable()) r.thread.join();
+}
+
+}  // namespace pvs::service::e2b

@@ -1,0 +1,262 @@
+#include "e2b/processes.h"
+
+#include <charconv>
+
+namespace pvs::service::e2b {
+namespace {
+
+constexpr std::string_view kMarkerStart = "\036e2b:";
+constexpr std::size_t kMaxMarkerBuffer = 256;
+constexpr auto kSideExecTimeout = std::chrono::seconds(10);
+
+Status side_exec(pvs::Sandbox& sandbox, std::string command, std::string stdin_data = {}) {
+  ExecOptions o;
+  o.stdin_data = std::move(stdin_data);
+  o.timeout = kSideExecTimeout;
+  o.max_output = 4096;
+  auto r = sandbox.exec(std::move(command), std::move(o));
+  if (!r) return tl::unexpected(r.error());
+  if (r->exit_code != 0)
+    return fail(ErrorCode::kNotFound, "process is not running or has no open stdin" +
+                                          (r->err.empty() ? std::string() : ": " + r->err));
+  return {};
+}
+
+}  // namespace
+
+std::string stdin_fifo(std::uint32_t pid) {
+  return "/tmp/.pvs-e2b-stdin-" + std::to_string(pid);
+}
+
+std::string process_script(const ProcessConfig& config, bool stdin_open) {
+  const std::string marker = "printf '\\036e2b:%s\\036' \"$$\" >&2\n";
+  const std::string line = shell_line(config);
+  if (!stdin_open) return marker + "exec " + line + "\n";
+  return "f=/tmp/.pvs-e2b-stdin-$$\n"
+         "rm -f \"$f\"; mkfifo -m 600 \"$f\" || exit 125\n"
+         "exec 3<>\"$f\"\n"
+         "trap 'exec 3>&-' USR1\n" +
+         marker + "(exec 3>&-; exec " + line + ") <\"$f\" &\n" +
+         "c=$!\n"
+         "while :; do wait \"$c\"; r=$?; kill -0 \"$c\" 2>/dev/null || break; done\n"
+         "rm -f \"$f\"; exit \"$r\"\n";
+}
+
+// --- EventQueue ---
+
+void EventQueue::push(std::string message, bool is_data) {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  if (is_data && bytes_ + message.size() > kMaxQueued) {
+    dropped_ = true;
+    return;
+  }
+  bytes_ += message.size();
+  items_.push_back(std::move(message));
+  cv_.notify_all();
+}
+
+void EventQueue::finish(std::optional<ConnectError> error) {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  finished_ = true;
+  error_ = std::move(error);
+  cv_.notify_all();
+}
+
+std::optional<std::string> EventQueue::next(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return !items_.empty() || finished_; });
+  if (items_.empty()) return std::nullopt;
+  std::string m = std::move(items_.front());
+  items_.pop_front();
+  bytes_ -= m.size();
+  return m;
+}
+
+bool EventQueue::finished() const {
+  std::lock_guard lock(mu_);
+  return finished_ && items_.empty();
+}
+
+std::optional<ConnectError> EventQueue::error() const {
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+bool EventQueue::dropped() const {
+  std::lock_guard lock(mu_);
+  return dropped_;
+}
+
+// --- Process ---
+
+Process::Process(ProcessConfig config, std::optional<std::string> tag, bool pty, bool stdin_open)
+    : config_(std::move(config)), tag_(std::move(tag)), pty_mode_(pty), stdin_open_(stdin_open) {}
+
+std::uint32_t Process::pid() const {
+  std::lock_guard lock(mu_);
+  return pid_;
+}
+
+bool Process::running() const {
+  std::lock_guard lock(mu_);
+  return !ended_;
+}
+
+std::optional<EndInfo> Process::end_info() const {
+  std::lock_guard lock(mu_);
+  return end_;
+}
+
+void Process::add_subscriber(std::shared_ptr<EventQueue> q) {
+  std::lock_guard lock(mu_);
+  subscribers_.push_back(std::move(q));
+}
+
+std::shared_ptr<EventQueue> Process::subscribe() {
+  auto q = std::make_shared<EventQueue>();
+  std::lock_guard lock(mu_);
+  q->push(start_event(pid_), false);
+  if (ended_) {
+    q->push(end_message_, false);
+    q->finish(std::nullopt);
+  } else {
+    subscribers_.push_back(q);
+  }
+  return q;
+}
+
+void Process::broadcast(const std::string& message, bool is_data) {
+  for (const auto& q : subscribers_) q->push(message, is_data);
+}
+
+// Before the pid is known, output is held (stdout may overtake the marker on stderr); the
+// marker's bytes are taken out.
+void Process::take_marker(Stream stream, std::string_view bytes) {
+  if (stream != Stream::kStdout || pty_mode_) marker_buffer_.append(bytes);
+  auto at = marker_buffer_.find(kMarkerStart);
+  auto end = at == std::string::npos ? at : marker_buffer_.find('\036', at + kMarkerStart.size());
+  if (end == std::string::npos) {
+    if (marker_buffer_.size() > kMaxMarkerBuffer) start_error_ = "no pid marker from the shell";
+    return;
+  }
+  std::string_view digits(marker_buffer_.data() + at + kMarkerStart.size(),
+                          end - at - kMarkerStart.size());
+  std::uint32_t pid = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  if (ec != std::errc() || p != digits.data() + digits.size() || pid == 0) {
+    start_error_ = "bad pid marker from the shell";
+    return;
+  }
+  pid_ = pid;
+  std::string before = marker_buffer_.substr(0, at), after = marker_buffer_.substr(end + 1);
+  marker_buffer_.clear();
+  broadcast(start_event(pid_), false);
+  Stream marked = pty_mode_ ? Stream::kPty : Stream::kStderr;
+  if (!before.empty()) broadcast(data_event(marked, before), true);
+  if (!after.empty()) broadcast(data_event(marked, after), true);
+}
+
+void Process::on_output(Stream stream, std::string_view bytes) {
+  std::lock_guard lock(mu_);
+  if (pid_ == 0) {
+    if (stream == Stream::kStdout && !pty_mode_) {
+      // Held until the start event went out.
+      held_stdout_.append(bytes);
+      return;
+    }
+    take_marker(stream, bytes);
+    if (pid_ != 0 && !held_stdout_.empty()) {
+      broadcast(data_event(Stream::kStdout, held_stdout_), true);
+      held_stdout_.clear();
+    }
+    cv_.notify_all();
+    return;
+  }
+  broadcast(data_event(stream, bytes), true);
+}
+
+void Process::on_end(const EndInfo& end) {
+  std::lock_guard lock(mu_);
+  if (pid_ == 0 && !start_error_)
+    start_error_ = "the command ended before it started (" + end.status + ")";
+  if (!held_stdout_.empty() && pid_ != 0)
+    broadcast(data_event(Stream::kStdout, held_stdout_), true);
+  ended_ = true;
+  end_ = end;
+  end_message_ = end_event(end);
+  broadcast(end_message_, false);
+  for (const auto& q : subscribers_) q->finish(std::nullopt);
+  subscribers_.clear();
+  cv_.notify_all();
+}
+
+void Process::on_error(const std::string& message) {
+  std::lock_guard lock(mu_);
+  if (pid_ == 0 && !start_error_) start_error_ = message;
+  ended_ = true;
+  EndInfo e;
+  e.exit_code = -1;
+  e.exited = false;
+  e.status = "error";
+  e.error = message;
+  end_ = e;
+  end_message_ = end_event(e);
+  for (const auto& q : subscribers_) q->finish(ConnectError{ConnectCode::kUnavailable, message});
+  subscribers_.clear();
+  cv_.notify_all();
+}
+
+bool Process::wait_started(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return pid_ != 0 || ended_ || start_error_; });
+}
+
+std::optional<std::string> Process::start_error() const {
+  std::lock_guard lock(mu_);
+  return pid_ == 0 ? start_error_ : std::nullopt;
+}
+
+void Process::set_pty(std::unique_ptr<PtyChannel> pty) {
+  std::lock_guard lock(mu_);
+  pty_ = std::move(pty);
+}
+
+Status Process::send_input(pvs::Sandbox& sandbox, std::string_view bytes, bool pty) {
+  std::unique_lock lock(mu_);
+  if (pty) {
+    if (!pty_) return fail(ErrorCode::kInvalidArgument, "the process has no pty");
+    return pty_->write(bytes);
+  }
+  if (!stdin_open_)
+    return fail(ErrorCode::kInvalidArgument,
+                "the process was started without stdin (start it with stdin: true)");
+  std::uint32_t pid = pid_;
+  lock.unlock();
+  std::string fifo = stdin_fifo(pid);
+  return side_exec(sandbox, "[ -p " + fifo + " ] && exec cat > " + fifo, std::string(bytes));
+}
+
+Status Process::close_stdin(pvs::Sandbox& sandbox) {
+  std::unique_lock lock(mu_);
+  if (!stdin_open_) return {};  // its stdin is closed already
+  std::uint32_t pid = pid_;
+  lock.unlock();
+  return side_exec(sandbox,
+                   "[ -p " + stdin_fifo(pid) + " ] && kill -s USR1 " + std::to_string(pid));
+}
+
+Status Process::signal(pvs::Sandbox& sandbox, int signal) {
+  std::uint32_t pid = this->pid();
+  const char* name = signal == 9 ? "KILL" : "TERM";
+  return side_exec(sandbox, "kill -s " + std::string(name) + " -- -" + std::to_string(pid));
+}
+
+Status Process::resize(std::uint32_t cols, std::uint32_t rows) {
+  std::lock_guard lock(mu_);
+  if (!pty_) return fail(ErrorCode::kInvalidArgument, "the process has no pty");
+  return pty_->resize(static_cast<int>(cols), static_cast<int>(rows));
+}
+
+}  // namespace pvs::service::e2b

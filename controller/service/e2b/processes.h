@@ -1,0 +1,153 @@
+// The processes the E2B data plane starts in a sandbox (process.Process/*), run over the
+// sandbox's SSH session: an exec, or a pty when Start asks for one. No daemon in the sandbox.
+//
+// Each process announces its pid first (a marker on stderr, or on the pty, that is taken out
+// of the output): the login shell's pid, which is also its process group (sshd makes it a
+// session leader), so SendSignal signals the whole group. A process started with `stdin: true`
+// (and no pty) reads a FIFO in /tmp that its shell holds open; SendInput writes to it with a
+// side exec, CloseStdin lets go of it (SIGUSR1 to the shell), and the command sees EOF.
+//
+// Events (the JSON messages of a Start/Connect stream) go to every subscriber's queue; a queue
+// over kMaxQueued bytes drops output (never blocks the SSH thread).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "e2b/envd_wire.h"
+#include "pvesandbox/manager.h"
+
+namespace pvs::service::e2b {
+
+// One subscriber's events, in order; the last is the end event (or an error).
+class EventQueue {
+ public:
+  static constexpr std::size_t kMaxQueued = 8 << 20;
+  void push(std::string message, bool is_data);
+  void finish(std::optional<ConnectError> error);
+  // The next message, waiting up to `timeout`; nullopt on timeout or once finished and empty.
+  std::optional<std::string> next(std::chrono::milliseconds timeout);
+  bool finished() const;
+  std::optional<ConnectError> error() const;
+  bool dropped() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> items_;
+  std::size_t bytes_ = 0;
+  bool finished_ = false;
+  bool dropped_ = false;
+  std::optional<ConnectError> error_;
+};
+
+class Process;
+
+// What a Start needs besides the request.
+struct StartOptions {
+  std::map<std::string, std::string> default_env;  // the sandbox's envVars
+  std::chrono::milliseconds timeout{0};            // 0: max
+  std::chrono::milliseconds max_timeout{std::chrono::hours(1)};
+};
+
+// The processes of one sandbox.
+class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
+ public:
+  explicit ProcessTable(std::shared_ptr<pvs::Sandbox> sandbox) : sandbox_(std::move(sandbox)) {}
+  ~ProcessTable();
+  ProcessTable(const ProcessTable&) = delete;
+  ProcessTable& operator=(const ProcessTable&) = delete;
+
+  // Starts it and returns once its pid is known (or it failed first); `events` receives the
+  // start event and everything after it.
+  Result<std::shared_ptr<Process>> start(const StartRequest& request, const StartOptions& options,
+                                         std::shared_ptr<EventQueue> events);
+  // A running process by pid or tag; nullptr if none.
+  std::shared_ptr<Process> find(const Selector& selector) const;
+  std::vector<std::shared_ptr<Process>> running() const;
+  // Kills every process (the sandbox goes away) and waits for their threads.
+  void shutdown();
+
+  pvs::Sandbox& sandbox() { return *sandbox_; }
+
+ private:
+  void reap_locked();
+  std::shared_ptr<pvs::Sandbox> sandbox_;
+  mutable std::mutex mu_;
+  std::map<std::uint32_t, std::shared_ptr<Process>> by_pid_;
+  struct Runner {
+    std::shared_ptr<std::atomic<bool>> done;
+    std::thread thread;
+  };
+  std::vector<Runner> runners_;
+};
+
+class Process : public std::enable_shared_from_this<Process> {
+ public:
+  Process(ProcessConfig config, std::optional<std::string> tag, bool pty, bool stdin_open);
+
+  std::uint32_t pid() const;
+  const ProcessConfig& config() const { return config_; }
+  const std::optional<std::string>& tag() const { return tag_; }
+  bool running() const;
+  // How it ended, once it did.
+  std::optional<EndInfo> end_info() const;
+
+  // A new reader of the events from now on (the start event first; the end event at once if
+  // it ended).
+  std::shared_ptr<EventQueue> subscribe();
+  // Stdin or pty input; kInvalidArgument when the process has neither open.
+  Status send_input(pvs::Sandbox& sandbox, std::string_view bytes, bool pty);
+  Status close_stdin(pvs::Sandbox& sandbox);
+  // 9 or 15 to the process group.
+  Status signal(pvs::Sandbox& sandbox, int signal);
+  Status resize(std::uint32_t cols, std::uint32_t rows);
+
+  // Used by ProcessTable's runner.
+  void add_subscriber(std::shared_ptr<EventQueue> q);
+  void on_output(Stream stream, std::string_view bytes);
+  void on_end(const EndInfo& end);
+  void on_error(const std::string& message);
+  // Waits until the pid marker arrived or the process ended; false on timeout.
+  bool wait_started(std::chrono::milliseconds timeout);
+  void set_pty(std::unique_ptr<PtyChannel> pty);
+  std::optional<std::string> start_error() const;
+
+ private:
+  void broadcast(const std::string& message, bool is_data);
+  void take_marker(Stream stream, std::string_view bytes);
+
+  ProcessConfig config_;
+  std::optional<std::string> tag_;
+  bool pty_mode_;
+  bool stdin_open_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint32_t pid_ = 0;
+  std::string marker_buffer_;  // output before the marker was complete
+  std::string held_stdout_;    // stdout that overtook the marker
+  bool ended_ = false;
+  std::optional<std::string> start_error_;
+  std::string end_message_;  // the end event, for late subscribers
+  std::optional<EndInfo> end_;
+  std::vector<std::shared_ptr<EventQueue>> subscribers_;
+  std::unique_ptr<PtyChannel> pty_;
+};
+
+// The command line a process runs (exposed for tests): the marker, then the command; with
+// stdin open, the FIFO wrapper around it.
+std::string process_script(const ProcessConfig& config, bool stdin_open);
+// The FIFO a stdin-open process reads, by pid.
+std::string stdin_fifo(std::uint32_t pid);
+
+}  // namespace pvs::service::e2b

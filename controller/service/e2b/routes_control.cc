@@ -1,0 +1,254 @@
+// E2B's control plane (docs/e2b.md): /e2b/v2/sandboxes, /e2b/sandboxes/{id}/... on the REST
+// API's own operations (create_for, sandbox_for, list_for, the policy gate), so ownership,
+// limits, policy, approvals, audit and metrics are the same. The key is E2B's X-API-Key, mapped
+// to a token (auth.tokens[].e2b_key_sha256); every error answers in E2B's shape {code, message}.
+#include "e2b/control_wire.h"
+#include "e2b/e2b_routes.h"
+#include "e2b/sessions.h"
+#include "http/json.h"
+#include "policy/egress_access.h"
+
+namespace pvs::service {
+namespace {
+
+e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& session,
+                         const std::string& domain) {
+  e2b::SandboxView v;
+  v.id = info.id;
+  v.template_id = session.template_id;
+  v.client_id = info.owner;
+  v.access_token = session.access_token;
+  if (!domain.empty()) v.domain = domain;
+  v.started_at = info.created_at;
+  v.end_at = info.expires_at;
+  v.cpus = info.cpus;
+  v.memory_mb = info.memory_mb;
+  v.disk_mb = info.disk_gb * 1024;
+  v.metadata = info.labels;
+  v.allow_internet = info.egress.mode != Egress::Mode::kOff;
+  if (info.egress.allowlist()) v.allow_out = info.egress.list.names;
+  return v;
+}
+
+std::string template_profile(const std::string& template_id) {
+  if (template_id == e2b::kDefaultTemplate) return "";
+  if (!valid_pool_profile_name(template_id))
+    throw bad_request("templateID \"" + template_id +
+                      "\": pve-sandbox serves \"base\" (the default template) and its hot-pool "
+                      "profiles (GET /v1/pools), whose names are 1-32 of [a-z0-9-]");
+  return template_id;
+}
+
+}  // namespace
+
+E2bRoutes::E2bRoutes(Deps deps)
+    : d_(std::move(deps)),
+      denied_({std::chrono::seconds(d_.config.audit_denied_interval_seconds), 1024}) {}
+
+E2bRoutes::~E2bRoutes() {
+  sessions_.clear();
+}
+
+std::string E2bRoutes::admit(const Principal& who, const std::string& sandbox,
+                             const PolicyRequest& asked) {
+  // A progress callback that does nothing: the gate waits in slices and reports each one.
+  return d_.gate.admit_tool(who, sandbox, asked, [](double, double, const std::string&) {});
+}
+
+int E2bRoutes::max_ttl() const {
+  return static_cast<int>(d_.config.manager.max_ttl.count());
+}
+
+// A refused key, aggregated per source as the REST API's refusals are.
+void E2bRoutes::audit_denied(RequestContext& ctx, const DeniedLog::Line& line,
+                             std::string_view reason) {
+  AuditRecord r;
+  r.request_id = ctx.request_id;
+  r.remote = line.remote;
+  r.action = "auth.denied";
+  JsonWriter p;
+  p.begin_object();
+  if (line.first)
+    p.key("method")
+        .value(ctx.method.substr(0, 16))
+        .key("route")
+        .value(ctx.route)
+        .key("reason")
+        .value(reason);
+  else
+    p.key("count").value(line.count);
+  r.params_json = p.end_object().take();
+  r.status = 401;
+  r.error_code = "unauthenticated";
+  d_.audit(r);
+}
+
+void E2bRoutes::control(RequestContext& ctx, const std::function<void()>& work) {
+  try {
+    std::string key = ctx.request->get("X-API-Key", "");
+    ctx.principal = d_.tokens.authenticate_e2b_key(key);
+    if (!ctx.principal) {
+      auto now = DeniedLog::Clock::now();
+      for (const auto& line : denied_.flush(now)) audit_denied(ctx, line, "");
+      if (auto line = denied_.record(ctx.request->clientAddress().host().toString(), now))
+        audit_denied(ctx, *line, key.empty() ? "missing" : "unknown_e2b_key");
+      throw unauthenticated("missing or unknown E2B API key (X-API-Key)");
+    }
+    auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kRequest);
+    if (!slot) {
+      ctx.response->set("Retry-After", "1");
+      throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
+    }
+    work();
+  } catch (const ApiError& e) {
+    if (ctx.responded) throw;
+    ctx.error = e;
+    d_.replies.send_bytes(ctx, e.status, "application/json", e2b::e2b_error_body(e));
+  }
+}
+
+void E2bRoutes::create(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto req = e2b::parse_new_sandbox(d_.replies.json_body(ctx), {max_ttl()});
+    if (!req) throw req.error();
+    req->create.profile = template_profile(req->template_id);
+    auto egress = resolve_egress(req->create.internet, d_.config, ctx.principal->name);
+    if (!egress) throw egress.error();
+    JsonWriter p;
+    p.begin_object().key("templateID").value(req->template_id);
+    p.key("ttl_seconds").value(req->create.ttl_seconds).key("labels").value(req->create.labels);
+    p.key("internet").raw(egress_request_json(req->create.internet)).key("env_names").begin_array();
+    for (const auto& [k, v] : req->env_vars) p.value(k);
+    ctx.params_json = p.end_array().end_object().take();
+    PolicyRequest asked;
+    asked.action = PolicyAction::kSandboxCreate;
+    asked.cpus = req->create.cpus;
+    asked.memory_mb = req->create.memory_mb;
+    set_policy_egress(asked, *egress);
+    ctx.policy_json = admit(*ctx.principal, "", asked);
+    auto sandbox = d_.create_for(*ctx.principal, req->create, *egress);
+    ctx.sandbox = sandbox->id();
+    auto session = sessions_.ensure(sandbox, *ctx.principal, req->template_id, req->env_vars);
+    d_.replies.send_json(
+        ctx, 201, e2b::sandbox_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
+  });
+}
+
+void E2bRoutes::connect(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto timeout = e2b::parse_connect(d_.replies.json_body(ctx), max_ttl());
+    if (!timeout) throw timeout.error();
+    auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
+    ctx.sandbox = sandbox->id();
+    // Connecting only extends the timeout, never shortens it (E2B's rule).
+    auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    if (*timeout > 0 && sandbox->info().expires_at < now + *timeout)
+      if (auto st = sandbox->extend_ttl(std::chrono::seconds(*timeout)); !st)
+        throw from_error(st.error());
+    auto session = sessions_.ensure(sandbox, *ctx.principal);
+    d_.replies.send_json(
+        ctx, 200, e2b::sandbox_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
+  });
+}
+
+void E2bRoutes::list(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto q = e2b::parse_list_query(ctx.query);
+    if (!q) throw q.error();
+    std::vector<e2b::SandboxView> page;
+    if (q->running && !label_error(q->metadata)) {
+      auto all = d_.list_for(*ctx.principal, q->metadata);
+      for (std::size_t i = q->offset; i < all.size() && page.size() < q->limit; ++i) {
+        auto sandbox = d_.sandbox_for(*ctx.principal, all[i].id);
+        auto session = sessions_.ensure(sandbox, *ctx.principal);
+        if (q->template_id && *q->template_id != session->template_id) continue;
+        page.push_back(view_of(all[i], *session, d_.config.e2b_domain));
+      }
+      if (q->offset + q->limit < all.size())
+        ctx.response->set("X-Next-Token", e2b::next_token(q->offset + q->limit));
+    }
+    d_.replies.send_json(ctx, 200, e2b::list_reply(page));
+  });
+}
+
+void E2bRoutes::show(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
+    auto session = sessions_.ensure(sandbox, *ctx.principal);
+    d_.replies.send_json(
+        ctx, 200, e2b::detail_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
+  });
+}
+
+void E2bRoutes::kill(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
+    ctx.sandbox = sandbox->id();
+    sessions_.erase(sandbox->id());
+    d_.destroy(*sandbox);
+    d_.replies.send_empty(ctx, 204);
+  });
+}
+
+void E2bRoutes::timeout(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto seconds = e2b::parse_timeout(d_.replies.json_body(ctx), max_ttl());
+    if (!seconds) throw seconds.error();
+    ctx.params_json = "{\"timeout\":" + std::to_string(*seconds) + "}";
+    auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
+    ctx.sandbox = sandbox->id();
+    if (auto st = sandbox->extend_ttl(std::chrono::seconds(*seconds)); !st)
+      throw from_error(st.error());
+    d_.replies.send_empty(ctx, 204);
+  });
+}
+
+void E2bRoutes::network(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto req = e2b::parse_network_update(d_.replies.json_body(ctx));
+    if (!req) throw req.error();
+    ctx.params_json = "{\"internet\":" + egress_request_json(*req) + "}";
+    auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
+    ctx.sandbox = sandbox->id();
+    auto egress = resolve_egress(*req, d_.config, ctx.principal->name);
+    if (!egress) throw egress.error();
+    PolicyRequest asked;
+    asked.action = PolicyAction::kInternet;
+    set_policy_egress(asked, *egress);
+    ctx.policy_json = admit(*ctx.principal, sandbox->id(), asked);
+    if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
+    d_.replies.send_empty(ctx, 204);
+  });
+}
+
+void E2bRoutes::metrics(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
+    auto status = sandbox->status();
+    if (!status) throw from_error(status.error());
+    e2b::MetricView m;
+    m.timestamp = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    m.cpus = static_cast<int>(status->cpus);
+    m.cpu_used_pct = status->cpu * 100.0;
+    m.mem_used = status->mem;
+    m.mem_total = status->maxmem;
+    m.disk_used = status->disk;
+    m.disk_total = status->maxdisk;
+    d_.replies.send_json(ctx, 200, e2b::metrics_reply({m}));
+  });
+}
+
+void E2bRoutes::unsupported(RequestContext& ctx) {
+  control(ctx, [&] {
+    throw ApiError{501, "not_implemented",
+                   ctx.method + " " + ctx.path.substr(0, 200) +
+                       " is not supported by pve-sandbox's E2B-compatible API (docs/e2b.md: "
+                       "no pause, resume, fork, E2B snapshots, templates, volumes or secrets)"};
+  });
+}
+
+}  // namespace pvs::service

@@ -1,0 +1,284 @@
+// envd's Connect RPCs (docs/e2b.md), served by the controller over the sandbox's SSH session:
+// POST /e2b/envd/<service>/<Method> (and the same at / for Host 49983-<id>.<domain>). The
+// sandbox comes from E2b-Sandbox-Id (or the Host name), the caller is proved by X-Access-Token
+// (the sandbox's envdAccessToken), and the call acts for the token that created or connected to
+// the sandbox: the same ownership, policy, approvals, audit and metrics as REST.
+#include <Poco/Net/HTTPServerRequest.h>
+#include <Poco/Net/HTTPServerResponse.h>
+
+#include "e2b/connect_stream.h"
+#include "e2b/control_wire.h"
+#include "e2b/e2b_routes.h"
+#include "e2b/files_wire.h"
+#include "e2b/fs_ops.h"
+#include "e2b/sessions.h"
+#include "http/json.h"
+
+namespace pvs::service {
+namespace {
+
+using e2b::ConnectCode;
+using e2b::ConnectError;
+
+// An error with a Connect code of its own (ApiErrors are mapped by e2b::from_api_error).
+struct ConnectFailure {
+  ConnectError error;
+};
+
+[[noreturn]] void fail_with(ConnectCode code, std::string message) {
+  throw ConnectFailure{{code, std::move(message)}};
+}
+
+template <typename T>
+T take(e2b::Parsed<T> parsed) {
+  if (!parsed) throw ConnectFailure{*parsed.error};
+  return std::move(*parsed.value);
+}
+
+template <typename T>
+T take(e2b::FsResult<T> r) {
+  if (r.error) throw ConnectFailure{*r.error};
+  return std::move(*r.value);
+}
+
+void check(const Status& st) {
+  if (!st) throw ConnectFailure{e2b::connect_error_of(st.error())};
+}
+
+bool is_stream_method(const std::string& name) {
+  return name == "process.Process/Start" || name == "process.Process/Connect" ||
+         name == "filesystem.Filesystem/WatchDir";
+}
+
+ConnectError connect_error_of(const ApiError& e) {
+  // An approval a person has not decided yet: the call may be repeated once it is approved.
+  if (e.message.find(" is pending: a person must approve") != std::string::npos)
+    return {ConnectCode::kFailedPrecondition, e.message};
+  return e2b::from_api_error(e);
+}
+
+std::chrono::milliseconds header_ms(const Poco::Net::HTTPServerRequest& r, const char* name,
+                                    std::chrono::milliseconds fallback) {
+  auto v = e2b::parse_timeout_ms(r.get(name, ""));
+  return v && *v > 0 ? std::chrono::milliseconds(*v) : fallback;
+}
+
+}  // namespace
+
+E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
+  std::string id =
+      !ctx.e2b_sandbox.empty() ? ctx.e2b_sandbox : ctx.request->get("E2b-Sandbox-Id", "");
+  if (!is_sandbox_id(id)) fail_with(ConnectCode::kNotFound, "no sandbox named by E2b-Sandbox-Id");
+  std::string port = ctx.request->get("E2b-Sandbox-Port", "49983");
+  if (port != "49983")
+    fail_with(ConnectCode::kUnimplemented,
+              "port " + port.substr(0, 8) + ": pve-sandbox serves envd's port 49983 only");
+  ctx.sandbox = id;
+  if (!sessions_.token_matches(id, ctx.request->get("X-Access-Token", "")))
+    fail_with(ConnectCode::kUnauthenticated, "missing or wrong X-Access-Token for " + id +
+                                                 " (the envdAccessToken of its create "
+                                                 "or connect)");
+  auto session = sessions_.find(id);
+  if (!session) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
+  ctx.principal = session->principal;
+  try {
+    return {session, d_.sandbox_for(session->principal, id)};
+  } catch (const ApiError& e) {
+    // Destroyed through another door (REST, MCP, its TTL): the session goes with it.
+    if (e.status == 404) sessions_.erase(id);
+    throw;
+  }
+}
+
+void E2bRoutes::envd(RequestContext& ctx, bool stream, const std::function<void()>& work) {
+  std::optional<ConnectError> error;
+  try {
+    work();
+    return;
+  } catch (const ConnectFailure& f) {
+    error = f.error;
+  } catch (const ApiError& e) {
+    error = connect_error_of(e);
+  } catch (const std::exception& e) {
+    error = ConnectError{ConnectCode::kInternal, std::string("internal error: ") + e.what()};
+  }
+  if (ctx.responded) return;
+  ctx.error = ApiError{e2b::http_status(error->code), std::string(e2b::code_name(error->code)),
+                       error->message};
+  if (stream)
+    d_.replies.send_bytes(ctx, 200, "application/connect+json", e2b::end_stream(error));
+  else
+    d_.replies.send_bytes(ctx, e2b::http_status(error->code), "application/json",
+                          e2b::unary_error_body(*error));
+}
+
+void E2bRoutes::rpc(RequestContext& ctx) {
+  const std::string method = ctx.params.at("service") + "/" + ctx.params.at("method");
+  const bool stream = is_stream_method(method);
+  envd(ctx, stream, [&] {
+    auto kind = e2b::classify_content_type(ctx.request->getContentType());
+    if (kind != (stream ? e2b::ContentKind::kStreamJson : e2b::ContentKind::kUnaryJson))
+      fail_with(ConnectCode::kInvalidArgument,
+                std::string("this server speaks Connect's JSON codec: Content-Type ") +
+                    (stream ? "application/connect+json" : "application/json"));
+    auto t = target(ctx);
+    std::string body = d_.replies.read_body(ctx, e2b::kMaxEnvdMessage + e2b::kEnvelopeHeader);
+    if (stream) {
+      auto one = e2b::single_message(body, e2b::kMaxEnvdMessage);
+      if (!one.message) throw ConnectFailure{*one.error};
+      body = std::move(*one.message);
+    }
+    dispatch(ctx, t, method, body);
+  });
+}
+
+void E2bRoutes::dispatch(RequestContext& ctx, const Target& t, const std::string& method,
+                         const std::string& body) {
+  auto& procs = *t.session->processes;
+  auto process_of = [&](const e2b::Selector& s) {
+    auto p = procs.find(s);
+    if (!p) fail_with(ConnectCode::kNotFound, "process not found");
+    return p;
+  };
+  if (method == "process.Process/Start") return start(ctx, t, take(e2b::parse_start(body)));
+  if (method == "process.Process/Connect") {
+    auto p = process_of(take(e2b::parse_selector_request(body)));
+    return stream(ctx, *p->subscribe(), std::chrono::hours(24));
+  }
+  if (method == "process.Process/List") {
+    std::vector<e2b::ProcessInfo> out;
+    for (const auto& p : procs.running()) out.push_back({p->config(), p->pid(), p->tag()});
+    return d_.replies.send_json(ctx, 200, e2b::list_reply(out));
+  }
+  if (method == "process.Process/SendInput") {
+    auto in = take(e2b::parse_send_input(body));
+    ctx.action = "e2b.process.input";
+    ctx.params_json = "{\"bytes\":" + std::to_string(in.data.size()) + "}";
+    check(process_of(in.process)->send_input(*t.sandbox, in.data, in.pty));
+    return d_.replies.send_json(ctx, 200, "{}");
+  }
+  if (method == "process.Process/SendSignal") {
+    auto s = take(e2b::parse_send_signal(body));
+    ctx.action = "e2b.process.signal";
+    ctx.params_json = "{\"signal\":" + std::to_string(s.signal) + "}";
+    check(process_of(s.process)->signal(*t.sandbox, s.signal));
+    return d_.replies.send_json(ctx, 200, "{}");
+  }
+  if (method == "process.Process/CloseStdin") {
+    check(process_of(take(e2b::parse_selector_request(body)))->close_stdin(*t.sandbox));
+    return d_.replies.send_json(ctx, 200, "{}");
+  }
+  if (method == "process.Process/Update") {
+    auto u = take(e2b::parse_update(body));
+    auto p = process_of(u.process);
+    if (u.pty) check(p->resize(u.pty->cols, u.pty->rows));
+    return d_.replies.send_json(ctx, 200, "{}");
+  }
+  filesystem(ctx, t, method, body);
+}
+
+void E2bRoutes::filesystem(RequestContext& ctx, const Target& t, const std::string& method,
+                           const std::string& body) {
+  const std::string home = this->home();
+  auto resolved = [&](const std::string& path) {
+    auto r = e2b::resolve_path(path, home);
+    if (!r) fail_with(ConnectCode::kInvalidArgument, r.error().message);
+    return *r;
+  };
+  auto judge = [&](const char* action, const std::string& path) {
+    ctx.action = action;
+    JsonWriter p;
+    ctx.params_json = p.begin_object().key("path").value(path).end_object().take();
+    PolicyRequest asked;
+    asked.action = PolicyAction::kFilesWrite;
+    asked.path = path;
+    ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
+  };
+  if (method == "filesystem.Filesystem/Stat")
+    return d_.replies.send_json(ctx, 200,
+                                e2b::entry_reply(take(e2b::stat_entry(
+                                    *t.sandbox, resolved(take(e2b::parse_path_request(body)))))));
+  if (method == "filesystem.Filesystem/ListDir") {
+    auto l = take(e2b::parse_list_dir(body));
+    return d_.replies.send_json(
+        ctx, 200,
+        e2b::entries_reply(take(e2b::list_entries(*t.sandbox, resolved(l.path), l.depth))));
+  }
+  if (method == "filesystem.Filesystem/MakeDir") {
+    std::string path = resolved(take(e2b::parse_path_request(body)));
+    judge("e2b.files.mkdir", path);
+    return d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::make_dir(*t.sandbox, path))));
+  }
+  if (method == "filesystem.Filesystem/Move") {
+    auto m = take(e2b::parse_move(body));
+    std::string from = resolved(m.source), to = resolved(m.destination);
+    judge("e2b.files.move", to);
+    return d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::move(*t.sandbox, from, to))));
+  }
+  if (method == "filesystem.Filesystem/Remove") {
+    std::string path = resolved(take(e2b::parse_path_request(body)));
+    judge("e2b.files.remove", path);
+    take(e2b::remove(*t.sandbox, path));
+    return d_.replies.send_json(ctx, 200, "{}");
+  }
+  fail_with(ConnectCode::kUnimplemented,
+            method.substr(0, 100) + " is not supported by pve-sandbox's envd (docs/e2b.md)");
+}
+
+void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequest& req) {
+  std::string text = e2b::policy_text(req.process);
+  ctx.action = "e2b.process.start";
+  {
+    JsonWriter p;
+    p.begin_object()
+        .key("command")
+        .value(text.substr(0, 4096))
+        .key("pty")
+        .value(req.pty.has_value());
+    p.key("env_names").begin_array();
+    for (const auto& [k, v] : req.process.envs) p.value(k);
+    ctx.params_json = p.end_array().end_object().take();
+  }
+  PolicyRequest asked;
+  asked.action = PolicyAction::kExec;
+  asked.text = text;
+  ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
+  auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
+  if (!slot)
+    fail_with(ConnectCode::kResourceExhausted,
+              "token " + ctx.principal->name + " has too many streams running");
+  e2b::StartOptions o;
+  o.default_env = t.session->env_vars;
+  auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
+  o.timeout = header_ms(*ctx.request, "Connect-Timeout-Ms", max);
+  o.max_timeout = max;
+  auto events = std::make_shared<e2b::EventQueue>();
+  auto started = std::chrono::steady_clock::now();
+  auto proc = t.session->processes->start(req, o, events);
+  if (!proc) throw ConnectFailure{e2b::connect_error_of(proc.error())};
+  stream(ctx, *events, o.timeout + std::chrono::seconds(5));
+  auto end = (*proc)->end_info();
+  d_.metrics->inc("pvs_exec_total", {{"result", !end                  ? "error"
+                                                : end->exit_code == 0 ? "ok"
+                                                                      : "nonzero"}});
+  d_.metrics->observe("pvs_exec_duration_seconds", {}, seconds_since(started));
+}
+
+void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,
+                       std::chrono::milliseconds limit) {
+  d_.replies.begin_reply(ctx, 200, "application/connect+json");
+  ctx.response->setChunkedTransferEncoding(true);
+  auto keepalive = std::chrono::seconds(50);
+  if (auto s = e2b::parse_timeout_ms(ctx.request->get("Keepalive-Ping-Interval", ""));
+      s && *s > 0 && *s < 3600)
+    keepalive = std::chrono::seconds(*s);
+  std::ostream& out = ctx.response->send();
+  e2b::pump_events(out, events, std::chrono::steady_clock::now() + limit, keepalive);
+}
+
+std::string E2bRoutes::home() const {
+  const std::string& user = d_.config.manager.ssh.user;
+  return user == "root" || user.empty() ? "/root" : "/home/" + user;
+}
+
+}  // namespace pvs::service

@@ -1,0 +1,70 @@
+#include "e2b/sessions.h"
+
+#include <Poco/RandomStream.h>
+
+#include "e2b/base64.h"
+#include "http/auth.h"
+
+namespace pvs::service::e2b {
+
+std::string mint_access_token() {
+  std::string raw(32, '\0');
+  Poco::RandomInputStream random;
+  random.read(raw.data(), static_cast<std::streamsize>(raw.size()));
+  std::string text = base64_encode(raw);
+  for (auto& c : text) c = c == '+' ? '-' : c == '/' ? '_' : c;
+  while (!text.empty() && text.back() == '=') text.pop_back();
+  return text;
+}
+
+std::shared_ptr<SandboxSession> SessionRegistry::ensure(
+    const std::shared_ptr<pvs::Sandbox>& sandbox, const Principal& principal,
+    const std::string& template_id, const std::map<std::string, std::string>& env) {
+  std::lock_guard lock(mu_);
+  auto& slot = sessions_[sandbox->id()];
+  if (!slot) {
+    slot = std::make_shared<SandboxSession>();
+    slot->id = sandbox->id();
+    slot->access_token = mint_access_token();
+    slot->template_id = template_id;
+    slot->env_vars = env;
+    slot->processes = std::make_shared<ProcessTable>(sandbox);
+  }
+  slot->principal = principal;
+  return slot;
+}
+
+std::shared_ptr<SandboxSession> SessionRegistry::find(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+bool SessionRegistry::token_matches(const std::string& id, std::string_view token) const {
+  auto s = find(id);
+  return s && !token.empty() && token.size() == s->access_token.size() &&
+         constant_time_equal(token, s->access_token);
+}
+
+void SessionRegistry::erase(const std::string& id) {
+  std::shared_ptr<SandboxSession> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    gone = std::move(it->second);
+    sessions_.erase(it);
+  }
+  gone->processes->shutdown();
+}
+
+void SessionRegistry::clear() {
+  std::map<std::string, std::shared_ptr<SandboxSession>> all;
+  {
+    std::lock_guard lock(mu_);
+    all.swap(sessions_);
+  }
+  for (auto& [id, s] : all) s->processes->shutdown();
+}
+
+}  // namespace pvs::service::e2b

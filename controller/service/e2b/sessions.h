@@ -1,0 +1,52 @@
+// What the E2B API keeps per sandbox, beside the Manager's own record: the envd access token
+// minted at create (or at the first connect after a controller restart), the default
+// environment (envVars), the template asked for, and the processes the data plane runs. It
+// lives in the controller's memory: after a restart, Sandbox.connect mints a new token and the
+// environment starts empty (see docs/e2b.md).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "e2b/processes.h"
+#include "http/auth.h"
+
+namespace pvs::service::e2b {
+
+struct SandboxSession {
+  std::string id;
+  std::string access_token;
+  std::string template_id;
+  std::map<std::string, std::string> env_vars;
+  std::shared_ptr<ProcessTable> processes;
+  // Who the data plane acts for: the token that created or last connected to it.
+  Principal principal;
+};
+
+// A fresh envd access token: 32 random bytes, base64url without padding.
+std::string mint_access_token();
+
+class SessionRegistry {
+ public:
+  // The session of `sandbox`, made (with a new token) if there is none.
+  // `principal` becomes the session's.
+  std::shared_ptr<SandboxSession> ensure(const std::shared_ptr<pvs::Sandbox>& sandbox,
+                                         const Principal& principal,
+                                         const std::string& template_id = "base",
+                                         const std::map<std::string, std::string>& env = {});
+  std::shared_ptr<SandboxSession> find(const std::string& id) const;
+  // True when `token` is the sandbox's access token (constant time); false without a session.
+  bool token_matches(const std::string& id, std::string_view token) const;
+  // Forgets the sandbox and ends its processes.
+  void erase(const std::string& id);
+  void clear();
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<SandboxSession>> sessions_;
+};
+
+}  // namespace pvs::service::e2b

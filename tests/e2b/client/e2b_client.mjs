@@ -1,0 +1,170 @@
+// Drives pve-sandbox's E2B-compatible API with the unmodified `e2b` SDK (2.51.0, pinned by
+// package-lock.json). Configuration comes from the environment only, as for any E2B user:
+//   E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY   the controller and this token's key
+// and, for the checks that need a second party:
+//   PVS_E2B_OTHER_KEY       another token's key (must not see this token's sandbox)
+//   PVS_URL, PVS_APPROVER   the controller's REST API and an approver's bearer token
+// Policy rules the test configures: `echo e2b-denied` is denied, `echo e2b-approve` needs a
+// person's OK. Each check prints "ok <name>" or "FAIL <name>: <why>"; the exit code is the
+// number of failures.
+import {
+  Sandbox, CommandExitError, AuthenticationError, NotFoundError, SandboxError,
+} from 'e2b';
+
+let failures = 0;
+function check(name, cond, detail = '') {
+  if (cond) {
+    console.log(`ok ${name}`);
+  } else {
+    failures++;
+    console.log(`FAIL ${name}: ${detail}`);
+  }
+}
+async function expectError(name, fn, pred) {
+  try {
+    const v = await fn();
+    check(name, false, `no error, got ${JSON.stringify(v)}`);
+    return undefined;
+  } catch (e) {
+    check(name, pred(e), `${e?.constructor?.name}: ${e?.message}`);
+    return e;
+  }
+}
+
+async function wrongKey() {
+  await expectError('wrong key is refused', () =>
+    Sandbox.create({ apiKey: 'e2b_' + '0'.repeat(40) }),
+  (e) => e instanceof AuthenticationError);
+}
+
+async function commands(sbx) {
+  const out = [], err = [];
+  const r = await sbx.commands.run('echo out; echo err >&2', {
+    onStdout: (d) => out.push(d), onStderr: (d) => err.push(d),
+  });
+  check('run: stdout', r.stdout === 'out\n', JSON.stringify(r));
+  check('run: stderr', r.stderr === 'err\n', JSON.stringify(r));
+  check('run: exit code 0', r.exitCode === 0, JSON.stringify(r));
+  check('run: onStdout streamed', out.join('') === 'out\n', JSON.stringify(out));
+  check('run: onStderr streamed', err.join('') === 'err\n', JSON.stringify(err));
+
+  await expectError('run: non-zero exit raises CommandExitError',
+    () => sbx.commands.run('echo partial; exit 3'),
+    (e) => e instanceof CommandExitError && e.exitCode === 3 && e.stdout === 'partial\n');
+
+  const env = await sbx.commands.run('echo "$GREETING $FOO"; pwd', {
+    envs: { FOO: 'bar' }, cwd: '/tmp',
+  });
+  check('run: sandbox envVars, per-call envs and cwd', env.stdout === 'hello bar\n/tmp\n',
+    JSON.stringify(env.stdout));
+
+  const cat = await sbx.commands.run('cat', { background: true, stdin: true });
+  await cat.sendStdin('ping\n');
+  await cat.closeStdin();
+  const catResult = await cat.wait();
+  check('run: stdin, then closeStdin', catResult.stdout === 'ping\n', JSON.stringify(catResult));
+
+  const started = Date.now();
+  const sleeper = await sbx.commands.run('sleep 60', { background: true });
+  const listed = await sbx.commands.list();
+  check('commands.list shows the background command',
+    listed.some((p) => p.pid === sleeper.pid), JSON.stringify(listed));
+  check('background: kill returns true', (await sleeper.kill()) === true);
+  await expectError('background: killed command ends', () => sleeper.wait(),
+    (e) => e instanceof CommandExitError && e.exitCode !== 0);
+  check('background: kill was prompt', Date.now() - started < 10000, `${Date.now() - started} ms`);
+  check('kill of an unknown pid returns false', (await sbx.commands.kill(999999)) === false);
+}
+
+async function files(sbx) {
+  const info = await sbx.files.write('/tmp/e2b/a.txt', 'hello file');
+  check('files.write', info.path === '/tmp/e2b/a.txt' && info.name === 'a.txt', JSON.stringify(info));
+  check('files.read', (await sbx.files.read('/tmp/e2b/a.txt')) === 'hello file');
+  const bytes = await sbx.files.read('/tmp/e2b/a.txt', { format: 'bytes' });
+  check('files.read bytes', bytes.length === 10);
+  const entries = await sbx.files.list('/tmp/e2b');
+  check('files.list', entries.length === 1 && entries[0].name === 'a.txt' &&
+    entries[0].type === 'file' && entries[0].size === 10, JSON.stringify(entries));
+  check('files.exists (yes)', (await sbx.files.exists('/tmp/e2b/a.txt')) === true);
+  check('files.exists (no)', (await sbx.files.exists('/tmp/e2b/none')) === false);
+  check('files.makeDir (new)', (await sbx.files.makeDir('/tmp/e2b/sub/deeper')) === true);
+  check('files.makeDir (exists)', (await sbx.files.makeDir('/tmp/e2b/sub/deeper')) === false);
+  const moved = await sbx.files.rename('/tmp/e2b/a.txt', '/tmp/e2b/sub/b.txt');
+  check('files.rename', moved.path === '/tmp/e2b/sub/b.txt', JSON.stringify(moved));
+  check('files.rename moved it', (await sbx.files.exists('/tmp/e2b/a.txt')) === false);
+  const dir = await sbx.files.getInfo('/tmp/e2b/sub');
+  check('files.getInfo of a directory', dir.type === 'dir', JSON.stringify(dir));
+  await sbx.files.remove('/tmp/e2b/sub');
+  check('files.remove (recursive)', (await sbx.files.exists('/tmp/e2b/sub')) === false);
+  await expectError('files.read of a missing file', () => sbx.files.read('/tmp/e2b/none'),
+    (e) => e instanceof NotFoundError || e?.name === 'FileNotFoundError');
+}
+
+async function lifecycle(sbx) {
+  await sbx.setTimeout(600_000);
+  const info = await sbx.getInfo();
+  const left = (info.endAt.getTime() - Date.now()) / 1000;
+  check('setTimeout moves endAt', left > 590 && left < 610, `${left} s left`);
+  check('getInfo metadata', info.metadata.run === 'e2e', JSON.stringify(info.metadata));
+
+  const again = await Sandbox.connect(sbx.sandboxId);
+  const r = await again.commands.run('echo via-connect');
+  check('Sandbox.connect then run', r.stdout === 'via-connect\n', JSON.stringify(r));
+
+  const page = await Sandbox.list().nextItems();
+  check('Sandbox.list', page.some((s) => s.sandboxId === sbx.sandboxId &&
+    s.metadata.run === 'e2e' && s.state === 'running'), JSON.stringify(page));
+  const filtered = await Sandbox.list({ query: { metadata: { run: 'other' } } }).nextItems();
+  check('Sandbox.list by metadata', !filtered.some((s) => s.sandboxId === sbx.sandboxId));
+}
+
+async function otherToken(sbx) {
+  const other = process.env.PVS_E2B_OTHER_KEY;
+  await expectError("another token's sandbox is not found", () =>
+    Sandbox.connect(sbx.sandboxId, { apiKey: other }), (e) => e instanceof NotFoundError);
+  const page = await Sandbox.list({ apiKey: other }).nextItems();
+  check("another token's list leaves it out", !page.some((s) => s.sandboxId === sbx.sandboxId));
+}
+
+async function policy(sbx) {
+  await expectError('policy deny', () => sbx.commands.run('echo e2b-denied'),
+    (e) => e instanceof SandboxError && /denied by policy/.test(e.message));
+  const pending = await expectError('policy approve: the error names the approval',
+    () => sbx.commands.run('echo e2b-approve'),
+    (e) => e instanceof SandboxError && /ap-[0-9a-f-]+/.test(e.message));
+  const id = pending?.message.match(/ap-[0-9a-f-]+/)?.[0];
+  const res = await fetch(`${process.env.PVS_URL}/v1/approvals/${id}/approve`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${process.env.PVS_APPROVER}`, 'Content-Type': 'application/json' },
+    body: '{}',
+  });
+  check('policy approve: a person approves', res.status === 200, `${res.status} ${await res.text()}`);
+  const r = await sbx.commands.run('echo e2b-approve');
+  check('policy approve: the repeated call goes through', r.stdout === 'e2b-approve\n',
+    JSON.stringify(r));
+}
+
+async function main() {
+  await wrongKey();
+  const sbx = await Sandbox.create({
+    timeoutMs: 120_000, metadata: { run: 'e2e' }, envs: { GREETING: 'hello' },
+  });
+  check('Sandbox.create', /^sb-[0-9a-f]{12}$/.test(sbx.sandboxId), sbx.sandboxId);
+  try {
+    await commands(sbx);
+    await files(sbx);
+    await lifecycle(sbx);
+    await otherToken(sbx);
+    await policy(sbx);
+  } finally {
+    await sbx.kill();
+  }
+  check('killed sandbox is gone', (await Sandbox.kill(sbx.sandboxId)) === false);
+  await expectError('getInfo of a killed sandbox', () => Sandbox.getInfo(sbx.sandboxId),
+    (e) => e instanceof NotFoundError);
+}
+
+main().catch((e) => {
+  failures++;
+  console.log(`FAIL unexpected: ${e?.constructor?.name}: ${e?.stack ?? e}`);
+}).finally(() => process.exit(Math.min(failures, 100)));

@@ -1,0 +1,96 @@
+// The E2B-compatible API end to end with the unmodified `e2b` SDK (2.51.0, pinned by
+// tests/e2b/client/package-lock.json, npm ci into the build tree once per lock file, run by
+// the machine's node): client/e2b_client.mjs drives pve-sandbox-controller on the whole stack
+// (pvesim's netns backend, the real agent and nftables) through E2B_API_URL and
+// E2B_SANDBOX_URL only, and prints ok/FAIL per check. This test checks what only the host
+// sees: the audit log and the containers. Without node or npm it fails, never skips.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "http/auth.h"
+#include "service/support/node_e2e_support.h"
+#include "support/stack_fixture.h"
+
+#ifndef PVS_CONTROLLER_BIN
+#error "PVS_CONTROLLER_BIN, PVS_E2B_CLIENT_DIR and PVS_E2B_NODE_DIR must be defined"
+#endif
+
+namespace pvs::service {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kAgentKey = "e2b_0123456789abcdef0123456789abcdef";
+constexpr const char* kOtherKey = "e2b_fedcba9876543210fedcba9876543210";
+
+std::string report(const test::ProcessResult& p) {
+  return "exit " + std::to_string(p.exit_code) + "\nstdout:\n" + p.out + "stderr:\n" + p.err;
+}
+
+class E2bE2eTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    install_error_ =
+        test::npm_install_once(PVS_E2B_CLIENT_DIR, PVS_E2B_NODE_DIR, "e2b_client.mjs", "e2b");
+  }
+  static inline std::string install_error_;
+
+  void SetUp() override {
+    ASSERT_TRUE(install_error_.empty()) << install_error_;
+    stack_ = std::make_unique<test::Stack>();
+    dir_ = stack_->dir();
+    port_ = test::free_port();
+    std::string config = dir_ + "/controller.yaml";
+    std::ofstream(config)
+        << test::stack_controller_yaml(*stack_, port_, dir_) << "auth:\n  tokens:\n"
+        << "    - {name: agent, sha256: " << sha256_hex("tok-agent")
+        << ", e2b_key_sha256: " << sha256_hex(kAgentKey) << ", max_sandboxes: 4}\n"
+        << "    - {name: other, sha256: " << sha256_hex("tok-other")
+        << ", e2b_key_sha256: " << sha256_hex(kOtherKey) << "}\n"
+        << "    - {name: oncall, sha256: " << sha256_hex("tok-oncall") << ", approver: true}\n"
+        << "http:\n  threads: 64\n"
+        << "policy:\n  approval_wait_seconds: 1\n  default:\n"
+        << "    - {action: exec, command: 'e2b-denied', decision: deny, message: no}\n"
+        << "    - {action: exec, command: 'e2b-approve', decision: approve}\n";
+    std::string why;
+    pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
+    ASSERT_GT(pid_, 0) << why;
+  }
+  void TearDown() override {
+    test::stop_controller(pid_);
+    stack_.reset();
+  }
+
+  std::unique_ptr<test::Stack> stack_;
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
+  std::string base = "http://127.0.0.1:" + std::to_string(port_);
+  auto r = test::run_captured(
+      {"node", std::string(PVS_E2B_NODE_DIR) + "/e2b_client.mjs"}, dir_, "",
+      {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
+       std::string("E2B_API_KEY=") + kAgentKey, std::string("PVS_E2B_OTHER_KEY=") + kOtherKey,
+       "PVS_URL=" + base, "PVS_APPROVER=tok-oncall"});
+  EXPECT_EQ(r.exit_code, 0) << report(r);
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report(r);
+  EXPECT_NE(r.out.find("ok policy approve: the repeated call goes through"), std::string::npos)
+      << report(r);
+
+  // Every call is on record under the key's token, never with the key itself.
+  std::string audit = test::slurp(dir_ + "/audit.log");
+  for (const char* action : {"e2b.sandbox.create", "e2b.process.start", "e2b.files.write",
+                             "e2b.sandbox.timeout", "e2b.sandbox.kill"})
+    EXPECT_NE(audit.find(std::string("\"action\":\"") + action + "\""), std::string::npos)
+        << action;
+  EXPECT_NE(audit.find("\"token\":\"agent\""), std::string::npos);
+  EXPECT_EQ(audit.find(kAgentKey), std::string::npos);
+  EXPECT_TRUE(stack_->containers().empty());
+}
+
+}  // namespace
+}  // namespace pvs::service

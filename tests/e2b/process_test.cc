@@ -1,0 +1,254 @@
+// The data plane's processes (controller/service/e2b/processes.h) on a real sshd: exec and pty,
+// the pid marker, stdin through the FIFO, signals to the process group, late subscribers.
+#include "e2b/fs_ops.h"
+#include "e2b/processes.h"
+
+#include <gtest/gtest.h>
+
+#include <Poco/JSON/Parser.h>
+
+#include "e2b/base64.h"
+#include "support/sshd_fixture.h"
+
+namespace pvs::service::e2b {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A Sandbox on a bare SshSession: what the processes use (exec, pty), the rest refused.
+class SshSandbox : public pvs::Sandbox {
+ public:
+  explicit SshSandbox(SshConfig c) : Sandbox("sb-000000000001"), ssh_(std::move(c)) {}
+  SandboxInfo info() const override { return {}; }
+  Result<ExecResult> exec(std::string command, ExecOptions options) override {
+    return ssh_.exec(std::move(command), std::move(options));
+  }
+  Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override {
+    return ssh_.open_pty(std::move(options));
+  }
+  Status write_file(const std::string&, std::string_view, std::uint32_t) override { return no(); }
+  Result<std::string> read_file(const std::string&, std::uint64_t) override { return no(); }
+  Status upload(const std::string&, std::istream&, const UploadOptions&,
+                std::optional<std::uint64_t>) override {
+    return no();
+  }
+  Result<std::uint64_t> download(const std::string&, std::ostream&,
+                                 const DownloadOptions&) override {
+    return no();
+  }
+  Result<DirListing> list_dir(const std::string& path, const ListOptions& options) override {
+    return ssh_.list_dir(path, options);
+  }
+  Result<SftpAttributes> stat(const std::string& path) override { return ssh_.stat(path); }
+  Status set_egress(const Egress&) override { return no(); }
+  Result<pve::ContainerStatus> status() override { return no(); }
+  bool is_connected() const override { return ssh_.is_connected(); }
+  Status snapshot(const std::string&, const std::string&) override { return no(); }
+  Result<std::vector<SnapshotInfo>> snapshots() override { return no(); }
+  Status rollback(const std::string&) override { return no(); }
+  Status delete_snapshot(const std::string&) override { return no(); }
+  Status extend_ttl(std::chrono::seconds) override { return no(); }
+  Status destroy() override { return no(); }
+
+ private:
+  static tl::unexpected<Error> no() { return fail(ErrorCode::kInternal, "not in this test"); }
+  SshSession ssh_;
+};
+
+struct Collected {
+  std::uint32_t pid = 0;
+  std::string stdout_text, stderr_text, pty_text;
+  std::optional<int> exit_code;
+  std::string status;
+  std::vector<std::string> raw;
+};
+
+Collected collect(EventQueue& q, std::chrono::milliseconds timeout = 20s) {
+  Collected c;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto m = q.next(200ms);
+    if (!m) {
+      if (q.finished()) break;
+      continue;
+    }
+    c.raw.push_back(*m);
+    auto ev = Poco::JSON::Parser().parse(*m).extract<Poco::JSON::Object::Ptr>()->getObject("event");
+    if (auto s = ev->getObject("start")) c.pid = s->getValue<std::uint32_t>("pid");
+    if (auto d = ev->getObject("data")) {
+      for (auto [name, out] :
+           {std::pair{"stdout", &c.stdout_text}, {"stderr", &c.stderr_text}, {"pty", &c.pty_text}})
+        if (d->has(name)) *out += base64_decode(d->getValue<std::string>(name)).value_or("?");
+    }
+    if (auto e = ev->getObject("end")) {
+      c.exit_code = e->getValue<int>("exitCode");
+      c.status = e->getValue<std::string>("status");
+    }
+  }
+  return c;
+}
+
+class ProcessTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sshd_ = new test::SshdFixture();
+    SshConfig c;
+    c.host = sshd_->host();
+    c.port = sshd_->port();
+    c.user = sshd_->user();
+    c.private_key_file = sshd_->client_key_path();
+    c.host_key_fingerprint = sshd_->host_key_fingerprint();
+    c.connect_timeout = 5s;
+    sandbox_ = std::make_shared<SshSandbox>(c);
+  }
+  static void TearDownTestSuite() {
+    sandbox_.reset();
+    delete sshd_;
+  }
+  void SetUp() override { table_ = std::make_shared<ProcessTable>(sandbox_); }
+  void TearDown() override { table_->shutdown(); }
+
+  std::shared_ptr<Process> start(std::string script, bool stdin_open = false,
+                                 std::optional<PtySize> pty = std::nullopt,
+                                 std::shared_ptr<EventQueue> q = nullptr) {
+    StartRequest r;
+    r.process = {"/bin/sh", {"-c", std::move(script)}, {{"B", "call"}}, std::nullopt};
+    r.stdin_open = stdin_open;
+    r.pty = pty;
+    StartOptions o;
+    o.default_env = {{"A", "sandbox"}, {"B", "sandbox"}};
+    o.timeout = 30s;
+    auto p = table_->start(r, o, q ? q : std::make_shared<EventQueue>());
+    EXPECT_TRUE(p) << p.error().message;
+    return p ? *p : nullptr;
+  }
+
+  static test::SshdFixture* sshd_;
+  static std::shared_ptr<SshSandbox> sandbox_;
+  std::shared_ptr<ProcessTable> table_;
+};
+test::SshdFixture* ProcessTest::sshd_ = nullptr;
+std::shared_ptr<SshSandbox> ProcessTest::sandbox_;
+
+TEST_F(ProcessTest, OutputExitCodeAndEnvironment) {
+  auto q = std::make_shared<EventQueue>();
+  auto p = start("echo out $A $B; echo err >&2; exit 3", false, std::nullopt, q);
+  ASSERT_TRUE(p);
+  auto c = collect(*q);
+  EXPECT_GT(c.pid, 0u);
+  EXPECT_EQ(c.pid, p->pid());
+  EXPECT_EQ(c.stdout_text, "out sandbox call\n");
+  EXPECT_EQ(c.stderr_text, "err\n");  // the pid marker is taken out
+  EXPECT_EQ(c.exit_code, 3);
+  EXPECT_EQ(c.status, "exit status 3");
+  ASSERT_FALSE(c.raw.empty());
+  EXPECT_NE(c.raw.front().find("\"start\""), std::string::npos);
+  EXPECT_NE(c.raw.back().find("\"end\""), std::string::npos);
+}
+
+TEST_F(ProcessTest, StdinThroughTheFifoThenEof) {
+  auto q = std::make_shared<EventQueue>();
+  auto p = start("cat; echo done", true, std::nullopt, q);
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(p->send_input(*sandbox_, "ping\n", false));
+  ASSERT_TRUE(p->send_input(*sandbox_, "pong\n", false));
+  ASSERT_TRUE(p->close_stdin(*sandbox_));
+  auto c = collect(*q);
+  EXPECT_EQ(c.stdout_text, "ping\npong\ndone\n");
+  EXPECT_EQ(c.exit_code, 0);
+  auto left = sandbox_->exec("ls /tmp/.pvs-e2b-stdin-" + std::to_string(c.pid) + " 2>&1", {});
+  ASSERT_TRUE(left);
+  EXPECT_NE(left->exit_code, 0) << "the FIFO is removed at the end";
+}
+
+TEST_F(ProcessTest, InputWithoutStdinIsRefused) {
+  auto p = start("sleep 5");
+  ASSERT_TRUE(p);
+  auto st = p->send_input(*sandbox_, "x", false);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(p->signal(*sandbox_, 9));
+}
+
+TEST_F(ProcessTest, SignalKillsTheGroupAndLateSubscribers) {
+  auto p = start("sleep 60 & sleep 60; echo never");
+  ASSERT_TRUE(p);
+  auto found = table_->find(Selector{p->pid(), std::nullopt});
+  EXPECT_EQ(found, p);
+  EXPECT_EQ(table_->running().size(), 1u);
+  auto late = p->subscribe();
+  auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(p->signal(*sandbox_, 9));
+  auto c = collect(*late);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(c.pid, p->pid());
+  EXPECT_EQ(c.exit_code, -1);
+  EXPECT_EQ(c.status, "signal: killed");
+  EXPECT_EQ(c.stdout_text, "");
+  // (The exec's timeout watchdog stays in the group for up to a second; the sleeps are gone.)
+  auto rest =
+      sandbox_->exec("pgrep -g " + std::to_string(c.pid) + " -f 'sleep 60' || echo none", {});
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(rest->out, "none\n");
+  EXPECT_FALSE(table_->find(Selector{c.pid, std::nullopt}));
+  auto after = p->subscribe();  // ended: start and end at once
+  auto c2 = collect(*after, 2s);
+  EXPECT_EQ(c2.exit_code, -1);
+}
+
+TEST_F(ProcessTest, Pty) {
+  auto q = std::make_shared<EventQueue>();
+  auto p = start("stty size; read line; echo got:$line", false, PtySize{100, 30}, q);
+  ASSERT_TRUE(p);
+  ASSERT_TRUE(p->send_input(*sandbox_, "abc\r", true));
+  auto c = collect(*q);
+  EXPECT_NE(c.pty_text.find("30 100"), std::string::npos) << c.pty_text;
+  EXPECT_NE(c.pty_text.find("got:abc"), std::string::npos) << c.pty_text;
+  EXPECT_EQ(c.pty_text.find("e2b:"), std::string::npos) << c.pty_text;
+  EXPECT_EQ(c.exit_code, 0);
+}
+
+TEST_F(ProcessTest, FilesystemCalls) {
+  const std::string root = sshd_->home() + "/fs";
+  auto made = make_dir(*sandbox_, root + "/a/b");
+  ASSERT_TRUE(made.value) << made.error->message;
+  EXPECT_EQ(made.value->kind, FileKind::kDirectory);
+  EXPECT_EQ(made.value->name, "b");
+  EXPECT_EQ(make_dir(*sandbox_, root + "/a/b").error->code, ConnectCode::kAlreadyExists);
+  ASSERT_TRUE(sandbox_->exec("printf hello > " + root + "/a/f.txt", {}));
+  EXPECT_EQ(make_dir(*sandbox_, root + "/a/f.txt").error->code, ConnectCode::kInvalidArgument);
+  auto st = stat_entry(*sandbox_, root + "/a/f.txt");
+  ASSERT_TRUE(st.value);
+  EXPECT_EQ(st.value->size, 5);
+  EXPECT_EQ(st.value->kind, FileKind::kFile);
+  EXPECT_EQ(stat_entry(*sandbox_, root + "/none").error->code, ConnectCode::kNotFound);
+  auto one = list_entries(*sandbox_, root + "/a", 1);
+  ASSERT_TRUE(one.value);
+  EXPECT_EQ(one.value->size(), 2u);
+  auto two = list_entries(*sandbox_, root, 3);
+  ASSERT_TRUE(two.value);
+  EXPECT_EQ(two.value->size(), 3u);  // a, a/b, a/f.txt
+  EXPECT_EQ(list_entries(*sandbox_, root + "/a/f.txt", 1).error->code,
+            ConnectCode::kInvalidArgument);
+  auto moved = move(*sandbox_, root + "/a/f.txt", root + "/c/it's.txt");
+  ASSERT_TRUE(moved.value) << moved.error->message;
+  EXPECT_EQ(moved.value->name, "it's.txt");
+  EXPECT_EQ(move(*sandbox_, root + "/a/f.txt", root + "/x").error->code, ConnectCode::kNotFound);
+  ASSERT_TRUE(remove(*sandbox_, root).value);
+  EXPECT_EQ(remove(*sandbox_, root).error->code, ConnectCode::kNotFound);
+  EXPECT_EQ(remove(*sandbox_, "/").error->code, ConnectCode::kInvalidArgument);
+}
+
+TEST(ProcessScript, Shapes) {
+  ProcessConfig c{"/bin/bash", {"-l", "-c", "echo 'x'"}, {}, std::nullopt};
+  std::string plain = process_script(c, false);
+  EXPECT_NE(plain.find("exec '/bin/bash' '-l' '-c' 'echo '\\''x'\\'''"), std::string::npos)
+      << plain;
+  std::string with_stdin = process_script(c, true);
+  EXPECT_NE(with_stdin.find("mkfifo -m 600"), std::string::npos);
+  EXPECT_NE(with_stdin.find("trap 'exec 3>&-' USR1"), std::string::npos);
+  EXPECT_EQ(stdin_fifo(42), "/tmp/.pvs-e2b-stdin-42");
+}
+
+}  // namespace
+}  // namespace pvs::service::e2b
