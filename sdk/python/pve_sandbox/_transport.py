@@ -51,10 +51,11 @@ def _request_kwargs(c: "Call[Any]", config: ClientConfig, content: Any) -> Dict[
 
 def _retry_after(err: PvsError, attempt: int, config: ClientConfig, replayable: bool) -> float:
     """Seconds to wait before trying a refused call again, or -1 for "raise"."""
-    if not isinstance(err, LimitExceeded) or not replayable or attempt >= config.max_retries:
+    if not isinstance(err, LimitExceeded) or err.retry_after is None:
+        return -1.0  # no Retry-After (e.g. max_sandboxes): waiting would not help
+    if not replayable or attempt >= config.max_retries:
         return -1.0
-    wait = err.retry_after if err.retry_after is not None else 0.5 * float(2**attempt)
-    return min(max(wait, 0.0), 30.0)
+    return min(max(err.retry_after, 0.0), 30.0)
 
 
 def _parse(c: "Call[T]", r: httpx.Response) -> T:

@@ -1,0 +1,164 @@
+"""AsyncSandbox against the real stack: the same surface as the blocking client, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import AsyncIterator, Awaitable, Callable, List, TypeVar
+
+import pytest
+
+from conftest import Stack
+from pve_sandbox import (
+    ApprovalRequired,
+    AsyncApprovalsClient,
+    AsyncSandbox,
+    LimitExceeded,
+    NoMatch,
+    NotFound,
+    PermissionDenied,
+)
+
+T = TypeVar("T")
+
+
+def run(fn: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(fn())  # type: ignore[arg-type]
+
+
+def test_lifecycle_list_connect(stack: Stack) -> None:
+    async def go() -> None:
+        async with AsyncSandbox.create(cpus=1, memory_mb=128, labels={"case": "async"}) as sb:
+            assert sb.id.startswith("sb-") and await sb.is_running()
+            assert [s.id for s in await AsyncSandbox.list(labels={"case": "async"})] == [sb.id]
+            async with await AsyncSandbox.connect(sb.id) as again:
+                assert (await again.get_info()).id == sb.id
+            assert (await sb.set_ttl(1200)).expires_at
+            assert (await sb.set_timeout(1300)).expires_at
+            assert (await sb.health()).status == "ok"
+            gone = sb.id
+        with pytest.raises(NotFound):
+            await AsyncSandbox.connect(gone)
+        sb2 = await AsyncSandbox.create(ttl=300)
+        await sb2.kill()
+        assert not await sb2.is_running()
+        await sb2.close()
+
+    run(go)
+
+
+def test_commands_files_terminals(stack: Stack) -> None:
+    async def go() -> None:
+        async with AsyncSandbox.create(ttl=900) as sb:
+            d = f"{stack.home}/async-{sb.id}"
+            await sb.files.make_dir(d)
+            r = await sb.commands.run("echo $X; cat; exit 4", env={"X": "1"}, stdin="s", cwd=d)
+            assert (r.stdout, r.exit_code) == ("1\ns", 4)
+            seen: List[str] = []
+            r = await sb.commands.run("echo a; sleep 0.2; echo b", on_stdout=seen.append)
+            assert "".join(seen) == "a\nb\n" and r.ok
+            h = await sb.commands.run("echo bg; sleep 0.3", background=True)
+            assert (await h.wait(30)).stdout == "bg\n" and h.done and not await h.kill()
+            h = await sb.commands.run("sleep 300", background=True)
+            with pytest.raises(TimeoutError):
+                await h.wait(0.2)
+            assert await h.kill() and (await h.wait(30)).exit_code != 0
+            with pytest.raises(PermissionDenied):
+                await sb.commands.run("echo deny-me")
+
+            async def chunks() -> AsyncIterator[bytes]:
+                for i in range(64):
+                    yield bytes([i]) * 65536
+
+            w = await sb.files.write(f"{d}/f.bin", chunks(), mode="0640")
+            assert w.size == 64 * 65536 and w.mode == "0640"
+            h2 = hashlib.sha256()
+            async for piece in await sb.files.read(f"{d}/f.bin", format="stream"):
+                h2.update(piece)
+            assert (
+                h2.digest()
+                == hashlib.sha256(b"".join(bytes([i]) * 65536 for i in range(64))).digest()
+            )
+            await sb.files.write(f"{d}/t.txt", "a = 1\n")
+            assert await sb.files.read(f"{d}/t.txt") == "a = 1\n"
+            assert await sb.files.read(f"{d}/t.txt", format="bytes") == b"a = 1\n"
+            assert (await sb.files.edit(f"{d}/t.txt", "1", "2")).replaced == 1
+            with pytest.raises(NoMatch):
+                await sb.files.edit(f"{d}/t.txt", "zzz", "y")
+            assert sorted((await sb.files.list(d)).names()) == ["f.bin", "t.txt"]
+            assert await sb.files.exists(f"{d}/t.txt") and await sb.files.exists(d)
+            await sb.files.remove(f"{d}/t.txt")
+            assert not await sb.files.exists(f"{d}/t.txt")
+            b = b""
+            async for piece in await sb.files.iter_bytes(f"{d}/f.bin"):
+                b += piece[:1]
+            assert b[:1] == b"\x00"
+
+            async with await sb.terminals.open(f"vi {d}/v.txt", cols=80, rows=24) as t:
+                await t.wait(quiet_ms=300)
+                await t.type("iasync vi")
+                await t.press("Escape")
+                assert (await t.wait("async vi")).matched
+                assert (await t.screen()).lines[0] == "async vi"
+                await t.type(":wq\r")
+                assert (await t.wait()).outcome == "exited"
+            assert await sb.files.read(f"{d}/v.txt") == "async vi\n"
+            t = await sb.terminals.open()
+            await t.type("echo hi-$((2*3))\r")
+            assert (await t.wait("^hi-6$")).matched
+            await t.press("C-c")
+            assert (await t.resize(81, 25)).cols == 81
+            assert t.id in [x.id for x in await sb.terminals.list()]
+            assert (await sb.terminals.get(t.id)).id == t.id
+            async with t.attach() as conn:
+                await conn.send(b"echo aws-$((7*7))\r")
+                await conn.expect("aws-49", timeout=10)
+                await conn.resize(70, 20)
+            async with t.attach(watch=True) as watcher:
+                await watcher.send(b"x")
+                await asyncio.sleep(0.3)
+                await watcher.recv(timeout=2)
+            assert (await t.refresh()).state == "running"
+            await t.close()
+
+            assert (await sb.internet.on()).egress == "on"
+            assert (await sb.internet.allow(["example.org"])).egress == "allowlist"
+            assert (await sb.internet.off()).egress == "off"
+            assert (await sb.snapshots.create("s1")).name == "s1"
+            assert [s.name for s in await sb.snapshots.list()] == ["s1"]
+            assert (await sb.snapshots.rollback("s1")).id == sb.id
+            await sb.snapshots.delete("s1")
+
+    run(go)
+
+
+def test_approvals_and_limits(stack: Stack) -> None:
+    async def go() -> None:
+        async with AsyncSandbox.create(ttl=600) as sb, AsyncApprovalsClient(
+            token=stack.admin_token
+        ) as admin:
+            with pytest.raises(ApprovalRequired) as ar:
+                await sb.commands.run("echo approve-me async")
+            a = ar.value.approval
+            assert a.id in [x.id for x in await admin.list(state="pending")]
+            assert (await admin.get(a.id)).pending
+
+            async def later() -> None:
+                await asyncio.sleep(0.3)
+                await admin.approve(a, reason="ok")
+
+            task = asyncio.ensure_future(later())
+            assert (await a.wait_async(timeout=30)).approved
+            await task
+            r = await sb.commands.run("echo approve-me async", approval=a.id)
+            assert r.stdout == "approve-me async\n"
+            with pytest.raises(ApprovalRequired) as ar:
+                await sb.commands.run("echo approve-me denied")
+            await admin.deny(ar.value.approval.id, reason="nope")
+            with pytest.raises(PermissionDenied):
+                await ar.value.approval.wait_async(timeout=10)
+        async with AsyncSandbox.create(token=stack.limited_token):
+            with pytest.raises(LimitExceeded):
+                await AsyncSandbox.create(token=stack.limited_token)
+
+    run(go)
