@@ -49,9 +49,7 @@ def test_create_with_destroys_on_exit_and_keep_keeps(stack: Stack) -> None:
         pass
     with Sandbox.connect(kept.id) as again:  # connect keeps by default
         assert again.info.id == kept.id
-    again.keep = False
-    again._t = type(again._t)(again.config)
-    again.close()
+    Sandbox.connect(kept.id, keep=False).close()
     assert kept.id not in [s.id for s in Sandbox.list()]
 
 
@@ -275,7 +273,10 @@ def test_terminal_shell_keys_resize_list_attach(sb: Sandbox) -> None:
         assert ar.value.approval.action == "terminal.input"
     finally:
         t.close()
-    assert t.refresh().state == "exited"
+    deadline = time.monotonic() + 10
+    while t.refresh().state != "exited" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert t.info.state == "exited"
     t.close()  # twice is fine
 
 

@@ -48,7 +48,7 @@ class BackgroundWrapper:
 
     The command runs under a small ``sh`` wrapper that writes its PID to a marker file in
     ``/tmp`` and removes it when the command ends. ``kill`` runs a second command that reads
-    the marker and sends SIGKILL to the wrapper's process group (the exec's own session, so
+    the marker and sends SIGKILL (`kill -9 -PGID`, which dash, bash and busybox sh all take) to the wrapper's process group (the exec's own session, so
     nothing outside it) and removes the marker."""
 
     def __init__(self, command: str) -> None:
@@ -59,6 +59,6 @@ class BackgroundWrapper:
             f"f={m}; i=0; while [ ! -s $f ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; "
             "[ -s $f ] || exit 3; p=$(cat $f); rm -f $f; "
             "g=$(cut -d' ' -f5 /proc/$p/stat 2>/dev/null); "
-            'if [ -n "$g" ] && [ "$g" -gt 1 ]; then kill -KILL -- -$g 2>/dev/null || kill -KILL $p; '
-            "else kill -KILL $p; fi"
+            'if [ -n "$g" ] && [ "$g" -gt 1 ]; then kill -9 -$g || kill -9 $p; '
+            "else kill -9 $p; fi"
         )
