@@ -115,9 +115,15 @@ def test_commands_files_terminals(stack: Stack) -> None:
                 await conn.expect("aws-49", timeout=10)
                 await conn.resize(70, 20)
             async with t.attach(watch=True) as watcher:
-                await watcher.send(b"x")
-                await asyncio.sleep(0.3)
-                await watcher.recv(timeout=2)
+                await watcher.send(b"x")  # refused: read-only
+                for _ in range(40):
+                    if watcher.errors:
+                        break
+                    try:
+                        await watcher.recv(timeout=0.25)
+                    except asyncio.TimeoutError:
+                        pass
+                assert watcher.errors
             assert (await t.refresh()).state == "running"
             await t.close()
 

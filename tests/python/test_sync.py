@@ -97,13 +97,13 @@ def test_background_wait_and_kill(sb: Sandbox, workdir: str) -> None:
     r = h.wait(timeout=30)
     assert r.stdout == "started\ndone\n" and r.exit_code == 0 and h.done
     assert h.kill() is False
-    h = sb.commands.run(f"touch {workdir}/alive; sleep 300", background=True)
+    h = sb.commands.run("sleep 299.25", background=True)
     with pytest.raises(TimeoutError):
         h.wait(timeout=0.2)
     assert h.kill() is True
     r = h.wait(timeout=30)
     assert r.exit_code != 0 and not r.timed_out
-    assert sb.commands.run("pgrep -f 'sleep 300' || true").stdout == ""
+    assert sb.commands.run("pgrep -x -f 'sleep 299.25' || true").stdout == ""  # the group died
 
 
 def test_files_write_read_list_exists_remove(sb: Sandbox, workdir: str) -> None:
@@ -173,9 +173,12 @@ def test_limit_exceeded_honours_retry_after(sb: Sandbox) -> None:
         patient = Sandbox.connect(sb.id, max_retries=20)
         r = patient.commands.run("echo through", on_stdout=lambda s: None)
         assert r.stdout == "through\n"
+        no_retry.close()
+        patient.close()
     finally:
         for h in held:
             h.kill()
+            h.wait(timeout=30)
 
 
 def test_internet(sb: Sandbox) -> None:
