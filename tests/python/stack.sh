@@ -133,7 +133,7 @@ policy:
   default:
     - {action: exec, command: '^echo approve-me', decision: approve, message: "a person approves this"}
     - {action: exec, command: '^echo deny-me', decision: deny, message: "deny-me is not allowed"}
-    - {actions: [files.write, files.edit], path: '*/needs-ok/*', decision: approve, message: "writes to needs-ok need a person"}
+    - {actions: [files.write, files.edit], path: '/*/needs-ok/*', decision: approve, message: "writes to needs-ok need a person"}
     - {action: internet, egress_names: '(^|\\.)approve\\.example$', decision: approve, message: "this name needs a person"}
     - {action: terminal.input, command: '^echo approve-typed', decision: approve, message: "typed line needs a person"}
   tokens:
