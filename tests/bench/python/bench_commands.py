@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the Python SDK adds to a call: ``sb.commands.run("true")`` (and, to see the SDK's own
 cost without a command's noise, ``sb.get_info()``) against the same request sent raw, in one
-run, interleaved (SDK, raw http.client, raw httpx, repeat) so all see the same machine.
+run, interleaved (each round runs the three in a rotating order) so all see the same machine.
 
 Raw http.client is the curl equivalent (one persistent connection, the request written in one
 send). Raw httpx is the same httpx client the SDK is built on, with the same TCP_NODELAY
@@ -42,8 +42,9 @@ def measure(name: str, n: int, runs: Dict[str, Callable[[], None]]) -> None:
     for _ in range(20):  # warm-up: connections, the sandbox's SSH session
         for f in runs.values():
             f()
-    for _ in range(n):
-        for k, f in runs.items():
+    order = list(runs.items())
+    for i in range(n):
+        for k, f in order[i % len(order) :] + order[: i % len(order)]:  # no position favoured
             t0 = time.perf_counter()
             f()
             times[k].append((time.perf_counter() - t0) * 1000.0)
@@ -53,9 +54,10 @@ def measure(name: str, n: int, runs: Dict[str, Callable[[], None]]) -> None:
     for base in [k for k in runs if k != "sdk"]:
         diffs = [a - b for a, b in zip(times["sdk"], times[base])]
         ratio = pct(times["sdk"], 50) / pct(times[base], 50)
+        d50 = pct(times["sdk"], 50) - pct(times[base], 50)
         print(
-            f"  sdk - {base:16s} p50 of differences {pct(diffs, 50):+7.3f} ms, "
-            f"p50 ratio {ratio:.3f} (target: +0.3 ms at most)"
+            f"  sdk - {base:16s} p50s differ by {d50:+7.3f} ms (ratio {ratio:.3f}); "
+            f"p50 of per-round differences {pct(diffs, 50):+7.3f} ms (target: +0.3 ms at most)"
         )
 
 
