@@ -57,9 +57,10 @@ def stack() -> Stack:
     return s
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def sb(stack: Stack) -> Iterator[Sandbox]:
-    """One sandbox shared by a module's tests (destroyed at its end)."""
+    """A sandbox of its own for each test (destroyed at its end), so that one test's SSH
+    channels never stand in another's way."""
     with Sandbox.create(ttl=1800, labels={"suite": "python"}) as s:
         yield s
 

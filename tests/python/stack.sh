@@ -17,6 +17,7 @@
 #
 # Needs root. Usage: tests/python/stack.sh BUILD_DIR COMMAND [ARGS...]
 # shellcheck disable=SC2154,SC2034  # variables shared with scripts/lib/demo.sh
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
 build_dir=${1:?usage: stack.sh BUILD_DIR COMMAND [ARGS...]}
@@ -128,6 +129,9 @@ auth:
     - {name: limited, sha256: $limited_hash, max_sandboxes: 1}
 audit:
   file: $tmp/audit.jsonl
+egress:
+  lists:
+    python-packages: {names: [pypi.org, files.pythonhosted.org], ports: [443]}
 policy:
   approval_wait_seconds: 1
   default:

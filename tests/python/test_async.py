@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from typing import AsyncIterator, Awaitable, Callable, List, TypeVar
+from typing import AsyncIterator, Awaitable, Callable, List, Optional, TypeVar
 
 import pytest
 
@@ -13,13 +13,28 @@ from pve_sandbox import (
     ApprovalRequired,
     AsyncApprovalsClient,
     AsyncSandbox,
+    AsyncTerminal,
     LimitExceeded,
     NoMatch,
     NotFound,
     PermissionDenied,
+    Unavailable,
 )
 
 T = TypeVar("T")
+
+
+async def open_terminal(sb: AsyncSandbox, command: Optional[str] = None) -> AsyncTerminal:
+    """sb.terminals.open, tried again once when the controller found no free SSH channel within
+    its 10 s: seen about once in six runs on the loaded 2-core test machine, never reproduced
+    alone (40 downloads closed early, 12 killed background commands, then a terminal: fine);
+    reported as a controller issue, not hidden from it."""
+    try:
+        return await sb.terminals.open(command, cols=80, rows=24)
+    except Unavailable as e:
+        if "no free channel" not in e.message:
+            raise
+        return await sb.terminals.open(command, cols=80, rows=24)
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
@@ -94,7 +109,7 @@ def test_commands_files_terminals(stack: Stack) -> None:
                 b += piece[:1]
             assert b[:1] == b"\x00"
 
-            async with await sb.terminals.open(f"vi {d}/v.txt", cols=80, rows=24) as t:
+            async with await open_terminal(sb, f"vi {d}/v.txt") as t:
                 assert (await t.wait(r"^~")).matched
                 await t.type("iasync vi")
                 await t.press("Escape")
@@ -103,11 +118,12 @@ def test_commands_files_terminals(stack: Stack) -> None:
                 await t.type(":wq\r")
                 assert (await t.wait()).outcome == "exited"
             assert await sb.files.read(f"{d}/v.txt") == "async vi\n"
-            t = await sb.terminals.open()
+            t = await open_terminal(sb)
             assert (await t.wait(r"\$$")).matched
             await t.type("echo hi-$((2*3))\r")
             assert (await t.wait("hi-6$")).matched
             await t.press("C-c")
+            await t.send([{"key": "C-u"}])
             assert (await t.resize(81, 25)).cols == 81
             assert t.id in [x.id for x in await sb.terminals.list()]
             assert (await sb.terminals.get(t.id)).id == t.id
@@ -130,6 +146,7 @@ def test_commands_files_terminals(stack: Stack) -> None:
 
             assert (await sb.internet.on()).egress == "on"
             assert (await sb.internet.allow(["example.org"])).egress == "allowlist"
+            assert (await sb.internet.use_list("python-packages")).egress == "allowlist"
             assert (await sb.internet.off()).egress == "off"
             assert (await sb.snapshots.create("s1")).name == "s1"
             assert [s.name for s in await sb.snapshots.list()] == ["s1"]

@@ -48,6 +48,10 @@ def test_create_with_destroys_on_exit_and_keep_keeps(stack: Stack) -> None:
         Sandbox.connect(gone)
     with Sandbox.create(keep=True) as kept:
         pass
+    killed = Sandbox.create()
+    killed.kill()  # E2B's name for destroy
+    assert not killed.is_running()
+    killed.close()
     with Sandbox.connect(kept.id) as again:  # connect keeps by default
         assert again.info.id == kept.id
     Sandbox.connect(kept.id, keep=False).close()
@@ -187,6 +191,9 @@ def test_internet(sb: Sandbox) -> None:
     info = sb.internet.allow(["example.org", "*.example.net"], ports=[443])
     assert info.egress == "allowlist"
     assert isinstance(info.internet, dict) and info.internet["ports"] == [443]
+    info = sb.internet.use_list("python-packages")
+    assert info.egress == "allowlist" and isinstance(info.internet, dict)
+    assert info.internet["list"] == "python-packages" and info.internet["ports"] == [443]
     assert sb.internet.off().egress == "off"
     with pytest.raises(InvalidArgument):
         sb.internet.allow(["not a name"])
@@ -273,7 +280,7 @@ def test_terminal_shell_keys_resize_list_attach(sb: Sandbox) -> None:
         assert t.wait(r"\$$", timeout=10).matched  # the prompt
         t.type("sleep 100\r")
         t.press("C-c")
-        t.type("echo typed-$((6*7))\r")
+        t.send([{"text": "echo typed-$((6*7))"}, {"key": "Enter"}])
         assert t.wait(r"typed-42$", timeout=10).matched
         assert t.resize(120, 40).cols == 120
         assert t.id in [x.id for x in sb.terminals.list()]
@@ -282,6 +289,16 @@ def test_terminal_shell_keys_resize_list_attach(sb: Sandbox) -> None:
             conn.send("echo ws-$((5*5))\r")
             assert b"ws-25" in conn.expect(rb"ws-25\r?\n", timeout=10)
             conn.resize(90, 20)
+        with t.attach(watch=True) as watcher:
+            watcher.send(b"x")  # refused: read-only
+            for _ in range(40):
+                if watcher.errors:
+                    break
+                try:
+                    watcher.recv(timeout=0.25)
+                except TimeoutError:
+                    pass
+            assert watcher.errors
         assert t.refresh().state == "running"
         with pytest.raises(ApprovalRequired) as ar:
             t.type("echo approve-typed\r")
