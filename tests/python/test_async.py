@@ -62,7 +62,7 @@ def test_lifecycle_list_connect(stack: Stack) -> None:
     run(go)
 
 
-def test_commands_files_terminals(stack: Stack) -> None:
+def test_commands_files(stack: Stack) -> None:
     async def go() -> None:
         async with AsyncSandbox.create(ttl=900) as sb:
             d = f"{stack.home}/async-{sb.id}"
@@ -109,6 +109,16 @@ def test_commands_files_terminals(stack: Stack) -> None:
                 b += piece[:1]
             assert b[:1] == b"\x00"
 
+    run(go)
+
+
+def test_terminals(stack: Stack) -> None:
+    async def go() -> None:
+        # A sandbox of its own: on one that just ran the commands and transfers above, a pty
+        # sometimes finds no free SSH channel (see open_terminal).
+        async with AsyncSandbox.create(ttl=900) as sb:
+            d = f"{stack.home}/async-{sb.id}"
+            await sb.files.make_dir(d)
             async with await open_terminal(sb, f"vi {d}/v.txt") as t:
                 assert (await t.wait(r"^~")).matched
                 await t.type("iasync vi")
@@ -144,6 +154,12 @@ def test_commands_files_terminals(stack: Stack) -> None:
             assert (await t.refresh()).state == "running"
             await t.close()
 
+    run(go)
+
+
+def test_internet_snapshots(stack: Stack) -> None:
+    async def go() -> None:
+        async with AsyncSandbox.create(ttl=900) as sb:
             assert (await sb.internet.on()).egress == "on"
             assert (await sb.internet.allow(["example.org"])).egress == "allowlist"
             assert (await sb.internet.use_list("python-packages")).egress == "allowlist"
