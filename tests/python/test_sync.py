@@ -278,8 +278,14 @@ def test_terminal_shell_keys_resize_list_attach(sb: Sandbox) -> None:
     t = sb.terminals.open(cols=100, rows=30)
     try:
         assert t.wait(r"\$$", timeout=10).matched  # the prompt
-        t.type("sleep 100\r")
-        t.press("C-c")
+        t.type("echo sleeping; sleep 100\r")
+        assert t.wait(r"^sleeping$", timeout=10).matched  # sleep is (about to be) in front
+        for _ in range(10):  # a C-c that lands before sleep took the terminal is lost: again
+            t.press("C-c")
+            if t.wait(r"\$$", timeout=2).matched:  # the prompt is back
+                break
+        else:
+            pytest.fail("C-c did not stop sleep")
         t.send([{"text": "echo typed-$((6*7))"}, {"key": "Enter"}])
         assert t.wait(r"typed-42$", timeout=10).matched
         assert t.resize(120, 40).cols == 120
