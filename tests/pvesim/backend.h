@@ -34,6 +34,8 @@ class Backend {
   // without sshd.
   virtual std::string host_key_fingerprint() const { return ""; }
   virtual std::string host_key_file() const { return ""; }  // the private key; .pub beside it
+  // The lxc backend: the directory of this run's containers (lxc_run.h); "" for the others.
+  virtual std::string run_dir() const { return ""; }
   // The CT lives on `node` (from its creation on; a cluster backend routes by it).
   virtual void place(int /*vmid*/, const std::string& /*node*/) {}
   // The storage part of a clone task (no state lock held): `dst` gets a root file system of its

@@ -104,6 +104,7 @@ class LxcBackend : public Backend {
 
   std::string host_key_fingerprint() const override { return host_key_fp_; }
   std::string host_key_file() const override { return host_key_; }
+  std::string run_dir() const override { return run_; }
 
   std::string clone(int src, int dst, bool full,
                     const std::map<std::string, std::string>& config) override {

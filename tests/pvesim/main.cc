@@ -335,7 +335,8 @@ int main(int argc, char** argv) {
   }
   std::string info = "port=" + std::to_string((*sim)->port()) +
                      "\nfingerprint=" + (*sim)->fingerprint() + "\ncert=" + (*sim)->cert_file() +
-                     "\nssh_host_key=" + (*sim)->ssh_host_key_fingerprint() + "\n";
+                     "\nssh_host_key=" + (*sim)->ssh_host_key_fingerprint() +
+                     "\nlxc_run=" + (*sim)->lxc_run_dir() + "\n";
   if (!info_file.empty()) {
     std::string tmp = info_file + ".tmp";
     std::ofstream(tmp) << info;

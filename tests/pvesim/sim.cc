@@ -1919,6 +1919,9 @@ std::string Simulator::ssh_host_key_fingerprint() const {
 std::string Simulator::ssh_host_key_file() const {
   return impl_->backend ? impl_->backend->host_key_file() : "";
 }
+std::string Simulator::lxc_run_dir() const {
+  return impl_->backend ? impl_->backend->run_dir() : "";
+}
 std::string Simulator::cert_file() const {
   return impl_->cert_path;
 }

@@ -126,6 +126,8 @@ class Simulator {
   std::string ssh_host_key_fingerprint() const;
   // netns backend: the template's private host key file (its .pub beside it); "" otherwise.
   std::string ssh_host_key_file() const;
+  // lxc backend: the directory of this run's containers, disks and LXC configs; "" otherwise.
+  std::string lxc_run_dir() const;
 
   // Requests seen for "METHOD /path/{template}" (every attempt, also failed ones).
   uint64_t count(const std::string& method, const std::string& path_template) const;
