@@ -4,6 +4,8 @@
 // own sshd as init, the memory and cpuset limits of its config.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <mutex>
 #include <thread>
 
@@ -125,6 +127,36 @@ TEST_F(LxcE2eTest, LifecycleAsRootInARealContainer) {
   EXPECT_TRUE(stack_->containers().empty());
   EXPECT_EQ(lxctest::host_uid(init), -1);
   EXPECT_TRUE(stack_->bound_ports().empty());
+}
+
+// Snapshots keep the container's files (a copy of its writable layer); a container whose init
+// dies is stopped, as Proxmox reports it.
+TEST_F(LxcE2eTest, SnapshotsRollBackFilesAndADeadInitIsStopped) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  auto created = m->create({});
+  ASSERT_TRUE(created) << created.error().message;
+  auto& sb = **created;
+  ASSERT_TRUE(sb.write_file("/root/v.txt", "one", 0644));
+  ASSERT_TRUE(sb.snapshot("s1"));
+  ASSERT_TRUE(sb.write_file("/root/v.txt", "two", 0644));
+  ASSERT_TRUE(sb.write_file("/root/later.txt", "x", 0644));
+  auto rolled = sb.rollback("s1");
+  ASSERT_TRUE(rolled) << rolled.error().message;
+  EXPECT_EQ(run(sb, "cat /root/v.txt; test -e /root/later.txt || echo gone"),
+            "onegone");  // the file has no newline
+
+  pid_t init = lxctest::init_pid(run_dir_, sb.info().vmid);
+  ASSERT_GT(init, 0);
+  ASSERT_EQ(::kill(init, SIGKILL), 0);
+  std::string state;
+  for (int i = 0; i < 100 && state != "stopped"; ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    auto st = sb.status();
+    state = st ? st->status : "";
+  }
+  EXPECT_EQ(state, "stopped");
+  ASSERT_TRUE(sb.destroy());
 }
 
 TEST_F(LxcE2eTest, MemoryCpusAndDiskAreEnforced) {
