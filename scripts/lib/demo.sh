@@ -54,6 +54,8 @@ cleanup() {
     stop_pid "${pids[i]}"
   done
   pids=()
+  # The lxc backend: what a pvesim that did not get to clean up left (containers, mounts).
+  [[ -n ${lxc_run:-} && -d $lxc_run ]] && "$pvesim_bin" --token x=y --lxc-sweep >/dev/null 2>&1
   for ns in $(ip netns list | awk '{print $1}' | grep -E "^$id-" || true); do
     for pid in $(ip netns pids "$ns" 2>/dev/null || true); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$ns" 2>/dev/null
@@ -82,6 +84,15 @@ start() {
   local ns=$1 log=$2
   shift 2
   setsid ip netns exec "$ns" "$@" >"$log" 2>&1 </dev/null &
+  pids+=($!)
+  all_pids+=($!)
+}
+# start_net NAMESPACE LOG COMMAND...: the same, but only in the namespace's network (nsenter):
+# `ip netns exec` remounts /sys, which hides the cgroup mounts LXC needs (pvesim's lxc backend).
+start_net() {
+  local ns=$1 log=$2
+  shift 2
+  setsid nsenter --net="/run/netns/$ns" "$@" >"$log" 2>&1 </dev/null &
   pids+=($!)
   all_pids+=($!)
 }

@@ -1,5 +1,6 @@
 // The model backend (state only) and the netns backend (a namespace + veth + sshd per CT).
 #include "backend.h"
+#include "backend_util.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -33,7 +34,7 @@ extern char** environ;
 
 namespace pvesim {
 
-namespace {
+namespace detail {
 
 std::map<std::string, std::string> net0_of(const std::map<std::string, std::string>& config) {
   std::map<std::string, std::string> parts;
@@ -71,51 +72,6 @@ std::string first_ipv4(const std::string& ns, const std::string& ifname) {
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-class ModelBackend : public Backend {
- public:
-  std::string start(int vmid, const std::map<std::string, std::string>& config,
-                    const std::string& ipv4) override {
-    auto net0 = net0_of(config);
-    std::vector<LiveInterface> list;
-    list.push_back({"lo", "00:00:00:00:00:00", {"127.0.0.1/8", "::1/128"}});
-    if (!net0.empty()) {
-      LiveInterface eth{net0.count("name") ? net0["name"] : "eth0", lower(net0["hwaddr"]), {}};
-      if (!ipv4.empty()) eth.addresses.push_back(ipv4);
-      eth.addresses.push_back(link_local(net0["hwaddr"]));
-      list.push_back(eth);
-    }
-    std::lock_guard lock(mutex_);
-    live_[vmid] = std::move(list);
-    return "";
-  }
-  void stop(int vmid) override {
-    std::lock_guard lock(mutex_);
-    live_.erase(vmid);
-  }
-  std::vector<LiveInterface> interfaces(int vmid) override {
-    std::lock_guard lock(mutex_);
-    auto it = live_.find(vmid);
-    return it == live_.end() ? std::vector<LiveInterface>{} : it->second;
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<int, std::vector<LiveInterface>> live_;
-};
-
-// Runs "$@" with a fresh tmpfs on /tmp and the directory $1 still visible at its path.
-constexpr const char* kPrivateTmp =
-    "set -e; keep=$1; shift; hold=/run/pvesim-keep-$$; mkdir -p $hold; "
-    "mount --bind \"$keep\" $hold; mount -t tmpfs -o size=64m,mode=1777 pvesim-tmp /tmp; "
-    "mkdir -p \"$keep\"; mount --bind $hold \"$keep\"; umount $hold; rmdir $hold; "
-    "exec \"$@\"";
-
-// `head` followed by `tail`.
-std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail) {
-  head.insert(head.end(), tail.begin(), tail.end());
-  return head;
 }
 
 pid_t spawn(const std::vector<std::string>& argv, int out_fd) {
@@ -179,6 +135,81 @@ bool wait_port(const std::string& ip, int port, int timeout_ms, const std::strin
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
+}
+
+std::vector<LiveInterface> parse_addr_json(const std::string& out) {
+  std::vector<LiveInterface> list;
+  try {
+    Poco::JSON::Parser parser;
+    auto array = parser.parse(out).extract<Poco::JSON::Array::Ptr>();
+    for (const auto& item : *array) {
+      auto o = item.extract<Poco::JSON::Object::Ptr>();
+      LiveInterface iface;
+      iface.name = o->getValue<std::string>("ifname");
+      iface.hwaddr = o->has("address") ? o->getValue<std::string>("address") : "";
+      if (auto infos = o->getArray("addr_info")) {
+        for (const auto& ai : *infos) {
+          auto a = ai.extract<Poco::JSON::Object::Ptr>();
+          iface.addresses.push_back(a->getValue<std::string>("local") + "/" +
+                                    std::to_string(a->getValue<int>("prefixlen")));
+        }
+      }
+      list.push_back(std::move(iface));
+    }
+  } catch (const std::exception&) {
+  }
+  return list;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+class ModelBackend : public Backend {
+ public:
+  std::string start(int vmid, const std::map<std::string, std::string>& config,
+                    const std::string& ipv4) override {
+    auto net0 = net0_of(config);
+    std::vector<LiveInterface> list;
+    list.push_back({"lo", "00:00:00:00:00:00", {"127.0.0.1/8", "::1/128"}});
+    if (!net0.empty()) {
+      LiveInterface eth{net0.count("name") ? net0["name"] : "eth0", lower(net0["hwaddr"]), {}};
+      if (!ipv4.empty()) eth.addresses.push_back(ipv4);
+      eth.addresses.push_back(link_local(net0["hwaddr"]));
+      list.push_back(eth);
+    }
+    std::lock_guard lock(mutex_);
+    live_[vmid] = std::move(list);
+    return "";
+  }
+  void stop(int vmid) override {
+    std::lock_guard lock(mutex_);
+    live_.erase(vmid);
+  }
+  std::vector<LiveInterface> interfaces(int vmid) override {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(vmid);
+    return it == live_.end() ? std::vector<LiveInterface>{} : it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::vector<LiveInterface>> live_;
+};
+
+// Runs "$@" with a fresh tmpfs on /tmp and the directory $1 still visible at its path.
+constexpr const char* kPrivateTmp =
+    "set -e; keep=$1; shift; hold=/run/pvesim-keep-$$; mkdir -p $hold; "
+    "mount --bind \"$keep\" $hold; mount -t tmpfs -o size=64m,mode=1777 pvesim-tmp /tmp; "
+    "mkdir -p \"$keep\"; mount --bind $hold \"$keep\"; umount $hold; rmdir $hold; "
+    "exec \"$@\"";
+
+// `head` followed by `tail`.
+std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
 }
 
 class NetnsBackend : public Backend {
@@ -364,31 +395,11 @@ class NetnsBackend : public Backend {
   }
 
   std::vector<LiveInterface> interfaces(int vmid) override {
-    std::vector<LiveInterface> list;
     std::string out;
     if (run_command({"ip", "-n", o_.ns_prefix + std::to_string(vmid), "-j", "addr", "show"},
                     &out) != 0)
-      return list;
-    try {
-      Poco::JSON::Parser parser;
-      auto array = parser.parse(out).extract<Poco::JSON::Array::Ptr>();
-      for (const auto& item : *array) {
-        auto o = item.extract<Poco::JSON::Object::Ptr>();
-        LiveInterface iface;
-        iface.name = o->getValue<std::string>("ifname");
-        iface.hwaddr = o->has("address") ? o->getValue<std::string>("address") : "";
-        if (auto infos = o->getArray("addr_info")) {
-          for (const auto& ai : *infos) {
-            auto a = ai.extract<Poco::JSON::Object::Ptr>();
-            iface.addresses.push_back(a->getValue<std::string>("local") + "/" +
-                                      std::to_string(a->getValue<int>("prefixlen")));
-          }
-        }
-        list.push_back(std::move(iface));
-      }
-    } catch (const std::exception&) {
-    }
-    return list;
+      return {};
+    return parse_addr_json(out);
   }
 
   void destroy(int vmid) override {
@@ -536,6 +547,11 @@ pvs::Result<std::unique_ptr<Backend>> make_netns_backend(const NetnsOptions& opt
 
 pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options) {
   if (options.backend == "model") return std::unique_ptr<Backend>(new ModelBackend);
+  if (options.backend == "lxc") {
+    if (!options.nodes.empty())
+      return pvs::fail(pvs::ErrorCode::kInvalidArgument, "the lxc backend simulates one node");
+    return make_lxc_backend(options.netns);
+  }
   if (options.backend != "netns")
     return pvs::fail(pvs::ErrorCode::kInvalidArgument, "unknown backend " + options.backend);
   if (options.nodes.empty()) return make_netns_backend(options.netns);

@@ -34,8 +34,26 @@ class Backend {
   // without sshd.
   virtual std::string host_key_fingerprint() const { return ""; }
   virtual std::string host_key_file() const { return ""; }  // the private key; .pub beside it
+  // The lxc backend: the directory of this run's containers (lxc_run.h); "" for the others.
+  virtual std::string run_dir() const { return ""; }
   // The CT lives on `node` (from its creation on; a cluster backend routes by it).
   virtual void place(int /*vmid*/, const std::string& /*node*/) {}
+  // The storage part of a clone task (no state lock held): `dst` gets a root file system of its
+  // own, a copy-on-write layer over `src`'s (linked) or a copy (full). `config` is dst's.
+  // Returns "" or an error.
+  virtual std::string clone(int /*src*/, int /*dst*/, bool /*full*/,
+                            const std::map<std::string, std::string>& /*config*/) {
+    return "";
+  }
+  // Whether a CT started here still runs (false: its init died; the simulator then shows it
+  // stopped, as pvestatd does).
+  virtual bool alive(int /*vmid*/) { return true; }
+  // Memory the running CT uses now, in bytes (its memory cgroup); -1 = not measured.
+  virtual long long memory_used(int /*vmid*/) { return -1; }
+  // The storage part of snapshot tasks ("" or an error); the CT is stopped for a rollback.
+  virtual std::string snapshot(int /*vmid*/, const std::string& /*name*/) { return ""; }
+  virtual std::string rollback(int /*vmid*/, const std::string& /*name*/) { return ""; }
+  virtual void delete_snapshot(int /*vmid*/, const std::string& /*name*/) {}
 };
 
 // The backend of options.backend: one node as today, or (netns, several nodes) a backend per
@@ -46,6 +64,13 @@ pvs::Result<std::unique_ptr<Backend>> make_backend(const Options& options);
 // (host_key_file) instead of a new one.
 pvs::Result<std::unique_ptr<Backend>> make_netns_backend(const NetnsOptions& options,
                                                          const Backend* key_from = nullptr);
+
+// The lxc backend of one node: every started CT is an unprivileged LXC container (lxc_backend.cc).
+pvs::Result<std::unique_ptr<Backend>> make_lxc_backend(const NetnsOptions& options);
+
+// Removes what lxc backends of processes that no longer run left under `dir` (NetnsOptions::
+// lxc_dir): their containers, cgroups, mounts, bridge ports and files. Returns how many runs.
+int lxc_sweep(const std::string& dir);
 
 // Routes each CT to the backend of its node (see place(); unplaced CTs go to the first).
 // The first backend is cleaned up last (the others may use its host key).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend.h"
 #include "pvesandbox/common/log.h"
 #include "sim.h"
 #include "timing.h"
@@ -45,11 +46,12 @@ const char* kUsage = R"(usage: pvesim [options]
   --rrd-delay-ms N         new guests show status 'unknown' in /cluster/resources for N ms
   --template VMID          template CT present at start (repeatable; default 9000)
   --no-template            start without any template
+  --template-disk SIZE     rootfs size of the templates present at start (8G)
   --pool NAME              pool present at start (repeatable)
   --nextid-number          answer /cluster/nextid with a JSON number (real: a string)
   --dhcp-cidr CIDR         simulated DHCP range for ip=dhcp (10.99.0.0/16)
-  --backend model|netns    what a started CT is (model)
-  netns backend:
+  --backend model|netns|lxc  what a started CT is (model)
+  netns and lxc backends:
   --bridge NAME            bridge the CT veths join (pvesimbr0)
   --bridge-cidr ADDR/LEN   host address on the bridge, when pvesim creates it (10.99.0.1/16)
   --gateway ADDR            default route of CTs with ip=dhcp (the --bridge-cidr address)
@@ -64,6 +66,11 @@ const char* kUsage = R"(usage: pvesim [options]
   --ssh-port N             sshd port inside the CT (22)
   --dhcp-client PATH       ip=dhcp CTs run `PATH run <ifname>` (a real DHCP exchange, e.g.
                            tests/pvesim/dhcp-client.sh) instead of the simulated lease
+  lxc backend (each CT an unprivileged LXC container; also --bridge, --bridge-cidr,
+  --gateway, --no-create-bridge, --node-netns, --authorized-keys for root, --dhcp-client):
+  --lxc-rootfs DIR         the template's root file system (built by scripts/lxc-rootfs)
+  --lxc-dir DIR            where the run's containers, disks and config live (/tmp)
+  --lxc-sweep              only remove what killed runs left under --lxc-dir, then exit
   --info-file PATH         write port=, fingerprint=, cert= lines once listening
   --log-level LEVEL        debug|info|warn|error
 )";
@@ -159,6 +166,7 @@ bool parse_node_def(const std::string& text, const pvesim::NetnsOptions& base,
 int main(int argc, char** argv) {
   pvesim::Options options;
   std::string info_file;
+  bool sweep_only = false;
   bool templates_given = false;
   std::vector<std::string> node_defs;  // parsed once the netns flags are all known
   for (int i = 1; i < argc; ++i) {
@@ -235,6 +243,8 @@ int main(int argc, char** argv) {
         options.interfaces_delay_ms = std::stoi(next());
       else if (arg == "--rrd-delay-ms")
         options.rrd_delay_ms = std::stoi(next());
+      else if (arg == "--template-disk")
+        options.template_disk = next();
       else if (arg == "--template") {
         if (!templates_given) options.templates.clear();
         templates_given = true;
@@ -268,6 +278,12 @@ int main(int argc, char** argv) {
         options.netns.ssh_port = std::stoi(next());
       else if (arg == "--private-tmp")
         options.netns.private_tmp = true;
+      else if (arg == "--lxc-rootfs")
+        options.netns.lxc_rootfs = next();
+      else if (arg == "--lxc-dir")
+        options.netns.lxc_dir = next();
+      else if (arg == "--lxc-sweep")
+        sweep_only = true;
       else if (arg == "--info-file")
         info_file = next();
       else if (arg == "--log-level") {
@@ -282,6 +298,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "pvesim: bad value for %s\n", arg.c_str());
       return 2;
     }
+  }
+  if (sweep_only) {
+    std::printf("pvesim: swept %d dead lxc run(s)\n", pvesim::lxc_sweep(options.netns.lxc_dir));
+    return 0;
   }
   for (const auto& def : node_defs) {
     pvesim::NodeOptions node;
@@ -315,7 +335,8 @@ int main(int argc, char** argv) {
   }
   std::string info = "port=" + std::to_string((*sim)->port()) +
                      "\nfingerprint=" + (*sim)->fingerprint() + "\ncert=" + (*sim)->cert_file() +
-                     "\nssh_host_key=" + (*sim)->ssh_host_key_fingerprint() + "\n";
+                     "\nssh_host_key=" + (*sim)->ssh_host_key_fingerprint() +
+                     "\nlxc_run=" + (*sim)->lxc_run_dir() + "\n";
   if (!info_file.empty()) {
     std::string tmp = info_file + ".tmp";
     std::ofstream(tmp) << info;

@@ -598,7 +598,8 @@ struct Simulator::Impl {
             : 0;
     o->set("uptime", static_cast<Poco::Int64>(uptime));
     o->set("cpu", 0);
-    o->set("mem", ct.running ? 48 * 1048576 : 0);
+    long long used = ct.running ? backend->memory_used(ct.vmid) : 0;
+    o->set("mem", static_cast<Poco::Int64>(used >= 0 ? used : 48 * 1048576));
     o->set("swap", 0);
     o->set("disk", ct.running ? 700 * 1048576 : 0);
     o->set("diskread", 0);
@@ -730,9 +731,20 @@ struct Simulator::Impl {
     if (!lock.empty()) throw fail500("CT is locked (" + lock + ")");
   }
 
+  // Running CTs whose init died (the lxc backend) are stopped now, as pvestatd finds them.
+  void reap_dead() {
+    for (auto& [vmid, ct] : cts) {
+      if (!ct.running || backend->alive(vmid)) continue;
+      backend->stop(vmid);  // frees what the dead container left (its bridge port)
+      ct.running = false;
+      release_lease(ct);
+    }
+  }
+
   Reply dispatch(Call& c) {
     const std::string key = c.method + " " + c.endpoint->path;
     check_node(c);
+    if (c.method == "GET") reap_dead();
     if (key == "GET /version") {
       Object::Ptr o = new Object;
       o->set("version", "9.1.3");
@@ -987,16 +999,23 @@ struct Simulator::Impl {
     ct.firewall = source.firewall;
     cts[newid] = std::move(ct);
     backend->place(newid, node);
-    auto done = [this, src, newid, pool, to = target.node] {
+    // The storage step (the lxc backend's overlay or copy) runs without the state lock.
+    auto storage_error = std::make_shared<std::string>();
+    auto work = [this, src, newid, full, config = cts[newid].config, storage_error] {
+      *storage_error = backend->clone(src, newid, full, config);
+      return std::string();
+    };
+    auto done = [this, src, newid, pool, to = target.node, storage_error] {
       Container* s = find(src);
       Container* n = find(newid);
       if (s && lock_of(*s) == "disk") s->config.erase("lock");
       bool failing = false;
       for (const auto& [type, msg] : options.fail_tasks)
         if (type == "vzclone" && !is_warnings(msg)) failing = true;
-      if (failing) {  // the worker frees the new volumes and config
+      if (failing || !storage_error->empty()) {  // the worker frees the new volumes and config
         cts.erase(newid);
-        return std::string();
+        backend->destroy(newid);
+        return storage_error->empty() ? std::string() : "clone failed: " + *storage_error;
       }
       if (n) {
         if (!pool.empty() && pools.count(pool)) pools[pool].members.insert(newid);
@@ -1006,7 +1025,8 @@ struct Simulator::Impl {
       }
       return std::string();
     };
-    std::string upid = start_task("vzclone", std::to_string(src), c.user, node, done);
+    std::string upid =
+        start_task("vzclone", std::to_string(src), c.user, node, done, nullptr, work);
     tasks[upid].log.push_back(std::string(full ? "create full clone" : "create linked clone") +
                               " of mount point rootfs (" + source_volume + ")");
     return upid;
@@ -1322,6 +1342,8 @@ struct Simulator::Impl {
                         s.snaptime = std::time(nullptr);
                         s.parent = n->snapshots.empty() ? "" : n->snapshots.back().name;
                         s.config = n->config;
+                        // The volume's snapshot (lxc backend: a copy of its writable layer).
+                        if (auto e = backend->snapshot(vmid, name); !e.empty()) return e;
                         n->snapshots.push_back(std::move(s));
                         return std::string();
                       });
@@ -1345,6 +1367,7 @@ struct Simulator::Impl {
                         for (auto& s : n->snapshots)
                           if (s.parent == name) s.parent = parent;
                         n->snapshots.erase(it);
+                        backend->delete_snapshot(vmid, name);
                         return std::string();
                       });
   }
@@ -1368,6 +1391,7 @@ struct Simulator::Impl {
                           backend->stop(vmid);
                           n->running = false;
                         }
+                        if (auto e = backend->rollback(vmid, name); !e.empty()) return e;
                         n->config = it->config;
                         if (start_after) {
                           std::string error = backend->start(vmid, n->config, ipv4_of(*n));
@@ -1780,7 +1804,8 @@ struct Simulator::Impl {
         {"memory", "512"},
         {"net0", "name=eth0,bridge=vmbr1,firewall=1,hwaddr=" + random_mac() + ",ip=dhcp,type=veth"},
         {"ostype", "debian"},
-        {"rootfs", storage + ":base-" + std::to_string(vmid) + "-disk-0,size=8G"},
+        {"rootfs",
+         storage + ":base-" + std::to_string(vmid) + "-disk-0,size=" + options.template_disk},
         {"swap", "512"},
         {"tags", "pve-sandbox-template"},
         {"template", "1"},
@@ -1893,6 +1918,9 @@ std::string Simulator::ssh_host_key_fingerprint() const {
 
 std::string Simulator::ssh_host_key_file() const {
   return impl_->backend ? impl_->backend->host_key_file() : "";
+}
+std::string Simulator::lxc_run_dir() const {
+  return impl_->backend ? impl_->backend->run_dir() : "";
 }
 std::string Simulator::cert_file() const {
   return impl_->cert_path;

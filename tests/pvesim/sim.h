@@ -57,6 +57,13 @@ struct NetnsOptions {
   // The network namespace (a name as in /run/netns/<name>) holding this node's bridge and the
   // host ends of its CTs' veths; "" = the namespace pvesim runs in. Must exist.
   std::string node_netns;
+  // The lxc backend (backend "lxc"): every started CT is an unprivileged LXC container (root
+  // 0 -> 100000 on the node) whose root file system is an overlay over `lxc_rootfs` (the
+  // template, built by scripts/lxc-rootfs) on a disk image of the rootfs size; its sshd accepts
+  // `authorized_keys` for root (`user`, `sshd_path`, `private_tmp` do not apply). Its files
+  // live in `lxc_dir`/pvesim-lxc/<run>/ (swept by the next run if this process dies).
+  std::string lxc_rootfs;
+  std::string lxc_dir = "/tmp";
 };
 
 // One node of a simulated cluster (Options::nodes).
@@ -93,11 +100,12 @@ struct Options {
   int interfaces_delay_ms = 0;                    // a started CT has no IPv4 for this long (DHCP)
   int rrd_delay_ms = 0;                    // new guests show status 'unknown' in /cluster/resources
   std::vector<int> templates{9000};        // template CTs present at start
+  std::string template_disk = "8G";        // their rootfs size
   std::vector<std::string> pools;          // pools present at start
   std::map<int, std::string> locks;        // stuck locks at start, e.g. {9000, "backup"}
   std::string dhcp_cidr = "10.99.0.0/16";  // simulated DHCP leases for ip=dhcp
   bool nextid_as_number = false;  // answer nextid as a JSON number (real servers: a string)
-  std::string backend = "model";  // "model" | "netns"
+  std::string backend = "model";  // "model" | "netns" | "lxc"
   NetnsOptions netns;
   // A cluster behind one API endpoint (as pveproxy proxies for every node). Empty: one node
   // made of `node`, `templates` and `netns`; else these nodes, and those three are ignored.
@@ -118,6 +126,8 @@ class Simulator {
   std::string ssh_host_key_fingerprint() const;
   // netns backend: the template's private host key file (its .pub beside it); "" otherwise.
   std::string ssh_host_key_file() const;
+  // lxc backend: the directory of this run's containers, disks and LXC configs; "" otherwise.
+  std::string lxc_run_dir() const;
 
   // Requests seen for "METHOD /path/{template}" (every attempt, also failed ones).
   uint64_t count(const std::string& method, const std::string& path_template) const;

@@ -28,6 +28,9 @@
 #ifndef PVS_STACK_RULESET
 #error "PVS_STACK_RULESET must name nftables/sandbox.nft"
 #endif
+#ifndef PVS_STACK_LXC_ROOTFS
+#error "PVS_STACK_LXC_ROOTFS must name the lxc template's root file system (scripts/lxc-rootfs)"
+#endif
 #ifndef PVS_STACK_DHCP_CLIENT
 #error "PVS_STACK_DHCP_CLIENT must name tests/pvesim/dhcp-client.sh"
 #endif
@@ -114,14 +117,19 @@ void Stack::make_keys_and_user() {
   // .bashrc on every exec), home in the temp dir.
   ::chmod(dir_.c_str(), 0755);
   ::chmod((dir_ + "/authorized_keys").c_str(), 0644);
+  std::ofstream(dir_ + "/nodes") << options_.nodes;
+  must(::mkdir(dhcp_hosts_dir().c_str(), 0755) == 0, "mkdir " + dhcp_hosts_dir());
+  if (options_.backend == "lxc") {  // a real container: root inside, its own home
+    user_ = "root";
+    std::ofstream(dir_ + "/user") << user_;
+    return;
+  }
   user_ = "pvsstk" + std::to_string(::getpid());
   ::mkdir(home().c_str(), 0755);
   run({"useradd", "-M", "-U", "-d", home(), "-s", "/bin/sh", "-p", "*", user_});
   user_created_ = true;
   run({"chown", user_ + ":" + user_, home()});
   std::ofstream(dir_ + "/user") << user_;
-  std::ofstream(dir_ + "/nodes") << options_.nodes;
-  must(::mkdir(dhcp_hosts_dir().c_str(), 0755) == 0, "mkdir " + dhcp_hosts_dir());
 }
 
 void Stack::setup_single_node() {
@@ -162,6 +170,9 @@ void Stack::setup_single_node() {
   so.netns.user = user_;
   so.netns.private_tmp = true;  // each sandbox its own /tmp, as a container
   if (options_.dhcp) so.netns.dhcp_client = PVS_STACK_DHCP_CLIENT;
+  so.netns.lxc_rootfs = PVS_STACK_LXC_ROOTFS;
+  // lxc: a 1 GiB template disk, so that a test fills a (grown) disk in seconds.
+  if (options_.backend == "lxc") so.template_disk = "1G";
   auto sim = pvesim::Simulator::start(so);
   must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
   sim_ = std::move(*sim);
@@ -349,7 +360,7 @@ std::string Stack::fingerprint() const {
 }
 
 ManagerConfig Stack::manager_config() const {
-  auto c = config_for(port(), fingerprint(), dir_, options_.backend == "netns");
+  auto c = config_for(port(), fingerprint(), dir_, options_.backend != "model");
   c.dhcp = options_.dhcp;
   return c;
 }

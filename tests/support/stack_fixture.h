@@ -58,7 +58,9 @@ class Simulator;
 namespace pvs::test {
 
 struct StackOptions {
-  std::string backend = "netns";       // "netns" (real CTs) or "model" (no namespaces per CT)
+  // "netns" (a namespace + sshd per CT), "lxc" (real unprivileged LXC containers, root inside;
+  // the template rootfs of scripts/lxc-rootfs, label lxc) or "model" (no namespaces per CT).
+  std::string backend = "netns";
   int default_task_ms = 0;             // pvesim task duration
   std::map<std::string, int> task_ms;  // per task type
   bool agent = true;                   // start pve-sandbox-agent

@@ -1,0 +1,110 @@
+#include "lxc_config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "lxc_disk.h"
+
+namespace pvesim::lxc {
+
+namespace {
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+bool exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+// Where the controller `c` is: "2" (the unified hierarchy has it), "1" (a v1 hierarchy at
+// /sys/fs/cgroup/<c>) or "" (neither).
+std::string cgroup_version(const std::string& c) {
+  std::string controllers = " " + first_line("/sys/fs/cgroup/cgroup.controllers") + " ";
+  if (controllers.find(" " + c + " ") != std::string::npos) return "2";
+  return exists("/sys/fs/cgroup/" + c) ? "1" : "";
+}
+
+}  // namespace
+
+std::string config_text(const CtSpec& s) {
+  std::ostringstream o;
+  auto add = [&](const std::string& key, const std::string& value) {
+    o << key << " = " << value << "\n";
+  };
+  add("lxc.include", "/usr/share/lxc/config/common.conf");
+  add("lxc.include", "/usr/share/lxc/config/userns.conf");
+  add("lxc.arch", "linux64");
+  add("lxc.uts.name", s.hostname);
+  add("lxc.rootfs.path", "dir:" + s.rootfs);
+  const std::string shift = std::to_string(kShift);
+  add("lxc.idmap", "u 0 " + shift + " 65536");
+  add("lxc.idmap", "g 0 " + shift + " 65536");
+  // sshd is init: a clean halt is its SIGTERM; it reaps what its sessions leave.
+  add("lxc.init.cmd", "/usr/sbin/sshd -D -e");
+  add("lxc.signal.halt", "SIGTERM");
+  add("lxc.console.path", "none");
+  add("lxc.tty.max", "0");
+  add("lxc.log.file", s.dir + "/log");
+  add("lxc.log.level", "WARN");
+  bool apparmor = exists("/sys/kernel/security/apparmor/profiles") &&
+                  (exists("/sbin/apparmor_parser") || exists("/usr/sbin/apparmor_parser"));
+  add("lxc.apparmor.profile", apparmor ? "generated" : "unconfined");
+  if (apparmor) add("lxc.apparmor.allow_nesting", "0");
+  add("lxc.net.0.type", "phys");
+  add("lxc.net.0.link", s.peer);
+  add("lxc.net.0.name", s.ifname);
+  add("lxc.net.0.flags", "up");
+  if (!s.ipv4.empty()) {
+    add("lxc.net.0.ipv4.address", s.ipv4);
+    if (!s.gateway.empty()) add("lxc.net.0.ipv4.gateway", s.gateway);
+  }
+  const long long mem = s.memory_mb << 20, swap = s.swap_mb << 20;
+  std::string v = cgroup_version("memory");
+  if (v == "2") {
+    add("lxc.cgroup2.memory.max", std::to_string(mem));
+    if (exists("/sys/fs/cgroup/init.scope/memory.swap.max") ||
+        exists("/sys/fs/cgroup/user.slice/memory.swap.max"))
+      add("lxc.cgroup2.memory.swap.max", std::to_string(swap));
+  } else if (v == "1") {
+    add("lxc.cgroup.memory.limit_in_bytes", std::to_string(mem));
+    if (exists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"))
+      add("lxc.cgroup.memory.memsw.limit_in_bytes", std::to_string(mem + swap));
+  }
+  long long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  if (s.cores > 0 && s.cores < cpus) {
+    std::string set = s.cores == 1 ? "0" : "0-" + std::to_string(s.cores - 1);
+    v = cgroup_version("cpuset");
+    if (v == "2") add("lxc.cgroup2.cpuset.cpus", set);
+    if (v == "1") add("lxc.cgroup.cpuset.cpus", set);
+  }
+  return o.str();
+}
+
+long long cgroup_memory(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string unified;
+  for (std::string line; std::getline(in, line);) {
+    auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      auto text = first_line("/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes");
+      return text.empty() ? -1 : std::stoll(text);
+    }
+    if (controllers.empty()) unified = path;
+  }
+  for (const char* root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+    auto text = first_line(root + unified + "/memory.current");
+    if (!text.empty()) return std::stoll(text);
+  }
+  return -1;
+}
+
+}  // namespace pvesim::lxc

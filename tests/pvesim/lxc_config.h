@@ -1,0 +1,33 @@
+// The LXC configuration pvesim's lxc backend writes for a CT (what pve-container's
+// update_lxc_config derives from the CT's config, for the parts the controller relies on).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace pvesim::lxc {
+
+struct CtSpec {
+  std::string name;      // LXC's container name (unique per run)
+  std::string dir;       // its directory in the lxcpath (config, log)
+  std::string rootfs;    // the mounted root file system
+  std::string hostname;  // lxc.uts.name
+  std::string ifname;    // net0 name= (eth0)
+  std::string port;      // host end of the veth, on the bridge (fwpr<vmid>p0 / veth<vmid>i0)
+  std::string peer;      // the other end, moved into the container as ifname
+  std::string ipv4;      // "addr/prefix" set by LXC, "" = none (DHCP inside)
+  std::string gateway;   // default route with ipv4
+  long long memory_mb = 512, swap_mb = 512;
+  long long cores = 0;  // 0 = every CPU of the node
+};
+
+// The config file's text: unprivileged (idmap 0 -> 100000, 65536 ids), LXC's common.conf and
+// userns.conf (capabilities, seccomp, devices), no nesting, AppArmor when the kernel has it,
+// sshd as init, the memory cgroup limits and the cpuset.
+std::string config_text(const CtSpec& spec);
+
+// The memory use (bytes) of the memory cgroup the process `pid` is in; -1 if unknown.
+long long cgroup_memory(pid_t pid);
+
+}  // namespace pvesim::lxc

@@ -1,0 +1,221 @@
+#include "lxc_disk.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "backend.h"
+
+namespace pvesim::lxc {
+
+namespace {
+
+std::string run(const std::vector<std::string>& argv) {
+  std::string out;
+  if (run_command(argv, &out) == 0) return "";
+  std::string line;
+  for (const auto& a : argv) line += (line.empty() ? "" : " ") + a;
+  return line + ": " + out;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+// A directory owned by the container's root (its upper layer, root, ...).
+std::string make_owned_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+    return "mkdir " + path + ": " + std::strerror(errno);
+  if (::chown(path.c_str(), kShift, kShift) != 0)
+    return "chown " + path + ": " + std::strerror(errno);
+  return "";
+}
+
+std::string image(const Disk& d) {
+  return d.dir + "/disk.img";
+}
+
+// Grows a mounted image to `bytes`: the file, the loop device, then ext4 online.
+std::string grow(const Disk& d, std::uint64_t bytes) {
+  std::string dev;
+  if (run_command({"findmnt", "-n", "-o", "SOURCE", d.dir + "/disk"}, &dev) != 0)
+    return "findmnt " + d.dir + "/disk";
+  dev.erase(dev.find_last_not_of(" \n") + 1);
+  if (auto e = run({"truncate", "-s", std::to_string(bytes), image(d)}); !e.empty()) return e;
+  if (auto e = run({"losetup", "-c", dev}); !e.empty()) return e;
+  return run({"resize2fs", "-f", dev});
+}
+
+}  // namespace
+
+std::vector<std::string> Disk::layers() const {
+  std::vector<std::string> out{top()};
+  out.insert(out.end(), lowers.begin(), lowers.end());
+  return out;
+}
+
+std::uint64_t parse_size(const std::string& text) {
+  if (text.empty()) return 0;
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  std::string unit = text.substr(used);
+  double scale = unit.empty()  ? 1
+                 : unit == "K" ? 1024.0
+                 : unit == "M" ? 1048576.0
+                 : unit == "G" ? 1073741824.0
+                 : unit == "T" ? 1099511627776.0
+                               : 0;
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+std::string mount_disk(Disk& d, std::uint64_t bytes) {
+  bytes = std::max<std::uint64_t>(bytes, 64ull << 20);
+  const std::string disk = d.dir + "/disk";
+  if (!d.mounted) {
+    ::mkdir(d.dir.c_str(), 0711);
+    ::mkdir(disk.c_str(), 0711);
+    ::mkdir(d.rootfs().c_str(), 0755);
+    if (!exists(image(d))) {
+      // Few inodes (one per 64 KiB) and lazy inode tables: mkfs takes tens of milliseconds.
+      if (auto e = run({"truncate", "-s", std::to_string(bytes), image(d)}); !e.empty()) return e;
+      if (auto e =
+              run({"mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-i", "65536", "-E",
+                   "lazy_itable_init=1,nodiscard,root_owner=" + std::to_string(kShift) + ":" +
+                       std::to_string(kShift),
+                   image(d)});
+          !e.empty())
+        return e;
+    }
+    // noinit_itable: no background zeroing (it would fill the sparse image).
+    if (auto e = run({"mount", "-o", "loop,noinit_itable", image(d), disk}); !e.empty()) return e;
+    d.mounted = true;  // from here on unmount_disk undoes it
+    std::string err;
+    if (d.lowers.empty()) {
+      err = make_owned_dir(d.top());
+      if (err.empty()) err = run({"mount", "--bind", d.top(), d.rootfs()});
+    } else {
+      err = make_owned_dir(d.top());
+      ::mkdir((disk + "/work").c_str(), 0700);
+      std::string lower;
+      for (const auto& l : d.lowers) lower += (lower.empty() ? "" : ":") + l;
+      if (err.empty())
+        err = run({"mount", "-t", "overlay", "overlay", "-o",
+                   "lowerdir=" + lower + ",upperdir=" + d.top() + ",workdir=" + disk + "/work",
+                   d.rootfs()});
+    }
+    if (!err.empty()) {
+      unmount_disk(d);
+      return err;
+    }
+  }
+  if (bytes > file_size(image(d))) return grow(d, bytes);
+  return "";
+}
+
+std::vector<std::string> mounts_under(const std::string& dir) {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    fields >> id >> parent >> devno >> root >> point;
+    if (point.rfind(dir + "/", 0) == 0) out.push_back(point);
+  }
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    return a.size() > b.size();  // deeper first
+  });
+  return out;
+}
+
+void unmount_disk(Disk& d) {
+  for (int round = 0; round < 3; ++round) {
+    auto points = mounts_under(d.dir);
+    if (points.empty()) break;
+    for (const auto& p : points)
+      if (run_command({"umount", p}) != 0 && round == 2) run_command({"umount", "-l", p});
+  }
+  d.mounted = false;
+}
+
+std::string copy_tree(const std::string& from, const std::string& to) {
+  return run({"cp", "-a", "--", from + "/.", to + "/"});
+}
+
+std::string snapshot(Disk& d, const std::string& name) {
+  if (!d.mounted) return "";  // never started: nothing written yet
+  std::string snap = d.dir + "/disk/snap-" + name;
+  if (auto e = make_owned_dir(snap); !e.empty()) return e;
+  return copy_tree(d.top(), snap);
+}
+
+std::string rollback(Disk& d, const std::string& name) {
+  std::string snap = d.dir + "/disk/snap-" + name;
+  if (!d.mounted || !exists(snap)) return "";
+  // The overlay must not see its upper layer change under it: unmount, swap, mount again.
+  std::uint64_t bytes = file_size(image(d));
+  unmount_disk(d);
+  if (auto e = run({"mount", "-o", "loop,noinit_itable", image(d), d.dir + "/disk"}); !e.empty())
+    return e;
+  std::string err = run({"rm", "-rf", "--one-file-system", d.top()});
+  if (err.empty()) err = make_owned_dir(d.top());
+  if (err.empty()) err = copy_tree(snap, d.top());
+  run_command({"umount", d.dir + "/disk"});
+  if (!err.empty()) return err;
+  return mount_disk(d, bytes);
+}
+
+void delete_snapshot(Disk& d, const std::string& name) {
+  if (d.mounted) run_command({"rm", "-rf", "--one-file-system", d.dir + "/disk/snap-" + name});
+}
+
+std::string write_inside(const std::string& root, const std::string& path,
+                         const std::string& content, unsigned mode) {
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return "open " + root + ": " + std::strerror(errno);
+  std::istringstream parts(path);
+  std::vector<std::string> names;
+  for (std::string part; std::getline(parts, part, '/');)
+    if (!part.empty()) names.push_back(part);
+  std::string error;
+  for (std::size_t i = 0; i + 1 < names.size() && error.empty(); ++i) {
+    int next = ::openat(fd, names[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno == ENOENT && ::mkdirat(fd, names[i].c_str(), 0755) == 0) {
+      next = ::openat(fd, names[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next >= 0 && ::fchown(next, kShift, kShift) != 0) error = "fchown";
+    }
+    if (next < 0) error = path + ": " + names[i] + ": " + std::strerror(errno);
+    ::close(fd);
+    fd = next;
+  }
+  if (!error.empty() || names.empty()) {
+    if (fd >= 0) ::close(fd);
+    return error.empty() ? "empty path" : error;
+  }
+  int file = ::openat(fd, names.back().c_str(),
+                      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+  ::close(fd);
+  if (file < 0) return path + ": " + std::strerror(errno);
+  bool ok = ::write(file, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
+            ::fchown(file, kShift, kShift) == 0 && ::fchmod(file, mode) == 0;
+  ::close(file);
+  return ok ? "" : path + ": write: " + std::strerror(errno);
+}
+
+}  // namespace pvesim::lxc

@@ -1,0 +1,57 @@
+// The storage of pvesim's lxc backend: each CT's root file system on a disk of its own.
+//
+//   <dir>/disk.img   a sparse ext4 image of the rootfs size (a write past it fails with ENOSPC),
+//                    loop-mounted on <dir>/disk (journal-less: a sandbox disk is disposable)
+//   <dir>/disk/upper, work   a linked clone: the writable layer of an overlay over `lowers`
+//   <dir>/disk/root          a full clone (no lowers): the whole tree
+//   <dir>/disk/snap-<name>   a snapshot: a copy of upper (or root)
+//   <dir>/rootfs             what the container sees: the overlay (linked) or a bind of root
+//
+// Owners in the trees are shifted by kShift (the containers' idmap). Not thread-safe per Disk.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pvesim::lxc {
+
+inline constexpr unsigned kShift = 100000;  // uid/gid 0 in a container is 100000 on the node
+
+struct Disk {
+  std::string dir;
+  std::vector<std::string> lowers;  // read-only layers, top first; empty: a full clone
+  bool mounted = false;
+
+  std::string rootfs() const { return dir + "/rootfs"; }
+  std::string top() const { return dir + (lowers.empty() ? "/disk/root" : "/disk/upper"); }
+  // The layers a linked clone of this disk stacks on (its top, then its lowers).
+  std::vector<std::string> layers() const;
+};
+
+// Creates the image (of `bytes`) at the first mount, grows it when `bytes` is larger than it
+// is (as `pct resize` grows the volume and the file system), mounts it and the rootfs.
+// Returns "" or an error.
+std::string mount_disk(Disk& disk, std::uint64_t bytes);
+// Unmounts everything under disk.dir (the loop device goes with the image's mount).
+void unmount_disk(Disk& disk);
+// cp -a of the tree `from` into the directory `to`.
+std::string copy_tree(const std::string& from, const std::string& to);
+
+std::string snapshot(Disk& disk, const std::string& name);
+std::string rollback(Disk& disk, const std::string& name);  // the CT is stopped
+void delete_snapshot(Disk& disk, const std::string& name);
+
+// Writes `content` to `path` (relative, e.g. "etc/ssh/key") under the directory `root`,
+// following no symbolic link in any component (the tree belongs to a container's root),
+// creating missing directories (mode 0755), owned by kShift. Returns "" or an error.
+std::string write_inside(const std::string& root, const std::string& path,
+                         const std::string& content, unsigned mode);
+
+// "8G", "512M", "1T", "100K" or bytes -> bytes (0 if unparsable).
+std::uint64_t parse_size(const std::string& text);
+
+// Mount points under `dir` (deepest first), from /proc/self/mountinfo.
+std::vector<std::string> mounts_under(const std::string& dir);
+
+}  // namespace pvesim::lxc
