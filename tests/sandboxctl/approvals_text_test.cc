@@ -1,6 +1,6 @@
 // `sandboxctl approvals list|watch` (the real binary) against the API on the real Manager
-// (tests/service/support/api_fixture.h): an agent's forged command reaches the approver's terminal with
-// its controls and bidi characters as visible escapes, never as bytes a terminal acts on
+// (tests/service/support/api_fixture.h): an agent's forged command reaches the approver's terminal
+// with its controls and bidi characters as visible escapes, never as bytes a terminal acts on
 // (issue #32, finding 3).
 #include <gtest/gtest.h>
 

@@ -25,11 +25,11 @@
 #include <sstream>
 #include <thread>
 
-#include "auth.h"
 #include "backend.h"
 #include "bench_args.h"
-#include "server.h"
+#include "http/auth.h"
 #include "sim.h"
+#include "support/in_process_service.h"
 #include "support/stack_fixture.h"
 
 #ifndef PVS_LXC_ROOTFS
@@ -193,12 +193,8 @@ std::vector<double> hot_ttfc(const std::string& backend, int n) {
   config.listen_port = 0;
   config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 1000, true}};
   config.audit_file = stack.dir() + "/audit.log";
-  auto audit = std::move(*pvs::service::AuditLog::open(config.audit_file, false));
-  pvs::service::Metrics metrics;
-  pvs::service::Api::declare_metrics(metrics);
-  pvs::service::Api api(config, audit.get(), &metrics);
-  pvs::service::HttpServer server(api.config(), api);
-  if (!server.start()) throw std::runtime_error("http server");
+  auto svc = pvs::test::InProcessService::start(config);
+  if (!svc) throw std::runtime_error("http server: " + svc.error().message);
   auto mc = stack.manager_config();
   pvs::HotPoolProfile p;
   p.name = "hot";
@@ -208,8 +204,8 @@ std::vector<double> hot_ttfc(const std::string& backend, int n) {
   mc.hot_pools = {p};
   mc.hot_pool_check_interval = milliseconds(100);
   std::shared_ptr<pvs::Manager> manager = std::move(*pvs::Manager::open(mc));
-  api.set_manager(manager);
-  Conn c(static_cast<std::uint16_t>(server.port()));
+  (*svc)->set_manager(manager);
+  Conn c((*svc)->port());
   std::vector<double> ttfc;
   for (int i = 0; i < n; ++i) {
     for (int w = 0; w < 600; ++w) {  // a ready member (the refill of the last claim)
@@ -229,7 +225,7 @@ std::vector<double> hot_ttfc(const std::string& backend, int n) {
     ttfc.push_back(ms_since(t));
     (void)manager->destroy_by_id(id);
   }
-  api.set_manager(nullptr);
+  (*svc)->set_manager(nullptr);
   manager.reset();
   return ttfc;
 }
@@ -237,7 +233,7 @@ std::vector<double> hot_ttfc(const std::string& backend, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  pvs::bench::Args args(argc, argv, "lxc_bench [n=10] [hot_n=20]   (root; scripts/lxc-rootfs)");
+  pvs::bench::Args args(argc, argv, "lxc_bench [n=10] [hot_n=20]   (root; scripts/lxc-rootfs)", 2);
   int n = args.count(1, 10), hot_n = args.count(2, 20);
   try {
     std::printf("== pvesim lxc backend steps (this machine: %ld CPUs)\n",

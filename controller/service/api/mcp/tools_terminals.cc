@@ -119,8 +119,7 @@ ToolResult tool_terminal_input(ToolContext& c) {
   try {
     admitted = c.api.type_into(
         c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); },
-        c.call.resume_approval, false,
-        c.call.progress);
+        c.call.resume_approval, false, c.call.progress);
   } catch (const PolicyRefusal& refused) {  // not an ApiError: the tool's error, audited
     c.record.policy_json = refused.policy_json;
     throw refused.error;
