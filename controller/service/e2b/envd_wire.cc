@@ -343,4 +343,26 @@ std::string policy_text(const ProcessConfig& p) {
   return shell_line(p);
 }
 
+std::string canonical_start(const StartRequest& req) {
+  JsonWriter w;
+  w.begin_object().key("args").begin_array();
+  for (const auto& a : req.process.args) w.value(a);
+  w.end_array().key("cmd").value(req.process.cmd).key("cwd");
+  if (req.process.cwd)
+    w.value(*req.process.cwd);
+  else
+    w.null();
+  w.key("envs").begin_array();
+  for (const auto& [k, v] : req.process.envs) w.begin_array().value(k).value(v).end_array();
+  w.end_array().key("pty");
+  if (req.pty) {
+    w.begin_object().key("cols").value(static_cast<std::uint64_t>(req.pty->cols));
+    w.key("rows").value(static_cast<std::uint64_t>(req.pty->rows)).end_object();
+  } else {
+    w.null();
+  }
+  w.key("stdin").value(req.stdin_open.value_or(true));
+  return w.end_object().take();
+}
+
 }  // namespace pvs::service::e2b

@@ -6,6 +6,7 @@
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
 
+#include "api/files/real_path.h"
 #include "e2b/connect_stream.h"
 #include "e2b/control_wire.h"
 #include "e2b/e2b_routes.h"
@@ -185,14 +186,21 @@ void E2bRoutes::filesystem(RequestContext& ctx, const Target& t, const std::stri
     if (!r) fail_with(ConnectCode::kInvalidArgument, r.error().message);
     return *r;
   };
+  // The path judged is the one the sandbox resolves (links followed, #32 finding 7), and the
+  // operation acts on exactly that path.
   auto judge = [&](const char* action, const std::string& path) {
     ctx.action = action;
+    std::string real = real_write_path(*t.sandbox, path);
     JsonWriter p;
-    ctx.params_json = p.begin_object().key("path").value(path).end_object().take();
+    ctx.params_json = p.begin_object().key("path").value(real).end_object().take();
     PolicyRequest asked;
     asked.action = PolicyAction::kFilesWrite;
-    asked.path = path;
+    asked.path = real;
+    JsonWriter c;
+    asked.canonical =
+        c.begin_object().key("op").value(action).key("path").value(real).end_object().take();
     ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
+    return real;
   };
   if (method == "filesystem.Filesystem/Stat")
     return d_.replies.send_json(ctx, 200,
@@ -205,19 +213,18 @@ void E2bRoutes::filesystem(RequestContext& ctx, const Target& t, const std::stri
         e2b::entries_reply(take(e2b::list_entries(*t.sandbox, resolved(l.path), l.depth))));
   }
   if (method == "filesystem.Filesystem/MakeDir") {
-    std::string path = resolved(take(e2b::parse_path_request(body)));
-    judge("e2b.files.mkdir", path);
+    std::string path = judge("e2b.files.mkdir", resolved(take(e2b::parse_path_request(body))));
     return d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::make_dir(*t.sandbox, path))));
   }
   if (method == "filesystem.Filesystem/Move") {
     auto m = take(e2b::parse_move(body));
-    std::string from = resolved(m.source), to = resolved(m.destination);
-    judge("e2b.files.move", to);
+    // Both ends change the tree: the source goes away, the destination appears.
+    std::string from = judge("e2b.files.move", resolved(m.source));
+    std::string to = judge("e2b.files.move", resolved(m.destination));
     return d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::move(*t.sandbox, from, to))));
   }
   if (method == "filesystem.Filesystem/Remove") {
-    std::string path = resolved(take(e2b::parse_path_request(body)));
-    judge("e2b.files.remove", path);
+    std::string path = judge("e2b.files.remove", resolved(take(e2b::parse_path_request(body))));
     take(e2b::remove(*t.sandbox, path));
     return d_.replies.send_json(ctx, 200, "{}");
   }
@@ -242,6 +249,7 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = text;
+  asked.canonical = e2b::canonical_start(req);
   ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
   auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
   if (!slot)

@@ -6,12 +6,15 @@
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
 
+#include "api/files/real_path.h"
 #include "e2b/control_wire.h"
 #include "e2b/e2b_routes.h"
 #include "e2b/files_wire.h"
 #include "e2b/fs_ops.h"
 #include "e2b/sessions.h"
+#include "http/auth.h"
 #include "http/json.h"
+#include "policy/canonical.h"
 
 namespace pvs::service {
 namespace {
@@ -89,24 +92,26 @@ void E2bRoutes::files_post(RequestContext& ctx) {
     for (auto& [where, data] : files) {
       auto path = e2b::resolve_path(where, home());
       if (!path) throw path.error();
-      p.value(*path);
-      written.push_back({*path});
+      std::string real = real_write_path(*t.sandbox, *path);  // #32 finding 7
+      p.value(real);
+      written.push_back({real});
     }
     ctx.params_json = p.end_array()
                           .key("bytes")
                           .value(static_cast<std::uint64_t>(body.size()))
                           .end_object()
                           .take();
-    for (const auto& w : written) {
+    UploadOptions o;
+    o.create_parents = true;
+    for (std::size_t i = 0; i < files.size(); ++i) {
       PolicyRequest asked;
       asked.action = PolicyAction::kFilesWrite;
-      asked.path = w.path;
+      asked.path = written[i].path;
+      asked.canonical = canonical_write(asked.path, o.mode, sha256_hex(files[i].second));
       ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
     }
     for (std::size_t i = 0; i < files.size(); ++i) {
       std::istringstream in{std::string(files[i].second)};
-      UploadOptions o;
-      o.create_parents = true;
       if (auto st = t.sandbox->upload(written[i].path, in, o, files[i].second.size()); !st)
         throw from_error(st.error());
     }

@@ -7,10 +7,23 @@ calls and map errors; everything that knows the API lives here, once.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generic,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+)
 from typing import Union
 from urllib.parse import quote
 
@@ -49,7 +62,9 @@ class Call(Generic[T]):
     body: Any = None
     headers: Dict[str, str] = field(default_factory=dict)
     ok: Tuple[int, ...] = (200,)
-    timeout: Optional[float] = -1.0  # read timeout; -1: the client's request_timeout; None: none
+    timeout: Optional[
+        float
+    ] = -1.0  # read timeout; -1: the client's request_timeout; None: none
     judged: bool = False  # a policy may send it to a person (202)
 
 
@@ -92,8 +107,14 @@ def error_from_reply(
         body = json.loads(content.decode("utf-8")) if content else {}
     except (ValueError, UnicodeDecodeError):
         body = {}
-    if status == 202 and isinstance(body, dict) and isinstance(body.get("approval"), dict):
-        return ApprovalRequired(Approval.from_json(body["approval"], config), request_id=request_id)
+    if (
+        status == 202
+        and isinstance(body, dict)
+        and isinstance(body.get("approval"), dict)
+    ):
+        return ApprovalRequired(
+            Approval.from_json(body["approval"], config), request_id=request_id
+        )
     err = body.get("error") if isinstance(body, dict) else None
     code = str(err.get("code", "")) if isinstance(err, dict) else ""
     message = str(err.get("message", "")) if isinstance(err, dict) else ""
@@ -178,7 +199,10 @@ def destroy_sandbox(sandbox_id: str) -> Call[None]:
 def set_ttl(sandbox_id: str, seconds: int) -> Call[SandboxInfo]:
     """``POST /sandboxes/{id}/ttl``."""
     return Call(
-        "POST", sb_path(sandbox_id, "ttl"), SandboxInfo.from_json, body={"ttl_seconds": seconds}
+        "POST",
+        sb_path(sandbox_id, "ttl"),
+        SandboxInfo.from_json,
+        body={"ttl_seconds": seconds},
     )
 
 
@@ -281,14 +305,18 @@ class ExecEvents:
             self.result = CommandResult.from_json(ev)
         elif kind == "error":
             err = ev.get("error") or {}
-            raise error_for(0, str(err.get("code", "")), str(err.get("message", "stream error")))
+            raise error_for(
+                0, str(err.get("code", "")), str(err.get("message", "stream error"))
+            )
 
     def finish(self) -> CommandResult:
         """The result, once the stream ended; an error if it ended without one."""
         if self.result is None:
             from .errors import ConnectionFailed
 
-            raise ConnectionFailed("the exec stream ended before the command's exit event")
+            raise ConnectionFailed(
+                "the exec stream ended before the command's exit event"
+            )
         return self.result
 
 
@@ -306,13 +334,19 @@ def put_file(
     path: str,
     mode: Union[int, str, None],
     approval: ApprovalArg,
+    body: Union[bytes, Any] = None,
 ) -> Call[WriteInfo]:
-    """``PUT /sandboxes/{id}/files`` (the body is the transport's: bytes or a stream)."""
+    """``PUT /sandboxes/{id}/files`` (the body is the transport's: bytes or a stream). A body
+    in bytes is sent with its ``Content-Digest`` (RFC 9530), so an upload that needs a person's
+    approval can be approved: the approval covers exactly this content."""
     params = files_params(path)
     if mode is not None:
         params.append(("mode", mode if isinstance(mode, str) else format(mode, "04o")))
     headers = approval_headers(approval, config)
     headers["Content-Type"] = "application/octet-stream"
+    if isinstance(body, bytes):
+        digest = base64.b64encode(hashlib.sha256(body).digest()).decode("ascii")
+        headers["Content-Digest"] = f"sha-256=:{digest}:"
     return Call(
         "PUT",
         sb_path(sandbox_id, "files"),
@@ -334,7 +368,9 @@ def list_dir(sandbox_id: str, path: str, limit: Optional[int]) -> Call[DirListin
     params = files_params(path, list="true")
     if limit is not None:
         params.append(("limit", str(limit)))
-    return Call("GET", sb_path(sandbox_id, "files"), DirListing.from_json, params=params)
+    return Call(
+        "GET", sb_path(sandbox_id, "files"), DirListing.from_json, params=params
+    )
 
 
 def edit_file(
@@ -351,7 +387,12 @@ def edit_file(
         "POST",
         sb_path(sandbox_id, "files", "edit"),
         EditResult.from_json,
-        body={"path": path, "old_string": old, "new_string": new, "replace_all": replace_all},
+        body={
+            "path": path,
+            "old_string": old,
+            "new_string": new,
+            "replace_all": replace_all,
+        },
         headers=approval_headers(approval, config),
         judged=True,
     )
@@ -365,18 +406,27 @@ def shell_quote(s: str) -> str:
 # --- snapshots -------------------------------------------------------------------------------
 
 
-def create_snapshot(sandbox_id: str, name: str, description: Optional[str]) -> Call[SnapshotInfo]:
+def create_snapshot(
+    sandbox_id: str, name: str, description: Optional[str]
+) -> Call[SnapshotInfo]:
     """``POST /sandboxes/{id}/snapshots``."""
     body: Json = {"name": name}
     if description:
         body["description"] = description
 
     def parse(j: Any) -> SnapshotInfo:
-        info = SnapshotInfo.from_json(j if isinstance(j, dict) and "name" in j else body)
+        info = SnapshotInfo.from_json(
+            j if isinstance(j, dict) and "name" in j else body
+        )
         return info
 
     return Call(
-        "POST", sb_path(sandbox_id, "snapshots"), parse, body=body, ok=(200, 201), timeout=600.0
+        "POST",
+        sb_path(sandbox_id, "snapshots"),
+        parse,
+        body=body,
+        ok=(200, 201),
+        timeout=600.0,
     )
 
 
@@ -402,7 +452,13 @@ def rollback_snapshot(sandbox_id: str, name: str) -> Call[SandboxInfo]:
 
 def delete_snapshot(sandbox_id: str, name: str) -> Call[None]:
     """``DELETE /sandboxes/{id}/snapshots/{name}``."""
-    return Call("DELETE", sb_path(sandbox_id, "snapshots", name), _none, ok=(204,), timeout=600.0)
+    return Call(
+        "DELETE",
+        sb_path(sandbox_id, "snapshots", name),
+        _none,
+        ok=(204,),
+        timeout=600.0,
+    )
 
 
 # --- terminals -------------------------------------------------------------------------------
@@ -429,7 +485,11 @@ def open_terminal(
     if cwd is not None:
         body["cwd"] = cwd
     return Call(
-        "POST", sb_path(sandbox_id, "terminals"), TerminalInfo.from_json, body=body, ok=(201,)
+        "POST",
+        sb_path(sandbox_id, "terminals"),
+        TerminalInfo.from_json,
+        body=body,
+        ok=(201,),
     )
 
 
@@ -452,7 +512,9 @@ def close_terminal(sandbox_id: str, tid: str) -> Call[None]:
     return Call("DELETE", sb_path(sandbox_id, "terminals", tid), _none, ok=(204,))
 
 
-def resize_terminal(sandbox_id: str, tid: str, cols: int, rows: int) -> Call[TerminalInfo]:
+def resize_terminal(
+    sandbox_id: str, tid: str, cols: int, rows: int
+) -> Call[TerminalInfo]:
     """``POST .../terminals/{tid}/resize``."""
     return Call(
         "POST",
@@ -517,14 +579,20 @@ def terminal_wait(
     )
 
 
-def terminal_ws_url(config: ClientConfig, sandbox_id: str, tid: str, watch: bool) -> str:
+def terminal_ws_url(
+    config: ClientConfig, sandbox_id: str, tid: str, watch: bool
+) -> str:
     """The terminal's WebSocket URL (``ws://`` or ``wss://``)."""
     base = config.api
     if base.startswith("https://"):
         base = "wss://" + base[len("https://") :]
     elif base.startswith("http://"):
         base = "ws://" + base[len("http://") :]
-    return base + sb_path(sandbox_id, "terminals", tid, "ws") + ("?mode=watch" if watch else "")
+    return (
+        base
+        + sb_path(sandbox_id, "terminals", tid, "ws")
+        + ("?mode=watch" if watch else "")
+    )
 
 
 def key_items(keys: Sequence[str]) -> List[Dict[str, str]]:
@@ -547,7 +615,9 @@ def list_approvals(config: ClientConfig, state: Optional[str]) -> Call[List[Appr
 
 def get_approval(approval_id: str, config: ClientConfig) -> Call[Approval]:
     """``GET /approvals/{id}``."""
-    return Call("GET", "/approvals/" + _q(approval_id), lambda j: Approval.from_json(j, config))
+    return Call(
+        "GET", "/approvals/" + _q(approval_id), lambda j: Approval.from_json(j, config)
+    )
 
 
 def decide_approval(
@@ -557,6 +627,8 @@ def decide_approval(
     return Call(
         "POST",
         "/approvals/" + _q(approval_id) + ("/approve" if approve else "/deny"),
-        lambda j: Approval.from_json(j.get("approval", j) if isinstance(j, dict) else {}, config),
+        lambda j: Approval.from_json(
+            j.get("approval", j) if isinstance(j, dict) else {}, config
+        ),
         body={"reason": reason} if reason else {},
     )

@@ -28,7 +28,10 @@ USER_AGENT = "pve-sandbox-python"
 
 def _nodelay(stream: Any) -> Any:
     sock = stream.get_extra_info("socket")
-    if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
+    if isinstance(sock, socket.socket) and sock.family in (
+        socket.AF_INET,
+        socket.AF_INET6,
+    ):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return stream
 
@@ -72,12 +75,17 @@ def _client_kwargs(config: ClientConfig, asynchronous: bool = False) -> Dict[str
     return {
         "transport": transport,
         "base_url": config.api,
-        "headers": {"Authorization": "Bearer " + config.token, "User-Agent": USER_AGENT},
+        "headers": {
+            "Authorization": "Bearer " + config.token,
+            "User-Agent": USER_AGENT,
+        },
         "timeout": httpx.Timeout(config.request_timeout, connect=10.0),
     }
 
 
-def _request_kwargs(c: "Call[Any]", config: ClientConfig, content: Any) -> Dict[str, Any]:
+def _request_kwargs(
+    c: "Call[Any]", config: ClientConfig, content: Any
+) -> Dict[str, Any]:
     headers = dict(c.headers)
     if c.body is not None and content is None:
         content = json.dumps(c.body).encode("utf-8")
@@ -93,7 +101,9 @@ def _request_kwargs(c: "Call[Any]", config: ClientConfig, content: Any) -> Dict[
     }
 
 
-def _retry_after(err: PvsError, attempt: int, config: ClientConfig, replayable: bool) -> float:
+def _retry_after(
+    err: PvsError, attempt: int, config: ClientConfig, replayable: bool
+) -> float:
     """Seconds to wait before trying a refused call again, or -1 for "raise"."""
     if not isinstance(err, LimitExceeded) or err.retry_after is None:
         return -1.0  # no Retry-After (e.g. max_sandboxes): waiting would not help
@@ -111,7 +121,9 @@ def _parse(c: "Call[T]", r: httpx.Response) -> T:
 class SyncTransport:
     """Blocking transport: one ``httpx.Client`` (one pool of keep-alive connections)."""
 
-    def __init__(self, config: ClientConfig, client: Optional[httpx.Client] = None) -> None:
+    def __init__(
+        self, config: ClientConfig, client: Optional[httpx.Client] = None
+    ) -> None:
         self.config = config
         self.client = client or httpx.Client(**_client_kwargs(config))
 
@@ -134,7 +146,9 @@ class SyncTransport:
         attempt = 0
         while True:
             try:
-                req = self.client.build_request(**_request_kwargs(c, self.config, content))
+                req = self.client.build_request(
+                    **_request_kwargs(c, self.config, content)
+                )
                 r = self.client.send(req, stream=stream)
             except httpx.TransportError as e:
                 raise ConnectionFailed(f"{c.method} {c.path}: {e}") from e
@@ -155,7 +169,9 @@ class SyncTransport:
         """Sends ``c`` and parses its reply."""
         return _parse(c, self.send(c, content))
 
-    def exec_stream(self, c: "Call[CommandResult]", events: ExecEvents) -> CommandResult:
+    def exec_stream(
+        self, c: "Call[CommandResult]", events: ExecEvents
+    ) -> CommandResult:
         """Runs a streamed exec, feeding ``events`` line by line."""
         r = self.send(c, stream=True)
         try:
@@ -171,7 +187,9 @@ class SyncTransport:
 class AsyncTransport:
     """asyncio transport: one ``httpx.AsyncClient``."""
 
-    def __init__(self, config: ClientConfig, client: Optional[httpx.AsyncClient] = None) -> None:
+    def __init__(
+        self, config: ClientConfig, client: Optional[httpx.AsyncClient] = None
+    ) -> None:
         self.config = config
         self.client = client or httpx.AsyncClient(**_client_kwargs(config, True))
 
@@ -193,7 +211,9 @@ class AsyncTransport:
         attempt = 0
         while True:
             try:
-                req = self.client.build_request(**_request_kwargs(c, self.config, content))
+                req = self.client.build_request(
+                    **_request_kwargs(c, self.config, content)
+                )
                 r = await self.client.send(req, stream=stream)
             except httpx.TransportError as e:
                 raise ConnectionFailed(f"{c.method} {c.path}: {e}") from e
@@ -214,7 +234,9 @@ class AsyncTransport:
         """Sends ``c`` and parses its reply."""
         return _parse(c, await self.send(c, content))
 
-    async def exec_stream(self, c: "Call[CommandResult]", events: ExecEvents) -> CommandResult:
+    async def exec_stream(
+        self, c: "Call[CommandResult]", events: ExecEvents
+    ) -> CommandResult:
         """As :meth:`SyncTransport.exec_stream`."""
         r = await self.send(c, stream=True)
         try:

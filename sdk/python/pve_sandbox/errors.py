@@ -26,7 +26,12 @@ class PvsError(Exception):
     """The reply's ``X-Request-Id``, to find the call in the controller's logs."""
 
     def __init__(
-        self, message: str, *, status: int = 0, code: str = "", request_id: Optional[str] = None
+        self,
+        message: str,
+        *,
+        status: int = 0,
+        code: str = "",
+        request_id: Optional[str] = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -53,7 +58,8 @@ class Unauthenticated(PvsError):
 
 class PermissionDenied(PvsError):
     """403 ``permission_denied``: refused by a policy rule (the message is the rule's), a
-    person's denial of an approval, the token's egress caps, or the sandbox's filesystem."""
+    person's denial of an approval, the token's egress caps, or the sandbox's filesystem.
+    """
 
 
 class ApprovalDenied(PermissionDenied):
@@ -82,6 +88,12 @@ class TooLarge(PvsError):
 
 class UnsupportedMediaType(PvsError):
     """415 ``unsupported_media_type``: the body's content type was refused."""
+
+
+class TerminalInputRefused(PvsError):
+    """422 ``terminal_input_not_modelled``: input the ``terminal.input`` policy cannot follow
+    (cursor keys, history, completion, escape sequences other than F1-F4) while rules judge
+    this token's typed lines. Type text, Backspace, C-w, C-u or Enter instead."""
 
 
 class EditFailed(PvsError):
@@ -150,7 +162,9 @@ class ApprovalRequired(PvsError):
     approval: "Approval"
     """The approval a person decides."""
 
-    def __init__(self, approval: "Approval", *, request_id: Optional[str] = None) -> None:
+    def __init__(
+        self, approval: "Approval", *, request_id: Optional[str] = None
+    ) -> None:
         super().__init__(
             f"waiting for a person to approve {approval.action} ({approval.id}): "
             f"{approval.message or approval.summary}",
@@ -174,6 +188,7 @@ _BY_CODE: Dict[str, Type[PvsError]] = {
     "no_match": NoMatch,
     "ambiguous_match": AmbiguousMatch,
     "binary_file": BinaryFile,
+    "terminal_input_not_modelled": TerminalInputRefused,
     "limit_exceeded": LimitExceeded,
     "internal": Internal,
     "unavailable": Unavailable,
@@ -212,6 +227,10 @@ def error_for(
         cls = ApprovalDenied
     if issubclass(cls, LimitExceeded):
         return cls(
-            message, status=status, code=code, request_id=request_id, retry_after=retry_after
+            message,
+            status=status,
+            code=code,
+            request_id=request_id,
+            retry_after=retry_after,
         )
     return cls(message, status=status, code=code, request_id=request_id)

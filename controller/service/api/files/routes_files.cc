@@ -222,13 +222,14 @@ void Api::put_file(RequestContext& ctx) {
   options.create_parents = true;
   Poco::Crypto::DigestEngine engine("SHA256");
   bool mismatch = false;
-  if (want) {
-    options.before_rename = [&]() -> Status {
-      if (Poco::DigestEngine::digestToHex(engine.digest()) == *want) return {};
-      mismatch = true;
-      return fail(ErrorCode::kInvalidArgument, "the body does not match its Content-Digest");
-    };
-  }
+  // The digest stream turns a body that broke off (the queue closed as failed) into a clean
+  // end, so the queue itself says whether the body was whole before anything is renamed.
+  options.before_rename = [&]() -> Status {
+    if (queue.failed()) return fail(ErrorCode::kInvalidArgument, "the body broke off");
+    if (!want || Poco::DigestEngine::digestToHex(engine.digest()) == *want) return {};
+    mismatch = true;
+    return fail(ErrorCode::kInvalidArgument, "the body does not match its Content-Digest");
+  };
   Status st;
   BodyRead body;
   {

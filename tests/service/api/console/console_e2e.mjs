@@ -36,10 +36,10 @@ async function check(name, fn) {
 }
 const assert = (cond, msg) => { if (!cond) throw new Error(msg); };
 
-async function rest(method, p, { body, headers = {} } = {}) {
+async function rest(method, p, { body, headers = {}, token = args.token } = {}) {
   const r = await fetch(base + p, {
     method, body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { Authorization: `Bearer ${args.token}`, 'Content-Type': 'application/json', ...headers },
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...headers },
   });
   const text = await r.text();
   let json = null;
@@ -309,9 +309,16 @@ await check('terminal: watch is read-only, take over', async () => {
 });
 
 // ---- approvals ---------------------------------------------------------------------------
+// The agent token asks, on its own sandbox; the operator signed in to the console decides (a
+// token never decides its own approval).
+let agentSandbox = null;
+const agent = { token: args['user-token'] };
 await check('approve a pending command', async () => {
-  const asked = await rest('POST', `/v1/sandboxes/${id}/exec`, {
-    body: { command: 'echo approved-by-a-person' }, headers: { Prefer: 'respond-async' } });
+  const made = await rest('POST', '/v1/sandboxes', { body: {}, ...agent });
+  assert(made.status === 201, `agent create: ${made.status} ${made.text}`);
+  agentSandbox = made.json.id;
+  const asked = await rest('POST', `/v1/sandboxes/${agentSandbox}/exec`, {
+    body: { command: 'echo approved-by-a-person' }, headers: { Prefer: 'respond-async' }, ...agent });
   assert(asked.status === 202, `exec: ${asked.status} ${asked.text}`);
   const aid = asked.json.approval.id;
   await go('#/approvals', '#approvals-pending');
@@ -321,14 +328,14 @@ await check('approve a pending command', async () => {
   await page.waitForFunction((a) => !document.querySelector(`button.approve[data-id="${a}"]`), {}, aid);
   const state = await rest('GET', `/v1/approvals/${aid}`);
   assert(state.json.state === 'approved', `approval ${state.text}`);
-  const ran = await rest('POST', `/v1/sandboxes/${id}/exec`, {
-    body: { command: 'echo approved-by-a-person' }, headers: { Approval: aid } });
+  const ran = await rest('POST', `/v1/sandboxes/${agentSandbox}/exec`, {
+    body: { command: 'echo approved-by-a-person' }, headers: { Approval: aid }, ...agent });
   assert(ran.status === 200 && ran.json.stdout === 'approved-by-a-person\n', `exec after approval: ${ran.status} ${ran.text}`);
 });
 
 await check('deny a pending command', async () => {
-  const asked = await rest('POST', `/v1/sandboxes/${id}/exec`, {
-    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Prefer: 'respond-async' } });
+  const asked = await rest('POST', `/v1/sandboxes/${agentSandbox}/exec`, {
+    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Prefer: 'respond-async' }, ...agent });
   assert(asked.status === 202, `exec: ${asked.status} ${asked.text}`);
   const aid = asked.json.approval.id;
   await page.waitForSelector(`button.deny[data-id="${aid}"]`);
@@ -340,9 +347,11 @@ await check('deny a pending command', async () => {
   // The reason is shown as text, never as markup.
   await waitText('#approvals-recent', /not <b>today<\/b>/);
   assert(await page.$('#approvals-recent b') === null, 'a reason became markup');
-  const refused = await rest('POST', `/v1/sandboxes/${id}/exec`, {
-    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Approval: aid } });
+  const refused = await rest('POST', `/v1/sandboxes/${agentSandbox}/exec`, {
+    body: { command: 'echo approved-by-a-person; echo twice' }, headers: { Approval: aid }, ...agent });
   assert(refused.status === 403, `exec after a denial: ${refused.status} ${refused.text}`);
+  const gone = await rest('DELETE', `/v1/sandboxes/${agentSandbox}`, agent);
+  assert(gone.status === 204 || gone.status === 200, `agent destroy: ${gone.status} ${gone.text}`);
 });
 
 // ---- audit tail --------------------------------------------------------------------------

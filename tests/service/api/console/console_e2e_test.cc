@@ -55,6 +55,7 @@ class ConsoleE2eTest : public ::testing::Test {
     std::ofstream(config) << test::stack_controller_yaml(*stack_, port_, dir_)
                           << "auth:\n  tokens:\n    - name: operator\n      sha256: "
                           << sha256_hex(kToken) << "\n      admin: true\n"
+                          << "      egress:\n        ports: [80, 443, 8443]\n"
                           << "    - name: agent\n      sha256: " << sha256_hex(kUserToken) << "\n"
                           << "http:\n  threads: 64\n"
                           << "policy:\n  default:\n"

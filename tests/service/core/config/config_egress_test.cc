@@ -85,8 +85,9 @@ TEST(ConfigEgress, ErrorsNameTheKey) {
   EXPECT_EQ(error_of(with(kLists, "      egress:\n        lists: [nope]\n")),
             "controller.yaml: auth.tokens[0].egress.lists: no list named \"nope\" in egress.lists");
   EXPECT_EQ(error_of(with(kLists, "      egress:\n        names: ['*.com']\n")),
-            "controller.yaml: auth.tokens[0].egress.names: egress name \"*.com\" needs at least "
-            "two labels (a lower-case DNS name, or *. and one for its subdomains)");
+            "controller.yaml: auth.tokens[0].egress.names: *.com: com is a public suffix (Public "
+            "Suffix List, ICANN section): its subdomains belong to different owners; list the "
+            "hosts, or a wildcard under one owner's domain (*.example.com)");
   EXPECT_EQ(
       error_of(with(kLists, "", "policy:\n  default:\n    - {action: internet, egress: some}\n")),
       "controller.yaml: policy.default[0].egress: must be one of off, on, allowlist, not "
