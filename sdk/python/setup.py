@@ -18,9 +18,7 @@ def project_version() -> str:
     cmake = os.path.join(HERE, "..", "..", "CMakeLists.txt")
     if os.path.exists(cmake):
         with open(cmake, encoding="utf-8") as f:
-            m = re.search(
-                r"project\(\s*pve-sandbox\s+VERSION\s+([0-9][0-9.]*)", f.read()
-            )
+            m = re.search(r"project\(\s*pve-sandbox\s+VERSION\s+([0-9][0-9.]*)", f.read())
         if m:
             return m.group(1)
     pkg_info = os.path.join(HERE, "PKG-INFO")
@@ -29,9 +27,7 @@ def project_version() -> str:
             m = re.search(r"^Version: (\S+)$", f.read(), re.M)
         if m:
             return m.group(1)
-    raise RuntimeError(
-        "pve-sandbox: no version (neither ../../CMakeLists.txt nor PKG-INFO)"
-    )
+    raise RuntimeError("pve-sandbox: no version (neither ../../CMakeLists.txt nor PKG-INFO)")
 
 
 VERSION = project_version()

@@ -59,9 +59,7 @@ def stack() -> Stack:
     )
     r = httpx.get(s.url + "/v1/health", headers={"Authorization": "Bearer " + s.token})
     if r.status_code != 200 or not r.json().get("agent", {}).get("ok"):
-        pytest.fail(
-            f"the stack is not healthy: {r.status_code} {r.text}", pytrace=False
-        )
+        pytest.fail(f"the stack is not healthy: {r.status_code} {r.text}", pytrace=False)
     return s
 
 
@@ -78,17 +76,13 @@ def typist_sb(stack: Stack) -> Iterator[Sandbox]:
     """A sandbox of the admin token, which no terminal.input rule judges: a full-screen program
     (vi: Escape, cursor keys) can be driven there. Under the agent token's rules such keys are
     refused (TerminalInputRefused), since the policy could not follow the typed line."""
-    with Sandbox.create(
-        ttl=1800, labels={"suite": "python"}, token=stack.admin_token
-    ) as s:
+    with Sandbox.create(ttl=1800, labels={"suite": "python"}, token=stack.admin_token) as s:
         yield s
 
 
 @pytest.fixture
 def workdir(sb: Sandbox, stack: Stack, request: pytest.FixtureRequest) -> str:
     """A fresh directory in the sandbox user's home for one test."""
-    path = os.path.join(
-        stack.home, "t-" + request.node.name.replace("[", "-").strip("]")[:60]
-    )
+    path = os.path.join(stack.home, "t-" + request.node.name.replace("[", "-").strip("]")[:60])
     sb.files.make_dir(path)
     return path

@@ -24,9 +24,7 @@ from pve_sandbox import (
 T = TypeVar("T")
 
 
-async def open_terminal(
-    sb: AsyncSandbox, command: Optional[str] = None
-) -> AsyncTerminal:
+async def open_terminal(sb: AsyncSandbox, command: Optional[str] = None) -> AsyncTerminal:
     """sb.terminals.open, tried again once when the controller found no free SSH channel within
     its 10 s: seen about once in six runs on the loaded 2-core test machine, never reproduced
     alone (40 downloads closed early, 12 killed background commands, then a terminal: fine);
@@ -45,13 +43,9 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
 
 def test_lifecycle_list_connect(stack: Stack) -> None:
     async def go() -> None:
-        async with AsyncSandbox.create(
-            cpus=1, memory_mb=128, labels={"case": "async"}
-        ) as sb:
+        async with AsyncSandbox.create(cpus=1, memory_mb=128, labels={"case": "async"}) as sb:
             assert sb.id.startswith("sb-") and await sb.is_running()
-            assert [
-                s.id for s in await AsyncSandbox.list(labels={"case": "async"})
-            ] == [sb.id]
+            assert [s.id for s in await AsyncSandbox.list(labels={"case": "async"})] == [sb.id]
             async with await AsyncSandbox.connect(sb.id) as again:
                 assert (await again.get_info()).id == sb.id
             assert (await sb.set_ttl(1200)).expires_at
@@ -73,14 +67,10 @@ def test_commands_files(stack: Stack) -> None:
         async with AsyncSandbox.create(ttl=900) as sb:
             d = f"{stack.home}/async-{sb.id}"
             await sb.files.make_dir(d)
-            r = await sb.commands.run(
-                "echo $X; cat; exit 4", env={"X": "1"}, stdin="s", cwd=d
-            )
+            r = await sb.commands.run("echo $X; cat; exit 4", env={"X": "1"}, stdin="s", cwd=d)
             assert (r.stdout, r.exit_code) == ("1\ns", 4)
             seen: List[str] = []
-            r = await sb.commands.run(
-                "echo a; sleep 0.2; echo b", on_stdout=seen.append
-            )
+            r = await sb.commands.run("echo a; sleep 0.2; echo b", on_stdout=seen.append)
             assert "".join(seen) == "a\nb\n" and r.ok
             h = await sb.commands.run("echo bg; sleep 0.3", background=True)
             assert (await h.wait(30)).stdout == "bg\n" and h.done and not await h.kill()
@@ -102,9 +92,7 @@ def test_commands_files(stack: Stack) -> None:
                 h2.update(piece)
             assert (
                 h2.digest()
-                == hashlib.sha256(
-                    b"".join(bytes([i]) * 65536 for i in range(64))
-                ).digest()
+                == hashlib.sha256(b"".join(bytes([i]) * 65536 for i in range(64))).digest()
             )
             await sb.files.write(f"{d}/t.txt", "a = 1\n")
             assert await sb.files.read(f"{d}/t.txt") == "a = 1\n"

@@ -40,14 +40,8 @@ def test_errors_by_code_and_status() -> None:
         b'{"error":{"code":"not_found","message":"no sandbox sb-1"}}',
         x_request_id="r1",
     )
-    assert (
-        isinstance(e, NotFound)
-        and e.message == "no sandbox sb-1"
-        and e.request_id == "r1"
-    )
-    assert isinstance(
-        err(409, b'{"error":{"code":"already_exists","message":"x"}}'), AlreadyExists
-    )
+    assert isinstance(e, NotFound) and e.message == "no sandbox sb-1" and e.request_id == "r1"
+    assert isinstance(err(409, b'{"error":{"code":"already_exists","message":"x"}}'), AlreadyExists)
     assert isinstance(err(422, b'{"error":{"code":"no_match","message":"x"}}'), NoMatch)
     assert isinstance(err(503, b"not json"), Unavailable)
     le = err(429, b'{"error":{"code":"limit_exceeded","message":"x"}}', retry_after="1")
@@ -61,11 +55,7 @@ def test_errors_by_code_and_status() -> None:
         202,
         b'{"approval":{"id":"ap-1","state":"pending","action":"exec","message":"m"}}',
     )
-    assert (
-        isinstance(a, ApprovalRequired)
-        and a.approval.id == "ap-1"
-        and a.approval.pending
-    )
+    assert isinstance(a, ApprovalRequired) and a.approval.id == "ap-1" and a.approval.pending
 
 
 def test_exec_events_fold() -> None:
@@ -92,9 +82,7 @@ def test_exec_events_fold() -> None:
 def test_bodies_and_headers() -> None:
     assert body_chunks("é") == "é".encode()
     chunks = body_chunks(io.BytesIO(b"x" * 200000))
-    assert not isinstance(chunks, bytes) and [len(c) for c in chunks] == [65536] * 3 + [
-        3392
-    ]
+    assert not isinstance(chunks, bytes) and [len(c) for c in chunks] == [65536] * 3 + [3392]
     c = P.exec_call(CFG, "sb-1", "ls", cwd=None, env=None, stdin=None, timeout=1.5,
                     approval="ap-9", stream=True)  # fmt: skip
     assert c.body == {"command": "ls", "timeout_seconds": 2}
@@ -105,9 +93,7 @@ def test_bodies_and_headers() -> None:
 
 def test_background_wrapper_kills_its_process_group() -> None:
     w = BackgroundWrapper('echo "it\'s"; sleep 57 & sleep 58')
-    p = subprocess.Popen(
-        ["sh", "-c", w.command], start_new_session=True, stdout=subprocess.PIPE
-    )
+    p = subprocess.Popen(["sh", "-c", w.command], start_new_session=True, stdout=subprocess.PIPE)
     assert p.stdout is not None and p.stdout.readline() == b"it's\n"
     k = subprocess.run(["sh", "-c", w.kill_command], start_new_session=True)
     assert k.returncode == 0 and p.wait(10) == -9

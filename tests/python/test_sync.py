@@ -33,16 +33,12 @@ from pve_sandbox import (
 
 
 def test_version_is_the_projects() -> None:
-    with open(
-        os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")
-    ) as f:
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "CMakeLists.txt")) as f:
         assert f"VERSION {__version__} " in f.read()
 
 
 def test_create_with_destroys_on_exit_and_keep_keeps(stack: Stack) -> None:
-    with Sandbox.create(
-        cpus=2, memory_mb=256, labels={"case": "lifecycle"}, ttl=600
-    ) as sb:
+    with Sandbox.create(cpus=2, memory_mb=256, labels={"case": "lifecycle"}, ttl=600) as sb:
         assert sb.id.startswith("sb-") and sb.sandbox_id == sb.id
         assert (sb.info.cpus, sb.info.memory_mb) == (2, 256)
         assert sb.info.labels == {"case": "lifecycle"}
@@ -63,9 +59,7 @@ def test_create_with_destroys_on_exit_and_keep_keeps(stack: Stack) -> None:
     assert kept.id not in [s.id for s in Sandbox.list()]
 
 
-def test_config_from_sandboxctl_variables(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_config_from_sandboxctl_variables(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PVS_URL")
     monkeypatch.delenv("PVS_TOKEN")
     monkeypatch.setenv("SANDBOXCTL_URL", stack.url)
@@ -86,9 +80,7 @@ def test_info_ttl_health(sb: Sandbox) -> None:
 def test_run(sb: Sandbox, workdir: str) -> None:
     r = sb.commands.run("echo out; echo err >&2; exit 3")
     assert (r.exit_code, r.stdout, r.stderr, r.ok) == (3, "out\n", "err\n", False)
-    r = sb.commands.run(
-        "pwd; echo $A$B; cat", cwd=workdir, env={"A": "x"}, envs=None, stdin="in"
-    )
+    r = sb.commands.run("pwd; echo $A$B; cat", cwd=workdir, env={"A": "x"}, envs=None, stdin="in")
     assert r.stdout == f"{workdir}\nx\nin"
     r = sb.commands.run("sleep 30", timeout=1)
     assert r.timed_out
@@ -117,9 +109,7 @@ def test_background_wait_and_kill(sb: Sandbox, workdir: str) -> None:
     assert h.kill() is True
     r = h.wait(timeout=30)
     assert r.exit_code != 0 and not r.timed_out
-    assert (
-        sb.commands.run("pgrep -x -f 'sleep 299.25' || true").stdout == ""
-    )  # the group died
+    assert sb.commands.run("pgrep -x -f 'sleep 299.25' || true").stdout == ""  # the group died
 
 
 def test_files_write_read_list_exists_remove(sb: Sandbox, workdir: str) -> None:
@@ -165,9 +155,7 @@ def test_files_edit(sb: Sandbox, workdir: str) -> None:
 def test_errors_map_to_types(stack: Stack, sb: Sandbox) -> None:
     with pytest.raises(NotFound) as nf:
         Sandbox.connect("sb-000000000000")
-    assert (
-        nf.value.status == 404 and nf.value.code == "not_found" and nf.value.request_id
-    )
+    assert nf.value.status == 404 and nf.value.code == "not_found" and nf.value.request_id
     with pytest.raises(InvalidArgument):
         sb.commands.run("true", cwd="relative")
     with pytest.raises(PermissionDenied) as pd:
@@ -181,9 +169,7 @@ def test_errors_map_to_types(stack: Stack, sb: Sandbox) -> None:
 
 
 def test_limit_exceeded_honours_retry_after(sb: Sandbox) -> None:
-    held = [
-        sb.commands.run("sleep 300", background=True) for _ in range(4)
-    ]  # the stream cap
+    held = [sb.commands.run("sleep 300", background=True) for _ in range(4)]  # the stream cap
     try:
         no_retry = Sandbox.connect(sb.id, max_retries=0)
         with pytest.raises(LimitExceeded) as le:
@@ -208,9 +194,7 @@ def test_internet(sb: Sandbox) -> None:
     assert isinstance(info.internet, dict) and info.internet["ports"] == [443]
     info = sb.internet.use_list("python-packages")
     assert info.egress == "allowlist" and isinstance(info.internet, dict)
-    assert info.internet["list"] == "python-packages" and info.internet["ports"] == [
-        443
-    ]
+    assert info.internet["list"] == "python-packages" and info.internet["ports"] == [443]
     assert sb.internet.off().egress == "off"
     with pytest.raises(InvalidArgument):
         sb.internet.allow(["not a name"])
@@ -252,9 +236,7 @@ def test_approvals(stack: Stack, sb: Sandbox, workdir: str) -> None:
     with pytest.raises(ApprovalRequired) as ar:
         sb.files.write(f"{workdir}/needs-ok/g", "approved bytes")
     admin.approve(ar.value.approval)
-    sb.files.write(
-        f"{workdir}/needs-ok/g", "approved bytes", approval=ar.value.approval
-    )
+    sb.files.write(f"{workdir}/needs-ok/g", "approved bytes", approval=ar.value.approval)
     assert sb.files.read(f"{workdir}/needs-ok/g") == "approved bytes"
     # still pending after the timeout
     with pytest.raises(ApprovalRequired) as ar:
@@ -262,10 +244,7 @@ def test_approvals(stack: Stack, sb: Sandbox, workdir: str) -> None:
     with pytest.raises(TimeoutError):
         ar.value.approval.wait(timeout=0.3)
     admin.approve(ar.value.approval)
-    assert (
-        sb.internet.allow(["approve.example"], approval=ar.value.approval).egress
-        == "allowlist"
-    )
+    assert sb.internet.allow(["approve.example"], approval=ar.value.approval).egress == "allowlist"
     sb.internet.off()
     admin.close()
 
@@ -289,10 +268,7 @@ def test_terminal_escape_is_refused_under_input_rules(sb: Sandbox) -> None:
     with sb.terminals.open(cols=80, rows=24) as t:
         with pytest.raises(TerminalInputRefused) as refused:
             t.press("Escape")
-        assert (
-            refused.value.status == 422
-            and refused.value.code == "terminal_input_not_modelled"
-        )
+        assert refused.value.status == 422 and refused.value.code == "terminal_input_not_modelled"
 
 
 def test_terminal_vi_through_the_sdk(typist_sb: Sandbox, stack: Stack) -> None:
@@ -306,11 +282,7 @@ def test_terminal_vi_through_the_sdk(typist_sb: Sandbox, stack: Stack) -> None:
         t.press("Escape")
         assert t.wait("hello from vi", timeout=10).matched
         scr = t.screen()
-        assert (
-            scr.lines[0] == "hello from vi"
-            and scr.cursor.row == 0
-            and len(scr.lines) == 24
-        )
+        assert scr.lines[0] == "hello from vi" and scr.cursor.row == 0 and len(scr.lines) == 24
         t.type(":wq")
         t.press("Enter")
         w = t.wait(timeout=10)
@@ -323,12 +295,8 @@ def test_terminal_shell_keys_resize_list_attach(sb: Sandbox) -> None:
     try:
         assert t.wait(r"\$$", timeout=10).matched  # the prompt
         t.type("echo sleeping; sleep 100\r")
-        assert t.wait(
-            r"^sleeping$", timeout=10
-        ).matched  # sleep is (about to be) in front
-        for _ in range(
-            10
-        ):  # a C-c that lands before sleep took the terminal is lost: again
+        assert t.wait(r"^sleeping$", timeout=10).matched  # sleep is (about to be) in front
+        for _ in range(10):  # a C-c that lands before sleep took the terminal is lost: again
             t.press("C-c")
             if t.wait(r"\$$", timeout=2).matched:  # the prompt is back
                 break

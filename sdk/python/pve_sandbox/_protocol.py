@@ -62,9 +62,7 @@ class Call(Generic[T]):
     body: Any = None
     headers: Dict[str, str] = field(default_factory=dict)
     ok: Tuple[int, ...] = (200,)
-    timeout: Optional[
-        float
-    ] = -1.0  # read timeout; -1: the client's request_timeout; None: none
+    timeout: Optional[float] = -1.0  # read timeout; -1: the client's request_timeout; None: none
     judged: bool = False  # a policy may send it to a person (202)
 
 
@@ -107,14 +105,8 @@ def error_from_reply(
         body = json.loads(content.decode("utf-8")) if content else {}
     except (ValueError, UnicodeDecodeError):
         body = {}
-    if (
-        status == 202
-        and isinstance(body, dict)
-        and isinstance(body.get("approval"), dict)
-    ):
-        return ApprovalRequired(
-            Approval.from_json(body["approval"], config), request_id=request_id
-        )
+    if status == 202 and isinstance(body, dict) and isinstance(body.get("approval"), dict):
+        return ApprovalRequired(Approval.from_json(body["approval"], config), request_id=request_id)
     err = body.get("error") if isinstance(body, dict) else None
     code = str(err.get("code", "")) if isinstance(err, dict) else ""
     message = str(err.get("message", "")) if isinstance(err, dict) else ""
@@ -305,18 +297,14 @@ class ExecEvents:
             self.result = CommandResult.from_json(ev)
         elif kind == "error":
             err = ev.get("error") or {}
-            raise error_for(
-                0, str(err.get("code", "")), str(err.get("message", "stream error"))
-            )
+            raise error_for(0, str(err.get("code", "")), str(err.get("message", "stream error")))
 
     def finish(self) -> CommandResult:
         """The result, once the stream ended; an error if it ended without one."""
         if self.result is None:
             from .errors import ConnectionFailed
 
-            raise ConnectionFailed(
-                "the exec stream ended before the command's exit event"
-            )
+            raise ConnectionFailed("the exec stream ended before the command's exit event")
         return self.result
 
 
@@ -368,9 +356,7 @@ def list_dir(sandbox_id: str, path: str, limit: Optional[int]) -> Call[DirListin
     params = files_params(path, list="true")
     if limit is not None:
         params.append(("limit", str(limit)))
-    return Call(
-        "GET", sb_path(sandbox_id, "files"), DirListing.from_json, params=params
-    )
+    return Call("GET", sb_path(sandbox_id, "files"), DirListing.from_json, params=params)
 
 
 def edit_file(
@@ -406,18 +392,14 @@ def shell_quote(s: str) -> str:
 # --- snapshots -------------------------------------------------------------------------------
 
 
-def create_snapshot(
-    sandbox_id: str, name: str, description: Optional[str]
-) -> Call[SnapshotInfo]:
+def create_snapshot(sandbox_id: str, name: str, description: Optional[str]) -> Call[SnapshotInfo]:
     """``POST /sandboxes/{id}/snapshots``."""
     body: Json = {"name": name}
     if description:
         body["description"] = description
 
     def parse(j: Any) -> SnapshotInfo:
-        info = SnapshotInfo.from_json(
-            j if isinstance(j, dict) and "name" in j else body
-        )
+        info = SnapshotInfo.from_json(j if isinstance(j, dict) and "name" in j else body)
         return info
 
     return Call(
@@ -512,9 +494,7 @@ def close_terminal(sandbox_id: str, tid: str) -> Call[None]:
     return Call("DELETE", sb_path(sandbox_id, "terminals", tid), _none, ok=(204,))
 
 
-def resize_terminal(
-    sandbox_id: str, tid: str, cols: int, rows: int
-) -> Call[TerminalInfo]:
+def resize_terminal(sandbox_id: str, tid: str, cols: int, rows: int) -> Call[TerminalInfo]:
     """``POST .../terminals/{tid}/resize``."""
     return Call(
         "POST",
@@ -579,20 +559,14 @@ def terminal_wait(
     )
 
 
-def terminal_ws_url(
-    config: ClientConfig, sandbox_id: str, tid: str, watch: bool
-) -> str:
+def terminal_ws_url(config: ClientConfig, sandbox_id: str, tid: str, watch: bool) -> str:
     """The terminal's WebSocket URL (``ws://`` or ``wss://``)."""
     base = config.api
     if base.startswith("https://"):
         base = "wss://" + base[len("https://") :]
     elif base.startswith("http://"):
         base = "ws://" + base[len("http://") :]
-    return (
-        base
-        + sb_path(sandbox_id, "terminals", tid, "ws")
-        + ("?mode=watch" if watch else "")
-    )
+    return base + sb_path(sandbox_id, "terminals", tid, "ws") + ("?mode=watch" if watch else "")
 
 
 def key_items(keys: Sequence[str]) -> List[Dict[str, str]]:
@@ -615,9 +589,7 @@ def list_approvals(config: ClientConfig, state: Optional[str]) -> Call[List[Appr
 
 def get_approval(approval_id: str, config: ClientConfig) -> Call[Approval]:
     """``GET /approvals/{id}``."""
-    return Call(
-        "GET", "/approvals/" + _q(approval_id), lambda j: Approval.from_json(j, config)
-    )
+    return Call("GET", "/approvals/" + _q(approval_id), lambda j: Approval.from_json(j, config))
 
 
 def decide_approval(
@@ -627,8 +599,6 @@ def decide_approval(
     return Call(
         "POST",
         "/approvals/" + _q(approval_id) + ("/approve" if approve else "/deny"),
-        lambda j: Approval.from_json(
-            j.get("approval", j) if isinstance(j, dict) else {}, config
-        ),
+        lambda j: Approval.from_json(j.get("approval", j) if isinstance(j, dict) else {}, config),
         body={"reason": reason} if reason else {},
     )

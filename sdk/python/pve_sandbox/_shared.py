@@ -54,9 +54,7 @@ class BackgroundWrapper:
     def __init__(self, command: str) -> None:
         self.marker = f"/tmp/.pvs-bg-{secrets.token_hex(8)}"
         m = self.marker
-        self.command = (
-            f"echo $$ > {m}; sh -c {shell_quote(command)}; rc=$?; rm -f {m}; exit $rc"
-        )
+        self.command = f"echo $$ > {m}; sh -c {shell_quote(command)}; rc=$?; rm -f {m}; exit $rc"
         self.kill_command = (
             f"f={m}; i=0; while [ ! -s $f ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; "
             "[ -s $f ] || exit 3; p=$(cat $f); rm -f $f; "

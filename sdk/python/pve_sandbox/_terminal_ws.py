@@ -56,9 +56,7 @@ class AsyncTerminalConnection:
 
     async def send(self, data: Union[bytes, str]) -> None:
         """Sends keystrokes (text is UTF-8; ``"\\r"`` is Enter)."""
-        await self._ws.send(
-            data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        )
+        await self._ws.send(data.encode("utf-8") if isinstance(data, str) else bytes(data))
 
     async def resize(self, cols: int, rows: int) -> None:
         """Resizes the terminal."""
@@ -85,9 +83,7 @@ class AsyncTerminalConnection:
         """Reads until ``pattern`` (a regex) occurs in what was received; returns it all.
         ``TimeoutError`` after ``timeout`` seconds, ``EOFError`` if the connection closed.
         """
-        pat = re.compile(
-            pattern.encode("utf-8") if isinstance(pattern, str) else pattern
-        )
+        pat = re.compile(pattern.encode("utf-8") if isinstance(pattern, str) else pattern)
         deadline = time.monotonic() + timeout
         while not pat.search(self.received):
             left = deadline - time.monotonic()

@@ -83,9 +83,7 @@ def _client_kwargs(config: ClientConfig, asynchronous: bool = False) -> Dict[str
     }
 
 
-def _request_kwargs(
-    c: "Call[Any]", config: ClientConfig, content: Any
-) -> Dict[str, Any]:
+def _request_kwargs(c: "Call[Any]", config: ClientConfig, content: Any) -> Dict[str, Any]:
     headers = dict(c.headers)
     if c.body is not None and content is None:
         content = json.dumps(c.body).encode("utf-8")
@@ -101,9 +99,7 @@ def _request_kwargs(
     }
 
 
-def _retry_after(
-    err: PvsError, attempt: int, config: ClientConfig, replayable: bool
-) -> float:
+def _retry_after(err: PvsError, attempt: int, config: ClientConfig, replayable: bool) -> float:
     """Seconds to wait before trying a refused call again, or -1 for "raise"."""
     if not isinstance(err, LimitExceeded) or err.retry_after is None:
         return -1.0  # no Retry-After (e.g. max_sandboxes): waiting would not help
@@ -121,9 +117,7 @@ def _parse(c: "Call[T]", r: httpx.Response) -> T:
 class SyncTransport:
     """Blocking transport: one ``httpx.Client`` (one pool of keep-alive connections)."""
 
-    def __init__(
-        self, config: ClientConfig, client: Optional[httpx.Client] = None
-    ) -> None:
+    def __init__(self, config: ClientConfig, client: Optional[httpx.Client] = None) -> None:
         self.config = config
         self.client = client or httpx.Client(**_client_kwargs(config))
 
@@ -146,9 +140,7 @@ class SyncTransport:
         attempt = 0
         while True:
             try:
-                req = self.client.build_request(
-                    **_request_kwargs(c, self.config, content)
-                )
+                req = self.client.build_request(**_request_kwargs(c, self.config, content))
                 r = self.client.send(req, stream=stream)
             except httpx.TransportError as e:
                 raise ConnectionFailed(f"{c.method} {c.path}: {e}") from e
@@ -169,9 +161,7 @@ class SyncTransport:
         """Sends ``c`` and parses its reply."""
         return _parse(c, self.send(c, content))
 
-    def exec_stream(
-        self, c: "Call[CommandResult]", events: ExecEvents
-    ) -> CommandResult:
+    def exec_stream(self, c: "Call[CommandResult]", events: ExecEvents) -> CommandResult:
         """Runs a streamed exec, feeding ``events`` line by line."""
         r = self.send(c, stream=True)
         try:
@@ -187,9 +177,7 @@ class SyncTransport:
 class AsyncTransport:
     """asyncio transport: one ``httpx.AsyncClient``."""
 
-    def __init__(
-        self, config: ClientConfig, client: Optional[httpx.AsyncClient] = None
-    ) -> None:
+    def __init__(self, config: ClientConfig, client: Optional[httpx.AsyncClient] = None) -> None:
         self.config = config
         self.client = client or httpx.AsyncClient(**_client_kwargs(config, True))
 
@@ -211,9 +199,7 @@ class AsyncTransport:
         attempt = 0
         while True:
             try:
-                req = self.client.build_request(
-                    **_request_kwargs(c, self.config, content)
-                )
+                req = self.client.build_request(**_request_kwargs(c, self.config, content))
                 r = await self.client.send(req, stream=stream)
             except httpx.TransportError as e:
                 raise ConnectionFailed(f"{c.method} {c.path}: {e}") from e
@@ -234,9 +220,7 @@ class AsyncTransport:
         """Sends ``c`` and parses its reply."""
         return _parse(c, await self.send(c, content))
 
-    async def exec_stream(
-        self, c: "Call[CommandResult]", events: ExecEvents
-    ) -> CommandResult:
+    async def exec_stream(self, c: "Call[CommandResult]", events: ExecEvents) -> CommandResult:
         """As :meth:`SyncTransport.exec_stream`."""
         r = await self.send(c, stream=True)
         try:

@@ -13,9 +13,7 @@ def _from_tree() -> str:
     cmake = os.path.join(here, "..", "..", "..", "CMakeLists.txt")
     try:
         with open(cmake, encoding="utf-8") as f:
-            m = re.search(
-                r"project\(\s*pve-sandbox\s+VERSION\s+([0-9][0-9.]*)", f.read()
-            )
+            m = re.search(r"project\(\s*pve-sandbox\s+VERSION\s+([0-9][0-9.]*)", f.read())
     except OSError:
         m = None
     return m.group(1) if m else "0+unknown"

@@ -205,9 +205,7 @@ class AsyncCommands:
                 if on_stderr:
                     on_stderr(s)
 
-            events = P.ExecEvents(
-                out, err, self._t.config, on_start=handle._started.set
-            )
+            events = P.ExecEvents(out, err, self._t.config, on_start=handle._started.set)
             task = asyncio.ensure_future(self._t.exec_stream(call, events))
             handle._task = task
             started = asyncio.ensure_future(handle._started.wait())
@@ -239,9 +237,7 @@ class AsyncCommands:
 class AsyncFiles:
     """``sb.files``: see :class:`pve_sandbox.sandbox.Files`."""
 
-    def __init__(
-        self, transport: AsyncTransport, sandbox_id: str, commands: AsyncCommands
-    ) -> None:
+    def __init__(self, transport: AsyncTransport, sandbox_id: str, commands: AsyncCommands) -> None:
         self._t = transport
         self._sandbox_id = sandbox_id
         self._commands = commands
@@ -334,9 +330,7 @@ class AsyncFiles:
     ) -> EditResult:
         """Replaces ``old`` by ``new`` in a text file; returns the diff."""
         return await self._t.call(
-            P.edit_file(
-                self._t.config, self._sandbox_id, path, old, new, replace_all, approval
-            )
+            P.edit_file(self._t.config, self._sandbox_id, path, old, new, replace_all, approval)
         )
 
 
@@ -374,9 +368,7 @@ class AsyncTerminal:
     ) -> TerminalInfo:
         """Sends input items in one write."""
         self.info = await self._t.call(
-            P.terminal_input(
-                self._t.config, self.info.sandbox, self.id, items, approval
-            )
+            P.terminal_input(self._t.config, self.info.sandbox, self.id, items, approval)
         )
         return self.info
 
@@ -398,24 +390,18 @@ class AsyncTerminal:
     ) -> WaitResult:
         """Waits for ``pattern``, the end, quiet, or the timeout."""
         r = await self._t.call(
-            P.terminal_wait(
-                self.info.sandbox, self.id, pattern, quiet_ms, timeout, scrollback
-            )
+            P.terminal_wait(self.info.sandbox, self.id, pattern, quiet_ms, timeout, scrollback)
         )
         self.info = r.terminal
         return r
 
     async def screen(self, *, scrollback: int = 0) -> Screen:
         """The screen now."""
-        return await self._t.call(
-            P.terminal_screen(self.info.sandbox, self.id, scrollback)
-        )
+        return await self._t.call(P.terminal_screen(self.info.sandbox, self.id, scrollback))
 
     async def resize(self, cols: int, rows: int) -> TerminalInfo:
         """Changes the size."""
-        self.info = await self._t.call(
-            P.resize_terminal(self.info.sandbox, self.id, cols, rows)
-        )
+        self.info = await self._t.call(P.resize_terminal(self.info.sandbox, self.id, cols, rows))
         return self.info
 
     async def refresh(self) -> TerminalInfo:
@@ -455,9 +441,7 @@ class AsyncTerminals:
         cwd: Optional[str] = None,
     ) -> AsyncTerminal:
         """Starts ``command`` (default: the login shell) on a new terminal."""
-        info = await self._t.call(
-            P.open_terminal(self._sandbox_id, command, cols, rows, env, cwd)
-        )
+        info = await self._t.call(P.open_terminal(self._sandbox_id, command, cols, rows, env, cwd))
         return AsyncTerminal(self._t, info)
 
     async def list(self) -> List[TerminalInfo]:
@@ -479,9 +463,7 @@ class AsyncInternetAccess:
         self._sandbox_id = sandbox_id
 
     async def _set(self, body: P.Json, approval: ApprovalArg) -> SandboxInfo:
-        return await self._t.call(
-            P.set_internet(self._t.config, self._sandbox_id, body, approval)
-        )
+        return await self._t.call(P.set_internet(self._t.config, self._sandbox_id, body, approval))
 
     async def on(self, *, approval: ApprovalArg = None) -> SandboxInfo:
         """All HTTP/HTTPS egress."""
@@ -516,13 +498,9 @@ class AsyncSnapshots:
         self._t = transport
         self._sandbox_id = sandbox_id
 
-    async def create(
-        self, name: str, *, description: Optional[str] = None
-    ) -> SnapshotInfo:
+    async def create(self, name: str, *, description: Optional[str] = None) -> SnapshotInfo:
         """Takes a snapshot."""
-        return await self._t.call(
-            P.create_snapshot(self._sandbox_id, name, description)
-        )
+        return await self._t.call(P.create_snapshot(self._sandbox_id, name, description))
 
     async def list(self) -> List[SnapshotInfo]:
         """The snapshots."""
@@ -541,9 +519,7 @@ class AsyncSandbox:
     """A sandbox for asyncio code: ``async with await AsyncSandbox.create() as sb`` (or
     ``async with AsyncSandbox.create() as sb``)."""
 
-    def __init__(
-        self, info: SandboxInfo, transport: AsyncTransport, *, keep: bool = False
-    ) -> None:
+    def __init__(self, info: SandboxInfo, transport: AsyncTransport, *, keep: bool = False) -> None:
         self.info = info
         """The sandbox as last seen."""
         self.keep = keep
@@ -749,9 +725,7 @@ class _Creating:
 class AsyncApprovalsClient:
     """:class:`pve_sandbox.ApprovalsClient` for asyncio code."""
 
-    def __init__(
-        self, *, url: Optional[str] = None, token: Optional[str] = None
-    ) -> None:
+    def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
         self._t = AsyncTransport(resolve_config(url, token))
 
     async def __aenter__(self) -> "AsyncApprovalsClient":

@@ -162,9 +162,7 @@ class ApprovalRequired(PvsError):
     approval: "Approval"
     """The approval a person decides."""
 
-    def __init__(
-        self, approval: "Approval", *, request_id: Optional[str] = None
-    ) -> None:
+    def __init__(self, approval: "Approval", *, request_id: Optional[str] = None) -> None:
         super().__init__(
             f"waiting for a person to approve {approval.action} ({approval.id}): "
             f"{approval.message or approval.summary}",

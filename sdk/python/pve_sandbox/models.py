@@ -348,9 +348,7 @@ class Screen:
             cols=int(j.get("cols", 0)),
             rows=int(j.get("rows", 0)),
             lines=[str(s) for s in j.get("lines", [])],
-            cursor=Cursor(
-                int(c.get("row", 0)), int(c.get("col", 0)), bool(c.get("visible", True))
-            ),
+            cursor=Cursor(int(c.get("row", 0)), int(c.get("col", 0)), bool(c.get("visible", True))),
             title=str(j.get("title", "") or ""),
             alternate_screen=bool(j.get("alternate_screen", False)),
             scrollback=[str(s) for s in j.get("scrollback", []) or []],
@@ -403,9 +401,7 @@ class Health:
     @classmethod
     def from_json(cls, j: Json) -> "Health":
         """Parses the health reply."""
-        return cls(
-            status=str(j.get("status", "")), version=str(j.get("version", "")), raw=j
-        )
+        return cls(status=str(j.get("status", "")), version=str(j.get("version", "")), raw=j)
 
 
 @dataclass
@@ -478,9 +474,7 @@ class Approval:
         )
 
     def _settled(self, fresh: "Approval", deadline: float) -> bool:
-        self.__dict__.update(
-            {k: v for k, v in fresh.__dict__.items() if k != "_config"}
-        )
+        self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k != "_config"})
         if self.state == "approved":
             return True
         if self.state != "pending":
@@ -497,9 +491,7 @@ class Approval:
             raise TimeoutError(f"approval {self.id} is still pending")
         return False
 
-    def wait(
-        self, timeout: Optional[float] = None, poll_interval: float = 0.5
-    ) -> "Approval":
+    def wait(self, timeout: Optional[float] = None, poll_interval: float = 0.5) -> "Approval":
         """Blocks until a person decided. Returns this approval once approved; raises
         :class:`~pve_sandbox.errors.ApprovalDenied` if denied or expired and ``TimeoutError``
         if still pending after ``timeout`` seconds (``None``: until its deadline)."""
@@ -507,14 +499,10 @@ class Approval:
         from ._protocol import get_approval
 
         if self._config is None:
-            raise ValueError(
-                "this Approval was not made by a client; use ApprovalsClient.get"
-            )
+            raise ValueError("this Approval was not made by a client; use ApprovalsClient.get")
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
         with SyncTransport(self._config) as t:
-            while not self._settled(
-                t.call(get_approval(self.id, self._config)), deadline
-            ):
+            while not self._settled(t.call(get_approval(self.id, self._config)), deadline):
                 time.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
         return self
 
@@ -526,15 +514,9 @@ class Approval:
         from ._protocol import get_approval
 
         if self._config is None:
-            raise ValueError(
-                "this Approval was not made by a client; use ApprovalsClient.get"
-            )
+            raise ValueError("this Approval was not made by a client; use ApprovalsClient.get")
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
         async with AsyncTransport(self._config) as t:
-            while not self._settled(
-                await t.call(get_approval(self.id, self._config)), deadline
-            ):
-                await asyncio.sleep(
-                    min(poll_interval, max(0.0, deadline - time.monotonic()))
-                )
+            while not self._settled(await t.call(get_approval(self.id, self._config)), deadline):
+                await asyncio.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
         return self

@@ -187,12 +187,8 @@ class Commands:
                 if on_stderr:
                     on_stderr(s)
 
-            events = P.ExecEvents(
-                out, err, self._t.config, on_start=handle._started.set
-            )
-            threading.Thread(
-                target=handle._run, args=(call, events), daemon=True
-            ).start()
+            events = P.ExecEvents(out, err, self._t.config, on_start=handle._started.set)
+            threading.Thread(target=handle._run, args=(call, events), daemon=True).start()
             handle._started.wait()
             if handle._error is not None:
                 raise handle._error  # refused before it started: policy, not found, ...
@@ -210,18 +206,14 @@ class Commands:
             stream=stream,
         )
         if stream:
-            return self._t.exec_stream(
-                call, P.ExecEvents(on_stdout, on_stderr, self._t.config)
-            )
+            return self._t.exec_stream(call, P.ExecEvents(on_stdout, on_stderr, self._t.config))
         return self._t.call(call)
 
 
 class Files:
     """``sb.files``: read, write, list and edit files in the sandbox (absolute paths)."""
 
-    def __init__(
-        self, transport: SyncTransport, sandbox_id: str, commands: Commands
-    ) -> None:
+    def __init__(self, transport: SyncTransport, sandbox_id: str, commands: Commands) -> None:
         self._t = transport
         self._sandbox_id = sandbox_id
         self._commands = commands
@@ -319,9 +311,7 @@ class Files:
         ``replace_all``); raises :class:`NoMatch` / :class:`AmbiguousMatch` /
         :class:`BinaryFile` when it cannot. Returns the diff."""
         return self._t.call(
-            P.edit_file(
-                self._t.config, self._sandbox_id, path, old, new, replace_all, approval
-            )
+            P.edit_file(self._t.config, self._sandbox_id, path, old, new, replace_all, approval)
         )
 
 
@@ -329,9 +319,7 @@ def _iter_response(r: httpx.Response) -> Iterator[bytes]:
     try:
         for piece in r.iter_bytes():
             yield piece
-    except (
-        httpx.TransportError
-    ) as e:  # the server reset: never a partial file as a whole
+    except httpx.TransportError as e:  # the server reset: never a partial file as a whole
         from .errors import ConnectionFailed
 
         raise ConnectionFailed(f"download broke off: {e}") from e
@@ -363,9 +351,7 @@ class Terminal:
     ) -> TerminalInfo:
         """Sends input items (``{"text": ...}`` or ``{"key": ...}``) in one write."""
         self.info = self._t.call(
-            P.terminal_input(
-                self._t.config, self.info.sandbox, self.id, items, approval
-            )
+            P.terminal_input(self._t.config, self.info.sandbox, self.id, items, approval)
         )
         return self.info
 
@@ -389,9 +375,7 @@ class Terminal:
         ended, no output came for ``quiet_ms``, or ``timeout`` seconds (default 10) passed.
         """
         r = self._t.call(
-            P.terminal_wait(
-                self.info.sandbox, self.id, pattern, quiet_ms, timeout, scrollback
-            )
+            P.terminal_wait(self.info.sandbox, self.id, pattern, quiet_ms, timeout, scrollback)
         )
         self.info = r.terminal
         return r
@@ -402,9 +386,7 @@ class Terminal:
 
     def resize(self, cols: int, rows: int) -> TerminalInfo:
         """Changes the terminal's size."""
-        self.info = self._t.call(
-            P.resize_terminal(self.info.sandbox, self.id, cols, rows)
-        )
+        self.info = self._t.call(P.resize_terminal(self.info.sandbox, self.id, cols, rows))
         return self.info
 
     def refresh(self) -> TerminalInfo:
@@ -445,9 +427,7 @@ class Terminals:
         cwd: Optional[str] = None,
     ) -> Terminal:
         """Starts ``command`` (default: the login shell) on a new terminal."""
-        info = self._t.call(
-            P.open_terminal(self._sandbox_id, command, cols, rows, env, cwd)
-        )
+        info = self._t.call(P.open_terminal(self._sandbox_id, command, cols, rows, env, cwd))
         return Terminal(self._t, info)
 
     def list(self) -> List[TerminalInfo]:
@@ -456,9 +436,7 @@ class Terminals:
 
     def get(self, terminal_id: str) -> Terminal:
         """An existing terminal by id."""
-        return Terminal(
-            self._t, self._t.call(P.get_terminal(self._sandbox_id, terminal_id))
-        )
+        return Terminal(self._t, self._t.call(P.get_terminal(self._sandbox_id, terminal_id)))
 
 
 class InternetAccess:
@@ -469,9 +447,7 @@ class InternetAccess:
         self._sandbox_id = sandbox_id
 
     def _set(self, body: P.Json, approval: ApprovalArg) -> SandboxInfo:
-        return self._t.call(
-            P.set_internet(self._t.config, self._sandbox_id, body, approval)
-        )
+        return self._t.call(P.set_internet(self._t.config, self._sandbox_id, body, approval))
 
     def on(self, *, approval: ApprovalArg = None) -> SandboxInfo:
         """All HTTP/HTTPS egress."""
@@ -528,9 +504,7 @@ class Sandbox:
     """A sandbox: a disposable LXC container. Make one with :meth:`create` (``with`` destroys
     it on exit unless ``keep=True``) or reach one with :meth:`connect`."""
 
-    def __init__(
-        self, info: SandboxInfo, transport: SyncTransport, *, keep: bool = False
-    ) -> None:
+    def __init__(self, info: SandboxInfo, transport: SyncTransport, *, keep: bool = False) -> None:
         self.info = info
         """The sandbox as last seen (refresh with :meth:`get_info`)."""
         self.keep = keep
@@ -718,9 +692,7 @@ class ApprovalsClient:
     """For the people who decide approvals (an admin token or one with ``approver: true``);
     any token may list and read its own."""
 
-    def __init__(
-        self, *, url: Optional[str] = None, token: Optional[str] = None
-    ) -> None:
+    def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
         self._t = SyncTransport(resolve_config(url, token))
 
     def __enter__(self) -> "ApprovalsClient":
@@ -741,16 +713,12 @@ class ApprovalsClient:
         """One approval."""
         return self._t.call(P.get_approval(approval_id, self._t.config))
 
-    def approve(
-        self, approval: Union[Approval, str], *, reason: Optional[str] = None
-    ) -> Approval:
+    def approve(self, approval: Union[Approval, str], *, reason: Optional[str] = None) -> Approval:
         """Approves (``Conflict`` if it is no longer pending)."""
         aid = approval if isinstance(approval, str) else approval.id
         return self._t.call(P.decide_approval(self._t.config, aid, True, reason))
 
-    def deny(
-        self, approval: Union[Approval, str], *, reason: Optional[str] = None
-    ) -> Approval:
+    def deny(self, approval: Union[Approval, str], *, reason: Optional[str] = None) -> Approval:
         """Denies, with a reason the caller sees."""
         aid = approval if isinstance(approval, str) else approval.id
         return self._t.call(P.decide_approval(self._t.config, aid, False, reason))
