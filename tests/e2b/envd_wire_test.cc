@@ -38,6 +38,28 @@ TEST(EnvdWire, StartAsTheSdkSendsIt) {
   EXPECT_EQ(shell_line(r.value->process), "'/bin/bash' '-l' '-c' 'echo hi'");
 }
 
+// What an approval of a Start covers: every field the process acts on (#32, finding 2).
+TEST(EnvdWire, CanonicalStartCoversEnvCwdArgsAndPty) {
+  auto start = [](std::string_view json) {
+    auto r = parse_start(json);
+    EXPECT_TRUE(r) << r.error->message;
+    return r ? canonical_start(*r.value) : std::string();
+  };
+  std::string base =
+      start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"],"envs":{"B":"2","A":"1"},)"
+            R"("cwd":"/tmp"},"stdin":false})");
+  EXPECT_EQ(base, R"({"args":["-l","-c","make"],"cmd":"/bin/bash","cwd":"/tmp","envs":[["A","1"],)"
+                  R"(["B","2"]],"pty":null,"stdin":false})");
+  // The same script with another env value, cwd or a pty is another request.
+  EXPECT_NE(base, start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"],)"
+                        R"("envs":{"B":"2","A":"x"},"cwd":"/tmp"},"stdin":false})"));
+  EXPECT_NE(base, start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"],)"
+                        R"("envs":{"B":"2","A":"1"},"cwd":"/"},"stdin":false})"));
+  EXPECT_NE(base, start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"],)"
+                        R"("envs":{"B":"2","A":"1"},"cwd":"/tmp"},"stdin":false,)"
+                        R"("pty":{"size":{"cols":80,"rows":24}}})"));
+}
+
 TEST(EnvdWire, StartWithPtyAndTag) {
   auto r = parse_start(
       R"({"process":{"cmd":"/bin/bash","args":["-i","-l"]},"pty":{"size":{"cols":80,"rows":"24"}},)"

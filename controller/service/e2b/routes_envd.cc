@@ -249,6 +249,7 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = text;
+  for (const auto& [name, value] : req.process.envs) asked.env_names.push_back(name);
   asked.canonical = e2b::canonical_start(req);
   ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
   auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream);

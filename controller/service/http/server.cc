@@ -474,6 +474,7 @@ void HttpServer::stop() {
     server_->stopAll(true);
     server_.reset();
   }
+  api_.stop_websockets();  // they run off the pool, on threads of their own
   if (pool_) {
     pool_->joinAll();
     pool_.reset();

@@ -27,6 +27,7 @@
 
 #include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminals.h"
+#include "api/terminals/ws_sessions.h"
 #include "core/config/config.h"
 #include "core/observability/audit.h"
 #include "core/observability/denied_log.h"
@@ -47,6 +48,7 @@
 namespace pvs::service {
 
 class Api;
+struct WsConnection;  // api/terminals/routes_terminal_ws.cc
 struct ServiceConfig;
 namespace mcp {
 class SessionStore;
@@ -122,8 +124,8 @@ class Api : public Replies {
   // Opens a terminal owned by `who` (429 at the per-sandbox or per-token limit).
   // What opening a terminal asks the policy: terminal.open, and exec for its command (as the
   // exec route asks); the stricter decision (deny, approve, allow) with its request.
-  std::pair<PolicyRequest, PolicyDecision> judge_terminal_open(const Principal& who,
-                                                               const std::string& command) const;
+  std::pair<PolicyRequest, PolicyDecision> judge_terminal_open(
+      const Principal& who, const TerminalCreateRequest& request) const;
   std::shared_ptr<TerminalEntry> open_terminal(const Principal& who, Sandbox& sandbox,
                                                const TerminalCreateRequest& request);
   // Types into a terminal once the policy allows the lines the input completes (terminal.input,
@@ -151,6 +153,9 @@ class Api : public Replies {
   void abort_reply(RequestContext& ctx) override;
   std::string read_body(RequestContext& ctx, std::uint64_t limit) override;
   std::string json_body(RequestContext& ctx) override;
+
+  // Hangs up every terminal WebSocket and joins their threads (HttpServer::stop).
+  void stop_websockets();
 
  private:
   void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
@@ -206,6 +211,8 @@ class Api : public Replies {
   void terminal_screen(RequestContext& ctx);
   void terminal_wait(RequestContext& ctx);
   void terminal_ws(RequestContext& ctx);
+  void ws_session(WsConnection& conn, TerminalWatcher& watcher, TerminalEntry& entry, bool watch,
+                  const Principal& who, AuditRecord refusal);         // off the pool (WsSessions)
   std::shared_ptr<TerminalEntry> find_terminal(RequestContext& ctx);  // throws ApiError 404
   static ApiError conflict_ended(const TerminalEntry& entry);
 
@@ -241,6 +248,9 @@ class Api : public Replies {
   std::unique_ptr<TerminalRegistry> terminals_ = std::make_unique<TerminalRegistry>(
       TerminalRegistry::Limits{config_.terminal_max_per_sandbox, config_.terminal_max_per_token,
                                std::chrono::seconds(config_.terminal_idle_timeout_seconds)});
+  // Terminal WebSockets, each on a thread of its own after the upgrade (ws_sessions.h).
+  std::unique_ptr<WsSessions> ws_sessions_ = std::make_unique<WsSessions>(WsSessions::Limits{
+      config_.terminal_max_websockets_per_token, config_.terminal_max_websockets});
   PolicyGate gate_{config_, metrics_, *this};
   ApprovalRoutes approval_routes_{gate_, *this};
   E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc

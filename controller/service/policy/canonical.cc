@@ -71,6 +71,14 @@ std::string canonical_edit(const EditRequest& r) {
   return w.key("replace_all").value(r.spec.replace_all).end_object().take();
 }
 
+std::string canonical_terminal_open(const TerminalCreateRequest& r) {
+  JsonWriter w;
+  w.begin_object().key("cols").value(r.cols).key("command").value(r.command);
+  w.key("cwd").value(r.cwd).key("env").begin_array();
+  for (const auto& [k, v] : r.env) w.begin_array().value(k).value(v).end_array();
+  return w.end_array().key("rows").value(r.rows).end_object().take();
+}
+
 std::string cut_for_display(std::string_view text, std::size_t max) {
   if (text.size() <= max) return std::string(text);
   std::size_t n = max;

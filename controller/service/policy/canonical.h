@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/terminals/terminal_requests.h"
 #include "http/requests.h"
 #include "pvesandbox/egress.h"
 
@@ -30,6 +31,8 @@ std::string canonical_write(const std::string& path, std::uint32_t mode,
                             const std::string& content_sha256);
 // {"new_string","old_string","path","replace_all"}
 std::string canonical_edit(const EditRequest& r);
+// A terminal's open: command, cwd, env (names and values), cols and rows.
+std::string canonical_terminal_open(const TerminalCreateRequest& r);
 
 // `text` whole if it has at most `max` bytes, else its first `max` bytes (not splitting a
 // UTF-8 sequence) and "…(cut, N bytes more)".

@@ -32,11 +32,15 @@ struct Rule {
   PolicyRuleSpec spec;
   std::unique_ptr<RE2> command;  // null: any text
   std::unique_ptr<RE2> names;    // null: any egress names
+  std::unique_ptr<RE2> env;      // null: any env names
 
   bool matches(const PolicyRequest& r) const {
     if (!spec.actions.count(r.action)) return false;
     if (command && !RE2::PartialMatch(r.text, *command)) return false;
     if (!spec.path.empty() && ::fnmatch(spec.path.c_str(), r.path.c_str(), 0) != 0) return false;
+    if (env && std::none_of(r.env_names.begin(), r.env_names.end(),
+                            [&](const std::string& n) { return RE2::PartialMatch(n, *env); }))
+      return false;
     if (spec.cpus_above >= 0 && r.cpus <= spec.cpus_above) return false;
     if (spec.memory_mb_above >= 0 && r.memory_mb <= spec.memory_mb_above) return false;
     if (spec.disk_gb_above >= 0 && r.disk_gb <= spec.disk_gb_above) return false;
@@ -60,6 +64,11 @@ Result<std::vector<Rule>> compile_rules(std::vector<PolicyRuleSpec> specs) {
       if (auto e = policy_pattern_error(spec.command))
         return fail(ErrorCode::kInvalidArgument, spec.where + ".command: " + *e);
       rule.command = std::make_unique<RE2>(spec.command, pattern_options());
+    }
+    if (!spec.env_names.empty()) {
+      if (auto e = policy_pattern_error(spec.env_names))
+        return fail(ErrorCode::kInvalidArgument, spec.where + ".env_names: " + *e);
+      rule.env = std::make_unique<RE2>(spec.env_names, pattern_options());
     }
     if (!spec.egress_names.empty()) {
       if (auto e = policy_pattern_error(spec.egress_names))

@@ -47,6 +47,8 @@ struct PolicyRequest {
   PolicyAction action = PolicyAction::kExec;
   std::string text;  // exec: the command line; terminal.input: the input line
   std::string path;  // files.write, files.edit
+  // exec, terminal.open: the names of the environment asked for (values are never judged).
+  std::vector<std::string> env_names;
   int cpus = 0, memory_mb = 0, disk_gb = 0;  // sandbox.create
   // sandbox.create and internet: the egress asked for (off, on or an allowlist of names);
   // `internet` is true for on and for an allowlist.
@@ -70,8 +72,9 @@ struct PolicyDecision {
 struct PolicyRuleSpec {
   std::string where;  // "policy.default[2]": in messages, decisions and the audit log
   std::set<PolicyAction> actions;
-  std::string command;  // RE2 pattern on PolicyRequest::text; empty: any
-  std::string path;     // glob on PolicyRequest::path; empty: any
+  std::string command;    // RE2 pattern on PolicyRequest::text; empty: any
+  std::string path;       // glob on PolicyRequest::path; empty: any
+  std::string env_names;  // RE2 on each env name asked for: some name must match; empty: any
   int cpus_above = -1, memory_mb_above = -1, disk_gb_above = -1;  // -1: any
   std::optional<bool> internet;  // true: on or an allowlist; false: off
   std::string egress;            // "off", "on" or "allowlist"; empty: any

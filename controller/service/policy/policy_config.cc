@@ -34,6 +34,9 @@ PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceC
   if (auto e = policy_pattern_error(rule.command); r.ok() && !rule.command.empty() && e)
     r.fail("command", *e);
   r.string("path", &rule.path);
+  r.string("env_names", &rule.env_names);
+  if (auto e = policy_pattern_error(rule.env_names); r.ok() && !rule.env_names.empty() && e)
+    r.fail("env_names", *e);
   if (r.ok() && !rule.path.empty() && rule.path[0] != '/')
     r.fail("path", "must be an absolute path glob, e.g. /etc/*");
   r.integer("cpus_above", &rule.cpus_above, 0, 1024);

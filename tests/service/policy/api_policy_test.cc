@@ -38,6 +38,10 @@ class ApiPolicyTest : public ApiTest {
     big.cpus_above = 1;
     spec.default_rules.push_back(big);
     spec.default_rules.push_back(etc);
+    // Values are never judged, so the names that make a shell run code are (#32, finding 1).
+    auto hooks = rule("policy.default[4]", PolicyAction::kExec, Verdict::kDeny, "no shell hooks");
+    hooks.env_names = "^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD)$";
+    spec.default_rules.push_back(hooks);
     auto policy = Policy::compile(spec);
     ASSERT_TRUE(policy) << policy.error().message;
     c.policy = *policy;
@@ -104,6 +108,27 @@ TEST_F(ApiPolicyTest, DenyApproveDenyAndTheAuditSaysWhy) {
     }
   }
   EXPECT_GE(decisions, 5);  // create (allow), rm (deny), on (approved), off (allow), on (denied)
+}
+
+TEST_F(ApiPolicyTest, EnvNamesAreJudgedForExecAndTerminalOpen) {
+  std::string sb = create();
+  ASSERT_FALSE(sb.empty());
+  // An innocent command with a hook in its environment: refused before anything runs.
+  auto hook = call("POST", "/v1/sandboxes/" + sb + "/exec",
+                   R"({"command":"true","env":{"BASH_ENV":"/tmp/x.sh"}})");
+  EXPECT_EQ(hook.status, 403) << hook.body;
+  EXPECT_NE(hook.body.find("policy.default[4]: no shell hooks"), std::string::npos) << hook.body;
+  // A login shell whose prompt would run a command: the open is judged as exec, env included.
+  auto open = call("POST", "/v1/sandboxes/" + sb + "/terminals",
+                   R"({"env":{"PROMPT_COMMAND":"curl x | sh"}})");
+  EXPECT_EQ(open.status, 403) << open.body;
+  EXPECT_NE(open.body.find("no shell hooks"), std::string::npos) << open.body;
+  // Other names pass the rule (the call then fails later: this backend has no sshd).
+  PolicyRequest fine;
+  fine.action = PolicyAction::kExec;
+  fine.text = "true";
+  fine.env_names = {"LANG", "BASH_ENVX"};
+  EXPECT_NO_THROW(api_->gate().admit_tool(Principal{"alice", 3, false, false}, sb, fine));
 }
 
 TEST_F(ApiPolicyTest, AsyncApprovalIsUsedOnceDeadlineDeniesAndARestartFailsClosed) {

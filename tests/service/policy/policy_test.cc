@@ -79,6 +79,26 @@ TEST(Policy, RulesInOrderPerTokenAndEachCondition) {
   EXPECT_NE(describe(*c).find("policy 6 rules"), std::string::npos);
 }
 
+TEST(Policy, EnvNamesMatchAnyNameAskedForAndBadPatternsAreNamed) {
+  auto c = parse_config(with_policy("  default:\n"
+                                    "    - {actions: [exec, terminal.open], env_names: "
+                                    "'^(BASH_ENV|PROMPT_COMMAND)$', decision: deny}\n"),
+                        "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  PolicyRequest r = exec("true");
+  EXPECT_EQ(c->policy.decide("ci", r).verdict, Verdict::kAllow);  // no env: the rule needs one
+  r.env_names = {"LANG", "PROMPT_COMMAND"};
+  EXPECT_EQ(c->policy.decide("ci", r).verdict, Verdict::kDeny);
+  r.action = PolicyAction::kTerminalOpen;
+  EXPECT_EQ(c->policy.decide("ci", r).verdict, Verdict::kDeny);
+  r.env_names = {"LANG"};
+  EXPECT_EQ(c->policy.decide("ci", r).verdict, Verdict::kAllow);
+  EXPECT_NE(error_of(with_policy("  default:\n    - {action: exec, env_names: '(', "
+                                 "decision: deny}\n"))
+                .find("policy.default[0].env_names"),
+            std::string::npos);
+}
+
 TEST(Policy, PatternsRunInLinearTime) {
   PolicySpec spec;
   PolicyRuleSpec r;

@@ -76,7 +76,7 @@ ToolResult tool_terminal_open(ToolContext& c) {
   c.record.params_json =
       "{\"command\":" + to_json_string(req->command.substr(0, 4096)) + "}";  // no env values
   auto sandbox = c.sandbox(id);
-  auto [asked, decision] = c.api.judge_terminal_open(c.call.principal, req->command);
+  auto [asked, decision] = c.api.judge_terminal_open(c.call.principal, *req);
   try {
     auto a = c.gate.admission(c.call.principal, id, asked, decision, "", false, c.call.progress);
     c.record.policy_json = a.policy_json;

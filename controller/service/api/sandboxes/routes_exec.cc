@@ -68,6 +68,7 @@ void Api::exec(RequestContext& ctx) {
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
+  for (const auto& [name, value] : req->env) asked.env_names.push_back(name);
   asked.canonical = canonical_exec(*req);
   if (!gate_.admit(ctx, asked)) return;
   std::string command = std::move(req->command);

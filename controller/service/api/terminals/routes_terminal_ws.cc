@@ -6,9 +6,11 @@
 // bounded buffer (terminals.watcher_buffer_bytes): a client that reads too slowly is dropped
 // with close code 1008, never slowing the terminal. The terminal survives the connection.
 //
-// Two threads per connection: this handler's reads frames, a writer sends output; every socket
-// call happens under one mutex (TLS sockets are not safe for concurrent use), and reads only
-// happen when data is there (poll), so the writer is never held up for long.
+// The upgrade is judged (terminal.attach), checked (Origin) and counted (WsSessions: per token
+// and in all) on an HTTP worker; the connection then runs off the pool, on a thread of its own
+// (api/terminals/ws_sessions.h). Two threads per connection: one reads frames, a writer sends
+// output; every socket call happens under one mutex (TLS sockets are not safe for concurrent
+// use), and reads only happen when data is there (poll), so the writer is never held up long.
 #include <Poco/JSON/Parser.h>
 #include <Poco/Net/NetException.h>
 #include <Poco/Net/WebSocket.h>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "api/mcp/protocol.h"
+#include "api/terminals/ws_sessions.h"
 #include "http/json.h"
 #include "http/server.h"
 #include "pvesandbox/common/log.h"
@@ -24,8 +27,6 @@
 namespace pvs::service {
 
 using Poco::Net::WebSocket;
-
-namespace {
 
 struct WsConnection {
   WebSocket ws;
@@ -58,6 +59,8 @@ struct WsConnection {
     send(w.take(), WebSocket::FRAME_TEXT);
   }
 };
+
+namespace {
 
 std::string exit_message(const PtyExit& e) {
   JsonWriter w;
@@ -210,13 +213,20 @@ void Api::terminal_ws(RequestContext& ctx) {
     }
     start = end + 1;
   }
+  // A place among the WebSocket caps before anything is switched: beyond them, a plain 429.
+  std::string why;
+  auto ticket = ws_sessions_->reserve(ctx.principal->name, &why);
+  if (!ticket) {
+    ctx.response->set("Retry-After", "1");
+    throw limit_exceeded(why);
+  }
   auto watcher = entry->terminal->watch(config_.terminal_watcher_buffer_bytes);
   audit(ctx, 101, nullptr);
   ctx.responded = true;
   ctx.status = 101;
-  std::unique_ptr<WsConnection> conn;
+  std::shared_ptr<WsConnection> conn;
   try {
-    conn = std::make_unique<WsConnection>(WebSocket(*ctx.request, *ctx.response));
+    conn = std::make_shared<WsConnection>(WebSocket(*ctx.request, *ctx.response));
   } catch (const Poco::Exception& e) {
     watcher->cancel();
     log::warn("request " + ctx.request_id + ": WebSocket handshake failed: " + e.displayText());
@@ -224,9 +234,8 @@ void Api::terminal_ws(RequestContext& ctx) {
   }
   conn->ws.setSendTimeout(Poco::Timespan(10, 0));
   conn->ws.setReceiveTimeout(Poco::Timespan(10, 0));
-  entry->readers.fetch_add(1);
-  if (!watch && entry->interactive.fetch_add(1) == 0) entry->terminal->set_answer_queries(false);
-  std::thread writer([&] { write_loop(*conn, *watcher); });
+  // The socket is the WebSocket's now (detached from the HTTP session): the session runs on a
+  // thread of its own and this worker goes back to the pool.
   AuditRecord refusal{};  // a line the policy refused, audited as terminal.input
   refusal.request_id = ctx.request_id;
   refusal.token = ctx.principal->name;
@@ -234,42 +243,64 @@ void Api::terminal_ws(RequestContext& ctx) {
   refusal.action = "terminal.input";
   refusal.sandbox = entry->sandbox;
   refusal.params_json = "{\"terminal\":\"" + entry->id + "\",\"via\":\"websocket\"}";
+  ws_sessions_->start(
+      std::move(*ticket),
+      [this, conn, watcher, entry, watch, who = *ctx.principal, refusal]() {
+        ws_session(*conn, *watcher, *entry, watch, who, refusal);
+      },
+      [conn, watcher] {
+        watcher->cancel();
+        conn->close(WebSocket::WS_ENDPOINT_GOING_AWAY, "the controller is stopping");
+      });
+}
+
+// One WebSocket's life, on its own thread (WsSessions): a writer thread sends output while
+// this one reads input, control messages and the client's close.
+void Api::ws_session(WsConnection& conn, TerminalWatcher& watcher, TerminalEntry& entry, bool watch,
+                     const Principal& who, AuditRecord refusal) {
+  entry.readers.fetch_add(1);
+  if (!watch && entry.interactive.fetch_add(1) == 0) entry.terminal->set_answer_queries(false);
+  std::thread writer([&] { write_loop(conn, watcher); });
   auto type = [&](std::string_view bytes) {
     try {
       auto a = type_into(
-          *ctx.principal, *entry, bytes, [&] { return entry->terminal->write(bytes); }, "", false);
+          who, entry, bytes, [&] { return entry.terminal->write(bytes); }, "", false);
       if (!a.pending) return;
       {
-        std::lock_guard lock(entry->input_mu);
-        entry->typed.clear();
+        std::lock_guard lock(entry.input_mu);
+        entry.typed.clear();
       }
-      (void)entry->terminal->write("\x15");
-      conn->send_error("approval " + a.pending->id + " is pending: a person must approve " +
-                       a.pending->request.summary + "; type the line again once it is approved");
+      (void)entry.terminal->write("\x15");
+      conn.send_error("approval " + a.pending->id + " is pending: a person must approve " +
+                      a.pending->request.summary + "; type the line again once it is approved");
       refusal.policy_json = a.policy_json;
       refusal.status = 202;
     } catch (const PolicyRefusal& r) {
-      conn->send_error(r.error.message);
+      conn.send_error(r.error.message);
       refusal.policy_json = r.policy_json;
       refusal.status = r.error.status;
       refusal.error_code = r.error.code;
       refusal.error_message = r.error.message;
     } catch (const ApiError& e) {
-      conn->send_error(e.message);
+      conn.send_error(e.message);
       return;
     }
     append_audit(refusal);
   };
   try {
-    read_loop(*conn, *entry, watch, type);
+    read_loop(conn, entry, watch, type);
   } catch (const std::exception& e) {  // Poco::Exception is one too
-    log::warn("request " + ctx.request_id + ": terminal WebSocket: " + e.what());
+    log::warn("request " + refusal.request_id + ": terminal WebSocket: " + e.what());
   }
-  watcher->cancel();
-  if (!conn->done) conn->close(WebSocket::WS_NORMAL_CLOSE, "closed by the client");
+  watcher.cancel();
+  if (!conn.done) conn.close(WebSocket::WS_NORMAL_CLOSE, "closed by the client");
   writer.join();
-  if (!watch && entry->interactive.fetch_sub(1) == 1) entry->terminal->set_answer_queries(true);
-  entry->readers.fetch_sub(1);
+  if (!watch && entry.interactive.fetch_sub(1) == 1) entry.terminal->set_answer_queries(true);
+  entry.readers.fetch_sub(1);
+}
+
+void Api::stop_websockets() {
+  ws_sessions_->stop();
 }
 
 }  // namespace pvs::service

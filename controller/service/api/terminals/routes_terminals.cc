@@ -25,7 +25,7 @@ void Api::terminal_create(RequestContext& ctx) {
     ctx.params_json = p.end_array().end_object().take();
   }
   auto sandbox = find_sandbox(ctx);
-  auto [asked, decision] = judge_terminal_open(*ctx.principal, req->command);
+  auto [asked, decision] = judge_terminal_open(*ctx.principal, *req);
   PolicyGate::Admission a;
   try {
     a = gate_.admission(*ctx.principal, sandbox->id(), asked, decision,

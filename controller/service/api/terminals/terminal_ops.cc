@@ -2,6 +2,7 @@
 // terminals, typing into them under the policy (terminal.input), waiting on their screens.
 #include "http/json.h"
 #include "http/server.h"
+#include "policy/canonical.h"
 #include "pvesandbox/common/log.h"
 
 namespace pvs::service {
@@ -31,15 +32,17 @@ std::shared_ptr<TerminalEntry> Api::open_terminal(const Principal& who, Sandbox&
 }
 
 std::pair<PolicyRequest, PolicyDecision> Api::judge_terminal_open(
-    const Principal& who, const std::string& command) const {
+    const Principal& who, const TerminalCreateRequest& request) const {
   PolicyRequest open;
   open.action = PolicyAction::kTerminalOpen;
-  open.text = command;
+  open.text = request.command;
+  for (const auto& [name, value] : request.env) open.env_names.push_back(name);
+  open.canonical = canonical_terminal_open(request);  // an approval covers env, cwd and size too
   PolicyDecision d = config_.policy.decide(who.name, open);
-  if (d.verdict == Verdict::kDeny || command.empty()) return {open, d};
-  PolicyRequest exec;  // the command runs as exec would run it
+  if (d.verdict == Verdict::kDeny || (request.command.empty() && request.env.empty()))
+    return {open, d};
+  PolicyRequest exec = open;  // the command (or the login shell) runs as exec would run it
   exec.action = PolicyAction::kExec;
-  exec.text = command;
   PolicyDecision e = config_.policy.decide(who.name, exec);
   if (e.verdict == Verdict::kDeny ||
       (e.verdict == Verdict::kApprove && d.verdict != Verdict::kApprove))

@@ -157,6 +157,8 @@ void parse_terminals(yaml::Map s, ServiceConfig& c) {
   s.integer("idle_timeout_seconds", &c.terminal_idle_timeout_seconds, 1, 7 * 24 * 3600);
   s.integer("max_input_bytes", &c.terminal_max_input_bytes, 1024, 16ll << 20);
   s.integer("watcher_buffer_bytes", &c.terminal_watcher_buffer_bytes, 4096, 1ll << 30);
+  s.integer("max_websockets_per_token", &c.terminal_max_websockets_per_token, 1, 100000);
+  s.integer("max_websockets", &c.terminal_max_websockets, 1, 100000);
   s.integer("scrollback_lines", &c.terminal_scrollback_lines, 0, 100000);
   s.integer("max_wait_seconds", &c.terminal_max_wait_seconds, 1, 3600);
   (void)s.finish();

@@ -108,6 +108,8 @@ struct ServiceConfig {
   int terminal_idle_timeout_seconds = 1800;  // no input, output or reader: closed
   std::uint64_t terminal_max_input_bytes = 64 << 10;      // one input call; 413 beyond
   std::uint64_t terminal_watcher_buffer_bytes = 1 << 20;  // per WebSocket; dropped beyond
+  int terminal_max_websockets_per_token = 16;  // open terminal WebSockets per token; 429 beyond
+  int terminal_max_websockets = 256;           // all tokens together; 429 beyond
   int terminal_scrollback_lines = 1000;
   int terminal_max_wait_seconds = 60;     // a wait's timeout is capped at this
   bool audit_log_terminal_input = false;  // audit.log_terminal_input: record what was typed

@@ -110,13 +110,14 @@ class TerminalApiTest : public ::testing::Test {
     EXPECT_EQ(r.status, 200) << r.body;
   }
   std::unique_ptr<WebSocket> attach(const std::string& term, const std::string& query,
-                                    bool subprotocol_auth = false) {
+                                    bool subprotocol_auth = false,
+                                    const std::string& token = "tok-alice") {
     Poco::Net::HTTPClientSession cs("127.0.0.1", port_);
     Poco::Net::HTTPRequest req("GET", term + "/ws" + query, "HTTP/1.1");
     if (subprotocol_auth) {
-      req.set("Sec-WebSocket-Protocol", "pvs-terminal, bearer.tok-alice");
+      req.set("Sec-WebSocket-Protocol", "pvs-terminal, bearer." + token);
     } else {
-      req.set("Authorization", "Bearer tok-alice");
+      req.set("Authorization", "Bearer " + token);
     }
     Poco::Net::HTTPResponse resp;
     auto ws = std::make_unique<WebSocket>(cs, req, resp);
@@ -313,6 +314,59 @@ TEST_F(TerminalApiTest, WebSocketWatchersSlowReadersReattachAndExit) {
   read_until(*again, "\"type\":\"exit\"", &texts);
   EXPECT_NE(texts.find(R"({"type":"exit","code":7})"), std::string::npos) << texts;
   EXPECT_EQ(json(call("GET", term).body)->getValue<int>("exit_code"), 7);
+}
+
+// WebSockets run off the HTTP worker pool (api/terminals/ws_sessions.h), within caps per token
+// and in all (#32, finding 6).
+class TerminalWsCapTest : public TerminalApiTest {
+ protected:
+  void tune(ServiceConfig& c) override {
+    c.http_threads = 4;
+    c.terminal_max_websockets_per_token = 6;
+    c.terminal_max_websockets = 8;
+  }
+  // The status of an upgrade: 101, or what refused it (the client's handshake throws then).
+  int upgrade_status(const std::string& term, const std::string& token) {
+    Poco::Net::HTTPClientSession cs("127.0.0.1", port_);
+    Poco::Net::HTTPRequest req("GET", term + "/ws", "HTTP/1.1");
+    req.set("Authorization", "Bearer " + token);
+    Poco::Net::HTTPResponse resp;
+    try {
+      WebSocket ws(cs, req, resp);
+      return 101;
+    } catch (const Poco::Exception&) {
+      return static_cast<int>(resp.getStatus());
+    }
+  }
+};
+
+TEST_F(TerminalWsCapTest, WebSocketsHoldNoWorkerAndStayWithinTheirCaps) {
+  auto term = open(R"({"command":"sh"})");
+  ASSERT_FALSE(term.empty());
+  // Six open WebSockets on four HTTP workers: on the pool the fifth upgrade would wait forever.
+  std::vector<std::unique_ptr<WebSocket>> mine;
+  for (int i = 0; i < 6; ++i) mine.push_back(attach(term, "?mode=watch"));
+  auto info = call("GET", term);  // and the API still answers
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_EQ(upgrade_status(term, "tok-alice"), 429) << "the per-token cap";
+  // Bob, on a sandbox of his own, fills the controller's cap of 8.
+  auto made = call("POST", "/v1/sandboxes", "{}", "tok-bob");
+  ASSERT_EQ(made.status, 201) << made.body;
+  std::string bobs = "/v1/sandboxes/" + json(made.body)->getValue<std::string>("id") + "/terminals";
+  auto t = call("POST", bobs, R"({"command":"sh"})", "tok-bob");
+  ASSERT_EQ(t.status, 201) << t.body;
+  std::string bob_term = bobs + "/" + json(t.body)->getValue<std::string>("id");
+  auto b1 = attach(bob_term, "?mode=watch", false, "tok-bob");
+  auto b2 = attach(bob_term, "?mode=watch", false, "tok-bob");
+  EXPECT_EQ(upgrade_status(bob_term, "tok-bob"), 429) << "the controller's cap";
+  // A place comes back when a WebSocket ends (on the server's own time: poll).
+  mine.back()->shutdown();
+  mine.pop_back();
+  int status = 0;
+  for (int i = 0; i < 100 && (status = upgrade_status(term, "tok-alice")) != 101; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(status, 101);
+  // TearDown stops the service with these still open: stop() hangs them up and joins them.
 }
 
 class TerminalIdleTest : public TerminalApiTest {
