@@ -9,8 +9,6 @@
 
 #include <sstream>
 
-#include <Poco/JSON/Object.h>
-
 #include "service/support/api_fixture.h"
 #include "support/sshd_fixture.h"
 
@@ -29,25 +27,6 @@ class EgressE2eTest : public ApiTest {
     return o;
   }
 
-  // Runs `command` in the sandbox through the API; its stdout's first line (or "exit <n>: ..."
-  // when it failed).
-  std::string in_sandbox(const std::string& id, const std::string& command) {
-    Poco::JSON::Object body;
-    body.set("command", command);
-    body.set("timeout_seconds", 20);
-    std::ostringstream text;
-    body.stringify(text);
-    auto r = call("POST", "/v1/sandboxes/" + id + "/exec", text.str());
-    if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
-    auto result = json(r.body);
-    std::string out = result->getValue<std::string>("stdout");
-    out = out.substr(0, out.find('\n'));
-    int code = result->getValue<int>("exit_code");
-    if (code != 0)
-      return "exit " + std::to_string(code) + ": " + out + " " +
-             result->getValue<std::string>("stderr");
-    return out;
-  }
   // A query for `name` as the sandbox's resolv.conf would send it: to its gateway, port 53.
   std::string dns(const std::string& id, const std::string& name) {
     return in_sandbox(id, "python3 " + stack_->egress_tool() + " dns 10.99.0.1 " + name);

@@ -7,7 +7,9 @@
 
 #include <fstream>
 #include <memory>
+#include <sstream>
 
+#include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
 #include "core/observability/audit.h"
@@ -98,6 +100,26 @@ class ApiTest : public ::testing::Test {
     auto r = call("POST", "/v1/sandboxes", body, token);
     EXPECT_EQ(r.status, 201) << r.body;
     return r.status == 201 ? json(r.body)->getValue<std::string>("id") : "";
+  }
+  // Runs `command` in the sandbox through the API; its stdout's first line (or "exit <n>: ..."
+  // when it failed).
+  std::string in_sandbox(const std::string& id, const std::string& command,
+                         const std::string& token = "tok-alice") {
+    Poco::JSON::Object body;
+    body.set("command", command);
+    body.set("timeout_seconds", 20);
+    std::ostringstream text;
+    body.stringify(text);
+    auto r = call("POST", "/v1/sandboxes/" + id + "/exec", text.str(), token);
+    if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
+    auto result = json(r.body);
+    std::string out = result->getValue<std::string>("stdout");
+    out = out.substr(0, out.find('\n'));
+    int code = result->getValue<int>("exit_code");
+    if (code != 0)
+      return "exit " + std::to_string(code) + ": " + out + " " +
+             result->getValue<std::string>("stderr");
+    return out;
   }
   std::vector<Poco::JSON::Object::Ptr> audit_lines() {
     std::ifstream in(config_.audit_file);

@@ -1,0 +1,100 @@
+// The REST API (Api + HttpServer, api_fixture.h) on real containers: pvesim's lxc backend with
+// StackOptions::egress (stack_fixture.h): pve-sandbox-resolver as nobody on the node, the
+// "internet" namespace with an authoritative dnsmasq for allowed.test, other.test and also.test
+// and an HTTP server on each of their addresses. Every probe runs inside the container with its
+// own tools and its own /etc/resolv.conf (nameserver 10.99.0.1, the gateway, which the ruleset
+// sends to the resolver); the terminal runs the container's own vi as root.
+#include <gtest/gtest.h>
+
+#include "lxc_support.h"
+#include "service/support/api_fixture.h"
+
+namespace pvs::service {
+namespace {
+
+constexpr const char* kAllowed = "203.0.113.20";  // allowed.test
+constexpr const char* kOther = "203.0.113.21";    // other.test
+
+class LxcApiTest : public ApiTest {
+ protected:
+  test::StackOptions stack_options() override {
+    test::StackOptions o;
+    o.backend = "lxc";
+    o.egress = true;
+    return o;
+  }
+  void SetUp() override {
+    ApiTest::SetUp();
+    run_dir_ = lxctest::own_run_dir();
+    ASSERT_FALSE(run_dir_.empty());
+  }
+  // ApiTest's TearDown destroys every sandbox and the stack; nothing of the run is left then.
+  void TearDown() override {
+    ApiTest::TearDown();
+    EXPECT_EQ(lxctest::leftovers(run_dir_), std::vector<std::string>{});
+  }
+
+  std::string run_dir_;
+};
+
+TEST_F(LxcApiTest, AnAllowlistLetsOneNameThroughTheContainersOwnResolvConf) {
+  std::string id = create(R"({"internet":{"allow":["allowed.test"],"ports":[80]}})");
+  ASSERT_FALSE(id.empty());
+  // The container's own resolver configuration and tools (glibc, curl of its root file system).
+  EXPECT_EQ(in_sandbox(id, "cat /etc/resolv.conf"), "nameserver 10.99.0.1");
+  EXPECT_EQ(in_sandbox(id, "id -un"), "root");
+
+  // The allowed name resolves through resolv.conf (the resolver asked the agent first) and is
+  // reachable by that name.
+  EXPECT_EQ(in_sandbox(id, "getent ahostsv4 allowed.test | head -n1 | cut -d' ' -f1"), kAllowed);
+  EXPECT_EQ(in_sandbox(id, "curl -sS -m 5 http://allowed.test/"),
+            std::string("hello from ") + kAllowed);
+  EXPECT_NE(stack_->resolver_log().find("allowed.test"), std::string::npos);
+
+  // The other name is refused by the resolver (getent: not found), so curl cannot resolve it;
+  // its bare address is refused at once by the ruleset (curl: could not connect, not a timeout).
+  EXPECT_EQ(in_sandbox(id, "getent ahostsv4 other.test"), "exit 2:  ");
+  EXPECT_EQ(in_sandbox(id, "curl -sS -m 5 http://other.test/ 2>/dev/null"), "exit 6:  ");
+  EXPECT_EQ(in_sandbox(id, std::string("curl -sS -m 5 http://") + kOther + "/ 2>/dev/null"),
+            "exit 7:  ");
+  EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+TEST_F(LxcApiTest, ATerminalRunsTheContainersViAsRoot) {
+  std::string id = create();
+  ASSERT_FALSE(id.empty());
+  const std::string base = "/v1/sandboxes/" + id + "/terminals";
+  auto r = call("POST", base, R"({"command":"vi /root/x.txt","cols":80,"rows":24})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::string term = base + "/" + json(r.body)->getValue<std::string>("id");
+  auto wait = [&](const std::string& body) {
+    auto w = call("POST", term + "/wait", body);
+    EXPECT_EQ(w.status, 200) << w.body;
+    return w.status == 200 ? json(w.body)->getValue<std::string>("outcome") : w.body;
+  };
+  auto input = [&](const std::string& items) {
+    auto i = call("POST", term + "/input", "{\"input\":" + items + "}");
+    EXPECT_EQ(i.status, 200) << i.body;
+  };
+  // vi has drawn its screen (the file's name on the last line), then: insert, Escape, write.
+  EXPECT_EQ(wait(R"({"pattern":"x\\.txt","timeout_ms":15000})"), "matched")
+      << call("GET", term + "/screen").body;
+  input(R"([{"text":"ihello"},{"key":"Escape"}])");
+  EXPECT_EQ(wait(R"({"pattern":"^hello","timeout_ms":15000})"), "matched")
+      << call("GET", term + "/screen").body;
+  input(R"([{"text":":wq"},{"key":"Enter"}])");
+  EXPECT_EQ(wait(R"({"timeout_ms":15000})"), "exited") << call("GET", term + "/screen").body;
+  EXPECT_EQ(json(call("GET", term).body)->getValue<int>("exit_code"), 0);
+
+  // The file is root's in the container's own file system, and it is what vi wrote.
+  auto back = call("GET", "/v1/sandboxes/" + id + "/files?path=/root/x.txt");
+  EXPECT_EQ(back.status, 200) << back.body;
+  EXPECT_EQ(back.body, "hello\n");
+  EXPECT_EQ(in_sandbox(id, "stat -c '%U %u' /root/x.txt"), "root 0");
+  // The vi that ran is the container's: its root file system's vim-tiny.
+  EXPECT_EQ(in_sandbox(id, "readlink -f /usr/bin/vi"), "/usr/bin/vim.tiny");
+  EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+}  // namespace
+}  // namespace pvs::service
