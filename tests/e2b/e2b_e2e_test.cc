@@ -53,7 +53,9 @@ class E2bE2eTest : public ::testing::Test {
         << "http:\n  threads: 64\n"
         << "policy:\n  approval_wait_seconds: 1\n  default:\n"
         << "    - {action: exec, command: 'e2b-denied', decision: deny, message: no}\n"
-        << "    - {action: exec, command: 'e2b-approve', decision: approve}\n";
+        << "    - {action: exec, command: 'e2b-approve', decision: approve}\n"
+        << "  tokens:\n    - token: other\n      rules:\n"
+        << "        - {action: terminal.input, command: 'curl', decision: deny}\n";
     std::string why;
     pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
     ASSERT_GT(pid_, 0) << why;
@@ -79,6 +81,8 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
   EXPECT_EQ(r.exit_code, 0) << report(r);
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report(r);
   EXPECT_NE(r.out.find("ok policy approve: the repeated call goes through"), std::string::npos)
+      << report(r);
+  EXPECT_NE(r.out.find("ok a pty under terminal.input rules is refused"), std::string::npos)
       << report(r);
 
   // Every call is on record under the key's token, never with the key itself.

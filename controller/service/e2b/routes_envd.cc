@@ -246,6 +246,12 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
     for (const auto& [k, v] : req.process.envs) p.value(k);
     ctx.params_json = p.end_array().end_object().take();
   }
+  // A pty's input is keystrokes the terminal.input line model does not follow here: under rules
+  // that judge this token's typed lines it would be a way around them (#32, finding 1).
+  if (req.pty && d_.config.policy.judges(ctx.principal->name, PolicyAction::kTerminalInput))
+    fail_with(ConnectCode::kPermissionDenied,
+              "a pty's input would bypass this token's terminal.input rules: open a terminal "
+              "through the REST API (POST /v1/sandboxes/{id}/terminals), whose input they judge");
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = text;

@@ -124,6 +124,16 @@ async function otherToken(sbx) {
     Sandbox.connect(sbx.sandboxId, { apiKey: other }), (e) => e instanceof NotFoundError);
   const page = await Sandbox.list({ apiKey: other }).nextItems();
   check("another token's list leaves it out", !page.some((s) => s.sandboxId === sbx.sandboxId));
+  // That token's typed lines are judged (a terminal.input rule): a pty, whose keystrokes the
+  // line model does not follow here, is refused.
+  const mine = await Sandbox.create({ apiKey: other });
+  try {
+    await expectError('a pty under terminal.input rules is refused',
+      () => mine.pty.create({ cols: 80, rows: 24, onData: () => {} }),
+      (e) => /terminal\.input rules/.test(e?.message ?? ''));
+  } finally {
+    await mine.kill();
+  }
 }
 
 async function policy(sbx) {
