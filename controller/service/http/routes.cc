@@ -2,7 +2,7 @@
 // records. docs/api.md documents each; docs/openapi.json is the machine-readable form.
 //
 // A row names its handler as on<&Class::method>: the method of the small class (ApprovalRoutes,
-// ...) or, for the routes not moved out of it yet, of Api. A new route is a row here plus a
+// AuditRoutes, E2bRoutes, ...) or, for the routes not moved out of it yet, of Api. A new route is a row here plus a
 // method on one handler class (and, for a new class, its part<>() below).
 #include "http/server.h"
 
@@ -19,6 +19,10 @@ ApprovalRoutes& Api::part<ApprovalRoutes>() {
 template <>
 E2bRoutes& Api::part<E2bRoutes>() {
   return e2b_routes_;
+}
+template <>
+AuditRoutes& Api::part<AuditRoutes>() {
+  return audit_routes_;
 }
 
 namespace {
@@ -51,7 +55,7 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/nodes",                                     on<&Api::nodes>,            A::kAdmin,  ""},
       {"POST",   "/v1/nodes/{name}/drain",                        on<&Api::node_drain>,       A::kAdmin,  "node.drain"},
       {"POST",   "/v1/nodes/{name}/undrain",                      on<&Api::node_undrain>,     A::kAdmin,  "node.undrain"},
-      {"GET",    "/v1/audit",                                     on<&Api::audit_tail>,       A::kAdmin,  ""},
+      {"GET",    "/v1/audit",                                     on<&AuditRoutes::tail>,     A::kAdmin,  ""},
       {"POST",   "/v1/sandboxes",                                 on<&Api::create>,           A::kToken,  "sandbox.create"},
       {"GET",    "/v1/sandboxes",                                 on<&Api::list>,             A::kToken,  ""},
       {"GET",    "/v1/sandboxes/{id}",                            on<&Api::show>,             A::kToken,  ""},

@@ -111,7 +111,7 @@ void Api::dispatch(RequestContext& ctx) {
   } catch (const Poco::Exception&) {
     throw bad_request("malformed request URI");
   }
-  if (config_.console_enabled && is_console_path(ctx.path)) return console(ctx);
+  if (config_.console_enabled && is_console_path(ctx.path)) return console_routes_.serve(ctx);
   // E2B's envd by Host name (49983-<id>.<e2b.domain>): the data plane's routes (docs/e2b.md).
   if (!config_.e2b_domain.empty()) {
     if (auto id = e2b::envd_host_sandbox(ctx.request->getHost(), config_.e2b_domain)) {

@@ -25,6 +25,8 @@
 #include <Poco/Net/HTTPServerResponse.h>
 #include <Poco/ThreadPool.h>
 
+#include "api/audit/audit_routes.h"
+#include "api/console/console_routes.h"
 #include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminals.h"
 #include "api/terminals/ws_sessions.h"
@@ -162,7 +164,6 @@ class Api : public Replies {
   void dispatch(RequestContext& ctx);
   void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
 
-  void console(RequestContext& ctx);  // /ui/ (routes_console.cc)
   void health(RequestContext& ctx);
   void openapi(RequestContext& ctx);
   void metrics_text(RequestContext& ctx);
@@ -170,7 +171,6 @@ class Api : public Replies {
   void nodes(RequestContext& ctx);
   void node_drain(RequestContext& ctx);
   void node_undrain(RequestContext& ctx);
-  void audit_tail(RequestContext& ctx);  // GET /v1/audit (routes_audit.cc)
   void set_drain(RequestContext& ctx, bool drained);
   void create(RequestContext& ctx);
   void list(RequestContext& ctx);
@@ -253,6 +253,8 @@ class Api : public Replies {
       config_.terminal_max_websockets_per_token, config_.terminal_max_websockets});
   PolicyGate gate_{config_, metrics_, *this};
   ApprovalRoutes approval_routes_{gate_, *this};
+  AuditRoutes audit_routes_{audit_ ? config_.audit_file : std::string(), *this};
+  ConsoleRoutes console_routes_{*this};
   E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };

@@ -1,10 +1,9 @@
-// The audit tail (admin): GET /v1/audit?limit=N[&action=A][&sandbox=ID], the last records of
-// the controller's audit log, read backwards from the end of the file (audit_tail.h).
 #include <charconv>
 
+#include "api/audit/audit_routes.h"
 #include "api/audit/audit_tail.h"
+#include "http/api_error.h"
 #include "http/json.h"
-#include "http/server.h"
 
 namespace pvs::service {
 namespace {
@@ -33,17 +32,17 @@ std::string parse_filter(const std::string& name, const std::string& value) {
 
 }  // namespace
 
-void Api::audit_tail(RequestContext& ctx) {
+void AuditRoutes::tail(RequestContext& ctx) {
   AuditTailOptions o;
   o.limit = parse_audit_limit(ctx.query_value("limit"));
   o.action = parse_filter("action", ctx.query_value("action"));
   o.sandbox = parse_filter("sandbox", ctx.query_value("sandbox"));
-  if (!audit_ || config_.audit_file.empty())
+  if (audit_file_.empty())
     throw not_found("no audit log: this controller has no audit file configured (audit.file)");
-  auto tail = read_audit_tail(config_.audit_file, o);
+  auto tail = read_audit_tail(audit_file_, o);
   if (!tail) {
     if (tail.error().code == ErrorCode::kNotFound)
-      throw not_found("no audit log at " + config_.audit_file + " (yet)");
+      throw not_found("no audit log at " + audit_file_ + " (yet)");
     throw from_error(tail.error());
   }
   JsonWriter w;
@@ -52,7 +51,7 @@ void Api::audit_tail(RequestContext& ctx) {
   w.end_array();
   w.key("truncated").value(tail->truncated);
   w.end_object();
-  send_json(ctx, 200, w.take());
+  replies_.send_json(ctx, 200, w.take());
 }
 
 }  // namespace pvs::service
