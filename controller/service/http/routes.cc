@@ -1,9 +1,10 @@
 // The REST API at a glance: every route, its handler, who may call it and what the audit log
 // records. docs/api.md documents each; docs/openapi.json is the machine-readable form.
 //
-// A row names its handler as on<&Class::method>: the method of the small class (ApprovalRoutes,
-// AuditRoutes, E2bRoutes, ...) or, for the routes not moved out of it yet, of Api. A new route is a row here plus a
-// method on one handler class (and, for a new class, its part<>() below).
+// A row names its handler as on<&Class::method>: the method of one small class that receives
+// only what it uses (ApprovalRoutes, AuditRoutes, FleetRoutes, E2bRoutes) or, for the routes not
+// moved out of it yet, of Api. A new route is a row here plus a method on one handler class
+// (and, for a new class, its part<>() below).
 #include "http/server.h"
 
 namespace pvs::service {
@@ -23,6 +24,10 @@ E2bRoutes& Api::part<E2bRoutes>() {
 template <>
 AuditRoutes& Api::part<AuditRoutes>() {
   return audit_routes_;
+}
+template <>
+FleetRoutes& Api::part<FleetRoutes>() {
+  return fleet_routes_;
 }
 
 namespace {
@@ -51,10 +56,10 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/health",                                    on<&Api::health>,           A::kPublic, ""},
       {"GET",    "/v1/openapi.json",                              on<&Api::openapi>,          A::kPublic, ""},
       {"GET",    "/metrics",                                      on<&Api::metrics_text>,     A::kPublic, ""},
-      {"GET",    "/v1/pools",                                     on<&Api::pools>,            A::kAdmin,  ""},
-      {"GET",    "/v1/nodes",                                     on<&Api::nodes>,            A::kAdmin,  ""},
-      {"POST",   "/v1/nodes/{name}/drain",                        on<&Api::node_drain>,       A::kAdmin,  "node.drain"},
-      {"POST",   "/v1/nodes/{name}/undrain",                      on<&Api::node_undrain>,     A::kAdmin,  "node.undrain"},
+      {"GET",    "/v1/pools",                                     on<&FleetRoutes::pools>,    A::kAdmin,  ""},
+      {"GET",    "/v1/nodes",                                     on<&FleetRoutes::nodes>,    A::kAdmin,  ""},
+      {"POST",   "/v1/nodes/{name}/drain",                        on<&FleetRoutes::drain>,    A::kAdmin,  "node.drain"},
+      {"POST",   "/v1/nodes/{name}/undrain",                      on<&FleetRoutes::undrain>,  A::kAdmin,  "node.undrain"},
       {"GET",    "/v1/audit",                                     on<&AuditRoutes::tail>,     A::kAdmin,  ""},
       {"POST",   "/v1/sandboxes",                                 on<&Api::create>,           A::kToken,  "sandbox.create"},
       {"GET",    "/v1/sandboxes",                                 on<&Api::list>,             A::kToken,  ""},

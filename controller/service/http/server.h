@@ -27,6 +27,7 @@
 
 #include "api/audit/audit_routes.h"
 #include "api/console/console_routes.h"
+#include "api/fleet/fleet_routes.h"
 #include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminals.h"
 #include "api/terminals/ws_sessions.h"
@@ -167,11 +168,6 @@ class Api : public Replies {
   void health(RequestContext& ctx);
   void openapi(RequestContext& ctx);
   void metrics_text(RequestContext& ctx);
-  void pools(RequestContext& ctx);
-  void nodes(RequestContext& ctx);
-  void node_drain(RequestContext& ctx);
-  void node_undrain(RequestContext& ctx);
-  void set_drain(RequestContext& ctx, bool drained);
   void create(RequestContext& ctx);
   void list(RequestContext& ctx);
   void show(RequestContext& ctx);
@@ -255,6 +251,7 @@ class Api : public Replies {
   ApprovalRoutes approval_routes_{gate_, *this};
   AuditRoutes audit_routes_{audit_ ? config_.audit_file : std::string(), *this};
   ConsoleRoutes console_routes_{*this};
+  FleetRoutes fleet_routes_{[this] { return require_manager(); }, *this};
   E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };
@@ -284,7 +281,6 @@ class HttpServer {
 std::string sandbox_json(const SandboxInfo& info);
 class JsonWriter;
 // One pool as GET /v1/pools and GET /v1/nodes show it.
-void write_pool(JsonWriter& w, const PoolInfo& pool);
 
 // Reads a small unread request body now; marks a large or chunked one for drain_body().
 void settle_body(RequestContext& ctx);

@@ -1,7 +1,8 @@
 // The cluster's nodes (admin): health, capacity, sandboxes and pools per node; drain/undrain.
+#include "api/fleet/fleet_routes.h"
+#include "http/api_error.h"
 #include "http/json.h"
 #include "http/requests.h"
-#include "http/server.h"
 
 namespace pvs::service {
 namespace {
@@ -33,38 +34,31 @@ void write_node(JsonWriter& w, const NodeInfo& n, const std::vector<PoolInfo>& p
 
 }  // namespace
 
-void Api::nodes(RequestContext& ctx) {
-  auto manager = require_manager();
+void FleetRoutes::nodes(RequestContext& ctx) {
+  auto manager = manager_();
   auto pools = manager->pools();
   JsonWriter w;
   w.begin_object().key("nodes").begin_array();
   for (const NodeInfo& n : manager->nodes()) write_node(w, n, pools);
   w.end_array().end_object();
-  send_json(ctx, 200, w.take());
+  replies_.send_json(ctx, 200, w.take());
 }
 
-void Api::set_drain(RequestContext& ctx, bool drained) {
+void FleetRoutes::set_drain(RequestContext& ctx, bool drained) {
   const std::string& name = ctx.params.at("name");
   if (!is_node_name(name)) throw bad_request("name: not a node name");
   JsonWriter p;
   p.begin_object().key("node").value(name).end_object();
   ctx.params_json = p.take();
-  auto manager = require_manager();
+  auto manager = manager_();
   if (auto st = manager->drain(name, drained); !st) throw from_error(st.error());
   for (const NodeInfo& n : manager->nodes()) {
     if (n.name != name) continue;
     JsonWriter w;
     write_node(w, n, manager->pools());
-    return send_json(ctx, 200, w.take());
+    return replies_.send_json(ctx, 200, w.take());
   }
   throw not_found("node " + name + " is not configured");
-}
-
-void Api::node_drain(RequestContext& ctx) {
-  set_drain(ctx, true);
-}
-void Api::node_undrain(RequestContext& ctx) {
-  set_drain(ctx, false);
 }
 
 }  // namespace pvs::service

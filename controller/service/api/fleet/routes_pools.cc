@@ -1,6 +1,5 @@
-// The pools (admin): what each hot profile and the warm pool hold and serve.
+#include "api/fleet/fleet_routes.h"
 #include "http/json.h"
-#include "http/server.h"
 
 namespace pvs::service {
 
@@ -23,13 +22,13 @@ void write_pool(JsonWriter& w, const PoolInfo& p) {
   w.end_object();
 }
 
-void Api::pools(RequestContext& ctx) {
-  auto manager = require_manager();
+void FleetRoutes::pools(RequestContext& ctx) {
+  auto manager = manager_();
   JsonWriter w;
   w.begin_object().key("pools").begin_array();
   for (const PoolInfo& p : manager->pools()) write_pool(w, p);
   w.end_array().end_object();
-  send_json(ctx, 200, w.take());
+  replies_.send_json(ctx, 200, w.take());
 }
 
 }  // namespace pvs::service

@@ -385,8 +385,15 @@ await check('a non-admin token sees only its own', async () => {
   await page.$eval('#token', (el) => { el.value = ''; });
   await page.type('#token', args['user-token']);
   await page.click('#signin-form button[type=submit]');
-  await page.evaluate(() => { location.hash = '#/sandboxes'; });
-  await waitText('#sandbox-list', /No sandboxes/);
+  await waitText('#who', /signed in/);  // the agent's token is in use before the view changes
+  await go('#/sandboxes', '#sandbox-list');
+  try {
+    await waitText('#sandbox-list', /No sandboxes/);
+  } catch (e) {
+    const shown = await page.$eval('#sandbox-list', (el) => el.textContent).catch(() => '?');
+    const api = await rest('GET', '/v1/sandboxes', agent);
+    throw new Error(`${e.message}; the list shows "${shown.slice(0, 300)}"; the API: ${api.text.slice(0, 300)}`);
+  }
   await go('#/nodes', '#nodes-admin-only');
   await shot('non-admin-nodes');
   await go('#/audit', '#audit-unavailable');
