@@ -150,6 +150,24 @@ TEST_F(TerminalTest, ResizeReachesTheProgram) {
   EXPECT_FALSE(t->resize(0, 10));
 }
 
+// A client that opens a terminal and attaches afterwards (sandboxctl shell -- CMD) gets the
+// program's output from its start, even when the program ended before the attach.
+TEST_F(TerminalTest, TheFirstWatcherGetsWhatCameBeforeIt) {
+  auto t = open("echo before-anyone-watched; exit 5");
+  ASSERT_TRUE(t);
+  auto exit = t->wait({std::nullopt, 0ms, 10s});  // ended before anyone watched
+  ASSERT_EQ(exit.outcome, WaitOutcome::kExited);
+  auto first = t->watch(1 << 20);
+  std::string got;
+  for (int i = 0; i < 10 && got.find("before-anyone-watched") == std::string::npos; ++i)
+    got += first->next(100ms);
+  EXPECT_NE(got.find("before-anyone-watched"), std::string::npos) << got;
+  ASSERT_TRUE(first->ended());
+  EXPECT_EQ(first->ended()->exit_code, 5);
+  auto second = t->watch(1 << 20);  // later watchers: from now on only
+  EXPECT_EQ(second->next(0ms), "");
+}
+
 TEST_F(TerminalTest, ExitCodeEnvCwdAndWatchers) {
   TerminalOptions o;
   o.command = "echo \"$GREETING in $(pwd)\"; read x; exit 3";

@@ -174,7 +174,9 @@ class Terminal {
   Status resize(int cols, int rows);
   ScreenSnapshot screen(std::size_t scrollback = 0) const;
   WaitResult wait(const WaitCondition& condition) const;
-  // A new raw-output watcher (bytes from now on). Keep the shared_ptr; cancel() when done.
+  // A new raw-output watcher (bytes from now on; the terminal's first watcher also gets what
+  // the program wrote before anyone watched, its last 1 MiB). Keep the shared_ptr; cancel()
+  // when done.
   std::shared_ptr<TerminalWatcher> watch(std::size_t max_buffered);
   // Whether the emulator answers the program's queries itself (default true); a client that
   // answers them (an interactive WebSocket with a real terminal) turns this off meanwhile.

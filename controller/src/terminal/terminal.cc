@@ -98,6 +98,11 @@ struct Terminal::Core {
   std::optional<PtyExit> exit_in;  // the program ended (the screen may still be catching up)
   bool exit_fed = false;
   std::vector<std::shared_ptr<TerminalWatcher>> watchers;
+  // What the program wrote before anyone watched, for the first watcher (a client that opens a
+  // terminal and then attaches must not lose the program's first output); the last bytes.
+  static constexpr std::size_t kMaxUnwatched = 1 << 20;
+  std::string unwatched;
+  bool watched = false;
   Clock::time_point last_output = Clock::now();
   Clock::time_point last_activity = Clock::now();
   std::uint64_t input_bytes = 0;
@@ -126,6 +131,10 @@ struct Terminal::Core {
                                     [](const auto& w) { return w->cancelled() || w->dropped(); }),
                      watchers.end());
       for (auto& w : watchers) w->push(bytes);
+      if (!watched) {
+        unwatched.append(bytes);
+        if (unwatched.size() > kMaxUnwatched) unwatched.erase(0, unwatched.size() - kMaxUnwatched);
+      }
     }
     in_cv.notify_one();
   }
@@ -335,6 +344,11 @@ WaitResult Terminal::wait(const WaitCondition& condition) const {
 std::shared_ptr<TerminalWatcher> Terminal::watch(std::size_t max_buffered) {
   auto w = std::make_shared<TerminalWatcher>(max_buffered);
   std::lock_guard lock(core_->in_mu);
+  if (!core_->watched) {  // the first watcher: what came before anyone watched, then the rest
+    core_->watched = true;
+    if (!core_->unwatched.empty()) w->push(core_->unwatched);
+    std::string().swap(core_->unwatched);
+  }
   if (core_->exit_in) {
     w->finish(*core_->exit_in);
   } else {
