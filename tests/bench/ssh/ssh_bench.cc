@@ -16,6 +16,8 @@
 // missed.
 #include <dirent.h>
 #include <fcntl.h>
+#include <libssh2.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -29,9 +31,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -178,6 +183,95 @@ TreeCpu tree_cpu(pid_t root) {
   }
   return sum;
 }
+
+// Everything the sshd under `root` has spent so far: its live descendants (themselves and what
+// they reaped) and, through the listener's cutime, the connections that have ended.
+double server_cpu_ms(pid_t root) {
+  TreeCpu t = tree_cpu(root);
+  double reaped = 0;
+  std::string st = read_file("/proc/" + std::to_string(root) + "/stat");
+  auto close_paren = st.rfind(')');
+  if (close_paren != std::string::npos) {
+    std::istringstream in(st.substr(close_paren + 2));
+    std::vector<std::string> f;
+    for (std::string w; in >> w && f.size() < 16;) f.push_back(w);
+    if (f.size() >= 15)
+      reaped = (std::atof(f[13].c_str()) + std::atof(f[14].c_str())) * 1000.0 /
+               static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return t.own + t.children + reaped;
+}
+
+// The processes below `root` (exclusive), by walking parent links in /proc.
+std::set<pid_t> descendants(pid_t root) {
+  std::map<pid_t, pid_t> parent;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    std::string st = pid > 0 ? read_file(entry.path().string() + "/stat") : "";
+    auto close_paren = st.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream in(st.substr(close_paren + 2));
+    std::string state, ppid;
+    in >> state >> ppid;
+    parent[pid] = static_cast<pid_t>(std::atoi(ppid.c_str()));
+  }
+  std::set<pid_t> out;
+  for (const auto& [pid, pp] : parent) {
+    for (pid_t a = pp; a > 1; a = parent.count(a) ? parent[a] : 0) {
+      if (a == root) {
+        out.insert(pid);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Waits (3 s at most) until the processes below `root` are `before` again: a transfer's
+// server-side process must have been reaped, so that its CPU is in its parent's cutime.
+void await_tree(pid_t root, const std::set<pid_t>& before) {
+  for (int i = 0; i < 600 && descendants(root) != before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+// utime + stime (ms) of one live process.
+double own_cpu_ms(pid_t pid) {
+  std::string st = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close_paren = st.rfind(')');
+  if (close_paren == std::string::npos) return 0;
+  std::istringstream in(st.substr(close_paren + 2));
+  std::vector<std::string> f;
+  for (std::string w; in >> w && f.size() < 13;) f.push_back(w);
+  if (f.size() < 13) return 0;
+  return (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) * 1000.0 /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// CPU ms per MiB of aes128-ctr through OpenSSL's EVP_Cipher in `call`-byte calls (one core).
+// libssh2 1.10 (Debian 12) encrypts and decrypts each packet one 16-byte block per call.
+double aes_ctr_ms_per_mib(std::size_t call) {
+  unsigned char key[16] = {1}, iv[16] = {2};
+  std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)> ctx(EVP_CIPHER_CTX_new(),
+                                                                      EVP_CIPHER_CTX_free);
+  EVP_CipherInit(ctx.get(), EVP_aes_128_ctr(), key, iv, 1);
+  std::vector<unsigned char> buf(1 << 20);
+  constexpr int kRounds = 32;
+  rusage r0{}, r1{};
+  getrusage(RUSAGE_THREAD, &r0);
+  for (int r = 0; r < kRounds; ++r)
+    for (std::size_t i = 0; i < buf.size(); i += call)
+      EVP_Cipher(ctx.get(), buf.data() + i, buf.data() + i, static_cast<unsigned>(call));
+  getrusage(RUSAGE_THREAD, &r1);
+  auto ms = [](const timeval& tv) { return tv.tv_sec * 1000.0 + tv.tv_usec / 1000.0; };
+  return (ms(r1.ru_utime) + ms(r1.ru_stime) - ms(r0.ru_utime) - ms(r0.ru_stime)) / kRounds;
+}
+
+// CPU (ms) a transfer cost each side: the client (this process, or the reaped sftp and ssh)
+// and the server (the sshd tree).
+struct SideCpu {
+  std::vector<double> client, server;
+  void add(double c, double s) { client.push_back(c), server.push_back(s); }
+};
 
 }  // namespace
 
@@ -371,9 +465,26 @@ int main(int argc, char** argv) {
     }
     const double size_mib = static_cast<double>(mib);
     std::vector<double> up_ours, down_ours, up_theirs, down_theirs;
+    SideCpu cpu_up_ours, cpu_down_ours, cpu_up_theirs, cpu_down_theirs;
+    // Runs `transfer` and books its client and server CPU into `into`.
+    auto metered = [&](SideCpu& into, bool in_process, auto&& transfer) {
+      auto client_cpu = [&] {
+        return in_process ? process_cpu_ms() : children_cpu_ms() + own_cpu_ms(master_pid);
+      };
+      auto tree = descendants(sshd.pid());
+      double c0 = client_cpu(), s0 = server_cpu_ms(sshd.pid());
+      auto r = transfer();
+      await_tree(sshd.pid(), tree);
+      double c1 = client_cpu(), s1 = server_cpu_ms(sshd.pid());
+      into.add(c1 - c0, s1 - s0);
+      return r;
+    };
     std::vector<std::string> sftp = {"sftp", "-q"};
     sftp.insert(sftp.end(), ssh_opts.begin(), ssh_opts.end());
-    sftp.insert(sftp.end(), {"-P", port, "-b"});
+    // Over the ControlMaster's connection: its sshd stays alive, so the server's CPU is in its
+    // tree (a connection of its own would be reaped by the listener out of sight), and the
+    // client's crypto is the master's.
+    sftp.insert(sftp.end(), {"-o", "ControlPath=" + cm, "-P", port, "-b"});
     auto sftp_batch = [&](const std::string& commands) {
       std::ofstream(dir + "/batch") << commands;
       auto args = sftp;
@@ -389,21 +500,28 @@ int main(int argc, char** argv) {
       {
         std::ifstream in(local, std::ios::binary);
         auto t0 = Clock::now();
-        auto r = session.upload(remote, in, {});
+        auto r = metered(cpu_up_ours, true, [&] { return session.upload(remote, in, {}); });
         up_ours.push_back(ms_since(t0));
         if (!r) std::fprintf(stderr, "upload: %s\n", r.error().to_string().c_str()), ok = false;
       }
       {
         std::ofstream out(back, std::ios::binary | std::ios::trunc);
         auto t0 = Clock::now();
-        auto r = session.download(remote, out);
+        auto r = metered(cpu_down_ours, true, [&] { return session.download(remote, out); });
         out.flush();
         down_ours.push_back(ms_since(t0));
         if (!r) std::fprintf(stderr, "download: %s\n", r.error().to_string().c_str()), ok = false;
       }
-      double setup = sftp_batch("pwd\n");
-      double up = sftp_batch("put " + local + " " + remote + "\n");
-      double down = sftp_batch("get " + remote + " " + back + "\n");
+      SideCpu setup_cpu;  // sftp's own start and a mux session, taken off the two below
+      double setup = metered(setup_cpu, false, [&] { return sftp_batch("pwd\n"); });
+      double up = metered(cpu_up_theirs, false,
+                          [&] { return sftp_batch("put " + local + " " + remote + "\n"); });
+      double down = metered(cpu_down_theirs, false,
+                            [&] { return sftp_batch("get " + remote + " " + back + "\n"); });
+      for (auto* side : {&cpu_up_theirs, &cpu_down_theirs}) {  // less the connection's set-up
+        side->client.back() -= setup_cpu.client.back();
+        side->server.back() -= setup_cpu.server.back();
+      }
       if (setup < 0 || up < 0 || down < 0) {
         std::fprintf(stderr, "sftp failed\n");
         ok = false;
@@ -437,6 +555,19 @@ int main(int argc, char** argv) {
       std::printf("  ratio upload %.2fx  download %.2fx (target >= 1.0x) %s\n", ou / tu, od / td,
                   (ou / tu >= 1.0 && od / td >= 1.0) ? "OK" : "MISSED");
       ok = ok && ou / tu >= 1.0 && od / td >= 1.0;
+      // Where the time goes: CPU per MiB moved, each side, medians (ms/MiB).
+      auto per_mib = [&](const std::vector<double>& v) { return median(v) / size_mib; };
+      std::printf(
+          "  CPU ms per MiB (client + server): SshSession upload %.2f + %.2f, download "
+          "%.2f + %.2f; OpenSSH upload %.2f + %.2f, download %.2f + %.2f\n",
+          per_mib(cpu_up_ours.client), per_mib(cpu_up_ours.server), per_mib(cpu_down_ours.client),
+          per_mib(cpu_down_ours.server), per_mib(cpu_up_theirs.client),
+          per_mib(cpu_up_theirs.server), per_mib(cpu_down_theirs.client),
+          per_mib(cpu_down_theirs.server));
+      std::printf(
+          "  libssh2 %s: aes128-ctr in 16-byte EVP_Cipher calls %.2f ms per MiB, in "
+          "32 KiB calls %.2f ms per MiB\n",
+          libssh2_version(0), aes_ctr_ms_per_mib(16), aes_ctr_ms_per_mib(32768));
     }
     unlink(local.c_str());
     unlink(back.c_str());
