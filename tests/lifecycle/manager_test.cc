@@ -118,6 +118,8 @@ TEST_F(ManagerModelTest, CreateConfiguresGrantsAndDestroyRemovesEverything) {
   EXPECT_EQ(stack_->sim().schema_rejections(), 0u);
 
   EXPECT_EQ(m->list().size(), 1u);
+  EXPECT_EQ(m->count_owned("tok"), 1u);
+  EXPECT_EQ(m->count_owned("other"), 0u);
   EXPECT_EQ(m->list({{"team", "a"}}).size(), 1u);
   EXPECT_TRUE(m->list({{"team", "b"}}).empty());
   EXPECT_TRUE(m->attach(info.id));
@@ -125,6 +127,7 @@ TEST_F(ManagerModelTest, CreateConfiguresGrantsAndDestroyRemovesEverything) {
 
   ASSERT_TRUE((*sb)->destroy());
   expect_clean();
+  EXPECT_EQ(m->count_owned("tok"), 0u);
   EXPECT_EQ(m->attach(info.id).error().code, ErrorCode::kNotFound);
   EXPECT_TRUE((*sb)->destroy());  // idempotent
   EXPECT_EQ(m->destroy_by_id(info.id).error().code, ErrorCode::kNotFound);
@@ -334,6 +337,7 @@ TEST_F(ManagerModelTest, RecoveryAdoptsLiveSandboxesAndDestroysOrphans) {
     CreateOptions o;
     o.internet = true;
     o.labels = {{"k", "v"}};
+    o.owner = "tok";
     auto a = m->create(o);
     ASSERT_TRUE(a);
     live_id = (*a)->id();
@@ -377,6 +381,7 @@ TEST_F(ManagerModelTest, RecoveryAdoptsLiveSandboxesAndDestroysOrphans) {
   EXPECT_TRUE(list[0].internet);
   EXPECT_EQ(list[0].cpus, 1);
   EXPECT_EQ(m->list({{"k", "v"}}).size(), 2u);
+  EXPECT_EQ(m->count_owned("tok"), 2u);  // recovered sandboxes count for their owner
   EXPECT_EQ(stack_->containers(), (std::vector<int>{10000, 10001, 10104}));
   EXPECT_EQ(stack_->internet_set(), std::set<std::string>{"10.99.0.2"});
   EXPECT_EQ(stack_->bound_ports(),

@@ -378,6 +378,9 @@ class Manager {
   virtual Result<std::shared_ptr<Sandbox>> attach(const std::string& id) = 0;
   // Sandboxes whose labels include every pair of `selector` (empty: all), oldest first.
   virtual std::vector<SandboxInfo> list(const Labels& selector = {}) const = 0;
+  // How many live sandboxes `owner` has (CreateOptions::owner): O(log owners), for per-token
+  // limits checked on every create.
+  virtual std::size_t count_owned(const std::string& owner) const = 0;
   virtual Status destroy_by_id(const std::string& id) = 0;
 
   // One recovery/reconciliation pass now (the background loop calls the same).

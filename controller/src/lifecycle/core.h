@@ -179,6 +179,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Result<std::shared_ptr<Sandbox>> create(const CreateOptions& options);
   Result<std::shared_ptr<Sandbox>> attach(const std::string& id);
   std::vector<SandboxInfo> list(const Labels& selector) const;
+  std::size_t count_owned(const std::string& owner) const;
   Status destroy_by_id(const std::string& id);
   Status destroy(SandboxImpl& sandbox);
   Status reconcile();
@@ -219,6 +220,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::map<std::string, std::shared_ptr<SandboxImpl>> gone;
     std::lock_guard lock(mu_);
     gone.swap(registry_);
+    owned_.clear();
+    owner_of_.clear();
   }
 
  private:
@@ -399,6 +402,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
 
   mutable std::mutex mu_;  // registry_, busy_vmids_, inflight_, stats_
   std::map<std::string, std::shared_ptr<SandboxImpl>> registry_;
+  // Live sandboxes per owner, and each one's owner: kept with registry_ by enroll_locked and
+  // unenroll_locked (the only writers of the three), so count_owned needs no walk.
+  std::map<std::string, std::size_t> owned_;
+  std::map<std::string, std::string> owner_of_;
+  void enroll_locked(const std::string& id, std::shared_ptr<SandboxImpl> sb,
+                     const std::string& owner);
+  void unenroll_locked(const std::string& id);
   std::set<int> busy_vmids_;  // creates/destroys in flight in this process
   int inflight_ = 0;
   ManagerStats stats_;

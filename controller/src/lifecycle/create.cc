@@ -221,7 +221,7 @@ void ManagerCore::register_created(const Step& s, const std::shared_ptr<SandboxI
                                    const CreateOptions& o) {
   {
     std::lock_guard lock(mu_);
-    registry_[s.id] = sandbox;
+    enroll_locked(s.id, sandbox, o.owner);
     busy_vmids_.erase(s.vmid);
     ++stats_.creates;
   }

@@ -80,7 +80,7 @@ Status ManagerCore::destroy(SandboxImpl& sb) {
   if (address_clean) n.addrs->release(sb.address());
   {
     std::lock_guard lock(mu_);
-    registry_.erase(sb.id());
+    unenroll_locked(sb.id());
     busy_vmids_.erase(sb.vmid());
     ++stats_.destroys;
   }
@@ -105,6 +105,28 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::attach(const std::string& id) {
   if (it == registry_.end() || it->second->destroyed())
     return fail(ErrorCode::kNotFound, "no sandbox " + id);
   return std::shared_ptr<Sandbox>(it->second);
+}
+
+std::size_t ManagerCore::count_owned(const std::string& owner) const {
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(owner);
+  return it == owned_.end() ? 0 : it->second;
+}
+
+void ManagerCore::enroll_locked(const std::string& id, std::shared_ptr<SandboxImpl> sb,
+                                const std::string& owner) {
+  unenroll_locked(id);
+  registry_[id] = std::move(sb);
+  owner_of_[id] = owner;
+  ++owned_[owner];
+}
+
+void ManagerCore::unenroll_locked(const std::string& id) {
+  registry_.erase(id);
+  auto o = owner_of_.find(id);
+  if (o == owner_of_.end()) return;
+  if (auto n = owned_.find(o->second); n != owned_.end() && --n->second == 0) owned_.erase(n);
+  owner_of_.erase(o);
 }
 
 std::vector<SandboxInfo> ManagerCore::list(const Labels& selector) const {
@@ -259,6 +281,9 @@ class ManagerHandle final : public Manager {
   }
   std::vector<SandboxInfo> list(const Labels& selector) const override {
     return core_->list(selector);
+  }
+  std::size_t count_owned(const std::string& owner) const override {
+    return core_->count_owned(owner);
   }
   Status destroy_by_id(const std::string& id) override { return core_->destroy_by_id(id); }
   Status reconcile() override { return core_->reconcile(); }

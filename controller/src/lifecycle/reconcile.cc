@@ -224,7 +224,7 @@ void ManagerCore::adopt(Node& n, const pve::ContainerStatus& ct, const pve::Conf
   }
   {
     std::lock_guard lock(mu_);
-    registry_[md.id] = sb;
+    enroll_locked(md.id, sb, md.owner);
   }
   log::info("recovered " + md.id + " vmid=" + std::to_string(ct.vmid) + " on " + n.cfg.name);
 }
@@ -264,7 +264,7 @@ void ManagerCore::forget_vanished(Node& n, const std::set<std::string>& register
     vmids_.release(static_cast<std::uint32_t>(sb->vmid()));
     if (clean) n.addrs->release(sb->address());
     std::lock_guard lock(mu_);
-    registry_.erase(sb->id());
+    unenroll_locked(sb->id());
   }
 }
 

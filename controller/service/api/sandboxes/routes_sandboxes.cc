@@ -91,8 +91,8 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
   const std::string& owner = principal.name;
   {
     std::lock_guard lock(mu_);
-    int owned = creating_[owner];
-    for (const auto& info : manager->list()) owned += info.owner == owner;
+    // The Manager keeps a count per owner: no walk over every live sandbox under mu_.
+    int owned = creating_[owner] + static_cast<int>(manager->count_owned(owner));
     if (owned >= principal.max_sandboxes) {
       throw limit_exceeded("token " + owner + " already has " + std::to_string(owned) +
                            " sandboxes (limit " + std::to_string(principal.max_sandboxes) + ")");
