@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <Poco/JSON/Parser.h>
 
 #include "e2b/base64.h"
@@ -147,6 +150,63 @@ TEST_F(ProcessTest, OutputExitCodeAndEnvironment) {
   EXPECT_NE(c.raw.back().find("\"end\""), std::string::npos);
 }
 
+// `bash -l -c` as the E2B SDK sends it: the profile runs once, later commands reuse its
+// environment, a per-command env or a changed profile brings the login shell back.
+TEST_F(ProcessTest, LoginShellsRunFromTheSnapshotUntilAProfileChanges) {
+  const std::string home = sshd_->home(), runs = home + "/profile-runs";
+  auto profile = [&](const std::string& value) {
+    std::ofstream(home + "/.profile", std::ios::trunc)
+        << "echo run >> \"$HOME/profile-runs\"\nexport FROM_PROFILE=" << value << "\n";
+  };
+  auto run_count = [&] {
+    std::ifstream in(runs);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  auto login = [&](const std::string& cmd, bool snapshot = true,
+                   std::vector<std::pair<std::string, std::string>> envs = {}) {
+    StartRequest r;
+    r.process = {"/bin/bash", {"-l", "-c", cmd}, std::move(envs), std::nullopt};
+    StartOptions o;
+    o.default_env = {{"A", "sandbox"}};
+    o.timeout = 30s;
+    o.login_snapshot = snapshot;
+    auto q = std::make_shared<EventQueue>();
+    auto p = table_->start(r, o, q);
+    EXPECT_TRUE(p) << p.error().message;
+    return collect(*q).stdout_text;
+  };
+  profile("one");
+  EXPECT_EQ(login("echo $FROM_PROFILE $A"), "one sandbox\n");
+  EXPECT_EQ(run_count(), 1);
+  EXPECT_EQ(login("echo $FROM_PROFILE $A; echo \"$PVS_E2B_LOGIN\""), "one sandbox\n\n");
+  EXPECT_EQ(login("echo $FROM_PROFILE $A"), "one sandbox\n");
+  EXPECT_EQ(run_count(), 1);  // the profile ran once
+  EXPECT_EQ(login("echo $FROM_PROFILE $C", true, {{"C", "x"}}), "one x\n");
+  EXPECT_EQ(run_count(), 2);  // a per-command env: a login shell
+  EXPECT_EQ(login("echo $FROM_PROFILE", false), "one\n");
+  EXPECT_EQ(run_count(), 3);  // snapshots off: a login shell
+  profile("two");
+  EXPECT_EQ(login("echo $FROM_PROFILE $A"), "two sandbox\n");
+  EXPECT_EQ(login("echo $FROM_PROFILE $A"), "two sandbox\n");
+  EXPECT_EQ(run_count(), 4);  // changed once, read once
+  // The snapshot is the user's alone and keeps nothing of one connection.
+  bool found = false;
+  for (const auto& e : std::filesystem::directory_iterator(home + "/.cache/pve-sandbox")) {
+    found = true;
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("SSH_CONNECTION"), std::string::npos);
+    EXPECT_NE(text.find("FROM_PROFILE=\"two\""), std::string::npos);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(std::filesystem::status(home + "/.cache/pve-sandbox").permissions() &
+                std::filesystem::perms::others_all,
+            std::filesystem::perms::none);
+  std::filesystem::remove(home + "/.profile");
+}
+
 TEST_F(ProcessTest, StdinThroughTheFifoThenEof) {
   auto q = std::make_shared<EventQueue>();
   auto p = start("cat; echo done", true, std::nullopt, q);
@@ -249,6 +309,12 @@ TEST(ProcessScript, Shapes) {
   EXPECT_NE(with_stdin.find("mkfifo -m 600"), std::string::npos);
   EXPECT_NE(with_stdin.find("trap 'exec 3>&-' USR1"), std::string::npos);
   EXPECT_EQ(stdin_fifo(42), "/tmp/.pvs-e2b-stdin-42");
+  std::string login = process_script(c, false, login_key({{"A", "1"}}));
+  EXPECT_NE(login.find("-c '. \"$PVS_E2B_LOGIN\""), std::string::npos) << login;
+  EXPECT_NE(login.find("exec '/bin/bash' -l -c"), std::string::npos) << login;
+  EXPECT_NE(login_key({{"A", "1"}}), login_key({{"A", "2"}}));
+  c.envs = {{"B", "2"}};  // a per-command env: always the login shell itself
+  EXPECT_EQ(process_script(c, false, login_key({})).find("PVS_E2B_LOGIN"), std::string::npos);
 }
 
 }  // namespace

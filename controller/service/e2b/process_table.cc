@@ -44,7 +44,8 @@ Result<std::shared_ptr<Process>> ProcessTable::start(const StartRequest& request
   bool stdin_open = request.stdin_open.value_or(false) && !pty;
   auto proc = std::make_shared<Process>(request.process, request.tag, pty, stdin_open);
   proc->add_subscriber(std::move(events));
-  std::string script = process_script(request.process, stdin_open);
+  std::string script = process_script(request.process, stdin_open,
+                                      options.login_snapshot ? login_key(options.default_env) : "");
   auto env = merged_env(request.process, options);
   std::string cwd = request.process.cwd.value_or("");
   if (pty) {

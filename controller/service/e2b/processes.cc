@@ -1,6 +1,8 @@
 #include "e2b/processes.h"
 
 #include <charconv>
+#include <cstdio>
+#include <functional>
 
 namespace pvs::service::e2b {
 namespace {
@@ -28,15 +30,64 @@ std::string stdin_fifo(std::uint32_t pid) {
   return "/tmp/.pvs-e2b-stdin-" + std::to_string(pid);
 }
 
-std::string process_script(const ProcessConfig& config, bool stdin_open) {
+namespace {
+
+bool is_bash(std::string_view cmd) {
+  return cmd == "/bin/bash" || cmd == "bash" || cmd == "/usr/bin/bash" ||
+         cmd == "/usr/local/bin/bash";
+}
+
+// `exec`s `bash -l -c CMD` from the login snapshot when it is fresh, else a login shell that
+// (re)writes it first (process_script in processes.h). Variables that differ per connection
+// or terminal are left out of the snapshot. A profile file as new as the snapshot counts as
+// changed: file times here move in clock ticks, not nanoseconds.
+std::string login_launch(const ProcessConfig& c, const std::string& key) {
+  const std::string bash = shell_quote(c.cmd), cmd = c.args[2];
+  const std::string check =
+      "k=login-" + key +
+      "; [ -d \"$HOME/bin\" ] && k=$k-b; [ -d \"$HOME/.local/bin\" ] && k=$k-l\n"
+      "PVS_E2B_LOGIN=$HOME/.cache/pve-sandbox/$k; export PVS_E2B_LOGIN; n=\n"
+      "[ -f \"$PVS_E2B_LOGIN\" ] && [ -O \"$PVS_E2B_LOGIN\" ] && n=1\n"
+      "for p in /etc/profile /etc/profile.d /etc/profile.d/*.sh /etc/bash.bashrc "
+      "\"$HOME/.bash_profile\" \"$HOME/.bash_login\" \"$HOME/.profile\" \"$HOME/.bashrc\"; do\n"
+      "  [ -e \"$p\" ] && [ ! \"$p\" -ot \"$PVS_E2B_LOGIN\" ] && n=\n"
+      "done\n";
+  const std::string use = ". \"$PVS_E2B_LOGIN\"; unset PVS_E2B_LOGIN\n" + cmd;
+  const std::string write =
+      "{ mkdir -p -m 700 \"${PVS_E2B_LOGIN%/*}\" && (unset PWD OLDPWD SHLVL TERM LINES COLUMNS "
+      "SSH_CLIENT SSH_CONNECTION SSH_TTY SSH_AUTH_SOCK PVS_E2B_LOGIN; export -p) "
+      ">\"$PVS_E2B_LOGIN.$$\" && mv -f \"$PVS_E2B_LOGIN.$$\" \"$PVS_E2B_LOGIN\"; } 2>/dev/null\n"
+      "unset PVS_E2B_LOGIN\n" +
+      cmd;
+  return check + "if [ -n \"$n\" ]; then exec " + bash + " -c " + shell_quote(use) + "; fi\nexec " +
+         bash + " -l -c " + shell_quote(write) + "\n";
+}
+
+}  // namespace
+
+std::string login_key(const std::map<std::string, std::string>& default_env) {
+  std::string all;
+  for (const auto& [k, v] : default_env) all += k + '=' + v + '\0';
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(std::hash<std::string>{}(all)));
+  return hex;
+}
+
+std::string process_script(const ProcessConfig& config, bool stdin_open,
+                           const std::string& login_key) {
   const std::string marker = "printf '\\036e2b:%s\\036' \"$$\" >&2\n";
-  const std::string line = shell_line(config);
-  if (!stdin_open) return marker + "exec " + line + "\n";
+  const auto& a = config.args;
+  const bool from_snapshot = !login_key.empty() && is_bash(config.cmd) && a.size() == 3 &&
+                             a[0] == "-l" && a[1] == "-c" && config.envs.empty();
+  const std::string launch =
+      from_snapshot ? login_launch(config, login_key) : "exec " + shell_line(config) + "\n";
+  if (!stdin_open) return marker + launch;
   return "f=/tmp/.pvs-e2b-stdin-$$\n"
          "rm -f \"$f\"; mkfifo -m 600 \"$f\" || exit 125\n"
          "exec 3<>\"$f\"\n"
          "trap 'exec 3>&-' USR1\n" +
-         marker + "(exec 3>&-; exec " + line + ") <\"$f\" &\n" +
+         marker + "(exec 3>&-\n" + launch + ") <\"$f\" &\n" +
          "c=$!\n"
          "while :; do wait \"$c\"; r=$?; kill -0 \"$c\" 2>/dev/null || break; done\n"
          "rm -f \"$f\"; exit \"$r\"\n";

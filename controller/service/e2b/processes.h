@@ -58,6 +58,7 @@ struct StartOptions {
   std::map<std::string, std::string> default_env;  // the sandbox's envVars
   std::chrono::milliseconds timeout{0};            // 0: max
   std::chrono::milliseconds max_timeout{std::chrono::hours(1)};
+  bool login_snapshot = true;  // see process_script
 };
 
 // The processes of one sandbox.
@@ -146,7 +147,19 @@ class Process : public std::enable_shared_from_this<Process> {
 
 // The command line a process runs (exposed for tests): the marker, then the command; with
 // stdin open, the FIFO wrapper around it.
-std::string process_script(const ProcessConfig& config, bool stdin_open);
+//
+// With a `login_key` (non-empty), a login shell `bash -l -c CMD` without per-command envs runs
+// from a snapshot: the first such command's login shell writes its exported environment to
+// $HOME/.cache/pve-sandbox/login-<key>[-b][-l] (-b, -l: ~/bin, ~/.local/bin exist, which
+// Debian's ~/.profile puts on PATH), and later ones run `bash -c` on that file instead of the
+// profile files, as long as none of /etc/profile, /etc/profile.d, /etc/bash.bashrc,
+// ~/.bash_profile, ~/.bash_login, ~/.profile and ~/.bashrc is newer than it. What a profile
+// does besides exporting (functions, aliases, output) is not replayed: docs/e2b.md.
+std::string process_script(const ProcessConfig& config, bool stdin_open,
+                           const std::string& login_key = {});
+// The snapshot key of a sandbox's default environment (its envVars): the same environment,
+// the same key.
+std::string login_key(const std::map<std::string, std::string>& default_env);
 // The FIFO a stdin-open process reads, by pid.
 std::string stdin_fifo(std::uint32_t pid);
 

@@ -264,6 +264,7 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
               "token " + ctx.principal->name + " has too many streams running");
   e2b::StartOptions o;
   o.default_env = t.session->env_vars;
+  o.login_snapshot = d_.config.e2b_login_snapshot;
   auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
   o.timeout = header_ms(*ctx.request, "Connect-Timeout-Ms", max);
   o.max_timeout = max;

@@ -129,6 +129,10 @@ struct ServiceConfig {
   // e2b.domain: envd requests for Host 49983-<id>.<domain> go to the E2B data plane, and the
   // E2B replies name it as the sandboxes' domain; empty: E2B_SANDBOX_URL only (docs/e2b.md).
   std::string e2b_domain;
+  // e2b.login_snapshot: serve `bash -l -c CMD` from the login shell's environment kept in the
+  // sandbox while no profile file changed (docs/e2b.md, "Login shells"); false: a login shell
+  // for every command.
+  bool e2b_login_snapshot = true;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;
