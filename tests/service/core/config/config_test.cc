@@ -71,6 +71,20 @@ TEST(Config, TerminalsSectionAndAuditInput) {
             std::string::npos);
 }
 
+TEST(Config, E2bSection) {
+  auto d = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_TRUE(d->e2b_login_snapshot);
+  EXPECT_TRUE(d->e2b_domain.empty());
+  auto c = parse_config(minimal("e2b:\n  domain: sandbox.example.org\n  login_snapshot: false\n"),
+                        "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_FALSE(c->e2b_login_snapshot);
+  EXPECT_EQ(c->e2b_domain, "sandbox.example.org");
+  EXPECT_NE(error_of(minimal("e2b:\n  login_snapshot: sometimes\n")).find("login_snapshot"),
+            std::string::npos);
+}
+
 TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
   // packaging/deb/controller.yaml is the documented default: it must parse once the operator
   // added a token and the Proxmox settings (the lines the file asks for).
