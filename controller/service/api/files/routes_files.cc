@@ -9,6 +9,7 @@
 
 #include "api/files/file_edit.h"
 #include "api/files/real_path.h"
+#include "http/chunk_frames.h"
 #include "http/chunk_queue.h"
 #include "http/json.h"
 #include "http/requests.h"
@@ -142,7 +143,7 @@ void Api::get_file(RequestContext& ctx) {
     }
     pump.close();
   });
-  std::ostream* client = nullptr;
+  std::optional<ChunkFrames> client;  // each SFTP block one chunk (http/chunk_frames.h)
   bool client_gone = false;
   for (std::string chunk; pump.pop(&chunk);) {
     if (client_gone) continue;
@@ -150,10 +151,9 @@ void Api::get_file(RequestContext& ctx) {
       if (!client) {
         begin_reply(ctx, 200, "application/octet-stream");
         ctx.response->setChunkedTransferEncoding(true);
-        client = &ctx.response->send();
+        client.emplace(ctx, ctx.response->send());
       }
-      client->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-      client_gone = !*client;
+      client_gone = !client->send(chunk);
     } catch (const Poco::Exception&) {
       client_gone = true;
     }

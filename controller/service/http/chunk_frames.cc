@@ -1,0 +1,35 @@
+#include "http/chunk_frames.h"
+
+#include <Poco/Net/HTTPServerRequestImpl.h>
+#include <Poco/Net/StreamSocket.h>
+
+#include <cstdio>
+
+namespace pvs::service {
+
+ChunkFrames::ChunkFrames(RequestContext& ctx, std::ostream& stream) : stream_(stream) {
+  if (auto* impl = dynamic_cast<Poco::Net::HTTPServerRequestImpl*>(ctx.request))
+    socket_ = &impl->socket();
+}
+
+bool ChunkFrames::send(std::string_view data) {
+  if (data.empty()) return static_cast<bool>(stream_);
+  if (!socket_) {
+    stream_.write(data.data(), static_cast<std::streamsize>(data.size()));
+    return static_cast<bool>(stream_);
+  }
+  char size[24];
+  int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  frame_.assign(size, static_cast<std::size_t>(n));
+  frame_.append(data);
+  frame_.append("\r\n");
+  std::size_t sent = 0;
+  while (sent < frame_.size()) {
+    int w = socket_->sendBytes(frame_.data() + sent, static_cast<int>(frame_.size() - sent));
+    if (w <= 0) return false;
+    sent += static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace pvs::service
