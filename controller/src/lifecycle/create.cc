@@ -348,17 +348,18 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
 }
 
 Status ManagerCore::clone_template(
-    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe,
-    CloneQueue::Who who) {
+    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe, CloneQueue::Who who,
+    bool primary_only) {
+  const int primary = s.template_vmid != 0 ? s.template_vmid : s.node->cfg.template_vmid;
+  // A template on another node (shared storage) is cloned there, with this node as target;
+  // its replicas live next to it.
+  const std::string home = template_home(primary, *s.node);
   for (int attempt = 0;; ++attempt) {
     auto vmid = vmids_.acquire();
     if (!vmid) return fail(ErrorCode::kUnavailable, "no free VMID in the range");
     s.vmid = static_cast<int>(*vmid);
     busy(s.vmid, true);
     pve::CloneRequest req;
-    req.source_vmid = s.template_vmid != 0 ? s.template_vmid : s.node->cfg.template_vmid;
-    // A template on another node (shared storage) is cloned there, with this node as target.
-    std::string home = template_home(req.source_vmid, *s.node);
     if (home != s.node->cfg.name) req.target = s.node->cfg.name;
     req.new_vmid = s.vmid;
     req.pool = cfg_.pool;
@@ -368,6 +369,15 @@ Status ManagerCore::clone_template(
     Status cloned;
     bool exists = false;
     {
+      struct Source {  // the template or a replica, counted in flight while held
+        Source(ManagerCore* core, int p, bool only) : m(core), vmid(core->take_source(p, only)) {}
+        ~Source() { m->give_source(vmid); }
+        Source(const Source&) = delete;
+        Source& operator=(const Source&) = delete;
+        ManagerCore* m;
+        int vmid;
+      } source(this, primary, primary_only);
+      req.source_vmid = source.vmid;
       CloneQueue::Turn turn(clone_queue(req.source_vmid), who);
       auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
       auto delay = milliseconds(50);
