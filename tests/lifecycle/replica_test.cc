@@ -174,7 +174,9 @@ TEST_F(ReplicaTest, ChangedTemplateRebuildsItsReplicas) {
   auto primary = client_->config("pve", 9000);
   ASSERT_TRUE(primary);
   EXPECT_EQ(conf->count("cores"), primary->count("cores"));  // not the 3 written by hand
-  if (conf->count("cores")) EXPECT_EQ(conf->at("cores"), primary->at("cores"));
+  if (conf->count("cores")) {
+    EXPECT_EQ(conf->at("cores"), primary->at("cores"));
+  }
   auto sb = m->create({});
   ASSERT_TRUE(sb) << sb.error().message;
   EXPECT_TRUE((*sb)->destroy());

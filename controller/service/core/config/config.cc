@@ -443,8 +443,10 @@ std::string describe(const ServiceConfig& c) {
     << "  audit " << c.audit_file << "\n"
     << "  proxmox " << m.proxmox.base_url << (m.nodes.empty() ? " node=" + m.node : "")
     << " token=" << m.proxmox.token_id << " secret from " << c.proxmox_token_secret_source
-    << " template=" << m.template_vmid << " pool=" << m.pool << " vmids=" << m.vmid_min << "-"
-    << m.vmid_max << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n";
+    << " template=" << m.template_vmid
+    << (m.template_replicas > 1 ? " template_replicas=" + std::to_string(m.template_replicas) : "")
+    << " pool=" << m.pool << " vmids=" << m.vmid_min << "-" << m.vmid_max
+    << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n";
   for (const auto& p : m.hot_pools)
     o << "  hot_pool " << p.name << " size=" << p.size
       << " template=" << (p.template_vmid != 0 ? p.template_vmid : m.template_vmid)
