@@ -345,6 +345,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   int hot_profile_for(const CreateOptions& options, const Node& node, bool ready) const;
   // Nodes with a ready member that serves `options` (mu_ held).
   std::set<const Node*> hot_nodes(const CreateOptions& options) const;
+  // A create placed on `node` with no member ready: a miss of the profile that would have
+  // served it there (not under mu_).
+  void count_hot_miss(const CreateOptions& options, const Node& node);
   // A connected member on `node` of a profile that serves `options` (its VMID marked busy); a
   // member found disconnected goes to the discard list. A miss is counted on the first fitting
   // profile.

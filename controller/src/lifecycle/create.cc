@@ -166,9 +166,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
       ++stats_.create_failures;
       return fail(placed.error());
     }
-    // No member ready anywhere: a miss of the profile that would have served it there.
-    std::lock_guard lock(mu_);
-    if (int fits = hot_profile_for(o, *reservation->n, false); fits >= 0) ++hot_[fits].misses;
+    count_hot_miss(o, *reservation->n);  // no member ready on any node
   }
 
   // A hot member if one fits (a second one if claiming the first failed), else a clone.
