@@ -182,6 +182,36 @@ TEST_F(ReplicaTest, ChangedTemplateRebuildsItsReplicas) {
   EXPECT_TRUE((*sb)->destroy());
 }
 
+// A replica destroyed behind the controller's back: the clone sent to it finds it gone, takes
+// another source, and the next reconcile makes the replica again.
+TEST_F(ReplicaTest, AVanishedReplicaIsSkippedAndMadeAgain) {
+  auto m = open(config(2));
+  ASSERT_TRUE(m);
+  int replica = m->templates()[0].replicas.at(0);
+  pve::DestroyOptions d;
+  d.purge = true;
+  auto del = client_->destroy("pve", replica, d);
+  ASSERT_TRUE(del) << del.error().to_string();
+  ASSERT_TRUE(client_->wait_task(*del));
+  // The first create holds the template (its clone held open), so the second goes to the
+  // replica, finds it gone and queues for the template.
+  stack_->sim().hold_tasks("vzclone", true);
+  std::vector<Result<std::shared_ptr<Sandbox>>> results(2, fail(ErrorCode::kInternal, ""));
+  std::thread first([&] { results[0] = m->create({}); });
+  EXPECT_EQ(running_clones(1), std::multiset<std::string>{"9000"});
+  std::thread second([&] { results[1] = m->create({}); });
+  for (int i = 0; i < 2000 && !m->templates()[0].replicas.empty(); ++i)
+    std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_TRUE(m->templates()[0].replicas.empty());
+  stack_->sim().hold_tasks("vzclone", false);
+  first.join();
+  second.join();
+  for (auto& r : results) ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(m->reconcile());
+  EXPECT_EQ(m->templates()[0].replicas.size(), 1u);
+  for (auto& r : results) EXPECT_TRUE((*r)->destroy());
+}
+
 TEST_F(ReplicaTest, OneReplicaClonesTheTemplateAsBefore) {
   auto m = open(config(1));
   ASSERT_TRUE(m);

@@ -301,9 +301,12 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     int vmid;
     std::string id;  // the id in its description
   };
+  // Replicas of `primary` on `home`: good (the digest everywhere) and stale ones; replicas of
+  // a template no configuration names any more count as stale too.
   // The clone source for `primary` (its in-flight count raised); give_source lowers it.
   int take_source(int primary, bool primary_only);
   void give_source(int source);
+  void drop_replica(int primary, int replica);  // gone: no longer a clone source
   Status sync_replica_set(int primary);
   Status find_replicas(const std::string& home, int primary, const std::string& digest,
                        std::vector<Replica>* good, std::vector<Replica>* stale);

@@ -369,6 +369,7 @@ Status ManagerCore::clone_template(
     describe(s.vmid, req);
     Status cloned;
     bool exists = false;
+    int gone = 0;  // a replica that vanished behind our back
     {
       struct Source {  // the template or a replica, counted in flight while held
         Source(ManagerCore* core, int p, bool only) : m(core), vmid(core->take_source(p, only)) {}
@@ -388,6 +389,10 @@ Status ManagerCore::clone_template(
           exists = true;
           break;
         }
+        if (!upid && upid.error().is(pve::ErrorKind::kNotFound) && source.vmid != primary) {
+          gone = source.vmid;
+          break;
+        }
         if (upid) s.container_maybe = true;
         // A transport failure may still have created it.
         if (!upid && upid.error().is(pve::ErrorKind::kTransport)) s.container_maybe = true;
@@ -400,6 +405,13 @@ Status ManagerCore::clone_template(
         cloned = wait(upid, "clone");
         break;
       }
+    }
+    if (gone != 0) {  // out of use until a reconcile makes it again; another source
+      drop_replica(primary, gone);
+      vmids_.release(static_cast<std::uint32_t>(s.vmid));
+      busy(s.vmid, false);
+      s.vmid = 0;
+      continue;
     }
     if (exists) {
       // Somebody else's: keep the VMID marked used, never touch that container.

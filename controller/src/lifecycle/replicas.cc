@@ -116,6 +116,14 @@ void ManagerCore::give_source(int source) {
   if (--clone_load_[source] <= 0) clone_load_.erase(source);
 }
 
+void ManagerCore::drop_replica(int primary, int replica) {
+  log::warn("template " + std::to_string(primary) + ": replica " + std::to_string(replica) +
+            " is gone; cloning from the others");
+  std::lock_guard lock(mu_);
+  auto& ready = replica_sets_[primary].ready;
+  ready.erase(std::remove(ready.begin(), ready.end(), replica), ready.end());
+}
+
 void ManagerCore::sync_replicas() {
   std::vector<int> primaries;
   {
@@ -152,8 +160,15 @@ Status ManagerCore::find_replicas(const std::string& home, int primary, const st
     auto md = decode_description(d == conf->end() ? "" : d->second);
     if (!md || md->vmid != ct.vmid) continue;
     auto of = md->labels.find(std::string(kReplicaOfLabel));
-    if (of == md->labels.end() || of->second != std::to_string(primary)) continue;
+    if (of == md->labels.end()) continue;
     vmids_.mark_used(static_cast<std::uint32_t>(ct.vmid));
+    if (of->second != std::to_string(primary)) {
+      std::lock_guard lock(mu_);
+      bool known = std::any_of(replica_sets_.begin(), replica_sets_.end(),
+                               [&](auto& set) { return std::to_string(set.first) == of->second; });
+      if (!known) stale->push_back({ct.vmid, md->id});  // of a template no longer configured
+      continue;
+    }
     auto recorded = md->labels.find(std::string(kTemplateDigestLabel));
     bool fits = !digest.empty() && recorded != md->labels.end() && recorded->second == digest &&
                 template_digest(*conf) == digest;
