@@ -383,7 +383,7 @@ struct TemplateInfo {
   std::vector<int> replicas;   // replica VMIDs checked and in use
   std::vector<int> in_flight;  // clones in flight per source: the primary, then `replicas`
   std::string digest;          // the primary's configuration digest, as last read
-  std::uint64_t rebuilt = 0;   // replicas destroyed because the primary changed
+  std::uint64_t rebuilt = 0;   // stale replicas destroyed (template changed, ...)
   std::string error;           // the last failure making or checking them; empty if none
 };
 
