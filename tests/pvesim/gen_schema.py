@@ -12,9 +12,10 @@ Usage: gen_schema.py SUBSET.json APIDATA.json OUT.json
 import json
 import sys
 
-# Endpoints pvesim models beyond the controller's subset (pve-api-subset.json): the cluster
-# model's storage listing.
-EXTRA = [("GET", "/nodes/{node}/storage")]
+# Endpoints pvesim models beyond the reference subset (pve-api-subset.json): the cluster
+# model's storage listing, and converting a CT into a template (the controller's template
+# replicas).
+EXTRA = [("GET", "/nodes/{node}/storage"), ("POST", "/nodes/{node}/lxc/{vmid}/template")]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "default",
         "renderer", "title", "requires"}

@@ -9,6 +9,7 @@
 #include <Poco/Net/HTTPSClientSession.h>
 #include <Poco/StreamCopier.h>
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -197,13 +198,62 @@ TEST(PvesimSchema, PropertyStringsAndFormats) {
   EXPECT_EQ(pvesim::split_list("a, b;c\td"), (std::vector<std::string>{"a", "b", "c", "d"}));
 }
 
+// POST .../template answers null and a vztemplate task makes the CT a template; the clone
+// lock is per source: a second clone of one source is refused while one of another runs.
+TEST_F(PvesimTest, TemplateConversionAndTheCloneLockPerSource) {
+  auto until = [&](const std::string& path, const std::string& needle) {
+    std::string body;
+    for (int i = 0; i < 1000; ++i) {
+      body = request("GET", path).body;
+      if (body.find(needle) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << path << " never showed " << needle << ": " << body;
+    return false;
+  };
+  auto unlocked = [&](const std::string& vmid) {
+    for (int i = 0; i < 1000; ++i) {
+      auto body = request("GET", "/api2/json/nodes/pve/lxc/" + vmid + "/config").body;
+      if (body.find("\"lock\"") == std::string::npos) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << vmid << " stays locked";
+  };
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=100").status, 200);
+  unlocked("100");
+  auto t = request("POST", "/api2/json/nodes/pve/lxc/100/template");
+  ASSERT_EQ(t.status, 200) << t.body;
+  EXPECT_EQ(t.body, R"({"data":null})");
+  ASSERT_TRUE(until("/api2/json/nodes/pve/lxc/100/config", R"("template":1)"));
+  EXPECT_NE(
+      request("GET", "/api2/json/nodes/pve/lxc/100/config").body.find("local-lvm:base-100-disk-0"),
+      std::string::npos);
+  auto again = request("POST", "/api2/json/nodes/pve/lxc/100/template");
+  EXPECT_EQ(again.status, 500);
+  EXPECT_EQ(again.reason, "you can't convert a template to a template");
+
+  sim_->hold_tasks("vzclone", true);
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=101").status, 200);
+  auto locked = request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=102");
+  EXPECT_EQ(locked.status, 500);
+  EXPECT_NE(locked.reason.find("CT is locked (disk)"), std::string::npos) << locked.reason;
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/clone", "newid=102").status, 200);
+  auto running = sim_->running_tasks("vzclone");
+  std::sort(running.begin(), running.end());
+  EXPECT_EQ(running, (std::vector<std::string>{"100", "9000"}));
+  sim_->hold_tasks("vzclone", false);
+  unlocked("101");
+  unlocked("102");
+  EXPECT_TRUE(sim_->running_tasks("vzclone").empty());
+}
+
 }  // namespace
 
 TEST(Timing, ProfilesNameEveryTaskTheControllerWaitsFor) {
   auto fast = pvesim::timing_profile("fast");
   auto real = pvesim::timing_profile("realistic");
   for (const char* type : {"vzclone", "vzstart", "vzstop", "vzdestroy", "resize", "vzsnapshot",
-                           "vzrollback", "vzdelsnapshot"}) {
+                           "vzrollback", "vzdelsnapshot", "vztemplate"}) {
     EXPECT_EQ(fast.at(type), 0) << type;
     EXPECT_GE(real.at(type), 500) << type;
   }

@@ -226,6 +226,7 @@ struct Simulator::Impl {
   // part: Proxmox's workers for start, stop, destroy, resize and snapshots all take it, so
   // such tasks on one CT run one after the other (a destroy waits for a start to end).
   std::set<std::string> flocked;
+  std::set<std::string> held_types;  // Simulator::hold_tasks (under mutex)
 
   // Scheduler.
   std::mutex sched_mutex;
@@ -403,6 +404,14 @@ struct Simulator::Impl {
       auto it = tasks.find(upid);
       if (it == tasks.end() || !it->second.running) return;
       Task& t = it->second;
+      if (held_types.count(t.type)) {  // a test's gate: look again shortly
+        {
+          std::lock_guard sched(sched_mutex);
+          due.emplace(Clock::now() + std::chrono::milliseconds(5), upid);
+        }
+        sched_cv.notify_all();
+        return;
+      }
       if (takes_flock(t.type) && flocked.count(t.id)) {
         // lock_config waits 10 s for the flock, then the task dies.
         auto now = Clock::now();
@@ -797,6 +806,10 @@ struct Simulator::Impl {
       return {Var()};
     }
     if (key == "PUT /nodes/{node}/lxc/{vmid}/resize") return {resize(c)};
+    if (key == "POST /nodes/{node}/lxc/{vmid}/template") {
+      make_template(c);
+      return {Var()};  // the worker's UPID is not returned (pve-container returns null)
+    }
     if (key == "POST /nodes/{node}/lxc/{vmid}/status/start") return {start(c)};
     if (key == "POST /nodes/{node}/lxc/{vmid}/status/stop" ||
         key == "POST /nodes/{node}/lxc/{vmid}/status/shutdown" ||
@@ -1127,6 +1140,32 @@ struct Simulator::Impl {
       } else {
         rootfs += ",size=" + format_size(target);
       }
+      return std::string();
+    });
+  }
+
+  // POST .../template: the checks under the config lock, then a `vztemplate` worker that turns
+  // each volume into a base volume (vm-N-disk-0 -> base-N-disk-0) and sets template=1. The API
+  // answers null: the caller sees the end only in the config (or the task list).
+  void make_template(Call& c) {
+    const std::string node = node_of(c);
+    Container& ct = need(c, vmid_param(c));
+    check_unlocked(ct);
+    if (!ct.snapshots.empty())
+      throw fail500("unable to create template, because CT contains snapshots");
+    if (config_int(ct, "template", 0)) throw fail500("you can't convert a template to a template");
+    if (ct.running) throw fail500("you can't convert a CT to template if the CT is running");
+    int vmid = ct.vmid;
+    start_task("vztemplate", std::to_string(vmid), c.user, node, [this, node, vmid] {
+      Container* n = find_on(node, vmid);
+      if (!n) return conf_missing(node, vmid);
+      if (n->running) return std::string("you can't convert a CT to template if the CT is running");
+      auto rootfs = n->config.find("rootfs");
+      const std::string from = ":vm-" + std::to_string(vmid) + "-disk-";
+      if (rootfs != n->config.end())
+        if (auto pos = rootfs->second.find(from); pos != std::string::npos)
+          rootfs->second.replace(pos, from.size(), ":base-" + std::to_string(vmid) + "-disk-");
+      n->config["template"] = "1";
       return std::string();
     });
   }
@@ -1979,6 +2018,22 @@ void Simulator::set_rrd_delay_ms(int ms) {
 void Simulator::set_task_ms(const std::string& type, int ms) {
   std::lock_guard lock(impl_->mutex);
   impl_->options.task_ms[type] = ms;
+}
+
+void Simulator::hold_tasks(const std::string& type, bool held) {
+  std::lock_guard lock(impl_->mutex);
+  if (held)
+    impl_->held_types.insert(type);
+  else
+    impl_->held_types.erase(type);
+}
+
+std::vector<std::string> Simulator::running_tasks(const std::string& type) const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> out;
+  for (const auto& [upid, t] : impl_->tasks)
+    if (t.running && t.type == type) out.push_back(t.id);
+  return out;
 }
 
 pvs::Status Simulator::set_node_offline(const std::string& node, bool offline) {

@@ -143,6 +143,11 @@ class Simulator {
   void set_interfaces_delay_ms(int ms);
   void set_task_ms(const std::string& type, int ms);
   void set_rrd_delay_ms(int ms);
+  // A gate for tests: while held, tasks of `type` that are due do not end (they stay running,
+  // their locks held) until released; then they end at once.
+  void hold_tasks(const std::string& type, bool held);
+  // Tasks of `type` running now, each by the id in its UPID (a clone: its source VMID).
+  std::vector<std::string> running_tasks(const std::string& type) const;
   // A stuck lock on a container ("" removes it).
   pvs::Status set_lock(int vmid, const std::string& lock);
   // Cuts a node from the API (also POST /_pvesim/faults {"offline":{"pve2":true}}): requests

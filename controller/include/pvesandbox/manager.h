@@ -77,6 +77,9 @@ struct NodeConfig {
   // template on local storage). Clones of one template are serial on Proxmox: one template per
   // node gives one clone queue per node.
   int template_vmid = 0;
+  // Copies of template_vmid to clone from, the template itself included (1..16; 0:
+  // ManagerConfig::template_replicas). See ManagerConfig::template_replicas.
+  int template_replicas = 0;
   int max_sandboxes = 0;       // live + being created on this node; 0: no limit of its own
   int min_free_memory_mb = 0;  // what must stay free on the node after a new sandbox
   Labels labels;               // matched by CreateOptions::node_selector
@@ -87,7 +90,10 @@ struct NodeConfig {
 struct HotPoolProfile {
   std::string name;       // 1-32 of [a-z0-9-], unique among the profiles
   int template_vmid = 0;  // 0: ManagerConfig::template_vmid
-  int cpus = 1;           // what an idle member may use (a claim writes the caller's values)
+  // Copies of its template to clone from (1..16; 0: as many as a node's configuration that
+  // names the same template wants, else 1). See ManagerConfig::template_replicas.
+  int template_replicas = 0;
+  int cpus = 1;  // what an idle member may use (a claim writes the caller's values)
   int memory_mb = 512;
   int disk_gb = 0;  // 0: the template's size; members serve requests for at most this
   int size = 0;     // members kept ready (0: off)
@@ -115,6 +121,16 @@ struct ManagerConfig {
   std::string pool = "pve-sandbox";
   std::string storage;      // clone target storage; empty: the template's
   bool full_clone = false;  // linked clones are faster; full clones survive the template
+  // Template replicas (1..16, the template itself counted; 1: none). Proxmox clones one source
+  // at a time (the clone holds `lock: disk` on it), so one template makes one clone at a time.
+  // With N, the controller keeps N-1 copies of the template next to it (clones of the
+  // template converted into templates, VMIDs from the range, description phase "pooled" with
+  // the labels pve-sandbox/replica-of and pve-sandbox/template-digest) and sends each clone
+  // (creates and pool refills) to the copy with the fewest clones in flight: N at once. Each
+  // copy is checked against the template by a digest of its configuration (docs/operations.md,
+  // "Template replicas and sizing"); a reconcile pass makes the missing ones and destroys and
+  // remakes those whose template changed. NodeConfig and HotPoolProfile may set their own.
+  int template_replicas = 1;
   // Stopped clones of the template kept ready, per node (0: off). create() takes one instead of
   // cloning, so the clone (serial per template on Proxmox) leaves the critical path; a background
   // thread refills the pool. Pooled containers carry phase "pooled" and the template's VMID in
@@ -359,6 +375,18 @@ struct NodeInfo {
   std::uint64_t free_addresses = 0;           // in its sandbox network
 };
 
+// One template and its replicas as Manager::templates() reports them.
+struct TemplateInfo {
+  std::string node;            // where the template and its replicas live
+  int template_vmid = 0;       // the primary (configured) template
+  int wanted = 1;              // template_replicas: the primary and its replicas
+  std::vector<int> replicas;   // replica VMIDs checked and in use
+  std::vector<int> in_flight;  // clones in flight per source: the primary, then `replicas`
+  std::string digest;          // the primary's configuration digest, as last read
+  std::uint64_t rebuilt = 0;   // stale replicas destroyed (template changed, ...)
+  std::string error;           // the last failure making or checking them; empty if none
+};
+
 struct Health {
   bool proxmox_ok = false;
   bool agent_ok = false;
@@ -392,6 +420,8 @@ class Manager {
   virtual std::vector<PoolInfo> pools() const = 0;
   // The nodes in configuration order.
   virtual std::vector<NodeInfo> nodes() const = 0;
+  // Every template with template_replicas > 1, ordered by VMID.
+  virtual std::vector<TemplateInfo> templates() const = 0;
   // Drains a node (no new sandboxes or pool members on it; its sandboxes stay) or undrains it.
   // kNotFound for an unknown node. Kept in memory: NodeConfig::drained says how it starts.
   virtual Status drain(const std::string& node, bool drained) = 0;

@@ -10,6 +10,7 @@
 //   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL
 //   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
 //   helpers.cc    small pure helpers declared below
+//   replicas.cc   template replicas: made, checked, rebuilt; the clone source picked
 //   nodes.cc      the cluster: node state, placement of a create, drain, node listing
 //   placement.*   the pure placement decision (filters and score)
 //   node.h        one node's state (its agent, addresses, health)
@@ -50,6 +51,15 @@ constexpr std::string_view kTag = "pve-sandbox";
 constexpr std::string_view kPoolTemplateLabel = "pve-sandbox/template";
 // The label of a hot pool member (a running pooled clone) that names its profile.
 constexpr std::string_view kPoolProfileLabel = "pve-sandbox/profile";
+// The labels of a template replica: the primary's VMID, and the primary's digest when it was
+// made (template_digest).
+constexpr std::string_view kReplicaOfLabel = "pve-sandbox/replica-of";
+constexpr std::string_view kTemplateDigestLabel = "pve-sandbox/template-digest";
+
+// replicas.cc: what a template's copies must share with it: SHA-256 (first 128 bits, hex)
+// over its config without what differs per VMID or per state (digest, description, lock,
+// template, parent, unused volumes, the volume ids of rootfs/mpN, the MACs of netN).
+std::string template_digest(const pve::Config& config);
 
 // helpers.cc
 std::int64_t now_unix();
@@ -209,6 +219,11 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status refresh_nodes();
   // Where each node's template lives (a template on another node is cloned with `target`).
   Status locate_templates();
+  // replicas.cc: which templates want replicas and where (after locate_templates); making and
+  // checking them (the end of every reconcile); what Manager::templates() reports.
+  void plan_replicas();
+  void sync_replicas();
+  std::vector<TemplateInfo> templates() const;
 
   void start_background();
   void start_pool();  // the warm pool's refill thread (if warm_pool > 0), the hot pools'
@@ -269,9 +284,36 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // before pool refills); `describe` fills in the clone's hostname and description once the
   // VMID is known. "already exists" means somebody else's container: the VMID stays used and
   // the next one is tried.
+  // The source is the template or one of its replicas, the one with the fewest clones in
+  // flight (`primary_only`: the template itself).
   Status clone_template(Step& step,
                         const std::function<void(int vmid, pve::CloneRequest&)>& describe,
-                        CloneQueue::Who who = CloneQueue::Who::kCaller);
+                        CloneQueue::Who who = CloneQueue::Who::kCaller, bool primary_only = false);
+  // replicas.cc
+  struct ReplicaSet {  // one template's replicas (under mu_)
+    int primary = 0;
+    int wanted = 1;          // the primary and its replicas
+    std::string home;        // the node holding the primary (and the replicas)
+    Node* node = nullptr;    // that node if it is one of ours (else no replicas)
+    std::vector<int> ready;  // checked replicas, clone sources
+    std::string digest, error;
+    std::uint64_t rebuilt = 0;
+    bool checked = false;  // a pass succeeded (wanted 1: no more passes needed)
+  };
+  struct Replica {
+    int vmid;
+    std::string id;  // the id in its description
+  };
+  // Replicas of `primary` on `home`: good (the digest everywhere) and stale ones; replicas of
+  // a template no configuration names any more count as stale too.
+  // The clone source for `primary` (its in-flight count raised); give_source lowers it.
+  int take_source(int primary, bool primary_only);
+  void give_source(int source);
+  void drop_replica(int primary, int replica);  // gone: no longer a clone source
+  Status sync_replica_set(int primary);
+  Status find_replicas(const std::string& home, int primary, const std::string& digest,
+                       std::vector<Replica>* good, std::vector<Replica>* stale);
+  Result<int> make_replica(Node& node, int primary, const std::string& digest);
   // pools.cc: the warm pool, stopped clones with phase "pooled" (under mu_).
   struct Pooled {
     int vmid;
@@ -309,6 +351,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   int hot_profile_for(const CreateOptions& options, const Node& node, bool ready) const;
   // Nodes with a ready member that serves `options` (mu_ held).
   std::set<const Node*> hot_nodes(const CreateOptions& options) const;
+  // A create placed on `node` with no member ready: a miss of the profile that would have
+  // served it there (not under mu_).
+  void count_hot_miss(const CreateOptions& options, const Node& node);
   // A connected member on `node` of a profile that serves `options` (its VMID marked busy); a
   // member found disconnected goes to the discard list. A miss is counted on the first fitting
   // profile.
@@ -424,6 +469,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::map<int, std::string> template_nodes_;  // template VMID -> its node (under mu_)
   // Clones of one template are serial on Proxmox: queued here, per template (under mu_).
   std::map<int, std::unique_ptr<CloneQueue>> clone_queues_;
+  std::map<int, ReplicaSet> replica_sets_;  // by the primary's VMID (under mu_)
+  std::map<int, int> clone_load_;           // clone source VMID -> clones in flight (under mu_)
   std::mutex reconcile_mu_;
   std::atomic<int> nodes_reached_{0};  // nodes the last reconcile reached (Proxmox and agent)
 

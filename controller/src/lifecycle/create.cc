@@ -166,6 +166,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
       ++stats_.create_failures;
       return fail(placed.error());
     }
+    count_hot_miss(o, *reservation->n);  // no member ready on any node
   }
 
   // A hot member if one fits (a second one if claiming the first failed), else a clone.
@@ -348,17 +349,18 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
 }
 
 Status ManagerCore::clone_template(
-    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe,
-    CloneQueue::Who who) {
+    Step& s, const std::function<void(int vmid, pve::CloneRequest&)>& describe, CloneQueue::Who who,
+    bool primary_only) {
+  const int primary = s.template_vmid != 0 ? s.template_vmid : s.node->cfg.template_vmid;
+  // A template on another node (shared storage) is cloned there, with this node as target;
+  // its replicas live next to it.
+  const std::string home = template_home(primary, *s.node);
   for (int attempt = 0;; ++attempt) {
     auto vmid = vmids_.acquire();
     if (!vmid) return fail(ErrorCode::kUnavailable, "no free VMID in the range");
     s.vmid = static_cast<int>(*vmid);
     busy(s.vmid, true);
     pve::CloneRequest req;
-    req.source_vmid = s.template_vmid != 0 ? s.template_vmid : s.node->cfg.template_vmid;
-    // A template on another node (shared storage) is cloned there, with this node as target.
-    std::string home = template_home(req.source_vmid, *s.node);
     if (home != s.node->cfg.name) req.target = s.node->cfg.name;
     req.new_vmid = s.vmid;
     req.pool = cfg_.pool;
@@ -367,7 +369,17 @@ Status ManagerCore::clone_template(
     describe(s.vmid, req);
     Status cloned;
     bool exists = false;
+    int gone = 0;  // a replica that vanished behind our back
     {
+      struct Source {  // the template or a replica, counted in flight while held
+        Source(ManagerCore* core, int p, bool only) : m(core), vmid(core->take_source(p, only)) {}
+        ~Source() { m->give_source(vmid); }
+        Source(const Source&) = delete;
+        Source& operator=(const Source&) = delete;
+        ManagerCore* m;
+        int vmid;
+      } source(this, primary, primary_only);
+      req.source_vmid = source.vmid;
       CloneQueue::Turn turn(clone_queue(req.source_vmid), who);
       auto lock_deadline = Clock::now() + cfg_.clone_lock_wait;
       auto delay = milliseconds(50);
@@ -375,6 +387,10 @@ Status ManagerCore::clone_template(
         auto upid = pve_.clone(home, req);
         if (!upid && upid.error().is(pve::ErrorKind::kAlreadyExists)) {
           exists = true;
+          break;
+        }
+        if (!upid && upid.error().is(pve::ErrorKind::kNotFound) && source.vmid != primary) {
+          gone = source.vmid;
           break;
         }
         if (upid) s.container_maybe = true;
@@ -389,6 +405,13 @@ Status ManagerCore::clone_template(
         cloned = wait(upid, "clone");
         break;
       }
+    }
+    if (gone != 0) {  // out of use until a reconcile makes it again; another source
+      drop_replica(primary, gone);
+      vmids_.release(static_cast<std::uint32_t>(s.vmid));
+      busy(s.vmid, false);
+      s.vmid = 0;
+      continue;
     }
     if (exists) {
       // Somebody else's: keep the VMID marked used, never touch that container.

@@ -34,6 +34,11 @@ int ManagerCore::hot_profile_for(const CreateOptions& o, const Node& n, bool rea
   return -1;
 }
 
+void ManagerCore::count_hot_miss(const CreateOptions& o, const Node& n) {
+  std::lock_guard lock(mu_);
+  if (int fits = hot_profile_for(o, n, false); fits >= 0) ++hot_[fits].misses;
+}
+
 std::set<const Node*> ManagerCore::hot_nodes(const CreateOptions& o) const {
   std::set<const Node*> out;
   std::lock_guard lock(mu_);

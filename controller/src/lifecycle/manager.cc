@@ -291,6 +291,7 @@ class ManagerHandle final : public Manager {
   ManagerStats stats() const override { return core_->stats(); }
   std::vector<PoolInfo> pools() const override { return core_->pools(); }
   std::vector<NodeInfo> nodes() const override { return core_->nodes(); }
+  std::vector<TemplateInfo> templates() const override { return core_->templates(); }
   Status drain(const std::string& node, bool drained) override {
     return core_->drain(node, drained);
   }
@@ -321,6 +322,8 @@ Status validate_hot_pools(const ManagerConfig& c, std::size_t nodes) {
     if (p.disk_gb < 0 || p.disk_gb > c.max_disk_gb)
       return bad(p.name + ": disk_gb must be 0.." + std::to_string(c.max_disk_gb));
     if (p.size < 0) return bad(p.name + ": size must be >= 0");
+    if (p.template_replicas < 0 || p.template_replicas > 16)
+      return bad(p.name + ": template_replicas must be 1..16 (0: no wish of its own)");
     total += static_cast<std::uint64_t>(p.size);
   }
   if ((total + static_cast<std::uint64_t>(std::max(c.warm_pool, 0))) * nodes >
@@ -338,6 +341,8 @@ Status validate_hot_pools(const ManagerConfig& c, std::size_t nodes) {
 Result<std::unique_ptr<Manager>> open_manager(ManagerConfig config, TestPeers peers) {
   if (config.nodes.empty() && config.template_vmid <= 0)
     return fail(ErrorCode::kInvalidArgument, "template_vmid is required");
+  if (config.template_replicas < 1 || config.template_replicas > 16)
+    return fail(ErrorCode::kInvalidArgument, "template_replicas must be 1..16");
   auto node_configs = cluster_nodes(config);
   if (!node_configs) return fail(node_configs.error());
   if (config.vmid_min < 100 || config.vmid_min > config.vmid_max)
@@ -366,6 +371,7 @@ Result<std::unique_ptr<Manager>> open_manager(ManagerConfig config, TestPeers pe
   bool background = config.background;
   auto core = std::make_shared<ManagerCore>(std::move(config), std::move(peers), std::move(nodes));
   if (auto r = core->locate_templates(); !r) return fail(r.error());
+  core->plan_replicas();
   if (auto r = core->reconcile(); !r) {
     // Recovery must see Proxmox and an agent; orphans that could not be destroyed are retried
     // by the background loop, and a node that is down is reported (GET /v1/nodes) and comes

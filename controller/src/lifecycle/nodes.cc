@@ -53,6 +53,9 @@ Result<std::vector<NodeConfig>> cluster_nodes(const ManagerConfig& c) {
     if (!lifecycle::valid_node_name(n.name)) return bad("bad node name " + quoted(n.name, 64));
     if (n.template_vmid == 0) n.template_vmid = c.template_vmid;
     if (n.template_vmid <= 0) return bad(n.name + ": template_vmid is required");
+    if (n.template_replicas == 0) n.template_replicas = c.template_replicas;
+    if (n.template_replicas < 1 || n.template_replicas > 16)
+      return bad(n.name + ": template_replicas must be 1..16 (0: the controller-wide value)");
     if (n.bridge.empty()) return bad(n.name + ": bridge is required");
     if (n.max_sandboxes < 0 || n.min_free_memory_mb < 0)
       return bad(n.name + ": max_sandboxes and min_free_memory_mb must be >= 0");

@@ -40,6 +40,7 @@ Status ManagerCore::reconcile() {
     }
   }
   nodes_reached_ = reached;
+  sync_replicas();  // its failures are the replicas' (Manager::templates()), not the pass's
   return count(result);
 }
 

@@ -229,6 +229,7 @@ void parse_proxmox(yaml::Map s, const Env& env, bool cluster, ServiceConfig& c) 
   if (s.ok() && m.pool.empty()) s.fail("pool", "must not be empty");
   s.string("storage", &m.storage);
   s.boolean("full_clone", &m.full_clone);
+  s.integer("template_replicas", &m.template_replicas, 1, 16);
   s.integer("warm_pool", &m.warm_pool, 0, 1024);
   s.integer("vmid_min", &m.vmid_min, 100, 999999999);
   s.integer("vmid_max", &m.vmid_max, 100, 999999999);
@@ -328,6 +329,7 @@ void parse_hot_pool(yaml::Map s, ManagerConfig& m) {
     p.integer("template_vmid", &profile.template_vmid, 0, 999999999);
     if (p.ok() && profile.template_vmid > 0 && profile.template_vmid < 100)
       p.fail("template_vmid", "must be a VMID (100 or more), or 0 for proxmox.template_vmid");
+    p.integer("template_replicas", &profile.template_replicas, 0, 16);
     p.integer("cpus", &profile.cpus, 1, m.max_cpus);
     p.integer("memory_mb", &profile.memory_mb, 16, m.max_memory_mb);
     p.integer("disk_gb", &profile.disk_gb, 0, m.max_disk_gb);
@@ -442,8 +444,10 @@ std::string describe(const ServiceConfig& c) {
     << "  audit " << c.audit_file << "\n"
     << "  proxmox " << m.proxmox.base_url << (m.nodes.empty() ? " node=" + m.node : "")
     << " token=" << m.proxmox.token_id << " secret from " << c.proxmox_token_secret_source
-    << " template=" << m.template_vmid << " pool=" << m.pool << " vmids=" << m.vmid_min << "-"
-    << m.vmid_max << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n";
+    << " template=" << m.template_vmid
+    << (m.template_replicas > 1 ? " template_replicas=" + std::to_string(m.template_replicas) : "")
+    << " pool=" << m.pool << " vmids=" << m.vmid_min << "-" << m.vmid_max
+    << (m.warm_pool > 0 ? " warm_pool=" + std::to_string(m.warm_pool) : "") << "\n";
   for (const auto& p : m.hot_pools)
     o << "  hot_pool " << p.name << " size=" << p.size
       << " template=" << (p.template_vmid != 0 ? p.template_vmid : m.template_vmid)

@@ -66,6 +66,7 @@ NodeConfig parse_node(yaml::Map& n, const ManagerConfig& m) {
   auto vmid = static_cast<std::uint32_t>(node.template_vmid);
   if (n.ok() && node.template_vmid != 0 && vmid >= m.vmid_min && vmid <= m.vmid_max)
     n.fail("template_vmid", "must lie outside [vmid_min, vmid_max]");
+  n.integer("template_replicas", &node.template_replicas, 0, 16);
   n.integer("max_sandboxes", &node.max_sandboxes, 0, 100000);
   n.integer("min_free_memory_mb", &node.min_free_memory_mb, 0, 1ll << 30);
   n.string_map("labels", &node.labels);

@@ -130,5 +130,22 @@ TEST(ConfigNodes, ErrorsNameTheNodeKeyAndReason) {
             "controller.yaml: nodes: nodes: node pve1 appears twice");
 }
 
+TEST(ConfigNodes, TemplateReplicasPerNode) {
+  std::string nodes =
+      "  - name: pve1\n"
+      "    network: {cidr: 10.91.0.0/16, gateway: 10.91.0.1}\n"
+      "    template_vmid: 9001\n"
+      "    template_replicas: 8\n";
+  auto c = parse_config(cluster(nodes), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.nodes[0].template_replicas, 8);
+  EXPECT_EQ(error_of(cluster(nodes + "  - name: pve2\n"
+                                     "    network: {cidr: 10.92.0.0/16, gateway: 10.92.0.1}\n"
+                                     "    template_vmid: 9002\n"
+                                     "    template_replicas: 99\n")),
+            "controller.yaml: nodes[1].template_replicas: must be an integer in [0, 16], not "
+            "\"99\"");
+}
+
 }  // namespace
 }  // namespace pvs::service

@@ -270,5 +270,29 @@ TEST(Config, PerSandboxHostKeysByDefaultAndOnlyWithTheReadyWait) {
   EXPECT_FALSE(c->manager.per_sandbox_host_keys);
 }
 
+TEST(Config, TemplateReplicas) {
+  auto d = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->manager.template_replicas, 1);
+  std::string text =
+      minimal("hot_pool:\n  profiles:\n    - {name: a, size: 1, template_replicas: 3}\n");
+  text.replace(text.find("  template_vmid: 9000\n"), 21,
+               "  template_vmid: 9000\n  template_replicas: 4\n");
+  auto c = parse_config(text, "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.template_replicas, 4);
+  EXPECT_EQ(c->manager.hot_pools[0].template_replicas, 3);
+  std::string zero = minimal();
+  zero.replace(zero.find("  template_vmid: 9000\n"), 21,
+               "  template_vmid: 9000\n  template_replicas: 0\n");
+  EXPECT_EQ(error_of(zero),
+            "controller.yaml: proxmox.template_replicas: must be an integer in [1, 16], not \"0\"");
+  EXPECT_EQ(
+      error_of(
+          minimal("hot_pool:\n  profiles:\n    - {name: a, size: 1, template_replicas: 17}\n")),
+      "controller.yaml: hot_pool.profiles[0].template_replicas: must be an integer in [0, 16], "
+      "not \"17\"");
+}
+
 }  // namespace
 }  // namespace pvs::service
