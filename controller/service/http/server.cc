@@ -22,7 +22,6 @@
 #include <thread>
 
 #include "api/console/console.h"
-#include "api/mcp/session.h"
 #include "e2b/control_wire.h"
 #include "http/json.h"
 #include "http/openapi.h"
@@ -63,8 +62,6 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
   metrics_->add_collector([this](Metrics& m) { collect(m); });
 
   for (const Route& route : routes()) router_.add(std::string(route.method), route.pattern, &route);
-  mcp_sessions_ = mcp::make_session_store(config_.mcp);
-  mcp_modern_ = make_mcp_modern(config_);
 }
 
 Api::~Api() = default;
@@ -380,13 +377,6 @@ std::shared_ptr<Manager> Api::require_manager() {
   auto m = manager();
   if (!m) throw unavailable("starting: the controller has not reached Proxmox yet");
   return m;
-}
-
-std::shared_ptr<Sandbox> Api::find_sandbox(RequestContext& ctx) {
-  const std::string& id = ctx.params.at("id");
-  if (!is_sandbox_id(id)) throw bad_request("id: not a sandbox id (sb- and 12 hex digits)");
-  ctx.sandbox = id;
-  return sandbox_for(*ctx.principal, id);
 }
 
 void Api::append_audit(const AuditRecord& record) {
