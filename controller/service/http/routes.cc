@@ -8,45 +8,18 @@
 // The Api builds them (http/server.h) and is the one shared path before them: authentication,
 // per-token limits, then the handler, which asks the policy gate (admit) itself. A new route is
 // a row here plus a method on one handler class (and, for a new class, its part<>() below).
+#include <tuple>
+
 #include "http/server.h"
 
 namespace pvs::service {
 
-template <>
-ApprovalRoutes& Api::part<ApprovalRoutes>() {
-  return approval_routes_;
-}
-template <>
-E2bRoutes& Api::part<E2bRoutes>() {
-  return e2b_routes_;
-}
-template <>
-AuditRoutes& Api::part<AuditRoutes>() {
-  return audit_routes_;
-}
-template <>
-FleetRoutes& Api::part<FleetRoutes>() {
-  return fleet_routes_;
-}
-template <>
-SystemRoutes& Api::part<SystemRoutes>() {
-  return system_routes_;
-}
-template <>
-SandboxRoutes& Api::part<SandboxRoutes>() {
-  return sandbox_routes_;
-}
-template <>
-FileRoutes& Api::part<FileRoutes>() {
-  return file_routes_;
-}
-template <>
-TerminalRoutes& Api::part<TerminalRoutes>() {
-  return terminal_routes_;
-}
-template <>
-McpRoutes& Api::part<McpRoutes>() {
-  return mcp_routes_;
+// The handler object of a row's class: the one member of that type.
+template <class Part>
+Part& Api::part() {
+  return std::get<Part&>(std::tie(system_routes_, fleet_routes_, audit_routes_, sandbox_routes_,
+                                  file_routes_, terminal_routes_, approval_routes_, mcp_routes_,
+                                  e2b_routes_));
 }
 
 namespace {

@@ -282,15 +282,21 @@ void Api::send_json(RequestContext& ctx, int status, const std::string& body) {
   send_bytes(ctx, status, "application/json", body);
 }
 
-void Api::begin_reply(RequestContext& ctx, int status, const std::string& content_type) {
-  audit(ctx, status, ctx.error ? &*ctx.error : nullptr);
+// Audits the reply, settles the request body, sets the status line and the request id.
+static Poco::Net::HTTPServerResponse& start_reply(Api& api, RequestContext& ctx, int status,
+                                                  const ApiError* error) {
+  api.audit(ctx, status, error);
   settle_body(ctx);
   ctx.responded = true;
   ctx.status = status;
   auto& resp = *ctx.response;
   resp.setStatus(static_cast<HTTPResponse::HTTPStatus>(status));
   resp.set("X-Request-Id", ctx.request_id);
-  resp.setContentType(content_type);
+  return resp;
+}
+
+void Api::begin_reply(RequestContext& ctx, int status, const std::string& content_type) {
+  start_reply(*this, ctx, status, ctx.error ? &*ctx.error : nullptr).setContentType(content_type);
 }
 
 void Api::send_bytes(RequestContext& ctx, int status, const std::string& content_type,
@@ -324,13 +330,7 @@ void Api::send_error(RequestContext& ctx, const ApiError& error) {
 }
 
 void Api::send_empty(RequestContext& ctx, int status) {
-  audit(ctx, status, nullptr);
-  settle_body(ctx);
-  ctx.responded = true;
-  ctx.status = status;
-  auto& resp = *ctx.response;
-  resp.setStatus(static_cast<HTTPResponse::HTTPStatus>(status));
-  resp.set("X-Request-Id", ctx.request_id);
+  auto& resp = start_reply(*this, ctx, status, nullptr);
   resp.setContentLength(0);
   resp.send();
 }

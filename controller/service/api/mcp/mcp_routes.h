@@ -45,6 +45,12 @@ class McpRoutes {
   void error(RequestContext& ctx, int status, int code, const std::string& message);
   void sse(RequestContext& ctx, const mcp::Session& session, const mcp::Message& m,
            const std::string& progress_token);
+  // The reply as an SSE stream: notifications/progress for `progress_token` while `run` runs,
+  // then what it returns (an exception: an internal error of request `id`). `unbuffered`:
+  // X-Accel-Buffering: no.
+  void stream(RequestContext& ctx, bool unbuffered, const std::string& progress_token,
+              const std::string& id,
+              const std::function<std::string(const mcp::ToolCall::Progress&)>& run);
   // A request of revision 2026-07-28 (transport_modern.cc): no session, checked alone.
   void modern(RequestContext& ctx, const mcp::Message& m, bool sse_ok);
 

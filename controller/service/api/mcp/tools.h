@@ -56,7 +56,8 @@ struct ToolCall {
   Poco::JSON::Object::Ptr arguments;  // never null
   // Set when the client asked for progress (a progressToken, and it accepts an SSE reply):
   // called on the request's thread with a growing `progress`.
-  std::function<void(double progress, double total, const std::string& message)> progress;
+  using Progress = std::function<void(double progress, double total, const std::string& message)>;
+  Progress progress;
   // Revision 2026-07-28: the approval an earlier round of this call waits for (from its
   // requestState), and where a call still waiting for a person leaves the approval's id (then
   // the transport answers input_required instead of the error result). Legacy: "", null.

@@ -228,8 +228,17 @@ void McpRoutes::post(RequestContext& ctx) {
 // One request answered as an SSE stream: progress notifications, then its response.
 void McpRoutes::sse(RequestContext& ctx, const mcp::Session& session, const Message& m,
                     const std::string& token) {
+  stream(ctx, false, token, m.id, [&](const mcp::ToolCall::Progress& progress) {
+    return mcp_request(d_.tools, Call{ctx, session, progress}, m);
+  });
+}
+
+void McpRoutes::stream(RequestContext& ctx, bool unbuffered, const std::string& progress_token,
+                       const std::string& id,
+                       const std::function<std::string(const mcp::ToolCall::Progress&)>& run) {
   d_.replies.begin_reply(ctx, 200, "text/event-stream");
   ctx.response->set("Cache-Control", "no-cache");
+  if (unbuffered) ctx.response->set("X-Accel-Buffering", "no");
   ctx.response->setChunkedTransferEncoding(true);
   std::ostream& out = ctx.response->send();
   auto emit = [&out](const std::string& json) {
@@ -239,15 +248,15 @@ void McpRoutes::sse(RequestContext& ctx, const mcp::Session& session, const Mess
   };
   auto progress = [&](double done, double total, const std::string& message) {
     JsonWriter w;
-    w.begin_object().key("progressToken").raw(token).key("progress").value(done);
+    w.begin_object().key("progressToken").raw(progress_token).key("progress").value(done);
     w.key("total").value(total).key("message").value(message).end_object();
     emit(mcp::notification_json("notifications/progress", w.str()));
   };
   try {
-    emit(mcp_request(d_.tools, Call{ctx, session, progress}, m));
+    emit(run(progress));
   } catch (const std::exception& e) {
     log::error("request " + ctx.request_id + ": mcp: " + e.what());
-    emit(mcp::error_json(m.id, mcp::kInternalError, "internal error"));
+    emit(mcp::error_json(id, mcp::kInternalError, "internal error"));
   }
 }
 

@@ -1,7 +1,5 @@
 // Terminals in a sandbox (pvs::Terminal): open, list, show, resize, close, input, screen, wait.
 // The WebSocket of a terminal is in routes_terminal_ws.cc.
-#include <Poco/String.h>
-
 #include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminal_routes.h"
 #include "http/json.h"
@@ -26,17 +24,11 @@ void TerminalRoutes::create(RequestContext& ctx) {
   }
   auto sandbox = d_.sandboxes.find(ctx);
   auto [asked, decision] = judge_terminal_open(*ctx.principal, *req);
-  PolicyGate::Admission a;
-  try {
-    a = d_.gate.admission(*ctx.principal, sandbox->id(), asked, decision,
-                          ctx.request->get("Approval", ""),
-                          Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0);
-  } catch (const PolicyRefusal& refused) {
-    ctx.policy_json = refused.policy_json;
-    throw refused.error;
-  }
-  ctx.policy_json = a.policy_json;
-  if (a.pending) return d_.gate.send_pending(ctx, *a.pending);
+  if (!d_.gate.admit_with(ctx, [&](const std::string& approval_id, bool async) {
+        return d_.gate.admission(*ctx.principal, sandbox->id(), asked, decision, approval_id,
+                                 async);
+      }))
+    return;
   std::shared_ptr<TerminalEntry> entry;
   try {
     entry = open_terminal(*ctx.principal, *sandbox, *req);
@@ -114,18 +106,12 @@ void TerminalRoutes::input(RequestContext& ctx) {
   std::string typed;
   for (const auto& i : *items)
     typed += i.kind == InputItem::Kind::kKey ? *encode_key(i.value) : i.value;
-  PolicyGate::Admission a;
-  try {
-    a = type_into(
-        *ctx.principal, *entry, typed, [&] { return entry->terminal->send(*items); },
-        ctx.request->get("Approval", ""),
-        Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0);
-  } catch (const PolicyRefusal& refused) {
-    ctx.policy_json = refused.policy_json;
-    throw refused.error;
-  }
-  ctx.policy_json = a.policy_json;
-  if (a.pending) return d_.gate.send_pending(ctx, *a.pending);
+  if (!d_.gate.admit_with(ctx, [&](const std::string& approval_id, bool async) {
+        return type_into(
+            *ctx.principal, *entry, typed, [&] { return entry->terminal->send(*items); },
+            approval_id, async);
+      }))
+    return;
   d_.replies.send_json(ctx, 200, terminal_json(*entry));
 }
 
