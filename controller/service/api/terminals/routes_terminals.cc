@@ -23,10 +23,11 @@ void TerminalRoutes::create(RequestContext& ctx) {
     ctx.params_json = p.end_array().end_object().take();
   }
   auto sandbox = d_.sandboxes.find(ctx);
-  auto [asked, decision] = judge_terminal_open(*ctx.principal, *req);
+  // The request judged and the decision (not a structured binding: the lambda uses them).
+  const std::pair<PolicyRequest, PolicyDecision> judged = judge_terminal_open(*ctx.principal, *req);
   if (!d_.gate.admit_with(ctx, [&](const std::string& approval_id, bool async) {
-        return d_.gate.admission(*ctx.principal, sandbox->id(), asked, decision, approval_id,
-                                 async);
+        return d_.gate.admission(*ctx.principal, sandbox->id(), judged.first, judged.second,
+                                 approval_id, async);
       }))
     return;
   std::shared_ptr<TerminalEntry> entry;
