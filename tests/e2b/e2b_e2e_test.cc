@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "http/auth.h"
+#include "service/support/controller_fixture.h"
 #include "service/support/node_e2e_support.h"
 #include "support/stack_fixture.h"
 
@@ -29,7 +30,7 @@ std::string report(const test::ProcessResult& p) {
   return "exit " + std::to_string(p.exit_code) + "\nstdout:\n" + p.out + "stderr:\n" + p.err;
 }
 
-class E2bE2eTest : public ::testing::Test {
+class E2bE2eTest : public test::ControllerOnStackTest {
  protected:
   static void SetUpTestSuite() {
     install_error_ =
@@ -39,36 +40,18 @@ class E2bE2eTest : public ::testing::Test {
 
   void SetUp() override {
     ASSERT_TRUE(install_error_.empty()) << install_error_;
-    stack_ = std::make_unique<test::Stack>();
-    dir_ = stack_->dir();
-    port_ = test::free_port();
-    std::string config = dir_ + "/controller.yaml";
-    std::ofstream(config)
-        << test::stack_controller_yaml(*stack_, port_, dir_) << "auth:\n  tokens:\n"
-        << "    - {name: agent, sha256: " << sha256_hex("tok-agent")
-        << ", e2b_key_sha256: " << sha256_hex(kAgentKey) << ", max_sandboxes: 4}\n"
-        << "    - {name: other, sha256: " << sha256_hex("tok-other")
-        << ", e2b_key_sha256: " << sha256_hex(kOtherKey) << "}\n"
-        << "    - {name: oncall, sha256: " << sha256_hex("tok-oncall") << ", approver: true}\n"
-        << "http:\n  threads: 64\n"
-        << "policy:\n  approval_wait_seconds: 1\n  default:\n"
-        << "    - {action: exec, command: 'e2b-denied', decision: deny, message: no}\n"
-        << "    - {action: exec, command: 'e2b-approve', decision: approve}\n"
-        << "  tokens:\n    - token: other\n      rules:\n"
-        << "        - {action: terminal.input, command: 'curl', decision: deny}\n";
-    std::string why;
-    pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
-    ASSERT_GT(pid_, 0) << why;
+    start(PVS_CONTROLLER_BIN,
+          std::string() + "auth:\n  tokens:\n" + "    - {name: agent, sha256: " +
+              sha256_hex("tok-agent") + ", e2b_key_sha256: " + sha256_hex(kAgentKey) +
+              ", max_sandboxes: 4}\n" + "    - {name: other, sha256: " + sha256_hex("tok-other") +
+              ", e2b_key_sha256: " + sha256_hex(kOtherKey) + "}\n" +
+              "    - {name: oncall, sha256: " + sha256_hex("tok-oncall") + ", approver: true}\n" +
+              "http:\n  threads: 64\n" + "policy:\n  approval_wait_seconds: 1\n  default:\n" +
+              "    - {action: exec, command: 'e2b-denied', decision: deny, message: no}\n" +
+              "    - {action: exec, command: 'e2b-approve', decision: approve}\n" +
+              "  tokens:\n    - token: other\n      rules:\n" +
+              "        - {action: terminal.input, command: 'curl', decision: deny}\n");
   }
-  void TearDown() override {
-    test::stop_controller(pid_);
-    stack_.reset();
-  }
-
-  std::unique_ptr<test::Stack> stack_;
-  std::string dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
 };
 
 TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {

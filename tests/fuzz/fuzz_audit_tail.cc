@@ -12,14 +12,13 @@
 #include <vector>
 
 #include "api/audit/audit_tail.h"
+#include "fuzz_check.h"
 
 namespace {
 
 using namespace pvs::service;
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
+using pvs::fuzz::require;
 
 std::vector<std::string> reference(const std::string& log, const AuditTailOptions& o) {
   std::vector<std::string> all;

@@ -1,4 +1,5 @@
-// What the service's fuzz targets (fuzz_service_request, fuzz_mcp_jsonrpc) check with: a
+// What the fuzz targets of the service (fuzz_service_request, fuzz_mcp_jsonrpc, fuzz_mcp_modern,
+// fuzz_e2b_wire, fuzz_audit_tail, fuzz_console_path, fuzz_terminal_input) check with: a
 // property that must hold (else abort, which libFuzzer reports with the input) and whether a
 // reply is valid JSON.
 #pragma once

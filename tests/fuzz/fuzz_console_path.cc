@@ -12,14 +12,13 @@
 #include <Poco/URI.h>
 
 #include "api/console/console.h"
+#include "fuzz_check.h"
 
 namespace {
 
 using namespace pvs::service;
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
+using pvs::fuzz::require;
 
 void check(std::string_view path) {
   ConsoleReply r = console_lookup(path);

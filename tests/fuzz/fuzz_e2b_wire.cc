@@ -19,23 +19,14 @@
 #include "e2b/control_wire.h"
 #include "e2b/envd_wire.h"
 #include "e2b/files_wire.h"
+#include "fuzz_check.h"
 
 namespace {
 
 using namespace pvs::service::e2b;
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-bool valid_json(const std::string& text) {
-  try {
-    Poco::JSON::Parser().parse(text);
-    return true;
-  } catch (const Poco::Exception&) {
-    return false;
-  }
-}
+using pvs::fuzz::require;
+using pvs::fuzz::valid_json;
 
 template <typename T>
 void require_parsed(const Parsed<T>& p) {

@@ -20,23 +20,14 @@
 #include "api/mcp/modern.h"
 #include "api/mcp/modern_result.h"
 #include "api/mcp/request_state.h"
+#include "fuzz_check.h"
 
 namespace {
 
 using namespace pvs::service;
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
-
-bool valid_json(const std::string& text) {
-  try {
-    Poco::JSON::Parser().parse(text);
-    return true;
-  } catch (const Poco::Exception&) {
-    return false;
-  }
-}
+using pvs::fuzz::require;
+using pvs::fuzz::valid_json;
 
 std::string_view next_line(std::string_view& in) {
   auto nl = in.find('\n');

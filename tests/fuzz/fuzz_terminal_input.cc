@@ -10,13 +10,12 @@
 #include <vector>
 
 #include "api/terminals/terminal_requests.h"
+#include "fuzz_check.h"
 #include "policy/typed_line.h"
 
 namespace {
 
-void require(bool ok) {
-  if (!ok) std::abort();
-}
+using pvs::fuzz::require;
 
 }  // namespace
 

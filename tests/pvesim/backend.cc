@@ -161,6 +161,32 @@ std::vector<LiveInterface> parse_addr_json(const std::string& out) {
   return list;
 }
 
+std::vector<std::string> node_ip(const NetnsOptions& o, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"ip"};
+  if (!o.node_netns.empty()) argv.insert(argv.end(), {"-n", o.node_netns});
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+pvs::Status make_bridge(const NetnsOptions& o, bool* created) {
+  if (run_command(node_ip(o, {"link", "show", "dev", o.bridge})) == 0) return {};
+  if (!o.create_bridge)
+    return pvs::fail(pvs::ErrorCode::kNotFound, "bridge " + o.bridge + " does not exist");
+  std::string out;
+  // A fixed MAC, as udev gives a Proxmox bridge: else it follows its ports' lowest MAC and
+  // the containers' ARP entries for the gateway go stale whenever that changes.
+  if (run_command(
+          node_ip(o, {"link", "add", o.bridge, "address", "02:00:00:00:00:01", "type", "bridge"}),
+          &out) != 0 ||
+      run_command(node_ip(o, {"addr", "add", o.bridge_cidr, "dev", o.bridge}), &out) != 0 ||
+      run_command(node_ip(o, {"link", "set", o.bridge, "up"}), &out) != 0) {
+    run_command(node_ip(o, {"link", "del", o.bridge}));
+    return pvs::fail(pvs::ErrorCode::kIo, "cannot create bridge " + o.bridge + ": " + out);
+  }
+  *created = true;
+  return {};
+}
+
 }  // namespace detail
 
 namespace {
@@ -234,7 +260,7 @@ class NetnsBackend : public Backend {
       return made;
     }
     ::mkdir("/run/sshd", 0755);  // sshd's privilege separation directory
-    return make_bridge();
+    return detail::make_bridge(o_, &created_bridge_);
   }
 
   // The template's SSH host key, in a directory of its own.
@@ -250,26 +276,6 @@ class NetnsBackend : public Backend {
         listing.find("SHA256:") == std::string::npos)
       return pvs::fail(pvs::ErrorCode::kIo, "ssh-keygen -l failed: " + listing);
     host_key_fp_ = listing.substr(listing.find("SHA256:"), 50);
-    return {};
-  }
-
-  pvs::Status make_bridge() {
-    if (run_command(host_ip({"link", "show", "dev", o_.bridge})) != 0) {
-      if (!o_.create_bridge)
-        return pvs::fail(pvs::ErrorCode::kNotFound, "bridge " + o_.bridge + " does not exist");
-      std::string out;
-      // A fixed MAC, as udev gives a Proxmox bridge: else it follows its ports' lowest MAC and
-      // the containers' ARP entries for the gateway go stale whenever that changes.
-      if (run_command(
-              host_ip({"link", "add", o_.bridge, "address", "02:00:00:00:00:01", "type", "bridge"}),
-              &out) != 0 ||
-          run_command(host_ip({"addr", "add", o_.bridge_cidr, "dev", o_.bridge}), &out) != 0 ||
-          run_command(host_ip({"link", "set", o_.bridge, "up"}), &out) != 0) {
-        run_command(host_ip({"link", "del", o_.bridge}));
-        return pvs::fail(pvs::ErrorCode::kIo, "cannot create bridge " + o_.bridge + ": " + out);
-      }
-      created_bridge_ = true;
-    }
     return {};
   }
 
@@ -469,10 +475,7 @@ class NetnsBackend : public Backend {
 
   // `ip ARGS` acting on the node's namespace (node_netns), or on ours when that is "".
   std::vector<std::string> host_ip(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv{"ip"};
-    if (!o_.node_netns.empty()) argv.insert(argv.end(), {"-n", o_.node_netns});
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
+    return node_ip(o_, args);
   }
 
   // /etc/netns/<ns> (ip netns exec mounts its entries over /etc): the CT's own /etc/ssh.

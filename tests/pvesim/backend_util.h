@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "backend.h"
+#include "pvesandbox/common/error.h"
+#include "sim.h"
 
 namespace pvesim::detail {
 
@@ -23,5 +25,10 @@ std::vector<LiveInterface> parse_addr_json(const std::string& json);
 // Polls until something accepts TCP connections on ip:port, seen from network namespace
 // `netns` (/run/netns/<netns>; "": the calling thread's).
 bool wait_port(const std::string& ip, int port, int timeout_ms, const std::string& netns);
+// `ip ARGS` acting on the node's namespace (o.node_netns), or on ours when that is "".
+std::vector<std::string> node_ip(const NetnsOptions& o, const std::vector<std::string>& args);
+// The node's bridge o.bridge unless it exists (created: with o.bridge_cidr and a fixed MAC,
+// *created set; or kNotFound without o.create_bridge).
+pvs::Status make_bridge(const NetnsOptions& o, bool* created);
 
 }  // namespace pvesim::detail

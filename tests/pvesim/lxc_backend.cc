@@ -33,12 +33,7 @@ namespace {
 
 using namespace detail;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lxc::slurp;
 
 std::string tail(const std::string& text, std::size_t n) {
   return text.size() <= n ? text : text.substr(text.size() - n);
@@ -99,7 +94,7 @@ class LxcBackend : public Backend {
         listing.find("SHA256:") == std::string::npos)
       return pvs::fail(pvs::ErrorCode::kIo, "ssh-keygen failed: " + listing);
     host_key_fp_ = listing.substr(listing.find("SHA256:"), 50);
-    return make_bridge();
+    return detail::make_bridge(o_, &created_bridge_);
   }
 
   std::string host_key_fingerprint() const override { return host_key_fp_; }
@@ -325,10 +320,7 @@ class LxcBackend : public Backend {
     return argv;
   }
   std::vector<std::string> host_ip(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv{"ip"};
-    if (!o_.node_netns.empty()) argv.insert(argv.end(), {"-n", o_.node_netns});
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
+    return node_ip(o_, args);
   }
   // argv (a program of the node) run in the running CT's network namespace.
   std::vector<std::string> in_ct(const Ct& c, std::vector<std::string> argv) {
@@ -351,23 +343,6 @@ class LxcBackend : public Backend {
     at += 6;
     auto ip = out.substr(at, out.find_first_of("/ ", at) - at);
     return pvs::Ipv4Address::parse(ip) ? ip : "";
-  }
-
-  pvs::Status make_bridge() {
-    if (run_command(host_ip({"link", "show", "dev", o_.bridge})) == 0) return {};
-    if (!o_.create_bridge)
-      return pvs::fail(pvs::ErrorCode::kNotFound, "bridge " + o_.bridge + " does not exist");
-    std::string out;
-    if (run_command(
-            host_ip({"link", "add", o_.bridge, "address", "02:00:00:00:00:01", "type", "bridge"}),
-            &out) != 0 ||
-        run_command(host_ip({"addr", "add", o_.bridge_cidr, "dev", o_.bridge}), &out) != 0 ||
-        run_command(host_ip({"link", "set", o_.bridge, "up"}), &out) != 0) {
-      run_command(host_ip({"link", "del", o_.bridge}));
-      return pvs::fail(pvs::ErrorCode::kIo, "cannot create bridge " + o_.bridge + ": " + out);
-    }
-    created_bridge_ = true;
-    return {};
   }
 
   // A fresh clone gets the template's host key and the template's authorized_keys for root,

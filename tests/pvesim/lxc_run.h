@@ -10,8 +10,14 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace pvesim::lxc {
+
+// The names in a directory (not . and ..); none when it cannot be read.
+std::vector<std::string> entries(const std::string& dir);
+// A file's contents; "" when it cannot be read.
+std::string slurp(const std::string& path);
 
 // Field 22 of /proc/<pid>/stat (the start time), "" when the process is gone.
 std::string start_time(pid_t pid);

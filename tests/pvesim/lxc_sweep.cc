@@ -18,8 +18,6 @@
 
 namespace pvesim::lxc {
 
-namespace {
-
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> out;
   if (DIR* d = ::opendir(dir.c_str())) {
@@ -38,6 +36,8 @@ std::string slurp(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
 
 // PIDs of the LXC monitors of containers under the lxcpath `run_dir` ("[lxc monitor] <path>
 // <name>").

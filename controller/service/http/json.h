@@ -89,4 +89,11 @@ class JsonBody {
   std::optional<ApiError> error_;
 };
 
+// `value`, unless `body` met an error (finish()): what a request parser returns.
+template <typename T>
+ApiResult<T> finish(const JsonBody& body, T value) {
+  if (auto err = body.finish()) return tl::unexpected(*err);
+  return value;
+}
+
 }  // namespace pvs::service

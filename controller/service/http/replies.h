@@ -28,6 +28,13 @@ class Replies {
   virtual std::string read_body(RequestContext& ctx, std::uint64_t limit) = 0;
   // An application/json body of at most max_body_bytes; "" when there is none.
   virtual std::string json_body(RequestContext& ctx) = 0;
+  // The audit record of a mutating call (ctx.action) now, for what is not one of the replies
+  // above: a command's start, the end of a stream, a WebSocket's upgrade.
+  virtual void audit(RequestContext& ctx, int status, const ApiError* error) = 0;
 };
+
+// Reads a small unread request body now; marks a large or chunked one for a drain after the
+// reply (http/server.cc).
+void settle_body(RequestContext& ctx);
 
 }  // namespace pvs::service

@@ -8,12 +8,6 @@
 namespace pvs::service {
 namespace {
 
-template <typename T>
-ApiResult<T> finish(const JsonBody& body, T value) {
-  if (auto err = body.finish()) return tl::unexpected(*err);
-  return value;
-}
-
 // {"allow": [...], "ports": [...]} or {"list": "..."} from `body` (the object itself); `where`
 // prefixes the fields in messages ("internet." at create).
 void read_allowlist(JsonBody& body, JsonBody& outer, const std::string& where, EgressRequest* r) {

@@ -22,7 +22,6 @@
 #include <thread>
 
 #include "api/console/console.h"
-#include "api/mcp/session.h"
 #include "e2b/control_wire.h"
 #include "http/json.h"
 #include "http/openapi.h"
@@ -63,8 +62,6 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
   metrics_->add_collector([this](Metrics& m) { collect(m); });
 
   for (const Route& route : routes()) router_.add(std::string(route.method), route.pattern, &route);
-  mcp_sessions_ = mcp::make_session_store(config_.mcp);
-  mcp_modern_ = make_mcp_modern(config_);
 }
 
 Api::~Api() = default;
@@ -285,15 +282,21 @@ void Api::send_json(RequestContext& ctx, int status, const std::string& body) {
   send_bytes(ctx, status, "application/json", body);
 }
 
-void Api::begin_reply(RequestContext& ctx, int status, const std::string& content_type) {
-  audit(ctx, status, ctx.error ? &*ctx.error : nullptr);
+// Audits the reply, settles the request body, sets the status line and the request id.
+static Poco::Net::HTTPServerResponse& start_reply(Api& api, RequestContext& ctx, int status,
+                                                  const ApiError* error) {
+  api.audit(ctx, status, error);
   settle_body(ctx);
   ctx.responded = true;
   ctx.status = status;
   auto& resp = *ctx.response;
   resp.setStatus(static_cast<HTTPResponse::HTTPStatus>(status));
   resp.set("X-Request-Id", ctx.request_id);
-  resp.setContentType(content_type);
+  return resp;
+}
+
+void Api::begin_reply(RequestContext& ctx, int status, const std::string& content_type) {
+  start_reply(*this, ctx, status, ctx.error ? &*ctx.error : nullptr).setContentType(content_type);
 }
 
 void Api::send_bytes(RequestContext& ctx, int status, const std::string& content_type,
@@ -327,13 +330,7 @@ void Api::send_error(RequestContext& ctx, const ApiError& error) {
 }
 
 void Api::send_empty(RequestContext& ctx, int status) {
-  audit(ctx, status, nullptr);
-  settle_body(ctx);
-  ctx.responded = true;
-  ctx.status = status;
-  auto& resp = *ctx.response;
-  resp.setStatus(static_cast<HTTPResponse::HTTPStatus>(status));
-  resp.set("X-Request-Id", ctx.request_id);
+  auto& resp = start_reply(*this, ctx, status, nullptr);
   resp.setContentLength(0);
   resp.send();
 }
@@ -380,13 +377,6 @@ std::shared_ptr<Manager> Api::require_manager() {
   auto m = manager();
   if (!m) throw unavailable("starting: the controller has not reached Proxmox yet");
   return m;
-}
-
-std::shared_ptr<Sandbox> Api::find_sandbox(RequestContext& ctx) {
-  const std::string& id = ctx.params.at("id");
-  if (!is_sandbox_id(id)) throw bad_request("id: not a sandbox id (sb- and 12 hex digits)");
-  ctx.sandbox = id;
-  return sandbox_for(*ctx.principal, id);
 }
 
 void Api::append_audit(const AuditRecord& record) {

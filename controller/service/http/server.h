@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,10 +28,14 @@
 
 #include "api/audit/audit_routes.h"
 #include "api/console/console_routes.h"
+#include "api/files/file_routes.h"
 #include "api/fleet/fleet_routes.h"
-#include "api/terminals/terminal_requests.h"
+#include "api/fleet/system_routes.h"
+#include "api/mcp/mcp_routes.h"
+#include "api/sandboxes/sandbox_ops.h"
+#include "api/sandboxes/sandbox_routes.h"
+#include "api/terminals/terminal_routes.h"
 #include "api/terminals/terminals.h"
-#include "api/terminals/ws_sessions.h"
 #include "core/config/config.h"
 #include "core/observability/audit.h"
 #include "core/observability/denied_log.h"
@@ -51,24 +56,6 @@
 namespace pvs::service {
 
 class Api;
-struct WsConnection;  // api/terminals/routes_terminal_ws.cc
-struct ServiceConfig;
-namespace mcp {
-class SessionStore;
-struct Session;
-struct ModernServer;
-struct Message;
-}  // namespace mcp
-
-// What files/edit did: the reply of the REST call and of the MCP tool edit_file.
-struct EditReply {
-  std::string path;
-  std::size_t replaced = 0;
-  std::uint64_t size = 0;  // of the file now
-  bool crlf = false;       // matched with CRLF line ends
-  std::string diff;        // unified, a few lines of context, cut at 4 KiB
-};
-std::string edit_reply_json(const EditReply& reply);
 
 // One row of the route table: who may call it and what the audit log calls it.
 struct Route {
@@ -81,8 +68,10 @@ struct Route {
 };
 
 // The composition root and request pipeline: owns the shared services (the Manager's holder,
-// the policy gate, terminals, MCP sessions) and the handler classes the route table points at.
-class Api : public Replies {
+// the token store and limits, the policy gate, the terminal registry) and builds the handler
+// classes the route table points at, each given only what it uses. It is the Replies of every
+// handler (the audit of a mutating call, metrics, body settling) and their SandboxOps.
+class Api : public Replies, public SandboxOps {
  public:
   Api(ServiceConfig config, AuditLog* audit, Metrics* metrics);
   ~Api();
@@ -98,53 +87,19 @@ class Api : public Replies {
   static void declare_metrics(Metrics& metrics);  // service_metrics.cc
   // The route table (routes.cc).
   static std::span<const Route> routes();
-
-  // ---- What the REST handlers and the MCP tools share (each throws ApiError) ----------------
-  // A sandbox `principal` may use: its own, or any for an admin; others' are "no sandbox".
-  std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id);
-  // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
-  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request,
-                                      const Egress& egress);
-  using WaitProgress = PolicyGate::WaitProgress;
-  using Admission = PolicyGate::Admission;
-  // The policy's say on a call (policy/gate.h): REST handlers, terminal input, MCP tools.
-  PolicyGate& gate() { return gate_; }
   // The handler object a route row points at (routes.cc).
   template <class Part>
   Part& part();
-  // The sandboxes `principal` sees that carry every label of `selector`.
-  std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector);
-  // The ExecOptions of a request: its timeout (else max_exec_timeout_seconds), env, cwd, stdin.
-  ExecOptions exec_options(ExecRequest request, std::size_t max_output) const;
-  // Runs a command and counts it in the metrics (pvs_exec_total, pvs_exec_duration_seconds).
-  Result<ExecResult> run_exec(Sandbox& sandbox, std::string command, ExecOptions options);
-  // files/edit: the file read whole (at most kMaxEditFileBytes, text only), the edit applied,
-  // written back atomically (temporary file beside it, renamed over it) with its mode.
-  EditReply edit_file(Sandbox& sandbox, const EditRequest& request);
-  // Terminals (terminal_ops.cc). A terminal of a sandbox `who` may use, else 404.
-  std::shared_ptr<TerminalEntry> terminal_for(const Principal& who, const std::string& sandbox,
-                                              const std::string& tid);
-  // Opens a terminal owned by `who` (429 at the per-sandbox or per-token limit).
-  // What opening a terminal asks the policy: terminal.open, and exec for its command (as the
-  // exec route asks); the stricter decision (deny, approve, allow) with its request.
-  std::pair<PolicyRequest, PolicyDecision> judge_terminal_open(
-      const Principal& who, const TerminalCreateRequest& request) const;
-  std::shared_ptr<TerminalEntry> open_terminal(const Principal& who, Sandbox& sandbox,
-                                               const TerminalCreateRequest& request);
-  // Types into a terminal once the policy allows the lines the input completes (terminal.input,
-  // each line judged alone, see typed_line.h and admit_lines; no complete line: nothing to judge).
-  // `typed` is the input as bytes, `send` writes it. Pending (approve, not yet decided):
-  // nothing was sent. A refusal (PolicyRefusal: deny, denied, expired) sends C-u first, so the
-  // shell's line and the judged one stay the same. Errors of `send`: 400, 413 or 409 (ended).
-  Admission type_into(const Principal& who, TerminalEntry& entry, std::string_view typed,
-                      const std::function<Status()>& send, const std::string& approval_id,
-                      bool async, const WaitProgress& progress = {});
-  void close_terminal(TerminalEntry& entry);  // hangs up and forgets it
-  // Waits for the condition; the JSON of the outcome, the terminal and its screen.
-  std::string wait_terminal(TerminalEntry& entry, const TerminalWaitRequest& request);
-  // Appends a record to the audit log (a failure is counted and logged, never thrown).
-  void append_audit(const AuditRecord& record);
+
+  // The policy's say on a call (policy/gate.h): REST handlers, terminal input, MCP tools.
+  PolicyGate& gate() { return gate_; }
   TokenLimits& limits() { return limits_; }
+
+  // SandboxOps (api/sandboxes/sandbox_ops.cc): the sandboxes a caller may use.
+  std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id) override;
+  std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request,
+                                      const Egress& egress) override;
+  std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector) override;
 
   // Replies (http/replies.h): how every handler answers.
   void send_json(RequestContext& ctx, int status, const std::string& body) override;
@@ -156,70 +111,25 @@ class Api : public Replies {
   void abort_reply(RequestContext& ctx) override;
   std::string read_body(RequestContext& ctx, std::uint64_t limit) override;
   std::string json_body(RequestContext& ctx) override;
+  // The audit record of a mutating call (ctx.action), before its reply leaves.
+  void audit(RequestContext& ctx, int status, const ApiError* error) override;
 
+  // Appends a record to the audit log (a failure is counted and logged, never thrown).
+  void append_audit(const AuditRecord& record);
   // Hangs up every terminal WebSocket and joins their threads (HttpServer::stop).
-  void stop_websockets();
+  void stop_websockets() { terminal_routes_.stop_websockets(); }
 
  private:
   void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
   void dispatch(RequestContext& ctx);
   void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
-
-  void health(RequestContext& ctx);
-  void openapi(RequestContext& ctx);
-  void metrics_text(RequestContext& ctx);
-  void create(RequestContext& ctx);
-  void list(RequestContext& ctx);
-  void show(RequestContext& ctx);
-  void destroy(RequestContext& ctx);
-  void exec(RequestContext& ctx);
-  void exec_stream(RequestContext& ctx, const std::shared_ptr<Sandbox>& sandbox,
-                   std::string command, ExecOptions options);
-  void account_exec(const Result<ExecResult>& r, std::chrono::steady_clock::time_point start);
-  void get_file(RequestContext& ctx);
-  void put_file(RequestContext& ctx);
-  void files_edit(RequestContext& ctx);
-  // MCP over Streamable HTTP (mcp/transport.cc).
-  void mcp_post(RequestContext& ctx);
-  void mcp_delete(RequestContext& ctx);
-  void mcp_error(RequestContext& ctx, int status, int code, const std::string& message);
-  void mcp_sse(RequestContext& ctx, const mcp::Session& session, const mcp::Message& m,
-               const std::string& progress_token);
-  // A request of revision 2026-07-28 (mcp/transport_modern.cc): no session, checked alone.
-  void mcp_modern(RequestContext& ctx, const mcp::Message& m, bool sse_ok);
-  void internet(RequestContext& ctx);
-  void ttl(RequestContext& ctx);
-  void snapshot_create(RequestContext& ctx);
-  void snapshot_list(RequestContext& ctx);
-  void snapshot_rollback(RequestContext& ctx);
-  void snapshot_delete(RequestContext& ctx);
-  // terminal.input: each completed line judged alone, admitted once (terminal_ops.cc).
-  Admission admit_lines(const Principal& who, TerminalEntry& entry,
-                        const std::vector<std::string>& lines, const std::string& approval_id,
-                        bool async, const WaitProgress& progress);
-  // Terminals (routes_terminals.cc, routes_terminal_ws.cc).
-  void terminal_create(RequestContext& ctx);
-  void terminal_list(RequestContext& ctx);
-  void terminal_show(RequestContext& ctx);
-  void terminal_delete(RequestContext& ctx);
-  void terminal_resize(RequestContext& ctx);
-  void terminal_input(RequestContext& ctx);
-  void terminal_screen(RequestContext& ctx);
-  void terminal_wait(RequestContext& ctx);
-  void terminal_ws(RequestContext& ctx);
-  void ws_session(WsConnection& conn, TerminalWatcher& watcher, TerminalEntry& entry, bool watch,
-                  const Principal& who, AuditRecord refusal);         // off the pool (WsSessions)
-  std::shared_ptr<TerminalEntry> find_terminal(RequestContext& ctx);  // throws ApiError 404
-  static ApiError conflict_ended(const TerminalEntry& entry);
-
-  // Helpers.
   std::shared_ptr<Manager> require_manager();
-  std::shared_ptr<Sandbox> find_sandbox(RequestContext& ctx);  // throws ApiError
   void finish(RequestContext& ctx);
-  // The audit record of a mutating call (ctx.action), before its reply leaves.
-  void audit(RequestContext& ctx, int status, const ApiError* error);
   void audit_denied(RequestContext& ctx, const DeniedLog::Line& line, std::string_view reason);
   void drain_body(RequestContext& ctx);
+  std::function<void(const AuditRecord&)> audit_sink() {
+    return [this](const AuditRecord& r) { append_audit(r); };
+  }
 
   ServiceConfig config_;
   TokenStore tokens_;
@@ -231,23 +141,25 @@ class Api : public Replies {
   mutable std::mutex mu_;
   std::shared_ptr<Manager> manager_;
   std::map<std::string, int> creating_;  // token -> creates in flight (per-token limit)
-  // /v1/health asks Proxmox and the agent; its answer is reused for a second (it is public).
-  std::mutex health_mu_;  // one refresh at a time; guards the three below
-  std::chrono::steady_clock::time_point health_at_{};
-  Health health_;
-  std::uint64_t health_live_ = 0;
   std::atomic<std::uint64_t> next_request_{1};
   std::string request_prefix_;
-  std::shared_ptr<mcp::SessionStore> mcp_sessions_;      // MCP sessions (mcp/session.h)
-  std::shared_ptr<const mcp::ModernServer> mcp_modern_;  // revision 2026-07-28's constants
-  // Terminals, closed with their sandbox (Api::destroy) or when idle.
+  // Terminals, closed with their sandbox (SandboxRoutes::destroy) or when idle.
   std::unique_ptr<TerminalRegistry> terminals_ = std::make_unique<TerminalRegistry>(
       TerminalRegistry::Limits{config_.terminal_max_per_sandbox, config_.terminal_max_per_token,
                                std::chrono::seconds(config_.terminal_idle_timeout_seconds)});
-  // Terminal WebSockets, each on a thread of its own after the upgrade (ws_sessions.h).
-  std::unique_ptr<WsSessions> ws_sessions_ = std::make_unique<WsSessions>(WsSessions::Limits{
-      config_.terminal_max_websockets_per_token, config_.terminal_max_websockets});
   PolicyGate gate_{config_, metrics_, *this};
+  // The handler classes the route table names, each given only what it uses.
+  SystemRoutes system_routes_{[this] { return manager(); }, tokens_, metrics_, *this};
+  SandboxRoutes sandbox_routes_{
+      {config_, *this, gate_, limits_, metrics_, *this, [this](const std::string& id) {
+         terminals_->close_sandbox(id);
+         e2b_routes_.forget(id);
+       }}};
+  FileRoutes file_routes_{config_, *this, gate_, *this};
+  TerminalRoutes terminal_routes_{{config_, *this, gate_, *terminals_, *this, audit_sink()}};
+  McpRoutes mcp_routes_{{config_, limits_, *this, audit_sink(),
+                         mcp::ToolOps{config_, gate_, *this, sandbox_routes_, file_routes_,
+                                      terminal_routes_, audit_sink()}}};
   ApprovalRoutes approval_routes_{gate_, *this};
   AuditRoutes audit_routes_{audit_ ? config_.audit_file : std::string(), *this};
   ConsoleRoutes console_routes_{*this};
@@ -255,10 +167,6 @@ class Api : public Replies {
   E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };
-
-// Revision 2026-07-28's constants of this controller: its identity, capabilities, the key that
-// seals requestState (mcp/transport_modern.cc).
-std::shared_ptr<const mcp::ModernServer> make_mcp_modern(const ServiceConfig& config);
 
 class HttpServer {
  public:
@@ -276,15 +184,5 @@ class HttpServer {
   std::unique_ptr<Poco::Net::HTTPServer> server_;
   std::uint16_t port_ = 0;
 };
-
-// The JSON of a sandbox, as the API returns it.
-std::string sandbox_json(const SandboxInfo& info);
-class JsonWriter;
-// One pool as GET /v1/pools and GET /v1/nodes show it.
-
-// Reads a small unread request body now; marks a large or chunked one for drain_body().
-void settle_body(RequestContext& ctx);
-// "Bearer <token>" from a WebSocket subprotocol "bearer.<token>" (routes_terminal_ws.cc); "".
-std::string websocket_bearer(const Poco::Net::HTTPServerRequest& request);
 
 }  // namespace pvs::service

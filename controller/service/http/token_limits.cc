@@ -2,10 +2,6 @@
 
 namespace pvs::service {
 
-TokenLimits::Slot::~Slot() {
-  if (owner_) owner_->release(token_, kind_);
-}
-
 std::optional<TokenLimits::Slot> TokenLimits::acquire(const std::string& token, Kind kind) {
   std::lock_guard lock(mu_);
   Counts& c = counts_[token];
@@ -16,14 +12,14 @@ std::optional<TokenLimits::Slot> TokenLimits::acquire(const std::string& token, 
     return std::nullopt;
   }
   ++n;
-  return Slot(this, token, kind);
+  return Slot(this, {token, kind});
 }
 
-void TokenLimits::release(const std::string& token, Kind kind) {
+void TokenLimits::release(const SlotKey& key) {
   std::lock_guard lock(mu_);
-  auto it = counts_.find(token);
+  auto it = counts_.find(key.token);
   if (it == counts_.end()) return;
-  --count_of(it->second, kind);
+  --count_of(it->second, key.kind);
   if (it->second.requests == 0 && it->second.streams == 0) counts_.erase(it);
 }
 

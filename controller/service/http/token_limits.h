@@ -15,6 +15,8 @@
 #include <string>
 #include <utility>
 
+#include "http/held_slot.h"
+
 namespace pvs::service {
 
 class TokenLimits {
@@ -27,25 +29,11 @@ class TokenLimits {
   };
 
   // Held while the request or stream runs; gives the slot back when destroyed.
-  class Slot {
-   public:
-    Slot(Slot&& other) noexcept
-        : owner_(std::exchange(other.owner_, nullptr)),
-          token_(std::move(other.token_)),
-          kind_(other.kind_) {}
-    Slot& operator=(Slot&&) = delete;
-    Slot(const Slot&) = delete;
-    Slot& operator=(const Slot&) = delete;
-    ~Slot();
-
-   private:
-    friend class TokenLimits;
-    Slot(TokenLimits* owner, std::string token, Kind kind)
-        : owner_(owner), token_(std::move(token)), kind_(kind) {}
-    TokenLimits* owner_;
-    std::string token_;
-    Kind kind_;
+  struct SlotKey {
+    std::string token;
+    Kind kind;
   };
+  using Slot = HeldSlot<TokenLimits, SlotKey>;
 
   explicit TokenLimits(Options options) : options_(options) {}
 
@@ -64,7 +52,8 @@ class TokenLimits {
     int requests = 0;
     int streams = 0;
   };
-  void release(const std::string& token, Kind kind);
+  friend Slot;
+  void release(const SlotKey& key);
   static int& count_of(Counts& c, Kind kind) {
     return kind == Kind::kRequest ? c.requests : c.streams;
   }

@@ -195,10 +195,16 @@ PolicyGate::Admission PolicyGate::admission(const Principal& who, const std::str
 }
 
 bool PolicyGate::admit(RequestContext& ctx, const PolicyRequest& request) {
+  return admit_with(ctx, [&](const std::string& approval_id, bool async) {
+    return admission(*ctx.principal, ctx.sandbox, request, approval_id, async);
+  });
+}
+
+bool PolicyGate::admit_with(RequestContext& ctx, const Run& run) {
   bool async = Poco::icompare(ctx.request->get("Prefer", ""), "respond-async") == 0;
   Admission a;
   try {
-    a = admission(*ctx.principal, ctx.sandbox, request, ctx.request->get("Approval", ""), async);
+    a = run(ctx.request->get("Approval", ""), async);
   } catch (const PolicyRefusal& refused) {
     ctx.policy_json = refused.policy_json;
     throw refused.error;

@@ -56,6 +56,11 @@ class PolicyGate {
   // The policy's say on a REST call: true to go on; false when the reply was sent (202:
   // waiting for a person). Throws 403 for deny, denied or expired approvals.
   bool admit(RequestContext& ctx, const PolicyRequest& request);
+  // The same for an admission the caller runs itself (terminal open, terminal input): `run`
+  // gets the request's Approval header and whether it prefers respond-async; the decision
+  // lands on `ctx`, a refusal is thrown as its ApiError.
+  using Run = std::function<Admission(const std::string& approval_id, bool async)>;
+  bool admit_with(RequestContext& ctx, const Run& run);
   // 202 with the approval a call waits for (Location: /v1/approvals/{id}).
   void send_pending(RequestContext& ctx, const Approval& pending);
   // The same for an MCP tool: returns the decision for the audit log; throws an ApiError for

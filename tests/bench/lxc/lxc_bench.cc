@@ -28,6 +28,7 @@
 #include "backend.h"
 #include "bench_args.h"
 #include "http/auth.h"
+#include "rest_conn.h"
 #include "sim.h"
 #include "support/in_process_service.h"
 #include "support/stack_fixture.h"
@@ -162,37 +163,14 @@ void backend_steps(int n) {
   pvesim::run_command({"rm", "-rf", "--one-file-system", dir});
 }
 
-class Conn {  // one keep-alive connection to the REST API
- public:
-  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) { s_.setKeepAlive(true); }
-  int call(const std::string& method, const std::string& uri, const std::string& body,
-           std::string* out) {
-    Poco::Net::HTTPRequest req(method, uri, Poco::Net::HTTPMessage::HTTP_1_1);
-    req.set("Authorization", "Bearer tok-bench");
-    req.setKeepAlive(true);
-    if (!body.empty()) {
-      req.setContentType("application/json");
-      req.setContentLength(static_cast<std::streamsize>(body.size()));
-    }
-    s_.sendRequest(req) << body;
-    Poco::Net::HTTPResponse resp;
-    Poco::StreamCopier::copyToString(s_.receiveResponse(resp), *out);
-    return resp.getStatus();
-  }
-
- private:
-  Poco::Net::HTTPClientSession s_;
-};
+using Conn = pvs::bench::RestConn;
 
 // Hot-pool TTFC through the REST service in this process, on a stack of `backend`.
 std::vector<double> hot_ttfc(const std::string& backend, int n) {
   pvs::test::StackOptions so;
   so.backend = backend;
   pvs::test::Stack stack(so);
-  pvs::service::ServiceConfig config;
-  config.listen_port = 0;
-  config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 1000, true}};
-  config.audit_file = stack.dir() + "/audit.log";
+  auto config = pvs::bench::rest_config(stack.dir(), 1000, true);
   auto svc = pvs::test::InProcessService::start(config);
   if (!svc) throw std::runtime_error("http server: " + svc.error().message);
   auto mc = stack.manager_config();

@@ -27,6 +27,7 @@
 #include "http/auth.h"
 #include "http/server.h"
 #include "pvesandbox/proxmox_client.h"
+#include "rest_conn.h"
 #include "service/support/in_process_service.h"
 #include "sim.h"
 #include "support/stack_fixture.h"
@@ -51,31 +52,7 @@ Pct pct(std::vector<double> v) {
   return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 99 / 100)], v.size()};
 }
 
-class Conn {  // one keep-alive connection to the REST API
- public:
-  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) {
-    s_.setKeepAlive(true);
-    s_.setTimeout(Poco::Timespan(600, 0));
-  }
-  int call(const std::string& method, const std::string& uri, const std::string& body,
-           std::string* out) {
-    Poco::Net::HTTPRequest req(method, uri, Poco::Net::HTTPMessage::HTTP_1_1);
-    req.set("Authorization", "Bearer tok-bench");
-    req.setKeepAlive(true);
-    if (!body.empty()) {
-      req.setContentType("application/json");
-      req.setContentLength(static_cast<std::streamsize>(body.size()));
-    }
-    s_.sendRequest(req) << body;
-    Poco::Net::HTTPResponse resp;
-    out->clear();
-    Poco::StreamCopier::copyToString(s_.receiveResponse(resp), *out);
-    return resp.getStatus();
-  }
-
- private:
-  Poco::Net::HTTPClientSession s_;
-};
+using Conn = pvs::bench::RestConn;
 
 // The stack, the REST service in this process, and the timing profile switch.
 struct Bench {
@@ -86,11 +63,9 @@ struct Bench {
   std::map<std::string, int> realistic = pvesim::timing_profile("realistic");
 
   Bench() {
-    config.listen_port = 0;
+    config = pvs::bench::rest_config(stack.dir(), 1000, true);
     config.http_threads = 80;
     config.http_max_queued = 128;
-    config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 1000, true}};
-    config.audit_file = stack.dir() + "/audit.log";
     auto s = pvs::test::InProcessService::start(config);
     if (!s) throw std::runtime_error("service: " + s.error().message);
     service = std::move(*s);

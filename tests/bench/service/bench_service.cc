@@ -25,8 +25,11 @@
 #include <Poco/StreamCopier.h>
 
 #include "bench_args.h"
+#include "bench_stats.h"
 #include "http/auth.h"
 #include "http/server.h"
+#include "rest_conn.h"
+#include "service/support/in_process_service.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
@@ -38,71 +41,47 @@ double ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-struct Stats {
-  double mean, p50, p99;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  return {sum / v.size(), v[v.size() / 2], v[v.size() * 99 / 100]};
-}
+using pvs::bench::Stats;
+using pvs::bench::stats;
 
-// One keep-alive connection.
-class Conn {
- public:
-  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) {
-    s_.setKeepAlive(true);
-    s_.setTimeout(Poco::Timespan(600, 0));
-  }
-  int call(const std::string& method, const std::string& uri, const std::string& body,
-           std::string* out, const std::string& type = "application/json") {
-    Poco::Net::HTTPRequest req(method, uri, Poco::Net::HTTPMessage::HTTP_1_1);
-    req.set("Authorization", "Bearer tok-bench");
-    req.setKeepAlive(true);
-    if (!body.empty()) {
-      req.setContentType(type);
-      req.setContentLength(static_cast<std::streamsize>(body.size()));
-    }
-    s_.sendRequest(req) << body;
-    Poco::Net::HTTPResponse resp;
-    std::string sink;
-    Poco::StreamCopier::copyToString(s_.receiveResponse(resp), out ? *out : sink);
-    return resp.getStatus();
-  }
+using Conn = pvs::bench::RestConn;
 
- private:
-  Poco::Net::HTTPClientSession s_;
-};
-
-long rss_kb(pid_t pid) {
+// A field of /proc/<pid>/status in kB ("VmRSS:", "VmHWM:"), or -1.
+long status_kb(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+    if (line.rfind(field, 0) == 0) return std::atol(line.c_str() + field.size());
   }
   return -1;
+}
+// Whether the controller on `port` answers GET /v1/health with 200 within 20 s.
+bool wait_healthy(std::uint16_t port) {
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      std::string b;
+      if (Conn(port).call("GET", "/v1/health", "", &b) == 200) return true;
+    } catch (...) {
+    }
+  }
+  return false;
+}
+
+long rss_kb(pid_t pid) {
+  return status_kb(pid, "VmRSS:");
 }
 
 int bench_exec(int n) {
   pvs::test::Stack stack;  // netns backend: real sshd per sandbox
-  pvs::service::ServiceConfig config;
-  config.listen_port = 0;
-  config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 10, true}};
-  config.audit_file = stack.dir() + "/audit.log";
-  auto audit = pvs::service::AuditLog::open(config.audit_file, false);
-  pvs::service::Metrics metrics;
-  pvs::service::Api::declare_metrics(metrics);
-  pvs::service::Api api(config, audit->get(), &metrics);
+  auto config = pvs::bench::rest_config(stack.dir(), 10, true);
   auto mc = stack.manager_config();
-  auto manager = pvs::Manager::open(mc);
-  if (!manager) {
-    std::cerr << manager.error().message << "\n";
+  auto service = pvs::test::InProcessService::start(config, mc);
+  if (!service) {
+    std::cerr << service.error().message << "\n";
     return 1;
   }
-  api.set_manager(std::shared_ptr<pvs::Manager>(std::move(*manager)));
-  pvs::service::HttpServer server(api.config(), api);
-  if (!server.start()) return 1;
-  Conn conn(server.port());
+  const std::uint16_t port = (*service)->port();
+  Conn conn(port);
   std::string body;
   if (conn.call("POST", "/v1/sandboxes", "{}", &body) != 201) {
     std::cerr << body << "\n";
@@ -151,7 +130,7 @@ int bench_exec(int n) {
   std::printf("  REST / direct       %7.2fx  overhead %+.2f ms (p50)\n", r.p50 / d.p50,
               r.p50 - d.p50);
   conn.call("DELETE", "/v1/sandboxes/" + id, "", nullptr);
-  server.stop();
+  service->reset();
   return 0;
 }
 
@@ -202,15 +181,7 @@ int bench_list(int sandboxes) {
     execl(PVS_CONTROLLER_BIN, PVS_CONTROLLER_BIN, ("--config=" + config).c_str(), nullptr);
     _exit(127);
   }
-  bool up = false;
-  for (int i = 0; i < 200 && !up; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {
-      std::string b;
-      up = Conn(port).call("GET", "/v1/health", "", &b) == 200;
-    } catch (...) {
-    }
-  }
+  bool up = wait_healthy(port);
   if (!up) {
     kill(pid, SIGTERM);
     waitpid(pid, nullptr, 0);
@@ -257,11 +228,7 @@ int bench_list(int sandboxes) {
 }
 
 long peak_rss_kb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
+  return status_kb(pid, "VmHWM:");
 }
 
 void reset_peak_rss(pid_t pid) {
@@ -301,15 +268,7 @@ int bench_upload(int mib) {
     kill(pid, SIGTERM);
     waitpid(pid, nullptr, 0);
   };
-  bool up = false;
-  for (int i = 0; i < 200 && !up; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    try {
-      std::string b;
-      up = Conn(port).call("GET", "/v1/health", "", &b) == 200;
-    } catch (...) {
-    }
-  }
+  bool up = wait_healthy(port);
   Conn conn(port);
   std::string body;
   if (!up || conn.call("POST", "/v1/sandboxes", "{}", &body) != 201) {

@@ -16,51 +16,21 @@
 #include <Poco/StreamCopier.h>
 
 #include "bench_args.h"
+#include "bench_stats.h"
 #include "http/auth.h"
 #include "http/server.h"
+#include "rest_conn.h"
+#include "service/support/in_process_service.h"
 #include "support/stack_fixture.h"
 
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Stats {
-  double mean, p50, p99;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  return {sum / static_cast<double>(v.size()), v[v.size() / 2], v[v.size() * 99 / 100]};
-}
+using pvs::bench::Stats;
+using pvs::bench::stats;
 
-class Conn {
- public:
-  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) {
-    s_.setKeepAlive(true);
-    s_.setTimeout(Poco::Timespan(120, 0));
-  }
-  // POST; returns the status, the body and (if asked) a response header.
-  int post(const std::string& uri, const std::string& body, std::string* out,
-           const std::map<std::string, std::string>& headers = {}, const char* want = nullptr,
-           std::string* got = nullptr) {
-    Poco::Net::HTTPRequest req("POST", uri, Poco::Net::HTTPMessage::HTTP_1_1);
-    req.set("Authorization", "Bearer tok-bench");
-    for (const auto& [k, v] : headers) req.set(k, v);
-    req.setKeepAlive(true);
-    req.setContentType("application/json");
-    req.setContentLength(static_cast<std::streamsize>(body.size()));
-    s_.sendRequest(req) << body;
-    Poco::Net::HTTPResponse resp;
-    out->clear();
-    Poco::StreamCopier::copyToString(s_.receiveResponse(resp), *out);
-    if (want && got) *got = resp.get(want, "");
-    return resp.getStatus();
-  }
-
- private:
-  Poco::Net::HTTPClientSession s_;
-};
+using Conn = pvs::bench::RestConn;
 
 double ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
@@ -72,23 +42,14 @@ int main(int argc, char** argv) {
   pvs::bench::Args args(argc, argv, "mcp_bench [iterations=300]", 1);
   int n = args.count(1, 300);
   pvs::test::Stack stack;
-  pvs::service::ServiceConfig config;
-  config.listen_port = 0;
-  config.tokens = {{"bench", pvs::service::sha256_hex("tok-bench"), 10, false}};
-  config.audit_file = stack.dir() + "/audit.log";
-  auto audit = pvs::service::AuditLog::open(config.audit_file, false);
-  pvs::service::Metrics metrics;
-  pvs::service::Api::declare_metrics(metrics);
-  pvs::service::Api api(config, audit->get(), &metrics);
-  auto manager = pvs::Manager::open(stack.manager_config());
-  if (!manager) {
-    std::cerr << manager.error().message << "\n";
+  auto config = pvs::bench::rest_config(stack.dir(), 10, false);
+  auto service = pvs::test::InProcessService::start(config, stack.manager_config());
+  if (!service) {
+    std::cerr << service.error().message << "\n";
     return 1;
   }
-  api.set_manager(std::shared_ptr<pvs::Manager>(std::move(*manager)));
-  pvs::service::HttpServer server(api.config(), api);
-  if (!server.start()) return 1;
-  Conn rest(server.port()), mcp(server.port()), modern(server.port());
+  const std::uint16_t port = (*service)->port();
+  Conn rest(port), mcp(port), modern(port);
   std::string body, session;
   if (rest.post("/v1/sandboxes", "{}", &body) != 201) {
     std::cerr << body << "\n";
@@ -158,12 +119,12 @@ int main(int argc, char** argv) {
               c.p50 / a.p50, c.p50 - a.p50, c.p99 - a.p99);
   std::printf("  2025-11-25 / REST                %7.2fx  adds %+.2f ms (p50), %+.2f ms (p99)\n",
               b.p50 / a.p50, b.p50 - a.p50, b.p99 - a.p99);
-  Poco::Net::HTTPClientSession del("127.0.0.1", server.port());
+  Poco::Net::HTTPClientSession del("127.0.0.1", port);
   Poco::Net::HTTPRequest req("DELETE", "/v1/sandboxes/" + id, Poco::Net::HTTPMessage::HTTP_1_1);
   req.set("Authorization", "Bearer tok-bench");
   del.sendRequest(req);
   Poco::Net::HTTPResponse resp;
   del.receiveResponse(resp);
-  server.stop();
+  service->reset();
   return 0;
 }

@@ -35,6 +35,7 @@
 #include "bench_args.h"
 #include "http/auth.h"
 #include "http/server.h"
+#include "rest_conn.h"
 #include "service/support/in_process_service.h"
 #include "ssh_tt_peer.h"
 #include "support/stack_fixture.h"
@@ -59,40 +60,7 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-class Conn {  // one keep-alive connection to the REST API, as an agent keeps one
- public:
-  explicit Conn(std::uint16_t port) : s_("127.0.0.1", port) {
-    s_.setKeepAlive(true);
-    s_.setTimeout(Poco::Timespan(120, 0));
-  }
-  int call(const std::string& method, const std::string& uri, const std::string& body,
-           std::string* out) {
-    Poco::Net::HTTPRequest req(method, uri, Poco::Net::HTTPMessage::HTTP_1_1);
-    req.set("Authorization", std::string("Bearer ") + kToken);
-    req.setKeepAlive(true);
-    if (!body.empty()) {
-      req.setContentType("application/json");
-      req.setContentLength(static_cast<std::streamsize>(body.size()));
-    }
-    s_.sendRequest(req) << body;
-    Poco::Net::HTTPResponse resp;
-    out->clear();
-    Poco::StreamCopier::copyToString(s_.receiveResponse(resp), *out);
-    return resp.getStatus();
-  }
-  std::string must(const std::string& method, const std::string& uri, const std::string& body,
-                   int want) {
-    std::string out;
-    int status = call(method, uri, body, &out);
-    if (status != want) {
-      throw std::runtime_error(method + " " + uri + ": " + std::to_string(status) + " " + out);
-    }
-    return out;
-  }
-
- private:
-  Poco::Net::HTTPClientSession s_;
-};
+using Conn = pvs::bench::RestConn;
 
 // The stack (this thread enters its node namespace: construct it before any thread), the REST
 // service in this process, one sandbox.
@@ -104,13 +72,8 @@ struct Controller {
   Poco::JSON::Object::Ptr info;
 
   Controller() {
-    config.listen_port = 0;
-    config.tokens = {{"bench", pvs::service::sha256_hex(kToken), 4, false}};
-    config.audit_file = stack.dir() + "/audit.log";
-    auto m = pvs::Manager::open(stack.manager_config());
-    if (!m) throw std::runtime_error("manager: " + m.error().message);
-    auto s =
-        pvs::test::InProcessService::start(config, std::shared_ptr<pvs::Manager>(std::move(*m)));
+    config = pvs::bench::rest_config(stack.dir(), 4, false);
+    auto s = pvs::test::InProcessService::start(config, stack.manager_config());
     if (!s) throw std::runtime_error("service: " + s.error().message);
     service = std::move(*s);
     Conn c(port());

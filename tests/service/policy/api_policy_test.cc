@@ -6,45 +6,36 @@
 #include <thread>
 
 #include "service/support/api_fixture.h"
+#include "service/support/policy_rules.h"
 
 namespace pvs::service {
 namespace {
 
-PolicyRuleSpec rule(const std::string& where, PolicyAction action, Verdict verdict,
-                    const std::string& message = "") {
-  PolicyRuleSpec r;
-  r.where = where;
-  r.actions = {action};
-  r.verdict = verdict;
-  r.message = message;
-  return r;
-}
+using test::rule;
 
 class ApiPolicyTest : public ApiTest {
  protected:
   void adjust_service(ServiceConfig& c) override {
     c.tokens.push_back({"carol", sha256_hex("tok-carol"), 0, false, true});  // an approver
     PolicySpec spec;
-    auto rm = rule("policy.default[0]", PolicyAction::kExec, Verdict::kDeny, "no rm -rf /");
+    auto rm = rule("policy.default[0]", {PolicyAction::kExec}, Verdict::kDeny, "no rm -rf /");
     rm.command = R"((^|\s)rm\s+-rf\s+/(\s|$))";
     spec.default_rules.push_back(rm);
-    auto net = rule("policy.default[1]", PolicyAction::kInternet, Verdict::kApprove,
+    auto net = rule("policy.default[1]", {PolicyAction::kInternet}, Verdict::kApprove,
                     "a person approves internet");
     net.internet = true;
     spec.default_rules.push_back(net);
-    auto etc = rule("policy.default[3]", PolicyAction::kFilesEdit, Verdict::kDeny, "read-only");
+    auto etc = rule("policy.default[3]", {PolicyAction::kFilesEdit}, Verdict::kDeny, "read-only");
     etc.path = "/etc/*";
-    auto big = rule("policy.default[2]", PolicyAction::kSandboxCreate, Verdict::kApprove);
+    auto big = rule("policy.default[2]", {PolicyAction::kSandboxCreate}, Verdict::kApprove);
     big.cpus_above = 1;
     spec.default_rules.push_back(big);
     spec.default_rules.push_back(etc);
     // Values are never judged, so the names that make a shell run code are (#32, finding 1).
-    auto hooks = rule("policy.default[4]", PolicyAction::kExec, Verdict::kDeny, "no shell hooks");
+    auto hooks = rule("policy.default[4]", {PolicyAction::kExec}, Verdict::kDeny, "no shell hooks");
     hooks.env_names = "^(BASH_ENV|ENV|PROMPT_COMMAND|LD_PRELOAD)$";
     spec.default_rules.push_back(hooks);
-    auto policy = Policy::compile(spec);
-    ASSERT_TRUE(policy) << policy.error().message;
-    c.policy = *policy;
+    c.policy = test::compiled(spec);
     c.approval_wait_seconds = 10;
     c.approval_timeout_seconds = 3;
   }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "service/support/api_fixture.h"
+#include "service/support/policy_rules.h"
 
 namespace pvs::service {
 namespace {
@@ -28,11 +29,7 @@ class ApprovalScopeTest : public ApiTest {
     c.tokens.push_back({"carol", sha256_hex("tok-carol"), 0, false, true});  // an approver
     PolicySpec spec;
     auto rule = [](const std::string& where, PolicyAction action) {
-      PolicyRuleSpec r;
-      r.where = where;
-      r.actions = {action};
-      r.verdict = Verdict::kApprove;
-      return r;
+      return test::rule(where, {action}, Verdict::kApprove);
     };
     auto denied = rule("policy.default[3]", PolicyAction::kFilesWrite);
     denied.path = dir_ + "/denied/*";
@@ -48,9 +45,7 @@ class ApprovalScopeTest : public ApiTest {
     auto write = rule("policy.default[2]", PolicyAction::kFilesWrite);
     write.path = dir_ + "/approved/*";
     spec.default_rules.push_back(write);
-    auto policy = Policy::compile(spec);
-    ASSERT_TRUE(policy) << policy.error().message;
-    c.policy = *policy;
+    c.policy = test::compiled(spec);
     c.approval_wait_seconds = 10;
     c.approval_use_seconds = 2;
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "policy/egress_access.h"
+#include "service/support/policy_rules.h"
 
 namespace pvs::service {
 namespace {
@@ -114,21 +115,13 @@ TEST(EgressAccess, Coverage) {
 
 TEST(EgressAccess, PolicyRulesSeeTheNames) {
   PolicySpec spec;
-  PolicyRuleSpec deny;
-  deny.where = "policy.default[0]";
-  deny.actions = {PolicyAction::kInternet, PolicyAction::kSandboxCreate};
+  auto deny = test::rule("policy.default[0]",
+                         {PolicyAction::kInternet, PolicyAction::kSandboxCreate}, Verdict::kDeny);
   deny.egress_names = R"((^|\.)pastebin\.com$)";
-  deny.verdict = Verdict::kDeny;
-  PolicyRuleSpec listed;
-  listed.where = "policy.default[1]";
-  listed.actions = {PolicyAction::kInternet};
+  auto listed = test::rule("policy.default[1]", {PolicyAction::kInternet}, Verdict::kAllow);
   listed.egress_list = "python-packages";
-  listed.verdict = Verdict::kAllow;
-  PolicyRuleSpec approve;
-  approve.where = "policy.default[2]";
-  approve.actions = {PolicyAction::kInternet};
+  auto approve = test::rule("policy.default[2]", {PolicyAction::kInternet}, Verdict::kApprove);
   approve.internet = true;  // on and every allowlist
-  approve.verdict = Verdict::kApprove;
   spec.default_rules = {deny, listed, approve};
   auto p = Policy::compile(spec);
   ASSERT_TRUE(p) << p.error().message;
@@ -148,11 +141,8 @@ TEST(EgressAccess, PolicyRulesSeeTheNames) {
   EXPECT_EQ(decide(on).verdict, Verdict::kApprove);
   EXPECT_EQ(decide({}).rule, "policy.fallback");
 
-  PolicyRuleSpec mode;
-  mode.where = "policy.default[0]";
-  mode.actions = {PolicyAction::kInternet};
+  auto mode = test::rule("policy.default[0]", {PolicyAction::kInternet}, Verdict::kDeny);
   mode.egress = "on";
-  mode.verdict = Verdict::kDeny;
   PolicySpec only_on;
   only_on.default_rules = {mode};
   auto q = Policy::compile(only_on);

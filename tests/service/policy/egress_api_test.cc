@@ -14,7 +14,8 @@
 #include "lifecycle/fake_peers.h"
 #include "manager_testing.h"
 #include "service/support/http_client.h"
-#include "service/support/in_process_service.h"
+#include "service/support/in_process_fixture.h"
+#include "service/support/policy_rules.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs::service {
@@ -27,7 +28,7 @@ Poco::JSON::Object::Ptr json(const std::string& text) {
   return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
 }
 
-class EgressApiTest : public ::testing::Test {
+class EgressApiTest : public test::InProcessServiceTest {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/pvs-egress-api-XXXXXX";
@@ -44,17 +45,12 @@ class EgressApiTest : public ::testing::Test {
     config_.egress.lists["git"] = Egress::allow({"*.github.com", "github.com"}, {443}).list;
     config_.audit_file = dir_ + "/audit.log";
     PolicySpec spec;
-    PolicyRuleSpec deny;
-    deny.where = "policy.default[0]";
-    deny.actions = {PolicyAction::kInternet, PolicyAction::kSandboxCreate};
+    auto deny =
+        test::rule("policy.default[0]", {PolicyAction::kInternet, PolicyAction::kSandboxCreate},
+                   Verdict::kDeny, "no paste sites");
     deny.egress_names = R"((^|\.)pastebin\.com$)";
-    deny.verdict = Verdict::kDeny;
-    deny.message = "no paste sites";
-    PolicyRuleSpec approve;
-    approve.where = "policy.default[1]";
-    approve.actions = {PolicyAction::kInternet};
+    auto approve = test::rule("policy.default[1]", {PolicyAction::kInternet}, Verdict::kApprove);
     approve.egress_names = R"((^|\.)needs-approval\.org$)";
-    approve.verdict = Verdict::kApprove;
     spec.default_rules = {deny, approve};
     config_.policy = *Policy::compile(spec);
 
@@ -74,14 +70,10 @@ class EgressApiTest : public ::testing::Test {
     peers.agent = std::move(agent);
     auto m = lifecycle::open_manager(mc, std::move(peers));
     ASSERT_TRUE(m) << m.error().message;
-    auto svc = test::InProcessService::start(config_, std::shared_ptr<Manager>(std::move(*m)));
-    ASSERT_TRUE(svc) << svc.error().message;
-    svc_ = std::move(*svc);
-    port_ = svc_->port();
+    serve(std::shared_ptr<Manager>(std::move(*m)));
   }
   void TearDown() override {
-    svc_.reset();
-    std::remove(config_.audit_file.c_str());
+    InProcessServiceTest::TearDown();
     ::rmdir(dir_.c_str());
   }
 
@@ -111,9 +103,6 @@ class EgressApiTest : public ::testing::Test {
   }
 
   std::string dir_;
-  ServiceConfig config_;
-  std::unique_ptr<test::InProcessService> svc_;
-  std::uint16_t port_ = 0;
   test::FakeAgent* agent_ = nullptr;  // owned by the Manager
 };
 

@@ -39,6 +39,13 @@ class InProcessService {
     if (auto st = s->server_->start(); !st) return fail(st.error());
     return s;
   }
+  // The same with a Manager opened on `manager_config`; the error of either.
+  static Result<std::unique_ptr<InProcessService>> start(service::ServiceConfig config,
+                                                         const ManagerConfig& manager_config) {
+    auto manager = Manager::open(manager_config);
+    if (!manager) return fail(manager.error());
+    return start(std::move(config), std::shared_ptr<Manager>(std::move(*manager)));
+  }
   ~InProcessService() {
     if (server_) server_->stop();
     server_.reset();

@@ -8,12 +8,12 @@
 #include <Poco/DigestStream.h>
 
 #include "api/files/file_edit.h"
+#include "api/files/file_routes.h"
 #include "api/files/real_path.h"
 #include "http/chunk_frames.h"
 #include "http/chunk_queue.h"
 #include "http/json.h"
 #include "http/requests.h"
-#include "http/server.h"
 #include "policy/canonical.h"
 #include "pvesandbox/common/log.h"
 
@@ -95,11 +95,11 @@ BodyRead pump_body(std::istream* in, std::uint64_t limit, std::optional<std::uin
 
 }  // namespace
 
-void Api::get_file(RequestContext& ctx) {
+void FileRoutes::download(RequestContext& ctx) {
   auto path = validate_path(ctx.query_value("path"));
   if (!path) throw path.error();
   std::string list = ctx.query_value("list");
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = sandboxes_.find(ctx);
   if (list == "true" || list == "1") {
     auto limit = parse_list_limit(ctx.query_value("limit"));
     if (!limit) throw limit.error();
@@ -116,7 +116,7 @@ void Api::get_file(RequestContext& ctx) {
       w.key("mtime").value(e.attrs.mtime).end_object();
     }
     w.end_array().end_object();
-    send_json(ctx, 200, w.take());
+    replies_.send_json(ctx, 200, w.take());
     return;
   }
   auto attrs = sandbox->stat(*path);
@@ -149,7 +149,7 @@ void Api::get_file(RequestContext& ctx) {
     if (client_gone) continue;
     try {
       if (!client) {
-        begin_reply(ctx, 200, "application/octet-stream");
+        replies_.begin_reply(ctx, 200, "application/octet-stream");
         ctx.response->setChunkedTransferEncoding(true);
         client.emplace(ctx, ctx.response->send());
       }
@@ -162,18 +162,18 @@ void Api::get_file(RequestContext& ctx) {
   downloader.join();
   if (!client) {
     if (!got) throw from_error(got.error());
-    send_bytes(ctx, 200, "application/octet-stream", "");  // an empty file
+    replies_.send_bytes(ctx, 200, "application/octet-stream", "");  // an empty file
     return;
   }
   if (!got || client_gone) {
     log::warn(
         "request " + ctx.request_id + ": download of " + *path + " cut off after " +
         "the reply began: " + (got ? std::string("the client went away") : got.error().message));
-    abort_reply(ctx);
+    replies_.abort_reply(ctx);
   }
 }
 
-void Api::put_file(RequestContext& ctx) {
+void FileRoutes::upload(RequestContext& ctx) {
   auto path = validate_path(ctx.query_value("path"));
   if (!path) throw path.error();
   std::uint32_t mode = 0644;
@@ -189,7 +189,7 @@ void Api::put_file(RequestContext& ctx) {
     throw too_large("request body larger than " + std::to_string(config_.max_upload_bytes) +
                     " bytes");
   }
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = sandboxes_.find(ctx);
   deny_early(config_.policy, gate_, ctx, PolicyAction::kFilesWrite, *path);
   // The policy judges the path the sandbox resolves (links in the parent followed), and the
   // upload goes to exactly that path.
@@ -265,7 +265,7 @@ void Api::put_file(RequestContext& ctx) {
   if (mismatch)
     throw bad_request("the body does not match its Content-Digest (nothing was written)");
   if (!st) throw from_error(st.error());
-  send_json(ctx, 200, p.take());
+  replies_.send_json(ctx, 200, p.take());
 }
 
 std::string edit_reply_json(const EditReply& r) {
@@ -275,8 +275,8 @@ std::string edit_reply_json(const EditReply& r) {
   return w.end_object().take();
 }
 
-void Api::files_edit(RequestContext& ctx) {
-  auto req = parse_edit(json_body(ctx), config_);
+void FileRoutes::edit(RequestContext& ctx) {
+  auto req = parse_edit(replies_.json_body(ctx), config_);
   if (!req) throw req.error();
   {
     // The strings are the file's content: their sizes are recorded, not them.
@@ -286,7 +286,7 @@ void Api::files_edit(RequestContext& ctx) {
     p.key("new_bytes").value(std::uint64_t{req->spec.new_string.size()}).end_object();
     ctx.params_json = p.take();
   }
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = sandboxes_.find(ctx);
   deny_early(config_.policy, gate_, ctx, PolicyAction::kFilesEdit, req->path);
   req->path = real_file_path(*sandbox, req->path);  // judged and edited: the link's target
   PolicyRequest asked;
@@ -294,7 +294,7 @@ void Api::files_edit(RequestContext& ctx) {
   asked.path = req->path;
   asked.canonical = canonical_edit(*req);
   if (!gate_.admit(ctx, asked)) return;
-  send_json(ctx, 200, edit_reply_json(edit_file(*sandbox, *req)));
+  replies_.send_json(ctx, 200, edit_reply_json(edit_file(*sandbox, *req)));
 }
 
 namespace {
@@ -310,7 +310,7 @@ ApiError edit_api_error(const EditError& e) {
 
 }  // namespace
 
-EditReply Api::edit_file(Sandbox& sandbox, const EditRequest& req) {
+EditReply FileRoutes::edit_file(Sandbox& sandbox, const EditRequest& req) {
   auto attrs = sandbox.stat(req.path);
   if (!attrs) throw from_error(attrs.error());
   if (attrs->is_dir()) throw bad_request(req.path + " is a directory");

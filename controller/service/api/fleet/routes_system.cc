@@ -1,7 +1,7 @@
 // Public endpoints: health, the OpenAPI document, metrics.
+#include "api/fleet/system_routes.h"
 #include "http/json.h"
 #include "http/openapi.h"
-#include "http/server.h"
 #include "pvesandbox/version.h"
 
 namespace pvs::service {
@@ -9,8 +9,8 @@ namespace pvs::service {
 // Public, so it never grows or leaks for strangers: one refresh of the peers' state at a time
 // (concurrent callers wait for it and share its answer, cached for a second), and the
 // details (peer errors, the number of sandboxes) only for a caller with a valid token.
-void Api::health(RequestContext& ctx) {
-  auto manager = this->manager();
+void SystemRoutes::health(RequestContext& ctx) {
+  auto manager = manager_();
   Health h;
   std::uint64_t live = 0;
   if (manager) {
@@ -40,15 +40,15 @@ void Api::health(RequestContext& ctx) {
   }
   w.key("version").value(std::string(pvs::version()));
   w.end_object();
-  send_json(ctx, status, w.take());
+  replies_.send_json(ctx, status, w.take());
 }
 
-void Api::openapi(RequestContext& ctx) {
-  send_json(ctx, 200, std::string(openapi_document()));
+void SystemRoutes::openapi(RequestContext& ctx) {
+  replies_.send_json(ctx, 200, std::string(openapi_document()));
 }
 
-void Api::metrics_text(RequestContext& ctx) {
-  send_bytes(ctx, 200, "text/plain; version=0.0.4; charset=utf-8", metrics_->render());
+void SystemRoutes::metrics_text(RequestContext& ctx) {
+  replies_.send_bytes(ctx, 200, "text/plain; version=0.0.4; charset=utf-8", metrics_->render());
 }
 
 }  // namespace pvs::service

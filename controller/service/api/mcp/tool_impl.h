@@ -4,16 +4,18 @@
 
 #include <string>
 
+#include "api/files/file_routes.h"
 #include "api/mcp/tools.h"
+#include "api/sandboxes/sandbox_routes.h"
+#include "api/terminals/terminal_routes.h"
 #include "core/observability/audit.h"
 #include "http/json.h"
-#include "http/server.h"
 
 namespace pvs::service::mcp {
 
 struct ToolContext {
-  Api& api;
-  PolicyGate& gate;  // admit_tool: the policy's say on the call
+  const ToolOps& ops;
+  PolicyGate& gate;  // admit_tool: the policy's say on the call (ops.gate)
   const ToolCall& call;
   AuditRecord record;  // filled by the handler: sandbox, params_json
 

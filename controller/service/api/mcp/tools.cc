@@ -37,7 +37,7 @@ std::pair<std::string, std::string> ToolContext::split_sandbox_id() const {
 
 std::shared_ptr<Sandbox> ToolContext::sandbox(const std::string& id) {
   record.sandbox = id;
-  return api.sandbox_for(call.principal, id);
+  return ops.sandboxes.sandbox_for(call.principal, id);
 }
 
 JsonBody parse_arguments(const std::string& text) {
@@ -60,7 +60,7 @@ std::string sandbox_text(const SandboxInfo& info) {
 
 ToolResult tool_create(ToolContext& c) {
   std::string args = c.arguments_json();
-  auto req = parse_create(args, c.api.config());
+  auto req = parse_create(args, c.ops.config);
   if (!req) throw req.error();
   c.record.params_json = args;  // no secrets in a create
   PolicyRequest asked;
@@ -68,13 +68,13 @@ ToolResult tool_create(ToolContext& c) {
   asked.cpus = req->cpus;
   asked.memory_mb = req->memory_mb;
   asked.disk_gb = req->disk_gb;
-  auto egress = resolve_egress(req->internet, c.api.config(), c.call.principal.name);
+  auto egress = resolve_egress(req->internet, c.ops.config, c.call.principal.name);
   if (!egress) throw egress.error();
   set_policy_egress(asked, *egress);
   asked.canonical = canonical_create(*req, *egress);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, "", asked, c.call.progress,
                                            c.call.resume_approval, c.call.pending_approval);
-  auto sandbox = c.api.create_for(c.call.principal, *req, *egress);
+  auto sandbox = c.ops.sandboxes.create_for(c.call.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
   c.record.sandbox = info.id;
   std::string json = sandbox_text(info);
@@ -91,7 +91,8 @@ ToolResult tool_list(ToolContext& c) {
   finish_arguments(body);
   JsonWriter w;
   w.begin_object().key("sandboxes").begin_array();
-  for (const auto& info : c.api.list_for(c.call.principal, selector)) w.raw(sandbox_text(info));
+  for (const auto& info : c.ops.sandboxes.list_for(c.call.principal, selector))
+    w.raw(sandbox_text(info));
   std::string json = w.end_array().end_object().take();
   return {false, json, json};
 }
@@ -110,7 +111,7 @@ ToolResult tool_internet(ToolContext& c) {
   if (!req) throw req.error();
   c.record.params_json = "{\"internet\":" + egress_request_json(*req) + "}";
   auto sandbox = c.sandbox(id);
-  auto egress = resolve_egress(*req, c.api.config(), c.call.principal.name);
+  auto egress = resolve_egress(*req, c.ops.config, c.call.principal.name);
   if (!egress) throw egress.error();
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
@@ -152,10 +153,10 @@ Result<ExecResult> exec_with_progress(ToolContext& c, Sandbox& sandbox, std::str
   };
   auto state = std::make_shared<State>();
   options.on_output = [state](ExecStream, std::string_view data) { state->bytes += data.size(); };
-  Api& api = c.api;
-  std::thread worker([state, &api, &sandbox, command = std::move(command),
+  SandboxRoutes& exec = c.ops.exec;
+  std::thread worker([state, &exec, &sandbox, command = std::move(command),
                       options = std::move(options)]() mutable {
-    auto r = api.run_exec(sandbox, std::move(command), std::move(options));
+    auto r = exec.run_exec(sandbox, std::move(command), std::move(options));
     std::lock_guard lock(state->mu);
     state->result = std::move(r);
     state->cv.notify_one();
@@ -183,7 +184,7 @@ Result<ExecResult> exec_with_progress(ToolContext& c, Sandbox& sandbox, std::str
 
 ToolResult tool_exec(ToolContext& c) {
   auto [id, rest] = c.split_sandbox_id();
-  const ServiceConfig& config = c.api.config();
+  const ServiceConfig& config = c.ops.config;
   auto req = parse_exec(rest, config);
   if (!req) throw req.error();
   if (req->timeout_seconds == 0)
@@ -209,13 +210,13 @@ ToolResult tool_exec(ToolContext& c) {
                                            c.call.resume_approval, c.call.pending_approval);
   AuditRecord start = c.record;
   start.action = "mcp.exec.start";
-  c.api.append_audit(start);
+  c.ops.audit(start);
   std::size_t cap = static_cast<std::size_t>(config.mcp.exec_output_bytes);
   std::string command = std::move(req->command);
-  ExecOptions options = c.api.exec_options(std::move(*req), cap);
+  ExecOptions options = c.ops.exec.exec_options(std::move(*req), cap);
   auto r = c.call.progress
                ? exec_with_progress(c, *sandbox, std::move(command), std::move(options), timeout)
-               : c.api.run_exec(*sandbox, std::move(command), std::move(options));
+               : c.ops.exec.run_exec(*sandbox, std::move(command), std::move(options));
   if (!r) throw from_error(r.error());
   std::string out = mark_omitted(r->out, r->out_total, cap);
   std::string err = mark_omitted(r->err, r->err_total, cap);
@@ -254,9 +255,9 @@ constexpr Handler kHandlers[] = {
 
 }  // namespace
 
-ToolResult run_tool(Api& api, const ToolCall& call) {
+ToolResult run_tool(const ToolOps& ops, const ToolCall& call) {
   auto start = std::chrono::steady_clock::now();
-  ToolContext c{api, api.gate(), call, {}};
+  ToolContext c{ops, ops.gate, call, {}};
   c.record.request_id = call.request_id;
   c.record.token = call.principal.name;
   c.record.remote = call.remote;
@@ -288,7 +289,7 @@ ToolResult run_tool(Api& api, const ToolCall& call) {
     c.record.status = 200;
   }
   c.record.duration_ms = static_cast<std::int64_t>(seconds_since(start) * 1000);
-  api.append_audit(c.record);
+  ops.audit(c.record);
   return result;
 }
 

@@ -1,6 +1,7 @@
 // The MCP tools: their definitions as tools/list shows them (tool_defs.cc, pure data) and the
-// code that runs them (tools.cc: sandboxes and exec; tools_files.cc: files) on the same Api
-// operations the REST handlers use, so ownership, limits and validation are the REST API's.
+// code that runs them (tools.cc: sandboxes and exec; tools_files.cc: files; tools_terminals.cc:
+// terminals) on the same operations the REST handlers use (ToolOps), so ownership, limits and
+// validation are the REST API's.
 //
 // Adding a tool is one row in kTools (tool_defs.cc) and one in the handler table (tools.cc).
 #pragma once
@@ -15,8 +16,14 @@
 #include "http/auth.h"
 
 namespace pvs::service {
-class Api;
-}
+struct AuditRecord;
+struct ServiceConfig;
+class PolicyGate;
+class SandboxOps;
+class SandboxRoutes;
+class FileRoutes;
+class TerminalRoutes;
+}  // namespace pvs::service
 
 namespace pvs::service::mcp {
 
@@ -49,7 +56,8 @@ struct ToolCall {
   Poco::JSON::Object::Ptr arguments;  // never null
   // Set when the client asked for progress (a progressToken, and it accepts an SSE reply):
   // called on the request's thread with a growing `progress`.
-  std::function<void(double progress, double total, const std::string& message)> progress;
+  using Progress = std::function<void(double progress, double total, const std::string& message)>;
+  Progress progress;
   // Revision 2026-07-28: the approval an earlier round of this call waits for (from its
   // requestState), and where a call still waiting for a person leaves the approval's id (then
   // the transport answers input_required instead of the error result). Legacy: "", null.
@@ -66,8 +74,19 @@ struct ToolResult {
 // {"content":[{"type":"text","text":...}],"structuredContent":...,"isError":...}
 std::string tool_result_json(const ToolResult& result);
 
+// What the tools run on: the REST API's own operations and services.
+struct ToolOps {
+  const ServiceConfig& config;
+  PolicyGate& gate;           // admit_tool: the policy's say on a call
+  SandboxOps& sandboxes;      // sandbox_for, create_for, list_for
+  SandboxRoutes& exec;        // exec_options, run_exec
+  FileRoutes& files;          // edit_file
+  TerminalRoutes& terminals;  // terminal_for, open_terminal, type_into, wait_terminal, ...
+  std::function<void(const AuditRecord&)> audit;
+};
+
 // Runs a tool that find_tool() knows; failures come back as is_error results. Every call is
 // one audit record, action "mcp.<tool>" (exec also "mcp.exec.start" when it begins).
-ToolResult run_tool(Api& api, const ToolCall& call);
+ToolResult run_tool(const ToolOps& ops, const ToolCall& call);
 
 }  // namespace pvs::service::mcp

@@ -109,7 +109,7 @@ ToolResult tool_write_file(ToolContext& c) {
   auto [id, rest] = c.split_sandbox_id();
   JsonBody body = parse_arguments(rest);
   auto path = validate_path(body.string("path", kMaxPathBytes).value_or(""));
-  auto content = body.string("content", c.api.config().max_upload_bytes);
+  auto content = body.string("content", c.ops.config.max_upload_bytes);
   auto mode_text = body.string("mode", 5);
   if (!content && !body.finish()) body.reject("content", "required (may be empty)");
   finish_arguments(body);
@@ -142,7 +142,7 @@ ToolResult tool_write_file(ToolContext& c) {
 
 ToolResult tool_edit_file(ToolContext& c) {
   auto [id, rest] = c.split_sandbox_id();
-  auto req = parse_edit(rest, c.api.config());
+  auto req = parse_edit(rest, c.ops.config);
   if (!req) throw req.error();
   c.record.params_json = "{\"path\":" + to_json_string(req->path) +
                          ",\"replace_all\":" + (req->spec.replace_all ? "true" : "false") +
@@ -156,7 +156,7 @@ ToolResult tool_edit_file(ToolContext& c) {
   asked.canonical = canonical_edit(*req);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
                                            c.call.resume_approval, c.call.pending_approval);
-  EditReply reply = c.api.edit_file(*sandbox, *req);
+  EditReply reply = c.ops.files.edit_file(*sandbox, *req);
   std::string text = "replaced " + std::to_string(reply.replaced) +
                      (reply.replaced == 1 ? " occurrence" : " occurrences") + " in " + reply.path +
                      "\n" + reply.diff;

@@ -54,7 +54,7 @@ TerminalArgs terminal_args(ToolContext& c) {
   if (tid.empty()) throw bad_request("terminal_id: required (terminal_open returns it)");
   rest->remove("terminal_id");
   c.record.sandbox = id;
-  auto entry = c.api.terminal_for(c.call.principal, id, tid);
+  auto entry = c.ops.terminals.terminal_for(c.call.principal, id, tid);
   return {std::move(entry), rest};
 }
 
@@ -76,7 +76,7 @@ ToolResult tool_terminal_open(ToolContext& c) {
   c.record.params_json =
       "{\"command\":" + to_json_string(req->command.substr(0, 4096)) + "}";  // no env values
   auto sandbox = c.sandbox(id);
-  auto [asked, decision] = c.api.judge_terminal_open(c.call.principal, *req);
+  auto [asked, decision] = c.ops.terminals.judge_terminal_open(c.call.principal, *req);
   try {
     auto a = c.gate.admission(c.call.principal, id, asked, decision, "", false, c.call.progress);
     c.record.policy_json = a.policy_json;
@@ -85,19 +85,19 @@ ToolResult tool_terminal_open(ToolContext& c) {
     c.record.policy_json = refused.policy_json;
     throw refused.error;
   }
-  auto entry = c.api.open_terminal(c.call.principal, *sandbox, *req);
+  auto entry = c.ops.terminals.open_terminal(c.call.principal, *sandbox, *req);
   c.record.params_json.insert(1, "\"terminal\":\"" + entry->id + "\",");
   // The first prompt or the program's first screen.
   TerminalWaitRequest first;
   first.quiet_ms = 200;
   first.timeout_ms = 3000;
-  std::string waited = c.api.wait_terminal(*entry, first);
+  std::string waited = c.ops.terminals.wait_terminal(*entry, first);
   return screen_result(*entry, 0, "", waited);
 }
 
 ToolResult tool_terminal_input(ToolContext& c) {
   TerminalArgs a = terminal_args(c);
-  const ServiceConfig& config = c.api.config();
+  const ServiceConfig& config = c.ops.config;
   std::string wait_text = take_member(a.rest, "wait");
   auto items = parse_terminal_input(to_json(a.rest), config.terminal_max_input_bytes);
   if (!items) throw items.error();
@@ -115,9 +115,9 @@ ToolResult tool_terminal_input(ToolContext& c) {
                          "\",\"items\":" + std::to_string(items->size()) +
                          ",\"bytes\":" + std::to_string(bytes) + "}";
   TerminalEntry& entry = *a.entry;
-  Api::Admission admitted;
+  PolicyGate::Admission admitted;
   try {
-    admitted = c.api.type_into(
+    admitted = c.ops.terminals.type_into(
         c.call.principal, entry, typed, [&] { return entry.terminal->send(*items); },
         c.call.resume_approval, false, c.call.progress);
   } catch (const PolicyRefusal& refused) {  // not an ApiError: the tool's error, audited
@@ -129,7 +129,7 @@ ToolResult tool_terminal_input(ToolContext& c) {
     if (c.call.pending_approval) *c.call.pending_approval = admitted.pending->id;
     throw PolicyGate::still_pending(*admitted.pending);
   }
-  std::string json = c.api.wait_terminal(entry, *wait);
+  std::string json = c.ops.terminals.wait_terminal(entry, *wait);
   auto outcome = Poco::JSON::Parser().parse(json).extract<Poco::JSON::Object::Ptr>();
   return screen_result(entry, static_cast<std::size_t>(wait->scrollback),
                        outcome->getValue<std::string>("outcome"), json);
@@ -148,7 +148,7 @@ ToolResult tool_terminal_close(ToolContext& c) {
   TerminalArgs a = terminal_args(c);
   finish_arguments(parse_arguments(to_json(a.rest)));
   c.record.params_json = "{\"terminal\":\"" + a.entry->id + "\"}";
-  c.api.close_terminal(*a.entry);
+  c.ops.terminals.close_terminal(*a.entry);
   return {false, "closed " + a.entry->id, "{\"closed\":\"" + a.entry->id + "\"}"};
 }
 

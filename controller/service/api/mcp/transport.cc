@@ -7,12 +7,12 @@
 #include <Poco/Net/HTTPServerResponse.h>
 
 #include "api/mcp/jsonrpc.h"
+#include "api/mcp/mcp_routes.h"
 #include "api/mcp/modern.h"
 #include "api/mcp/protocol.h"
 #include "api/mcp/session.h"
 #include "api/mcp/tools.h"
 #include "http/json.h"
-#include "http/server.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
 
@@ -59,14 +59,21 @@ struct Call {
 
 }  // namespace
 
-void Api::mcp_error(RequestContext& ctx, int status, int code, const std::string& message) {
-  send_bytes(ctx, status, "application/json", mcp::error_json("null", code, message));
+McpRoutes::McpRoutes(Deps deps)
+    : d_(std::move(deps)),
+      sessions_(mcp::make_session_store(d_.config.mcp)),
+      modern_(make_mcp_modern(d_.config)) {}
+
+McpRoutes::~McpRoutes() = default;
+
+void McpRoutes::error(RequestContext& ctx, int status, int code, const std::string& message) {
+  d_.replies.send_bytes(ctx, status, "application/json", mcp::error_json("null", code, message));
 }
 
 namespace {
 
 // A request of an open session (anything but initialize): the JSON-RPC response.
-std::string mcp_request(Api& api, const Call& call, const Message& m) {
+std::string mcp_request(const mcp::ToolOps& ops, const Call& call, const Message& m) {
   if (m.method == "ping") return mcp::result_json(m.id, "{}");
   if (m.method == "tools/list") return mcp::result_json(m.id, mcp::tools_list_json());
   if (m.method == "logging/setLevel") {
@@ -106,7 +113,7 @@ std::string mcp_request(Api& api, const Call& call, const Message& m) {
   }
   if (!tc.arguments) tc.arguments = new Poco::JSON::Object;
   tc.progress = call.progress;
-  return mcp::result_json(m.id, mcp::tool_result_json(mcp::run_tool(api, tc)));
+  return mcp::result_json(m.id, mcp::tool_result_json(mcp::run_tool(ops, tc)));
 }
 
 // The progress token of a request (params._meta.progressToken) as JSON, or "".
@@ -119,109 +126,119 @@ std::string progress_token(const Message& m) {
 
 }  // namespace
 
-void Api::mcp_post(RequestContext& ctx) {
-  if (!config_.mcp.enabled) throw not_found("no such endpoint: /mcp (mcp.enabled is false)");
+void McpRoutes::post(RequestContext& ctx) {
+  if (!d_.config.mcp.enabled) throw not_found("no such endpoint: /mcp (mcp.enabled is false)");
   const std::string origin = ctx.request->get("Origin", "");
-  if (!mcp::origin_allowed(origin, config_.mcp.allowed_origins))
-    return mcp_error(ctx, 403, mcp::kServerError,
-                     "Origin " + origin.substr(0, 100) + " is not allowed (mcp.allowed_origins)");
+  if (!mcp::origin_allowed(origin, d_.config.mcp.allowed_origins))
+    return error(ctx, 403, mcp::kServerError,
+                 "Origin " + origin.substr(0, 100) + " is not allowed (mcp.allowed_origins)");
   const std::string& type = ctx.request->getContentType();
   if (type.rfind("application/json", 0) != 0)
-    return mcp_error(ctx, 415, mcp::kServerError,
-                     "send JSON-RPC as Content-Type: application/json");
+    return error(ctx, 415, mcp::kServerError, "send JSON-RPC as Content-Type: application/json");
   const std::string accept = ctx.request->get("Accept", "");
   bool sse_ok = !accept.empty() && mcp::accepts(accept, "text/event-stream");
   if (!mcp::accepts(accept, "application/json") && !sse_ok)
-    return mcp_error(ctx, 406, mcp::kServerError,
-                     "Accept must include application/json and text/event-stream");
+    return error(ctx, 406, mcp::kServerError,
+                 "Accept must include application/json and text/event-stream");
   const std::string version = ctx.request->get("MCP-Protocol-Version", "");
-  auto parsed = mcp::parse_messages(read_body(ctx, config_.max_body_bytes));
+  auto parsed = mcp::parse_messages(d_.replies.read_body(ctx, d_.config.max_body_bytes));
   if (parsed.fatal)
-    return send_bytes(ctx, 400, "application/json",
-                      mcp::error_json(parsed.fatal->id, parsed.fatal->code, parsed.fatal->message));
+    return d_.replies.send_bytes(
+        ctx, 400, "application/json",
+        mcp::error_json(parsed.fatal->id, parsed.fatal->code, parsed.fatal->message));
   // The era of this request, from this request alone (mcp/modern.h).
   if (parsed.batch && mcp::is_modern_version(version))
-    return mcp_error(ctx, 400, mcp::kInvalidRequest,
-                     "revision 2026-07-28 has no batches: send one message per request");
+    return error(ctx, 400, mcp::kInvalidRequest,
+                 "revision 2026-07-28 has no batches: send one message per request");
   if (const auto* one = parsed.batch ? nullptr : std::get_if<Message>(&parsed.items[0]);
       one && mcp::request_era(*one, version) == mcp::Era::kModern)
-    return mcp_modern(ctx, *one, sse_ok);
+    return modern(ctx, *one, sse_ok);
   if (!version.empty() && !mcp::supported_version(version))
-    return mcp_error(ctx, 400, mcp::kServerError,
-                     "unsupported MCP-Protocol-Version " + version.substr(0, 40));
+    return error(ctx, 400, mcp::kServerError,
+                 "unsupported MCP-Protocol-Version " + version.substr(0, 40));
   const std::string session_id = ctx.request->get("Mcp-Session-Id", "");
   const Message* single = parsed.batch ? nullptr : std::get_if<Message>(&parsed.items[0]);
   if (single && single->kind == Message::Kind::kRequest && single->method == "initialize") {
     if (!session_id.empty())
-      return mcp_error(ctx, 400, mcp::kInvalidRequest,
-                       "initialize starts a new session: send it without Mcp-Session-Id");
+      return error(ctx, 400, mcp::kInvalidRequest,
+                   "initialize starts a new session: send it without Mcp-Session-Id");
     Poco::Dynamic::Var requested = single->params->get("protocolVersion");
     if (!requested.isString())
-      return send_json(
+      return d_.replies.send_json(
           ctx, 200,
           mcp::error_json(single->id, mcp::kInvalidParams, "params.protocolVersion: required"));
     std::string client;
     if (auto info = single->params->getObject("clientInfo"); info && info->get("name").isString())
       client = info->get("name").extract<std::string>();
     auto negotiated = mcp::negotiate_version(requested.extract<std::string>());
-    mcp::Session s = mcp_sessions_->open(ctx.principal->name, std::string(negotiated), client);
+    mcp::Session s = sessions_->open(ctx.principal->name, std::string(negotiated), client);
     JsonWriter p;
     p.begin_object().key("client").value(s.client).key("protocol_version").value(negotiated);
-    append_audit(session_record(ctx, "mcp.session.open", p.end_object().take(), 200));
+    d_.audit(session_record(ctx, "mcp.session.open", p.end_object().take(), 200));
     ctx.response->set("Mcp-Session-Id", s.id);
-    return send_json(ctx, 200, mcp::result_json(single->id, initialize_result(negotiated)));
+    return d_.replies.send_json(ctx, 200,
+                                mcp::result_json(single->id, initialize_result(negotiated)));
   }
   if (session_id.empty())
-    return mcp_error(ctx, 400, mcp::kServerError,
-                     "Mcp-Session-Id header required: start with initialize");
-  auto session = mcp_sessions_->use(session_id, ctx.principal->name);
+    return error(ctx, 400, mcp::kServerError,
+                 "Mcp-Session-Id header required: start with initialize");
+  auto session = sessions_->use(session_id, ctx.principal->name);
   if (!session)
-    return mcp_error(ctx, 404, mcp::kServerError,
-                     "no such session (ended or expired): initialize a new one");
+    return error(ctx, 404, mcp::kServerError,
+                 "no such session (ended or expired): initialize a new one");
   if (!version.empty() && version != session->protocol_version)
-    return mcp_error(ctx, 400, mcp::kServerError,
-                     "MCP-Protocol-Version " + version + " is not this session's (" +
-                         session->protocol_version + ")");
+    return error(ctx, 400, mcp::kServerError,
+                 "MCP-Protocol-Version " + version + " is not this session's (" +
+                     session->protocol_version + ")");
   if (parsed.batch && !mcp::batches_allowed(session->protocol_version))
-    return mcp_error(ctx, 400, mcp::kInvalidRequest,
-                     "JSON-RPC batches are not part of protocol revision " +
-                         session->protocol_version + ": send one message per request");
+    return error(ctx, 400, mcp::kInvalidRequest,
+                 "JSON-RPC batches are not part of protocol revision " + session->protocol_version +
+                     ": send one message per request");
   std::vector<std::string> responses;
   for (const auto& item : parsed.items) {
     if (const auto* bad = std::get_if<mcp::Invalid>(&item)) {
       if (!parsed.batch)
-        return send_bytes(ctx, 400, "application/json",
-                          mcp::error_json(bad->id, bad->code, bad->message));
+        return d_.replies.send_bytes(ctx, 400, "application/json",
+                                     mcp::error_json(bad->id, bad->code, bad->message));
       responses.push_back(mcp::error_json(bad->id, bad->code, bad->message));
       continue;
     }
     const Message& m = std::get<Message>(item);
     if (m.kind == Message::Kind::kNotification && m.method == "notifications/initialized")
-      mcp_sessions_->mark_initialized(session->id);
+      sessions_->mark_initialized(session->id);
     if (m.kind != Message::Kind::kRequest) continue;  // notifications and responses: 202
     const mcp::ToolDef* tool = nullptr;
     if (m.method == "tools/call" && m.params->get("name").isString())
       tool = mcp::find_tool(m.params->get("name").extract<std::string>());
     std::string token = progress_token(m);
     if (!parsed.batch && sse_ok && tool && tool->progress && !token.empty()) {
-      auto slot = limits_.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
-      if (slot) return mcp_sse(ctx, *session, m, token);
+      auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
+      if (slot) return sse(ctx, *session, m, token);
       // The token's streams are all in use: answered as JSON, without progress.
     }
-    responses.push_back(mcp_request(*this, Call{ctx, *session, nullptr}, m));
+    responses.push_back(mcp_request(d_.tools, Call{ctx, *session, nullptr}, m));
   }
-  if (responses.empty()) return send_empty(ctx, 202);
-  if (!parsed.batch) return send_json(ctx, 200, responses[0]);
+  if (responses.empty()) return d_.replies.send_empty(ctx, 202);
+  if (!parsed.batch) return d_.replies.send_json(ctx, 200, responses[0]);
   std::string out = "[";
   for (std::size_t i = 0; i < responses.size(); ++i) out += (i ? "," : "") + responses[i];
-  send_json(ctx, 200, out + "]");
+  d_.replies.send_json(ctx, 200, out + "]");
 }
 
 // One request answered as an SSE stream: progress notifications, then its response.
-void Api::mcp_sse(RequestContext& ctx, const mcp::Session& session, const Message& m,
-                  const std::string& token) {
-  begin_reply(ctx, 200, "text/event-stream");
+void McpRoutes::sse(RequestContext& ctx, const mcp::Session& session, const Message& m,
+                    const std::string& token) {
+  stream(ctx, false, token, m.id, [&](const mcp::ToolCall::Progress& progress) {
+    return mcp_request(d_.tools, Call{ctx, session, progress}, m);
+  });
+}
+
+void McpRoutes::stream(RequestContext& ctx, bool unbuffered, const std::string& progress_token,
+                       const std::string& id,
+                       const std::function<std::string(const mcp::ToolCall::Progress&)>& run) {
+  d_.replies.begin_reply(ctx, 200, "text/event-stream");
   ctx.response->set("Cache-Control", "no-cache");
+  if (unbuffered) ctx.response->set("X-Accel-Buffering", "no");
   ctx.response->setChunkedTransferEncoding(true);
   std::ostream& out = ctx.response->send();
   auto emit = [&out](const std::string& json) {
@@ -231,30 +248,30 @@ void Api::mcp_sse(RequestContext& ctx, const mcp::Session& session, const Messag
   };
   auto progress = [&](double done, double total, const std::string& message) {
     JsonWriter w;
-    w.begin_object().key("progressToken").raw(token).key("progress").value(done);
+    w.begin_object().key("progressToken").raw(progress_token).key("progress").value(done);
     w.key("total").value(total).key("message").value(message).end_object();
     emit(mcp::notification_json("notifications/progress", w.str()));
   };
   try {
-    emit(mcp_request(*this, Call{ctx, session, progress}, m));
+    emit(run(progress));
   } catch (const std::exception& e) {
     log::error("request " + ctx.request_id + ": mcp: " + e.what());
-    emit(mcp::error_json(m.id, mcp::kInternalError, "internal error"));
+    emit(mcp::error_json(id, mcp::kInternalError, "internal error"));
   }
 }
 
-void Api::mcp_delete(RequestContext& ctx) {
-  if (!config_.mcp.enabled) throw not_found("no such endpoint: /mcp (mcp.enabled is false)");
+void McpRoutes::remove(RequestContext& ctx) {
+  if (!d_.config.mcp.enabled) throw not_found("no such endpoint: /mcp (mcp.enabled is false)");
   const std::string origin = ctx.request->get("Origin", "");
-  if (!mcp::origin_allowed(origin, config_.mcp.allowed_origins))
-    return mcp_error(ctx, 403, mcp::kServerError, "Origin is not allowed (mcp.allowed_origins)");
+  if (!mcp::origin_allowed(origin, d_.config.mcp.allowed_origins))
+    return error(ctx, 403, mcp::kServerError, "Origin is not allowed (mcp.allowed_origins)");
   const std::string session_id = ctx.request->get("Mcp-Session-Id", "");
   if (session_id.empty())
-    return mcp_error(ctx, 400, mcp::kServerError, "Mcp-Session-Id header required");
-  if (!mcp_sessions_->close(session_id, ctx.principal->name))
-    return mcp_error(ctx, 404, mcp::kServerError, "no such session");
-  append_audit(session_record(ctx, "mcp.session.close", "{}", 204));
-  send_empty(ctx, 204);
+    return error(ctx, 400, mcp::kServerError, "Mcp-Session-Id header required");
+  if (!sessions_->close(session_id, ctx.principal->name))
+    return error(ctx, 404, mcp::kServerError, "no such session");
+  d_.audit(session_record(ctx, "mcp.session.close", "{}", 204));
+  d_.replies.send_empty(ctx, 204);
 }
 
 }  // namespace pvs::service

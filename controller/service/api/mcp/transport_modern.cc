@@ -10,12 +10,12 @@
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
 
+#include "api/mcp/mcp_routes.h"
 #include "api/mcp/modern_dispatch.h"
 #include "api/mcp/modern_result.h"
 #include "api/mcp/request_state.h"
 #include "api/mcp/tools.h"
 #include "http/json.h"
-#include "http/server.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
 
@@ -42,16 +42,16 @@ std::shared_ptr<const mcp::ModernServer> make_mcp_modern(const ServiceConfig& co
   return s;
 }
 
-void Api::mcp_modern(RequestContext& ctx, const mcp::Message& m, bool sse_ok) {
-  const mcp::ModernServer& server = *mcp_modern_;
+void McpRoutes::modern(RequestContext& ctx, const mcp::Message& m, bool sse_ok) {
+  const mcp::ModernServer& server = *modern_;
   mcp::RequestHeaders headers{ctx.request->get("MCP-Protocol-Version", ""),
                               header(ctx, "Mcp-Method"), header(ctx, "Mcp-Name")};
   if (headers.name) headers.name = mcp::restore_sentinel(*headers.name);
   const std::string& token = ctx.principal->name;
   auto step = mcp::prepare_modern(server, m, headers, token, std::time(nullptr));
   if (const auto* reply = std::get_if<mcp::ModernReply>(&step)) {
-    if (reply->http_status == 202) return send_empty(ctx, 202);
-    return send_bytes(ctx, reply->http_status, "application/json", reply->body);
+    if (reply->http_status == 202) return d_.replies.send_empty(ctx, 202);
+    return d_.replies.send_bytes(ctx, reply->http_status, "application/json", reply->body);
   }
   const mcp::ModernCall& call = std::get<mcp::ModernCall>(step);
   std::string pending;
@@ -69,35 +69,17 @@ void Api::mcp_modern(RequestContext& ctx, const mcp::Message& m, bool sse_ok) {
     return mcp::finish_modern_call(server, call, outcome, token, std::time(nullptr));
   };
   const std::string& progress_token = call.meta.progress_token;
-  bool stream = sse_ok && call.tool->progress && !progress_token.empty();
+  bool streamed = sse_ok && call.tool->progress && !progress_token.empty();
   auto slot =
-      stream ? limits_.acquire(ctx.principal->name, TokenLimits::Kind::kStream) : std::nullopt;
+      streamed ? d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream) : std::nullopt;
   if (!slot) {  // plain JSON: no progress asked, or the token's streams are in use
-    auto reply = finish(mcp::run_tool(*this, tc));
-    return send_bytes(ctx, reply.http_status, "application/json", reply.body);
+    auto reply = finish(mcp::run_tool(d_.tools, tc));
+    return d_.replies.send_bytes(ctx, reply.http_status, "application/json", reply.body);
   }
-  begin_reply(ctx, 200, "text/event-stream");
-  ctx.response->set("Cache-Control", "no-cache");
-  ctx.response->set("X-Accel-Buffering", "no");
-  ctx.response->setChunkedTransferEncoding(true);
-  std::ostream& out = ctx.response->send();
-  auto emit = [&out](const std::string& json) {
-    if (!out.good()) return;  // the client went away: the call still runs to its end
-    out << "event: message\ndata: " << json << "\n\n";
-    out.flush();
-  };
-  tc.progress = [&](double done, double total, const std::string& message) {
-    JsonWriter w;
-    w.begin_object().key("progressToken").raw(progress_token).key("progress").value(done);
-    w.key("total").value(total).key("message").value(message).end_object();
-    emit(mcp::notification_json("notifications/progress", w.str()));
-  };
-  try {
-    emit(finish(mcp::run_tool(*this, tc)).body);
-  } catch (const std::exception& e) {
-    log::error("request " + ctx.request_id + ": mcp: " + e.what());
-    emit(mcp::error_json(call.id, mcp::kInternalError, "internal error"));
-  }
+  stream(ctx, true, progress_token, call.id, [&](const mcp::ToolCall::Progress& progress) {
+    tc.progress = progress;
+    return finish(mcp::run_tool(d_.tools, tc)).body;
+  });
 }
 
 }  // namespace pvs::service

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "api/sandboxes/output_cap.h"
+#include "api/sandboxes/sandbox_routes.h"
 #include "http/json.h"
 #include "http/requests.h"
-#include "http/server.h"
 #include "policy/canonical.h"
 
 namespace pvs::service {
@@ -51,8 +51,8 @@ constexpr std::size_t kStreamBufferCap = 8 << 20;
 
 }  // namespace
 
-void Api::exec(RequestContext& ctx) {
-  auto req = parse_exec(json_body(ctx), config_);
+void SandboxRoutes::exec(RequestContext& ctx) {
+  auto req = parse_exec(d_.replies.json_body(ctx), d_.config);
   if (!req) throw req.error();
   {
     // The command is recorded; stdin and env values may hold secrets and are not.
@@ -64,29 +64,29 @@ void Api::exec(RequestContext& ctx) {
     p.key("timeout_seconds").value(req->timeout_seconds).end_object();
     ctx.params_json = p.take();
   }
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = d_.sandboxes.find(ctx);
   PolicyRequest asked;
   asked.action = PolicyAction::kExec;
   asked.text = req->command;
   for (const auto& [name, value] : req->env) asked.env_names.push_back(name);
   asked.canonical = canonical_exec(*req);
-  if (!gate_.admit(ctx, asked)) return;
+  if (!d_.gate.admit(ctx, asked)) return;
   std::string command = std::move(req->command);
-  ExecOptions options = exec_options(std::move(*req), config_.max_exec_output_bytes);
+  ExecOptions options = exec_options(std::move(*req), d_.config.max_exec_output_bytes);
   bool streaming = ctx.request->get("Accept", "").find("application/x-ndjson") != std::string::npos;
-  auto stream_slot = streaming ? limits_.acquire(ctx.principal->name, TokenLimits::Kind::kStream)
+  auto stream_slot = streaming ? d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream)
                                : std::optional<TokenLimits::Slot>();
   if (streaming && !stream_slot) {
     ctx.response->set("Retry-After", "1");
     throw limit_exceeded("token " + ctx.principal->name + " has " +
-                         std::to_string(limits_.limit(TokenLimits::Kind::kStream)) +
+                         std::to_string(d_.limits.limit(TokenLimits::Kind::kStream)) +
                          " streaming execs running (auth.max_streams_per_token)");
   }
   // On record when it starts, so a long or crashed command is in the audit log too; the
   // "sandbox.exec" record follows with the outcome.
   {
     std::string action = std::exchange(ctx.action, "sandbox.exec.start");
-    audit(ctx, 0, nullptr);
+    d_.replies.audit(ctx, 0, nullptr);
     ctx.action = action;
   }
   if (streaming) {
@@ -95,40 +95,43 @@ void Api::exec(RequestContext& ctx) {
   }
   auto r = run_exec(*sandbox, std::move(command), std::move(options));
   if (!r) throw from_error(r.error());
-  send_json(ctx, 200,
-            exec_result_json(*r, static_cast<std::size_t>(config_.max_exec_output_bytes) + 2));
+  d_.replies.send_json(
+      ctx, 200,
+      exec_result_json(*r, static_cast<std::size_t>(d_.config.max_exec_output_bytes) + 2));
 }
 
-ExecOptions Api::exec_options(ExecRequest req, std::size_t max_output) const {
+ExecOptions SandboxRoutes::exec_options(ExecRequest req, std::size_t max_output) const {
   ExecOptions options;
   options.stdin_data = std::move(req.stdin_data);
   options.env = std::move(req.env);
   options.cwd = std::move(req.cwd);
   options.timeout = std::chrono::seconds(
-      req.timeout_seconds > 0 ? req.timeout_seconds : config_.max_exec_timeout_seconds);
+      req.timeout_seconds > 0 ? req.timeout_seconds : d_.config.max_exec_timeout_seconds);
   options.max_output = max_output;
   return options;
 }
 
-Result<ExecResult> Api::run_exec(Sandbox& sandbox, std::string command, ExecOptions options) {
+Result<ExecResult> SandboxRoutes::run_exec(Sandbox& sandbox, std::string command,
+                                           ExecOptions options) {
   auto started = std::chrono::steady_clock::now();
   auto r = sandbox.exec(std::move(command), std::move(options));
   account_exec(r, started);
   return r;
 }
 
-void Api::account_exec(const Result<ExecResult>& r, std::chrono::steady_clock::time_point start) {
+void SandboxRoutes::account_exec(const Result<ExecResult>& r,
+                                 std::chrono::steady_clock::time_point start) {
   std::string result = !r                  ? "error"
                        : r->timed_out      ? "timeout"
                        : r->exit_code == 0 ? "ok"
                                            : "nonzero";
-  metrics_->inc("pvs_exec_total", {{"result", result}});
-  metrics_->observe("pvs_exec_duration_seconds", {}, seconds_since(start));
+  d_.metrics->inc("pvs_exec_total", {{"result", result}});
+  d_.metrics->observe("pvs_exec_duration_seconds", {}, seconds_since(start));
 }
 
 // Streaming: start, then stdout/stderr chunks as they arrive, then exit (or error).
-void Api::exec_stream(RequestContext& ctx, const std::shared_ptr<Sandbox>& sandbox,
-                      std::string command, ExecOptions options) {
+void SandboxRoutes::exec_stream(RequestContext& ctx, const std::shared_ptr<Sandbox>& sandbox,
+                                std::string command, ExecOptions options) {
   auto started = std::chrono::steady_clock::now();
   auto state = std::make_shared<ExecStreamState>();
   options.on_output = [state](ExecStream which, std::string_view data) {
@@ -192,7 +195,7 @@ void Api::exec_stream(RequestContext& ctx, const std::shared_ptr<Sandbox>& sandb
   JsonWriter w;
   w.begin_object();
   if (r) {
-    audit(ctx, 200, nullptr);
+    d_.replies.audit(ctx, 200, nullptr);
     w.key("type").value("exit").key("exit_code").value(r->exit_code);
     if (!r->exit_signal.empty()) w.key("signal").value(r->exit_signal);
     w.key("timed_out").value(r->timed_out);
@@ -200,7 +203,7 @@ void Api::exec_stream(RequestContext& ctx, const std::shared_ptr<Sandbox>& sandb
     w.key("duration_ms").value(static_cast<std::int64_t>(r->duration.count() / 1000));
   } else {
     ApiError e = from_error(r.error());
-    audit(ctx, e.status, &e);
+    d_.replies.audit(ctx, e.status, &e);
     w.key("type").value("error").key("error").begin_object();
     w.key("code").value(e.code).key("message").value(e.message).end_object();
   }

@@ -1,7 +1,7 @@
 // Sandboxes: create, list, show, destroy, internet (on, off or an allowlist), TTL.
+#include "api/sandboxes/sandbox_routes.h"
 #include "http/json.h"
 #include "http/requests.h"
-#include "http/server.h"
 #include "policy/canonical.h"
 #include "policy/egress_access.h"
 
@@ -39,25 +39,10 @@ std::string sandbox_json(const SandboxInfo& s) {
   return w.take();
 }
 
-std::shared_ptr<Sandbox> Api::sandbox_for(const Principal& principal, const std::string& id) {
-  if (!is_sandbox_id(id))
-    throw bad_request("not a sandbox id (sb- and 12 hex digits): " + id.substr(0, 64));
-  auto manager = require_manager();
-  auto sandbox = manager->attach(id);
-  if (!sandbox) {
-    if (sandbox.error().code == ErrorCode::kNotFound) throw not_found("no sandbox " + id);
-    throw from_error(sandbox.error());
-  }
-  if (!principal.admin && (*sandbox)->info().owner != principal.name) {
-    throw not_found("no sandbox " + id);  // others' sandboxes are invisible
-  }
-  return *sandbox;
-}
-
-void Api::create(RequestContext& ctx) {
-  auto req = parse_create(json_body(ctx), config_);
+void SandboxRoutes::create(RequestContext& ctx) {
+  auto req = parse_create(d_.replies.json_body(ctx), d_.config);
   if (!req) throw req.error();
-  auto egress = resolve_egress(req->internet, config_, ctx.principal->name);
+  auto egress = resolve_egress(req->internet, d_.config, ctx.principal->name);
   if (!egress) throw egress.error();
   {
     JsonWriter p;
@@ -77,64 +62,15 @@ void Api::create(RequestContext& ctx) {
   asked.disk_gb = req->disk_gb;
   set_policy_egress(asked, *egress);
   asked.canonical = canonical_create(*req, *egress);
-  if (!gate_.admit(ctx, asked)) return;
-  auto sandbox = create_for(*ctx.principal, *req, *egress);
+  if (!d_.gate.admit(ctx, asked)) return;
+  auto sandbox = d_.sandboxes.create_for(*ctx.principal, *req, *egress);
   SandboxInfo info = sandbox->info();
   ctx.sandbox = info.id;
   ctx.response->set("Location", "/v1/sandboxes/" + info.id);
-  send_json(ctx, 201, sandbox_json(info));
+  d_.replies.send_json(ctx, 201, sandbox_json(info));
 }
 
-std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const CreateRequest& req,
-                                         const Egress& egress) {
-  auto manager = require_manager();
-  const std::string& owner = principal.name;
-  {
-    std::lock_guard lock(mu_);
-    // The Manager keeps a count per owner: no walk over every live sandbox under mu_.
-    int owned = creating_[owner] + static_cast<int>(manager->count_owned(owner));
-    if (owned >= principal.max_sandboxes) {
-      throw limit_exceeded("token " + owner + " already has " + std::to_string(owned) +
-                           " sandboxes (limit " + std::to_string(principal.max_sandboxes) + ")");
-    }
-    ++creating_[owner];
-  }
-  struct Release {
-    Api* api;
-    std::string owner;
-    ~Release() {
-      std::lock_guard lock(api->mu_);
-      if (--api->creating_[owner] == 0) api->creating_.erase(owner);
-    }
-  } release{this, owner};
-
-  CreateOptions options;
-  options.hostname = req.hostname;
-  options.cpus = req.cpus;
-  options.memory_mb = req.memory_mb;
-  options.disk_gb = req.disk_gb;
-  options.egress = egress;
-  options.ttl = std::chrono::seconds(req.ttl_seconds);
-  options.labels = req.labels;
-  options.owner = owner;
-  options.profile = req.profile;
-  options.node = req.node;
-  options.node_selector = req.node_selector;
-  auto sandbox = manager->create(options);
-  if (!sandbox) throw from_error(sandbox.error());
-  return *sandbox;
-}
-
-std::vector<SandboxInfo> Api::list_for(const Principal& principal, const Labels& selector) {
-  auto manager = require_manager();
-  std::vector<SandboxInfo> out;
-  for (auto& info : manager->list(selector)) {
-    if (principal.admin || info.owner == principal.name) out.push_back(std::move(info));
-  }
-  return out;
-}
-
-void Api::list(RequestContext& ctx) {
+void SandboxRoutes::list(RequestContext& ctx) {
   std::vector<std::string> labels;
   auto range = ctx.query.equal_range("label");
   for (auto it = range.first; it != range.second; ++it) labels.push_back(it->second);
@@ -145,49 +81,49 @@ void Api::list(RequestContext& ctx) {
   if (!selector) throw selector.error();
   JsonWriter w;
   w.begin_object().key("sandboxes").begin_array();
-  for (const auto& info : list_for(*ctx.principal, *selector)) w.raw(sandbox_json(info));
+  for (const auto& info : d_.sandboxes.list_for(*ctx.principal, *selector))
+    w.raw(sandbox_json(info));
   w.end_array().end_object();
-  send_json(ctx, 200, w.take());
+  d_.replies.send_json(ctx, 200, w.take());
 }
 
-void Api::show(RequestContext& ctx) {
-  auto sandbox = find_sandbox(ctx);
-  send_json(ctx, 200, sandbox_json(sandbox->info()));
+void SandboxRoutes::show(RequestContext& ctx) {
+  auto sandbox = d_.sandboxes.find(ctx);
+  d_.replies.send_json(ctx, 200, sandbox_json(sandbox->info()));
 }
 
-void Api::destroy(RequestContext& ctx) {
-  auto sandbox = find_sandbox(ctx);
-  terminals_->close_sandbox(sandbox->id());
-  e2b_routes_.forget(sandbox->id());  // its E2B session and processes (docs/e2b.md)
+void SandboxRoutes::destroy(RequestContext& ctx) {
+  auto sandbox = d_.sandboxes.find(ctx);
+  d_.forget(sandbox->id());  // its terminals, its E2B session and processes (docs/e2b.md)
   if (auto st = sandbox->destroy(); !st) throw from_error(st.error());
-  send_empty(ctx, 204);
+  d_.replies.send_empty(ctx, 204);
 }
 
-void Api::internet(RequestContext& ctx) {
-  auto req = parse_internet(json_body(ctx));
+void SandboxRoutes::internet(RequestContext& ctx) {
+  auto req = parse_internet(d_.replies.json_body(ctx));
   if (!req) throw req.error();
   ctx.params_json = "{\"internet\":" + egress_request_json(*req) + "}";
-  auto sandbox = find_sandbox(ctx);
-  auto egress = resolve_egress(*req, config_, ctx.principal->name);
+  auto sandbox = d_.sandboxes.find(ctx);
+  auto egress = resolve_egress(*req, d_.config, ctx.principal->name);
   if (!egress) throw egress.error();
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
   set_policy_egress(asked, *egress);
   asked.canonical = canonical_internet(*egress);
-  if (!gate_.admit(ctx, asked)) return;
+  if (!d_.gate.admit(ctx, asked)) return;
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
-  send_json(ctx, 200, sandbox_json(sandbox->info()));
+  d_.replies.send_json(ctx, 200, sandbox_json(sandbox->info()));
 }
 
-void Api::ttl(RequestContext& ctx) {
-  auto seconds = parse_ttl(json_body(ctx), config_);
+void SandboxRoutes::ttl(RequestContext& ctx) {
+  auto seconds = parse_ttl(d_.replies.json_body(ctx), d_.config);
   if (!seconds) throw seconds.error();
   ctx.params_json = "{\"ttl_seconds\":" + std::to_string(*seconds) + "}";
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = d_.sandboxes.find(ctx);
   if (auto st = sandbox->extend_ttl(std::chrono::seconds(*seconds)); !st) {
     throw from_error(st.error());
   }
-  send_json(ctx, 200, sandbox_json(sandbox->info()));
+  d_.replies.send_json(ctx, 200, sandbox_json(sandbox->info()));
 }
 
 }  // namespace pvs::service

@@ -1,26 +1,26 @@
 // Snapshots of a sandbox: take, list, roll back, delete.
+#include "api/sandboxes/sandbox_routes.h"
 #include "http/json.h"
 #include "http/requests.h"
-#include "http/server.h"
 
 namespace pvs::service {
 
-void Api::snapshot_create(RequestContext& ctx) {
-  auto req = parse_snapshot(json_body(ctx));
+void SandboxRoutes::snapshot_create(RequestContext& ctx) {
+  auto req = parse_snapshot(d_.replies.json_body(ctx));
   if (!req) throw req.error();
   JsonWriter p;
   p.begin_object().key("name").value(req->name).key("description").value(req->description);
   p.end_object();
   ctx.params_json = p.str();
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = d_.sandboxes.find(ctx);
   if (auto st = sandbox->snapshot(req->name, req->description); !st) {
     throw from_error(st.error());
   }
-  send_json(ctx, 201, p.take());
+  d_.replies.send_json(ctx, 201, p.take());
 }
 
-void Api::snapshot_list(RequestContext& ctx) {
-  auto sandbox = find_sandbox(ctx);
+void SandboxRoutes::snapshot_list(RequestContext& ctx) {
+  auto sandbox = d_.sandboxes.find(ctx);
   auto snaps = sandbox->snapshots();
   if (!snaps) throw from_error(snaps.error());
   JsonWriter w;
@@ -30,7 +30,7 @@ void Api::snapshot_list(RequestContext& ctx) {
     w.key("created_at").value(iso_time(s.created_at)).end_object();
   }
   w.end_array().end_object();
-  send_json(ctx, 200, w.take());
+  d_.replies.send_json(ctx, 200, w.take());
 }
 
 // The {name} of a snapshot route, validated and recorded for the audit log. A missing snapshot
@@ -42,18 +42,18 @@ static const std::string& snapshot_name(RequestContext& ctx) {
   return name;
 }
 
-void Api::snapshot_rollback(RequestContext& ctx) {
+void SandboxRoutes::snapshot_rollback(RequestContext& ctx) {
   const std::string& name = snapshot_name(ctx);
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = d_.sandboxes.find(ctx);
   if (auto st = sandbox->rollback(name); !st) throw from_error(st.error());
-  send_json(ctx, 200, sandbox_json(sandbox->info()));
+  d_.replies.send_json(ctx, 200, sandbox_json(sandbox->info()));
 }
 
-void Api::snapshot_delete(RequestContext& ctx) {
+void SandboxRoutes::snapshot_delete(RequestContext& ctx) {
   const std::string& name = snapshot_name(ctx);
-  auto sandbox = find_sandbox(ctx);
+  auto sandbox = d_.sandboxes.find(ctx);
   if (auto st = sandbox->delete_snapshot(name); !st) throw from_error(st.error());
-  send_empty(ctx, 204);
+  d_.replies.send_empty(ctx, 204);
 }
 
 }  // namespace pvs::service

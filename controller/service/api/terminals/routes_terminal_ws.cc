@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "api/mcp/protocol.h"
+#include "api/terminals/terminal_routes.h"
 #include "api/terminals/ws_sessions.h"
 #include "http/json.h"
-#include "http/server.h"
 #include "pvesandbox/common/log.h"
 
 namespace pvs::service {
@@ -118,7 +118,7 @@ void control_message(WsConnection& c, TerminalEntry& entry, bool watch, const st
 }
 
 // The reader: input, control messages, the client's close.
-// `type` sends input through the policy (Api::type_into).
+// `type` sends input through the policy (TerminalRoutes::type_into).
 void read_loop(WsConnection& c, TerminalEntry& entry, bool watch,
                const std::function<void(std::string_view)>& type) {
   std::vector<char> buf(64 << 10);
@@ -175,7 +175,7 @@ std::string websocket_bearer(const Poco::Net::HTTPServerRequest& request) {
   return "";
 }
 
-void Api::terminal_ws(RequestContext& ctx) {
+void TerminalRoutes::websocket(RequestContext& ctx) {
   const std::string mode = ctx.query_value("mode");
   if (!mode.empty() && mode != "watch" && mode != "interactive") {
     throw bad_request("mode: \"watch\" (read-only) or \"interactive\" (the default)");
@@ -190,12 +190,12 @@ void Api::terminal_ws(RequestContext& ctx) {
   PolicyRequest attach;  // terminal.attach: an operator may say "no terminals" here too
   attach.action = PolicyAction::kTerminalAttach;
   attach.text = watch ? "watch" : "interactive";
-  if (!gate_.admit(ctx, attach)) return;
+  if (!d_.gate.admit(ctx, attach)) return;
   // Cross-site WebSocket hijacking: a browser's Origin must be this server's own (the console),
   // loopback or listed in mcp.allowed_origins, as for /mcp.
   const std::string origin = ctx.request->get("Origin", "");
   const std::string host = ctx.request->get("Host", "");
-  if (!mcp::origin_allowed(origin, config_.mcp.allowed_origins) && origin != "http://" + host &&
+  if (!mcp::origin_allowed(origin, d_.config.mcp.allowed_origins) && origin != "http://" + host &&
       origin != "https://" + host)
     throw from_error(
         Error{ErrorCode::kPermissionDenied, "Origin " + origin.substr(0, 100) +
@@ -215,13 +215,13 @@ void Api::terminal_ws(RequestContext& ctx) {
   }
   // A place among the WebSocket caps before anything is switched: beyond them, a plain 429.
   std::string why;
-  auto ticket = ws_sessions_->reserve(ctx.principal->name, &why);
+  auto ticket = ws_sessions_.reserve(ctx.principal->name, &why);
   if (!ticket) {
     ctx.response->set("Retry-After", "1");
     throw limit_exceeded(why);
   }
-  auto watcher = entry->terminal->watch(config_.terminal_watcher_buffer_bytes);
-  audit(ctx, 101, nullptr);
+  auto watcher = entry->terminal->watch(d_.config.terminal_watcher_buffer_bytes);
+  d_.replies.audit(ctx, 101, nullptr);
   ctx.responded = true;
   ctx.status = 101;
   std::shared_ptr<WsConnection> conn;
@@ -243,7 +243,7 @@ void Api::terminal_ws(RequestContext& ctx) {
   refusal.action = "terminal.input";
   refusal.sandbox = entry->sandbox;
   refusal.params_json = "{\"terminal\":\"" + entry->id + "\",\"via\":\"websocket\"}";
-  ws_sessions_->start(
+  ws_sessions_.start(
       std::move(*ticket),
       [this, conn, watcher, entry, watch, who = *ctx.principal, refusal]() {
         ws_session(*conn, *watcher, *entry, watch, who, refusal);
@@ -256,8 +256,8 @@ void Api::terminal_ws(RequestContext& ctx) {
 
 // One WebSocket's life, on its own thread (WsSessions): a writer thread sends output while
 // this one reads input, control messages and the client's close.
-void Api::ws_session(WsConnection& conn, TerminalWatcher& watcher, TerminalEntry& entry, bool watch,
-                     const Principal& who, AuditRecord refusal) {
+void TerminalRoutes::ws_session(WsConnection& conn, TerminalWatcher& watcher, TerminalEntry& entry,
+                                bool watch, const Principal& who, AuditRecord refusal) {
   entry.readers.fetch_add(1);
   if (!watch && entry.interactive.fetch_add(1) == 0) entry.terminal->set_answer_queries(false);
   std::thread writer([&] { write_loop(conn, watcher); });
@@ -285,7 +285,7 @@ void Api::ws_session(WsConnection& conn, TerminalWatcher& watcher, TerminalEntry
       conn.send_error(e.message);
       return;
     }
-    append_audit(refusal);
+    d_.audit(refusal);
   };
   try {
     read_loop(conn, entry, watch, type);
@@ -299,8 +299,8 @@ void Api::ws_session(WsConnection& conn, TerminalWatcher& watcher, TerminalEntry
   entry.readers.fetch_sub(1);
 }
 
-void Api::stop_websockets() {
-  ws_sessions_->stop();
+void TerminalRoutes::stop_websockets() {
+  ws_sessions_.stop();
 }
 
 }  // namespace pvs::service

@@ -8,15 +8,6 @@
 #include "http/requests.h"
 
 namespace pvs::service {
-namespace {
-
-template <typename T>
-ApiResult<T> finish(const JsonBody& body, T value) {
-  if (auto err = body.finish()) return tl::unexpected(*err);
-  return value;
-}
-
-}  // namespace
 
 ApiResult<TerminalCreateRequest> parse_terminal_create(std::string_view text) {
   auto body = JsonBody::parse(text);

@@ -5,13 +5,6 @@
 
 namespace pvs::service {
 
-WsSessions::Ticket::Ticket(Ticket&& other) noexcept
-    : owner_(std::exchange(other.owner_, nullptr)), token_(std::move(other.token_)) {}
-
-WsSessions::Ticket::~Ticket() {
-  if (owner_) owner_->release(token_);
-}
-
 std::optional<WsSessions::Ticket> WsSessions::reserve(const std::string& token, std::string* why) {
   std::lock_guard lock(counts_mu_);
   if (stopped_) {

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "http/held_slot.h"
+
 namespace pvs::service {
 
 class WsSessions {
@@ -36,20 +38,7 @@ class WsSessions {
 
   // A place among the caps, held from before the upgrade until the session's thread ends.
   // Dropping an unused ticket gives the place back.
-  class Ticket {
-   public:
-    Ticket(Ticket&& other) noexcept;
-    Ticket& operator=(Ticket&&) = delete;
-    Ticket(const Ticket&) = delete;
-    Ticket& operator=(const Ticket&) = delete;
-    ~Ticket();
-
-   private:
-    friend class WsSessions;
-    Ticket(WsSessions* owner, std::string token) : owner_(owner), token_(std::move(token)) {}
-    WsSessions* owner_;
-    std::string token_;
-  };
+  using Ticket = HeldSlot<WsSessions, std::string>;
 
   explicit WsSessions(Limits limits) : limits_(limits) {}
   ~WsSessions() { stop(); }
@@ -72,6 +61,7 @@ class WsSessions {
     std::thread thread;
     std::function<void()> hang_up;
   };
+  friend Ticket;
   void release(const std::string& token);
 
   const Limits limits_;

@@ -12,13 +12,13 @@
 #include "http/auth.h"
 #include "http/server.h"
 #include "service/support/http_client.h"
-#include "service/support/in_process_service.h"
+#include "service/support/in_process_fixture.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs::service {
 namespace {
 
-class AuditApiTest : public ::testing::Test {
+class AuditApiTest : public test::InProcessServiceTest {
  protected:
   void start(bool with_audit) {
     config_.listen_port = 0;
@@ -26,14 +26,7 @@ class AuditApiTest : public ::testing::Test {
     std::remove(config_.audit_file.c_str());
     config_.tokens = {{"root", sha256_hex("tok-admin"), 0, true},
                       {"agent", sha256_hex("tok-agent"), 0, false}};
-    auto svc = test::InProcessService::start(config_, nullptr, with_audit);
-    ASSERT_TRUE(svc) << svc.error().message;
-    svc_ = std::move(*svc);
-    port_ = svc_->port();
-  }
-  void TearDown() override {
-    svc_.reset();
-    std::remove(config_.audit_file.c_str());
+    serve(nullptr, with_audit);
   }
   void append(const std::string& action, const std::string& sandbox, int status) {
     AuditRecord r;
@@ -53,9 +46,6 @@ class AuditApiTest : public ::testing::Test {
     return obj->getArray("records");
   }
 
-  ServiceConfig config_;
-  std::unique_ptr<test::InProcessService> svc_;
-  std::uint16_t port_ = 0;
   int n_ = 0;
 };
 

@@ -8,19 +8,13 @@
 
 #include "core/observability/audit.h"
 
+#include "service/support/audit_file_fixture.h"
+
 namespace pvs::service {
 namespace {
 
-class AuditTailTest : public ::testing::Test {
+class AuditTailTest : public test::AuditFileTest {
  protected:
-  void SetUp() override {
-    ASSERT_NE(mkdtemp(dir_), nullptr);
-    path_ = std::string(dir_) + "/audit.log";
-  }
-  void TearDown() override {
-    unlink(path_.c_str());
-    rmdir(dir_);
-  }
   void write(const std::string& text) { std::ofstream(path_, std::ios::binary) << text; }
   static std::string line(int i, const std::string& action = "sandbox.exec",
                           const std::string& sandbox = "sb-000000000001") {
@@ -38,9 +32,6 @@ class AuditTailTest : public ::testing::Test {
     o.block_bytes = block;
     return o;
   }
-
-  char dir_[64] = "/tmp/pvs-audit-tail-XXXXXX";
-  std::string path_;
 };
 
 TEST_F(AuditTailTest, LastRecordsNewestLastAcrossBlockSizes) {

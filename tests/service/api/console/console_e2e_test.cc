@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "http/auth.h"
+#include "service/support/controller_fixture.h"
 #include "service/support/http_client.h"
 #include "service/support/node_e2e_support.h"
 #include "support/sshd_fixture.h"
@@ -39,7 +40,7 @@ using test::slurp;
 
 using Proc = test::ProcessResult;
 
-class ConsoleE2eTest : public ::testing::Test {
+class ConsoleE2eTest : public test::ControllerOnStackTest {
  protected:
   void SetUp() override {
     ASSERT_EQ(::access(kChromium, X_OK), 0)
@@ -48,34 +49,18 @@ class ConsoleE2eTest : public ::testing::Test {
         test::npm_install_once(PVS_CONSOLE_CLIENT_DIR, PVS_CONSOLE_NODE_DIR, "console_e2e.mjs",
                                "puppeteer-core", {"PUPPETEER_SKIP_DOWNLOAD=1"});
     ASSERT_TRUE(error.empty()) << error;
-    stack_ = std::make_unique<test::Stack>();
-    dir_ = stack_->dir();
-    port_ = test::free_port();
-    std::string config = dir_ + "/controller.yaml";
-    std::ofstream(config) << test::stack_controller_yaml(*stack_, port_, dir_)
-                          << "auth:\n  tokens:\n    - name: operator\n      sha256: "
-                          << sha256_hex(kToken) << "\n      admin: true\n"
-                          << "      egress:\n        ports: [80, 443, 8443]\n"
-                          << "    - name: agent\n      sha256: " << sha256_hex(kUserToken) << "\n"
-                          << "http:\n  threads: 64\n"
-                          << "policy:\n  default:\n"
-                          << "    - action: exec\n      command: 'approved-by-a-person'\n"
-                          << "      decision: approve\n      message: a person looks first\n";
-    std::string why;
-    pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
-    ASSERT_GT(pid_, 0) << why;
-  }
-  void TearDown() override {
-    test::stop_controller(pid_);
-    stack_.reset();
+    start(PVS_CONTROLLER_BIN,
+          std::string() +
+              "auth:\n  tokens:\n    - name: operator\n      sha256: " + sha256_hex(kToken) +
+              "\n      admin: true\n" + "      egress:\n        ports: [80, 443, 8443]\n" +
+              "    - name: agent\n      sha256: " + sha256_hex(kUserToken) + "\n" +
+              "http:\n  threads: 64\n" + "policy:\n  default:\n" +
+              "    - action: exec\n      command: 'approved-by-a-person'\n" +
+              "      decision: approve\n      message: a person looks first\n");
   }
 
   static constexpr const char* kToken = "pvs_console_e2e_operator_token";
   static constexpr const char* kUserToken = "pvs_console_e2e_agent_token";
-  std::unique_ptr<test::Stack> stack_;
-  std::string dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
 };
 
 TEST_F(ConsoleE2eTest, EveryViewInChromium) {

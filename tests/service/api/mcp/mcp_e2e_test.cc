@@ -19,6 +19,7 @@
 #include <Poco/JSON/Parser.h>
 
 #include "http/auth.h"
+#include "service/support/controller_fixture.h"
 #include "service/support/http_client.h"
 #include "service/support/node_e2e_support.h"
 #include "support/sshd_fixture.h"
@@ -47,7 +48,7 @@ std::string report(const Proc& p) {
   return "exit " + std::to_string(p.exit_code) + "\nstdout:\n" + p.out + "stderr:\n" + p.err;
 }
 
-class McpE2eTest : public ::testing::Test {
+class McpE2eTest : public test::ControllerOnStackTest {
  protected:
   // npm ci into the build tree, before any namespace exists (the registry is outside it).
   // Both tests of this suite may start at once (ctest -j): the install holds a file lock, and
@@ -63,25 +64,14 @@ class McpE2eTest : public ::testing::Test {
     ASSERT_TRUE(
         fs::exists(std::string(PVS_MCP_NODE_DIR) + "/node_modules/@modelcontextprotocol/sdk"))
         << "the MCP SDK is not installed";
-    stack_ = std::make_unique<test::Stack>();
-    dir_ = stack_->dir();
-    port_ = test::free_port();
-    std::string config = dir_ + "/controller.yaml";
-    std::ofstream(config) << test::stack_controller_yaml(*stack_, port_, dir_)
-                          << "auth:\n  tokens:\n    - name: agent\n      sha256: "
-                          << sha256_hex("tok-agent") << "\n      max_sandboxes: 8\n"
-                          << "    - name: other\n      sha256: " << sha256_hex("tok-other")
-                          << "\n"
-                          // A kept-alive connection holds an HTTP thread (Poco): one per
-                          // concurrent client, as docs/mcp.md says to size it.
-                          << "http:\n  threads: 64\n";
-    std::string why;
-    pid_ = test::start_controller(PVS_CONTROLLER_BIN, config, dir_, port_, &why);
-    ASSERT_GT(pid_, 0) << why;
-  }
-  void TearDown() override {
-    test::stop_controller(pid_);
-    stack_.reset();
+    start(PVS_CONTROLLER_BIN, std::string() +
+                                  "auth:\n  tokens:\n    - name: agent\n      sha256: " +
+                                  sha256_hex("tok-agent") + "\n      max_sandboxes: 8\n" +
+                                  "    - name: other\n      sha256: " + sha256_hex("tok-other") +
+                                  "\n"
+                                  // A kept-alive connection holds an HTTP thread (Poco): one per
+                                  // concurrent client, as docs/mcp.md says to size it.
+                                  + "http:\n  threads: 64\n");
   }
 
   Proc client(std::vector<std::string> args) {
@@ -90,11 +80,6 @@ class McpE2eTest : public ::testing::Test {
     return run(argv, dir_);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/mcp"; }
-
-  std::unique_ptr<test::Stack> stack_;
-  std::string dir_;
-  std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
 };
 
 TEST_F(McpE2eTest, OfficialSdkClientUsesEveryTool) {

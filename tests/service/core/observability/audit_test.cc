@@ -9,28 +9,19 @@
 
 #include <Poco/JSON/Parser.h>
 
+#include "service/support/audit_file_fixture.h"
+
 namespace pvs::service {
 namespace {
 
-class AuditTest : public ::testing::Test {
+class AuditTest : public test::AuditFileTest {
  protected:
-  void SetUp() override {
-    ASSERT_NE(mkdtemp(dir_), nullptr);
-    path_ = std::string(dir_) + "/audit.log";
-  }
-  void TearDown() override {
-    unlink(path_.c_str());
-    unlink((path_ + ".1").c_str());
-    rmdir(dir_);
-  }
   std::vector<std::string> lines() {
     std::ifstream in(path_);
     std::vector<std::string> out;
     for (std::string l; std::getline(in, l);) out.push_back(l);
     return out;
   }
-  char dir_[64] = "/tmp/pvs-audit-test-XXXXXX";
-  std::string path_;
 };
 
 TEST_F(AuditTest, OneJsonLinePerRecordVisibleImmediately) {

@@ -1,0 +1,44 @@
+// The sandboxes a caller may use, as every resource room asks for them: the handler classes of
+// sandboxes, files and terminals, and the MCP tools. The Api implements it (sandbox_ops.cc):
+// it holds the Manager and counts each token's sandboxes, so a handler gets this narrow view
+// instead of the Api.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http/api_error.h"
+#include "http/auth.h"
+#include "http/request_context.h"
+#include "http/requests.h"
+#include "pvesandbox/manager.h"
+
+namespace pvs::service {
+
+class SandboxOps {
+ public:
+  virtual ~SandboxOps() = default;
+  // A sandbox `principal` may use: its own, or any for an admin; others' are "no sandbox".
+  virtual std::shared_ptr<Sandbox> sandbox_for(const Principal& principal,
+                                               const std::string& id) = 0;
+  // A new sandbox owned by `principal`, within its max_sandboxes (429 beyond).
+  virtual std::shared_ptr<Sandbox> create_for(const Principal& principal,
+                                              const CreateRequest& request,
+                                              const Egress& egress) = 0;
+  // The sandboxes `principal` sees that carry every label of `selector`.
+  virtual std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector) = 0;
+
+  // The sandbox of the route's {id} (400 when malformed), recorded on `ctx` for the audit log.
+  std::shared_ptr<Sandbox> find(RequestContext& ctx) {
+    const std::string& id = ctx.params.at("id");
+    if (!is_sandbox_id(id)) throw bad_request("id: not a sandbox id (sb- and 12 hex digits)");
+    ctx.sandbox = id;
+    return sandbox_for(*ctx.principal, id);
+  }
+};
+
+// The JSON of a sandbox, as the API returns it.
+std::string sandbox_json(const SandboxInfo& info);
+
+}  // namespace pvs::service
