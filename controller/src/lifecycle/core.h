@@ -1,9 +1,8 @@
 // The lifecycle's private core: ManagerCore (the Manager's state and logic) and SandboxImpl
 // (the Sandbox handle). Where the parts live, all in controller/src/lifecycle/:
 //   create.cc     validation, the create steps and their rollback, the template clone
-//   pools.cc      the warm pool and its refill thread
-//   hot_pool.cc   the hot pools: members made, checked, claimed, destroyed (hot_keep.cc:
-//                 keeping or adopting them during reconcile)
+//   pools.cc      the warm pool and its refill thread; the hot pools: members made, checked,
+//                 claimed, destroyed (hot_keep.cc: keeping or adopting them during reconcile)
 //   egress.cc     grant/revoke, the one quarantine, bind/unbind, SYNC with the agent
 //   container.cc  task waits, description writes, destroying a container, waiting for SSH
 //   reconcile.cc  recovery and reconciliation against Proxmox
@@ -324,7 +323,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status fill_pool_once(Node& node);
   int pooled_on(const Node& node) const;  // mu_ held
   void pool_loop();
-  // hot_pool.cc: the hot pools (under mu_ unless said).
+  // pools.cc: the hot pools (under mu_ unless said).
   struct HotMember {
     Node* node = nullptr;
     int vmid = 0;
