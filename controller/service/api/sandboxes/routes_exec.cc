@@ -70,6 +70,7 @@ void Api::exec(RequestContext& ctx) {
   asked.text = req->command;
   for (const auto& [name, value] : req->env) asked.env_names.push_back(name);
   asked.canonical = canonical_exec(*req);
+  asked.content = req->stdin_data;
   if (!gate_.admit(ctx, asked)) return;
   std::string command = std::move(req->command);
   ExecOptions options = exec_options(std::move(*req), config_.max_exec_output_bytes);
