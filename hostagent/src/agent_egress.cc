@@ -162,9 +162,16 @@ std::string Agent::do_egresses() {
 std::string Agent::do_ask(const proto::AskRequest& r) {
   auto it = desired_.egress.find(r.address);
   if (it == desired_.egress.end() || !names_listed(it->second, r.name)) {
-    return proto::format_ok(proto::format_ask_payload({false, {}}));
+    return proto::format_ok(proto::format_ask_payload({false, {}, ""}));
   }
-  return proto::format_ok(proto::format_ask_payload({true, it->second.ports}));
+  std::string entry;  // the first entry that matches, for the resolver's egress log
+  for (const auto& pattern : it->second.names) {
+    if (proto::egress_name_matches(pattern, r.name)) {
+      entry = pattern;
+      break;
+    }
+  }
+  return proto::format_ok(proto::format_ask_payload({true, it->second.ports, entry}));
 }
 
 std::string Agent::do_pair(const Peer& peer, const proto::PairRequest& r) {

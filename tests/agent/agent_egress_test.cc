@@ -84,8 +84,10 @@ TEST_F(AgentEgress, ListsAskAndPairs) {
             "OK");
   EXPECT_EQ(listed(*sets), (std::set<std::string>{"10.99.0.7"}));
   EXPECT_EQ(agent->handle(peer_, "EGRESSES"), "OK 1 10.99.0.7=80,443/pypi.org,*.github.com");
-  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 pypi.org"), "OK allow ports=80,443");
-  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 api.github.com"), "OK allow ports=80,443");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 pypi.org"),
+            "OK allow ports=80,443 entry=pypi.org");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 api.github.com"),
+            "OK allow ports=80,443 entry=*.github.com");
   EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 github.com"), "OK deny");
   EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 example.org"), "OK deny");
   EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.8 pypi.org"), "OK deny");

@@ -223,13 +223,31 @@ struct EgressEntry {
 std::string format_egresses_payload(const std::vector<EgressEntry>& entries);
 Result<std::vector<EgressEntry>> parse_egresses_payload(std::string_view payload);
 
-// ASK: "allow ports=<p>[,<p>...]" or "deny".
+// ASK: "allow ports=<p>[,<p>...][ entry=<pattern>]" or "deny".
 struct AskAnswer {
   bool allow = false;
   std::vector<std::uint16_t> ports;  // empty when denied
+  std::string entry;                 // the list entry that matched ("*.github.com"); may be empty
   bool operator==(const AskAnswer&) const = default;
 };
 std::string format_ask_payload(const AskAnswer& answer);
 Result<AskAnswer> parse_ask_payload(std::string_view payload);
+
+// ELOG, resolver -> agent (docs/agent.md "Egress log"): one aggregate of the resolver's
+// decisions for a source in one window:
+//   ELOG <ipv4> <name>|* allow|refuse n=<count> at=<unix ms> entry=<pattern>|- to=<ipv4>,...|-
+// `*`: the names beyond the resolver's per-source bound, counted only.
+struct EgressLogLine {
+  Ipv4Address source;
+  std::string name;  // a valid plain name, or "*"
+  bool allowed = false;
+  std::uint64_t count = 0;      // 1 or more
+  std::int64_t window_ms = 0;   // the window's start, unix ms
+  std::string entry;            // the list entry that matched; empty: none
+  std::vector<Ipv4Address> to;  // the last answer's addresses (at most kMaxPairDestinations)
+  bool operator==(const EgressLogLine&) const = default;
+};
+std::string format_egress_log(const EgressLogLine& line);
+Result<EgressLogLine> parse_egress_log(std::string_view line);
 
 }  // namespace pvs::proto
