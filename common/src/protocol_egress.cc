@@ -192,6 +192,19 @@ std::optional<Result<Request>> parse_egress_request(const std::vector<std::strin
     return Result<Request>(AskRequest{*address, std::move(*name)});
   }
   if (verb == "PAIR") return parse_pair(fields);
+  if (verb == "ELOG") {
+    std::string line;
+    for (auto f : fields) line += (line.empty() ? "" : " ") + std::string(f);
+    auto l = parse_egress_log(line);
+    if (!l) return fail(l.error());
+    return Result<Request>(EgressLogRequest{std::move(*l)});
+  }
+  if (verb == "EGRESSLOG") {
+    if (auto ok = expect_arity(fields, 1, 1, "EGRESSLOG <ipv4>"); !ok) return fail(ok.error());
+    auto address = parse_address(fields[1]);
+    if (!address) return fail(address.error());
+    return Result<Request>(EgressLogQuery{*address});
+  }
   return std::nullopt;
 }
 
@@ -345,6 +358,41 @@ Result<EgressLogLine> parse_egress_log(std::string_view line) {
   if (!addresses) return fail(addresses.error());
   l.to = std::move(*addresses);
   return l;
+}
+
+std::string format_egress_log_payload(const std::vector<EgressLogLine>& lines) {
+  std::string out = std::to_string(lines.size());
+  for (const auto& l : lines) {
+    out += " " + l.name + "/" + (l.allowed ? "allow" : "refuse") + "/" + std::to_string(l.count) +
+           "/" + std::to_string(l.window_ms) + "/" + (l.entry.empty() ? "-" : l.entry) + "/";
+    if (l.to.empty()) out += "-";
+    for (std::size_t i = 0; i < l.to.size(); ++i) out += (i ? "," : "") + l.to[i].to_string();
+  }
+  return out;
+}
+
+Result<std::vector<EgressLogLine>> parse_egress_log_payload(Ipv4Address source,
+                                                            std::string_view payload) {
+  auto items = counted_items(payload);
+  if (!items) return fail(items.error());
+  std::vector<EgressLogLine> lines;
+  for (std::string_view item : *items) {
+    std::vector<std::string_view> parts;
+    for (std::size_t slash; (slash = item.find('/')) != std::string_view::npos;) {
+      parts.push_back(item.substr(0, slash));
+      item.remove_prefix(slash + 1);
+    }
+    parts.push_back(item);
+    if (parts.size() != 6) return fail(bad("invalid egress log item: expected 6 fields"));
+    std::string line = "ELOG " + source.to_string() + " " + std::string(parts[0]) + " " +
+                       std::string(parts[1]) + " n=" + std::string(parts[2]) +
+                       " at=" + std::string(parts[3]) + " entry=" + std::string(parts[4]) +
+                       " to=" + std::string(parts[5]);
+    auto l = parse_egress_log(line);
+    if (!l) return fail(l.error());
+    lines.push_back(std::move(*l));
+  }
+  return lines;
 }
 
 }  // namespace pvs::proto

@@ -41,7 +41,7 @@ struct ResolverConfig {
   // The egress log (docs/agent.md "Egress log"): every decision, aggregated per source and
   // window, sent to the agent as ELOG lines; at most egress_log_max_names lines (plus one for
   // the rest) per source and window, and egress_log_max_sources sources a window.
-  bool egress_log = false;
+  bool egress_log = true;
   std::uint32_t egress_log_window_ms = 60000;
   std::uint32_t egress_log_max_names = 32;
   std::uint32_t egress_log_max_sources = 4096;

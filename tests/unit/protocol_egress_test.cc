@@ -186,6 +186,25 @@ TEST(ProtocolEgress, EgressLogLines) {
                           "ELOG 10.99.0.7 a.b refuse n=1 at=5 entry=-", "ASK 10.99.0.7 a.b"}) {
     EXPECT_FALSE(parse_egress_log(bad).has_value()) << bad;
   }
+  // As agent requests, and EGRESSLOG's reply.
+  auto request = parse_request(allowed);
+  ASSERT_TRUE(request) << request.error().message;
+  EXPECT_EQ(verb_name(*request), "ELOG");
+  EXPECT_EQ(format_request(*request), allowed);
+  auto query = parse_request("EGRESSLOG 10.99.0.7");
+  ASSERT_TRUE(query);
+  EXPECT_EQ(verb_name(*query), "EGRESSLOG");
+  EXPECT_EQ(format_request(*query), "EGRESSLOG 10.99.0.7");
+  EXPECT_FALSE(parse_request("EGRESSLOG").has_value());
+  std::vector<EgressLogLine> lines{l, *a};
+  std::string payload = format_egress_log_payload(lines);
+  EXPECT_EQ(payload,
+            "2 files.pythonhosted.org/refuse/1234/1795747781103/-/- "
+            "api.github.com/allow/2/5/*.github.com/1.2.3.4,5.6.7.8");
+  EXPECT_EQ(parse_egress_log_payload(l.source, payload).value(), lines);
+  EXPECT_EQ(parse_egress_log_payload(l.source, "0").value(), std::vector<EgressLogLine>{});
+  EXPECT_FALSE(parse_egress_log_payload(l.source, "1 a.b/refuse/1/5/-").has_value());
+  EXPECT_FALSE(parse_egress_log_payload(l.source, "2 a.b/refuse/1/5/-/-").has_value());
 }
 
 }  // namespace
