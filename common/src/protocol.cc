@@ -263,6 +263,10 @@ struct RequestFormatter {
   std::string operator()(const EgressesRequest&) const { return "EGRESSES"; }
   std::string operator()(const AskRequest& r) const { return format_ask(r); }
   std::string operator()(const PairRequest& r) const { return format_pair(r); }
+  std::string operator()(const EgressLogRequest& r) const { return format_egress_log(r.line); }
+  std::string operator()(const EgressLogQuery& r) const {
+    return "EGRESSLOG " + r.address.to_string();
+  }
 };
 
 }  // namespace
@@ -273,8 +277,8 @@ std::string format_request(const Request& request) {
 
 std::string_view verb_name(const Request& request) {
   static constexpr std::string_view kNames[] = {
-      "HELLO",    "ALLOW",  "REVOKE", "SYNC",     "LIST", "BIND", "UNBIND",
-      "BINDINGS", "STATUS", "EGRESS", "EGRESSES", "ASK",  "PAIR"};
+      "HELLO",  "ALLOW",  "REVOKE",   "SYNC", "LIST", "BIND", "UNBIND",   "BINDINGS",
+      "STATUS", "EGRESS", "EGRESSES", "ASK",  "PAIR", "ELOG", "EGRESSLOG"};
   static_assert(std::size(kNames) == std::variant_size_v<Request>);
   return kNames[request.index()];
 }

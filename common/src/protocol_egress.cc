@@ -1,5 +1,6 @@
 // The egress verbs of the agent protocol: EGRESS, EGRESSES, ASK, PAIR and their payloads.
 #include <algorithm>
+#include <cstdint>
 #include <unordered_set>
 
 #include "protocol_internal.h"
@@ -191,6 +192,19 @@ std::optional<Result<Request>> parse_egress_request(const std::vector<std::strin
     return Result<Request>(AskRequest{*address, std::move(*name)});
   }
   if (verb == "PAIR") return parse_pair(fields);
+  if (verb == "ELOG") {
+    std::string line;
+    for (auto f : fields) line += (line.empty() ? "" : " ") + std::string(f);
+    auto l = parse_egress_log(line);
+    if (!l) return fail(l.error());
+    return Result<Request>(EgressLogRequest{std::move(*l)});
+  }
+  if (verb == "EGRESSLOG") {
+    if (auto ok = expect_arity(fields, 1, 1, "EGRESSLOG <ipv4>"); !ok) return fail(ok.error());
+    auto address = parse_address(fields[1]);
+    if (!address) return fail(address.error());
+    return Result<Request>(EgressLogQuery{*address});
+  }
   return std::nullopt;
 }
 
@@ -252,17 +266,133 @@ Result<std::vector<EgressEntry>> parse_egresses_payload(std::string_view payload
 
 std::string format_ask_payload(const AskAnswer& answer) {
   if (!answer.allow) return "deny";
-  return "allow ports=" + join_ports(answer.ports);
+  std::string out = "allow ports=" + join_ports(answer.ports);
+  return answer.entry.empty() ? out : out + " entry=" + answer.entry;
 }
 
 Result<AskAnswer> parse_ask_payload(std::string_view payload) {
-  if (payload == "deny") return AskAnswer{false, {}};
+  if (payload == "deny") return AskAnswer{false, {}, ""};
   if (!payload.starts_with("allow ports=")) {
     return fail(bad("unexpected ASK reply " + quoted(payload, 64)));
   }
-  auto ports = parse_ports(payload.substr(12));
+  payload.remove_prefix(12);
+  std::string entry;
+  if (auto space = payload.find(' '); space != std::string_view::npos) {
+    std::string_view rest = payload.substr(space + 1);
+    if (!rest.starts_with("entry=") || !is_valid_egress_name(rest.substr(6), true))
+      return fail(bad("unexpected ASK reply field " + quoted(rest, 64)));
+    entry = std::string(rest.substr(6));
+    payload = payload.substr(0, space);
+  }
+  auto ports = parse_ports(payload);
   if (!ports) return fail(ports.error());
-  return AskAnswer{true, std::move(*ports)};
+  return AskAnswer{true, std::move(*ports), std::move(entry)};
+}
+
+std::string format_egress_log(const EgressLogLine& l) {
+  std::string out = "ELOG " + l.source.to_string() + " " + l.name + " " +
+                    (l.allowed ? "allow" : "refuse") + " n=" + std::to_string(l.count) +
+                    " at=" + std::to_string(l.window_ms) +
+                    " entry=" + (l.entry.empty() ? "-" : l.entry) + " to=";
+  if (l.to.empty()) return out + "-";
+  for (std::size_t i = 0; i < l.to.size(); ++i) out += (i ? "," : "") + l.to[i].to_string();
+  return out;
+}
+
+namespace {
+
+// "key=value" with the key `key`: its value.
+Result<std::string_view> field_value(std::string_view field, std::string_view key) {
+  if (field.size() <= key.size() || !field.starts_with(key) || field[key.size()] != '=')
+    return fail(bad("expected " + std::string(key) + "=..., got " + quoted(field, 64)));
+  return field.substr(key.size() + 1);
+}
+
+Result<std::vector<Ipv4Address>> parse_log_addresses(std::string_view text) {
+  std::vector<Ipv4Address> to;
+  if (text == "-") return to;
+  while (true) {
+    auto comma = text.find(',');
+    auto a = parse_address(text.substr(0, comma));
+    if (!a) return fail(a.error());
+    to.push_back(*a);
+    if (to.size() > kMaxPairDestinations) return fail(bad("too many addresses"));
+    if (comma == std::string_view::npos) return to;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace
+
+Result<EgressLogLine> parse_egress_log(std::string_view line) {
+  auto fields = split(line);
+  if (fields.size() != 8 || fields[0] != "ELOG")
+    return fail(bad("expected ELOG <ipv4> <name>|* allow|refuse n= at= entry= to="));
+  EgressLogLine l;
+  auto source = parse_address(fields[1]);
+  if (!source) return fail(source.error());
+  l.source = *source;
+  if (fields[2] != "*" && !is_valid_egress_name(fields[2], false))
+    return fail(bad("invalid name " + quoted(fields[2], 64)));
+  l.name = std::string(fields[2]);
+  if (fields[3] != "allow" && fields[3] != "refuse") return fail(bad("expected allow or refuse"));
+  l.allowed = fields[3] == "allow";
+  auto n = field_value(fields[4], "n");
+  if (!n) return fail(n.error());
+  auto count = parse_decimal(*n, 1, UINT64_MAX, "n");
+  if (!count) return fail(count.error());
+  l.count = *count;
+  auto at = field_value(fields[5], "at");
+  if (!at) return fail(at.error());
+  auto ms = parse_decimal(*at, 0, INT64_MAX, "at");
+  if (!ms) return fail(ms.error());
+  l.window_ms = static_cast<std::int64_t>(*ms);
+  auto entry = field_value(fields[6], "entry");
+  if (!entry) return fail(entry.error());
+  if (*entry != "-" && !is_valid_egress_name(*entry, true))
+    return fail(bad("invalid entry " + quoted(*entry, 64)));
+  if (*entry != "-") l.entry = std::string(*entry);
+  auto to = field_value(fields[7], "to");
+  if (!to) return fail(to.error());
+  auto addresses = parse_log_addresses(*to);
+  if (!addresses) return fail(addresses.error());
+  l.to = std::move(*addresses);
+  return l;
+}
+
+std::string format_egress_log_payload(const std::vector<EgressLogLine>& lines) {
+  std::string out = std::to_string(lines.size());
+  for (const auto& l : lines) {
+    out += " " + l.name + "/" + (l.allowed ? "allow" : "refuse") + "/" + std::to_string(l.count) +
+           "/" + std::to_string(l.window_ms) + "/" + (l.entry.empty() ? "-" : l.entry) + "/";
+    if (l.to.empty()) out += "-";
+    for (std::size_t i = 0; i < l.to.size(); ++i) out += (i ? "," : "") + l.to[i].to_string();
+  }
+  return out;
+}
+
+Result<std::vector<EgressLogLine>> parse_egress_log_payload(Ipv4Address source,
+                                                            std::string_view payload) {
+  auto items = counted_items(payload);
+  if (!items) return fail(items.error());
+  std::vector<EgressLogLine> lines;
+  for (std::string_view item : *items) {
+    std::vector<std::string_view> parts;
+    for (std::size_t slash; (slash = item.find('/')) != std::string_view::npos;) {
+      parts.push_back(item.substr(0, slash));
+      item.remove_prefix(slash + 1);
+    }
+    parts.push_back(item);
+    if (parts.size() != 6) return fail(bad("invalid egress log item: expected 6 fields"));
+    std::string line = "ELOG " + source.to_string() + " " + std::string(parts[0]) + " " +
+                       std::string(parts[1]) + " n=" + std::string(parts[2]) +
+                       " at=" + std::string(parts[3]) + " entry=" + std::string(parts[4]) +
+                       " to=" + std::string(parts[5]);
+    auto l = parse_egress_log(line);
+    if (!l) return fail(l.error());
+    lines.push_back(std::move(*l));
+  }
+  return lines;
 }
 
 }  // namespace pvs::proto

@@ -166,10 +166,11 @@ std::string Agent::handle(const Peer& peer, const proto::Request& request) {
   if (resolver_only(peer) && !std::holds_alternative<proto::HelloRequest>(request) &&
       !std::holds_alternative<proto::AskRequest>(request) &&
       !std::holds_alternative<proto::PairRequest>(request) &&
+      !std::holds_alternative<proto::EgressLogRequest>(request) &&
       !std::holds_alternative<proto::StatusRequest>(request)) {
     return proto::format_error(proto::ReplyCode::kForbidden,
-                               "not authorized: a resolver uid may send only HELLO, ASK, PAIR "
-                               "and STATUS");
+                               "not authorized: a resolver uid may send only HELLO, ASK, PAIR, "
+                               "ELOG and STATUS");
   }
   return std::visit(
       [&](const auto& r) -> std::string {
@@ -203,6 +204,10 @@ std::string Agent::handle(const Peer& peer, const proto::Request& request) {
           return do_ask(r);
         } else if constexpr (std::is_same_v<T, proto::PairRequest>) {
           return do_pair(peer, r);
+        } else if constexpr (std::is_same_v<T, proto::EgressLogRequest>) {
+          return do_egress_log(r);
+        } else if constexpr (std::is_same_v<T, proto::EgressLogQuery>) {
+          return do_egress_log_query(r);
         } else {
           static_assert(std::is_same_v<T, proto::StatusRequest>);
           return do_status();

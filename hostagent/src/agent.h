@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,6 +81,10 @@ class Agent {
   std::string do_egresses();
   std::string do_ask(const proto::AskRequest& r);
   std::string do_pair(const Peer& peer, const proto::PairRequest& r);
+  // The resolver's egress log (docs/agent.md "Egress log"): kept per listed source, the last
+  // kMaxEgressLogLines lines each, in memory only.
+  std::string do_egress_log(const proto::EgressLogRequest& r);
+  std::string do_egress_log_query(const proto::EgressLogQuery& r) const;
   Status check_destination(Ipv4Address destination) const;
   // The kernel's pairs of one source (every source when nullopt).
   Result<std::vector<PairKey>> kernel_pairs(std::optional<Ipv4Address> source);
@@ -113,6 +118,8 @@ class Agent {
     std::vector<std::string> names;
   };
   std::map<PairKey, PairInfo> pairs_;
+  static constexpr std::size_t kMaxEgressLogLines = 256;
+  std::map<Ipv4Address, std::deque<proto::EgressLogLine>> egress_log_;
   DesiredState desired_;
   StateStore store_;
   DhcpHosts dhcp_;

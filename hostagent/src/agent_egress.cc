@@ -143,6 +143,7 @@ std::string Agent::do_egress(const Peer& peer, const proto::EgressRequest& r) {
       journal_pending_ += egress_record(r.address, &*r.list);
     } else if (current != desired_.egress.end()) {
       desired_.egress.erase(current);
+      egress_log_.erase(r.address);  // its egress log goes with its list
       journal_pending_ += egress_record(r.address, nullptr);
     }
     ++changes_;
@@ -162,9 +163,16 @@ std::string Agent::do_egresses() {
 std::string Agent::do_ask(const proto::AskRequest& r) {
   auto it = desired_.egress.find(r.address);
   if (it == desired_.egress.end() || !names_listed(it->second, r.name)) {
-    return proto::format_ok(proto::format_ask_payload({false, {}}));
+    return proto::format_ok(proto::format_ask_payload({false, {}, ""}));
   }
-  return proto::format_ok(proto::format_ask_payload({true, it->second.ports}));
+  std::string entry;  // the first entry that matches, for the resolver's egress log
+  for (const auto& pattern : it->second.names) {
+    if (proto::egress_name_matches(pattern, r.name)) {
+      entry = pattern;
+      break;
+    }
+  }
+  return proto::format_ok(proto::format_ask_payload({true, it->second.ports, entry}));
 }
 
 std::string Agent::do_pair(const Peer& peer, const proto::PairRequest& r) {
@@ -296,6 +304,25 @@ Result<bool> Agent::egress_drifted() {
     if (!kernel.contains(source)) return true;
   }
   return false;
+}
+
+std::string Agent::do_egress_log(const proto::EgressLogRequest& r) {
+  // Only sources with a list are kept (their number is bounded by the lists), and their last
+  // kMaxEgressLogLines lines.
+  if (!desired_.egress.contains(r.line.source)) {
+    egress_log_.erase(r.line.source);
+    return proto::format_ok();
+  }
+  auto& lines = egress_log_[r.line.source];
+  lines.push_back(r.line);
+  if (lines.size() > kMaxEgressLogLines) lines.pop_front();
+  return proto::format_ok();
+}
+
+std::string Agent::do_egress_log_query(const proto::EgressLogQuery& r) const {
+  auto it = egress_log_.find(r.address);
+  if (it == egress_log_.end()) return proto::format_ok(proto::format_egress_log_payload({}));
+  return proto::format_ok(proto::format_egress_log_payload({it->second.begin(), it->second.end()}));
 }
 
 }  // namespace pvs::agent

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGUSR1);  // the egress log's aggregates, now
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
   pvs::resolver::Resolver resolver(*config);
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
   int sig = 0;
   do {
     sigwait(&signals, &sig);
-  } while (sig == SIGHUP);
+    if (sig == SIGUSR1) resolver.flush_egress_log();
+  } while (sig == SIGHUP || sig == SIGUSR1);
   pvs::log::info(std::string("stopping on ") + strsignal(sig));
   resolver.stop();
   const auto& s = resolver.stats();
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
       "queries=" + std::to_string(s.queries) + " answered=" + std::to_string(s.answered) +
       " refused=" + std::to_string(s.refused) + " failed=" + std::to_string(s.failed) +
       " limited=" + std::to_string(s.limited) + " outsider=" + std::to_string(s.outsider) +
-      " tcp_refused=" + std::to_string(s.tcp_refused));
+      " tcp_refused=" + std::to_string(s.tcp_refused) +
+      " log_lines=" + std::to_string(s.log_lines) + " log_failed=" + std::to_string(s.log_failed));
   return 0;
 }

@@ -23,7 +23,32 @@ std::int64_t mono_ms() {
 
 Resolver::Resolver(ResolverConfig config)
     : config_(std::move(config)),
-      fair_(config_.max_inflight, config_.max_inflight_per_source, config_.max_queued_per_source) {}
+      fair_(config_.max_inflight, config_.max_inflight_per_source, config_.max_queued_per_source) {
+  if (config_.egress_log) {
+    log_ = std::make_unique<EgressLog>(EgressLog::Limits{config_.egress_log_window_ms,
+                                                         config_.egress_log_max_names,
+                                                         config_.egress_log_max_sources});
+  }
+}
+
+void Resolver::log_decision(const Job& job, bool allowed, const std::vector<dns::Record>& answer) {
+  if (!log_) return;
+  EgressDecision d{job.source, job.query.name, allowed, job.entry, {}};
+  for (const auto& rec : answer) {
+    if (rec.address) d.answer.push_back(*rec.address);
+  }
+  log_->record(d, mono_ms());
+}
+
+void Resolver::flush_log(std::int64_t now_ms) {
+  if (!log_) return;
+  for (const auto& line : log_->take(now_ms, flush_all_.exchange(false))) {
+    ++stats_.log_lines;
+    agent().call(proto::format_egress_log(line), [this](Result<proto::Reply> r) {
+      if (!r || !r->ok) ++stats_.log_failed;
+    });
+  }
+}
 
 bool Resolver::admit(Ipv4Address source) {
   if (config_.queries_per_second == 0) return true;
@@ -63,7 +88,7 @@ void Resolver::intake(Ipv4Address source, std::span<const std::uint8_t> wire, st
   ++stats_.queries;
   std::optional<std::uint16_t> qid;
   auto query = dns::parse_query(wire, &qid);
-  Job job{source, {}, tcp, from};
+  Job job{source, {}, tcp, from, {}};
   if (!query) {
     if (!qid) return;
     ++stats_.refused;
@@ -102,8 +127,13 @@ void Resolver::on_ask(std::uint64_t id, Result<proto::Reply> asked) {
     return finish(id, refuse(job, dns::Rcode::kServFail));
   }
   auto verdict = proto::parse_ask_payload(asked->text);
-  if (!verdict || !verdict->allow) return finish(id, refuse(job, dns::Rcode::kRefused));
+  if (!verdict || !verdict->allow) {
+    log_decision(job, false);
+    return finish(id, refuse(job, dns::Rcode::kRefused));
+  }
+  jobs_.at(id).entry = verdict->entry;
   if (job.query.type == dns::kTypeAaaa) {  // IPv6 stays blocked: an empty answer, at once
+    log_decision(job, true);
     ++stats_.answered;
     return finish(id, dns::build_answer(job.query, dns::Rcode::kNoError, {}, 0, kUdpMax));
   }
@@ -119,6 +149,7 @@ void Resolver::on_upstream(std::uint64_t id, Result<dns::Response> response) {
     return finish(id, refuse(job, dns::Rcode::kServFail));
   }
   if (response->rcode != dns::Rcode::kNoError) {
+    log_decision(job, true);
     ++stats_.answered;
     return finish(id, dns::build_answer(job.query, response->rcode, {}, 0, kUdpMax));
   }
@@ -153,10 +184,12 @@ void Resolver::on_pair(std::uint64_t id, Result<proto::Reply> paired,
     log::warn(
         "PAIR " + job.source.to_string() + " " + job.query.name + ": " +
         (paired ? std::to_string(paired->code) + " " + paired->text : paired.error().message));
+    if (paired && paired->code == 403) log_decision(job, false);
     return finish(id, refuse(job, paired && paired->code == 403 ? dns::Rcode::kRefused
                                                                 : dns::Rcode::kServFail));
   }
   ++stats_.answered;
+  log_decision(job, true, records);
   log::debug("answer " + job.source.to_string() + " " + job.query.name +
              " records=" + std::to_string(records.size()) + " ttl=" + std::to_string(ttl));
   std::size_t max_size = job.tcp != 0 ? 65535 : kUdpMax;

@@ -22,6 +22,7 @@
 
 #include "agent_link.h"
 #include "dns_message.h"
+#include "egress_log.h"
 #include "fair_queue.h"
 #include "resolver_config.h"
 #include "upstream.h"
@@ -37,6 +38,8 @@ struct Stats {
   std::atomic<std::uint64_t> limited{0};      // dropped: over the source's budget or queue
   std::atomic<std::uint64_t> outsider{0};     // dropped: source outside sandbox_cidr
   std::atomic<std::uint64_t> tcp_refused{0};  // connections closed at once (cidr or caps)
+  std::atomic<std::uint64_t> log_lines{0};    // ELOG lines sent to the agent
+  std::atomic<std::uint64_t> log_failed{0};   // of them, not taken (an error or no reply)
 };
 
 class Resolver {
@@ -54,6 +57,9 @@ class Resolver {
   Status start();
   void stop();
   const Stats& stats() const { return stats_; }
+  // Sends the egress log's aggregates of every window now, not at their windows' ends
+  // (SIGUSR1); any thread.
+  void flush_egress_log() { flush_all_ = true; }
 
  private:
   struct Job {
@@ -61,6 +67,7 @@ class Resolver {
     dns::Query query;
     std::uint64_t tcp = 0;  // the TCP client to answer; 0: UDP
     sockaddr_in from{};     // UDP
+    std::string entry;      // the list entry ASK matched
   };
   struct TcpClient {
     UniqueFd fd;
@@ -90,11 +97,16 @@ class Resolver {
   void send_reply(const Job& job, const std::vector<std::uint8_t>& reply);
   std::vector<std::uint8_t> refuse(const Job& job, dns::Rcode rcode);
   AgentLink& agent();
+  // The egress log: a decision on `job` (allowed: with the answer's addresses).
+  void log_decision(const Job& job, bool allowed, const std::vector<dns::Record>& answer = {});
+  // Sends the aggregates of the windows that ended to the agent (resolver_io.cc's loop).
+  void flush_log(std::int64_t now_ms);
 
   ResolverConfig config_;
   UniqueFd udp_;
   UniqueFd tcp_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> flush_all_{false};
   std::thread thread_;
   std::unique_ptr<Upstream> upstream_;
   std::vector<std::unique_ptr<AgentLink>> agents_;
@@ -109,6 +121,7 @@ class Resolver {
     std::int64_t last_ms = 0;
   };
   std::unordered_map<std::uint32_t, Bucket> buckets_;
+  std::unique_ptr<EgressLog> log_;  // null: egress_log off
   Stats stats_;
 };
 

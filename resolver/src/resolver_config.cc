@@ -32,6 +32,10 @@ Result<ResolverConfig> parse_config(std::string_view text, std::string_view sour
   m.integer("max_answer_ttl", &c.max_answer_ttl, 0, 604'800);
   m.integer("queries_per_second", &c.queries_per_second, 0, 1'000'000);
   m.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
+  m.boolean("egress_log", &c.egress_log);
+  m.integer("egress_log_window_ms", &c.egress_log_window_ms, 100, 3'600'000);
+  m.integer("egress_log_max_names", &c.egress_log_max_names, 1, 1024);
+  m.integer("egress_log_max_sources", &c.egress_log_max_sources, 1, 65536);
   if (m.ok()) {
     if (auto a = Ipv4Address::parse(listen); a) {
       c.listen = *a;

@@ -38,6 +38,13 @@ struct ResolverConfig {
   // 0: no limit.
   std::uint32_t queries_per_second = 100;
   std::string log_level = "info";
+  // The egress log (docs/agent.md "Egress log"): every decision, aggregated per source and
+  // window, sent to the agent as ELOG lines; at most egress_log_max_names lines (plus one for
+  // the rest) per source and window, and egress_log_max_sources sources a window.
+  bool egress_log = true;
+  std::uint32_t egress_log_window_ms = 60000;
+  std::uint32_t egress_log_max_names = 32;
+  std::uint32_t egress_log_max_sources = 4096;
 };
 
 Result<ResolverConfig> parse_config(std::string_view text, std::string_view source);

@@ -126,6 +126,7 @@ void Resolver::loop() {
       continue;
     }
     now = mono_ms();
+    flush_log(now);
     if (fds[0].revents & POLLIN) read_udp();
     if (fds[1].revents & POLLIN) accept_tcp();
     for (std::size_t i = 0; i < client_ids.size(); ++i) {

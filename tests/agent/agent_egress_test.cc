@@ -84,8 +84,10 @@ TEST_F(AgentEgress, ListsAskAndPairs) {
             "OK");
   EXPECT_EQ(listed(*sets), (std::set<std::string>{"10.99.0.7"}));
   EXPECT_EQ(agent->handle(peer_, "EGRESSES"), "OK 1 10.99.0.7=80,443/pypi.org,*.github.com");
-  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 pypi.org"), "OK allow ports=80,443");
-  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 api.github.com"), "OK allow ports=80,443");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 pypi.org"),
+            "OK allow ports=80,443 entry=pypi.org");
+  EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 api.github.com"),
+            "OK allow ports=80,443 entry=*.github.com");
   EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 github.com"), "OK deny");
   EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.7 example.org"), "OK deny");
   EXPECT_EQ(agent->handle(resolver_, "ASK 10.99.0.8 pypi.org"), "OK deny");
@@ -144,9 +146,9 @@ TEST_F(AgentEgress, ResolverUidsMaySendOnlyTheirVerbs) {
   auto agent = start_agent(&sets);
   EXPECT_EQ(agent->handle(resolver_, "HELLO 1").substr(0, 2), "OK");
   EXPECT_EQ(agent->handle(resolver_, "STATUS").substr(0, 2), "OK");
-  for (const char* line :
-       {"EGRESS 10.99.0.7 ports=80 names=a.b", "EGRESS 10.99.0.7 off", "EGRESSES",
-        "ALLOW 10.99.0.7", "REVOKE 10.99.0.7", "SYNC", "LIST", "BINDINGS", "UNBIND veth100i0"}) {
+  for (const char* line : {"EGRESS 10.99.0.7 ports=80 names=a.b", "EGRESS 10.99.0.7 off",
+                           "EGRESSES", "ALLOW 10.99.0.7", "REVOKE 10.99.0.7", "SYNC", "LIST",
+                           "BINDINGS", "UNBIND veth100i0", "EGRESSLOG 10.99.0.7"}) {
     EXPECT_EQ(agent->handle(resolver_, line).substr(0, 7), "ERR 403") << line;
   }
   EXPECT_TRUE(listed(*sets).empty());
@@ -270,6 +272,43 @@ TEST_F(AgentEgress, ListsSurviveARestartAndPairsOfUnlistedSourcesAreDropped) {
   sets->flush_externally(kListed);
   agent->tick();
   EXPECT_EQ(listed(*sets), (std::set<std::string>{"10.99.0.7", "10.99.0.9"}));
+}
+
+// The resolver's egress log: kept per listed source, its last 256 lines, for EGRESSLOG; a
+// source without a list keeps none, and switching its list off drops its log.
+TEST_F(AgentEgress, KeepsTheResolversEgressLogPerListedSource) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=pypi.org,*.github.com"), "OK");
+  std::string refused = "ELOG 10.99.0.7 files.pythonhosted.org refuse n=1234 at=5 entry=- to=-";
+  std::string allowed =
+      "ELOG 10.99.0.7 api.github.com allow n=2 at=5 entry=*.github.com "
+      "to=140.82.121.6";
+  EXPECT_EQ(agent->handle(resolver_, refused), "OK");
+  EXPECT_EQ(agent->handle(resolver_, allowed), "OK");
+  EXPECT_EQ(agent->handle(resolver_, "ELOG 10.99.0.8 a.org refuse n=1 at=5 entry=- to=-"), "OK");
+  EXPECT_EQ(
+      agent->handle(resolver_, "ELOG 10.99.0.7 a.org refuse n=0 at=5 entry=- to=-").substr(0, 7),
+      "ERR 400");
+  std::string log = agent->handle(peer_, "EGRESSLOG 10.99.0.7");
+  EXPECT_EQ(log,
+            "OK 2 files.pythonhosted.org/refuse/1234/5/-/- "
+            "api.github.com/allow/2/5/*.github.com/140.82.121.6");
+  auto parsed = proto::parse_egress_log_payload(*Ipv4Address::parse("10.99.0.7"), log.substr(3));
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ((*parsed)[0].count, 1234u);
+  EXPECT_EQ(agent->handle(peer_, "EGRESSLOG 10.99.0.8"), "OK 0");  // no list: nothing kept
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(agent->handle(resolver_, "ELOG 10.99.0.7 n" + std::to_string(i) +
+                                           ".org refuse n=1 at=6 entry=- to=-"),
+              "OK");
+  }
+  log = agent->handle(peer_, "EGRESSLOG 10.99.0.7");
+  EXPECT_EQ(log.substr(0, 7), "OK 256 ");
+  EXPECT_NE(log.find(" n299.org/"), std::string::npos);
+  EXPECT_EQ(log.find(" n43.org/"), std::string::npos);  // the oldest went first
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 off"), "OK");
+  EXPECT_EQ(agent->handle(peer_, "EGRESSLOG 10.99.0.7"), "OK 0");
 }
 
 TEST_F(AgentEgress, MissingSetsAreAConflict) {

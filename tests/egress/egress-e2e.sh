@@ -136,6 +136,8 @@ upstreams: ["203.0.113.53"]
 agent_socket: $RIG_TMP/run/agent.sock
 upstream_timeout_ms: 1000
 log_level: debug
+egress_log: true
+egress_log_window_ms: 3600000
 CONF
 start_agent
 start_resolver
@@ -185,6 +187,22 @@ expect "ct102 b.other.test" "NOERROR 203.0.113.21" in_b dns $GW b.other.test
 expect "ct102 -> b.other.test:443" open in_b connect 203.0.113.21 443
 expect "ct102 a.allowed.test" REFUSED in_b dns $GW a.allowed.test
 expect "ct102 -> 203.0.113.20:80 (ct101's pair)" "reset 0.0" in_b connect 203.0.113.20 80
+
+echo "--- egress log: the resolver's decisions of ct102, kept by the agent (SIGUSR1: flush now)"
+kill -USR1 "$RESOLVER_PID"
+out=""
+for _ in $(seq 1 50); do
+	out=$(agent "EGRESSLOG $IP_B" 2>&1 | head -n1) || true
+	[[ $out == "OK 2 "* ]] && break
+	sleep 0.1
+done
+log_re='^OK 2 b\.other\.test/allow/1/[0-9]+/b\.other\.test/203\.0\.113\.21 a\.allowed\.test/refuse/1/[0-9]+/-/-$'
+if [[ $out =~ $log_re ]]; then
+	echo "    ok   EGRESSLOG ct102: $out"
+else
+	echo "    FAIL EGRESSLOG ct102: got '$out'"
+	FAILED=$((FAILED + 1))
+fi
 
 echo "--- TTL expiry (TTL 1 s, floor 2 s)"
 expect "ct101 short.ttl.test" "NOERROR 203.0.113.25" in_a dns $GW short.ttl.test

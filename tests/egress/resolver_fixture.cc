@@ -85,7 +85,21 @@ void FakeAgent::serve(UniqueFd fd) {
       in.erase(0, nl + 1);
       ++requests_;
       if (line.rfind("ASK ", 0) == 0) {
-        out += proto::format_ok(proto::format_ask_payload({true, {80}})) + "\n";
+        std::string name = line.substr(line.rfind(' ') + 1);
+        bool no = name.rfind("no", 0) == 0;
+        proto::AskAnswer answer{true, {80}, name};  // listed as itself
+        if (no) answer = {false, {}, ""};
+        out += proto::format_ok(proto::format_ask_payload(answer)) + "\n";
+      } else if (line.rfind("ELOG ", 0) == 0) {
+        auto parsed = proto::parse_egress_log(line);
+        if (parsed) {
+          std::lock_guard lock(mutex_);
+          log_.push_back(std::move(*parsed));
+        }
+        out +=
+            (parsed ? proto::format_ok()
+                    : proto::format_error(proto::ReplyCode::kBadRequest, parsed.error().message)) +
+            "\n";
       } else if (line.rfind("PAIR ", 0) == 0) {
         out += proto::format_ok("1") + "\n";
       } else {
@@ -94,6 +108,11 @@ void FakeAgent::serve(UniqueFd fd) {
     }
     if (!out.empty()) ::send(fd.get(), out.data(), out.size(), MSG_NOSIGNAL);
   }
+}
+
+std::vector<proto::EgressLogLine> FakeAgent::log() {
+  std::lock_guard lock(mutex_);
+  return log_;
 }
 
 FakeUpstream::FakeUpstream(std::string held_prefix) : held_prefix_(std::move(held_prefix)) {

@@ -1,5 +1,6 @@
 // Real pieces around a real pve-sandbox-resolver process for the load tests (#32): a fake agent
-// on a unix socket (allows every name, pairs everything, counts its connections), a fake
+// on a unix socket (allows every name but those starting with "no", listed as itself, pairs
+// everything, counts its connections, keeps the ELOG lines it gets), a fake
 // upstream on loopback UDP that answers at once or holds the names it is told to until the test
 // releases them (so interleavings happen by construction), and DNS clients bound to chosen
 // loopback sources (127.0.0.0/8 is all loopback on Linux).
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "dns_message.h"
+#include "pvesandbox/common/protocol.h"
 #include "pvesandbox/common/unique_fd.h"
 
 namespace pvs::resolver::testing {
@@ -30,6 +32,8 @@ class FakeAgent {
   const std::string& path() const { return path_; }
   int connections() const { return connections_; }
   int requests() const { return requests_; }
+  // The ELOG lines received so far (the egress log), parsed.
+  std::vector<proto::EgressLogLine> log();
 
  private:
   void serve(UniqueFd fd);
@@ -40,6 +44,7 @@ class FakeAgent {
   std::atomic<int> requests_{0};
   std::mutex mutex_;
   std::vector<std::thread> threads_;
+  std::vector<proto::EgressLogLine> log_;  // under mutex_
 };
 
 class FakeUpstream {

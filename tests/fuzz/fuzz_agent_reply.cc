@@ -30,5 +30,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = parse_ask_payload(format_ask_payload(*answer));
     if (!again || *again != *answer) std::abort();
   }
+  if (auto lines = parse_egress_log_payload(pvs::Ipv4Address(0x0a630007u), payload)) {
+    auto again =
+        parse_egress_log_payload(pvs::Ipv4Address(0x0a630007u), format_egress_log_payload(*lines));
+    if (!again || *again != *lines) std::abort();
+  }
   return 0;
 }

@@ -1,5 +1,6 @@
 // Fuzzes the agent's request parser: whatever the bytes, parse_request() must return a value
-// or an error without crashing, and anything it accepts must survive a format/parse round trip.
+// or an error without crashing, and anything it accepts must survive a format/parse round trip;
+// the same for the resolver's ELOG lines (parse_egress_log).
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -17,6 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto reply = pvs::proto::format_error(pvs::proto::reply_code_for(request.error()),
                                           request.error().message);
     if (!pvs::proto::parse_reply(reply)) std::abort();
+  }
+  if (auto log = pvs::proto::parse_egress_log(line)) {
+    auto again = pvs::proto::parse_egress_log(pvs::proto::format_egress_log(*log));
+    if (!again || !(*again == *log)) std::abort();
   }
   return 0;
 }

@@ -99,7 +99,7 @@ if start_agent +net_admin; then
   expect "list" "LIST" "OK 2 10.99.0.*"
   expect "revoke" "REVOKE 10.99.0.8" "OK"
   expect "egress" "EGRESS 10.99.0.10 ports=80,443 names=pypi.org,*.github.com" "OK"
-  expect "ask" "ASK 10.99.0.10 api.github.com" "OK allow ports=80,443"
+  expect "ask" "ASK 10.99.0.10 api.github.com" "OK allow ports=80,443*"
   expect "pair" "PAIR 10.99.0.10 api.github.com 203.0.113.5 ttl=60" "OK 2"
   expect "egresses" "EGRESSES" "OK 1 10.99.0.10=80,443/pypi.org,\*.github.com"
   pairs_now=$(ip netns exec "$ns" nft list set inet sandbox egress_pairs)

@@ -140,13 +140,71 @@ TEST(EgressPayloads, RoundTrip) {
   EXPECT_FALSE(parse_egresses_payload("1 10.99.0.7/80=a.b").has_value());
   EXPECT_FALSE(parse_egresses_payload("2 10.99.0.7=80/a.b 10.99.0.7=80/a.b").has_value());
 
-  EXPECT_EQ(format_ask_payload(AskAnswer{true, {80, 443}}), "allow ports=80,443");
-  EXPECT_EQ(format_ask_payload(AskAnswer{false, {}}), "deny");
-  EXPECT_EQ(parse_ask_payload("allow ports=80,443").value(), (AskAnswer{true, {80, 443}}));
-  EXPECT_EQ(parse_ask_payload("deny").value(), (AskAnswer{false, {}}));
+  EXPECT_EQ(format_ask_payload(AskAnswer{true, {80, 443}, ""}), "allow ports=80,443");
+  EXPECT_EQ(format_ask_payload(AskAnswer{false, {}, ""}), "deny");
+  EXPECT_EQ(parse_ask_payload("allow ports=80,443").value(), (AskAnswer{true, {80, 443}, ""}));
+  EXPECT_EQ(parse_ask_payload("deny").value(), (AskAnswer{false, {}, ""}));
   EXPECT_FALSE(parse_ask_payload("allow").has_value());
   EXPECT_FALSE(parse_ask_payload("allow ports=").has_value());
   EXPECT_FALSE(parse_ask_payload("maybe").has_value());
+  // The entry that matched (the resolver's egress log).
+  EXPECT_EQ(format_ask_payload(AskAnswer{true, {443}, "*.github.com"}),
+            "allow ports=443 entry=*.github.com");
+  EXPECT_EQ(parse_ask_payload("allow ports=443 entry=*.github.com").value(),
+            (AskAnswer{true, {443}, "*.github.com"}));
+  EXPECT_FALSE(parse_ask_payload("allow ports=443 entry=").has_value());
+  EXPECT_FALSE(parse_ask_payload("allow ports=443 entry=Bad..name").has_value());
+  EXPECT_FALSE(parse_ask_payload("allow ports=443 other=x").has_value());
+}
+
+TEST(ProtocolEgress, EgressLogLines) {
+  EgressLogLine l{*Ipv4Address::parse("10.99.0.7"),
+                  "files.pythonhosted.org",
+                  false,
+                  1234,
+                  1795747781103,
+                  "",
+                  {}};
+  std::string text = format_egress_log(l);
+  EXPECT_EQ(text,
+            "ELOG 10.99.0.7 files.pythonhosted.org refuse n=1234 at=1795747781103 entry=- to=-");
+  EXPECT_EQ(parse_egress_log(text).value(), l);
+  std::string allowed =
+      "ELOG 10.99.0.7 api.github.com allow n=2 at=5 entry=*.github.com to=1.2.3.4,5.6.7.8";
+  auto a = parse_egress_log(allowed);
+  ASSERT_TRUE(a) << a.error().message;
+  EXPECT_EQ(a->entry, "*.github.com");
+  EXPECT_EQ(a->to.size(), 2u);
+  EXPECT_EQ(format_egress_log(*a), allowed);
+  EXPECT_TRUE(parse_egress_log("ELOG 10.99.0.7 * refuse n=3 at=5 entry=- to=-"));
+  for (const char* bad : {"ELOG 10.99.0.7 a.b refuse n=0 at=5 entry=- to=-",
+                          "ELOG 10.99.0.7 a.b maybe n=1 at=5 entry=- to=-",
+                          "ELOG 10.99.0.7 A.b refuse n=1 at=5 entry=- to=-",
+                          "ELOG 10.99.0.7 a.b refuse n=1 at=5 entry=- to=1.2.3",
+                          "ELOG 10.99.0.7 a.b refuse n=1 at=-5 entry=- to=-",
+                          "ELOG 10.99.0.7 a.b refuse m=1 at=5 entry=- to=-",
+                          "ELOG 10.99.0.7 a.b refuse n=1 at=5 entry=-", "ASK 10.99.0.7 a.b"}) {
+    EXPECT_FALSE(parse_egress_log(bad).has_value()) << bad;
+  }
+  // As agent requests, and EGRESSLOG's reply.
+  auto request = parse_request(allowed);
+  ASSERT_TRUE(request) << request.error().message;
+  EXPECT_EQ(verb_name(*request), "ELOG");
+  EXPECT_EQ(format_request(*request), allowed);
+  auto query = parse_request("EGRESSLOG 10.99.0.7");
+  ASSERT_TRUE(query);
+  EXPECT_EQ(verb_name(*query), "EGRESSLOG");
+  EXPECT_EQ(format_request(*query), "EGRESSLOG 10.99.0.7");
+  EXPECT_FALSE(parse_request("EGRESSLOG").has_value());
+  std::vector<EgressLogLine> lines{l, *a};
+  std::string payload = format_egress_log_payload(lines);
+  EXPECT_EQ(payload,
+            "2 files.pythonhosted.org/refuse/1234/1795747781103/-/- "
+            "api.github.com/allow/2/5/*.github.com/1.2.3.4,5.6.7.8");
+  EXPECT_EQ(parse_egress_log_payload(l.source, payload).value(), lines);
+  EXPECT_EQ(parse_egress_log_payload(l.source, "0").value(), std::vector<EgressLogLine>{});
+  EXPECT_FALSE(parse_egress_log_payload(l.source, "1 a.b/refuse/1/5/-").has_value());
+  EXPECT_FALSE(parse_egress_log_payload(l.source, "2 a.b/refuse/1/5/-/-").has_value());
 }
 
 }  // namespace

@@ -108,6 +108,7 @@ void E2bRoutes::files_post(RequestContext& ctx) {
       asked.action = PolicyAction::kFilesWrite;
       asked.path = written[i].path;
       asked.canonical = canonical_write(asked.path, o.mode, sha256_hex(files[i].second));
+      asked.content = files[i].second;
       ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
     }
     for (std::size_t i = 0; i < files.size(); ++i) {

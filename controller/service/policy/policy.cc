@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
+#include <string>
 #include <utility>
 
 namespace pvs::service {
@@ -33,11 +35,34 @@ struct Rule {
   std::unique_ptr<RE2> command;  // null: any text
   std::unique_ptr<RE2> names;    // null: any egress names
   std::unique_ptr<RE2> env;      // null: any env names
+  std::unique_ptr<RE2> content;  // null: any content
+
+  // The rule's decision on `r`, or nullopt when some condition does not hold.
+  std::optional<PolicyDecision> judge(const PolicyRequest& r) const {
+    if (!matches(r)) return std::nullopt;
+    if (!content) return PolicyDecision{spec.verdict, spec.where, spec.message};
+    if (!r.content) return std::nullopt;
+    if (r.content_cut || r.content->size() > spec.content_max_bytes) {
+      if (!spec.oversize) return std::nullopt;
+      return PolicyDecision{*spec.oversize, spec.where,
+                            "content larger than " + std::to_string(spec.content_max_bytes) +
+                                " bytes, not searched" +
+                                (spec.message.empty() ? "" : ": " + spec.message)};
+    }
+    re2::StringPiece text(r.content->data(), r.content->size());
+    if (!RE2::PartialMatch(text, *content)) return std::nullopt;
+    return PolicyDecision{spec.verdict, spec.where, spec.message};
+  }
+
+  // Whether the path glob holds for `path` (no glob: any path).
+  bool path_holds(const std::string& path) const {
+    return spec.path.empty() || ::fnmatch(spec.path.c_str(), path.c_str(), 0) == 0;
+  }
 
   bool matches(const PolicyRequest& r) const {
     if (!spec.actions.count(r.action)) return false;
     if (command && !RE2::PartialMatch(r.text, *command)) return false;
-    if (!spec.path.empty() && ::fnmatch(spec.path.c_str(), r.path.c_str(), 0) != 0) return false;
+    if (!path_holds(r.path)) return false;
     if (env && std::none_of(r.env_names.begin(), r.env_names.end(),
                             [&](const std::string& n) { return RE2::PartialMatch(n, *env); }))
       return false;
@@ -53,6 +78,14 @@ struct Rule {
     return true;
   }
 };
+
+const std::set<PolicyAction> kContentActions{PolicyAction::kFilesWrite, PolicyAction::kFilesEdit,
+                                             PolicyAction::kExec};
+
+// Content is text of many lines: `^` and `$` match at each line.
+std::string content_pattern(const std::string& pattern) {
+  return "(?m)" + pattern;
+}
 
 Result<std::vector<Rule>> compile_rules(std::vector<PolicyRuleSpec> specs) {
   std::vector<Rule> rules;
@@ -75,6 +108,21 @@ Result<std::vector<Rule>> compile_rules(std::vector<PolicyRuleSpec> specs) {
         return fail(ErrorCode::kInvalidArgument, spec.where + ".egress_names: " + *e);
       rule.names = std::make_unique<RE2>(spec.egress_names, pattern_options());
     }
+    if (!spec.content.empty()) {
+      if (auto e = policy_pattern_error(spec.content))
+        return fail(ErrorCode::kInvalidArgument, spec.where + ".content: " + *e);
+      rule.content = std::make_unique<RE2>(content_pattern(spec.content), pattern_options());
+      for (PolicyAction a : spec.actions) {
+        if (!kContentActions.contains(a))
+          return fail(ErrorCode::kInvalidArgument,
+                      spec.where +
+                          ".content: judges files.write, files.edit and exec (stdin), "
+                          "not " +
+                          std::string(to_string(a)));
+      }
+    }
+    if (auto e = policy_glob_error(spec.path))
+      return fail(ErrorCode::kInvalidArgument, spec.where + ".path: " + *e);
     rule.spec = std::move(spec);
     rules.push_back(std::move(rule));
   }
@@ -118,6 +166,24 @@ std::optional<std::string> policy_pattern_error(const std::string& pattern) {
   return "not a valid regular expression (RE2 syntax): " + re.error();
 }
 
+std::optional<std::string> policy_glob_error(const std::string& glob) {
+  for (std::size_t i = 0; i < glob.size(); ++i) {
+    if (glob[i] == '\\') {
+      if (++i == glob.size()) return "not a valid glob: ends in a lone backslash";
+    } else if (glob[i] == '[') {
+      // fnmatch takes a `]` right after `[` or `[!` as a member, not the end.
+      std::size_t j = i + 1;
+      if (j < glob.size() && (glob[j] == '!' || glob[j] == '^')) ++j;
+      if (j < glob.size() && glob[j] == ']') ++j;
+      j = glob.find(']', j);
+      if (j == std::string::npos)
+        return "not a valid glob: the [ at offset " + std::to_string(i) + " is never closed";
+      i = j;
+    }
+  }
+  return std::nullopt;
+}
+
 Policy::Policy() : impl_(std::make_shared<Impl>()) {}
 
 Result<Policy> Policy::compile(PolicySpec spec) {
@@ -140,7 +206,7 @@ PolicyDecision Policy::decide(std::string_view token, const PolicyRequest& reque
   auto own = impl_->token_rules.find(token);
   const auto& rules = own != impl_->token_rules.end() ? own->second : impl_->default_rules;
   for (const Rule& rule : rules) {
-    if (rule.matches(request)) return {rule.spec.verdict, rule.spec.where, rule.spec.message};
+    if (auto d = rule.judge(request)) return std::move(*d);
   }
   return {impl_->fallback, "policy.fallback", ""};
 }
@@ -155,6 +221,18 @@ bool Policy::judges(std::string_view token, PolicyAction action) const {
   const auto& rules = own != impl_->token_rules.end() ? own->second : impl_->default_rules;
   return std::any_of(rules.begin(), rules.end(),
                      [&](const Rule& r) { return r.spec.actions.contains(action); });
+}
+
+std::uint64_t Policy::content_bound(std::string_view token, PolicyAction action,
+                                    const std::string& path) const {
+  auto own = impl_->token_rules.find(token);
+  const auto& rules = own != impl_->token_rules.end() ? own->second : impl_->default_rules;
+  std::uint64_t bound = 0;
+  for (const Rule& r : rules) {
+    if (r.content && r.spec.actions.contains(action) && r.path_holds(path))
+      bound = std::max(bound, r.spec.content_max_bytes);
+  }
+  return bound;
 }
 
 std::size_t Policy::rule_count() const {

@@ -57,6 +57,10 @@ struct PolicyRequest {
   std::vector<std::string> egress_names;    // an allowlist's names
   std::string egress_list;                  // the named list it came from, if any
   std::vector<std::uint16_t> egress_ports;  // an allowlist's ports
+  // files.write and files.edit: what the file will hold; exec: its stdin. nullopt: not looked
+  // at, and a rule with `content` does not hold. The caller keeps the bytes alive.
+  std::optional<std::string_view> content;
+  bool content_cut = false;  // `content` is only the first bytes: the rest was not read
   // Every field the handler acts on, as canonical JSON (policy/canonical.h): what an approval
   // binds (its digest) and shows a person. Empty: the fields above are the whole call.
   std::string canonical;
@@ -67,6 +71,9 @@ struct PolicyDecision {
   std::string rule;     // "policy.default[2]"; "policy.fallback" when no rule matched
   std::string message;  // the rule's message, for the caller (deny, approve)
 };
+
+inline constexpr std::uint64_t kDefaultContentMaxBytes = 1 << 20;
+inline constexpr std::uint64_t kMaxContentMaxBytes = 16 << 20;
 
 // One rule as configured; every condition set must hold.
 struct PolicyRuleSpec {
@@ -80,6 +87,12 @@ struct PolicyRuleSpec {
   std::string egress;            // "off", "on" or "allowlist"; empty: any
   std::string egress_names;      // RE2 on each asked name: some name must match; empty: any
   std::string egress_list;       // the named list asked for; empty: any
+  // RE2 searched in PolicyRequest::content, multi-line (`^`/`$` at each line); empty: any.
+  std::string content;
+  // Content longer than this is not searched: the rule decides `oversize` instead (nullopt:
+  // the rule does not hold, and later rules decide).
+  std::uint64_t content_max_bytes = kDefaultContentMaxBytes;
+  std::optional<Verdict> oversize = Verdict::kApprove;
   Verdict verdict = Verdict::kAllow;
   std::string message;
 };
@@ -92,6 +105,8 @@ struct PolicySpec {
 
 // Why `pattern` is not a valid RE2 pattern, or nullopt.
 std::optional<std::string> policy_pattern_error(const std::string& pattern);
+// Why `glob` is not a valid path glob (an unclosed `[`, a trailing `\`), or nullopt.
+std::optional<std::string> policy_glob_error(const std::string& glob);
 
 class Policy {
  public:
@@ -105,6 +120,11 @@ class Policy {
   // or the fallback is not allow.
   bool judges(std::string_view token, PolicyAction action) const;
   std::size_t rule_count() const;
+  // How many bytes of content a rule for `token` could search in `action` on `path` (the
+  // largest content_max_bytes of the rules with `content` whose path glob matches); 0: none.
+  // A caller that streams content reads that many bytes, plus one, before asking.
+  std::uint64_t content_bound(std::string_view token, PolicyAction action,
+                              const std::string& path) const;
 
  private:
   struct Impl;

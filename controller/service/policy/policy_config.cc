@@ -8,6 +8,31 @@
 namespace pvs::service {
 namespace {
 
+Verdict verdict_of(const std::string& name) {
+  return name == "deny" ? Verdict::kDeny : name == "approve" ? Verdict::kApprove : Verdict::kAllow;
+}
+
+// content, content_max_bytes, oversize: conditions on what a call writes (docs/policy.md).
+void parse_content(yaml::Map& r, PolicyRuleSpec& rule) {
+  r.string("content", &rule.content);
+  if (auto e = policy_pattern_error(rule.content); r.ok() && !rule.content.empty() && e)
+    r.fail("content", *e);
+  for (PolicyAction a : rule.actions) {
+    if (r.ok() && !rule.content.empty() && a != PolicyAction::kFilesWrite &&
+        a != PolicyAction::kFilesEdit && a != PolicyAction::kExec)
+      r.fail("content", "judges files.write, files.edit and exec (its stdin), not " +
+                            std::string(to_string(a)));
+  }
+  r.integer("content_max_bytes", &rule.content_max_bytes, 1,
+            static_cast<long long>(kMaxContentMaxBytes));
+  std::string oversize = "approve";
+  if (r.has("oversize")) r.one_of("oversize", &oversize, {"allow", "deny", "approve", "skip"});
+  rule.oversize = oversize == "skip" ? std::nullopt : std::optional(verdict_of(oversize));
+  for (const char* key : {"content_max_bytes", "oversize"}) {
+    if (r.ok() && r.has(key) && rule.content.empty()) r.fail(key, "applies to a rule with content");
+  }
+}
+
 PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceConfig& c) {
   PolicyRuleSpec rule;
   rule.where = where;
@@ -37,8 +62,10 @@ PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceC
   r.string("env_names", &rule.env_names);
   if (auto e = policy_pattern_error(rule.env_names); r.ok() && !rule.env_names.empty() && e)
     r.fail("env_names", *e);
-  if (r.ok() && !rule.path.empty() && rule.path[0] != '/')
-    r.fail("path", "must be an absolute path glob, e.g. /etc/*");
+  if (r.ok() && !rule.path.empty() && rule.path[0] != '/' && rule.path[0] != '*')
+    r.fail("path", "must be an absolute path glob, e.g. /etc/*, or start with *, e.g. *.py");
+  if (auto e = policy_glob_error(rule.path); r.ok() && e) r.fail("path", *e);
+  parse_content(r, rule);
   r.integer("cpus_above", &rule.cpus_above, 0, 1024);
   r.integer("memory_mb_above", &rule.memory_mb_above, 0, 1 << 30);
   r.integer("disk_gb_above", &rule.disk_gb_above, 0, 1 << 20);

@@ -151,9 +151,34 @@ struct PairRequest {
   bool operator==(const PairRequest&) const = default;
 };
 
-using Request = std::variant<HelloRequest, AllowRequest, RevokeRequest, SyncRequest, ListRequest,
-                             BindRequest, UnbindRequest, BindingsRequest, StatusRequest,
-                             EgressRequest, EgressesRequest, AskRequest, PairRequest>;
+// ELOG, resolver -> agent (docs/agent.md "Egress log"): one aggregate of the resolver's
+// decisions for a source in one window:
+//   ELOG <ipv4> <name>|* allow|refuse n=<count> at=<unix ms> entry=<pattern>|- to=<ipv4>,...|-
+// `*`: the names beyond the resolver's per-source bound, counted only.
+struct EgressLogLine {
+  Ipv4Address source;
+  std::string name;  // a valid plain name, or "*"
+  bool allowed = false;
+  std::uint64_t count = 0;      // 1 or more
+  std::int64_t window_ms = 0;   // the window's start, unix ms
+  std::string entry;            // the list entry that matched; empty: none
+  std::vector<Ipv4Address> to;  // the last answer's addresses (at most kMaxPairDestinations)
+  bool operator==(const EgressLogLine&) const = default;
+};
+struct EgressLogRequest {
+  EgressLogLine line;
+  bool operator==(const EgressLogRequest&) const = default;
+};
+// EGRESSLOG <ipv4> (controller): the egress log the agent keeps for a source.
+struct EgressLogQuery {
+  Ipv4Address address;
+  bool operator==(const EgressLogQuery&) const = default;
+};
+
+using Request =
+    std::variant<HelloRequest, AllowRequest, RevokeRequest, SyncRequest, ListRequest, BindRequest,
+                 UnbindRequest, BindingsRequest, StatusRequest, EgressRequest, EgressesRequest,
+                 AskRequest, PairRequest, EgressLogRequest, EgressLogQuery>;
 
 // Parses one request line. Errors carry ErrorCode::kTooLarge for an overlong line and
 // kInvalidArgument otherwise, with a message fit to send back (see reply_code_for()).
@@ -223,13 +248,22 @@ struct EgressEntry {
 std::string format_egresses_payload(const std::vector<EgressEntry>& entries);
 Result<std::vector<EgressEntry>> parse_egresses_payload(std::string_view payload);
 
-// ASK: "allow ports=<p>[,<p>...]" or "deny".
+// ASK: "allow ports=<p>[,<p>...][ entry=<pattern>]" or "deny".
 struct AskAnswer {
   bool allow = false;
   std::vector<std::uint16_t> ports;  // empty when denied
+  std::string entry;                 // the list entry that matched ("*.github.com"); may be empty
   bool operator==(const AskAnswer&) const = default;
 };
 std::string format_ask_payload(const AskAnswer& answer);
 Result<AskAnswer> parse_ask_payload(std::string_view payload);
+
+std::string format_egress_log(const EgressLogLine& line);
+Result<EgressLogLine> parse_egress_log(std::string_view line);
+// EGRESSLOG's reply: "<n> <name>/<allow|refuse>/<count>/<at>/<entry|->/<to|-> ..." for one
+// source, oldest first.
+std::string format_egress_log_payload(const std::vector<EgressLogLine>& lines);
+Result<std::vector<EgressLogLine>> parse_egress_log_payload(Ipv4Address source,
+                                                            std::string_view payload);
 
 }  // namespace pvs::proto

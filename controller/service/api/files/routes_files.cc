@@ -15,6 +15,7 @@
 #include "http/json.h"
 #include "http/requests.h"
 #include "policy/canonical.h"
+#include "policy/content_check.h"
 #include "pvesandbox/common/log.h"
 
 namespace pvs::service {
@@ -204,6 +205,14 @@ void FileRoutes::upload(RequestContext& ctx) {
     want = content_digest_sha256(cd);
     if (!want) throw bad_request("Content-Digest: expected sha-256=:<base64 of 32 bytes>:");
   }
+  // Content rules judge the body's head, read now; the upload streams it on (content_check.h).
+  std::optional<std::uint64_t> length;
+  if (req.hasContentLength()) length = static_cast<std::uint64_t>(req.getContentLength64());
+  bool has_body = length.has_value() || req.getChunkedTransferEncoding();
+  BodyHead head(has_body ? &req.stream() : nullptr,
+                config_.policy.content_bound(ctx.principal->name, asked.action, *path), length);
+  head.describe(asked);
+  if (!want) want = head.sha256();
   asked.canonical = canonical_write(*path, mode, want.value_or(""));
   if (!want && config_.policy.decide(ctx.principal->name, asked).verdict == Verdict::kApprove)
     throw bad_request(
@@ -213,9 +222,6 @@ void FileRoutes::upload(RequestContext& ctx) {
   if (!gate_.admit(ctx, asked)) return;
   // The body streams from the socket to SFTP (64 KiB at a time, never held whole); the upload
   // is atomic, so a body that breaks off or exceeds the limit leaves the target untouched.
-  std::optional<std::uint64_t> length;
-  if (req.hasContentLength()) length = static_cast<std::uint64_t>(req.getContentLength64());
-  bool has_body = length.has_value() || req.getChunkedTransferEncoding();
   ChunkQueue queue;
   UploadOptions options;
   options.mode = mode;
@@ -244,7 +250,7 @@ void FileRoutes::upload(RequestContext& ctx) {
       }
       queue.cancel();
     });
-    body = pump_body(has_body ? &req.stream() : nullptr, config_.max_upload_bytes, length, queue);
+    body = pump_body(head.stream(), config_.max_upload_bytes, length, queue);
     uploader.join();
   }
   ctx.body_read = body.state == BodyRead::State::kOk;
@@ -293,6 +299,8 @@ void FileRoutes::edit(RequestContext& ctx) {
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
   asked.canonical = canonical_edit(*req);
+  auto edited = edited_content(config_.policy, ctx.principal->name, *sandbox, *req);
+  if (edited) asked.content = *edited;
   if (!gate_.admit(ctx, asked)) return;
   replies_.send_json(ctx, 200, edit_reply_json(edit_file(*sandbox, *req)));
 }

@@ -206,6 +206,7 @@ ToolResult tool_exec(ToolContext& c) {
   asked.text = req->command;
   for (const auto& [name, value] : req->env) asked.env_names.push_back(name);
   asked.canonical = canonical_exec(*req);
+  asked.content = req->stdin_data;
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
                                            c.call.resume_approval, c.call.pending_approval);
   AuditRecord start = c.record;

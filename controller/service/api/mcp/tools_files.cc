@@ -10,6 +10,7 @@
 #include "http/auth.h"
 #include "http/requests.h"
 #include "policy/canonical.h"
+#include "policy/content_check.h"
 
 namespace pvs::service::mcp {
 
@@ -128,6 +129,7 @@ ToolResult tool_write_file(ToolContext& c) {
   asked.action = PolicyAction::kFilesWrite;
   asked.path = *path;
   asked.canonical = canonical_write(*path, mode, sha256_hex(*content));
+  asked.content = *content;
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
                                            c.call.resume_approval, c.call.pending_approval);
   std::istringstream in(*content);
@@ -154,6 +156,8 @@ ToolResult tool_edit_file(ToolContext& c) {
   asked.action = PolicyAction::kFilesEdit;
   asked.path = req->path;
   asked.canonical = canonical_edit(*req);
+  auto edited = edited_content(c.ops.config.policy, c.call.principal.name, *sandbox, *req);
+  if (edited) asked.content = *edited;
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
                                            c.call.resume_approval, c.call.pending_approval);
   EditReply reply = c.ops.files.edit_file(*sandbox, *req);

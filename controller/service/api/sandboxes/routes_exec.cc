@@ -70,6 +70,7 @@ void SandboxRoutes::exec(RequestContext& ctx) {
   asked.text = req->command;
   for (const auto& [name, value] : req->env) asked.env_names.push_back(name);
   asked.canonical = canonical_exec(*req);
+  asked.content = req->stdin_data;
   if (!d_.gate.admit(ctx, asked)) return;
   std::string command = std::move(req->command);
   ExecOptions options = exec_options(std::move(*req), d_.config.max_exec_output_bytes);
