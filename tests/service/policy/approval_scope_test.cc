@@ -8,25 +8,16 @@
 #include <filesystem>
 #include <thread>
 
-#include "service/support/api_fixture.h"
+#include "service/support/approval_fixture.h"
 #include "service/support/policy_rules.h"
 
 namespace pvs::service {
 namespace {
 
-class ApprovalScopeTest : public ApiTest {
+class ApprovalScopeTest : public ApprovalApiTest {
  protected:
-  test::StackOptions stack_options() override {
-    test::StackOptions o;
-    o.backend = "netns";
-    return o;
-  }
   void adjust_service(ServiceConfig& c) override {
-    char tmpl[] = "/tmp/pvs-approval-scope-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    std::filesystem::permissions(dir_, std::filesystem::perms::all);         // the sandbox's user
-    c.tokens.push_back({"carol", sha256_hex("tok-carol"), 0, false, true});  // an approver
+    add_approver(c);
     PolicySpec spec;
     auto rule = [](const std::string& where, PolicyAction action) {
       return test::rule(where, {action}, Verdict::kApprove);
@@ -49,23 +40,6 @@ class ApprovalScopeTest : public ApiTest {
     c.approval_wait_seconds = 10;
     c.approval_use_seconds = 2;
   }
-  void TearDown() override {
-    ApiTest::TearDown();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-  // Asks asynchronously; the approval's id (empty unless 202).
-  std::string ask(const std::string& method, const std::string& uri, const std::string& body,
-                  std::map<std::string, std::string> headers = {},
-                  const std::string& token = "tok-alice") {
-    headers["Prefer"] = "respond-async";
-    auto r = call(method, uri, body, token, headers);
-    EXPECT_EQ(r.status, 202) << r.body;
-    return r.status == 202 ? json(r.body)->getObject("approval")->getValue<std::string>("id") : "";
-  }
-  bool approve(const std::string& id) {
-    return call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status == 200;
-  }
-  std::string dir_;
 };
 
 TEST_F(ApprovalScopeTest, TheApprovalCoversEveryFieldAndIsShownWhole) {

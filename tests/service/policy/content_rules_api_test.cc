@@ -8,24 +8,15 @@
 
 #include <filesystem>
 
-#include "service/support/api_fixture.h"
+#include "service/support/approval_fixture.h"
 
 namespace pvs::service {
 namespace {
 
-class ContentRulesApiTest : public ApiTest {
+class ContentRulesApiTest : public ApprovalApiTest {
  protected:
-  test::StackOptions stack_options() override {
-    test::StackOptions o;
-    o.backend = "netns";
-    return o;
-  }
   void adjust_service(ServiceConfig& c) override {
-    char tmpl[] = "/tmp/pvs-content-rules-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    std::filesystem::permissions(dir_, std::filesystem::perms::all);         // the sandbox's user
-    c.tokens.push_back({"carol", sha256_hex("tok-carol"), 0, false, true});  // an approver
+    add_approver(c);
     auto rule = [](const std::string& where, std::set<PolicyAction> actions, Verdict verdict,
                    const std::string& content, const std::string& message) {
       PolicyRuleSpec r;
@@ -54,20 +45,6 @@ class ContentRulesApiTest : public ApiTest {
     c.policy = *policy;
     c.approval_wait_seconds = 1;  // MCP: undecided after 1 s, the tool answers with the approval
   }
-  void TearDown() override {
-    ApiTest::TearDown();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
-  }
-  // Asks asynchronously; the approval's id (empty unless 202).
-  std::string ask(const std::string& method, const std::string& uri, const std::string& body) {
-    auto r = call(method, uri, body, "tok-alice", {{"Prefer", "respond-async"}});
-    EXPECT_EQ(r.status, 202) << r.body;
-    return r.status == 202 ? json(r.body)->getObject("approval")->getValue<std::string>("id") : "";
-  }
-  bool approve(const std::string& id) {
-    return call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status == 200;
-  }
-  std::string dir_;
 };
 
 TEST_F(ContentRulesApiTest, RestWritesAndEditsAreJudgedOnTheirContent) {

@@ -25,4 +25,14 @@ inline std::string error_of(const std::string& yaml) {
                                 "controller.yaml:");
 }
 
+// A minimal controller.yaml (tokens ci and ops, an approver) with `policy` as its policy: section.
+inline std::string with_policy(const std::string& policy) {
+  return std::string("auth:\n  tokens:\n    - {name: ci, sha256: ") + kHash +
+         "}\n    - {name: ops, sha256: " + std::string(63, '0') + "1, approver: true}\n" +
+         "proxmox:\n  url: https://127.0.0.1:8006\n  node: pve\n"
+         "  token_id: sandbox@pve!controller\n  token_secret_env: PVS_TEST_SECRET\n"
+         "  template_vmid: 9000\nssh:\n  host_key_policy: insecure\npolicy:\n" +
+         policy;
+}
+
 }  // namespace pvs::service::testing
