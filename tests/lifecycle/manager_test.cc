@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "manager_testing.h"
+#include "model_stack_fixture.h"
 #include "pvesandbox/manager.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
@@ -30,21 +31,8 @@ namespace {
 
 using std::chrono::seconds;
 
-class ManagerModelTest : public ::testing::Test {
+class ManagerModelTest : public ModelStackTest {
  protected:
-  void SetUp() override {
-    test::StackOptions o;
-    o.backend = "model";
-    stack_ = std::make_unique<test::Stack>(o);
-    auto client = pve::Client::create(stack_->manager_config().proxmox);
-    ASSERT_TRUE(client) << client.error().message;
-    client_ = std::move(*client);
-  }
-  void TearDown() override {
-    client_.reset();
-    stack_.reset();
-  }
-
   std::unique_ptr<Manager> open(ManagerConfig c, lifecycle::FaultHook hook = {}) {
     lifecycle::TestPeers peers;
     peers.fault_hook = std::move(hook);
@@ -71,9 +59,6 @@ class ManagerModelTest : public ::testing::Test {
     ASSERT_TRUE(upid) << upid.error().to_string();
     ASSERT_TRUE(client_->wait_task(*upid));
   }
-
-  std::unique_ptr<test::Stack> stack_;
-  std::unique_ptr<pve::Client> client_;
 };
 
 TEST_F(ManagerModelTest, CreateConfiguresGrantsAndDestroyRemovesEverything) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "manager_testing.h"
+#include "model_stack_fixture.h"
 #include "pvesandbox/manager.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
@@ -20,20 +21,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class ReplicaTest : public ::testing::Test {
+class ReplicaTest : public ModelStackTest {
  protected:
-  void SetUp() override {
-    test::StackOptions o;
-    o.backend = "model";
-    stack_ = std::make_unique<test::Stack>(o);
-    auto client = pve::Client::create(stack_->manager_config().proxmox);
-    ASSERT_TRUE(client) << client.error().message;
-    client_ = std::move(*client);
-  }
-  void TearDown() override {
-    client_.reset();
-    stack_.reset();
-  }
   ManagerConfig config(int replicas) {
     auto c = stack_->manager_config();
     c.template_replicas = replicas;
@@ -65,9 +54,6 @@ class ReplicaTest : public ::testing::Test {
     return {now.begin(), now.end()};
   }
   std::uint64_t clones() { return stack_->sim().count("POST", "/nodes/{node}/lxc/{vmid}/clone"); }
-
-  std::unique_ptr<test::Stack> stack_;
-  std::unique_ptr<pve::Client> client_;
 };
 
 TEST_F(ReplicaTest, MadeAtStartAsLabelledTemplatesAndFoundAgainAfterARestart) {
