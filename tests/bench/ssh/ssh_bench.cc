@@ -138,6 +138,24 @@ void reap_orphans() {
   }
 }
 
+// The fields of /proc/<pid>/stat after the command name: [0] state (field 3), [1] ppid,
+// [11..14] utime stime cutime cstime (clock ticks); empty when the process is gone.
+std::vector<std::string> stat_fields(pid_t pid) {
+  std::string st = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close_paren = st.rfind(')');
+  std::vector<std::string> f;
+  if (close_paren == std::string::npos || close_paren + 2 > st.size()) return f;
+  std::istringstream in(st.substr(close_paren + 2));
+  for (std::string w; in >> w && f.size() < 16;) f.push_back(w);
+  if (f.size() < 15) f.clear();
+  return f;
+}
+
+double ticks_ms(const std::string& a, const std::string& b) {
+  return (std::atof(a.c_str()) + std::atof(b.c_str())) * 1000.0 /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 struct TreeCpu {
   double own = 0;       // the sshd processes themselves
   double children = 0;  // processes they reaped: the login shells and what those exec'd
@@ -150,22 +168,14 @@ TreeCpu tree_cpu(pid_t root) {
     double own, children;
   };
   std::map<pid_t, Proc> procs;
-  const double tick_ms = 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
   DIR* d = opendir("/proc");
   while (dirent* e = d ? readdir(d) : nullptr) {
     pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0) continue;
-    std::string st = read_file("/proc/" + std::string(e->d_name) + "/stat");
-    auto close_paren = st.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream in(st.substr(close_paren + 2));
-    std::vector<std::string> f;
-    for (std::string w; in >> w && f.size() < 16;) f.push_back(w);
-    if (f.size() < 15) continue;
-    // f[0] = state (field 3), f[1] = ppid, f[11..14] = utime stime cutime cstime
-    procs[pid] = Proc{static_cast<pid_t>(std::atoi(f[1].c_str())),
-                      (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) * tick_ms,
-                      (std::atof(f[13].c_str()) + std::atof(f[14].c_str())) * tick_ms};
+    auto f = stat_fields(pid);
+    if (f.empty()) continue;
+    procs[pid] = Proc{static_cast<pid_t>(std::atoi(f[1].c_str())), ticks_ms(f[11], f[12]),
+                      ticks_ms(f[13], f[14])};
   }
   if (d) closedir(d);
   TreeCpu sum;
@@ -188,18 +198,8 @@ TreeCpu tree_cpu(pid_t root) {
 // they reaped) and, through the listener's cutime, the connections that have ended.
 double server_cpu_ms(pid_t root) {
   TreeCpu t = tree_cpu(root);
-  double reaped = 0;
-  std::string st = read_file("/proc/" + std::to_string(root) + "/stat");
-  auto close_paren = st.rfind(')');
-  if (close_paren != std::string::npos) {
-    std::istringstream in(st.substr(close_paren + 2));
-    std::vector<std::string> f;
-    for (std::string w; in >> w && f.size() < 16;) f.push_back(w);
-    if (f.size() >= 15)
-      reaped = (std::atof(f[13].c_str()) + std::atof(f[14].c_str())) * 1000.0 /
-               static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
-  return t.own + t.children + reaped;
+  auto f = stat_fields(root);
+  return t.own + t.children + (f.empty() ? 0.0 : ticks_ms(f[13], f[14]));
 }
 
 // The processes below `root` (exclusive), by walking parent links in /proc.
@@ -207,13 +207,8 @@ std::set<pid_t> descendants(pid_t root) {
   std::map<pid_t, pid_t> parent;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     pid_t pid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
-    std::string st = pid > 0 ? read_file(entry.path().string() + "/stat") : "";
-    auto close_paren = st.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream in(st.substr(close_paren + 2));
-    std::string state, ppid;
-    in >> state >> ppid;
-    parent[pid] = static_cast<pid_t>(std::atoi(ppid.c_str()));
+    auto f = pid > 0 ? stat_fields(pid) : std::vector<std::string>{};
+    if (!f.empty()) parent[pid] = static_cast<pid_t>(std::atoi(f[1].c_str()));
   }
   std::set<pid_t> out;
   for (const auto& [pid, pp] : parent) {
@@ -236,15 +231,8 @@ void await_tree(pid_t root, const std::set<pid_t>& before) {
 
 // utime + stime (ms) of one live process.
 double own_cpu_ms(pid_t pid) {
-  std::string st = read_file("/proc/" + std::to_string(pid) + "/stat");
-  auto close_paren = st.rfind(')');
-  if (close_paren == std::string::npos) return 0;
-  std::istringstream in(st.substr(close_paren + 2));
-  std::vector<std::string> f;
-  for (std::string w; in >> w && f.size() < 13;) f.push_back(w);
-  if (f.size() < 13) return 0;
-  return (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) * 1000.0 /
-         static_cast<double>(sysconf(_SC_CLK_TCK));
+  auto f = stat_fields(pid);
+  return f.empty() ? 0.0 : ticks_ms(f[11], f[12]);
 }
 
 // CPU ms per MiB of aes128-ctr through OpenSSL's EVP_Cipher in `call`-byte calls (one core).
