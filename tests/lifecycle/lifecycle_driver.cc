@@ -4,10 +4,15 @@
 //
 //   lifecycle_driver <pvesim port> <pvesim fingerprint> <stack dir> <netns 0|1> <seed> [threads]
 //                    [warm pool size] [hot pool size]
+//   lifecycle_driver <pvesim port> <pvesim fingerprint> <stack dir> <netns 0|1> build <recipe>
+//     builds the template of the recipe file (its clean command: none), each line of output on
+//     stdout; the template test kills it mid-build.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +29,28 @@ int main(int argc, char** argv) {
   }
   auto config = pvs::test::Stack::config_for(std::stoi(argv[1]), argv[2], argv[3],
                                              std::string(argv[4]) == "1");
+  if (std::string(argv[5]) == "build" && argc == 7) {
+    config.template_clean_command.clear();
+    std::ifstream in(argv[6]);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto recipe = pvs::parse_recipe(text.str(), argv[6]);
+    if (!recipe) {
+      std::fprintf(stderr, "driver: %s\n", recipe.error().message.c_str());
+      return 1;
+    }
+    auto manager = pvs::Manager::open(config);
+    if (!manager) {
+      std::fprintf(stderr, "driver: %s\n", manager.error().message.c_str());
+      return 1;
+    }
+    auto built = (*manager)->build_template(*recipe, [](std::string_view line) {
+      std::fprintf(stdout, "%.*s\n", static_cast<int>(line.size()), line.data());
+      std::fflush(stdout);
+    });
+    std::printf("%s\n", built ? "built" : built.error().message.c_str());
+    return built ? 0 : 1;
+  }
   unsigned seed = static_cast<unsigned>(std::stoul(argv[5]));
   int threads = argc >= 7 ? std::stoi(argv[6]) : 1;
   if (argc >= 8) config.warm_pool = std::stoi(argv[7]);

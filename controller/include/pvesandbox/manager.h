@@ -43,10 +43,12 @@
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/custom_templates.h"
 #include "pvesandbox/egress.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
 #include "pvesandbox/ssh_session.h"
+#include "pvesandbox/template_recipe.h"
 
 namespace pvs {
 
@@ -198,6 +200,18 @@ struct ManagerConfig {
   // this long; clones from this controller are queued per template and never collide.
   std::chrono::milliseconds clone_lock_wait{std::chrono::minutes(5)};
   bool background = true;  // false: no reconciler thread (tests call reconcile())
+
+  // Custom template builds (Manager::build_template). What cleans a built container before it
+  // becomes a template (run as root over SSH, then the container stops). The default empties
+  // /etc/machine-id, apt's caches and lists, /tmp, shell history and the logs. The template
+  // keeps its base's SSH host keys: they are what ssh's policy verifies at a clone's first
+  // contact, and each sandbox replaces them by its own (per_sandbox_host_keys). Empty: none.
+  std::string template_clean_command =
+      "rm -f /etc/machine-id /var/lib/dbus/machine-id && : >/etc/machine-id && "
+      "(apt-get clean || true) && rm -rf /var/lib/apt/lists/* /tmp/* /var/tmp/* "
+      "/root/.bash_history && find /var/log -type f -exec truncate -s 0 {} +";
+  // A step (packages, the script) that runs longer fails the build.
+  std::chrono::milliseconds template_step_timeout{std::chrono::minutes(30)};
 };
 
 struct CreateOptions {
@@ -216,6 +230,10 @@ struct CreateOptions {
   // is ready and fits). Empty: ManagerConfig::template_vmid, served by any fitting profile of
   // that template. An unknown name is kInvalidArgument.
   std::string profile;
+  // A custom template's name (Manager::build_template): create from it (a hot pool profile
+  // of its template serves it). An unknown name is kInvalidArgument; with `profile`, both must
+  // agree. The sandbox carries the label pve-sandbox/template-name.
+  std::string template_name;
   // Cluster placement: a node to use (kInvalidArgument if unknown; kUnavailable if it cannot
   // take the sandbox now, with the reason), and labels a node must have (all pairs).
   std::string node;
@@ -425,6 +443,20 @@ class Manager {
   // Drains a node (no new sandboxes or pool members on it; its sandboxes stay) or undrains it.
   // kNotFound for an unknown node. Kept in memory: NodeConfig::drained says how it starts.
   virtual Status drain(const std::string& node, bool drained) = 0;
+
+  // Custom templates (custom_templates.h). Builds `recipe` on the first node: clone its base,
+  // start, copy the files, install the packages (egress allowlisted to the hosts of the
+  // container's apt sources for that step only), run the script, clean, stop, convert. `out`
+  // gets the output as it comes (on the calling thread or an SSH I/O thread; keep it short).
+  // A template of the same name and digest: a cache hit at once. The same name with another
+  // digest: kConflict (delete it first). A failing step: its error with the log's tail, and no
+  // container left. One build at a time per Manager.
+  virtual Result<TemplateBuild> build_template(const TemplateRecipe& recipe,
+                                               const BuildOutput& out) = 0;
+  // The custom templates as last read from Proxmox (every reconcile) or built, by name.
+  virtual std::vector<CustomTemplate> custom_templates() const = 0;
+  // Destroys one: kNotFound, or kConflict while sandboxes or hot pool members use it.
+  virtual Status delete_template(const std::string& name) = 0;
 };
 
 }  // namespace pvs

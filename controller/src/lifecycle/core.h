@@ -65,6 +65,7 @@ std::int64_t now_unix();
 // The coarse Error of a Proxmox failure, its message prefixed with `what`.
 Error pve_error(const Error& e, std::string_view what);
 std::string random_hex(int digits);
+std::string sha256_hex(std::string_view text);  // lower-case hex, 64 digits
 // The sandbox's MAC, derived from its address: 02:53:<the four address bytes>, locally
 // administered and unicast, so the controller can BIND the port before the container starts
 // and a reused address always comes with the same MAC (dnsmasq leases, ARP caches).
@@ -223,6 +224,14 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void plan_replicas();
   void sync_replicas();
   std::vector<TemplateInfo> templates() const;
+  // Converts a stopped container into a template and waits until its config says so.
+  Status make_template(const Node& node, int vmid);
+  // template_build.cc / template_catalog.cc: custom templates (custom_templates.h).
+  Result<TemplateBuild> build_template(const TemplateRecipe& recipe, const BuildOutput& out);
+  std::vector<CustomTemplate> custom_templates() const;
+  Status delete_template(const std::string& name);
+  // Reads the catalogue back from Proxmox (every reconcile).
+  Status refresh_custom_templates();
 
   void start_background();
   void start_pool();  // the warm pool's refill thread (if warm_pool > 0), the hot pools'
@@ -252,6 +261,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::shared_ptr<SshSession> ssh;
     std::string host_key;   // the sandbox's own host key, once replaced
     int template_vmid = 0;  // what to clone (0: the node's template)
+    // A template build's container: it stays in phase "creating" (recovery destroys it) and
+    // keeps its base's SSH host key (the one its clones must present).
+    bool template_build = false;
   };
   // nodes.cc: picks the node for a create (among `only` if not empty) and reserves its place
   // and memory there; unreserve() gives them back (`made`: the sandbox now counts as used).
@@ -390,7 +402,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // configured policy: the template's key), gives it its own host key
   // (per_sandbox_host_keys), and returns a connected session pinned to the key it has now;
   // *host_key gets that key's fingerprint.
-  Result<std::shared_ptr<SshSession>> wait_for_ssh(Ipv4Address address, std::string* host_key);
+  // `own_key` false: the template's key is kept (a template build).
+  Result<std::shared_ptr<SshSession>> wait_for_ssh(Ipv4Address address, std::string* host_key,
+                                                   bool own_key = true);
   Result<std::shared_ptr<SshSession>> connect_until(const SshConfig& config,
                                                     Clock::time_point deadline);
   Result<std::string> replace_host_key(SshSession& session);
@@ -434,6 +448,14 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                const std::set<int>& present);
   std::set<std::string> busy_orphans(const Node& node, std::vector<Orphan>& orphans);
   Status reap(Scan& scan, bool synced);
+  // template_build.cc: turning a build's container into the template (its SSH closed, its
+  // egress, binding and address given back, stopped, described, converted).
+  Result<CustomTemplate> seal_template(Step& step, SandboxImpl& box, const TemplateRecipe& recipe,
+                                       int base);
+  // The VMID a recipe's base names (the node's template, a VMID, a custom template's name).
+  Result<int> recipe_base(const TemplateRecipe& recipe, const Node& node) const;
+  // A custom template's VMID by name (mu_ held; 0: none).
+  int custom_vmid_locked(const std::string& name) const;
 
   void loop();
   Status hook(std::string_view step) const { return hook_ ? hook_(step) : Status{}; }
@@ -471,6 +493,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::map<int, ReplicaSet> replica_sets_;  // by the primary's VMID (under mu_)
   std::map<int, int> clone_load_;           // clone source VMID -> clones in flight (under mu_)
   std::mutex reconcile_mu_;
+  std::map<std::string, CustomTemplate> custom_;  // by name (under mu_)
+  std::mutex build_mu_;                           // one template build at a time
   std::atomic<int> nodes_reached_{0};  // nodes the last reconcile reached (Proxmox and agent)
 
   std::thread thread_;

@@ -59,8 +59,19 @@ Status ManagerCore::validate(const CreateOptions& o) {
                 "disk_gb must be 0.." + std::to_string(cfg_.max_disk_gb));
   if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
     return fail(ErrorCode::kInvalidArgument, "ttl out of range");
-  if (!o.profile.empty() && template_for(o, *nodes_.front()) == 0)
-    return fail(ErrorCode::kInvalidArgument, "no hot pool profile " + quoted(o.profile, 40));
+  if (!o.template_name.empty() && template_for(o, *nodes_.front()) == 0)
+    return fail(ErrorCode::kInvalidArgument, "no template " + quoted(o.template_name, 40));
+  if (!o.profile.empty()) {
+    CreateOptions by_profile = o;
+    by_profile.template_name.clear();
+    int t = template_for(by_profile, *nodes_.front());
+    if (t == 0)
+      return fail(ErrorCode::kInvalidArgument, "no hot pool profile " + quoted(o.profile, 40));
+    if (!o.template_name.empty() && t != template_for(o, *nodes_.front()))
+      return fail(ErrorCode::kInvalidArgument, "hot pool profile " + quoted(o.profile, 40) +
+                                                   " is not of template " +
+                                                   quoted(o.template_name, 40));
+  }
   if (!o.node.empty() && !find_node(o.node))
     return fail(ErrorCode::kInvalidArgument, "no node " + quoted(o.node, 64) + " in the cluster");
   if (auto v = validate_labels(o.node_selector); !v)
@@ -81,6 +92,10 @@ Result<Egress> ManagerCore::create_egress(const CreateOptions& o) {
 }
 
 int ManagerCore::template_for(const CreateOptions& o, const Node& n) const {
+  if (!o.template_name.empty()) {
+    std::lock_guard lock(mu_);
+    return custom_vmid_locked(o.template_name);
+  }
   if (o.profile.empty()) return n.cfg.template_vmid;
   for (auto& h : hot_)
     if (h.p.name == o.profile && h.node == &n) return h.p.template_vmid;
@@ -115,6 +130,7 @@ SandboxMetadata ManagerCore::new_metadata(const Step& s, const CreateOptions& o)
   md.address = s.address;
   md.owner = o.owner;
   md.labels = o.labels;
+  if (!o.template_name.empty()) md.labels[std::string(kTemplateNameLabel)] = o.template_name;
   return md;
 }
 
@@ -290,8 +306,9 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
   }
   // 4-7. Bind, start, SSH, internet.
   if (auto r = bring_up(s, o, binding); !r) return fail(r.error());
-  // 8. Ready: the only step that makes the container survive a restart.
-  md.phase = SandboxMetadata::Phase::kReady;
+  // 8. Ready: the only step that makes the container survive a restart (not a template
+  // build's: it stays "creating" until it is sealed).
+  if (!s.template_build) md.phase = SandboxMetadata::Phase::kReady;
   md.host_key = s.host_key;
   if (auto h = hook("ready"); !h) return fail(h.error());
   if (auto r = write_description(n, s.vmid, md); !r) return fail(r.error());
@@ -341,7 +358,7 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
   if (auto r = wait(pve_.start(s.node->cfg.name, s.vmid), "start"); !r) return r;
   if (auto h = hook("ssh"); !h) return h;
   if (cfg_.wait_for_ssh) {
-    auto ssh = wait_for_ssh(*s.address, &s.host_key);
+    auto ssh = wait_for_ssh(*s.address, &s.host_key, !s.template_build);
     if (!ssh) return fail(ssh.error());
     s.ssh = *ssh;
   }

@@ -1,4 +1,6 @@
 // Small pure helpers of the lifecycle (declared in core.h).
+#include <openssl/evp.h>
+
 #include <cctype>
 #include <ctime>
 #include <random>
@@ -20,6 +22,19 @@ Error pve_error(const Error& e, std::string_view what) {
 std::mt19937_64& rng() {
   thread_local std::mt19937_64 gen{std::random_device{}()};
   return gen;
+}
+
+std::string sha256_hex(std::string_view text) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex += kHex[out[i] >> 4];
+    hex += kHex[out[i] & 15];
+  }
+  return hex;
 }
 
 std::string random_hex(int digits) {

@@ -292,6 +292,14 @@ class ManagerHandle final : public Manager {
   std::vector<PoolInfo> pools() const override { return core_->pools(); }
   std::vector<NodeInfo> nodes() const override { return core_->nodes(); }
   std::vector<TemplateInfo> templates() const override { return core_->templates(); }
+  Result<TemplateBuild> build_template(const TemplateRecipe& recipe,
+                                       const BuildOutput& out) override {
+    return core_->build_template(recipe, out);
+  }
+  std::vector<CustomTemplate> custom_templates() const override {
+    return core_->custom_templates();
+  }
+  Status delete_template(const std::string& name) override { return core_->delete_template(name); }
   Status drain(const std::string& node, bool drained) override {
     return core_->drain(node, drained);
   }

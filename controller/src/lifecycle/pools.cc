@@ -108,8 +108,10 @@ int ManagerCore::hot_profile_for(const CreateOptions& o, const Node& n, bool rea
   for (std::size_t i = 0; i < hot_.size(); ++i) {
     auto& h = hot_[i];
     if (h.p.size == 0 || h.node != &n) continue;
-    if (o.profile.empty() ? h.p.template_vmid != n.cfg.template_vmid : h.p.name != o.profile)
-      continue;
+    if (!o.profile.empty() && h.p.name != o.profile) continue;
+    int wanted =
+        o.template_name.empty() ? n.cfg.template_vmid : custom_vmid_locked(o.template_name);
+    if (o.profile.empty() && h.p.template_vmid != wanted) continue;
     if (o.disk_gb > 0 && (h.disk_gb == 0 || o.disk_gb > h.disk_gb)) continue;
     if (ready && h.ready.empty()) continue;
     return static_cast<int>(i);

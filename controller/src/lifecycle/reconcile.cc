@@ -40,6 +40,7 @@ Status ManagerCore::reconcile() {
     }
   }
   nodes_reached_ = reached;
+  if (auto r = refresh_custom_templates(); !r) log::warn("custom templates: " + r.error().message);
   sync_replicas();  // its failures are the replicas' (Manager::templates()), not the pass's
   return count(result);
 }

@@ -9,8 +9,6 @@
 // the replicas by the labels, and one left half-made (not a template yet) is a pooled clone of
 // no template, which reconcile destroys as an orphan. docs/operations.md ("Template replicas
 // and sizing") says what they cost.
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <thread>
 
@@ -67,16 +65,7 @@ std::string template_digest(const pve::Config& conf) {
     if (net_key(key)) v = without_part(v, "hwaddr");
     text += key + "=" + v + "\n";
   }
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), out, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len && hex.size() < 32; ++i) {
-    hex += kHex[out[i] >> 4];
-    hex += kHex[out[i] & 15];
-  }
-  return hex;  // 128 bits of SHA-256: ample for telling configurations apart
+  return sha256_hex(text).substr(0, 32);  // 128 bits: ample for telling configurations apart
 }
 
 void ManagerCore::plan_replicas() {
@@ -264,26 +253,13 @@ Result<int> ManagerCore::make_replica(Node& node, int primary, const std::string
         },
         CloneQueue::Who::kRefill, true);
     if (!cloned) return cloned;
-    const std::string path = "/nodes/" + node.cfg.name + "/lxc/" + std::to_string(s.vmid);
-    if (auto r = pve_.call("POST", path + "/template"); !r)
-      return fail(pve_error(r.error(), "make template"));
-    // The API answers null; the vztemplate worker's end shows as template: 1 in the config.
-    auto deadline = Clock::now() + cfg_.task_timeout;
-    auto delay = std::min(milliseconds(20), cfg_.task_poll_max);
-    for (;;) {
-      auto conf = pve_.config(node.cfg.name, s.vmid);
-      if (conf && conf->count("template") && conf->at("template") == "1" && !conf->count("lock")) {
-        if (template_digest(*conf) != digest)
-          return fail(ErrorCode::kConflict, "replica " + std::to_string(s.vmid) +
-                                                " does not match its template's digest");
-        return {};
-      }
-      if (Clock::now() + delay >= deadline)
-        return fail(ErrorCode::kTimeout,
-                    "replica " + std::to_string(s.vmid) + " did not become a template in time");
-      std::this_thread::sleep_for(delay);
-      delay = std::min(delay * 2, cfg_.task_poll_max);
-    }
+    if (auto r = make_template(node, s.vmid); !r) return r;
+    auto conf = pve_.config(node.cfg.name, s.vmid);
+    if (!conf) return fail(pve_error(conf.error(), "replica config"));
+    if (template_digest(*conf) != digest)
+      return fail(ErrorCode::kConflict,
+                  "replica " + std::to_string(s.vmid) + " does not match its template's digest");
+    return {};
   }();
   if (!made) {
     (void)rollback(s);
@@ -293,6 +269,25 @@ Result<int> ManagerCore::make_replica(Node& node, int primary, const std::string
   log::info("template " + std::to_string(primary) + ": replica " + std::to_string(s.vmid) +
             " made on " + node.cfg.name);
   return s.vmid;
+}
+
+Status ManagerCore::make_template(const Node& node, int vmid) {
+  const std::string path = "/nodes/" + node.cfg.name + "/lxc/" + std::to_string(vmid);
+  if (auto r = pve_.call("POST", path + "/template"); !r)
+    return fail(pve_error(r.error(), "make template"));
+  // The API answers null; the vztemplate worker's end shows as template: 1 in the config.
+  auto deadline = Clock::now() + cfg_.task_timeout;
+  auto delay = std::min(milliseconds(20), cfg_.task_poll_max);
+  for (;;) {
+    auto conf = pve_.config(node.cfg.name, vmid);
+    if (conf && conf->count("template") && conf->at("template") == "1" && !conf->count("lock"))
+      return {};
+    if (Clock::now() + delay >= deadline)
+      return fail(ErrorCode::kTimeout,
+                  "container " + std::to_string(vmid) + " did not become a template in time");
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, cfg_.task_poll_max);
+  }
 }
 
 std::vector<TemplateInfo> ManagerCore::templates() const {

@@ -76,7 +76,7 @@ Result<std::string> ManagerCore::replace_host_key(SshSession& session) {
 }
 
 Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address address,
-                                                              std::string* host_key) {
+                                                              std::string* host_key, bool own_key) {
   auto deadline = Clock::now() + cfg_.ssh_ready_timeout;
   SshConfig first = cfg_.ssh;
   first.host = address.to_string();
@@ -84,7 +84,7 @@ Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address addres
   auto probe = connect_until(first, deadline);
   if (!probe) return probe;
   std::string fp = (*probe)->host_key_fingerprint();
-  if (cfg_.per_sandbox_host_keys) {
+  if (cfg_.per_sandbox_host_keys && own_key) {
     auto replaced = replace_host_key(**probe);
     if (!replaced) return fail(replaced.error());
     fp = *replaced;

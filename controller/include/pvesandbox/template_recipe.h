@@ -1,0 +1,64 @@
+// A template recipe: what a custom template holds on top of its base (docs/templates.md).
+//
+//   name: py-tools                  # 1-32 of [a-z0-9-]: how creates and pools name it
+//   base: 9000                      # a VMID or a custom template's name; absent: the node's
+//   packages: [python3-venv, git]   # Debian packages, from the node's package mirror
+//   files:                          # copied in before the script runs
+//     - {path: /etc/motd, content: "hello\n"}
+//     - {path: /opt/app/requirements.txt, src: requirements.txt, mode: "0600"}
+//   env: {PIP_NO_CACHE_DIR: "1"}    # defaults every login shell of a sandbox gets
+//   script: |                       # run as root (sh -e), after packages and files
+//     pip3 install -r /opt/app/requirements.txt
+//   pool_size: 2                    # hot pool members to keep of it (0: none)
+//
+// `src` is a file next to the recipe (read when parsed from a file); `content_base64` carries
+// binary content (what sandboxctl sends for a `src` file over the API). The digest is SHA-256
+// over the canonical form (name, base, packages sorted, files sorted by path with their modes
+// and contents, env, script): equal digests build equal templates, so a second build of the
+// same recipe is a cache hit. pool_size is not part of it (it changes no byte of the image).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pvesandbox/common/error.h"
+
+namespace pvs {
+
+inline constexpr std::size_t kMaxRecipeFiles = 64;
+inline constexpr std::size_t kMaxRecipeBytes = 8 << 20;  // all file contents together
+inline constexpr int kMaxRecipePool = 64;
+
+struct TemplateRecipe {
+  struct File {
+    std::string path;  // absolute, no "..", no NUL
+    std::string content;
+    std::uint32_t mode = 0644;
+  };
+  std::string name;
+  std::string base;  // "": the node's template; digits: a VMID; else a custom template's name
+  std::vector<std::string> packages;
+  std::vector<File> files;
+  std::map<std::string, std::string> env;
+  std::string script;
+  int pool_size = 0;
+
+  // The canonical form: one JSON object, keys and lists in a fixed order, contents base64.
+  std::string canonical() const;
+  // SHA-256 of canonical() without pool_size, lower-case hex (64 digits).
+  std::string digest() const;
+};
+
+// Template names, as recipes and creates give them: 1-32 of [a-z0-9-], a letter first.
+bool valid_template_name(std::string_view name);
+
+// Parses and validates a recipe (YAML, or JSON, which is YAML too). `source` names it in
+// errors ("recipe.yaml:4: files[0].path: must be absolute"); `dir`: where `src` files are read
+// from ("": `src` is refused, as for a recipe sent over the API). kInvalidArgument on any error.
+Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view source,
+                                    const std::string& dir = "");
+
+}  // namespace pvs

@@ -1,0 +1,125 @@
+// Template recipes (template_recipe.h): parsing, validation with clear errors, the digest.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "pvesandbox/template_recipe.h"
+
+namespace pvs {
+namespace {
+
+const char* kFull = R"(name: py-tools
+base: "9000"
+packages: [python3-venv, git]
+files:
+  - {path: /etc/motd, content: "hello\n"}
+  - {path: /opt/app/bin, content_base64: "AAEC", mode: "0755"}
+env: {PIP_NO_CACHE_DIR: "1"}
+script: |
+  echo hi
+pool_size: 2
+)";
+
+std::string error_of(std::string_view text, const std::string& dir = "") {
+  auto r = parse_recipe(text, "r.yaml", dir);
+  return r ? "" : r.error().message;
+}
+
+TEST(TemplateRecipe, ParsesEveryField) {
+  auto r = parse_recipe(kFull, "r.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->name, "py-tools");
+  EXPECT_EQ(r->base, "9000");
+  EXPECT_EQ(r->packages, (std::vector<std::string>{"python3-venv", "git"}));
+  ASSERT_EQ(r->files.size(), 2u);
+  EXPECT_EQ(r->files[0].content, "hello\n");
+  EXPECT_EQ(r->files[0].mode, 0644u);
+  EXPECT_EQ(r->files[1].content, std::string("\0\1\2", 3));
+  EXPECT_EQ(r->files[1].mode, 0755u);
+  EXPECT_EQ(r->env.at("PIP_NO_CACHE_DIR"), "1");
+  EXPECT_EQ(r->script, "echo hi\n");
+  EXPECT_EQ(r->pool_size, 2);
+  EXPECT_EQ(r->digest().size(), 64u);
+}
+
+TEST(TemplateRecipe, JsonIsARecipeToo) {
+  auto r = parse_recipe(R"({"name":"a1","files":[{"path":"/x","content":"y"}]})", "body");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->files[0].path, "/x");
+}
+
+TEST(TemplateRecipe, DigestIsCanonical) {
+  auto a = parse_recipe(kFull, "a");
+  // Packages and files in another order, another pool size: the same image.
+  auto b = parse_recipe(R"(name: py-tools
+base: "9000"
+packages: [git, python3-venv]
+files:
+  - {path: /opt/app/bin, content_base64: "AAEC", mode: "755"}
+  - {path: /etc/motd, content: "hello\n"}
+env: {PIP_NO_CACHE_DIR: "1"}
+script: "echo hi\n"
+pool_size: 5
+)",
+                        "b");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->digest(), b->digest());
+  auto c = *a;
+  c.files[0].content = "hello!\n";  // a copied file's content is part of it
+  EXPECT_NE(c.digest(), a->digest());
+  c = *a;
+  c.files[1].mode = 0700;
+  EXPECT_NE(c.digest(), a->digest());
+  c = *a;
+  c.script += "\n";
+  EXPECT_NE(c.digest(), a->digest());
+}
+
+TEST(TemplateRecipe, RefusesWithClearErrors) {
+  EXPECT_NE(error_of("files: []").find("name: is required"), std::string::npos);
+  EXPECT_NE(error_of("name: Bad_Name").find("name: must be 1-32"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nbase: 'x y'").find("base:"), std::string::npos);
+  EXPECT_NE(error_of("name: a\npackages: ['rm -rf']").find("not a Debian package"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\npackages: [git, git]").find("named twice"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: rel, content: x}]")
+                .find("files[0].path: must be "
+                      "an absolute path"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /a/../b, content: x}]").find(".."),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /a}]").find("exactly one of"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /a, content: x, mode: '9'}]").find("octal"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /a, src: f}]").find("recipe's directory"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /a, content: x}, {path: /a, content: y}]")
+                .find("copied twice"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nenv: {'1X': y}").find("not a variable name"), std::string::npos);
+  EXPECT_NE(error_of("name: a\npool_size: 99").find("pool_size"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nsurprise: 1").find("surprise"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /a, content: x, extra: 1}]").find("extra"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: [").find("r.yaml:"), std::string::npos);
+}
+
+TEST(TemplateRecipe, ReadsSrcFilesFromTheRecipesDirectory) {
+  char dir[] = "/tmp/recipe-test-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  std::ofstream(std::string(dir) + "/req.txt") << "requests\n";
+  auto r = parse_recipe("name: a\nfiles: [{path: /opt/req.txt, src: req.txt}]", "r.yaml", dir);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->files[0].content, "requests\n");
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /x, src: ../etc/passwd}]", dir).find("below"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nfiles: [{path: /x, src: missing}]", dir).find("cannot read"),
+            std::string::npos);
+  std::remove((std::string(dir) + "/req.txt").c_str());
+  ::rmdir(dir);
+}
+
+}  // namespace
+}  // namespace pvs
