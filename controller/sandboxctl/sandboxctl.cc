@@ -66,6 +66,8 @@ commands:
   pool                  the hot pools and the warm pool (admin token)
   nodes                 the cluster's nodes: health, capacity, pools (admin token)
   node drain|undrain NAME   stop or resume placing sandboxes on a node (admin token)
+  template build FILE   build a custom template from a recipe, its output as it goes (admin)
+  template list | rm NAME   the custom templates; delete one nothing uses (admin token)
   audit [--limit N] [--action A] [--sandbox ID]   the audit log's last records (admin token)
   approvals [list [--all]]  pending approvals (approver or admin token: everyone's)
   approvals watch [--interval-ms N] [--count N]   print approvals as they turn up and are decided
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
         {"pool", cmd_pool},
         {"nodes", cmd_nodes},
         {"node", cmd_node},
+        {"template", cmd_template},
         {"audit", cmd_audit},
         {"approvals", cmd_approvals}};
     auto it = commands.find(cmd);

@@ -4,6 +4,7 @@
 
 #include "http/json.h"
 #include "pvesandbox/egress.h"
+#include "pvesandbox/template_recipe.h"
 
 namespace pvs::service {
 namespace {
@@ -209,6 +210,11 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
   if (auto v = body->string("profile", 32)) {
     if (!valid_pool_profile_name(*v)) body->reject("profile", "must be 1-32 of [a-z0-9-]");
     r.profile = *v;
+  }
+  if (auto v = body->string("template", 32)) {
+    if (!valid_template_name(*v))
+      body->reject("template", "must be 1-32 of [a-z0-9-], a letter first");
+    r.template_name = *v;
   }
   if (auto v = body->string("node", 63)) {
     if (!is_node_name(*v)) body->reject("node", "must be a node name: 1-63 of [A-Za-z0-9-]");

@@ -47,9 +47,10 @@ struct CreateRequest {
   EgressRequest internet;
   int ttl_seconds = 0;  // 0: the configured default
   std::map<std::string, std::string> labels;
-  std::string hostname;  // empty: chosen by the controller
-  std::string profile;   // a hot pool profile; empty: the default template
-  std::string node;      // a cluster node to use; empty: placement picks one
+  std::string hostname;       // empty: chosen by the controller
+  std::string profile;        // a hot pool profile; empty: the default template
+  std::string template_name;  // "template": a custom template's name (docs/templates.md)
+  std::string node;           // a cluster node to use; empty: placement picks one
   std::map<std::string, std::string> node_selector;  // labels the node must have
 };
 

@@ -3,8 +3,8 @@
 //
 // A row names its handler as on<&Class::method>: the method of one small class that receives
 // only what it uses, in the room of its resource: SystemRoutes and FleetRoutes (api/fleet),
-// SandboxRoutes (api/sandboxes), FileRoutes (api/files), TerminalRoutes (api/terminals),
-// AuditRoutes (api/audit), McpRoutes (api/mcp), ApprovalRoutes (policy/), E2bRoutes (e2b/).
+// TemplateRoutes (api/templates), SandboxRoutes (api/sandboxes), FileRoutes (api/files),
+// TerminalRoutes (api/terminals), AuditRoutes (api/audit), McpRoutes (api/mcp), ApprovalRoutes (policy/), E2bRoutes (e2b/).
 // The Api builds them (http/server.h) and is the one shared path before them: authentication,
 // per-token limits, then the handler, which asks the policy gate (admit) itself. A new route is
 // a row here plus a method on one handler class (and, for a new class, its member in part()).
@@ -17,7 +17,7 @@ namespace pvs::service {
 // The handler object of a row's class: the one member of that type.
 template <class Part>
 Part& Api::part() {
-  return std::get<Part&>(std::tie(system_routes_, fleet_routes_, audit_routes_, sandbox_routes_,
+  return std::get<Part&>(std::tie(system_routes_, fleet_routes_, template_routes_, audit_routes_, sandbox_routes_,
                                   file_routes_, terminal_routes_, approval_routes_, mcp_routes_,
                                   e2b_routes_));
 }
@@ -52,6 +52,10 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/nodes",                                    on<&FleetRoutes::nodes>,               A::kAdmin,  ""},
       {"POST",   "/v1/nodes/{name}/drain",                       on<&FleetRoutes::drain>,               A::kAdmin,  "node.drain"},
       {"POST",   "/v1/nodes/{name}/undrain",                     on<&FleetRoutes::undrain>,             A::kAdmin,  "node.undrain"},
+      {"POST",   "/v1/templates",                                on<&TemplateRoutes::build>,            A::kAdmin,  "template.build"},
+      {"GET",    "/v1/templates",                                on<&TemplateRoutes::list>,             A::kAdmin,  ""},
+      {"GET",    "/v1/templates/{name}",                         on<&TemplateRoutes::show>,             A::kAdmin,  ""},
+      {"DELETE", "/v1/templates/{name}",                         on<&TemplateRoutes::remove>,           A::kAdmin,  "template.delete"},
       {"GET",    "/v1/audit",                                    on<&AuditRoutes::tail>,                A::kAdmin,  ""},
       {"POST",   "/v1/sandboxes",                                on<&SandboxRoutes::create>,            A::kToken,  "sandbox.create"},
       {"GET",    "/v1/sandboxes",                                on<&SandboxRoutes::list>,              A::kToken,  ""},

@@ -34,6 +34,7 @@
 #include "api/mcp/mcp_routes.h"
 #include "api/sandboxes/sandbox_ops.h"
 #include "api/sandboxes/sandbox_routes.h"
+#include "api/templates/template_routes.h"
 #include "api/terminals/terminal_routes.h"
 #include "api/terminals/terminals.h"
 #include "core/config/config.h"
@@ -164,6 +165,7 @@ class Api : public Replies, public SandboxOps {
   AuditRoutes audit_routes_{audit_ ? config_.audit_file : std::string(), *this};
   ConsoleRoutes console_routes_{*this};
   FleetRoutes fleet_routes_{[this] { return require_manager(); }, *this};
+  TemplateRoutes template_routes_{[this] { return require_manager(); }, *this};
   E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };

@@ -44,7 +44,9 @@ std::string canonical_create(const CreateRequest& r, const Egress& egress) {
   write_egress(w, egress);
   w.key("labels").value(r.labels).key("memory_mb").value(r.memory_mb);
   w.key("node").value(r.node).key("node_selector").value(r.node_selector);
-  w.key("profile").value(r.profile).key("ttl_seconds").value(r.ttl_seconds);
+  w.key("profile").value(r.profile);
+  if (!r.template_name.empty()) w.key("template").value(r.template_name);  // older forms kept
+  w.key("ttl_seconds").value(r.ttl_seconds);
   return w.end_object().take();
 }
 

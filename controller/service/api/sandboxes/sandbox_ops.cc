@@ -52,6 +52,7 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
   options.labels = req.labels;
   options.owner = owner;
   options.profile = req.profile;
+  options.template_name = req.template_name;
   options.node = req.node;
   options.node_selector = req.node_selector;
   auto sandbox = manager->create(options);

@@ -1,0 +1,165 @@
+// Custom templates through the REST API (POST/GET/DELETE /v1/templates), in-process (Api +
+// HttpServer) on the real Manager against the netns stack. The containers share this machine's
+// file system as the stack's user: the recipe writes into a directory of the stack's only.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <Poco/JSON/Parser.h>
+
+#include "http/auth.h"
+#include "service/support/http_client.h"
+#include "service/support/in_process_service.h"
+#include "support/sshd_fixture.h"
+#include "support/stack_fixture.h"
+
+namespace pvs::service {
+namespace {
+
+using test::http;
+using test::HttpReply;
+
+Poco::JSON::Object::Ptr json(const std::string& text) {
+  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
+}
+
+std::vector<std::string> lines_of(const std::string& body) {
+  std::vector<std::string> out;
+  std::istringstream in(body);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+class TemplateApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stack_ = std::make_unique<test::Stack>();
+    work_ = stack_->dir() + "/tpl";
+    ASSERT_EQ(::mkdir(work_.c_str(), 0755), 0);
+    auto* pw = ::getpwnam(stack_->user().c_str());
+    ASSERT_TRUE(pw);
+    ASSERT_EQ(::chown(work_.c_str(), pw->pw_uid, pw->pw_gid), 0);
+    ServiceConfig config;
+    config.listen_port = 0;
+    config.audit_file = stack_->dir() + "/audit.log";
+    config.tokens = {{"admin", sha256_hex("tok-admin"), 4, true},
+                     {"alice", sha256_hex("tok-alice"), 4, false}};
+    auto mc = stack_->manager_config();
+    mc.template_clean_command = "true";
+    auto svc = test::InProcessService::start(config, mc);
+    ASSERT_TRUE(svc) << svc.error().message;
+    svc_ = std::move(*svc);
+  }
+  void TearDown() override {
+    if (auto m = svc_ ? svc_->manager() : nullptr) {
+      for (const auto& info : m->list()) EXPECT_TRUE(m->destroy_by_id(info.id));
+    }
+    svc_.reset();
+    stack_.reset();
+  }
+  HttpReply call(const std::string& method, const std::string& uri, const std::string& body = "",
+                 const std::string& token = "tok-admin") {
+    return http(svc_->port(), method, uri, body, token);
+  }
+  std::string recipe(const std::string& script) const {
+    return "name: web\nfiles:\n  - path: " + work_ + "/index.html\n    content: \"<h1>hi</h1>\"\n" +
+           "script: |\n  " + script + "\n";
+  }
+
+  std::unique_ptr<test::Stack> stack_;
+  std::unique_ptr<test::InProcessService> svc_;
+  std::string work_;
+};
+
+TEST_F(TemplateApiTest, BuildStreamsListCreateDelete) {
+  EXPECT_EQ(call("POST", "/v1/templates", recipe("true"), "tok-alice").status, 403);
+  auto bad = call("POST", "/v1/templates", "name: Bad");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("name"), std::string::npos);
+
+  auto r = call("POST", "/v1/templates", recipe("echo step-output"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto lines = lines_of(r.body);
+  ASSERT_GE(lines.size(), 3u) << r.body;
+  EXPECT_NE(r.body.find("{\"line\":\"step-output\"}"), std::string::npos) << r.body;
+  auto last = json(lines.back());
+  ASSERT_TRUE(last->has("template")) << lines.back();
+  EXPECT_FALSE(last->getValue<bool>("cached"));
+  auto tpl = last->getObject("template");
+  EXPECT_EQ(tpl->getValue<std::string>("name"), "web");
+
+  // Again (as JSON this time, the same recipe): a cache hit.
+  std::string as_json = "{\"name\":\"web\",\"files\":[{\"path\":\"" + work_ +
+                        "/index.html\",\"content\":\"<h1>hi</h1>\"}],\"script\":\"echo "
+                        "step-output\\n\"}";
+  auto again = call("POST", "/v1/templates", as_json);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_TRUE(json(lines_of(again.body).back())->getValue<bool>("cached")) << again.body;
+
+  auto list = call("GET", "/v1/templates");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(json(list.body)->getArray("templates")->size(), 1u);
+  EXPECT_EQ(call("GET", "/v1/templates/web").status, 200);
+  EXPECT_EQ(call("GET", "/v1/templates/nope").status, 404);
+
+  auto sb = call("POST", "/v1/sandboxes", "{\"template\":\"web\"}", "tok-alice");
+  ASSERT_EQ(sb.status, 201) << sb.body;
+  auto id = json(sb.body)->getValue<std::string>("id");
+  EXPECT_EQ(call("POST", "/v1/sandboxes", "{\"template\":\"nope\"}", "tok-alice").status, 400);
+  auto del = call("DELETE", "/v1/templates/web");
+  EXPECT_EQ(del.status, 409) << del.body;
+  ASSERT_EQ(call("DELETE", "/v1/sandboxes/" + id, "", "tok-alice").status, 204);
+  EXPECT_EQ(call("DELETE", "/v1/templates/web").status, 204);
+  EXPECT_EQ(call("GET", "/v1/templates/web").status, 404);
+}
+
+TEST_F(TemplateApiTest, AFailedBuildEndsWithItsErrorAndLog) {
+  auto r = call("POST", "/v1/templates", recipe("echo broken-step; exit 2"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto last = json(lines_of(r.body).back());
+  ASSERT_TRUE(last->has("error")) << r.body;
+  auto msg = last->getObject("error")->getValue<std::string>("message");
+  EXPECT_NE(msg.find("script: exited with 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("broken-step"), std::string::npos) << msg;
+  EXPECT_EQ(stack_->containers(), std::vector<int>{});
+  EXPECT_EQ(json(call("GET", "/v1/templates").body)->getArray("templates")->size(), 0u);
+}
+
+#ifdef PVS_SANDBOXCTL_BIN
+TEST_F(TemplateApiTest, SandboxctlBuildsAFileRecipeListsAndRemoves) {
+  // A `src` file next to the recipe: sandboxctl reads it and sends it inline.
+  const std::string dir = stack_->dir() + "/recipe";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  std::ofstream(dir + "/page.html") << "<p>from src</p>\n";
+  std::ofstream(dir + "/web.yaml") << "name: web\nfiles:\n  - path: " << work_
+                                   << "/page.html\n    src: page.html\nscript: echo ctl-step\n";
+  const std::string url = "http://127.0.0.1:" + std::to_string(svc_->port());
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{PVS_SANDBOXCTL_BIN, "--url", url, "--token", "tok-admin"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_captured(argv, stack_->dir());
+  };
+  auto built = ctl({"template", "build", dir + "/web.yaml"});
+  EXPECT_EQ(built.exit_code, 0) << built.out << built.err;
+  EXPECT_NE(built.out.find("ctl-step"), std::string::npos) << built.out;
+  EXPECT_NE(built.out.find("template web: vmid"), std::string::npos) << built.out;
+  std::ifstream page(work_ + "/page.html");
+  std::string text((std::istreambuf_iterator<char>(page)), {});
+  EXPECT_EQ(text, "<p>from src</p>\n");
+  auto again = ctl({"template", "build", dir + "/web.yaml"});
+  EXPECT_NE(again.out.find("(cached)"), std::string::npos) << again.out;
+  auto list = ctl({"template", "list"});
+  EXPECT_NE(list.out.find("web"), std::string::npos) << list.out;
+  auto rm = ctl({"template", "rm", "web"});
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  auto missing = ctl({"template", "rm", "web"});
+  EXPECT_NE(missing.exit_code, 0);
+}
+#endif
+
+}  // namespace
+}  // namespace pvs::service
