@@ -60,6 +60,8 @@ int cmd_create(Client& c, Args& a) {
       field("hostname", json_string(a.next(f)));
     else if (f == "--profile")
       field("profile", json_string(a.next(f)));
+    else if (f == "--template")
+      field("template", json_string(a.next(f)));
     else if (f == "--node")
       field("node", json_string(a.next(f)));
     else if (f == "--label" || f == "--node-selector") {

@@ -42,7 +42,7 @@ const char* kUsage =
 commands:
   create [--cpus N] [--memory MB] [--disk GB] [--internet] [--ttl SECONDS]
          [--allow NAME]... [--ports 80,443] | [--list L]   egress to these hosts only
-         [--label KEY=VALUE]... [--hostname NAME] [--profile NAME]
+         [--label KEY=VALUE]... [--hostname NAME] [--profile NAME] [--template NAME]
          [--node NAME] [--node-selector KEY=VALUE]...
   list [--label KEY=VALUE]...
   show ID

@@ -146,6 +146,40 @@ TEST_F(TemplateBuildTest, BuildsCopiesRunsAndCachesAndASandboxUsesIt) {
   EXPECT_EQ(no.error().code, ErrorCode::kInvalidArgument);
 }
 
+TEST_F(TemplateBuildTest, AHotPoolProfileNamesTheTemplate) {
+  auto c = config();
+  HotPoolProfile hot;
+  hot.name = "tools-hot";
+  hot.template_name = "tools";
+  hot.size = 1;
+  c.hot_pools.push_back(hot);
+  auto opened = lifecycle::open_manager(c, {});
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto& m = *opened;
+  auto pool = [&] { return m->pools().at(0); };
+  EXPECT_EQ(pool().template_vmid, 0);  // not built yet: no members
+  auto built = m->build_template(recipe(), {});
+  ASSERT_TRUE(built) << built.error().message;
+  // The profile's template now: a member is made (an event, bounded only against a hang).
+  for (int i = 0; i < 1200 && pool().ready < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(pool().ready, 1);
+  EXPECT_EQ(pool().template_vmid, built->made.vmid);
+  CreateOptions o;
+  o.template_name = "tools";
+  auto sb = m->create(o);
+  ASSERT_TRUE(sb) << sb.error().message;
+  EXPECT_EQ(pool().claims, 1u);  // served by the hot member
+  auto cat = (*sb)->exec("cat " + work_ + "/etc/hello.txt");
+  ASSERT_TRUE(cat);
+  EXPECT_EQ(cat->out, "hello from the recipe\n");
+  // The pool feeds on it: not deleted while the profile wants members.
+  ASSERT_TRUE((*sb)->destroy());
+  auto refused = m->delete_template("tools");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+}
+
 TEST_F(TemplateBuildTest, ARestartFindsTheTemplateInProxmox) {
   int vmid = 0;
   {

@@ -92,6 +92,10 @@ struct NodeConfig {
 struct HotPoolProfile {
   std::string name;       // 1-32 of [a-z0-9-], unique among the profiles
   int template_vmid = 0;  // 0: ManagerConfig::template_vmid
+  // A custom template's name (Manager::build_template) instead of template_vmid: its members
+  // are made once the template is built (each reconcile looks it up; until then the profile
+  // has none, and its refills fail with "not built yet").
+  std::string template_name;
   // Copies of its template to clone from (1..16; 0: as many as a node's configuration that
   // names the same template wants, else 1). See ManagerConfig::template_replicas.
   int template_replicas = 0;

@@ -10,6 +10,9 @@
 //   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
 //   helpers.cc    small pure helpers declared below
 //   replicas.cc   template replicas: made, checked, rebuilt; the clone source picked
+//   template_recipe.cc  recipes (template_recipe.h): parser, canonical form, digest
+//   template_build.cc   a custom template built from a recipe (custom_templates.h)
+//   template_catalog.cc custom templates read back from Proxmox, listed, deleted
 //   nodes.cc      the cluster: node state, placement of a create, drain, node listing
 //   placement.*   the pure placement decision (filters and score)
 //   node.h        one node's state (its agent, addresses, health)
@@ -232,6 +235,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status delete_template(const std::string& name);
   // Reads the catalogue back from Proxmox (every reconcile).
   Status refresh_custom_templates();
+  // Hot profiles that name a custom template get its VMID (0 while it is not built).
+  void resolve_named_profiles();
 
   void start_background();
   void start_pool();  // the warm pool's refill thread (if warm_pool > 0), the hot pools'

@@ -27,7 +27,8 @@ ManagerCore::ManagerCore(ManagerConfig config, TestPeers peers,
     for (auto& n : nodes_) {
       auto& h = hot_.emplace_back();
       h.p = p;
-      if (h.p.template_vmid == 0) h.p.template_vmid = n->cfg.template_vmid;
+      if (h.p.template_vmid == 0 && h.p.template_name.empty())
+        h.p.template_vmid = n->cfg.template_vmid;
       h.node = n.get();
     }
   }
@@ -323,6 +324,8 @@ Status validate_hot_pools(const ManagerConfig& c, std::size_t nodes) {
       return bad("name must be 1-32 of [a-z0-9-], not \"" + p.name + "\"");
     if (!names.insert(p.name).second) return bad("profile " + p.name + " appears twice");
     if (p.template_vmid < 0) return bad(p.name + ": template_vmid must be a VMID or 0");
+    if (!p.template_name.empty() && (p.template_vmid != 0 || !valid_template_name(p.template_name)))
+      return bad(p.name + ": template must be a template's name, and without template_vmid");
     if (p.cpus < 1 || p.cpus > c.max_cpus)
       return bad(p.name + ": cpus must be 1.." + std::to_string(c.max_cpus));
     if (p.memory_mb < 16 || p.memory_mb > c.max_memory_mb)

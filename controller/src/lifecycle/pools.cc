@@ -202,6 +202,8 @@ Status ManagerCore::fill_hot_once(int i) {
     p = hot_[i].p;
     node = hot_[i].node;
   }
+  if (p.template_vmid == 0)
+    return fail(ErrorCode::kUnavailable, "template " + p.template_name + " is not built yet");
   Node& n = *node;
   Step s;
   s.node = node;

@@ -20,6 +20,8 @@ Status ManagerCore::reconcile() {
   // Which nodes are online, and their memory; a failure here is Proxmox unreachable.
   nodes_reached_ = 0;
   if (auto r = refresh_nodes(); !r) return count(r);
+  // Custom templates first: creates and hot profiles name them, and keep_hot compares.
+  if (auto r = refresh_custom_templates(); !r) log::warn("custom templates: " + r.error().message);
   Status result;
   int reached = 0;
   for (auto& n : nodes_) {
@@ -40,7 +42,6 @@ Status ManagerCore::reconcile() {
     }
   }
   nodes_reached_ = reached;
-  if (auto r = refresh_custom_templates(); !r) log::warn("custom templates: " + r.error().message);
   sync_replicas();  // its failures are the replicas' (Manager::templates()), not the pass's
   return count(result);
 }

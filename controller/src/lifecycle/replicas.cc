@@ -83,6 +83,7 @@ void ManagerCore::plan_replicas() {
   };
   for (auto& n : nodes_) want(n->cfg.template_vmid, n->cfg.template_replicas, *n);
   for (auto& h : hot_) {
+    if (h.p.template_vmid == 0) continue;                     // a custom template not built yet
     want(h.p.template_vmid, h.p.template_replicas, *h.node);  // 0: no wish of its own
   }
   std::lock_guard lock(mu_);

@@ -295,6 +295,7 @@ Result<TemplateBuild> ManagerCore::build_template(const TemplateRecipe& r, const
     custom_[r.name] = *made;
     template_nodes_[made->vmid] = n.cfg.name;
   }
+  resolve_named_profiles();
   log.line("==> template " + r.name + " is vmid " + std::to_string(made->vmid));
   log::info("template " + r.name + " built: vmid " + std::to_string(made->vmid));
   result.made = *made;

@@ -87,10 +87,30 @@ Status ManagerCore::refresh_custom_templates() {
   // A build that finished meanwhile is kept (it holds build_mu_ until it is in custom_).
   std::unique_lock build(build_mu_, std::try_to_lock);
   if (!build.owns_lock()) return {};
-  std::lock_guard lock(mu_);
-  custom_ = std::move(found);
-  for (auto& [name, t] : custom_) template_nodes_[t.vmid] = t.node;
+  {
+    std::lock_guard lock(mu_);
+    custom_ = std::move(found);
+    for (auto& [name, t] : custom_) template_nodes_[t.vmid] = t.node;
+  }
+  resolve_named_profiles();
   return {};
+}
+
+void ManagerCore::resolve_named_profiles() {
+  bool replan = false;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& h : hot_) {  // profiles that name a template: its VMID now (0: not built)
+      if (h.p.template_name.empty()) continue;
+      int vmid = custom_vmid_locked(h.p.template_name);
+      replan |= vmid != h.p.template_vmid;
+      h.p.template_vmid = vmid;
+      if (replan) h.not_before = {};  // fill now, not after a backoff
+    }
+  }
+  if (!replan) return;
+  plan_replicas();
+  hot_cv_.notify_all();
 }
 
 Status ManagerCore::delete_template(const std::string& name) {

@@ -329,6 +329,11 @@ void parse_hot_pool(yaml::Map s, ManagerConfig& m) {
     p.integer("template_vmid", &profile.template_vmid, 0, 999999999);
     if (p.ok() && profile.template_vmid > 0 && profile.template_vmid < 100)
       p.fail("template_vmid", "must be a VMID (100 or more), or 0 for proxmox.template_vmid");
+    p.string("template", &profile.template_name);
+    if (p.ok() && !profile.template_name.empty() &&
+        (profile.template_vmid != 0 || !valid_template_name(profile.template_name)))
+      p.fail("template",
+             "must be a custom template's name (docs/templates.md), without template_vmid");
     p.integer("template_replicas", &profile.template_replicas, 0, 16);
     p.integer("cpus", &profile.cpus, 1, m.max_cpus);
     p.integer("memory_mb", &profile.memory_mb, 16, m.max_memory_mb);
