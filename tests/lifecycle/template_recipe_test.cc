@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core.h"
 #include "pvesandbox/template_recipe.h"
 
 namespace pvs {
@@ -119,6 +120,21 @@ TEST(TemplateRecipe, ReadsSrcFilesFromTheRecipesDirectory) {
             std::string::npos);
   std::remove((std::string(dir) + "/req.txt").c_str());
   ::rmdir(dir);
+}
+
+TEST(TemplateRecipe, ThePackagesStepMayReachTheMirrorsOfTheAptSources) {
+  auto e = lifecycle::apt_mirror_egress(
+      "deb http://deb.debian.org/debian bookworm main\n"
+      "# deb http://commented.example.org/ x\n"
+      "deb [trusted=yes] http://repo.test:8080/debian ./\n"
+      "Types: deb\nURIs: https://Security.Debian.org/debian-security\n"
+      "deb http://10.0.0.1/debian x\n");
+  ASSERT_TRUE(e.allowlist());
+  // Comments are not sources; an IP address cannot be allowlisted by name and is left out.
+  EXPECT_EQ(e.list.names,
+            (std::vector<std::string>{"deb.debian.org", "repo.test", "security.debian.org"}));
+  EXPECT_EQ(e.list.ports, (std::vector<std::uint16_t>{80, 443, 8080}));
+  EXPECT_FALSE(lifecycle::apt_mirror_egress("deb file:/srv/repo ./\n").allowlist());
 }
 
 }  // namespace

@@ -21,6 +21,13 @@ E2bRoutes::Deps Api::e2b_deps() {
         terminals_->close_sandbox(sandbox.id());
         if (auto st = sandbox.destroy(); !st) throw from_error(st.error());
       },
+      [this](const std::string& name) {
+        auto m = manager();
+        if (!m) return false;
+        for (const auto& t : m->custom_templates())
+          if (t.name == name) return true;
+        return false;
+      },
   };
 }
 

@@ -42,6 +42,8 @@ class E2bRoutes {
         create_for;
     std::function<std::vector<SandboxInfo>(const Principal&, const Labels&)> list_for;
     std::function<void(Sandbox&)> destroy;  // closes its terminals, then destroys it
+    // True for a custom template's name (docs/templates.md): a templateID that names one.
+    std::function<bool(const std::string&)> is_custom_template = nullptr;
   };
   explicit E2bRoutes(Deps deps);
   ~E2bRoutes();

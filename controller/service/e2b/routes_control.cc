@@ -34,8 +34,8 @@ std::string template_profile(const std::string& template_id) {
   if (template_id == e2b::kDefaultTemplate) return "";
   if (!valid_pool_profile_name(template_id))
     throw bad_request("templateID \"" + template_id +
-                      "\": pve-sandbox serves \"base\" (the default template) and its hot-pool "
-                      "profiles (GET /v1/pools), whose names are 1-32 of [a-z0-9-]");
+                      "\": pve-sandbox serves \"base\" (the default template), its hot-pool "
+                      "profiles (GET /v1/pools) and custom templates (GET /v1/templates)");
   return template_id;
 }
 
@@ -111,7 +111,11 @@ void E2bRoutes::create(RequestContext& ctx) {
   control(ctx, [&] {
     auto req = e2b::parse_new_sandbox(d_.replies.json_body(ctx), {max_ttl()});
     if (!req) throw req.error();
-    req->create.profile = template_profile(req->template_id);
+    // A custom template's name (docs/templates.md), else a hot-pool profile's (or "base").
+    if (d_.is_custom_template && d_.is_custom_template(req->template_id))
+      req->create.template_name = req->template_id;
+    else
+      req->create.profile = template_profile(req->template_id);
     auto egress = resolve_egress(req->create.internet, d_.config, ctx.principal->name);
     if (!egress) throw egress.error();
     JsonWriter p;

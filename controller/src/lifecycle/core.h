@@ -69,6 +69,9 @@ std::int64_t now_unix();
 Error pve_error(const Error& e, std::string_view what);
 std::string random_hex(int digits);
 std::string sha256_hex(std::string_view text);  // lower-case hex, 64 digits
+// template_build.cc: the hosts (and ports) of the http(s) URIs in apt's sources (sources.list
+// and deb822 "URIs:" lines alike): an allowlist for a build's packages step; off if none.
+Egress apt_mirror_egress(const std::string& sources);
 // The sandbox's MAC, derived from its address: 02:53:<the four address bytes>, locally
 // administered and unicast, so the controller can BIND the port before the container starts
 // and a reused address always comes with the same MAC (dnsmasq leases, ARP caches).

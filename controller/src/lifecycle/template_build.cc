@@ -10,6 +10,7 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "core.h"
 #include "pvesandbox/common/log.h"
@@ -99,26 +100,6 @@ std::string dirname(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// The hosts (and ports) of the http(s) URIs in apt's sources: what the packages step may reach.
-Egress mirror_egress(const std::string& sources) {
-  static const std::regex uri(R"((https?)://([a-z0-9.-]+)(:([0-9]{1,5}))?[/\s])",
-                              std::regex::icase);
-  std::vector<std::string> names;
-  std::set<std::uint16_t> ports;
-  for (std::sregex_iterator it(sources.begin(), sources.end(), uri), end; it != end; ++it) {
-    std::string host = (*it)[2];
-    for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!validate_egress_name(host)) continue;
-    names.push_back(host);
-    if ((*it)[4].matched)
-      ports.insert(static_cast<std::uint16_t>(std::stoi((*it)[4])));
-    else
-      ports.insert(((*it)[1].str().size() == 5) ? 443 : 80);
-  }
-  if (names.empty()) return Egress::off();
-  return Egress::allow(std::move(names), {ports.begin(), ports.end()});
-}
-
 // Files (and the env defaults), packages, script, clean: each a step in the log.
 Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
                   const ManagerConfig& cfg) {
@@ -152,7 +133,7 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
   }
   if (!r.packages.empty()) {
     auto sources = box.exec("cat /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null", {});
-    Egress mirror = sources ? mirror_egress(sources->out) : Egress::off();
+    Egress mirror = sources ? apt_mirror_egress(sources->out) : Egress::off();
     if (!mirror.allowlist())
       return fail(ErrorCode::kInvalidArgument,
                   "packages: no http(s) package mirror in the base's apt sources");
@@ -184,6 +165,33 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
 }
 
 }  // namespace
+
+Egress apt_mirror_egress(const std::string& sources) {
+  static const std::regex uri(R"((https?)://([a-z0-9.-]+)(:([0-9]{1,5}))?[/\s])",
+                              std::regex::icase);
+  std::vector<std::string> names;
+  std::set<std::uint16_t> ports;
+  std::istringstream lines(sources);
+  for (std::string line; std::getline(lines, line);) {
+    auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    line += '\n';
+    for (std::sregex_iterator it(line.begin(), line.end(), uri), end; it != end; ++it) {
+      std::string host = (*it)[2];
+      for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      // An address is not a name the allowlist can hold.
+      if (host.find_first_not_of("0123456789.") == std::string::npos) continue;
+      if (!validate_egress_name(host)) continue;
+      names.push_back(host);
+      if ((*it)[4].matched)
+        ports.insert(static_cast<std::uint16_t>(std::stoi((*it)[4])));
+      else
+        ports.insert(((*it)[1].str().size() == 5) ? 443 : 80);
+    }
+  }
+  if (names.empty()) return Egress::off();
+  return Egress::allow(std::move(names), {ports.begin(), ports.end()});
+}
 
 Result<int> ManagerCore::recipe_base(const TemplateRecipe& r, const Node& n) const {
   if (r.base.empty()) return n.cfg.template_vmid;

@@ -34,6 +34,8 @@ std::vector<std::string> lines_of(const std::string& body) {
   return out;
 }
 
+const std::string kE2bKey = "e2b_" + std::string(40, 'a');
+
 class TemplateApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -48,6 +50,7 @@ class TemplateApiTest : public ::testing::Test {
     config.audit_file = stack_->dir() + "/audit.log";
     config.tokens = {{"admin", sha256_hex("tok-admin"), 4, true},
                      {"alice", sha256_hex("tok-alice"), 4, false}};
+    config.tokens[1].e2b_key_sha256 = sha256_hex(kE2bKey);
     auto mc = stack_->manager_config();
     mc.template_clean_command = "true";
     auto svc = test::InProcessService::start(config, mc);
@@ -106,6 +109,13 @@ TEST_F(TemplateApiTest, BuildStreamsListCreateDelete) {
   EXPECT_EQ(call("GET", "/v1/templates/web").status, 200);
   EXPECT_EQ(call("GET", "/v1/templates/nope").status, 404);
 
+  // The E2B API's templateID names it too.
+  auto e2b = http(svc_->port(), "POST", "/e2b/v2/sandboxes", "{\"templateID\":\"web\"}", "",
+                  {{"X-API-Key", kE2bKey}, {"Content-Type", "application/json"}});
+  ASSERT_EQ(e2b.status, 201) << e2b.body;
+  auto e2b_id = json(e2b.body)->getValue<std::string>("sandboxID");
+  EXPECT_EQ(json(call("GET", "/v1/templates/web").body)->getValue<int>("in_use"), 1);
+  ASSERT_EQ(call("DELETE", "/v1/sandboxes/" + e2b_id, "", "tok-alice").status, 204);
   auto sb = call("POST", "/v1/sandboxes", "{\"template\":\"web\"}", "tok-alice");
   ASSERT_EQ(sb.status, 201) << sb.body;
   auto id = json(sb.body)->getValue<std::string>("id");
