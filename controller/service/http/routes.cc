@@ -4,7 +4,8 @@
 // A row names its handler as on<&Class::method>: the method of one small class that receives
 // only what it uses, in the room of its resource: SystemRoutes and FleetRoutes (api/fleet),
 // TemplateRoutes (api/templates), SandboxRoutes (api/sandboxes), FileRoutes (api/files),
-// TerminalRoutes (api/terminals), AuditRoutes (api/audit), McpRoutes (api/mcp), ApprovalRoutes (policy/), E2bRoutes (e2b/).
+// TerminalRoutes (api/terminals), AuditRoutes (api/audit), McpRoutes (api/mcp), ApprovalRoutes
+// (policy/), E2bRoutes (e2b/).
 // The Api builds them (http/server.h) and is the one shared path before them: authentication,
 // per-token limits, then the handler, which asks the policy gate (admit) itself. A new route is
 // a row here plus a method on one handler class (and, for a new class, its member in part()).
@@ -17,9 +18,9 @@ namespace pvs::service {
 // The handler object of a row's class: the one member of that type.
 template <class Part>
 Part& Api::part() {
-  return std::get<Part&>(std::tie(system_routes_, fleet_routes_, template_routes_, audit_routes_, sandbox_routes_,
-                                  file_routes_, terminal_routes_, approval_routes_, mcp_routes_,
-                                  e2b_routes_));
+  return std::get<Part&>(std::tie(system_routes_, fleet_routes_, template_routes_, audit_routes_,
+                                  sandbox_routes_, file_routes_, terminal_routes_, approval_routes_,
+                                  mcp_routes_, e2b_routes_));
 }
 
 namespace {

@@ -51,7 +51,11 @@ Status ManagerCore::refresh_custom_templates() {
     for (auto& [name, t] : custom_) known[t.vmid] = t;
   }
   for (auto& n : nodes_) {
-    if (!n->online) continue;
+    if (!n->online) {  // unreachable now: what it held is kept, never forgotten on a guess
+      for (auto& [vmid, t] : known)
+        if (t.node == n->cfg.name) found[t.name] = t;
+      continue;
+    }
     auto cts = pve_.list_containers(n->cfg.name);
     if (!cts) return fail(pve_error(cts.error(), "list containers"));
     for (auto& ct : *cts) {
