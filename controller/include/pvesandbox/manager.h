@@ -43,6 +43,7 @@
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/common/protocol.h"
 #include "pvesandbox/egress.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
@@ -253,6 +254,13 @@ struct SnapshotInfo {
 
 class Manager;
 
+// What a sandbox in allowlist mode tried to reach (docs/api.md "Egress log"), as its node's
+// agent keeps it: the names the resolver was asked for, allowed or refused, one line per name
+// and window ("refused 1,234 times in the window from `window_ms`"), oldest first.
+struct EgressLog {
+  std::vector<proto::EgressLogLine> names;
+};
+
 class Sandbox {
  public:
   virtual ~Sandbox() = default;
@@ -288,6 +296,9 @@ class Sandbox {
   virtual Status set_egress(const Egress& egress) = 0;
   // The shorthand: Egress::on() or Egress::off().
   Status set_internet(bool enabled) { return set_egress(enabled ? Egress::on() : Egress::off()); }
+  // The sandbox's egress log, read from its node's agent. Empty unless it has an allowlist: the
+  // agent keeps a log only for listed sandboxes and forgets it when the list goes.
+  virtual Result<EgressLog> egress_log() = 0;
   // Live status from Proxmox.
   virtual Result<pve::ContainerStatus> status() = 0;
   virtual bool is_connected() const = 0;

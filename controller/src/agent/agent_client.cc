@@ -356,4 +356,12 @@ Result<std::map<Ipv4Address, EgressList>> AgentClient::egresses() {
   return lists;
 }
 
+Result<std::vector<proto::EgressLogLine>> AgentClient::egress_log(Ipv4Address address) {
+  auto r = call(proto::EgressLogQuery{address});
+  if (!r) return fail(r.error());
+  auto lines = proto::parse_egress_log_payload(address, *r);
+  if (!lines) return fail(ErrorCode::kInternal, "agent: EGRESSLOG reply: " + lines.error().message);
+  return lines;
+}
+
 }  // namespace pvs
