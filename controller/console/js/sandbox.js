@@ -111,6 +111,8 @@ export async function render(el, { params }) {
   const label = () => { internetButton.textContent = egressMode(sb) === 'off' ? 'Turn internet on' : 'Turn internet off'; };
   label();
   const formBox = h('div', {}, allowlistForm(sb, put));
+  const logBox = h('div', {});  // the egress log card while the sandbox has an allowlist
+  const showLog = () => clear(logBox).append(egressMode(sb) === 'allowlist' ? egressLog(id, addName) : '');
   async function put(body, done) {
     try {
       const r = await api('PUT', sbPath(id, '/internet'), { json: body });
@@ -119,6 +121,7 @@ export async function render(el, { params }) {
         sb = r;
         clear(infoBox).append(info(sb));
         clear(formBox).append(allowlistForm(sb, put));
+        showLog();
         label();
         toast(done || `Internet ${egressMode(sb)}`);
       }
@@ -131,6 +134,7 @@ export async function render(el, { params }) {
     if (!have.includes(name)) names.value = [...have, name].join(', ');
     names.focus();
   };
+  showLog();
   internetButton.addEventListener('click', async () => {
     internetButton.disabled = true;
     await put({ enabled: egressMode(sb) === 'off' });
@@ -155,7 +159,7 @@ export async function render(el, { params }) {
         formBox,
         h('div', { class: 'row' }, h('label', {}, 'TTL from now (s)', ttl), ttlButton),
         h('div', { class: 'row' }, destroy))),
-    egressMode(sb) === 'allowlist' ? egressLog(id, addName) : '',
+    logBox,
     terminals(id),
     fileBrowser(id, '/'),
     snapshots(id));
