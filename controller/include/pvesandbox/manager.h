@@ -384,6 +384,10 @@ struct NodeInfo {
   int max_sandboxes = 0;                      // 0: no limit of its own
   std::uint64_t mem_total = 0, mem_used = 0;  // bytes, from /cluster/resources (0: unknown)
   std::uint64_t free_addresses = 0;           // in its sandbox network
+  // Its egress log's totals since its agent started, as the agent's last STATUS said (read
+  // by health() and once per reconcile): names allowed and refused by its resolver, and
+  // connections its ruleset refused to sandboxes with an allowlist.
+  std::uint64_t egress_allowed = 0, egress_refused = 0, egress_connections_refused = 0;
 };
 
 // One template and its replicas as Manager::templates() reports them.

@@ -47,6 +47,18 @@ struct Node {
   std::atomic<bool> agent_ok{true};  // its agent answered the last ping
   std::atomic<bool> drained{false};
   std::uint64_t agent_connects = 0;  // the loop's: a reconnected agent gets a reconcile
+  // The agent's egress totals, as its last STATUS said (health, reconcile): NodeInfo's.
+  std::atomic<std::uint64_t> egress_allowed{0}, egress_refused{0}, egress_connections_refused{0};
+  void note_status(const proto::StatusFields& status) {
+    auto total = [&](const char* key, std::atomic<std::uint64_t>& to) {
+      auto v = proto::find_field(status, key);
+      std::uint64_t n = 0;
+      if (v && std::from_chars(v->data(), v->data() + v->size(), n).ec == std::errc()) to = n;
+    };
+    total("egress_decisions_allowed", egress_allowed);
+    total("egress_decisions_refused", egress_refused);
+    total("egress_connections_refused", egress_connections_refused);
+  }
 
   // Under the core's mu_.
   std::string error;                             // why offline / agent down
