@@ -75,6 +75,10 @@ class AgentClient {
   Status egress(Ipv4Address address, EgressList list);
   Status egress_off(Ipv4Address address);
   Result<std::map<Ipv4Address, EgressList>> egresses();
+  // The connection attempts of `address` the ruleset refused (EGRESSREFUSED): at most
+  // proto::kMaxRefusedPerReply destinations, most recent first, and one `others` item for the
+  // rest (docs/protocol.md "Refused connections").
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address);
 
   // Sends one request and returns the agent's reply payload (OK) or its error (ERR).
   Result<std::string> call(const proto::Request& request);
