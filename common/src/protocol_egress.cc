@@ -11,6 +11,17 @@ using namespace detail;
 
 namespace {
 
+// "a/b/c" -> a, b, c (the items of EGRESSLOG's and EGRESSREFUSED's replies).
+std::vector<std::string_view> slash_fields(std::string_view item) {
+  std::vector<std::string_view> parts;
+  for (std::size_t slash; (slash = item.find('/')) != std::string_view::npos;) {
+    parts.push_back(item.substr(0, slash));
+    item.remove_prefix(slash + 1);
+  }
+  parts.push_back(item);
+  return parts;
+}
+
 bool is_ldh(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
 }
@@ -383,12 +394,7 @@ Result<std::vector<EgressLogLine>> parse_egress_log_payload(Ipv4Address source,
   if (!items) return fail(items.error());
   std::vector<EgressLogLine> lines;
   for (std::string_view item : *items) {
-    std::vector<std::string_view> parts;
-    for (std::size_t slash; (slash = item.find('/')) != std::string_view::npos;) {
-      parts.push_back(item.substr(0, slash));
-      item.remove_prefix(slash + 1);
-    }
-    parts.push_back(item);
+    auto parts = slash_fields(item);
     if (parts.size() != 6) return fail(bad("invalid egress log item: expected 6 fields"));
     std::string line = "ELOG " + source.to_string() + " " + std::string(parts[0]) + " " +
                        std::string(parts[1]) + " n=" + std::string(parts[2]) +
@@ -412,12 +418,7 @@ std::string protocol_text(const RefusedConnection& c) {
 
 // "<ipv4>:<port>/<proto>/<count>/<first>/<last>"
 Result<RefusedConnection> parse_refused_item(std::string_view item) {
-  std::vector<std::string_view> parts;
-  for (std::size_t slash; (slash = item.find('/')) != std::string_view::npos;) {
-    parts.push_back(item.substr(0, slash));
-    item.remove_prefix(slash + 1);
-  }
-  parts.push_back(item);
+  auto parts = slash_fields(item);
   if (parts.size() != 5) return fail(bad("invalid refused item: expected 5 fields"));
   RefusedConnection c;
   std::size_t colon = parts[0].rfind(':');

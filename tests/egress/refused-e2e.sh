@@ -43,30 +43,11 @@ elements() { rig_in "$NS_NODE" nft list set inet sandbox "$1" | grep -o 'expires
 
 echo "--- rig"
 rig_up 0
-mkdir -m 755 "$RIG_TMP/run" "$RIG_TMP/state"
 rig_load_ruleset "$HERE/../../nftables/sandbox.nft"
 rig_bind "$PORT_A" "$MAC_A" "$IP_A"
 rig_bind "$PORT_B" "$MAC_B" "$IP_B"
 for a in 20 21; do ip -n "$NS_R" addr add "203.0.113.$a/32" dev lo; done
-cat >"$RIG_TMP/agent.yaml" <<CONF
-sandbox_cidr: 10.99.0.0/16
-socket: $RIG_TMP/run/agent.sock
-socket_group: nogroup
-allowed_uids: [0]
-state_file: $RIG_TMP/state/agent-state
-log_level: warn
-CONF
-ip netns exec "$NS_NODE" "$AGENT" serve --config "$RIG_TMP/agent.yaml" >>"$RIG_TMP/agent.log" 2>&1 &
-RIG_PIDS+=($!)
-for _ in $(seq 1 100); do
-	[[ -S $RIG_TMP/run/agent.sock ]] && [[ $(agent HELLO 1) == OK* ]] && break
-	sleep 0.05
-done
-[[ $(agent HELLO 1) == OK* ]] || {
-	echo "FAIL: the agent did not start" >&2
-	cat "$RIG_TMP/agent.log" >&2
-	exit 1
-}
+rig_agent_up "$AGENT"
 check "EGRESS ct101" '^OK' "$(agent "EGRESS $IP_A ports=80 names=a.allowed.test")"
 check "EGRESS ct102" '^OK' "$(agent "EGRESS $IP_B ports=80 names=a.allowed.test")"
 check "PAIR ct101 a.allowed.test" '^OK 1' "$(agent "PAIR $IP_A a.allowed.test 203.0.113.20 ttl=3600")"

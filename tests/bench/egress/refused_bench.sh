@@ -31,23 +31,12 @@ trap 'exit 143' TERM INT HUP
 agent() { rig_in "$NS_NODE" "$RIG_PYTHON" "$TOOL" agent "$RIG_TMP/run/agent.sock" "$*"; }
 
 rig_up 0
-mkdir -m 755 "$RIG_TMP/run" "$RIG_TMP/state"
 rig_load_ruleset "$HERE/../../../nftables/sandbox.nft"
 rig_bind "$PORT_A" "$MAC_A" "$IP_A"
 ip -n "$NS_R" addr add 203.0.113.20/32 dev lo
 ip netns exec "$NS_R" socat -u -b 262144 TCP-LISTEN:80,reuseaddr,fork /dev/null &
 RIG_PIDS+=($!)
-cat >"$RIG_TMP/agent.yaml" <<CONF
-sandbox_cidr: 10.99.0.0/16
-socket: $RIG_TMP/run/agent.sock
-socket_group: nogroup
-allowed_uids: [0]
-state_file: $RIG_TMP/state/agent-state
-log_level: warn
-CONF
-ip netns exec "$NS_NODE" "$AGENT" serve --config "$RIG_TMP/agent.yaml" 2>"$RIG_TMP/agent.log" &
-RIG_PIDS+=($!)
-for _ in $(seq 1 100); do [[ -S $RIG_TMP/run/agent.sock ]] && break; sleep 0.05; done
+rig_agent_up "$AGENT"
 sleep 0.2
 agent "EGRESS $IP_A ports=80 names=a.allowed.test" >/dev/null
 agent "PAIR $IP_A a.allowed.test 203.0.113.20 ttl=3600" >/dev/null
