@@ -1,5 +1,5 @@
-// The egress verbs of the agent protocol: EGRESS, EGRESSES, ASK, PAIR, ELOG, EGRESSLOG, EGRESSREFUSED
-// and their payloads.
+// The egress verbs of the agent protocol: EGRESS, EGRESSES, ASK, PAIR, ELOG, EGRESSLOG,
+// EGRESSREFUSED and their payloads.
 #include <algorithm>
 #include <cstdint>
 #include <unordered_set>
