@@ -101,6 +101,7 @@ class Resolver {
   void log_decision(const Job& job, bool allowed, const std::vector<dns::Record>& answer = {});
   // Sends the aggregates of the windows that ended to the agent (resolver_io.cc's loop).
   void flush_log(std::int64_t now_ms);
+  void send_log_line(const proto::EgressLogLine& line);
 
   ResolverConfig config_;
   UniqueFd udp_;

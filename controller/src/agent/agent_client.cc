@@ -364,4 +364,13 @@ Result<std::vector<proto::EgressLogLine>> AgentClient::egress_log(Ipv4Address ad
   return lines;
 }
 
+Result<std::vector<proto::RefusedConnection>> AgentClient::egress_refused(Ipv4Address address) {
+  auto r = call(proto::EgressRefusedQuery{address});
+  if (!r) return fail(r.error());
+  auto items = proto::parse_egress_refused_payload(*r);
+  if (!items)
+    return fail(ErrorCode::kInternal, "agent: EGRESSREFUSED reply: " + items.error().message);
+  return items;
+}
+
 }  // namespace pvs
