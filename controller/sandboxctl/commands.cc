@@ -198,6 +198,18 @@ int internet_log(Client& c, const std::string& id, Args& a) {
                     o->isNull("entry") ? "-" : str(o, "entry"), to.empty() ? "-" : to});
   }
   print_table(rows);
+  auto conns = parse_object(r.body)->getArray("connections");
+  if (!conns || conns->size() == 0) return 0;
+  std::vector<std::vector<std::string>> refused{
+      {"REFUSED CONNECTION", "PROTOCOL", "COUNT", "FIRST", "LAST"}};
+  for (std::size_t i = 0; i < conns->size(); ++i) {
+    auto o = conns->getObject(static_cast<unsigned>(i));
+    refused.push_back({o->isNull("address") ? "(others)" : str(o, "address") + ":" + str(o, "port"),
+                       str(o, "protocol"), str(o, "count"), str(o, "first_seen"),
+                       str(o, "last_seen")});
+  }
+  std::cout << "\n";
+  print_table(refused);
   return 0;
 }
 

@@ -78,6 +78,9 @@ class SharedAgent final : public lifecycle::AgentApi {
   Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) override {
     return a_->egress_log(address);
   }
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) override {
+    return a_->egress_refused(address);
+  }
   Status hello() override { return a_->hello(); }
   std::uint64_t connections() const override { return a_->connections(); }
 

@@ -256,9 +256,12 @@ class Manager;
 
 // What a sandbox in allowlist mode tried to reach (docs/api.md "Egress log"), as its node's
 // agent keeps it: the names the resolver was asked for, allowed or refused, one line per name
-// and window ("refused 1,234 times in the window from `window_ms`"), oldest first.
+// and window ("refused 1,234 times in the window from `window_ms`"), oldest first; and the
+// connections the node's ruleset refused, per destination, most recent first (at most
+// proto::kMaxRefusedPerReply, then one `others` item summing the rest).
 struct EgressLog {
   std::vector<proto::EgressLogLine> names;
+  std::vector<proto::RefusedConnection> connections;
 };
 
 class Sandbox {
@@ -384,9 +387,9 @@ struct NodeInfo {
   int max_sandboxes = 0;                      // 0: no limit of its own
   std::uint64_t mem_total = 0, mem_used = 0;  // bytes, from /cluster/resources (0: unknown)
   std::uint64_t free_addresses = 0;           // in its sandbox network
-  // Its egress log's totals since its agent started, as the agent's last STATUS said (read
-  // by health() and once per reconcile): names allowed and refused by its resolver, and
-  // connections its ruleset refused to sandboxes with an allowlist.
+  // Its egress log's totals, as its agent's STATUS said (read by health() and once per
+  // reconcile; monotonic across agent restarts): names allowed and refused by its resolver,
+  // and connections its ruleset refused to sandboxes with an allowlist.
   std::uint64_t egress_allowed = 0, egress_refused = 0, egress_connections_refused = 0;
 };
 

@@ -95,6 +95,9 @@ class AgentClientPeer final : public AgentApi {
   Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) override {
     return client_.egress_log(address);
   }
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) override {
+    return client_.egress_refused(address);
+  }
   Status revoke(Ipv4Address address) override { return client_.revoke(address); }
   Result<std::uint64_t> sync(const std::vector<proto::Grant>& grants) override {
     return client_.sync(grants);

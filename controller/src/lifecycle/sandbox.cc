@@ -80,6 +80,12 @@ Result<EgressLog> SandboxImpl::egress_log() {
   auto lines = node_.agent.egress_log(*md.address);
   if (!lines) return fail(lines.error());
   log.names = std::move(*lines);
+  auto refused = node_.agent.egress_refused(*md.address);
+  if (refused) {
+    log.connections = std::move(*refused);
+  } else if (refused.error().code != ErrorCode::kConflict) {  // kConflict: an older ruleset
+    return fail(refused.error());
+  }
   return log;
 }
 

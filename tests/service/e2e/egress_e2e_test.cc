@@ -179,7 +179,9 @@ TEST_F(EgressE2eTest, TheEgressLogShowsExactlyWhatTheSandboxAskedFor) {
     auto log = call("GET", uri);
     ASSERT_EQ(log.status, 200) << log.body;
     names = json(log.body)->getArray("names");
-    if (names->size() >= 2) break;
+    // At once: each name's first decision; after the flush: other.test's second.
+    if (log.body.find(R"("name":"other.test","decision":"refuse","count":2)") != std::string::npos)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(names->size(), 2u);
@@ -196,6 +198,13 @@ TEST_F(EgressE2eTest, TheEgressLogShowsExactlyWhatTheSandboxAskedFor) {
   EXPECT_EQ(other->getValue<std::string>("decision"), "refuse");
   EXPECT_EQ(other->getValue<int>("count"), 2);
   EXPECT_TRUE(other->isNull("entry"));
+  // The direct connect: one refused connection, counted once (refused with a reset at once).
+  auto conns = json(call("GET", uri).body)->getArray("connections");
+  ASSERT_EQ(conns->size(), 1u);
+  EXPECT_EQ(conns->getObject(0)->getValue<std::string>("address"), kOther);
+  EXPECT_EQ(conns->getObject(0)->getValue<int>("port"), 80);
+  EXPECT_EQ(conns->getObject(0)->getValue<std::string>("protocol"), "tcp");
+  EXPECT_EQ(conns->getObject(0)->getValue<int>("count"), 1);
 
   auto cli = test::run_captured(
       {PVS_SANDBOXCTL_BIN, "--url", "http://127.0.0.1:" + std::to_string(port_), "internet", id,
@@ -204,6 +213,8 @@ TEST_F(EgressE2eTest, TheEgressLogShowsExactlyWhatTheSandboxAskedFor) {
   ASSERT_EQ(cli.exit_code, 0) << cli.err;
   EXPECT_NE(cli.out.find("other.test    refuse    2"), std::string::npos) << cli.out;
   EXPECT_NE(cli.out.find("allowed.test  allow     1"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find(std::string(kOther) + ":80     tcp       1"), std::string::npos)
+      << cli.out;
 
   // MCP internet (stateless): a list without other.test says it is still refused.
   std::string mcp_body =
@@ -220,8 +231,20 @@ TEST_F(EgressE2eTest, TheEgressLogShowsExactlyWhatTheSandboxAskedFor) {
                    {"Mcp-Name", "internet"}});
   ASSERT_EQ(mcp.status, 200) << mcp.body;
   EXPECT_NE(mcp.body.find(R"(\"still_refused\":[\"other.test\"])"), std::string::npos) << mcp.body;
-  EXPECT_NE(mcp.body.find("still refused names: other.test (2 times)"), std::string::npos)
+  EXPECT_NE(mcp.body.find("still refused names: other.test (2 times); connections refused: " +
+                          std::string(kOther) + ":80/tcp (1 time)"),
+            std::string::npos)
       << mcp.body;
+  // /metrics: the node's totals, as its agent's STATUS says (health reads it).
+  ASSERT_EQ(call("GET", "/v1/health").status, 200);
+  auto metrics = call("GET", "/metrics").body;
+  for (const char* line :
+       {R"(decision="allow",node="pve"} 1)", R"(decision="refuse",node="pve"} 2)",
+        R"(decision="refuse_connection",node="pve"} 1)"}) {
+    EXPECT_NE(metrics.find(std::string("pvs_egress_decisions_total{") + line), std::string::npos)
+        << line << "\n"
+        << metrics.substr(0, 4000);
+  }
 }
 
 }  // namespace

@@ -322,7 +322,7 @@ TEST_F(EgressApiTest, TheEgressLogShowsTheAgentsLinesThroughRestAndSandboxctl) {
   std::string uri = "/v1/sandboxes/" + id + "/egress/log";
   auto empty = call("GET", uri);
   ASSERT_EQ(empty.status, 200) << empty.body;
-  EXPECT_EQ(empty.body, R"({"names":[],"refused":[]})");
+  EXPECT_EQ(empty.body, R"({"names":[],"refused":[],"connections":[]})");
   log_line(sb, "pypi.org", true, 3, 1'795'760'000'000, "pypi.org");
   log_line(sb, "files.pythonhosted.org", false, 12, 1'795'760'000'000);
   log_line(sb, "evil.example", false, 1, 1'795'760'060'000);
@@ -375,7 +375,7 @@ TEST_F(EgressApiTest, TheEgressLogShowsTheAgentsLinesThroughRestAndSandboxctl) {
       << pending.body;
   // Without a list the agent keeps no log.
   ASSERT_EQ(set(id, R"({"enabled":false})").status, 200);
-  EXPECT_EQ(call("GET", uri).body, R"({"names":[],"refused":[]})");
+  EXPECT_EQ(call("GET", uri).body, R"({"names":[],"refused":[],"connections":[]})");
 }
 
 }  // namespace

@@ -129,8 +129,9 @@ ToolResult tool_internet(ToolContext& c) {
   w.end_array();
   json.pop_back();
   json += ",\"still_refused\":" + w.take() + "}";
-  if (still.empty()) return {false, json, json};
-  return {false, json + "\nstill " + refusals_text(before, 20, &*egress), json};
+  std::string refusals = refusals_text(before, 20, &*egress);
+  if (refusals.empty()) return {false, json, json};
+  return {false, json + "\nstill " + refusals, json};
 }
 
 // ---- exec -------------------------------------------------------------------------------------

@@ -44,6 +44,13 @@ std::vector<std::pair<std::string, std::uint64_t>> most_refused(const EgressLog&
   return out;
 }
 
+std::string protocol_name(const proto::RefusedConnection& c) {
+  if (c.others) return "*";
+  if (c.protocol == 6) return "tcp";
+  if (c.protocol == 17) return "udp";
+  return std::to_string(c.protocol);
+}
+
 }  // namespace
 
 ApiResult<EgressLogFilter> parse_egress_log_filter(std::string_view since, std::string_view limit) {
@@ -81,6 +88,16 @@ std::string egress_log_json(const EgressLog& log, const EgressLogFilter& filter)
   }
   w.end_array().key("refused").begin_array();
   for (const auto& name : refused_names(shown, kMaxEgressLogLimit)) w.value(name);
+  w.end_array().key("connections").begin_array();
+  for (const auto& c : log.connections) {
+    if (c.last_ms < filter.since_ms) continue;
+    w.begin_object().key("address");
+    c.others ? w.null() : w.value(c.destination.to_string());
+    w.key("port").value(static_cast<int>(c.port)).key("protocol").value(protocol_name(c));
+    w.key("count").value(c.count).key("first_seen").value(iso_time(c.first_ms / 1000));
+    w.key("last_seen").value(iso_time(c.last_ms / 1000)).key("others").value(c.others);
+    w.end_object();
+  }
   w.end_array().end_object();
   return w.take();
 }
@@ -93,11 +110,17 @@ std::vector<std::string> refused_names(const EgressLog& log, std::size_t max,
 }
 
 std::string refusals_text(const EgressLog& log, std::size_t max, const Egress* allowed_now) {
+  auto times = [](std::uint64_t n) { return std::to_string(n) + (n == 1 ? " time)" : " times)"); };
   std::string t;
-  for (const auto& [name, count] : most_refused(log, max, allowed_now)) {
-    t += (t.empty() ? "refused names: " : ", ") + name + " (" + std::to_string(count) +
-         (count == 1 ? " time)" : " times)");
+  for (const auto& [name, count] : most_refused(log, max, allowed_now))
+    t += (t.empty() ? "refused names: " : ", ") + name + " (" + times(count);
+  std::string conns;
+  for (const auto& c : log.connections) {
+    if (c.others) continue;
+    conns += (conns.empty() ? "connections refused: " : ", ") + c.destination.to_string() + ":" +
+             std::to_string(c.port) + "/" + protocol_name(c) + " (" + times(c.count);
   }
+  if (!conns.empty()) t += (t.empty() ? "" : "; ") + conns;
   return t;
 }
 

@@ -28,7 +28,9 @@ inline constexpr std::size_t kMaxEgressLogLimit = 1000;
 ApiResult<EgressLogFilter> parse_egress_log_filter(std::string_view since, std::string_view limit);
 
 // {"names":[{"name","decision","count","window_start","window_start_ms","entry","addresses"}],
-//  "refused":[...]}: the filtered lines, oldest first, and the names they refused.
+//  "refused":[...], "connections":[{"address","port","protocol","count","first_seen",
+//  "last_seen","others"}]}: the filtered lines, oldest first, the names they refused, and the
+//  refused connections last seen since `since_ms`, most recent first.
 std::string egress_log_json(const EgressLog& log, const EgressLogFilter& filter);
 
 // The names refused in `log`, the most refused first, at most `max` ("*", the names beyond the
@@ -37,7 +39,8 @@ std::vector<std::string> refused_names(const EgressLog& log, std::size_t max = 2
                                        const Egress* allowed_now = nullptr);
 
 // The same as one line for people and models: "refused names: a.example (12 times),
-// b.example (1 time)"; empty when nothing was refused.
+// b.example (1 time); connections refused: 203.0.113.9:22/tcp (3 times)"; empty when nothing
+// was refused.
 std::string refusals_text(const EgressLog& log, std::size_t max = 20,
                           const Egress* allowed_now = nullptr);
 

@@ -95,12 +95,13 @@ void collect_nodes(Metrics& m, const std::vector<NodeInfo>& nodes) {
     m.set("pvs_node_memory_total_bytes", l, static_cast<double>(n.mem_total));
     m.set("pvs_node_memory_used_bytes", l, static_cast<double>(n.mem_used));
     m.set("pvs_node_free_addresses", l, static_cast<double>(n.free_addresses));
-    for (auto [decision, total] : {std::pair{"allow", n.egress_allowed},
-                                   std::pair{"refuse", n.egress_refused},
-                                   std::pair{"refuse_connection", n.egress_connections_refused}}) {
-      auto labels = l;
-      labels.emplace_back("decision", decision);
-      m.set("pvs_egress_decisions_total", labels, static_cast<double>(total));
+    for (auto [decision, total] :
+         {std::pair{"allow", n.egress_allowed}, std::pair{"refuse", n.egress_refused},
+          std::pair{"refuse_connection", n.egress_connections_refused}}) {
+      MetricLabels labels{{"decision", decision}, {"node", n.name}};
+      double current = m.value("pvs_egress_decisions_total", labels);  // a counter: mirrored
+      if (static_cast<double>(total) > current)
+        m.inc("pvs_egress_decisions_total", labels, static_cast<double>(total) - current);
     }
   }
 }
