@@ -37,11 +37,14 @@ void Resolver::log_decision(const Job& job, bool allowed, const std::vector<dns:
   for (const auto& rec : answer) {
     if (rec.address) d.answer.push_back(*rec.address);
   }
-  if (auto now = log_->record(d, mono_ms())) send_log_line(*now);
+  // A window's first decision goes out at the loop's next turn, after the answer.
+  if (auto now = log_->record(d, mono_ms())) first_lines_.push_back(std::move(*now));
 }
 
 void Resolver::flush_log(std::int64_t now_ms) {
   if (!log_) return;
+  for (const auto& line : first_lines_) send_log_line(line);
+  first_lines_.clear();
   for (const auto& line : log_->take(now_ms, flush_all_.exchange(false))) send_log_line(line);
 }
 

@@ -122,7 +122,8 @@ class Resolver {
     std::int64_t last_ms = 0;
   };
   std::unordered_map<std::uint32_t, Bucket> buckets_;
-  std::unique_ptr<EgressLog> log_;  // null: egress_log off
+  std::unique_ptr<EgressLog> log_;                 // null: egress_log off
+  std::vector<proto::EgressLogLine> first_lines_;  // sent by the next flush_log
   Stats stats_;
 };
 
