@@ -267,6 +267,9 @@ struct RequestFormatter {
   std::string operator()(const EgressLogQuery& r) const {
     return "EGRESSLOG " + r.address.to_string();
   }
+  std::string operator()(const EgressRefusedQuery& r) const {
+    return "EGRESSREFUSED " + r.address.to_string();
+  }
 };
 
 }  // namespace
@@ -277,8 +280,8 @@ std::string format_request(const Request& request) {
 
 std::string_view verb_name(const Request& request) {
   static constexpr std::string_view kNames[] = {
-      "HELLO",  "ALLOW",  "REVOKE",   "SYNC", "LIST", "BIND", "UNBIND",   "BINDINGS",
-      "STATUS", "EGRESS", "EGRESSES", "ASK",  "PAIR", "ELOG", "EGRESSLOG"};
+      "HELLO",  "ALLOW",  "REVOKE",   "SYNC", "LIST", "BIND", "UNBIND",    "BINDINGS",
+      "STATUS", "EGRESS", "EGRESSES", "ASK",  "PAIR", "ELOG", "EGRESSLOG", "EGRESSREFUSED"};
   static_assert(std::size(kNames) == std::variant_size_v<Request>);
   return kNames[request.index()];
 }

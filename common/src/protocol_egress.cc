@@ -1,4 +1,5 @@
-// The egress verbs of the agent protocol: EGRESS, EGRESSES, ASK, PAIR and their payloads.
+// The egress verbs of the agent protocol: EGRESS, EGRESSES, ASK, PAIR, ELOG, EGRESSLOG,
+// EGRESSREFUSED and their payloads.
 #include <algorithm>
 #include <cstdint>
 #include <unordered_set>
@@ -10,6 +11,17 @@ namespace pvs::proto {
 using namespace detail;
 
 namespace {
+
+// "a/b/c" -> a, b, c (the items of EGRESSLOG's and EGRESSREFUSED's replies).
+std::vector<std::string_view> slash_fields(std::string_view item) {
+  std::vector<std::string_view> parts;
+  for (std::size_t slash; (slash = item.find('/')) != std::string_view::npos;) {
+    parts.push_back(item.substr(0, slash));
+    item.remove_prefix(slash + 1);
+  }
+  parts.push_back(item);
+  return parts;
+}
 
 bool is_ldh(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
@@ -205,6 +217,12 @@ std::optional<Result<Request>> parse_egress_request(const std::vector<std::strin
     if (!address) return fail(address.error());
     return Result<Request>(EgressLogQuery{*address});
   }
+  if (verb == "EGRESSREFUSED") {
+    if (auto ok = expect_arity(fields, 1, 1, "EGRESSREFUSED <ipv4>"); !ok) return fail(ok.error());
+    auto address = parse_address(fields[1]);
+    if (!address) return fail(address.error());
+    return Result<Request>(EgressRefusedQuery{*address});
+  }
   return std::nullopt;
 }
 
@@ -377,12 +395,7 @@ Result<std::vector<EgressLogLine>> parse_egress_log_payload(Ipv4Address source,
   if (!items) return fail(items.error());
   std::vector<EgressLogLine> lines;
   for (std::string_view item : *items) {
-    std::vector<std::string_view> parts;
-    for (std::size_t slash; (slash = item.find('/')) != std::string_view::npos;) {
-      parts.push_back(item.substr(0, slash));
-      item.remove_prefix(slash + 1);
-    }
-    parts.push_back(item);
+    auto parts = slash_fields(item);
     if (parts.size() != 6) return fail(bad("invalid egress log item: expected 6 fields"));
     std::string line = "ELOG " + source.to_string() + " " + std::string(parts[0]) + " " +
                        std::string(parts[1]) + " n=" + std::string(parts[2]) +
@@ -393,6 +406,78 @@ Result<std::vector<EgressLogLine>> parse_egress_log_payload(Ipv4Address source,
     lines.push_back(std::move(*l));
   }
   return lines;
+}
+
+namespace {
+
+std::string protocol_text(const RefusedConnection& c) {
+  if (c.others) return "*";
+  if (c.protocol == 6) return "tcp";
+  if (c.protocol == 17) return "udp";
+  return std::to_string(c.protocol);
+}
+
+// "<ipv4>:<port>/<proto>/<count>/<first>/<last>"
+Result<RefusedConnection> parse_refused_item(std::string_view item) {
+  auto parts = slash_fields(item);
+  if (parts.size() != 5) return fail(bad("invalid refused item: expected 5 fields"));
+  RefusedConnection c;
+  std::size_t colon = parts[0].rfind(':');
+  if (colon == std::string_view::npos) return fail(bad("invalid refused item: expected ip:port"));
+  auto address = parse_address(parts[0].substr(0, colon));
+  if (!address) return fail(address.error());
+  auto port = parse_decimal(parts[0].substr(colon + 1), 0, 65535, "port");
+  if (!port) return fail(port.error());
+  c.destination = *address;
+  c.port = static_cast<std::uint16_t>(*port);
+  if (parts[1] == "*") {
+    c.others = true;
+    if (c.destination != Ipv4Address(0) || c.port != 0)
+      return fail(bad("invalid refused item: the rest is 0.0.0.0:0"));
+  } else if (parts[1] == "tcp" || parts[1] == "udp") {
+    c.protocol = parts[1] == "tcp" ? 6 : 17;
+  } else {
+    auto protocol = parse_decimal(parts[1], 0, 255, "protocol");
+    if (!protocol) return fail(protocol.error());
+    c.protocol = static_cast<std::uint8_t>(*protocol);
+  }
+  auto count = parse_decimal(parts[2], 1, UINT64_MAX, "count");
+  if (!count) return fail(count.error());
+  auto first = parse_decimal(parts[3], 0, INT64_MAX, "first");
+  if (!first) return fail(first.error());
+  auto last = parse_decimal(parts[4], 0, INT64_MAX, "last");
+  if (!last) return fail(last.error());
+  c.count = *count;
+  c.first_ms = static_cast<std::int64_t>(*first);
+  c.last_ms = static_cast<std::int64_t>(*last);
+  if (c.last_ms < c.first_ms) return fail(bad("invalid refused item: last before first"));
+  return c;
+}
+
+}  // namespace
+
+std::string format_egress_refused_payload(const std::vector<RefusedConnection>& items) {
+  std::string out = std::to_string(items.size());
+  for (const auto& c : items) {
+    out += " " + c.destination.to_string() + ":" + std::to_string(c.port) + "/" + protocol_text(c) +
+           "/" + std::to_string(c.count) + "/" + std::to_string(c.first_ms) + "/" +
+           std::to_string(c.last_ms);
+  }
+  return out;
+}
+
+Result<std::vector<RefusedConnection>> parse_egress_refused_payload(std::string_view payload) {
+  auto items = counted_items(payload);
+  if (!items) return fail(items.error());
+  if (items->size() > kMaxRefusedPerReply + 1)
+    return fail(bad("too many refused items: at most " + std::to_string(kMaxRefusedPerReply + 1)));
+  std::vector<RefusedConnection> out;
+  for (std::string_view item : *items) {
+    auto c = parse_refused_item(item);
+    if (!c) return fail(c.error());
+    out.push_back(*c);
+  }
+  return out;
 }
 
 }  // namespace pvs::proto

@@ -172,17 +172,61 @@ std::string allowlist_json(Args& a) {
   return out + "}";
 }
 
+// internet ID log [--since MS] [--limit N]: the sandbox's egress log, one line per name and
+// window, oldest first.
+int internet_log(Client& c, const std::string& id, Args& a) {
+  std::string query;
+  while (a.more()) {
+    std::string f = a.next("flag");
+    if (f != "--since" && f != "--limit") throw UsageError("internet log: unknown option " + f);
+    query += (query.empty() ? "?" : "&") + f.substr(2) + "=" + url_encode(a.next(f));
+  }
+  auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id) + "/egress/log" + query);
+  check(r);
+  if (c.options().json) {
+    print_json(r.body);
+    return 0;
+  }
+  auto names = parse_object(r.body)->getArray("names");
+  std::vector<std::vector<std::string>> rows{
+      {"WINDOW", "NAME", "DECISION", "COUNT", "ENTRY", "ADDRESSES"}};
+  for (std::size_t i = 0; names && i < names->size(); ++i) {
+    auto o = names->getObject(static_cast<unsigned>(i));
+    std::string to;
+    auto list = o->getArray("addresses");
+    for (std::size_t k = 0; list && k < list->size(); ++k)
+      to += (k ? "," : "") + list->getElement<std::string>(static_cast<unsigned>(k));
+    rows.push_back({str(o, "window_start"), str(o, "name"), str(o, "decision"), str(o, "count"),
+                    o->isNull("entry") ? "-" : str(o, "entry"), to.empty() ? "-" : to});
+  }
+  print_table(rows);
+  auto conns = parse_object(r.body)->getArray("connections");
+  if (!conns || conns->size() == 0) return 0;
+  std::vector<std::vector<std::string>> refused{
+      {"REFUSED CONNECTION", "PROTOCOL", "COUNT", "FIRST", "LAST"}};
+  for (std::size_t i = 0; i < conns->size(); ++i) {
+    auto o = conns->getObject(static_cast<unsigned>(i));
+    refused.push_back({o->isNull("address") ? "(others)" : str(o, "address") + ":" + str(o, "port"),
+                       str(o, "protocol"), str(o, "count"), str(o, "first_seen"),
+                       str(o, "last_seen")});
+  }
+  std::cout << "\n";
+  print_table(refused);
+  return 0;
+}
+
 int cmd_internet(Client& c, Args& a) {
   std::string id = a.next("ID");
-  std::string v = a.next("on|off|allow");
+  std::string v = a.next("on|off|allow|log");
   std::string body;
+  if (v == "log") return internet_log(c, id, a);
   if (v == "on" || v == "off") {
     a.done();
     body = std::string("{\"enabled\":") + (v == "on" ? "true" : "false") + "}";
   } else if (v == "allow") {
     body = allowlist_json(a);
   } else {
-    throw UsageError("internet: on, off, or allow NAME... [--ports 80,443] | allow --list L");
+    throw UsageError("internet: on, off, log, or allow NAME... [--ports 80,443] | allow --list L");
   }
   return simple_sandbox_call(c, "PUT", "/v1/sandboxes/" + url_encode(id) + "/internet", body,
                              {200});

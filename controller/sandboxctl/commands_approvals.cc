@@ -33,6 +33,11 @@ std::string line_of(const Poco::JSON::Object::Ptr& o) {
                      str(o, "action") + where + ": " + str(o, "summary") + " (" + str(o, "rule");
   if (o->has("message") && !str(o, "message").empty()) text += ": " + str(o, "message");
   text += "; deadline " + str(o, "deadline") + ")";
+  if (auto refused = o->getArray("refused_names"); refused && refused->size() > 0) {
+    text += "; it was refused:";
+    for (std::size_t i = 0; i < refused->size(); ++i)
+      text += " " + refused->getElement<std::string>(static_cast<unsigned>(i));
+  }
   return terminal_safe(text);
 }
 

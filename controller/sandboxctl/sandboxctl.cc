@@ -56,6 +56,8 @@ commands:
   internet ID allow NAME... [--ports 80,443]
                         egress only to these DNS names (*.example.com: its subdomains)
   internet ID allow --list L   an operator's named allowlist
+  internet ID log [--since MS] [--limit N]
+                        what its allowlist allowed and refused, per name and window
   ttl ID SECONDS
   snapshot ID NAME [--description TEXT]
   snapshots ID

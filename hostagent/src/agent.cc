@@ -38,6 +38,8 @@ Agent::Agent(AgentConfig config, std::unique_ptr<SetBackend> backend)
   port_ip4_ = SetRef{NFPROTO_BRIDGE, config_.l2_table, config_.port_ip4_set};
   egress_listed_ = SetRef{config_.family_number(), config_.table, config_.egress_listed_set};
   egress_pairs_ = SetRef{config_.family_number(), config_.table, config_.egress_pairs_set};
+  egress_refused_ = SetRef{config_.family_number(), config_.table, "egress_refused"};
+  egress_refused_last_ = SetRef{config_.family_number(), config_.table, "egress_refused_last"};
   started_ms_ = unix_now_ms();
 }
 
@@ -208,6 +210,8 @@ std::string Agent::handle(const Peer& peer, const proto::Request& request) {
           return do_egress_log(r);
         } else if constexpr (std::is_same_v<T, proto::EgressLogQuery>) {
           return do_egress_log_query(r);
+        } else if constexpr (std::is_same_v<T, proto::EgressRefusedQuery>) {
+          return do_egress_refused(r);
         } else {
           static_assert(std::is_same_v<T, proto::StatusRequest>);
           return do_status();
@@ -400,6 +404,11 @@ std::string Agent::do_status() {
   prune_pairs(unix_now_ms());
   fields.emplace_back("egress_sources", std::to_string(desired_.egress.size()));
   fields.emplace_back("pairs", std::to_string(pairs_.size()));
+  // Without the egress_refused set (an older ruleset) the total stays where it was.
+  (void)kernel_refused();
+  fields.emplace_back("egress_decisions_allowed", std::to_string(decisions_allowed_));
+  fields.emplace_back("egress_decisions_refused", std::to_string(decisions_refused_));
+  fields.emplace_back("egress_connections_refused", std::to_string(refused_connections_));
   fields.emplace_back("destroy", backend_->destroy_supported() ? "native" : "emulated");
   auto gen = backend_->generation();
   fields.emplace_back("generation", gen ? std::to_string(*gen) : "-");

@@ -85,6 +85,18 @@ class Agent {
   // kMaxEgressLogLines lines each, in memory only.
   std::string do_egress_log(const proto::EgressLogRequest& r);
   std::string do_egress_log_query(const proto::EgressLogQuery& r) const;
+  // Refused connection attempts (agent_refused.cc, docs/agent.md "Refused connections").
+  struct Refused {
+    RefusedKey key;
+    std::uint64_t count = 0;
+    std::int64_t first_ms = 0;
+    std::int64_t last_ms = 0;
+  };
+  // Every element of egress_refused with its count, first and last refusal; adds what the
+  // counters grew by since the last read to refused_connections_.
+  Result<std::vector<Refused>> kernel_refused();
+  void count_refused(const std::vector<Refused>& all);
+  std::string do_egress_refused(const proto::EgressRefusedQuery& q);
   Status check_destination(Ipv4Address destination) const;
   // The kernel's pairs of one source (every source when nullopt).
   Result<std::vector<PairKey>> kernel_pairs(std::optional<Ipv4Address> source);
@@ -111,6 +123,8 @@ class Agent {
   SetRef port_ip4_;
   SetRef egress_listed_;
   SetRef egress_pairs_;
+  SetRef egress_refused_;
+  SetRef egress_refused_last_;
   // The pairs the agent knows of: expiry (unix ms) and the listed names they were added for
   // (empty: added before a restart, names unknown). Mirrors the kernel's egress_pairs.
   struct PairInfo {
@@ -120,6 +134,12 @@ class Agent {
   std::map<PairKey, PairInfo> pairs_;
   static constexpr std::size_t kMaxEgressLogLines = 256;
   std::map<Ipv4Address, std::deque<proto::EgressLogLine>> egress_log_;
+  // Totals for STATUS: the n of ELOG lines by decision, and the refused connection attempts
+  // counted in egress_refused (each element's count when last read, to add only its growth).
+  std::uint64_t decisions_allowed_ = 0;
+  std::uint64_t decisions_refused_ = 0;
+  std::uint64_t refused_connections_ = 0;
+  std::map<RefusedKey, std::uint64_t> refused_seen_;
   DesiredState desired_;
   StateStore store_;
   DhcpHosts dhcp_;

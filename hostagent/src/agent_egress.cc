@@ -307,6 +307,7 @@ Result<bool> Agent::egress_drifted() {
 }
 
 std::string Agent::do_egress_log(const proto::EgressLogRequest& r) {
+  (r.line.allowed ? decisions_allowed_ : decisions_refused_) += r.line.count;
   // Only sources with a list are kept (their number is bounded by the lists), and their last
   // kMaxEgressLogLines lines.
   if (!desired_.egress.contains(r.line.source)) {
@@ -314,6 +315,17 @@ std::string Agent::do_egress_log(const proto::EgressLogRequest& r) {
     return proto::format_ok();
   }
   auto& lines = egress_log_[r.line.source];
+  // The resolver sends a window's first decision of a name at once and the rest of the window
+  // at its end: one line of the same name, decision and window takes both.
+  auto same = std::find_if(lines.rbegin(), lines.rend(), [&](const proto::EgressLogLine& l) {
+    return l.name == r.line.name && l.allowed == r.line.allowed && l.window_ms == r.line.window_ms;
+  });
+  if (same != lines.rend()) {
+    same->count += r.line.count;
+    if (!r.line.entry.empty()) same->entry = r.line.entry;
+    if (!r.line.to.empty()) same->to = r.line.to;
+    return proto::format_ok();
+  }
   lines.push_back(r.line);
   if (lines.size() > kMaxEgressLogLines) lines.pop_front();
   return proto::format_ok();

@@ -4,6 +4,7 @@
 #include <endian.h>
 #include <libmnl/libmnl.h>
 #include <libnftnl/common.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/gen.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
@@ -401,6 +402,27 @@ Status NftBackend::request(const char* buf, std::size_t len, std::uint32_t seq, 
   }
 }
 
+namespace {
+
+// The packets of an element's counter (NFTA_SET_ELEM_EXPR or NFTA_SET_ELEM_EXPRESSIONS), if it
+// has one.
+std::optional<std::uint64_t> element_packets(nftnl_set_elem* e) {
+  std::optional<std::uint64_t> packets;
+  auto on_expr = [](nftnl_expr* expr, void* data) -> int {
+    const char* name = nftnl_expr_get_str(expr, NFTNL_EXPR_NAME);
+    if (name != nullptr && std::strcmp(name, "counter") == 0 &&
+        nftnl_expr_is_set(expr, NFTNL_EXPR_CTR_PACKETS)) {
+      *static_cast<std::optional<std::uint64_t>*>(data) =
+          nftnl_expr_get_u64(expr, NFTNL_EXPR_CTR_PACKETS);
+    }
+    return 0;
+  };
+  nftnl_set_elem_expr_foreach(e, on_expr, &packets);
+  return packets;
+}
+
+}  // namespace
+
 Status NftBackend::dump(const SetRef& set, std::vector<ListedElement>* out, int* messages) {
   char buf[MNL_SOCKET_BUFFER_SIZE];
   std::uint32_t seq = next_seq();
@@ -426,6 +448,7 @@ Status NftBackend::dump(const SetRef& set, std::vector<ListedElement>* out, int*
       } else if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_TIMEOUT)) {
         element.expires_in_ms = nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT);
       }
+      element.packets = element_packets(e);
       out->push_back(std::move(element));
     }
     nftnl_set_elems_iter_destroy(it);
@@ -491,6 +514,9 @@ Result<SetInfo> NftBackend::info(const SetRef& set) {
     info.key_len = nftnl_set_is_set(parsed.s, NFTNL_SET_KEY_LEN)
                        ? nftnl_set_get_u32(parsed.s, NFTNL_SET_KEY_LEN)
                        : 0;
+    info.timeout_ms = nftnl_set_is_set(parsed.s, NFTNL_SET_TIMEOUT)
+                          ? nftnl_set_get_u64(parsed.s, NFTNL_SET_TIMEOUT)
+                          : 0;
     return MNL_CB_OK;
   });
   if (!status) {

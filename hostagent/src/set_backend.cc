@@ -70,6 +70,28 @@ std::optional<PairKey> decode_pair_key(const ElementKey& key) {
   return PairKey{Ipv4Address(ntohl(src)), Ipv4Address(ntohl(dst)), ntohs(port)};
 }
 
+ElementKey refused_key(const RefusedKey& refused) {
+  std::uint8_t key[16] = {};
+  std::uint32_t src = htonl(refused.source.to_uint());
+  std::uint32_t dst = htonl(refused.destination.to_uint());
+  std::uint16_t port = htons(refused.port);
+  std::memcpy(key, &src, 4);
+  std::memcpy(key + 4, &dst, 4);
+  key[8] = refused.protocol;
+  std::memcpy(key + 12, &port, 2);
+  return ElementKey(key, sizeof(key));
+}
+
+std::optional<RefusedKey> decode_refused_key(const ElementKey& key) {
+  if (key.size() != 16) return std::nullopt;
+  std::uint32_t src, dst;
+  std::uint16_t port;
+  std::memcpy(&src, key.data(), 4);
+  std::memcpy(&dst, key.data() + 4, 4);
+  std::memcpy(&port, key.data() + 12, 2);
+  return RefusedKey{Ipv4Address(ntohl(src)), Ipv4Address(ntohl(dst)), key.data()[8], ntohs(port)};
+}
+
 namespace {
 std::string decode_ifname(const ElementKey& key) {
   std::string name(reinterpret_cast<const char*>(key.data()), kIfnameLen);

@@ -63,10 +63,12 @@ struct RawElement {
   std::optional<std::uint64_t> timeout_ms;
 };
 
-// An element as dumped: its key and, for elements with a timeout, the milliseconds left.
+// An element as dumped: its key, for elements with a timeout the milliseconds left, and for
+// elements with a counter (a set declared with `counter`) its packets.
 struct ListedElement {
   ElementKey key;
   std::optional<std::uint64_t> expires_in_ms;
+  std::optional<std::uint64_t> packets;
 };
 
 struct SetInfo {
@@ -74,6 +76,7 @@ struct SetInfo {
   bool set_present = false;
   bool has_timeout = false;  // declared with `flags timeout`
   std::uint32_t key_len = 0;
+  std::uint64_t timeout_ms = 0;  // the set's default timeout (`timeout 1h`); 0: none
 };
 
 // Key encodings of the contract's sets.
@@ -90,6 +93,17 @@ struct PairKey {
 };
 ElementKey pair_key(const PairKey& pair);
 std::optional<PairKey> decode_pair_key(const ElementKey& key);
+// `ipv4_addr . ipv4_addr . inet_proto . inet_service` (4 + 4 + 1 and 2 padded to 4 bytes): a
+// refused connection attempt (egress_refused).
+struct RefusedKey {
+  Ipv4Address source;
+  Ipv4Address destination;
+  std::uint8_t protocol = 0;
+  std::uint16_t port = 0;
+  auto operator<=>(const RefusedKey&) const = default;
+};
+ElementKey refused_key(const RefusedKey& refused);
+std::optional<RefusedKey> decode_refused_key(const ElementKey& key);
 // Decoders for dumped keys; nullopt when the length does not match.
 std::optional<Ipv4Address> decode_ipv4_key(const ElementKey& key);
 std::optional<std::pair<std::string, MacAddress>> decode_port_mac_key(const ElementKey& key);

@@ -5,12 +5,13 @@
 
 namespace pvs::resolver {
 
-void EgressLog::record(const EgressDecision& d, std::int64_t now_ms) {
+std::optional<proto::EgressLogLine> EgressLog::record(const EgressDecision& d,
+                                                      std::int64_t now_ms) {
   auto it = windows_.find(d.source.to_uint());
   if (it == windows_.end()) {
     if (windows_.size() >= limits_.max_sources) {
       ++dropped_;
-      return;
+      return std::nullopt;
     }
     Window w;
     w.ends_ms = now_ms + limits_.window_ms;
@@ -25,25 +26,32 @@ void EgressLog::record(const EgressDecision& d, std::int64_t now_ms) {
   auto agg = names.find(d.name);
   if (agg == names.end()) {
     if (w.allowed.size() + w.refused.size() >= limits_.max_names_per_source) {
-      ++(d.allowed ? w.other_allowed : w.other_refused);
-      return;
+      if (++(d.allowed ? w.other_allowed : w.other_refused) > 1) return std::nullopt;
+      return proto::EgressLogLine{d.source, "*", d.allowed, 1, w.started_unix_ms, "", {}};
     }
-    agg = names.emplace(d.name, Aggregate{}).first;
+    // The first decision of the name in this window goes to the agent at once.
+    names.emplace(d.name, Aggregate{});
+    std::vector<Ipv4Address> to;
+    if (d.allowed) to = d.answer;
+    return proto::EgressLogLine{d.source, d.name, d.allowed, 1, w.started_unix_ms, d.entry, to};
   }
   ++agg->second.count;
   agg->second.entry = d.entry;
   if (d.allowed) agg->second.answer = d.answer;
+  return std::nullopt;
 }
 
 void EgressLog::emit(const Ipv4Address& source, Window& w,
                      std::vector<proto::EgressLogLine>& out) const {
   for (bool allowed : {true, false}) {
+    // Aggregates count the decisions after the first (sent by record()).
     for (auto& [name, a] : allowed ? w.allowed : w.refused) {
+      if (a.count == 0) continue;
       out.push_back(
           {source, name, allowed, a.count, w.started_unix_ms, a.entry, std::move(a.answer)});
     }
-    if (std::uint64_t other = allowed ? w.other_allowed : w.other_refused; other > 0)
-      out.push_back({source, "*", allowed, other, w.started_unix_ms, "", {}});
+    if (std::uint64_t other = allowed ? w.other_allowed : w.other_refused; other > 1)
+      out.push_back({source, "*", allowed, other - 1, w.started_unix_ms, "", {}});
   }
 }
 

@@ -1,19 +1,25 @@
 // The resolver's egress log (docs/agent.md "Egress log"): every decision it makes (source,
 // queried name, the list entry that matched, the answer's addresses, allowed or refused),
-// aggregated per source and window and handed to the agent as ELOG lines (protocol.h).
+// aggregated per source and window and handed to the agent as ELOG lines (protocol.h). The
+// first decision of each (name, allowed) in a window is a line of its own at once (n=1), so a
+// refusal is visible before its window ends; the window's end sends the rest (n = the others,
+// when there were any), which the agent adds to that line.
 //
 //   EgressLog log({.window_ms = 60000, .max_names_per_source = 32, .max_sources = 4096});
-//   log.record({source, "pypi.org", true, "pypi.org", {addr}}, mono_ms());
+//   if (auto now = log.record({source, "pypi.org", true, "pypi.org", {addr}}, mono_ms()))
+//     agent.call(proto::format_egress_log(*now), ...);
 //   for (auto& line : log.take(mono_ms())) agent.call(proto::format_egress_log(line), ...);
 //
 // Bounded by construction: per source at most max_names_per_source names a window (more are
-// counted under "*"), so at most that many lines plus one per source and window, and at most
+// counted under "*"), so at most two lines for each of them and for "*" per source and
+// window, and at most
 // max_sources sources a window (decisions of more are counted in dropped()). Recording is a
 // hash lookup on the event loop: a source flooding names costs another source nothing more
 // than its own queries do.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,9 +46,12 @@ class EgressLog {
   };
   explicit EgressLog(Limits limits) : limits_(limits) {}
 
-  void record(const EgressDecision& d, std::int64_t now_ms);
-  // The aggregates of every window that ended by `now_ms` (every window with `all`), oldest
-  // source first; their sources start a new window with their next decision.
+  // Counts the decision; the line to send at once when it is the first of its (name, allowed)
+  // in the source's window (of "*" for names beyond the bound).
+  std::optional<proto::EgressLogLine> record(const EgressDecision& d, std::int64_t now_ms);
+  // The rest of the aggregates of every window that ended by `now_ms` (every window with `all`):
+  // the decisions after each first one, for the aggregates that had more than one; their
+  // sources start a new window with their next decision.
   std::vector<proto::EgressLogLine> take(std::int64_t now_ms, bool all = false);
   // Decisions not logged: their source was beyond max_sources in a window.
   std::uint64_t dropped() const { return dropped_; }

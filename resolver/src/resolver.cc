@@ -37,17 +37,22 @@ void Resolver::log_decision(const Job& job, bool allowed, const std::vector<dns:
   for (const auto& rec : answer) {
     if (rec.address) d.answer.push_back(*rec.address);
   }
-  log_->record(d, mono_ms());
+  // A window's first decision goes out at the loop's next turn, after the answer.
+  if (auto now = log_->record(d, mono_ms())) first_lines_.push_back(std::move(*now));
 }
 
 void Resolver::flush_log(std::int64_t now_ms) {
   if (!log_) return;
-  for (const auto& line : log_->take(now_ms, flush_all_.exchange(false))) {
-    ++stats_.log_lines;
-    agent().call(proto::format_egress_log(line), [this](Result<proto::Reply> r) {
-      if (!r || !r->ok) ++stats_.log_failed;
-    });
-  }
+  for (const auto& line : first_lines_) send_log_line(line);
+  first_lines_.clear();
+  for (const auto& line : log_->take(now_ms, flush_all_.exchange(false))) send_log_line(line);
+}
+
+void Resolver::send_log_line(const proto::EgressLogLine& line) {
+  ++stats_.log_lines;
+  agent().call(proto::format_egress_log(line), [this](Result<proto::Reply> r) {
+    if (!r || !r->ok) ++stats_.log_failed;
+  });
 }
 
 bool Resolver::admit(Ipv4Address source) {

@@ -101,6 +101,7 @@ class Resolver {
   void log_decision(const Job& job, bool allowed, const std::vector<dns::Record>& answer = {});
   // Sends the aggregates of the windows that ended to the agent (resolver_io.cc's loop).
   void flush_log(std::int64_t now_ms);
+  void send_log_line(const proto::EgressLogLine& line);
 
   ResolverConfig config_;
   UniqueFd udp_;
@@ -121,7 +122,8 @@ class Resolver {
     std::int64_t last_ms = 0;
   };
   std::unordered_map<std::uint32_t, Bucket> buckets_;
-  std::unique_ptr<EgressLog> log_;  // null: egress_log off
+  std::unique_ptr<EgressLog> log_;                 // null: egress_log off
+  std::vector<proto::EgressLogLine> first_lines_;  // sent by the next flush_log
   Stats stats_;
 };
 

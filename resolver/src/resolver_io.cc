@@ -108,7 +108,7 @@ void Resolver::loop() {
     std::int64_t now = mono_ms();
     fds.assign({pollfd{udp_.get(), POLLIN, 0}, pollfd{tcp_.get(), POLLIN, 0}});
     client_ids.clear();
-    int timeout = 100;  // stopping_ is seen within this
+    int timeout = first_lines_.empty() ? 100 : 0;  // stopping_ is seen within 100 ms
     for (auto& [id, c] : tcp_clients_) {
       short events = static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT));
       fds.push_back(pollfd{c->fd.get(), events, 0});

@@ -66,6 +66,11 @@ void exercise(AgentClient& client) {
   auto status = client.status();
   ASSERT_TRUE(status) << status.error().message;
   EXPECT_EQ(proto::find_field(*status, "elements"), "2");
+  EXPECT_EQ(proto::find_field(*status, "egress_connections_refused"), "0");
+  // Nothing refused yet (the counting itself: tests/egress/refused-e2e.sh).
+  auto none = client.egress_refused(ip("10.99.0.5"));
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
   // Agent errors come back typed.
   auto refused = client.allow(ip("10.99.0.1"));
   ASSERT_FALSE(refused);

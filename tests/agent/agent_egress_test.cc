@@ -23,6 +23,17 @@ const SetRef kListed{NFPROTO_INET, "sandbox", "egress_listed"};
 const SetRef kPairs{NFPROTO_INET, "sandbox", "egress_pairs"};
 const SetRef kPortMac{NFPROTO_BRIDGE, "sandbox_l2", "port_mac"};
 const SetRef kPortIp4{NFPROTO_BRIDGE, "sandbox_l2", "port_ip4"};
+const SetRef kRefused{NFPROTO_INET, "sandbox", "egress_refused"};
+const SetRef kRefusedLast{NFPROTO_INET, "sandbox", "egress_refused_last"};
+constexpr std::uint64_t kHourMs = 3600000;
+
+// What a refusal rule would have put in egress_refused: `packets` refusals, the first `ago_ms`
+// ago.
+ListedElement refused(std::string_view source, std::string_view destination, std::uint16_t port,
+                      std::uint64_t packets, std::uint64_t ago_ms) {
+  return {refused_key({*Ipv4Address::parse(source), *Ipv4Address::parse(destination), 6, port}),
+          kHourMs - ago_ms, packets};
+}
 
 std::set<std::string> listed(const MemorySets& sets) {
   std::set<std::string> out;
@@ -309,6 +320,74 @@ TEST_F(AgentEgress, KeepsTheResolversEgressLogPerListedSource) {
   EXPECT_EQ(log.find(" n43.org/"), std::string::npos);  // the oldest went first
   ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 off"), "OK");
   EXPECT_EQ(agent->handle(peer_, "EGRESSLOG 10.99.0.7"), "OK 0");
+}
+
+TEST_F(AgentEgress, MergesTheWindowsFirstDecisionWithItsRestAndCountsDecisions) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=pypi.org"), "OK");
+  for (const char* line : {"ELOG 10.99.0.7 b.org refuse n=1 at=7 entry=- to=-",
+                           "ELOG 10.99.0.7 pypi.org allow n=1 at=7 entry=pypi.org to=1.2.3.4",
+                           "ELOG 10.99.0.7 b.org refuse n=4 at=7 entry=- to=-",
+                           "ELOG 10.99.0.7 pypi.org allow n=2 at=7 entry=pypi.org to=1.2.3.5",
+                           "ELOG 10.99.0.7 b.org refuse n=1 at=8 entry=- to=-",
+                           "ELOG 10.99.0.9 c.org refuse n=3 at=8 entry=- to=-"}) {
+    ASSERT_EQ(agent->handle(resolver_, line), "OK") << line;
+  }
+  EXPECT_EQ(agent->handle(peer_, "EGRESSLOG 10.99.0.7"),
+            "OK 3 b.org/refuse/5/7/-/- pypi.org/allow/3/7/pypi.org/1.2.3.5 b.org/refuse/1/8/-/-");
+  auto status = proto::parse_status_payload(agent->handle(peer_, "STATUS").substr(3));
+  ASSERT_TRUE(status);
+  // Every decision the resolver reported counts, kept in the log or not (10.99.0.9 has no list).
+  EXPECT_EQ(proto::find_field(*status, "egress_decisions_allowed"), "3");
+  EXPECT_EQ(proto::find_field(*status, "egress_decisions_refused"), "9");
+}
+
+TEST_F(AgentEgress, ReportsRefusedConnectionsPerSourceBoundedAndCountsThem) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.7").substr(0, 7), "ERR 409");
+  sets->declare(kRefused,
+                {.has_timeout = true, .key_len = 16, .timeout_ms = kHourMs, .elements = {}});
+  sets->declare(kRefusedLast,
+                {.has_timeout = true, .key_len = 16, .timeout_ms = kHourMs, .elements = {}});
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.7"), "OK 0");
+  // 40 destinations of 10.99.0.7, the i-th first refused i + 1 s ago (count i + 1); one of
+  // 10.99.0.8; the last refusal of port 1000 was 500 ms ago.
+  for (std::uint16_t i = 0; i < 40; ++i)
+    sets->put_externally(kRefused,
+                         refused("10.99.0.7", "203.0.113.9", 1000 + i, i + 1, (i + 1) * 1000u));
+  sets->put_externally(kRefused, refused("10.99.0.8", "203.0.113.9", 80, 7, 0));
+  auto last = refused("10.99.0.7", "203.0.113.9", 1005, 0, 500);
+  last.packets.reset();
+  sets->put_externally(kRefusedLast, last);
+  auto reply = agent->handle(peer_, "EGRESSREFUSED 10.99.0.7");
+  ASSERT_EQ(reply.substr(0, 3), "OK ");
+  auto items = proto::parse_egress_refused_payload(reply.substr(3));
+  ASSERT_TRUE(items) << items.error().message;
+  ASSERT_EQ(items->size(), proto::kMaxRefusedPerReply + 1);
+  // The most recent last refusal first: port 1005 (500 ms ago), then 1000, 1001, ...
+  EXPECT_EQ((*items)[0].port, 1005);
+  EXPECT_EQ((*items)[0].count, 6u);
+  EXPECT_GE((*items)[0].last_ms - (*items)[0].first_ms, 5000);
+  EXPECT_EQ((*items)[1].port, 1000);
+  EXPECT_EQ((*items)[1].first_ms, (*items)[1].last_ms);
+  const auto& rest = items->back();
+  EXPECT_TRUE(rest.others);
+  EXPECT_EQ(rest.count, 33u + 34 + 35 + 36 + 37 + 38 + 39 + 40);  // ports 1032-1039
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.8").substr(0, 23),
+            "OK 1 203.0.113.9:80/tcp");
+  // STATUS adds what the counters grew by since they were last read; a re-created element
+  // (its counter went down) counts whole.
+  auto total = [&] {
+    auto status = proto::parse_status_payload(agent->handle(peer_, "STATUS").substr(3));
+    return std::string(proto::find_field(*status, "egress_connections_refused").value_or(""));
+  };
+  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 7));
+  sets->put_externally(kRefused, refused("10.99.0.8", "203.0.113.9", 80, 10, 0));
+  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 10));
+  sets->put_externally(kRefused, refused("10.99.0.8", "203.0.113.9", 80, 2, 0));
+  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 12));
 }
 
 TEST_F(AgentEgress, MissingSetsAreAConflict) {

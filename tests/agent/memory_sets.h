@@ -18,6 +18,7 @@ class MemorySets final : public agent::SetBackend {
   struct Set {
     bool has_timeout = true;
     std::uint32_t key_len = 4;
+    std::uint64_t timeout_ms = 0;
     std::vector<agent::ListedElement> elements;
   };
 
@@ -31,6 +32,12 @@ class MemorySets final : public agent::SetBackend {
   // The next commit fails with this error, changing nothing.
   void fail_next_commit(ErrorCode code, std::string message) {
     next_failure_ = std::make_pair(code, std::move(message));
+  }
+  // The kernel's own writes (a rule's `add @set`): elements with counters.
+  void put_externally(const agent::SetRef& ref, agent::ListedElement element) {
+    auto& elements = sets_.at(ref.to_string()).elements;
+    std::erase_if(elements, [&](auto& x) { return x.key == element.key; });
+    elements.push_back(std::move(element));
   }
   std::size_t commits() const { return commits_; }
   const Set* find(const agent::SetRef& ref) const {
@@ -54,7 +61,7 @@ class MemorySets final : public agent::SetBackend {
         std::erase_if(elements, [&](auto& x) { return x.key == e.key; });
       if (op.kind == agent::Batch::Kind::kFlush) elements.clear();
       if (op.kind == agent::Batch::Kind::kAdd) {
-        for (const auto& e : op.elements) elements.push_back({e.key, e.timeout_ms});
+        for (const auto& e : op.elements) elements.push_back({e.key, e.timeout_ms, std::nullopt});
       }
     }
     sets_ = std::move(next);
@@ -71,7 +78,7 @@ class MemorySets final : public agent::SetBackend {
   Result<agent::SetInfo> info(const agent::SetRef& ref) override {
     const Set* set = find(ref);
     if (set == nullptr) return agent::SetInfo{};
-    return agent::SetInfo{true, true, set->has_timeout, set->key_len};
+    return agent::SetInfo{true, true, set->has_timeout, set->key_len, set->timeout_ms};
   }
   Result<std::uint32_t> generation() override { return generation_; }
   bool destroy_supported() const override { return true; }

@@ -45,6 +45,7 @@ class SshSandbox : public pvs::Sandbox {
   Result<SftpAttributes> stat(const std::string& path) override { return ssh_.stat(path); }
   Result<std::string> realpath(const std::string&) override { return no(); }
   Status set_egress(const Egress&) override { return no(); }
+  Result<EgressLog> egress_log() override { return no(); }
   Result<pve::ContainerStatus> status() override { return no(); }
   bool is_connected() const override { return ssh_.is_connected(); }
   Status snapshot(const std::string&, const std::string&) override { return no(); }

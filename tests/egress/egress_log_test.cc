@@ -1,16 +1,19 @@
 // The resolver's egress log (docs/agent.md "Egress log") on a real pve-sandbox-resolver process
 // against the fake agent (names starting with "no" refused, the rest listed as themselves) and the
 // fake upstream on loopback: every decision reaches the agent as ELOG lines, exactly; a flood
-// of refused names stays within the per-source bound and another source is answered meanwhile.
-// Windows are an hour long and flushed by SIGUSR1, so what one window holds is by construction.
+// of refused names stays within the per-source bound and another source is answered meanwhile;
+// a window's first decision of a name arrives before the window ends. Windows are an hour long
+// and flushed by SIGUSR1, so what one window holds is by construction.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "egress_log.h"
 #include "resolver_fixture.h"
@@ -39,23 +42,40 @@ class EgressLogTest : public ::testing::Test {
     agent_.reset();
     std::filesystem::remove_all(dir_);
   }
-  // Flushes the resolver's log and waits (up to 10 s: a failure bound) until the agent holds
-  // `decisions` decisions of `source`; the lines of that source.
-  std::vector<proto::EgressLogLine> flushed(const std::string& source, std::uint64_t decisions) {
-    ::kill(resolver_->pid(), SIGUSR1);
+  // Waits (up to 10 s: a failure bound) until the agent holds `decisions` decisions of
+  // `source`; the lines of that source as the agent keeps them: the lines of one name, decision
+  // and window merged (at most 2 arrive: the first decision, then the rest). With `flush`,
+  // SIGUSR1 ends the open windows first.
+  std::vector<proto::EgressLogLine> received(const std::string& source, std::uint64_t decisions,
+                                             bool flush = true) {
+    if (flush) ::kill(resolver_->pid(), SIGUSR1);
     std::vector<proto::EgressLogLine> mine;
     for (int i = 0; i < 200; ++i) {
       mine.clear();
       std::uint64_t sum = 0;
+      std::map<std::tuple<std::string, bool, std::int64_t>, int> arrived;
       for (auto& l : agent_->log()) {
         if (l.source.to_string() != source) continue;
         sum += l.count;
-        mine.push_back(l);
+        auto key = std::make_tuple(l.name, l.allowed, l.window_ms);
+        EXPECT_LE(++arrived[key], 2) << l.name;
+        auto same = std::find_if(mine.begin(), mine.end(), [&](const auto& m) {
+          return std::make_tuple(m.name, m.allowed, m.window_ms) == key;
+        });
+        if (same == mine.end()) {
+          mine.push_back(l);
+        } else {
+          same->count += l.count;
+          if (!l.to.empty()) same->to = l.to;
+        }
       }
       if (sum >= decisions) break;
       std::this_thread::sleep_for(50ms);
     }
     return mine;
+  }
+  std::vector<proto::EgressLogLine> flushed(const std::string& source, std::uint64_t decisions) {
+    return received(source, decisions, true);
   }
 
   std::string dir_;
@@ -121,27 +141,63 @@ TEST_F(EgressLogTest, AFloodOfRefusedNamesStaysWithinItsBoundAndOthersAreAnswere
   EXPECT_TRUE(other[0].allowed);
 }
 
-// The aggregation itself, without a process: the bounds on names and sources.
+TEST_F(EgressLogTest, AWindowsFirstRefusalArrivesBeforeTheWindowEnds) {
+  std::uint16_t port = resolver_->port();
+  for (int i = 0; i < 3; ++i) {
+    auto a = udp_query("127.0.0.8", port, "nothere.test");
+    ASSERT_TRUE(a);
+  }
+  // No SIGUSR1: the window (an hour) is open; its first decision is at the agent already.
+  auto now = received("127.0.0.8", 1, false);
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].name, "nothere.test");
+  EXPECT_FALSE(now[0].allowed);
+  EXPECT_EQ(now[0].count, 1u);
+  // The window's end adds the other two to the same line.
+  auto all = flushed("127.0.0.8", 3);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].count, 3u);
+  EXPECT_EQ(all[0].window_ms, now[0].window_ms);
+}
+
+// The aggregation itself, without a process: the first decision of each (name, allowed) at
+// once, the rest when the window ends; the bounds on names and sources.
 TEST(EgressLogUnit, BoundsOnNamesAndSourcesAndWindows) {
   EgressLog log({.window_ms = 1000, .max_names_per_source = 2, .max_sources = 1});
   auto a = *Ipv4Address::parse("10.99.0.2");
   auto b = *Ipv4Address::parse("10.99.0.3");
-  log.record({a, "x.test", false, "", {}}, 0);
-  log.record({a, "y.test", true, "*.y.test", {*Ipv4Address::parse("198.51.100.1")}}, 10);
-  log.record({a, "z.test", false, "", {}}, 20);
-  log.record({a, "x.test", false, "", {}}, 30);
-  log.record({b, "x.test", false, "", {}}, 40);  // beyond max_sources
+  std::vector<proto::EgressLogLine> lines;
+  auto record = [&](const EgressDecision& d, std::int64_t now) {
+    auto line = log.record(d, now);
+    if (line) lines.push_back(*line);
+    return line.has_value();
+  };
+  EXPECT_TRUE(record({a, "x.test", false, "", {}}, 0));
+  EXPECT_TRUE(record({a, "y.test", true, "*.y.test", {*Ipv4Address::parse("198.51.100.1")}}, 10));
+  EXPECT_TRUE(record({a, "z.test", false, "", {}}, 20));  // beyond the names: the first "*"
+  EXPECT_FALSE(record({a, "w.test", false, "", {}}, 25));
+  EXPECT_FALSE(record({a, "x.test", false, "", {}}, 30));
+  EXPECT_FALSE(record({a, "x.test", false, "", {}}, 35));
+  EXPECT_FALSE(record({b, "x.test", false, "", {}}, 40));  // beyond max_sources
   EXPECT_EQ(log.dropped(), 1u);
-  EXPECT_TRUE(log.take(999).empty());  // the window is still open
-  auto lines = log.take(1000);
   ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1].to.size(), 1u);
+  EXPECT_EQ(lines[1].entry, "*.y.test");
+  EXPECT_TRUE(log.take(999).empty());  // the window is still open
+  auto rest = log.take(1000);
+  // y.test had no second decision: nothing more of it.
+  ASSERT_EQ(rest.size(), 2u);
+  lines.insert(lines.end(), rest.begin(), rest.end());
   std::map<std::string, std::uint64_t> counts;
-  for (const auto& l : lines) counts[l.name + (l.allowed ? "+" : "-")] = l.count;
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.window_ms, lines[0].window_ms);
+    counts[l.name + (l.allowed ? "+" : "-")] += l.count;
+  }
   EXPECT_EQ(counts,
-            (std::map<std::string, std::uint64_t>{{"x.test-", 2}, {"y.test+", 1}, {"*-", 1}}));
+            (std::map<std::string, std::uint64_t>{{"x.test-", 3}, {"y.test+", 1}, {"*-", 2}}));
   EXPECT_EQ(log.sources(), 0u);
-  log.record({b, "x.test", false, "", {}}, 2000);  // a new window, a new source may come
-  EXPECT_EQ(log.take(0, true).size(), 1u);
+  EXPECT_TRUE(record({b, "x.test", false, "", {}}, 2000));  // a new window, a new source may come
+  EXPECT_TRUE(log.take(0, true).empty());
   // The wire form round-trips.
   for (const auto& l : lines) {
     auto back = proto::parse_egress_log(proto::format_egress_log(l));

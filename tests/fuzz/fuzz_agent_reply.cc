@@ -35,5 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         parse_egress_log_payload(pvs::Ipv4Address(0x0a630007u), format_egress_log_payload(*lines));
     if (!again || *again != *lines) std::abort();
   }
+  if (auto items = parse_egress_refused_payload(payload)) {
+    auto again = parse_egress_refused_payload(format_egress_refused_payload(*items));
+    if (!again || *again != *items) std::abort();
+  }
   return 0;
 }

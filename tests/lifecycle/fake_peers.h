@@ -300,6 +300,26 @@ class FakeAgent final : public lifecycle::AgentApi {
     if (no_egress_verbs) return fail(ErrorCode::kInvalidArgument, "agent: 400 unknown verb");
     return lists_;
   }
+  // The log of a listed source: the lines a test put there with add_log_line.
+  Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) override {
+    std::lock_guard lock(mu_);
+    if (down) return fail(ErrorCode::kUnavailable, "agent down");
+    if (!lists_.count(address)) return std::vector<proto::EgressLogLine>{};
+    return logs_[address];
+  }
+  void add_log_line(Ipv4Address address, proto::EgressLogLine line) {
+    std::lock_guard lock(mu_);
+    logs_[address].push_back(std::move(line));
+  }
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) override {
+    std::lock_guard lock(mu_);
+    if (down) return fail(ErrorCode::kUnavailable, "agent down");
+    return refused_[address];
+  }
+  void add_refused(Ipv4Address address, proto::RefusedConnection c) {
+    std::lock_guard lock(mu_);
+    refused_[address].push_back(c);
+  }
   // As an agent restarted without its journal: the lists are gone.
   void forget_lists() {
     std::lock_guard lock(mu_);
@@ -373,6 +393,8 @@ class FakeAgent final : public lifecycle::AgentApi {
   mutable std::mutex mu_;
   std::atomic<std::uint64_t> connections_{1};
   int statuses_ = 0, egresses_calls_ = 0;
+  std::map<Ipv4Address, std::vector<proto::EgressLogLine>> logs_;
+  std::map<Ipv4Address, std::vector<proto::RefusedConnection>> refused_;
   std::map<Ipv4Address, EgressList> lists_;
   std::map<Ipv4Address, std::vector<std::string>> history_;
   std::vector<std::string> verbs_;

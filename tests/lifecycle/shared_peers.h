@@ -75,6 +75,12 @@ class SharedAgent final : public lifecycle::AgentApi {
   Status egress(Ipv4Address a, const EgressList& l) override { return a_->egress(a, l); }
   Status egress_off(Ipv4Address a) override { return a_->egress_off(a); }
   Result<std::map<Ipv4Address, EgressList>> egresses() override { return a_->egresses(); }
+  Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) override {
+    return a_->egress_log(address);
+  }
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) override {
+    return a_->egress_refused(address);
+  }
   Status hello() override { return a_->hello(); }
   std::uint64_t connections() const override { return a_->connections(); }
 

@@ -247,6 +247,29 @@ rig_load_ruleset() {
 	ip netns exec "$NS_NODE" nft -f "$RIG_TMP/sandbox.nft"
 }
 
+# rig_agent_up AGENT : starts pve-sandbox-agent in the node (root its only client, socket and
+# state under $RIG_TMP) and waits for its socket; fails loudly when it does not come up.
+rig_agent_up() {
+	mkdir -m 755 "$RIG_TMP/run" "$RIG_TMP/state"
+	cat >"$RIG_TMP/agent.yaml" <<CONF
+sandbox_cidr: 10.99.0.0/16
+socket: $RIG_TMP/run/agent.sock
+socket_group: nogroup
+allowed_uids: [0]
+state_file: $RIG_TMP/state/agent-state
+log_level: warn
+CONF
+	ip netns exec "$NS_NODE" "$1" serve --config "$RIG_TMP/agent.yaml" >>"$RIG_TMP/agent.log" 2>&1 &
+	RIG_PIDS+=($!)
+	for _ in $(seq 1 100); do
+		[[ -S $RIG_TMP/run/agent.sock ]] && return 0
+		sleep 0.05
+	done
+	echo "FAIL: the agent did not start" >&2
+	cat "$RIG_TMP/agent.log" >&2
+	return 1
+}
+
 rig_bind() {
 	local port=$1 mac=$2 ip=$3
 	rig_in "$NS_NODE" nft add element bridge sandbox_l2 port_mac "{ \"$port\" . $mac }"

@@ -136,6 +136,10 @@ void Stack::start_resolver() {
              "pve-sandbox-resolver", dir_ + "/resolver.log");
 }
 
+void Stack::flush_resolver_log() {
+  must(resolver_pid_ > 0 && ::kill(resolver_pid_, SIGUSR1) == 0, "signal the resolver");
+}
+
 void Stack::stop_resolver() {
   end_process(&resolver_pid_, SIGTERM);
 }

@@ -133,6 +133,8 @@ class Stack {
   // log, and tests/egress/egress_tool.py copied where a sandbox's user can run it
   // (`python3 <tool> dns 10.99.0.1 allowed.test`, `... connect 203.0.113.20 80`).
   void stop_resolver();
+  // SIGUSR1: the resolver sends every open window of its egress log to the agent now.
+  void flush_resolver_log();
   void start_resolver();
   std::string resolver_log() const;
   std::string egress_tool() const { return dir_ + "/egress_tool.py"; }

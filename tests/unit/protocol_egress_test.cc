@@ -207,5 +207,34 @@ TEST(ProtocolEgress, EgressLogLines) {
   EXPECT_FALSE(parse_egress_log_payload(l.source, "2 a.b/refuse/1/5/-/-").has_value());
 }
 
+TEST(ProtocolEgress, EgressRefused) {
+  auto query = parse_ok("EGRESSREFUSED 10.99.0.7");
+  EXPECT_EQ(verb_name(query), "EGRESSREFUSED");
+  EXPECT_EQ(std::get<EgressRefusedQuery>(query).address, ip("10.99.0.7"));
+  expect_rejected("EGRESSREFUSED", "EGRESSREFUSED <ipv4>");
+  expect_rejected("EGRESSREFUSED 10.99.0.7 x", "EGRESSREFUSED <ipv4>");
+
+  std::vector<RefusedConnection> items{
+      {ip("203.0.113.9"), 8080, 6, false, 3, 1795747781103, 1795747782000},
+      {ip("198.51.100.1"), 5000, 17, false, 1, 7, 7},
+      {ip("198.51.100.2"), 0, 1, false, 2, 7, 9},
+      {Ipv4Address(0), 0, 0, true, 40, 1, 9}};
+  std::string payload = format_egress_refused_payload(items);
+  EXPECT_EQ(payload,
+            "4 203.0.113.9:8080/tcp/3/1795747781103/1795747782000 198.51.100.1:5000/udp/1/7/7 "
+            "198.51.100.2:0/1/2/7/9 0.0.0.0:0/*/40/1/9");
+  EXPECT_EQ(parse_egress_refused_payload(payload).value(), items);
+  EXPECT_EQ(parse_egress_refused_payload("0").value(), std::vector<RefusedConnection>{});
+  for (const char* bad :
+       {"1 203.0.113.9:8080/tcp/0/1/2", "1 203.0.113.9:8080/tcp/1/3/2", "1 203.0.113.9/tcp/1/1/2",
+        "1 203.0.113.9:70000/tcp/1/1/2", "1 203.0.113.9:1/sctp/1/1/2", "1 1.2.3.4:5/*/1/1/2",
+        "1 203.0.113.9:1/tcp/1/1", "2 203.0.113.9:1/tcp/1/1/2"}) {
+    EXPECT_FALSE(parse_egress_refused_payload(bad).has_value()) << bad;
+  }
+  std::string many = std::to_string(kMaxRefusedPerReply + 2);
+  for (std::size_t i = 0; i < kMaxRefusedPerReply + 2; ++i) many += " 1.2.3.4:1/tcp/1/1/1";
+  EXPECT_FALSE(parse_egress_refused_payload(many).has_value());
+}
+
 }  // namespace
 }  // namespace pvs::proto

@@ -32,7 +32,9 @@ export async function render(el) {
       { title: 'Token', cell: (a) => visible(a.token) },
       { title: 'Action', cell: (a) => visible(a.action) },
       { title: 'Sandbox', cell: (a) => h('span', { class: 'mono', text: visible(a.sandbox) }) },
-      { title: 'What', cell: (a) => h('code', { class: 'summary', text: visible(a.summary) }) },
+      { title: 'What', cell: (a) => [h('code', { class: 'summary', text: visible(a.summary) }),
+        a.refused_names?.length ? h('div', { class: 'muted refused-names' }, 'it was refused: ',
+          h('span', { class: 'mono', text: a.refused_names.map(visible).join(', ') })) : ''] },
       { title: 'Why', cell: (a) => visible(a.message || a.rule) },
       { title: 'Deadline', cell: (a) => fmtTime(a.deadline) },
       { title: 'Decide', cell: (a) => {

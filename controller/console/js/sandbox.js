@@ -1,7 +1,9 @@
-// One sandbox: what it is, internet on/off or an allowlist, TTL, snapshots, terminals, files, destroy.
+// One sandbox: what it is, internet on/off or an allowlist and its egress log, TTL, snapshots,
+// terminals, files, destroy.
 import { api, describe, sbPath } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
 import { visible } from './visible.js';
+import { egressLog } from './egress.js';
 import { fileBrowser } from './files.js';
 import { egressMode, stateBadge } from './sandboxes.js';
 
@@ -109,6 +111,8 @@ export async function render(el, { params }) {
   const label = () => { internetButton.textContent = egressMode(sb) === 'off' ? 'Turn internet on' : 'Turn internet off'; };
   label();
   const formBox = h('div', {}, allowlistForm(sb, put));
+  const logBox = h('div', {});  // the egress log card while the sandbox has an allowlist
+  const showLog = () => clear(logBox).append(egressMode(sb) === 'allowlist' ? egressLog(id, addName) : '');
   async function put(body, done) {
     try {
       const r = await api('PUT', sbPath(id, '/internet'), { json: body });
@@ -117,11 +121,20 @@ export async function render(el, { params }) {
         sb = r;
         clear(infoBox).append(info(sb));
         clear(formBox).append(allowlistForm(sb, put));
+        showLog();
         label();
         toast(done || `Internet ${egressMode(sb)}`);
       }
     } catch (e) { toast(describe(e), true); }
   }
+  // A refused name from the egress log, added to the allowlist form's names.
+  const addName = (name) => {
+    const names = formBox.querySelector('#allow-names');
+    const have = names.value.split(',').map((s) => s.trim()).filter(Boolean);
+    if (!have.includes(name)) names.value = [...have, name].join(', ');
+    names.focus();
+  };
+  showLog();
   internetButton.addEventListener('click', async () => {
     internetButton.disabled = true;
     await put({ enabled: egressMode(sb) === 'off' });
@@ -146,6 +159,7 @@ export async function render(el, { params }) {
         formBox,
         h('div', { class: 'row' }, h('label', {}, 'TTL from now (s)', ttl), ttlButton),
         h('div', { class: 'row' }, destroy))),
+    logBox,
     terminals(id),
     fileBrowser(id, '/'),
     snapshots(id));

@@ -75,6 +75,13 @@ class AgentClient {
   Status egress(Ipv4Address address, EgressList list);
   Status egress_off(Ipv4Address address);
   Result<std::map<Ipv4Address, EgressList>> egresses();
+  // The egress log the agent keeps for a listed source (EGRESSLOG): the resolver's decisions,
+  // aggregated per window, oldest first. Empty for a source without a list.
+  Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address);
+  // The connection attempts of `address` the ruleset refused (EGRESSREFUSED): at most
+  // proto::kMaxRefusedPerReply destinations, most recent first, and one `others` item for the
+  // rest (docs/protocol.md "Refused connections").
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address);
 
   // Sends one request and returns the agent's reply payload (OK) or its error (ERR).
   Result<std::string> call(const proto::Request& request);

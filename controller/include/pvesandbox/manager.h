@@ -43,6 +43,7 @@
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
+#include "pvesandbox/common/protocol.h"
 #include "pvesandbox/custom_templates.h"
 #include "pvesandbox/egress.h"
 #include "pvesandbox/proxmox_client.h"
@@ -275,6 +276,16 @@ struct SnapshotInfo {
 
 class Manager;
 
+// What a sandbox in allowlist mode tried to reach (docs/api.md "Egress log"), as its node's
+// agent keeps it: the names the resolver was asked for, allowed or refused, one line per name
+// and window ("refused 1,234 times in the window from `window_ms`"), oldest first; and the
+// connections the node's ruleset refused, per destination, most recent first (at most
+// proto::kMaxRefusedPerReply, then one `others` item summing the rest).
+struct EgressLog {
+  std::vector<proto::EgressLogLine> names;
+  std::vector<proto::RefusedConnection> connections;
+};
+
 class Sandbox {
  public:
   virtual ~Sandbox() = default;
@@ -310,6 +321,9 @@ class Sandbox {
   virtual Status set_egress(const Egress& egress) = 0;
   // The shorthand: Egress::on() or Egress::off().
   Status set_internet(bool enabled) { return set_egress(enabled ? Egress::on() : Egress::off()); }
+  // The sandbox's egress log, read from its node's agent. Empty unless it has an allowlist: the
+  // agent keeps a log only for listed sandboxes and forgets it when the list goes.
+  virtual Result<EgressLog> egress_log() = 0;
   // Live status from Proxmox.
   virtual Result<pve::ContainerStatus> status() = 0;
   virtual bool is_connected() const = 0;
@@ -395,6 +409,10 @@ struct NodeInfo {
   int max_sandboxes = 0;                      // 0: no limit of its own
   std::uint64_t mem_total = 0, mem_used = 0;  // bytes, from /cluster/resources (0: unknown)
   std::uint64_t free_addresses = 0;           // in its sandbox network
+  // Its egress log's totals, as its agent's STATUS said (read by health() and once per
+  // reconcile; monotonic across agent restarts): names allowed and refused by its resolver,
+  // and connections its ruleset refused to sandboxes with an allowlist.
+  std::uint64_t egress_allowed = 0, egress_refused = 0, egress_connections_refused = 0;
 };
 
 // One template and its replicas as Manager::templates() reports them.

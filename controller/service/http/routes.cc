@@ -67,6 +67,7 @@ std::span<const Route> Api::routes() {
       {"PUT",    "/v1/sandboxes/{id}/files",                     on<&FileRoutes::upload>,               A::kToken,  "sandbox.put_file"},
       {"POST",   "/v1/sandboxes/{id}/files/edit",                on<&FileRoutes::edit>,                 A::kToken,  "sandbox.edit_file"},
       {"PUT",    "/v1/sandboxes/{id}/internet",                  on<&SandboxRoutes::internet>,          A::kToken,  "sandbox.internet"},
+      {"GET",    "/v1/sandboxes/{id}/egress/log",                on<&SandboxRoutes::egress_log>,        A::kToken,  ""},
       {"POST",   "/v1/sandboxes/{id}/ttl",                       on<&SandboxRoutes::ttl>,               A::kToken,  "sandbox.ttl"},
       {"POST",   "/v1/sandboxes/{id}/snapshots",                 on<&SandboxRoutes::snapshot_create>,   A::kToken,  "sandbox.snapshot"},
       {"GET",    "/v1/sandboxes/{id}/snapshots",                 on<&SandboxRoutes::snapshot_list>,     A::kToken,  ""},

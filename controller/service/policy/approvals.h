@@ -35,6 +35,8 @@ struct ApprovalRequest {
   std::string message;  // that rule's message
   std::string digest;   // of the whole request: a repeated call must match it
   std::string fields;   // the whole request as canonical JSON (policy/canonical.h), or empty
+  // internet: the names the sandbox was refused that the call would allow (PolicyRequest's).
+  std::vector<std::string> refused_names;
 };
 
 struct Approval {

@@ -72,6 +72,11 @@ void write_approval(JsonWriter& w, const Approval& a) {
   w.key("sandbox").value(a.request.sandbox).key("summary").value(a.request.summary);
   // The whole call, every field the digest covers, uncut.
   if (!a.request.fields.empty()) w.key("request").raw(a.request.fields);
+  if (!a.request.refused_names.empty()) {
+    w.key("refused_names").begin_array();
+    for (const auto& n : a.request.refused_names) w.value(n);
+    w.end_array();
+  }
   w.key("rule").value(a.request.rule).key("message").value(a.request.message);
   w.key("created_at").value(ms_time(a.created_ms));
   w.key("deadline").value(ms_time(a.deadline_ms));
@@ -168,7 +173,7 @@ PolicyGate::Admission PolicyGate::admission(const Principal& who, const std::str
     return out;
   }
   auto opened = approvals_.open({who.name, action, sandbox, summary_of(request), d.rule, d.message,
-                                 digest, request.canonical});
+                                 digest, request.canonical, request.refused_names});
   if (!opened) throw limit_exceeded(opened.error().message);
   notify("approval.pending", *opened);
   log::info("approval " + opened->id + " pending: " + who.name + " " + action + " " +

@@ -57,6 +57,9 @@ struct PolicyRequest {
   std::vector<std::string> egress_names;    // an allowlist's names
   std::string egress_list;                  // the named list it came from, if any
   std::vector<std::uint16_t> egress_ports;  // an allowlist's ports
+  // internet: names the sandbox was refused that the new egress allows (its egress log), most
+  // refused first. Not judged and not in the digest: shown to the person an approval asks.
+  std::vector<std::string> refused_names;
   // files.write and files.edit: what the file will hold; exec: its stdin. nullopt: not looked
   // at, and a rule with `content` does not hold. The caller keeps the bytes alive.
   std::optional<std::string_view> content;

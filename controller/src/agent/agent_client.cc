@@ -356,4 +356,21 @@ Result<std::map<Ipv4Address, EgressList>> AgentClient::egresses() {
   return lists;
 }
 
+Result<std::vector<proto::EgressLogLine>> AgentClient::egress_log(Ipv4Address address) {
+  auto r = call(proto::EgressLogQuery{address});
+  if (!r) return fail(r.error());
+  auto lines = proto::parse_egress_log_payload(address, *r);
+  if (!lines) return fail(ErrorCode::kInternal, "agent: EGRESSLOG reply: " + lines.error().message);
+  return lines;
+}
+
+Result<std::vector<proto::RefusedConnection>> AgentClient::egress_refused(Ipv4Address address) {
+  auto r = call(proto::EgressRefusedQuery{address});
+  if (!r) return fail(r.error());
+  auto items = proto::parse_egress_refused_payload(*r);
+  if (!items)
+    return fail(ErrorCode::kInternal, "agent: EGRESSREFUSED reply: " + items.error().message);
+  return items;
+}
+
 }  // namespace pvs

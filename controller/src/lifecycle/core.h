@@ -116,6 +116,7 @@ class SandboxImpl final : public Sandbox {
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override;
 
   Status set_egress(const Egress& egress) override;
+  Result<EgressLog> egress_log() override;
   Result<pve::ContainerStatus> status() override;
   bool is_connected() const override {
     std::lock_guard lock(mu_);

@@ -164,6 +164,7 @@ Health ManagerCore::health() {
     if (!s) {
       error = s.error().to_string();
     } else {
+      n->note_status(*s);
       auto table = proto::find_field(*s, "table");
       auto set = proto::find_field(*s, "set");
       if ((table && *table != "present") || (set && *set != "present"))
@@ -250,6 +251,10 @@ void ManagerCore::loop() {
     }
     if (now >= next_reconcile || reconnected) {
       if (auto r = reconcile(); !r) log::warn("reconcile: " + r.error().message);
+      for (auto& n : nodes_) {  // the egress totals /metrics shows, once a reconcile
+        if (!n->agent_ok) continue;
+        if (auto st = n->agent.status()) n->note_status(*st);
+      }
       for (auto& n : nodes_) n->agent_connects = n->agent.connects();
       next_reconcile = now + reconcile_period;
       next_lease = now + lease_period;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -47,6 +48,28 @@ struct Node {
   std::atomic<bool> agent_ok{true};  // its agent answered the last ping
   std::atomic<bool> drained{false};
   std::uint64_t agent_connects = 0;  // the loop's: a reconnected agent gets a reconcile
+  // The agent's egress totals (STATUS, read by health and reconcile), kept monotonic across
+  // agent restarts: a total below the last one read counts from zero again. NodeInfo's.
+  struct EgressTotal {
+    std::uint64_t total = 0, last_read = 0;
+    void note(std::uint64_t read) {
+      total += read >= last_read ? read - last_read : read;
+      last_read = read;
+    }
+  };
+  std::mutex totals_mu;
+  EgressTotal egress_allowed, egress_refused, egress_connections_refused;
+  void note_status(const proto::StatusFields& status) {
+    std::lock_guard lock(totals_mu);
+    auto read = [&](const char* key, EgressTotal& to) {
+      auto v = proto::find_field(status, key);
+      std::uint64_t n = 0;
+      if (v && std::from_chars(v->data(), v->data() + v->size(), n).ec == std::errc()) to.note(n);
+    };
+    read("egress_decisions_allowed", egress_allowed);
+    read("egress_decisions_refused", egress_refused);
+    read("egress_connections_refused", egress_connections_refused);
+  }
 
   // Under the core's mu_.
   std::string error;                             // why offline / agent down

@@ -194,6 +194,12 @@ std::vector<NodeInfo> ManagerCore::nodes() const {
     i.mem_total = n->mem_total;
     i.mem_used = n->mem_used;
     i.free_addresses = n->addrs->free();
+    {
+      std::lock_guard totals(n->totals_mu);
+      i.egress_allowed = n->egress_allowed.total;
+      i.egress_refused = n->egress_refused.total;
+      i.egress_connections_refused = n->egress_connections_refused.total;
+    }
     out.push_back(std::move(i));
   }
   return out;

@@ -92,6 +92,12 @@ class AgentClientPeer final : public AgentApi {
   }
   Status egress_off(Ipv4Address address) override { return client_.egress_off(address); }
   Result<std::map<Ipv4Address, EgressList>> egresses() override { return client_.egresses(); }
+  Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) override {
+    return client_.egress_log(address);
+  }
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) override {
+    return client_.egress_refused(address);
+  }
   Status revoke(Ipv4Address address) override { return client_.revoke(address); }
   Result<std::uint64_t> sync(const std::vector<proto::Grant>& grants) override {
     return client_.sync(grants);

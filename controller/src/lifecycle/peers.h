@@ -71,6 +71,8 @@ class AgentApi {
   virtual Status egress(Ipv4Address address, const EgressList& list) = 0;
   virtual Status egress_off(Ipv4Address address) = 0;
   virtual Result<std::map<Ipv4Address, EgressList>> egresses() = 0;
+  virtual Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) = 0;
+  virtual Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) = 0;
   virtual Status hello() = 0;                     // a HELLO on the (re)connected link
   virtual std::uint64_t connections() const = 0;  // links opened so far
 };
@@ -199,6 +201,12 @@ class TimedAgent {
   }
   Result<std::map<Ipv4Address, EgressList>> egresses() {
     return named("EGRESSES", timed(calls, [&] { return api_->egresses(); }));
+  }
+  Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) {
+    return named("EGRESSLOG", timed(calls, [&] { return api_->egress_log(address); }));
+  }
+  Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) {
+    return named("EGRESSREFUSED", timed(calls, [&] { return api_->egress_refused(address); }));
   }
   // Notices an agent that went away and came back.
   Status ping() {

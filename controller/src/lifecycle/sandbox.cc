@@ -72,6 +72,23 @@ Status SandboxImpl::set_egress(const Egress& wanted) {
   return changed;
 }
 
+Result<EgressLog> SandboxImpl::egress_log() {
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  auto md = metadata();
+  EgressLog log;
+  if (!egress_of(md).allowlist() || !md.address) return log;
+  auto lines = node_.agent.egress_log(*md.address);
+  if (!lines) return fail(lines.error());
+  log.names = std::move(*lines);
+  auto refused = node_.agent.egress_refused(*md.address);
+  if (refused) {
+    log.connections = std::move(*refused);
+  } else if (refused.error().code != ErrorCode::kConflict) {  // kConflict: an older ruleset
+    return fail(refused.error());
+  }
+  return log;
+}
+
 Result<pve::ContainerStatus> SandboxImpl::status() {
   auto r = core_->pve().status(node_.cfg.name, md_.vmid);
   if (!r) return fail(pve_error(r.error(), "status"));

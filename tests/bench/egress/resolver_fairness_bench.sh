@@ -15,14 +15,8 @@ AGENT=${1:?usage: resolver_fairness_bench.sh AGENT RESOLVER [seconds]}
 RESOLVER_BIN=${2:?usage: resolver_fairness_bench.sh AGENT RESOLVER [seconds]}
 SECONDS_EACH=${3:-10}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-TOOL="$HERE/../../egress/egress_tool.py"
-export RIG_ROUTER_TCP=22 RIG_ROUTER_UDP=""
-# shellcheck source=../../ruleset/rig-lib.sh
-source "$HERE/../../ruleset/rig-lib.sh"
-trap rig_down EXIT
-trap 'exit 143' TERM INT HUP
-
-agent() { rig_in "$NS_NODE" "$RIG_PYTHON" "$TOOL" agent "$RIG_TMP/run/agent.sock" "$*"; }
+# shellcheck source=bench-lib.sh
+source "$HERE/bench-lib.sh"
 
 rig_up 0
 chmod 755 "$RIG_TMP"

@@ -4,10 +4,12 @@
 // ruleset, pve-sandbox-resolver as nobody, an authoritative dnsmasq for the zone "test" and HTTP
 // servers on the internet's addresses. Every probe runs inside the sandbox, over SSH (exec):
 // DNS through the sandbox's gateway (which the ruleset redirects to the resolver), HTTP with
-// curl, a bare TCP connect for "fails at once".
+// curl, a bare TCP connect for "fails at once". The egress log of those probes is read back
+// through REST, sandboxctl and the MCP tool internet (stateless revision 2026-07-28).
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <thread>
 
 #include "service/support/api_fixture.h"
 #include "support/sshd_fixture.h"
@@ -156,6 +158,93 @@ TEST_F(EgressE2eTest, ARestartedControllerReassertsTheList) {
   EXPECT_EQ(agent("EGRESSES"), "OK 1 " + address + "=80,443/allowed.test");
   EXPECT_EQ(internet_of(show(id)), R"({"allow":["allowed.test"],"ports":[80,443]})");
   expect_allowlisted(id);
+}
+
+// What the sandbox asked for, exactly: one allowed name, one refused twice; the direct connect
+// to an unlisted address is not a name. The views: REST, sandboxctl, MCP's still_refused.
+TEST_F(EgressE2eTest, TheEgressLogShowsExactlyWhatTheSandboxAskedFor) {
+  auto r = call("POST", "/v1/sandboxes", R"({"internet":{"allow":["allowed.test"]}})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  std::string id = json(r.body)->getValue<std::string>("id");
+  EXPECT_EQ(dns(id, "allowed.test"), std::string("NOERROR ") + kAllowed);
+  EXPECT_EQ(dns(id, "other.test"), "REFUSED");
+  EXPECT_EQ(dns(id, "other.test"), "REFUSED");
+  EXPECT_EQ(connect(id, kOther).rfind("reset 0.", 0), 0u);
+  stack_->flush_resolver_log();
+
+  // The resolver's lines reach the agent on their own connection: wait for both.
+  std::string uri = "/v1/sandboxes/" + id + "/egress/log";
+  Poco::JSON::Array::Ptr names;
+  for (int i = 0; i < 200; ++i) {
+    auto log = call("GET", uri);
+    ASSERT_EQ(log.status, 200) << log.body;
+    names = json(log.body)->getArray("names");
+    // At once: each name's first decision; after the flush: other.test's second.
+    if (log.body.find(R"("name":"other.test","decision":"refuse","count":2)") != std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(names->size(), 2u);
+  std::map<std::string, Poco::JSON::Object::Ptr> by_name;
+  for (unsigned i = 0; i < names->size(); ++i)
+    by_name[names->getObject(i)->getValue<std::string>("name")] = names->getObject(i);
+  ASSERT_EQ(by_name.size(), 2u);
+  auto allowed = by_name.at("allowed.test");
+  EXPECT_EQ(allowed->getValue<std::string>("decision"), "allow");
+  EXPECT_EQ(allowed->getValue<int>("count"), 1);
+  EXPECT_EQ(allowed->getValue<std::string>("entry"), "allowed.test");
+  EXPECT_EQ(allowed->getArray("addresses")->getElement<std::string>(0), kAllowed);
+  auto other = by_name.at("other.test");
+  EXPECT_EQ(other->getValue<std::string>("decision"), "refuse");
+  EXPECT_EQ(other->getValue<int>("count"), 2);
+  EXPECT_TRUE(other->isNull("entry"));
+  // The direct connect: one refused connection, counted once (refused with a reset at once).
+  auto conns = json(call("GET", uri).body)->getArray("connections");
+  ASSERT_EQ(conns->size(), 1u);
+  EXPECT_EQ(conns->getObject(0)->getValue<std::string>("address"), kOther);
+  EXPECT_EQ(conns->getObject(0)->getValue<int>("port"), 80);
+  EXPECT_EQ(conns->getObject(0)->getValue<std::string>("protocol"), "tcp");
+  EXPECT_EQ(conns->getObject(0)->getValue<int>("count"), 1);
+
+  auto cli = test::run_captured(
+      {PVS_SANDBOXCTL_BIN, "--url", "http://127.0.0.1:" + std::to_string(port_), "internet", id,
+       "log"},
+      stack_->dir(), "", {"SANDBOXCTL_TOKEN=tok-alice", "HOME=" + stack_->dir()});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("other.test    refuse    2"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("allowed.test  allow     1"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find(std::string(kOther) + ":80     tcp       1"), std::string::npos)
+      << cli.out;
+
+  // MCP internet (stateless): a list without other.test says it is still refused.
+  std::string mcp_body =
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"internet",)"
+      R"("arguments":{"sandbox_id":")" +
+      id +
+      R"(","allow":["allowed.test","also.test"]},"_meta":{)"
+      R"("io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+      R"("io.modelcontextprotocol/clientCapabilities":{}}}})";
+  auto mcp = call("POST", "/mcp", mcp_body, "tok-alice",
+                  {{"Accept", "application/json, text/event-stream"},
+                   {"MCP-Protocol-Version", "2026-07-28"},
+                   {"Mcp-Method", "tools/call"},
+                   {"Mcp-Name", "internet"}});
+  ASSERT_EQ(mcp.status, 200) << mcp.body;
+  EXPECT_NE(mcp.body.find(R"(\"still_refused\":[\"other.test\"])"), std::string::npos) << mcp.body;
+  EXPECT_NE(mcp.body.find("still refused names: other.test (2 times); connections refused: " +
+                          std::string(kOther) + ":80/tcp (1 time)"),
+            std::string::npos)
+      << mcp.body;
+  // /metrics: the node's totals, as its agent's STATUS says (health reads it).
+  ASSERT_EQ(call("GET", "/v1/health").status, 200);
+  auto metrics = call("GET", "/metrics").body;
+  for (const char* line :
+       {R"(decision="allow",node="pve"} 1)", R"(decision="refuse",node="pve"} 2)",
+        R"(decision="refuse_connection",node="pve"} 1)"}) {
+    EXPECT_NE(metrics.find(std::string("pvs_egress_decisions_total{") + line), std::string::npos)
+        << line << "\n"
+        << metrics.substr(0, 4000);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // `internet` with allowlists through the REST API, on the real Api, HttpServer and Manager over
 // in-memory peers (tests/lifecycle/fake_peers.h: no root, no agent binary): create with a
 // list, a named list and true; runtime changes both ways; what the sandbox JSON shows; caps
-// (403), bad names (400), policy rules on the names, the audit log; what the agent holds; and
-// sandboxctl's internet and create options against the same server.
+// (403), bad names (400), policy rules on the names, the audit log; what the agent holds;
+// sandboxctl's internet and create options against the same server; and the egress log's views
+// (REST, sandboxctl, MCP internet, approvals) of the lines the agent holds.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -102,6 +103,31 @@ class EgressApiTest : public test::InProcessServiceTest {
     return o.str();
   }
 
+  // An egress log line as the agent would hold it for `sb`.
+  void log_line(const Poco::JSON::Object::Ptr& sb, const std::string& name, bool allowed,
+                std::uint64_t count, std::int64_t at_ms, const std::string& entry = "") {
+    log_line(*Ipv4Address::parse(sb->getValue<std::string>("address")), name, allowed, count, at_ms,
+             entry);
+  }
+  void log_line(Ipv4Address source, const std::string& name, bool allowed, std::uint64_t count,
+                std::int64_t at_ms, const std::string& entry = "") {
+    proto::EgressLogLine l;
+    l.source = source;
+    l.name = name;
+    l.allowed = allowed;
+    l.count = count;
+    l.window_ms = at_ms;
+    l.entry = entry;
+    if (allowed) l.to = {*Ipv4Address::parse("203.0.113.7")};
+    agent_->add_log_line(l.source, l);
+  }
+  test::ProcessResult ctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {PVS_SANDBOXCTL_BIN, "--url",
+                                     "http://127.0.0.1:" + std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_captured(argv, dir_, "", {"SANDBOXCTL_TOKEN=tok-alice", "HOME=" + dir_});
+  }
+
   std::string dir_;
   test::FakeAgent* agent_ = nullptr;  // owned by the Manager
 };
@@ -179,12 +205,6 @@ TEST_F(EgressApiTest, BadNamesUnknownListsCapsAndPolicy) {
 }
 
 TEST_F(EgressApiTest, SandboxctlSetsAndShowsAllowlists) {
-  auto ctl = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {PVS_SANDBOXCTL_BIN, "--url",
-                                     "http://127.0.0.1:" + std::to_string(port_)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return test::run_captured(argv, dir_, "", {"SANDBOXCTL_TOKEN=tok-alice", "HOME=" + dir_});
-  };
   auto created =
       ctl({"--json", "create", "--allow", "pypi.org", "--allow", "*.github.com", "--ports", "443"});
   ASSERT_EQ(created.exit_code, 0) << created.err;
@@ -254,8 +274,15 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   auto address = *list[0].address;
   EXPECT_EQ(agent_->lists().at(address),
             Egress::allow({"pypi.org", "files.pythonhosted.org"}).list);
-  tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["api.example.org"],"ports":[443]})");
+  // The answer names what the sandbox was refused that the new list still refuses.
+  log_line(address, "api.example.org", false, 2, 1'795'760'000'000);
+  log_line(address, "evil.example", false, 5, 1'795'760'000'000);
+  auto answer = tool("internet",
+                     R"({"sandbox_id":")" + id + R"(","allow":["api.example.org"],"ports":[443]})");
   EXPECT_EQ(agent_->lists().at(address), Egress::allow({"api.example.org"}, {443}).list);
+  EXPECT_NE(answer.find(R"(\"still_refused\":[\"evil.example\"])"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("still refused names: evil.example (5 times)"), std::string::npos)
+      << answer;
   tool("internet", R"({"sandbox_id":")" + id + R"(","enabled":true})");
   EXPECT_TRUE(agent_->lists().empty());
   EXPECT_EQ(agent_->set().size(), 1u);
@@ -285,6 +312,70 @@ TEST_F(EgressApiTest, AnApprovalCoversOnlyTheNamesItWasAskedFor) {
                    {{"Approval", id}});
   EXPECT_EQ(same.status, 200) << same.body;
   EXPECT_EQ(agent_list(sb).names, (std::vector<std::string>{"a.needs-approval.org"}));
+}
+
+// The egress log: REST (filters, bad input), sandboxctl, the names an approval shows.
+TEST_F(EgressApiTest, TheEgressLogShowsTheAgentsLinesThroughRestAndSandboxctl) {
+  auto sb = create(R"({"internet":{"allow":["pypi.org"]}})");
+  ASSERT_TRUE(sb);
+  std::string id = sb->getValue<std::string>("id");
+  std::string uri = "/v1/sandboxes/" + id + "/egress/log";
+  auto empty = call("GET", uri);
+  ASSERT_EQ(empty.status, 200) << empty.body;
+  EXPECT_EQ(empty.body, R"({"names":[],"refused":[],"connections":[]})");
+  log_line(sb, "pypi.org", true, 3, 1'795'760'000'000, "pypi.org");
+  log_line(sb, "files.pythonhosted.org", false, 12, 1'795'760'000'000);
+  log_line(sb, "evil.example", false, 1, 1'795'760'060'000);
+  log_line(sb, "files.pythonhosted.org", false, 2, 1'795'760'060'000);
+
+  auto all = call("GET", uri);
+  ASSERT_EQ(all.status, 200) << all.body;
+  auto names = json(all.body)->getArray("names");
+  ASSERT_EQ(names->size(), 4u) << all.body;
+  auto first = names->getObject(0);
+  EXPECT_EQ(first->getValue<std::string>("name"), "pypi.org");
+  EXPECT_EQ(first->getValue<std::string>("decision"), "allow");
+  EXPECT_EQ(first->getValue<int>("count"), 3);
+  EXPECT_EQ(first->getValue<std::string>("entry"), "pypi.org");
+  EXPECT_EQ(first->getValue<std::string>("window_start"), "2026-11-27T06:13:20Z");
+  EXPECT_EQ(first->getArray("addresses")->getElement<std::string>(0), "203.0.113.7");
+  EXPECT_TRUE(names->getObject(1)->isNull("entry"));
+  EXPECT_NE(all.body.find(R"("refused":["files.pythonhosted.org","evil.example"])"),
+            std::string::npos)
+      << all.body;
+  auto since = call("GET", uri + "?since=1795760060000");
+  EXPECT_EQ(json(since.body)->getArray("names")->size(), 2u) << since.body;
+  auto newest = call("GET", uri + "?limit=1");
+  EXPECT_NE(newest.body.find(R"("refused":["files.pythonhosted.org"])"), std::string::npos)
+      << newest.body;
+  for (const char* bad : {"?limit=0", "?limit=1001", "?limit=x", "?since=-1", "?since=1e3"}) {
+    auto r = call("GET", uri + bad);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.body;
+  }
+  EXPECT_EQ(call("GET", uri, "", "tok-bob").status, 404);  // not bob's
+
+  auto cli = ctl({"internet", id, "log"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("files.pythonhosted.org  refuse    12"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("pypi.org                allow     3      pypi.org  203.0.113.7"),
+            std::string::npos)
+      << cli.out;
+  auto cli_json = ctl({"--json", "internet", id, "log", "--limit", "1"});
+  ASSERT_EQ(cli_json.exit_code, 0) << cli_json.err;
+  EXPECT_EQ(json(cli_json.out)->getArray("names")->size(), 1u) << cli_json.out;
+  EXPECT_NE(ctl({"internet", id, "log", "--bogus"}).exit_code, 0);
+
+  // An approval for a wider list shows what the sandbox was refused.
+  auto pending = http(port_, "PUT", "/v1/sandboxes/" + id + "/internet",
+                      R"({"allow":["pypi.org","a.needs-approval.org"]})", "tok-alice",
+                      {{"Prefer", "respond-async"}});
+  ASSERT_EQ(pending.status, 202) << pending.body;
+  EXPECT_NE(pending.body.find(R"("refused_names":["files.pythonhosted.org","evil.example"])"),
+            std::string::npos)
+      << pending.body;
+  // Without a list the agent keeps no log.
+  ASSERT_EQ(set(id, R"({"enabled":false})").status, 200);
+  EXPECT_EQ(call("GET", uri).body, R"({"names":[],"refused":[],"connections":[]})");
 }
 
 }  // namespace

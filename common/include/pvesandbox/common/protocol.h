@@ -174,11 +174,17 @@ struct EgressLogQuery {
   Ipv4Address address;
   bool operator==(const EgressLogQuery&) const = default;
 };
+// EGRESSREFUSED <ipv4> (controller): the connections of a source the ruleset refused, as the
+// kernel counted them (docs/protocol.md "Egress log").
+struct EgressRefusedQuery {
+  Ipv4Address address;
+  bool operator==(const EgressRefusedQuery&) const = default;
+};
 
 using Request =
     std::variant<HelloRequest, AllowRequest, RevokeRequest, SyncRequest, ListRequest, BindRequest,
                  UnbindRequest, BindingsRequest, StatusRequest, EgressRequest, EgressesRequest,
-                 AskRequest, PairRequest, EgressLogRequest, EgressLogQuery>;
+                 AskRequest, PairRequest, EgressLogRequest, EgressLogQuery, EgressRefusedQuery>;
 
 // Parses one request line. Errors carry ErrorCode::kTooLarge for an overlong line and
 // kInvalidArgument otherwise, with a message fit to send back (see reply_code_for()).
@@ -265,5 +271,24 @@ Result<EgressLogLine> parse_egress_log(std::string_view line);
 std::string format_egress_log_payload(const std::vector<EgressLogLine>& lines);
 Result<std::vector<EgressLogLine>> parse_egress_log_payload(Ipv4Address source,
                                                             std::string_view payload);
+
+// One destination a source was refused: protocol (6 tcp, 17 udp, others with port 0), address
+// and port, how many packets were refused, the first and the last at unix ms. `others`: the sum
+// of the destinations beyond the reply's bound (address 0.0.0.0, port 0, protocol 0).
+struct RefusedConnection {
+  Ipv4Address destination;
+  std::uint16_t port = 0;
+  std::uint8_t protocol = 0;
+  bool others = false;
+  std::uint64_t count = 0;
+  std::int64_t first_ms = 0;
+  std::int64_t last_ms = 0;
+  bool operator==(const RefusedConnection&) const = default;
+};
+inline constexpr std::size_t kMaxRefusedPerReply = 32;
+// EGRESSREFUSED's reply: "<n> <ipv4>:<port>/<tcp|udp|proto number|*>/<count>/<first>/<last> ...",
+// at most kMaxRefusedPerReply destinations and one "0.0.0.0:0/*/..." item for the rest.
+std::string format_egress_refused_payload(const std::vector<RefusedConnection>& items);
+Result<std::vector<RefusedConnection>> parse_egress_refused_payload(std::string_view payload);
 
 }  // namespace pvs::proto

@@ -96,7 +96,8 @@ constexpr ToolDef kTools[] = {
      "only some hosts: allow (DNS names; *.example.com for its subdomains) with optional ports "
      "(default 80 and 443), or list (an operator's named list). Give exactly one of enabled, "
      "allow, list. A host not allowed fails at once (connection refused or DNS REFUSED). "
-     "Returns the sandbox's state.",
+     "Returns the sandbox's state and still_refused: the names the sandbox asked for and was "
+     "refused that the new setting still refuses (ask for those if it needs them).",
      R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
      PVS_SANDBOX_ID ","
      R"J("enabled":{"type":"boolean","description":"true: allow all HTTP/HTTPS; false: block"},)J"

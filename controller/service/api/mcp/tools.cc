@@ -8,6 +8,7 @@
 
 #include "api/mcp/jsonrpc.h"
 #include "api/mcp/tool_impl.h"
+#include "api/sandboxes/egress_log_view.h"
 #include "api/sandboxes/output_cap.h"
 #include "http/requests.h"
 #include "policy/canonical.h"
@@ -113,15 +114,24 @@ ToolResult tool_internet(ToolContext& c) {
   auto sandbox = c.sandbox(id);
   auto egress = resolve_egress(*req, c.ops.config, c.call.principal.name);
   if (!egress) throw egress.error();
-  PolicyRequest asked;
-  asked.action = PolicyAction::kInternet;
-  set_policy_egress(asked, *egress);
-  asked.canonical = canonical_internet(*egress);
+  PolicyRequest asked = internet_request(*sandbox, *egress);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
                                            c.call.resume_approval, c.call.pending_approval);
+  auto before = egress_log_or_empty(*sandbox);
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
+  // The names it was refused that the new egress still refuses: the agent can ask for the
+  // right one next.
+  auto still = refused_names(before, 20, &*egress);
   std::string json = sandbox_text(sandbox->info());
-  return {false, json, json};
+  JsonWriter w;  // the sandbox's fields and still_refused
+  w.begin_array();
+  for (const auto& n : still) w.value(n);
+  w.end_array();
+  json.pop_back();
+  json += ",\"still_refused\":" + w.take() + "}";
+  std::string refusals = refusals_text(before, 20, &*egress);
+  if (refusals.empty()) return {false, json, json};
+  return {false, json + "\nstill " + refusals, json};
 }
 
 // ---- exec -------------------------------------------------------------------------------------

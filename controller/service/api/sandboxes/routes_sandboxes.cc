@@ -1,4 +1,6 @@
-// Sandboxes: create, list, show, destroy, internet (on, off or an allowlist), TTL.
+// Sandboxes: create, list, show, destroy, internet (on, off or an allowlist) and its egress
+// log, TTL.
+#include "api/sandboxes/egress_log_view.h"
 #include "api/sandboxes/sandbox_routes.h"
 #include "http/json.h"
 #include "http/requests.h"
@@ -106,13 +108,19 @@ void SandboxRoutes::internet(RequestContext& ctx) {
   auto sandbox = d_.sandboxes.find(ctx);
   auto egress = resolve_egress(*req, d_.config, ctx.principal->name);
   if (!egress) throw egress.error();
-  PolicyRequest asked;
-  asked.action = PolicyAction::kInternet;
-  set_policy_egress(asked, *egress);
-  asked.canonical = canonical_internet(*egress);
+  PolicyRequest asked = internet_request(*sandbox, *egress);
   if (!d_.gate.admit(ctx, asked)) return;
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   d_.replies.send_json(ctx, 200, sandbox_json(sandbox->info()));
+}
+
+void SandboxRoutes::egress_log(RequestContext& ctx) {
+  auto filter = parse_egress_log_filter(ctx.query_value("since"), ctx.query_value("limit"));
+  if (!filter) throw filter.error();
+  auto sandbox = d_.sandboxes.find(ctx);
+  auto log = sandbox->egress_log();
+  if (!log) throw from_error(log.error());
+  d_.replies.send_json(ctx, 200, egress_log_json(*log, *filter));
 }
 
 void SandboxRoutes::ttl(RequestContext& ctx) {

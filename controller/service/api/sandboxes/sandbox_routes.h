@@ -1,9 +1,9 @@
 // Sandboxes (room api/sandboxes/): POST/GET /v1/sandboxes, GET/DELETE /v1/sandboxes/{id},
-// PUT .../internet, POST .../ttl, POST .../exec (buffered, or NDJSON as output arrives) and the
-// snapshots (take, list, roll back, delete). A handler class with narrow dependencies: the
-// sandboxes a caller may use (SandboxOps), the policy gate, the token limits (streaming execs),
-// the metrics (execs counted), the reply helpers, and what a destroy forgets elsewhere (the
-// sandbox's terminals and E2B session).
+// PUT .../internet, GET .../egress/log, POST .../ttl, POST .../exec (buffered, or NDJSON as
+// output arrives) and the snapshots (take, list, roll back, delete). A handler class with narrow
+// dependencies: the sandboxes a caller may use (SandboxOps), the policy gate, the token limits
+// (streaming execs), the metrics (execs counted), the reply helpers, and what a destroy forgets
+// elsewhere (the sandbox's terminals and E2B session).
 //
 // run_exec and exec_options are what the MCP tool exec shares with POST .../exec.
 #pragma once
@@ -43,6 +43,7 @@ class SandboxRoutes {
   void show(RequestContext& ctx);
   void destroy(RequestContext& ctx);
   void internet(RequestContext& ctx);
+  void egress_log(RequestContext& ctx);
   void ttl(RequestContext& ctx);
   void exec(RequestContext& ctx);             // routes_exec.cc
   void snapshot_create(RequestContext& ctx);  // routes_snapshots.cc

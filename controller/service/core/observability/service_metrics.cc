@@ -58,6 +58,9 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_gauge("pvs_node_memory_total_bytes", "The node's memory (/cluster/resources).");
   m.declare_gauge("pvs_node_memory_used_bytes", "The node's memory in use (/cluster/resources).");
   m.declare_gauge("pvs_node_free_addresses", "Free addresses in the node's sandbox network.");
+  m.declare_counter("pvs_egress_decisions_total",
+                    "Egress decisions on a node for sandboxes with an allowlist: names the "
+                    "resolver allowed or refused, connections the ruleset refused.");
   m.declare_counter("pvs_policy_decisions_total", "Policy decisions by action and verdict.");
   m.declare_gauge("pvs_approvals_pending", "Calls waiting for a person's approval.");
   m.declare_histogram("pvs_approval_wait_seconds", "How long calls waited for an approval.",
@@ -92,6 +95,14 @@ void collect_nodes(Metrics& m, const std::vector<NodeInfo>& nodes) {
     m.set("pvs_node_memory_total_bytes", l, static_cast<double>(n.mem_total));
     m.set("pvs_node_memory_used_bytes", l, static_cast<double>(n.mem_used));
     m.set("pvs_node_free_addresses", l, static_cast<double>(n.free_addresses));
+    for (auto [decision, total] :
+         {std::pair{"allow", n.egress_allowed}, std::pair{"refuse", n.egress_refused},
+          std::pair{"refuse_connection", n.egress_connections_refused}}) {
+      MetricLabels labels{{"decision", decision}, {"node", n.name}};
+      double current = m.value("pvs_egress_decisions_total", labels);  // a counter: mirrored
+      if (static_cast<double>(total) > current)
+        m.inc("pvs_egress_decisions_total", labels, static_cast<double>(total) - current);
+    }
   }
 }
 

@@ -196,6 +196,8 @@ await check('internet allowlist', async () => {
   await waitText('#internet-state', /^allowlist$/);
   await waitText('#internet-names', /^\*\.github\.com, pypi\.org$/);  // sorted, as the API shows it
   await waitText('#internet-ports', /^443, 8443$/);
+  // Beside the list, its egress log (nothing asked for on this stack).
+  await waitText('#egress-log', /Nothing asked for yet/);
   const r = await rest('GET', `/v1/sandboxes/${id}`);
   assert(r.json.egress === 'allowlist', `egress ${r.text}`);
   assert(JSON.stringify(r.json.internet.allow) === '["*.github.com","pypi.org"]', `allow ${JSON.stringify(r.json.internet)}`);
