@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -36,5 +37,11 @@ class Replies {
 // Reads a small unread request body now; marks a large or chunked one for a drain after the
 // reply (http/server.cc).
 void settle_body(RequestContext& ctx);
+
+// Starts a 200 application/x-ndjson reply in chunks (a streaming exec, a template build): the
+// body settled and the status recorded on `ctx`; the stream the lines go to.
+std::ostream& start_ndjson(RequestContext& ctx);
+// One line on it, flushed; nothing once the client went away.
+void emit_line(std::ostream& out, const std::string& line);
 
 }  // namespace pvs::service

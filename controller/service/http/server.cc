@@ -253,6 +253,24 @@ void settle_body(RequestContext& ctx) {
   ctx.body_read = true;
 }
 
+std::ostream& start_ndjson(RequestContext& ctx) {
+  settle_body(ctx);
+  ctx.responded = true;
+  ctx.status = 200;
+  auto& resp = *ctx.response;
+  resp.setStatus(Poco::Net::HTTPResponse::HTTP_OK);
+  resp.set("X-Request-Id", ctx.request_id);
+  resp.setContentType("application/x-ndjson");
+  resp.setChunkedTransferEncoding(true);
+  return resp.send();
+}
+
+void emit_line(std::ostream& out, const std::string& line) {
+  if (!out.good()) return;
+  out << line << '\n';
+  out.flush();
+}
+
 // Reads and drops what is left of a refused request's body, at most kDrainBytes or kDrainTime
 // (as nginx's lingering close), so that the client reads the reply before the connection ends.
 void Api::drain_body(RequestContext& ctx) {

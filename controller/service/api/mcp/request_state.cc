@@ -9,6 +9,7 @@
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
+#include "http/auth.h"
 #include "http/json.h"
 
 namespace pvs::service::mcp {
@@ -79,16 +80,7 @@ std::string new_state_key() {
 }
 
 std::string arguments_digest(std::string_view arguments_json) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(arguments_json.data(), arguments_json.size(), out, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += kHex[out[i] >> 4];
-    hex += kHex[out[i] & 15];
-  }
-  return hex;
+  return sha256_hex(arguments_json);
 }
 
 std::string seal_state(const PendingState& state, std::string_view key) {

@@ -145,20 +145,8 @@ void SandboxRoutes::exec_stream(RequestContext& ctx, const std::shared_ptr<Sandb
     state->chunks.emplace_back(which, std::string(data));
     state->cv.notify_one();
   };
-  settle_body(ctx);
-  ctx.responded = true;
-  ctx.status = 200;
-  auto& resp = *ctx.response;
-  resp.setStatus(Poco::Net::HTTPResponse::HTTP_OK);
-  resp.set("X-Request-Id", ctx.request_id);
-  resp.setContentType("application/x-ndjson");
-  resp.setChunkedTransferEncoding(true);
-  std::ostream& out = resp.send();
-  auto emit = [&out](const std::string& line) {
-    if (!out.good()) return;
-    out << line << '\n';
-    out.flush();
-  };
+  std::ostream& out = start_ndjson(ctx);
+  auto emit = [&out](const std::string& line) { emit_line(out, line); };
   {
     JsonWriter w;
     w.begin_object().key("type").value("start").key("sandbox").value(sandbox->id()).end_object();

@@ -53,20 +53,8 @@ void TemplateRoutes::build(RequestContext& ctx) {
 
   auto state = std::make_shared<BuildState>();
   // As a streaming exec: the status line now, the outcome (and its audit) at the end.
-  settle_body(ctx);
-  ctx.responded = true;
-  ctx.status = 200;
-  auto& resp = *ctx.response;
-  resp.setStatus(Poco::Net::HTTPResponse::HTTP_OK);
-  resp.set("X-Request-Id", ctx.request_id);
-  resp.setContentType("application/x-ndjson");
-  resp.setChunkedTransferEncoding(true);
-  std::ostream& out = resp.send();
-  auto emit = [&out](const std::string& line) {
-    if (!out.good()) return;
-    out << line << '\n';
-    out.flush();
-  };
+  std::ostream& out = start_ndjson(ctx);
+  auto emit = [&out](const std::string& line) { emit_line(out, line); };
   std::thread worker([state, manager, r = std::move(*recipe)] {
     auto built = manager->build_template(r, [state](std::string_view line) {
       std::lock_guard lock(state->mu);
