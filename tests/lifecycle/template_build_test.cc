@@ -4,6 +4,7 @@
 // own directory only; the clean command is replaced by a harmless one that leaves a mark.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <filesystem>
 
 #include <pwd.h>
 #include <signal.h>
@@ -215,6 +216,25 @@ TEST_F(TemplateBuildTest, AFailingStepFailsWithItsLogAndLeavesNothing) {
   // The VMID went back: the next build succeeds.
   auto built = m->build_template(recipe(), {});
   ASSERT_TRUE(built) << built.error().message;
+}
+
+// The netns stand-in shares the host's file system: packages and env (system files) are refused
+// before any step runs, and nothing is left. (The default clean skips itself there too: the
+// console e2e test builds with it.)
+TEST_F(TemplateBuildTest, PackagesAndEnvNeedARealContainer) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  for (const char* extra : {"packages: [hello]\n", "env:\n  EDITOR: vi\n"}) {
+    auto r = parse_recipe(
+        std::string("name: system\n") + extra + "script: touch " + work_ + "/ran\n", "test.yaml");
+    ASSERT_TRUE(r) << r.error().message;
+    auto built = m->build_template(*r, {});
+    ASSERT_FALSE(built) << extra;
+    EXPECT_NE(built.error().message.find("need a real container"), std::string::npos)
+        << built.error().message;
+    EXPECT_FALSE(std::filesystem::exists(work_ + "/ran"));
+    EXPECT_EQ(stack_->containers(), std::vector<int>{});
+  }
 }
 
 TEST_F(TemplateBuildTest, SigkillMidBuildLeavesNothingAfterRecovery) {

@@ -9,6 +9,7 @@ const views = {
   terminal: () => import('./terminal.js'),
   approvals: () => import('./approvals.js'),
   nodes: () => import('./nodes.js'),
+  templates: () => import('./templates.js'),
   metrics: () => import('./metrics.js'),
   audit: () => import('./audit.js'),
 };

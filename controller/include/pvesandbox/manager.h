@@ -208,10 +208,15 @@ struct ManagerConfig {
 
   // Custom template builds (Manager::build_template). What cleans a built container before it
   // becomes a template (run as root over SSH, then the container stops). The default empties
-  // /etc/machine-id, apt's caches and lists, /tmp, shell history and the logs. The template
-  // keeps its base's SSH host keys: they are what ssh's policy verifies at a clone's first
-  // contact, and each sandbox replaces them by its own (per_sandbox_host_keys). Empty: none.
+  // /etc/machine-id, apt's caches and lists, /tmp, shell history and the logs, and only inside
+  // a container (its init has `container=` in its environment, as LXC sets it): a "container"
+  // of pvesim's netns stand-in shares the host's file system, so there it cleans nothing. The
+  // template keeps its base's SSH host keys: they are what ssh's policy verifies at a clone's
+  // first contact, and each sandbox replaces them by its own (per_sandbox_host_keys). Empty:
+  // none.
   std::string template_clean_command =
+      "if ! grep -qa '^container=' /proc/1/environ 2>/dev/null; then "
+      "echo 'not inside a container: nothing cleaned'; exit 0; fi; "
       "rm -f /etc/machine-id /var/lib/dbus/machine-id && : >/etc/machine-id && "
       "(apt-get clean || true) && rm -rf /var/lib/apt/lists/* /tmp/* /var/tmp/* "
       "/root/.bash_history && find /var/log -type f -exec truncate -s 0 {} +";

@@ -114,6 +114,15 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
     files.push_back({"/etc/environment", environment, 0644});
   }
   const auto timeout = cfg.template_step_timeout;
+  // Packages and env defaults change system files: only inside a real container, never on a
+  // stand-in that shares the host's file system (pvesim's netns backend).
+  if (!r.packages.empty() || !r.env.empty()) {
+    auto inside = box.exec("grep -qa '^container=' /proc/1/environ", {});
+    if (!inside || inside->exit_code != 0)
+      return fail(ErrorCode::kInvalidArgument,
+                  "packages and env need a real container: this sandbox's init is not one "
+                  "(a stand-in sharing the host's file system?)");
+  }
   if (!files.empty()) {
     std::string dirs = "mkdir -p", modes;
     for (auto& f : files) {

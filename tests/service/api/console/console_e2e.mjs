@@ -424,6 +424,21 @@ await check('metrics charts', async () => {
   await shot('metrics');
 });
 
+// ---- templates (a recipe built through the API, listed and deleted in the view) -------------
+await check('templates', async () => {
+  const built = await rest('POST', '/v1/templates', { body: { name: 'console-e2e', script: 'true' } });
+  const outcome = built.text.trim().split('\n').pop();  // the stream's last line: the template
+  assert(built.status === 200 && outcome.startsWith('{"template":'), `build ${built.status} ${outcome}`);
+  await go('#/templates', '#templates-list table');
+  await waitText('#templates-list', /console-e2e/);
+  await shot('templates');
+  page.once('dialog', (d) => d.accept());
+  await page.click('#templates-list button[data-name="console-e2e"]');
+  await waitText('#templates-list', /No custom templates/);
+  const r = await rest('GET', '/v1/templates/console-e2e');
+  assert(r.status === 404, `after delete: ${r.status}`);
+});
+
 // ---- destroy -----------------------------------------------------------------------------
 await check('destroy', async () => {
   page.once('dialog', (d) => d.accept());
