@@ -66,7 +66,8 @@ page.on('console', (m) => {
   if (allow401 && /status of 401/.test(text)) return;
   if (allow403 && /status of 403/.test(text)) return;
   if (allow400 && /status of 400/.test(text)) return;
-  problems.push(`console.${m.type()}: ${text}`);
+  const where = m.location()?.url ? ` (${m.location().url})` : '';
+  problems.push(`console.${m.type()}: ${text}${where}`);
 });
 page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
 await page.evaluateOnNewDocument(() => {
@@ -443,6 +444,11 @@ await check('templates', async () => {
 await check('destroy', async () => {
   page.once('dialog', (d) => d.accept());
   await go(`#/sandboxes/${id}`, '#destroy');
+  // The page's own reads (files over SSH, the egress log at the agent, snapshots, terminals)
+  // answer first: a destroy under them would cut them off (503), not what this checks.
+  const boxes = ['#files-list', '#snapshot-list', '#terminal-list'];
+  if (await page.$('#egress-log')) boxes.push('#egress-log');
+  for (const box of boxes) await page.waitForSelector(`${box} table, ${box} p:not(.muted)`);
   await page.click('#destroy');
   await page.waitForFunction(() => location.hash === '#/sandboxes', { timeout: 120000 });
   const r = await rest('GET', `/v1/sandboxes/${id}`);
