@@ -60,11 +60,17 @@ std::string base64(std::string_view data) {
   return out.str();
 }
 
+// Read in blocks: the decoder's error on bad input sets badbit here (istream::read catches
+// it), where a string built from istreambuf_iterators leaked its buffer when it threw.
 bool unbase64(const std::string& text, std::string* out) {
   try {
     std::istringstream in(text);
     Poco::Base64Decoder dec(in);
-    out->assign(std::istreambuf_iterator<char>(dec), {});
+    std::string decoded;
+    char block[4096];
+    while (dec.read(block, sizeof block), dec.gcount() > 0) decoded.append(block, dec.gcount());
+    if (dec.bad()) return false;
+    *out = std::move(decoded);
     return true;
   } catch (...) {
     return false;
