@@ -10,9 +10,9 @@
 //   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
 //   helpers.cc    small pure helpers declared below
 //   replicas.cc   template replicas: made, checked, rebuilt; the clone source picked
-//   template_recipe.cc  recipes (template_recipe.h): parser, canonical form, digest
-//   template_build.cc   a custom template built from a recipe (custom_templates.h)
-//   template_catalog.cc custom templates read back from Proxmox, listed, deleted
+//   ../templates/ custom templates on this core: recipe.cc (template_recipe.h: parser,
+//                 canonical form, digest), build.cc (built from a recipe), catalog.cc (read
+//                 back from Proxmox, listed, deleted)
 //   nodes.cc      the cluster: node state, placement of a create, drain, node listing
 //   placement.*   the pure placement decision (filters and score)
 //   node.h        one node's state (its agent, addresses, health)
@@ -69,7 +69,7 @@ std::int64_t now_unix();
 Error pve_error(const Error& e, std::string_view what);
 std::string random_hex(int digits);
 std::string sha256_hex(std::string_view text);  // lower-case hex, 64 digits
-// template_build.cc: the hosts (and ports) of the http(s) URIs in apt's sources (sources.list
+// templates/build.cc: the hosts (and ports) of the http(s) URIs in apt's sources (sources.list
 // and deb822 "URIs:" lines alike): an allowlist for a build's packages step; off if none.
 Egress apt_mirror_egress(const std::string& sources);
 // The sandbox's MAC, derived from its address: 02:53:<the four address bytes>, locally
@@ -233,7 +233,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::vector<TemplateInfo> templates() const;
   // Converts a stopped container into a template and waits until its config says so.
   Status make_template(const Node& node, int vmid);
-  // template_build.cc / template_catalog.cc: custom templates (custom_templates.h).
+  // templates/build.cc and catalog.cc: custom templates (custom_templates.h).
   Result<TemplateBuild> build_template(const TemplateRecipe& recipe, const BuildOutput& out);
   std::vector<CustomTemplate> custom_templates() const;
   Status delete_template(const std::string& name);
@@ -457,7 +457,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                const std::set<int>& present);
   std::set<std::string> busy_orphans(const Node& node, std::vector<Orphan>& orphans);
   Status reap(Scan& scan, bool synced);
-  // template_build.cc: turning a build's container into the template (its SSH closed, its
+  // templates/build.cc: turning a build's container into the template (its SSH closed, its
   // egress, binding and address given back, stopped, described, converted).
   Result<CustomTemplate> seal_template(Step& step, SandboxImpl& box, const TemplateRecipe& recipe,
                                        int base);

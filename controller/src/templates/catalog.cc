@@ -2,7 +2,7 @@
 // reconcile, listed with their users, deleted when nothing uses them.
 #include <algorithm>
 
-#include "core.h"
+#include "lifecycle/core.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
 

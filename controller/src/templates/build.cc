@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "core.h"
+#include "lifecycle/core.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
 

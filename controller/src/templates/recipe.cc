@@ -13,7 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "core.h"
+#include "lifecycle/core.h"
 #include "pvesandbox/common/text.h"
 #include "pvesandbox/common/yaml_reader.h"
 
