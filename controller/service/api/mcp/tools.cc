@@ -114,10 +114,11 @@ ToolResult tool_internet(ToolContext& c) {
   auto sandbox = c.sandbox(id);
   auto egress = resolve_egress(*req, c.ops.config, c.call.principal.name);
   if (!egress) throw egress.error();
-  PolicyRequest asked = internet_request(*sandbox, *egress);
+  // Read once: the approval shows its refused names, the answer those still refused.
+  auto before = egress_log_or_empty(*sandbox);
+  PolicyRequest asked = internet_request(before, *egress);
   c.record.policy_json = c.gate.admit_tool(c.call.principal, id, asked, c.call.progress,
                                            c.call.resume_approval, c.call.pending_approval);
-  auto before = egress_log_or_empty(*sandbox);
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   // The names it was refused that the new egress still refuses: the agent can ask for the
   // right one next.

@@ -131,12 +131,12 @@ EgressLog egress_log_or_empty(Sandbox& sandbox) {
   return {};
 }
 
-PolicyRequest internet_request(Sandbox& sandbox, const Egress& to) {
+PolicyRequest internet_request(const EgressLog& log, const Egress& to) {
   PolicyRequest asked;
   asked.action = PolicyAction::kInternet;
   set_policy_egress(asked, to);
   asked.canonical = canonical_internet(to);
-  asked.refused_names = refused_names(egress_log_or_empty(sandbox));
+  asked.refused_names = refused_names(log);
   return asked;
 }
 

@@ -48,8 +48,8 @@ std::string refusals_text(const EgressLog& log, std::size_t max = 20,
 // shows beside its answer never fails the call.
 EgressLog egress_log_or_empty(Sandbox& sandbox);
 
-// What the policy judges of an internet call on `sandbox` (REST and MCP): the egress asked for,
-// and for the person an approval asks, the names the sandbox was refused so far.
-PolicyRequest internet_request(Sandbox& sandbox, const Egress& to);
+// What the policy judges of an internet call (REST and MCP): the egress asked for, and for the
+// person an approval asks, the names the sandbox was refused so far (`log`, read once).
+PolicyRequest internet_request(const EgressLog& log, const Egress& to);
 
 }  // namespace pvs::service

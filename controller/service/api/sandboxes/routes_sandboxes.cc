@@ -108,7 +108,7 @@ void SandboxRoutes::internet(RequestContext& ctx) {
   auto sandbox = d_.sandboxes.find(ctx);
   auto egress = resolve_egress(*req, d_.config, ctx.principal->name);
   if (!egress) throw egress.error();
-  PolicyRequest asked = internet_request(*sandbox, *egress);
+  PolicyRequest asked = internet_request(egress_log_or_empty(*sandbox), *egress);
   if (!d_.gate.admit(ctx, asked)) return;
   if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
   d_.replies.send_json(ctx, 200, sandbox_json(sandbox->info()));
