@@ -17,6 +17,7 @@ const views = {
 const $ = (id) => document.getElementById(id);
 let cleanup = null;
 let renderSeq = 0;
+let settled = 0;  // renders finished, superseded ones included (data-settled, for tests)
 
 // "#/sandboxes/sb-1/terminals/t-2?mode=watch" -> {view, params, query}
 function parseHash() {
@@ -31,6 +32,8 @@ function parseHash() {
   return { view: 'sandboxes', params: {}, query };
 }
 
+function settle(host) { host.setAttribute('data-settled', String(++settled)); }
+
 async function route() {
   if (!token.get()) return showSignIn();
   const seq = ++renderSeq;
@@ -41,19 +44,31 @@ async function route() {
     const target = a.getAttribute('href').slice(2);
     a.classList.toggle('active', target === view || (target === 'sandboxes' && ['sandbox', 'terminal'].includes(view)));
   }
-  const el = clear($('view'));
-  el.setAttribute('data-view', view);
+  // Each render gets a container of its own: a view that finishes after the user has moved on
+  // (an audit read answering 403 after the sandboxes view took its place) writes only into its
+  // detached container, never over the view that replaced it.
+  const host = $('view');
+  const el = h('div', { class: 'view-body' });
+  host.replaceChildren(el);
+  host.setAttribute('data-view', view);
   el.append(h('p', { class: 'muted', text: 'Loading…' }));
+  let done = null;
   try {
     const mod = await views[view]();
-    if (seq !== renderSeq) return;
+    if (seq !== renderSeq) return settle(host);
     clear(el);
-    cleanup = (await mod.render(el, { params, query })) || null;
+    done = (await mod.render(el, { params, query })) || null;
   } catch (e) {
-    if (seq !== renderSeq) return;
+    if (seq !== renderSeq) return settle(host);
     clear(el).append(h('p', { class: 'error', role: 'alert', text: describe(e) }));
   }
-  el.setAttribute('data-ready', String(seq));
+  settle(host);
+  if (seq !== renderSeq) {  // superseded while rendering: stop its timers and streams now
+    if (done) { try { done(); } catch (e) { console.warn(e); } }
+    return;
+  }
+  cleanup = done;
+  host.setAttribute('data-ready', String(seq));
 }
 
 function showSignIn(message = '') {

@@ -379,6 +379,40 @@ await check('audit tail', async () => {
     return rows.length === 1 && rows[0].textContent.includes('sandbox.create'); });
 });
 
+// ---- a view that answers late never covers the one that replaced it ------------------------
+// By construction: the audit view's read is held until the sandboxes view has rendered, then
+// answered 403 (what a non-admin token gets); the audit view's late error page must land nowhere.
+await check('a late view never covers the next one', async () => {
+  allow403 = true;
+  let held = null;
+  let sawHeld;
+  const seen = new Promise((resolve) => { sawHeld = resolve; });
+  const onRequest = (req) => {
+    if (!held && new URL(req.url()).pathname === '/v1/audit') { held = req; sawHeld(); return; }
+    req.continue();
+  };
+  await go('#/sandboxes', '#sandbox-list');
+  await page.setRequestInterception(true);
+  page.on('request', onRequest);
+  try {
+    await page.evaluate(() => { location.hash = '#/audit'; });
+    await seen;  // the audit view waits for its read
+    const ready = await page.$eval('#view', (el) => el.dataset.ready);
+    await page.evaluate(() => { location.hash = '#/sandboxes'; });
+    await page.waitForFunction((r) => document.querySelector('#view').dataset.ready !== r, {}, ready);
+    const settled = Number(await page.$eval('#view', (el) => el.dataset.settled));
+    await held.respond({ status: 403, contentType: 'application/json',
+      body: JSON.stringify({ error: { code: 'forbidden', message: 'held by the test' } }) });
+    await page.waitForFunction((n) => Number(document.querySelector('#view').dataset.settled) > n, {}, settled);
+    const shown = await page.$eval('#view', (el) => el.innerText.slice(0, 200));
+    assert(await page.$('#sandbox-list') !== null && !/Audit log/.test(shown), `the view shows: ${shown}`);
+  } finally {
+    page.off('request', onRequest);
+    await page.setRequestInterception(false);
+    allow403 = false;
+  }
+});
+
 // ---- another token: its own sandboxes only, no nodes ---------------------------------------
 await check('a non-admin token sees only its own', async () => {
   allow403 = true;

@@ -90,9 +90,11 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
                             "terminal: watch is read-only, take over",
                             "approve a pending command",
                             "deny a pending command",
+                            "a late view never covers the next one",
                             "a non-admin token sees only its own",
                             "nodes and pools",
                             "metrics charts",
+                            "templates",
                             "destroy",
                             "no console errors or CSP violations"}) {
     EXPECT_NE(run.out.find(std::string("PASS ") + check + "\n"), std::string::npos) << check << "\n"
