@@ -3,8 +3,11 @@
 // "internet" namespace with an authoritative dnsmasq for allowed.test, other.test and also.test
 // and an HTTP server on each of their addresses. Every probe runs inside the container with its
 // own tools and its own /etc/resolv.conf (nameserver 10.99.0.1, the gateway, which the ruleset
-// sends to the resolver); the terminal runs the container's own vi as root.
+// sends to the resolver); the terminal runs the container's own vi as root; a template recipe
+// installs a package from a mirror of the test's own (deb.test, tests/lxc/apt-repo.sh).
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "lxc_support.h"
 #include "service/support/api_fixture.h"
@@ -94,6 +97,56 @@ TEST_F(LxcApiTest, ATerminalRunsTheContainersViAsRoot) {
   // The vi that ran is the container's: its root file system's vim-tiny.
   EXPECT_EQ(in_sandbox(id, "readlink -f /usr/bin/vi"), "/usr/bin/vim.tiny");
   EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+// The recipe of docs/templates.md on a real container: its apt sources point at the test's
+// mirror (a file of the recipe), the packages step reaches it through the egress allowlist the
+// build sets for that step alone, and a sandbox of the template has the package, the file and
+// the environment at its first command.
+TEST_F(LxcApiTest, ARecipeInstallsAPackageFromTheMirrorAndASandboxHasItAtOnce) {
+  ASSERT_EQ(lxctest::sh(std::string(PVS_APT_REPO_SCRIPT) + " " + stack_->www_dir()), 0);
+  const std::string recipe =
+      "name: tools\n"
+      "files:\n"
+      "  - path: /etc/apt/sources.list\n"
+      "    content: \"deb [trusted=yes] http://deb.test/ ./\\n\"\n"
+      "  - path: /opt/app/hello.txt\n"
+      "    content: \"from the recipe\\n\"\n"
+      "packages: [pvs-hello]\n"
+      "env: {GREETING: hi, QUOTED: 'say \"hi\" \\\\ bye'}\n"
+      "script: |\n"
+      "  pvs-hello > /opt/app/built.txt\n";
+  auto built = call("POST", "/v1/templates", recipe, "tok-root");
+  ASSERT_EQ(built.status, 200) << built.body;
+  std::string last;
+  std::istringstream lines(built.body);
+  for (std::string l; std::getline(lines, l);) last = l;
+  auto outcome = json(last);
+  ASSERT_TRUE(outcome->has("template")) << built.body;
+  EXPECT_FALSE(outcome->getValue<bool>("cached"));
+  EXPECT_NE(built.body.find("==> egress for the packages: deb.test"), std::string::npos)
+      << built.body;
+  std::printf("[ figure ] template build on the lxc backend: %.1f s\n",
+              outcome->getValue<double>("seconds"));
+
+  std::string id = create(R"({"template":"tools"})");
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(in_sandbox(id, "pvs-hello"), "hello from a package");
+  EXPECT_EQ(in_sandbox(id, "dpkg-query -W -f '${Status}' pvs-hello"), "install ok installed");
+  EXPECT_EQ(in_sandbox(id, "cat /opt/app/hello.txt /opt/app/built.txt | tr '\\n' ' '"),
+            "from the recipe hello from a package ");
+  EXPECT_EQ(in_sandbox(id, "echo $GREETING"), "hi");  // every command, not only login shells
+  EXPECT_EQ(in_sandbox(id, "printenv QUOTED"), R"(say "hi" \\ bye)");
+  // Cleaned before it became a template; the build's egress went with the build.
+  EXPECT_EQ(in_sandbox(id, "ls /var/lib/apt/lists | wc -l"), "0");
+  EXPECT_EQ(in_sandbox(id, "getent ahostsv4 deb.test"), "exit 2:  ");
+
+  // The same recipe again: a cache hit; in use, the template stays.
+  auto again = call("POST", "/v1/templates", recipe, "tok-root");
+  EXPECT_NE(again.body.find("\"cached\":true"), std::string::npos) << again.body;
+  EXPECT_EQ(call("DELETE", "/v1/templates/tools", "", "tok-root").status, 409);
+  EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
+  EXPECT_EQ(call("DELETE", "/v1/templates/tools", "", "tok-root").status, 204);
 }
 
 }  // namespace

@@ -30,21 +30,31 @@ using stack_detail::slurp;
 
 namespace {
 
-// One server for every address of the internet namespace: the body names the address asked.
+// One server for every address of the internet namespace: the body names the address asked;
+// for the host deb.test it serves the files of its directory (a package mirror) or 404.
 constexpr const char* kHttpServer = R"(
-import http.server
+import http.server, os, sys
+www = os.path.realpath(sys.argv[1])
 class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("hello from " + self.connection.getsockname()[0] + "\n").encode()
-        self.send_response(200)
+    def reply(self, code, body):
+        self.send_response(code)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if self.command == "GET":
+            self.wfile.write(body)
+    def do_GET(self):
+        if (self.headers.get("Host") or "").split(":")[0] == "deb.test":
+            path = os.path.realpath(os.path.join(www, self.path.split("?")[0].lstrip("/")))
+            if path.startswith(www + "/") and os.path.isfile(path):
+                with open(path, "rb") as f:
+                    return self.reply(200, f.read())
+            return self.reply(404, b"not found\n")
+        self.reply(200, ("hello from " + self.connection.getsockname()[0] + "\n").encode())
+    do_HEAD = do_GET
     def log_message(self, *args):
         pass
 http.server.ThreadingHTTPServer(("0.0.0.0", 80), H).serve_forever()
 )";
-
 // Waits until `probe` exits 0 (up to 5 s) while `pid` lives; throws with `log` otherwise.
 void wait_ready(pid_t* pid, const std::vector<std::string>& probe, const std::string& what,
                 const std::string& log) {
@@ -98,10 +108,11 @@ void Stack::setup_egress() {
   internet_dns_pid_ = spawn_process(dns);
   must(internet_dns_pid_ > 0, "start the internet's dnsmasq (is dnsmasq-base installed?)");
   std::ofstream(dir_ + "/internet-http.py") << kHttpServer;
+  run({"mkdir", "-p", www_dir()});
   SpawnOptions http;
   http.stdout_file = dir_ + "/internet-http.log";
-  internet_http_pid_ =
-      spawn_process({"ip", "netns", "exec", inet, "python3", dir_ + "/internet-http.py"}, http);
+  internet_http_pid_ = spawn_process(
+      {"ip", "netns", "exec", inet, "python3", dir_ + "/internet-http.py", www_dir()}, http);
   must(internet_http_pid_ > 0, "start the internet's HTTP server");
 
   // The probe, where the sandboxes' user reads it.

@@ -79,6 +79,7 @@ inline const std::map<std::string, std::string> kEgressZone = {
     {"allowed.test", "203.0.113.20"},
     {"other.test", "203.0.113.21"},
     {"also.test", "203.0.113.22"},
+    {"deb.test", "203.0.113.23"},  // serves Stack::www_dir() (a package mirror in tests)
 };
 
 // One run of tests/lifecycle/lifecycle_driver (a controller creating and destroying sandboxes
@@ -138,6 +139,8 @@ class Stack {
   void start_resolver();
   std::string resolver_log() const;
   std::string egress_tool() const { return dir_ + "/egress_tool.py"; }
+  // What the internet's HTTP server serves for the host deb.test (404 for what is not there).
+  std::string www_dir() const { return dir_ + "/www"; }
   std::string internet_namespace() const { return id_ + "-internet"; }
 
   // Starts the driver, SIGKILLs it after run.run_for and returns the lines it printed; throws

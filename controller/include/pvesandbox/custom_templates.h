@@ -21,6 +21,16 @@ inline constexpr std::string_view kTemplateNameLabel = "pve-sandbox/template-nam
 inline constexpr std::string_view kRecipeDigestLabel = "pve-sandbox/recipe-digest";
 inline constexpr std::string_view kTemplateBaseLabel = "pve-sandbox/template-base";
 inline constexpr std::string_view kTemplatePoolLabel = "pve-sandbox/template-pool";
+// The shell test a build runs before it changes system files (packages, env, the default
+// clean): root in a real container, whose init has `container=` in its environment (LXC sets
+// it; systemd keeps it) or whose root is another user on the node (an unprivileged container's
+// uid map, for an init such as sshd that writes over its environment). A "container" of pvesim's
+// netns stand-in shares the host's file system as a user of the host: not root, so nothing
+// there is changed.
+inline constexpr std::string_view kInsideContainerTest =
+    "[ \"$(id -u)\" = 0 ] && { grep -qaz '^container=' /proc/1/environ 2>/dev/null || "
+    "awk '$1 == 0 && $2 != 0 { f = 1 } END { exit !f }' /proc/self/uid_map 2>/dev/null; }";
+
 // The label of a container a build is making (its value: the template's name).
 inline constexpr std::string_view kTemplateBuildLabel = "pve-sandbox/build";
 

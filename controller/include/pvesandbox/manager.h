@@ -215,7 +215,8 @@ struct ManagerConfig {
   // first contact, and each sandbox replaces them by its own (per_sandbox_host_keys). Empty:
   // none.
   std::string template_clean_command =
-      "if ! grep -qa '^container=' /proc/1/environ 2>/dev/null; then "
+      "if ! { " + std::string(kInsideContainerTest) +
+      "; }; then "
       "echo 'not inside a container: nothing cleaned'; exit 0; fi; "
       "rm -f /etc/machine-id /var/lib/dbus/machine-id && : >/etc/machine-id && "
       "(apt-get clean || true) && rm -rf /var/lib/apt/lists/* /tmp/* /var/tmp/* "

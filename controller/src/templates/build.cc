@@ -105,19 +105,29 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
                   const ManagerConfig& cfg) {
   auto files = r.files;
   if (!r.env.empty()) {
-    std::string profile, environment;
+    // Every command over SSH (sshd's SetEnv: exec, files, E2B), login shells (profile.d) and
+    // PAM sessions (/etc/environment) see them.
+    std::string profile, environment, sshd = "SetEnv";  // one line: sshd keeps its first
     for (auto& [k, v] : r.env) {
+      std::string quoted_v;
+      for (char c : v) {
+        if (c == '"' || c == '\\') quoted_v += '\\';
+        quoted_v += c;
+      }
       profile += "export " + k + "=" + shell_quote(v) + "\n";
-      environment += k + "=\"" + v + "\"\n";
+      environment += k + "=\"" + quoted_v + "\"\n";
+      sshd += " " + k + "=\"" + quoted_v + "\"";
     }
+    sshd += "\n";
     files.push_back({"/etc/profile.d/pve-sandbox-template.sh", profile, 0644});
     files.push_back({"/etc/environment", environment, 0644});
+    files.push_back({"/etc/ssh/sshd_config.d/pve-sandbox-template.conf", sshd, 0644});
   }
   const auto timeout = cfg.template_step_timeout;
   // Packages and env defaults change system files: only inside a real container, never on a
   // stand-in that shares the host's file system (pvesim's netns backend).
   if (!r.packages.empty() || !r.env.empty()) {
-    auto inside = box.exec("grep -qa '^container=' /proc/1/environ", {});
+    auto inside = box.exec(std::string(kInsideContainerTest), {});
     if (!inside || inside->exit_code != 0)
       return fail(ErrorCode::kInvalidArgument,
                   "packages and env need a real container: this sandbox's init is not one "
