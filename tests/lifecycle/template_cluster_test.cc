@@ -52,8 +52,9 @@ class TemplateClusterTest : public ::testing::Test {
   }
   void TearDown() override { stack_.reset(); }
 
-  std::unique_ptr<Manager> open(int shared_template = 0) {
+  std::unique_ptr<Manager> open(int shared_template = 0, std::vector<HotPoolProfile> hot = {}) {
     auto c = stack_->manager_config();
+    c.hot_pools = std::move(hot);
     c.template_clean_command = "true";
     if (shared_template != 0) {  // every node clones the shared template
       c.template_vmid = shared_template;
@@ -93,6 +94,22 @@ class TemplateClusterTest : public ::testing::Test {
     auto sb = m.create(o);
     EXPECT_TRUE(sb) << node << ": " << (sb ? "" : sb.error().message);
     return sb ? *sb : nullptr;
+  }
+
+  // The pools named "tools", by node.
+  static std::map<std::string, PoolInfo> tools_pools(Manager& m) {
+    std::map<std::string, PoolInfo> out;
+    for (auto& p : m.pools())
+      if (p.name == "tools") out[p.node] = p;
+    return out;
+  }
+  // A member of "tools" ready on each node (an event, bounded only against a hang).
+  static void wait_for_members(Manager& m) {
+    for (int i = 0; i < 1200; ++i) {
+      auto p = tools_pools(m);
+      if (p.size() == 2 && p["pve1"].ready == 1 && p["pve2"].ready == 1) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
 
   std::unique_ptr<test::Stack> stack_;
@@ -196,18 +213,8 @@ TEST_F(TemplateClusterTest, PoolSizeMakesAHotPoolOnEachNode) {
   ASSERT_TRUE(m);
   auto built = m->build_template(recipe("", 1), {});
   ASSERT_TRUE(built) << built.error().message;
-  auto pools = [&] {
-    std::map<std::string, PoolInfo> out;
-    for (auto& p : m->pools())
-      if (p.name == "tools") out[p.node] = p;
-    return out;
-  };
-  // A member on each node (an event, bounded only against a hang).
-  for (int i = 0; i < 1200; ++i) {
-    auto p = pools();
-    if (p.size() == 2 && p["pve1"].ready == 1 && p["pve2"].ready == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  auto pools = [&] { return tools_pools(*m); };
+  wait_for_members(*m);
   auto p = pools();
   ASSERT_EQ(p.size(), 2u);
   for (auto& [node, pool] : p) {
@@ -229,6 +236,50 @@ TEST_F(TemplateClusterTest, PoolSizeMakesAHotPoolOnEachNode) {
   EXPECT_TRUE(templates(1).empty());
   EXPECT_TRUE(templates(2).empty());
   EXPECT_EQ(stack_->containers(), std::vector<int>{});
+}
+
+TEST_F(TemplateClusterTest, ARestartAdoptsThePoolSizeMembers) {
+  start();
+  auto m = open();
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->build_template(recipe("", 1), {}));
+  wait_for_members(*m);
+  auto members = stack_->containers();
+  ASSERT_EQ(members.size(), 2u);
+  m.reset();
+  auto before = clones();
+  m = open();
+  ASSERT_TRUE(m);
+  // The template's pool is back before the first reconcile looks at its members: adopted.
+  auto p = tools_pools(*m);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p["pve1"].ready, 1);
+  EXPECT_EQ(p["pve2"].ready, 1);
+  EXPECT_EQ(stack_->containers(), members);
+  EXPECT_EQ(clones(), before);
+  ASSERT_TRUE(m->delete_template("tools"));
+  EXPECT_EQ(stack_->containers(), std::vector<int>{});
+}
+
+TEST_F(TemplateClusterTest, AConfiguredProfileOfTheTemplateWinsOverPoolSize) {
+  start();
+  HotPoolProfile mine;
+  mine.name = "mine";
+  mine.template_name = "tools";
+  mine.size = 0;  // the operator's choice: none
+  auto m = open(0, {mine});
+  ASSERT_TRUE(m);
+  std::vector<std::string> lines;
+  auto built = m->build_template(recipe("", 2), [&](std::string_view l) { lines.emplace_back(l); });
+  ASSERT_TRUE(built) << built.error().message;
+  EXPECT_TRUE(tools_pools(*m).empty());
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "==> pool_size 2 not applied: the configuration's hot pool profile mine "
+                      "serves it"),
+            lines.end())
+      << built->log;
+  EXPECT_EQ(stack_->containers(), std::vector<int>{});  // no member made
+  ASSERT_TRUE(m->delete_template("tools"));
 }
 
 TEST_F(TemplateClusterTest, SharedStorageBuildsOnceAndTheOtherNodeClonesItByTarget) {

@@ -11,8 +11,9 @@
 //   helpers.cc    small pure helpers declared below
 //   replicas.cc   template replicas: made, checked, rebuilt; the clone source picked
 //   ../templates/ custom templates on this core: recipe.cc (template_recipe.h: parser,
-//                 canonical form, digest), build.cc (built from a recipe), catalog.cc (read
-//                 back from Proxmox, listed, deleted)
+//                 canonical form, digest), build.cc (one copy built from a recipe),
+//                 spread.cc (the copies a cluster needs, built in parallel; pool_size's hot
+//                 pools), catalog.cc (read back from Proxmox, listed, deleted on every node)
 //   nodes.cc      the cluster: node state, placement of a create, drain, node listing
 //   placement.*   the pure placement decision (filters and score)
 //   node.h        one node's state (its agent, addresses, health)
