@@ -101,6 +101,9 @@ void TemplateRoutes::build(RequestContext& ctx) {
     w.key("template");
     write_template(w, r->made);
     w.key("cached").value(r->cached).key("seconds").value(r->seconds);
+    w.key("built_on").begin_array();
+    for (const auto& n : r->built_on) w.value(n);
+    w.end_array();
     if (state->dropped) w.key("lines_dropped").value(true);
   } else {
     ApiError e = from_error(r.error());
