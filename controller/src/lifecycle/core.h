@@ -485,9 +485,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void drop_copy(Node& node, const TemplateCopy& copy, const std::string& name);
   // The VMID a recipe's base names on `node` (its template, a VMID, a custom template's name).
   Result<int> recipe_base(const TemplateRecipe& recipe, const Node& node) const;
-  // A custom template's VMID by name (mu_ held; 0: none): its first copy, or the copy a create
-  // on `node` clones.
-  int custom_vmid_locked(const std::string& name) const;
+  // A custom template's VMID by name (mu_ held; 0: none): the copy a create on `node` clones.
   int custom_vmid_locked(const std::string& name, const Node& node) const;
   std::vector<std::string> node_names() const;  // in configuration order
 

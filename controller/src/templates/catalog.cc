@@ -25,11 +25,6 @@ int label_int(const SandboxMetadata& md, std::string_view key) {
 
 }  // namespace
 
-int ManagerCore::custom_vmid_locked(const std::string& name) const {
-  auto it = custom_.find(name);
-  return it == custom_.end() ? 0 : it->second.vmid;
-}
-
 int ManagerCore::custom_vmid_locked(const std::string& name, const Node& n) const {
   auto it = custom_.find(name);
   if (it == custom_.end()) return 0;
@@ -218,6 +213,7 @@ Status ManagerCore::delete_template(const std::string& name) {
     log::info("template " + name + " (vmid " + std::to_string(c.vmid) + " on " + c.node +
               ") deleted");
   }
+  plan_replicas();  // its copies are no clone sources any more
   if (!failed.empty())
     return fail(ErrorCode::kUnavailable, "delete template " + name + ": " + failed);
   return {};
