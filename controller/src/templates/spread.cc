@@ -259,6 +259,7 @@ void ManagerCore::sync_template_pools() {
       h.p.template_name = key.first;
       h.p.template_vmid = custom_vmid_locked(key.first, *key.second);
       h.p.size = size;
+      h.p.memory_mb = std::min(h.p.memory_mb, cfg_.max_memory_mb);  // 1 CPU, 512 MB at most
       changed = true;
       log::info("hot pool " + h.p.name + " on " + h.node->cfg.name + ": " + std::to_string(size) +
                 " member(s) of template " + key.first + " (pool_size)");
