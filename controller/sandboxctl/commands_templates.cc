@@ -81,11 +81,21 @@ int list(Client& c, Args& a) {
   }
   auto items = parse_object(r.body)->getArray("templates");
   std::vector<std::vector<std::string>> rows{
-      {"NAME", "VMID", "NODE", "BASE", "POOL", "IN_USE", "DIGEST"}};
+      {"NAME", "VMID", "NODE", "SERVES", "BASE", "POOL", "IN_USE", "DIGEST"}};
   for (std::size_t i = 0; items && i < items->size(); ++i) {
     auto o = items->getObject(static_cast<unsigned>(i));
-    rows.push_back({str(o, "name"), str(o, "vmid"), str(o, "node"), str(o, "base_vmid"),
-                    str(o, "pool_size"), str(o, "in_use"), str(o, "digest").substr(0, 16)});
+    auto copies = o->getArray("copies");
+    // One row per node's copy (a controller without copies in its answer: the template's).
+    for (std::size_t k = 0; k < (copies && copies->size() ? copies->size() : 1); ++k) {
+      auto copy = copies && copies->size() ? copies->getObject(static_cast<unsigned>(k)) : o;
+      std::string serves;
+      auto list = copy->getArray("serves");
+      for (std::size_t n = 0; list && n < list->size(); ++n)
+        serves += (n ? "," : "") + list->getElement<std::string>(static_cast<unsigned>(n));
+      rows.push_back({str(o, "name"), str(copy, "vmid"), str(copy, "node"),
+                      serves.empty() ? str(copy, "node") : serves, str(copy, "base_vmid"),
+                      str(o, "pool_size"), str(o, "in_use"), str(o, "digest").substr(0, 16)});
+    }
   }
   print_table(rows);
   return 0;

@@ -26,6 +26,7 @@ void Stack::setup_cluster() {
   so.task_ms = options_.task_ms;
   so.pools = {"pve-sandbox"};
   so.backend = options_.backend;
+  for (int vmid : options_.shared_templates) so.shared_templates.push_back({vmid, node_name(1)});
   for (int i = 1; i <= options_.nodes; ++i) {
     pvesim::NodeOptions n;
     n.name = node_name(i);

@@ -69,6 +69,9 @@ struct StackOptions {
   // > 1: a cluster (see "Cluster" above): nodes pve1..pveN, each its own namespace, bridge,
   // ruleset and agent; this thread lives in the controller's namespace. dhcp is single-node.
   int nodes = 1;
+  // Cluster: templates on pvesim's shared storage ("shared-rbd"), on pve1, cloned to any node
+  // with `target` (a node whose NodeConfig::template_vmid names one uses it from there).
+  std::vector<int> shared_templates;
   // Egress by domain (see above): resolver, internet namespace, DNS and HTTP. Single node.
   bool egress = false;
 };

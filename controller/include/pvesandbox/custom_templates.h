@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pvs {
 
@@ -21,6 +22,8 @@ inline constexpr std::string_view kTemplateNameLabel = "pve-sandbox/template-nam
 inline constexpr std::string_view kRecipeDigestLabel = "pve-sandbox/recipe-digest";
 inline constexpr std::string_view kTemplateBaseLabel = "pve-sandbox/template-base";
 inline constexpr std::string_view kTemplatePoolLabel = "pve-sandbox/template-pool";
+// The nodes a copy serves: comma-separated names, "*" for every node of the cluster.
+inline constexpr std::string_view kTemplateNodesLabel = "pve-sandbox/template-nodes";
 // The shell test a build runs before it changes system files (packages, env, the default
 // clean): root in a real container, whose init has `container=` in its environment (LXC sets
 // it; systemd keeps it) or whose root is another user on the node (an unprivileged container's
@@ -34,16 +37,28 @@ inline constexpr std::string_view kInsideContainerTest =
 // The label of a container a build is making (its value: the template's name).
 inline constexpr std::string_view kTemplateBuildLabel = "pve-sandbox/build";
 
+// One node's copy of a custom template, and the nodes that create from it: the node it lives
+// on, and on a cluster the nodes that clone it from there with `target` (shared storage).
+struct TemplateCopy {
+  std::string node;
+  int vmid = 0;
+  std::string id;     // the id its description carries ("build-...")
+  int base_vmid = 0;  // what it was built from on its node
+  std::vector<std::string> serves;
+};
+
 struct CustomTemplate {
   std::string name;
   std::string digest;  // the recipe's (TemplateRecipe::digest)
-  std::string node;    // where it lives
-  int vmid = 0;
-  std::string id;     // the id its description carries ("build-...")
-  int base_vmid = 0;  // what it was built from
-  int pool_size = 0;  // the recipe's pool_size
+  std::string node;    // where its first copy lives (copies[0])
+  int vmid = 0;        // the first copy's
+  std::string id;      // the first copy's description id ("build-...")
+  int base_vmid = 0;   // what the first copy was built from
+  int pool_size = 0;   // the recipe's pool_size
   std::int64_t created_at = 0;
-  int in_use = 0;  // live sandboxes made from it (Manager::custom_templates)
+  int in_use = 0;                    // live sandboxes made from it (Manager::custom_templates)
+  std::vector<TemplateCopy> copies;  // per node holding one, in the configuration's node order
+  std::vector<std::string> nodes;    // every node a create may place it on (the copies' serves)
 };
 
 // What a build reports as it goes: one line of a step's output, or a line of its own
@@ -52,9 +67,10 @@ using BuildOutput = std::function<void(std::string_view line)>;
 
 struct TemplateBuild {
   CustomTemplate made;
-  bool cached = false;  // a template of the same digest was there: nothing was built
-  std::string log;      // what the build printed (its last 1 MiB)
-  double seconds = 0;   // wall time of the build
+  bool cached = false;  // a copy of the same digest served every node: nothing was built
+  std::vector<std::string> built_on;  // the nodes a copy was built on now (empty: cached)
+  std::string log;                    // what the build printed (its last 1 MiB)
+  double seconds = 0;                 // wall time of the build
 };
 
 }  // namespace pvs

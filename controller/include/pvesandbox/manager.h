@@ -95,7 +95,8 @@ struct HotPoolProfile {
   int template_vmid = 0;  // 0: ManagerConfig::template_vmid
   // A custom template's name (Manager::build_template) instead of template_vmid: its members
   // are made once the template is built (each reconcile looks it up; until then the profile
-  // has none, and its refills fail with "not built yet").
+  // has none, and its refills fail with "not built yet"), on each node from the copy that node
+  // clones. Such a profile replaces the pool the template's own pool_size would make.
   std::string template_name;
   // Copies of its template to clone from (1..16; 0: as many as a node's configuration that
   // names the same template wants, else 1). See ManagerConfig::template_replicas.
@@ -472,18 +473,24 @@ class Manager {
   // kNotFound for an unknown node. Kept in memory: NodeConfig::drained says how it starts.
   virtual Status drain(const std::string& node, bool drained) = 0;
 
-  // Custom templates (custom_templates.h). Builds `recipe` on the first node: clone its base,
-  // start, copy the files, install the packages (egress allowlisted to the hosts of the
-  // container's apt sources for that step only), run the script, clean, stop, convert. `out`
-  // gets the output as it comes (on the calling thread or an SSH I/O thread; keep it short).
-  // A template of the same name and digest: a cache hit at once. The same name with another
-  // digest: kConflict (delete it first). A failing step: its error with the log's tail, and no
-  // container left. One build at a time per Manager.
+  // Custom templates (custom_templates.h). Builds `recipe` on every node without a copy of it:
+  // once per group of nodes sharing a base (shared storage; the others clone it with
+  // `target`), else on each node, in parallel: clone its base, start, copy the files, install
+  // the packages (egress allowlisted to the hosts of the container's apt sources for that step
+  // only), run the script, clean, stop, convert. `out` gets the output as it comes, serialised
+  // (on the calling thread, a build thread or an SSH I/O thread; keep it short), on a cluster
+  // each line prefixed "[node] ". A copy of the same name and digest serving every node: a
+  // cache hit at once. The same name with another digest: kConflict (delete it first). A
+  // failing step on any node: its error (the node named) with the log's tail, and no
+  // container or copy of this build left on any node. A recipe with pool_size > 0 gets a hot
+  // pool profile of its own (named after it, on the nodes it serves) unless a configured
+  // profile names the template or has its name. One build at a time per Manager.
   virtual Result<TemplateBuild> build_template(const TemplateRecipe& recipe,
                                                const BuildOutput& out) = 0;
   // The custom templates as last read from Proxmox (every reconcile) or built, by name.
   virtual std::vector<CustomTemplate> custom_templates() const = 0;
-  // Destroys one: kNotFound, or kConflict while sandboxes or hot pool members use it.
+  // Destroys it on every node: kNotFound, or kConflict while sandboxes or a configured hot
+  // pool profile use it (its own pool, from pool_size, is emptied first).
   virtual Status delete_template(const std::string& name) = 0;
 };
 

@@ -11,8 +11,9 @@
 //   helpers.cc    small pure helpers declared below
 //   replicas.cc   template replicas: made, checked, rebuilt; the clone source picked
 //   ../templates/ custom templates on this core: recipe.cc (template_recipe.h: parser,
-//                 canonical form, digest), build.cc (built from a recipe), catalog.cc (read
-//                 back from Proxmox, listed, deleted)
+//                 canonical form, digest), build.cc (one copy built from a recipe),
+//                 spread.cc (the copies a cluster needs, built in parallel; pool_size's hot
+//                 pools), catalog.cc (read back from Proxmox, listed, deleted on every node)
 //   nodes.cc      the cluster: node state, placement of a create, drain, node listing
 //   placement.*   the pure placement decision (filters and score)
 //   node.h        one node's state (its agent, addresses, health)
@@ -239,11 +240,17 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status delete_template(const std::string& name);
   // Reads the catalogue back from Proxmox (every reconcile).
   Status refresh_custom_templates();
-  // Hot profiles that name a custom template get its VMID (0 while it is not built).
+  // Hot profiles that name a custom template get the VMID of the copy their node clones (0
+  // while there is none).
   void resolve_named_profiles();
+  // templates/spread.cc: the hot pool profiles templates with a pool_size make (under no lock).
+  void sync_template_pools();
+  // Retires the pool `name`'s pool_size made and destroys its members (their fills finished).
+  Status empty_template_pool(const std::string& name);
 
   void start_background();
-  void start_pool();  // the warm pool's refill thread (if warm_pool > 0), the hot pools'
+  void start_pool();         // the warm pool's refill thread (if warm_pool > 0), the hot pools'
+  void start_hot_workers();  // the hot pools' workers, once a profile has a size (not under mu_)
   std::vector<PoolInfo> pools() const;
   void stop_background();
   // Drops the registry (it holds the sandboxes, which hold this core): called when the
@@ -287,8 +294,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // The node that holds a template (cloned to other nodes with `target`); `node` if unknown.
   std::string template_home(int template_vmid, const Node& node) const;
   SandboxMetadata new_metadata(const Step& step, const CreateOptions& options) const;
-  // The profile's template, or the node's (0 for an unknown profile).
+  // The custom template's copy for `node`, else the profile's template there, else the node's
+  // (0: no copy serves the node, or no such profile on it).
   int template_for(const CreateOptions& options, const Node& node) const;
+  // The nodes where template_for != 0 (empty, meaning every node, if neither is named).
+  std::set<const Node*> template_nodes(const CreateOptions& options) const;
+  // `options` with the custom template its profile names, if it names none itself.
+  CreateOptions with_template(const CreateOptions& options) const;
   Result<std::shared_ptr<SandboxImpl>> create_cold(Step& step, const CreateOptions& options);
   Result<std::shared_ptr<SandboxImpl>> build(Step& step, const CreateOptions& options,
                                              double template_gib);
@@ -365,6 +377,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     milliseconds backoff{500};
     std::uint64_t claims = 0, misses = 0, refill_failures = 0, replaced = 0;
     std::shared_ptr<LatencyRecorder> claim_latency = std::make_shared<LatencyRecorder>();
+    bool implicit = false;  // made by a custom template's pool_size (sync_template_pools)
   };
   // The profile on `node` that may serve `options` (-1: none); `ready`: only one with a member
   // ready.
@@ -459,12 +472,22 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status reap(Scan& scan, bool synced);
   // templates/build.cc: turning a build's container into the template (its SSH closed, its
   // egress, binding and address given back, stopped, described, converted).
-  Result<CustomTemplate> seal_template(Step& step, SandboxImpl& box, const TemplateRecipe& recipe,
-                                       int base);
-  // The VMID a recipe's base names (the node's template, a VMID, a custom template's name).
+  // `nodes`: its kTemplateNodesLabel.
+  Result<TemplateCopy> seal_template(Step& step, SandboxImpl& box, const TemplateRecipe& recipe,
+                                     int base, const std::string& nodes);
+  // One copy built on `node` from `base` (its VMID left busy), its lines into `out`.
+  Result<TemplateCopy> build_copy(const TemplateRecipe& recipe, Node& node, int base,
+                                  const std::vector<std::string>& serves, const BuildOutput& out,
+                                  std::string* log);
+  // kUnavailable if `node` cannot build now (offline, agent down), for the copy of `group`.
+  Status can_build(const Node& node, const std::vector<std::string>& group) const;
+  // A copy of a build that failed elsewhere: destroyed, its VMID given back (not busy any more).
+  void drop_copy(Node& node, const TemplateCopy& copy, const std::string& name);
+  // The VMID a recipe's base names on `node` (its template, a VMID, a custom template's name).
   Result<int> recipe_base(const TemplateRecipe& recipe, const Node& node) const;
-  // A custom template's VMID by name (mu_ held; 0: none).
-  int custom_vmid_locked(const std::string& name) const;
+  // A custom template's VMID by name (mu_ held; 0: none): the copy a create on `node` clones.
+  int custom_vmid_locked(const std::string& name, const Node& node) const;
+  std::vector<std::string> node_names() const;  // in configuration order
 
   void loop();
   Status hook(std::string_view step) const { return hook_ ? hook_(step) : Status{}; }
@@ -490,8 +513,11 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::deque<Pooled> pool_;
   std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
   bool pool_stop_ = false;
+  bool pool_started_ = false;  // start_pool ran: hot workers may start (start_hot_workers)
   std::thread pool_thread_;
-  std::vector<HotProfile> hot_;        // per cfg_.hot_pools entry (in order), per node (in order)
+  // Per cfg_.hot_pools entry (in order), per node (in order); then the custom templates' own
+  // (sync_template_pools adds them, never removes one: indexes stay valid).
+  std::deque<HotProfile> hot_;
   std::deque<HotMember> hot_discard_;  // members to destroy (their VMIDs busy)
   std::condition_variable hot_cv_;     // with mu_: a member taken or discarded, or stop
   std::vector<std::thread> hot_threads_;

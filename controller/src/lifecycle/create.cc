@@ -59,18 +59,23 @@ Status ManagerCore::validate(const CreateOptions& o) {
                 "disk_gb must be 0.." + std::to_string(cfg_.max_disk_gb));
   if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
     return fail(ErrorCode::kInvalidArgument, "ttl out of range");
-  if (!o.template_name.empty() && template_for(o, *nodes_.front()) == 0)
+  if (!o.template_name.empty() && template_nodes(o).empty())
     return fail(ErrorCode::kInvalidArgument, "no template " + quoted(o.template_name, 40));
-  if (!o.profile.empty()) {
+  if (!o.profile.empty()) {  // where the profile is, it must be of the template named
     CreateOptions by_profile = o;
     by_profile.template_name.clear();
-    int t = template_for(by_profile, *nodes_.front());
-    if (t == 0)
+    bool found = false;
+    for (auto& n : nodes_) {
+      int t = template_for(by_profile, *n);
+      if (t == 0) continue;
+      found = true;
+      if (!o.template_name.empty() && t != template_for(o, *n))
+        return fail(ErrorCode::kInvalidArgument, "hot pool profile " + quoted(o.profile, 40) +
+                                                     " is not of template " +
+                                                     quoted(o.template_name, 40));
+    }
+    if (!found)
       return fail(ErrorCode::kInvalidArgument, "no hot pool profile " + quoted(o.profile, 40));
-    if (!o.template_name.empty() && t != template_for(o, *nodes_.front()))
-      return fail(ErrorCode::kInvalidArgument, "hot pool profile " + quoted(o.profile, 40) +
-                                                   " is not of template " +
-                                                   quoted(o.template_name, 40));
   }
   if (!o.node.empty() && !find_node(o.node))
     return fail(ErrorCode::kInvalidArgument, "no node " + quoted(o.node, 64) + " in the cluster");
@@ -92,14 +97,33 @@ Result<Egress> ManagerCore::create_egress(const CreateOptions& o) {
 }
 
 int ManagerCore::template_for(const CreateOptions& o, const Node& n) const {
-  if (!o.template_name.empty()) {
-    std::lock_guard lock(mu_);
-    return custom_vmid_locked(o.template_name);
-  }
-  if (o.profile.empty()) return n.cfg.template_vmid;
+  if (o.template_name.empty() && o.profile.empty()) return n.cfg.template_vmid;
+  std::lock_guard lock(mu_);
+  if (!o.template_name.empty()) return custom_vmid_locked(o.template_name, n);
   for (auto& h : hot_)
     if (h.p.name == o.profile && h.node == &n) return h.p.template_vmid;
   return 0;
+}
+
+std::set<const Node*> ManagerCore::template_nodes(const CreateOptions& o) const {
+  std::set<const Node*> out;
+  if (o.template_name.empty() && o.profile.empty()) return out;  // every node
+  for (auto& n : nodes_)
+    if (template_for(o, *n) != 0) out.insert(n.get());
+  return out;
+}
+
+// A profile of a custom template names it: placed where it is, labelled with it (in use).
+CreateOptions ManagerCore::with_template(const CreateOptions& options) const {
+  CreateOptions o = options;
+  if (!o.template_name.empty() || o.profile.empty()) return o;
+  std::lock_guard lock(mu_);
+  for (auto& h : hot_)
+    if (h.p.name == o.profile && !h.p.template_name.empty()) {
+      o.template_name = h.p.template_name;
+      break;
+    }
+  return o;
 }
 
 // A disk only grows: a smaller one is the caller's mistake, said before anything is cloned.
@@ -134,8 +158,9 @@ SandboxMetadata ManagerCore::new_metadata(const Step& s, const CreateOptions& o)
   return md;
 }
 
-Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
+Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& options) {
   auto started = Clock::now();
+  const CreateOptions o = with_template(options);
   if (auto v = validate(o); !v) return fail(v.error());
   {
     std::lock_guard lock(mu_);
@@ -150,7 +175,6 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
       --m->inflight_;
     }
   } inflight_guard{this};
-
   // The node: one with a ready hot member if placement allows one there (a member already runs
   // and counts in the node's memory: it adds none), else any node with room for a new one.
   struct Reservation {
@@ -167,9 +191,10 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   std::optional<Reservation> reservation;
   const auto memory = static_cast<std::uint64_t>(o.memory_mb) << 20;
   bool hot_node = false;  // placed for a hot member: no memory reserved
-  auto place = [&](const std::set<const Node*>& only, std::uint64_t mem) -> Status {
+  const std::set<const Node*> only = template_nodes(o);
+  auto place = [&](const std::set<const Node*>& among, std::uint64_t mem) -> Status {
     reservation.reset();
-    auto node = place_create(o, only, mem);
+    auto node = place_create(o, among, mem);
     if (!node) return fail(node.error());
     reservation.emplace(this, *node, mem);
     return {};
@@ -177,7 +202,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   if (auto hot = hot_nodes(o); !hot.empty() && place(hot, 0)) {
     hot_node = true;
   } else {
-    if (auto placed = place({}, memory); !placed) {
+    if (auto placed = place(only, memory); !placed) {
       std::lock_guard lock(mu_);
       ++stats_.create_failures;
       return fail(placed.error());
@@ -211,7 +236,7 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& o) {
   }
   // No member after all: a new container, placed with its memory.
   if (hot_node) {
-    if (auto placed = place({}, memory); !placed) {
+    if (auto placed = place(only, memory); !placed) {
       std::lock_guard lock(mu_);
       ++stats_.create_failures;
       return fail(placed.error());

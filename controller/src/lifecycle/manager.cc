@@ -203,9 +203,21 @@ void ManagerCore::start_background() {
 
 void ManagerCore::start_pool() {
   if (cfg_.warm_pool > 0) pool_thread_ = std::thread([this] { pool_loop(); });
+  {
+    std::lock_guard lock(mu_);
+    pool_started_ = true;
+  }
+  start_hot_workers();
+}
+
+// Once: at start (after the first reconcile adopted members), or when a custom template's
+// pool_size first asks for members.
+void ManagerCore::start_hot_workers() {
+  std::lock_guard lock(mu_);
   bool hot =
       std::any_of(hot_.begin(), hot_.end(), [](const HotProfile& h) { return h.p.size > 0; });
-  for (int i = 0; hot && i < cfg_.hot_pool_refill_parallel; ++i)
+  if (!hot || !pool_started_ || pool_stop_ || !hot_threads_.empty()) return;
+  for (int i = 0; i < cfg_.hot_pool_refill_parallel; ++i)
     hot_threads_.emplace_back([this] { hot_loop(); });
 }
 

@@ -110,7 +110,7 @@ int ManagerCore::hot_profile_for(const CreateOptions& o, const Node& n, bool rea
     if (h.p.size == 0 || h.node != &n) continue;
     if (!o.profile.empty() && h.p.name != o.profile) continue;
     int wanted =
-        o.template_name.empty() ? n.cfg.template_vmid : custom_vmid_locked(o.template_name);
+        o.template_name.empty() ? n.cfg.template_vmid : custom_vmid_locked(o.template_name, n);
     if (o.profile.empty() && h.p.template_vmid != wanted) continue;
     if (o.disk_gb > 0 && (h.disk_gb == 0 || o.disk_gb > h.disk_gb)) continue;
     if (ready && h.ready.empty()) continue;
@@ -356,6 +356,7 @@ void ManagerCore::hot_loop() {
     lock.lock();
     auto& h = hot_[best];
     --h.filling;
+    hot_cv_.notify_all();  // a delete of its template waits for its fills
     if (r) {
       h.backoff = milliseconds(500);
       continue;
@@ -372,6 +373,7 @@ std::vector<PoolInfo> ManagerCore::pools() const {
   std::vector<PoolInfo> out;
   std::lock_guard lock(mu_);
   for (const HotProfile& h : hot_) {
+    if (h.implicit && h.p.size == 0 && h.ready.empty() && h.filling == 0) continue;  // retired
     const Node* node = h.node;
     PoolInfo i;
     i.name = h.p.name;

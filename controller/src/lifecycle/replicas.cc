@@ -11,6 +11,7 @@
 // and sizing") says what they cost.
 #include <algorithm>
 #include <thread>
+#include <tuple>
 
 #include "core.h"
 #include "pvesandbox/common/log.h"
@@ -82,10 +83,14 @@ void ManagerCore::plan_replicas() {
     }
   };
   for (auto& n : nodes_) want(n->cfg.template_vmid, n->cfg.template_replicas, *n);
-  for (auto& h : hot_) {
-    if (h.p.template_vmid == 0) continue;                     // a custom template not built yet
-    want(h.p.template_vmid, h.p.template_replicas, *h.node);  // 0: no wish of its own
+  std::vector<std::tuple<int, int, const Node*>> profiles;  // hot_ grows: read under mu_
+  {
+    std::lock_guard lock(mu_);
+    for (auto& h : hot_)
+      if (h.p.template_vmid != 0)  // 0: a custom template not built yet
+        profiles.emplace_back(h.p.template_vmid, h.p.template_replicas, h.node);
   }
+  for (auto& [vmid, replicas, node] : profiles) want(vmid, replicas, *node);  // 0: no wish
   std::lock_guard lock(mu_);
   replica_sets_ = std::move(sets);
 }

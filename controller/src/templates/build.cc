@@ -15,6 +15,7 @@
 #include "lifecycle/core.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
+#include "spread.h"
 
 namespace pvs::lifecycle {
 
@@ -216,13 +217,16 @@ Result<int> ManagerCore::recipe_base(const TemplateRecipe& r, const Node& n) con
   if (r.base.empty()) return n.cfg.template_vmid;
   if (r.base.find_first_not_of("0123456789") == std::string::npos) return std::stoi(r.base);
   std::lock_guard lock(mu_);
-  int vmid = custom_vmid_locked(r.base);
-  if (vmid == 0) return fail(ErrorCode::kInvalidArgument, "base: no template " + quoted(r.base));
+  int vmid = custom_vmid_locked(r.base, n);
+  if (vmid == 0)
+    return fail(ErrorCode::kInvalidArgument,
+                "base: no template " + quoted(r.base) +
+                    (nodes_.size() > 1 ? " on node " + n.cfg.name : std::string()));
   return vmid;
 }
 
-Result<CustomTemplate> ManagerCore::seal_template(Step& s, SandboxImpl& box,
-                                                  const TemplateRecipe& r, int base) {
+Result<TemplateCopy> ManagerCore::seal_template(Step& s, SandboxImpl& box, const TemplateRecipe& r,
+                                                int base, const std::string& nodes) {
   Node& n = *s.node;
   box.close_session();
   if (s.ssh) s.ssh->close();
@@ -234,67 +238,44 @@ Result<CustomTemplate> ManagerCore::seal_template(Step& s, SandboxImpl& box,
   s.port.clear();
   n.addrs->release(*s.address);
   s.address.reset();
-  CustomTemplate t;
-  t.name = r.name;
-  t.digest = r.digest();
+  TemplateCopy t;
   t.node = n.cfg.name;
   t.vmid = s.vmid;
   t.id = s.id;
   t.base_vmid = base;
-  t.pool_size = r.pool_size;
-  t.created_at = now_unix();
   SandboxMetadata md;
   md.id = s.id;
   md.vmid = s.vmid;
   md.phase = SandboxMetadata::Phase::kPooled;
-  md.created_at = t.created_at;
-  md.labels[std::string(kTemplateNameLabel)] = t.name;
-  md.labels[std::string(kRecipeDigestLabel)] = t.digest;
+  md.created_at = now_unix();
+  md.labels[std::string(kTemplateNameLabel)] = r.name;
+  md.labels[std::string(kRecipeDigestLabel)] = r.digest();
   md.labels[std::string(kTemplateBaseLabel)] = std::to_string(base);
   md.labels[std::string(kTemplatePoolLabel)] = std::to_string(r.pool_size);
+  if (nodes_.size() > 1) md.labels[std::string(kTemplateNodesLabel)] = nodes;
   // Killed before the conversion, this is a pooled clone of no template: recovery destroys it.
   if (auto st = write_description(n, s.vmid, md); !st) return fail(st.error());
   if (auto st = make_template(n, s.vmid); !st) return fail(st.error());
   return t;
 }
 
-Result<TemplateBuild> ManagerCore::build_template(const TemplateRecipe& r, const BuildOutput& out) {
-  const auto started = Clock::now();
-  std::lock_guard one(build_mu_);
-  TemplateBuild result;
-  const std::string digest = r.digest();
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = custom_.find(r.name); it != custom_.end()) {
-      if (it->second.digest != digest)
-        return fail(
-            ErrorCode::kConflict,
-            "template " + quoted(r.name) + " exists, built from another recipe: delete it first");
-      result.made = it->second;
-      result.cached = true;
-      if (out)
-        out("==> cached: template " + r.name + " (vmid " + std::to_string(it->second.vmid) +
-            ") has this recipe's digest");
-      return result;
-    }
-  }
-  Node& n = *nodes_.front();
-  auto base = recipe_base(r, n);
-  if (!base) return fail(base.error());
+Result<TemplateCopy> ManagerCore::build_copy(const TemplateRecipe& r, Node& n, int base,
+                                             const std::vector<std::string>& serves,
+                                             const BuildOutput& out, std::string* text) {
   BuildLog log(out);
   Step s;
   s.id = "build-" + random_hex(12);
   s.node = &n;
-  s.template_vmid = *base;
+  s.template_vmid = base;
   s.template_build = true;
   CreateOptions o;
   o.cpus = std::min(2, cfg_.max_cpus);
   o.memory_mb = std::min(1024, cfg_.max_memory_mb);
   o.labels[std::string(kTemplateBuildLabel)] = r.name;
-  o.labels[std::string(kRecipeDigestLabel)] = digest;
-  log.line("==> build " + r.name + " (digest " + digest.substr(0, 16) + ") from " +
-           std::to_string(*base) + " on " + n.cfg.name);
-  Result<CustomTemplate> made = [&]() -> Result<CustomTemplate> {
+  o.labels[std::string(kRecipeDigestLabel)] = r.digest();
+  log.line("==> build " + r.name + " (digest " + r.digest().substr(0, 16) + ") from " +
+           std::to_string(base) + " on " + n.cfg.name);
+  Result<TemplateCopy> made = [&]() -> Result<TemplateCopy> {
     auto address = n.addrs->acquire();
     if (!address)
       return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
@@ -307,28 +288,29 @@ Result<TemplateBuild> ManagerCore::build_template(const TemplateRecipe& r, const
       (*box)->close_session();
       return fail(ran.error());
     }
-    return seal_template(s, **box, r, *base);
+    return seal_template(s, **box, r, base, nodes_label(serves, node_names()));
   }();
   if (!made) {
     log.line("==> failed: " + made.error().message);
     // The packages step may have left an allowlist: revoke whatever the address may hold.
     if (s.address && !s.port.empty()) s.granted = true;
     (void)rollback(s);
+    *text = log.text();
     return fail(made.error().code, made.error().message + "\n" + log.tail(4096));
   }
-  busy(s.vmid, false);
-  {
-    std::lock_guard lock(mu_);
-    custom_[r.name] = *made;
-    template_nodes_[made->vmid] = n.cfg.name;
-  }
-  resolve_named_profiles();
-  log.line("==> template " + r.name + " is vmid " + std::to_string(made->vmid));
-  log::info("template " + r.name + " built: vmid " + std::to_string(made->vmid));
-  result.made = *made;
-  result.log = log.text();
-  result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  return result;
+  made->serves = serves;
+  log.line("==> template " + r.name + " is vmid " + std::to_string(made->vmid) + " on " +
+           n.cfg.name);
+  log::info("template " + r.name + " built on " + n.cfg.name + ": vmid " +
+            std::to_string(made->vmid));
+  *text = log.text();
+  return made;
+}
+
+std::vector<std::string> ManagerCore::node_names() const {
+  std::vector<std::string> out;
+  for (auto& n : nodes_) out.push_back(n->cfg.name);
+  return out;
 }
 
 }  // namespace pvs::lifecycle

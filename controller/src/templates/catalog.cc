@@ -1,10 +1,13 @@
 // The catalogue of custom templates (custom_templates.h): read back from Proxmox by every
 // reconcile, listed with their users, deleted when nothing uses them.
 #include <algorithm>
+#include <condition_variable>
+#include <optional>
 
 #include "lifecycle/core.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
+#include "spread.h"
 
 namespace pvs::lifecycle {
 
@@ -22,9 +25,11 @@ int label_int(const SandboxMetadata& md, std::string_view key) {
 
 }  // namespace
 
-int ManagerCore::custom_vmid_locked(const std::string& name) const {
+int ManagerCore::custom_vmid_locked(const std::string& name, const Node& n) const {
   auto it = custom_.find(name);
-  return it == custom_.end() ? 0 : it->second.vmid;
+  if (it == custom_.end()) return 0;
+  auto* c = copy_for(it->second, n.cfg.name);
+  return c ? c->vmid : 0;
 }
 
 std::vector<CustomTemplate> ManagerCore::custom_templates() const {
@@ -43,59 +48,102 @@ std::vector<CustomTemplate> ManagerCore::custom_templates() const {
   return out;
 }
 
+namespace {
+
+// A copy read back from its description (nullopt: not a custom template's).
+std::optional<CustomTemplate> read_copy(const SandboxMetadata& md, const std::string& node,
+                                        const std::vector<std::string>& all) {
+  auto name = md.labels.find(std::string(kTemplateNameLabel));
+  auto digest = md.labels.find(std::string(kRecipeDigestLabel));
+  if (name == md.labels.end() || digest == md.labels.end()) return std::nullopt;
+  CustomTemplate t;
+  t.name = name->second;
+  t.digest = digest->second;
+  t.pool_size = label_int(md, kTemplatePoolLabel);
+  t.created_at = md.created_at;
+  TemplateCopy& c = t.copies.emplace_back();
+  c.node = node;
+  c.vmid = md.vmid;
+  c.id = md.id;
+  c.base_vmid = label_int(md, kTemplateBaseLabel);
+  auto nodes = md.labels.find(std::string(kTemplateNodesLabel));
+  c.serves = parse_nodes_label(nodes == md.labels.end() ? "" : nodes->second, all, node);
+  return t;
+}
+
+// Adds one copy (t.copies[0]) to the catalogue: a second copy on one node, or one of another
+// digest, is left out (the older, the first found, wins).
+void add_copy(std::map<std::string, CustomTemplate>& found, CustomTemplate t) {
+  auto [it, added] = found.emplace(t.name, t);
+  if (added) return;
+  auto& have = it->second;
+  const TemplateCopy& c = t.copies[0];
+  auto same = std::find_if(have.copies.begin(), have.copies.end(),
+                           [&](const TemplateCopy& h) { return h.node == c.node; });
+  if (have.digest != t.digest || same != have.copies.end()) {
+    log::warn("two templates named " + quoted(t.name) +
+              (have.digest != t.digest ? " (other digests)" : "") + " on " + c.node +
+              "; using the older one");
+    if (have.digest == t.digest && c.vmid < same->vmid) *same = c;
+    return;
+  }
+  have.created_at = std::min(have.created_at, t.created_at);
+  have.copies.push_back(c);
+}
+
+}  // namespace
+
 Status ManagerCore::refresh_custom_templates() {
+  const auto all = node_names();
   std::map<std::string, CustomTemplate> found;
-  std::map<int, CustomTemplate> known;  // by VMID: no config read for these
+  std::map<int, CustomTemplate> known;  // by VMID, one copy each: no config read for these
   {
     std::lock_guard lock(mu_);
-    for (auto& [name, t] : custom_) known[t.vmid] = t;
+    for (auto& [name, t] : custom_)
+      for (auto& c : t.copies) {
+        CustomTemplate k = t;
+        k.copies = {c};
+        known[c.vmid] = std::move(k);
+      }
   }
   for (auto& n : nodes_) {
     if (!n->online) {  // unreachable now: what it held is kept, never forgotten on a guess
       for (auto& [vmid, t] : known)
-        if (t.node == n->cfg.name) found[t.name] = t;
+        if (t.copies[0].node == n->cfg.name) add_copy(found, t);
       continue;
     }
     auto cts = pve_.list_containers(n->cfg.name);
     if (!cts) return fail(pve_error(cts.error(), "list containers"));
-    for (auto& ct : *cts) {
-      if (!ct.is_template || ct.vmid < static_cast<int>(cfg_.vmid_min) ||
-          ct.vmid > static_cast<int>(cfg_.vmid_max))
-        continue;
-      if (auto k = known.find(ct.vmid); k != known.end() && k->second.node == n->cfg.name) {
-        found[k->second.name] = k->second;
+    std::vector<int> vmids;
+    for (auto& ct : *cts)
+      if (ct.is_template && ct.vmid >= static_cast<int>(cfg_.vmid_min) &&
+          ct.vmid <= static_cast<int>(cfg_.vmid_max))
+        vmids.push_back(ct.vmid);
+    std::sort(vmids.begin(), vmids.end());  // the older (lower VMID) first
+    for (int vmid : vmids) {
+      if (auto k = known.find(vmid); k != known.end() && k->second.copies[0].node == n->cfg.name) {
+        add_copy(found, k->second);
         continue;
       }
-      auto conf = pve_.config(n->cfg.name, ct.vmid);
+      auto conf = pve_.config(n->cfg.name, vmid);
       if (!conf) continue;
       auto d = conf->find("description");
       auto md = decode_description(d == conf->end() ? "" : d->second);
-      if (!md || md->vmid != ct.vmid) continue;
-      auto name = md->labels.find(std::string(kTemplateNameLabel));
-      auto digest = md->labels.find(std::string(kRecipeDigestLabel));
-      if (name == md->labels.end() || digest == md->labels.end()) continue;
-      CustomTemplate t;
-      t.name = name->second;
-      t.digest = digest->second;
-      t.node = n->cfg.name;
-      t.vmid = ct.vmid;
-      t.id = md->id;
-      t.base_vmid = label_int(*md, kTemplateBaseLabel);
-      t.pool_size = label_int(*md, kTemplatePoolLabel);
-      t.created_at = md->created_at;
-      if (found.count(t.name))
-        log::warn("two templates named " + quoted(t.name) + "; using the older one");
-      if (!found.count(t.name) || found[t.name].vmid > t.vmid) found[t.name] = t;
+      if (!md || md->vmid != vmid) continue;
+      if (auto t = read_copy(*md, n->cfg.name, all)) add_copy(found, std::move(*t));
     }
   }
+  for (auto& [name, t] : found) finish_template(t, all);
   // A build that finished meanwhile is kept (it holds build_mu_ until it is in custom_).
   std::unique_lock build(build_mu_, std::try_to_lock);
   if (!build.owns_lock()) return {};
   {
     std::lock_guard lock(mu_);
     custom_ = std::move(found);
-    for (auto& [name, t] : custom_) template_nodes_[t.vmid] = t.node;
+    for (auto& [name, t] : custom_)
+      for (auto& c : t.copies) template_nodes_[c.vmid] = c.node;
   }
+  sync_template_pools();
   resolve_named_profiles();
   return {};
 }
@@ -104,12 +152,13 @@ void ManagerCore::resolve_named_profiles() {
   bool replan = false;
   {
     std::lock_guard lock(mu_);
-    for (auto& h : hot_) {  // profiles that name a template: its VMID now (0: not built)
+    for (auto& h : hot_) {  // profiles that name a template: its copy's VMID (0: none)
       if (h.p.template_name.empty()) continue;
-      int vmid = custom_vmid_locked(h.p.template_name);
-      replan |= vmid != h.p.template_vmid;
+      int vmid = custom_vmid_locked(h.p.template_name, *h.node);
+      if (vmid == h.p.template_vmid) continue;
+      replan = true;
       h.p.template_vmid = vmid;
-      if (replan) h.not_before = {};  // fill now, not after a backoff
+      h.not_before = {};  // fill now, not after a backoff
     }
   }
   if (!replan) return;
@@ -117,6 +166,9 @@ void ManagerCore::resolve_named_profiles() {
   hot_cv_.notify_all();
 }
 
+// Its own hot pool (pool_size) is emptied first: the members' fills finish, then they are
+// destroyed here. A sandbox made from it, or a profile of the configuration that feeds on it,
+// refuses the delete.
 Status ManagerCore::delete_template(const std::string& name) {
   std::lock_guard one(build_mu_);
   CustomTemplate t;
@@ -135,20 +187,35 @@ Status ManagerCore::delete_template(const std::string& name) {
       return fail(ErrorCode::kConflict, "template " + quoted(name) + " is used by " +
                                             std::to_string(users) + " sandbox(es)");
     for (auto& h : hot_)
-      if (h.p.template_vmid == t.vmid && h.p.size > 0)
-        return fail(ErrorCode::kConflict,
-                    "template " + quoted(name) + " feeds hot pool " + quoted(h.p.name));
-    busy_vmids_.insert(t.vmid);
+      for (auto& c : t.copies)
+        if (!h.implicit && h.p.template_vmid == c.vmid && h.p.size > 0)
+          return fail(ErrorCode::kConflict,
+                      "template " + quoted(name) + " feeds hot pool " + quoted(h.p.name));
   }
-  Node* node = find_node(t.node);
-  Status r = node ? destroy_container(*node, t.vmid, t.id)
-                  : fail(ErrorCode::kUnavailable, "its node " + t.node + " is not one of ours");
-  busy(t.vmid, false);
-  if (!r) return fail(r.error().code, "delete template " + name + ": " + r.error().message);
-  vmids_.release(static_cast<std::uint32_t>(t.vmid));
-  std::lock_guard lock(mu_);
-  custom_.erase(name);
-  log::info("template " + name + " (vmid " + std::to_string(t.vmid) + ") deleted");
+  if (auto st = empty_template_pool(name); !st) return st;
+  std::string failed;
+  for (auto& c : t.copies) {
+    busy(c.vmid, true);
+    Node* node = find_node(c.node);
+    Status r = node ? destroy_container(*node, c.vmid, c.id)
+                    : fail(ErrorCode::kUnavailable, "its node " + c.node + " is not one of ours");
+    busy(c.vmid, false);
+    std::lock_guard lock(mu_);
+    auto& have = custom_[name];
+    if (!r) {
+      failed += (failed.empty() ? "" : "; ") + c.node + ": " + r.error().message;
+      continue;
+    }
+    vmids_.release(static_cast<std::uint32_t>(c.vmid));
+    std::erase_if(have.copies, [&](const TemplateCopy& h) { return h.vmid == c.vmid; });
+    finish_template(have, node_names());
+    if (have.copies.empty()) custom_.erase(name);
+    log::info("template " + name + " (vmid " + std::to_string(c.vmid) + " on " + c.node +
+              ") deleted");
+  }
+  plan_replicas();  // its copies are no clone sources any more
+  if (!failed.empty())
+    return fail(ErrorCode::kUnavailable, "delete template " + name + ": " + failed);
   return {};
 }
 

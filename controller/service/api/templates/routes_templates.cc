@@ -39,6 +39,16 @@ void write_template(JsonWriter& w, const CustomTemplate& t) {
   w.key("digest").value(t.digest).key("base_vmid").value(t.base_vmid);
   w.key("pool_size").value(t.pool_size).key("created_at").value(t.created_at);
   w.key("in_use").value(t.in_use);
+  w.key("nodes").begin_array();
+  for (const auto& n : t.nodes) w.value(n);
+  w.end_array().key("copies").begin_array();
+  for (const auto& c : t.copies) {
+    w.begin_object().key("node").value(c.node).key("vmid").value(c.vmid);
+    w.key("base_vmid").value(c.base_vmid).key("serves").begin_array();
+    for (const auto& n : c.serves) w.value(n);
+    w.end_array().end_object();
+  }
+  w.end_array();
   w.end_object();
 }
 
@@ -91,6 +101,9 @@ void TemplateRoutes::build(RequestContext& ctx) {
     w.key("template");
     write_template(w, r->made);
     w.key("cached").value(r->cached).key("seconds").value(r->seconds);
+    w.key("built_on").begin_array();
+    for (const auto& n : r->built_on) w.value(n);
+    w.end_array();
     if (state->dropped) w.key("lines_dropped").value(true);
   } else {
     ApiError e = from_error(r.error());

@@ -94,6 +94,13 @@ TEST_F(TemplateApiTest, BuildStreamsListCreateDelete) {
   EXPECT_FALSE(last->getValue<bool>("cached"));
   auto tpl = last->getObject("template");
   EXPECT_EQ(tpl->getValue<std::string>("name"), "web");
+  // The node it was built on, and its one copy there.
+  ASSERT_EQ(last->getArray("built_on")->size(), 1u);
+  EXPECT_EQ(last->getArray("built_on")->getElement<std::string>(0), "pve");
+  EXPECT_EQ(tpl->getArray("nodes")->getElement<std::string>(0), "pve");
+  ASSERT_EQ(tpl->getArray("copies")->size(), 1u);
+  EXPECT_EQ(tpl->getArray("copies")->getObject(0)->getValue<int>("vmid"),
+            tpl->getValue<int>("vmid"));
 
   // Again (as JSON this time, the same recipe): a cache hit.
   std::string as_json = "{\"name\":\"web\",\"files\":[{\"path\":\"" + work_ +
