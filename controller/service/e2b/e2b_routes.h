@@ -78,6 +78,7 @@ class E2bRoutes {
   void template_upload(RequestContext& ctx);  // the one-time upload link; no key
   void template_start(RequestContext& ctx);
   void template_status(RequestContext& ctx);
+  void template_alias(RequestContext& ctx);  // Template.exists: any key
 
   // A sandbox destroyed through another door (REST, MCP): its session and processes go.
   void forget(const std::string& id) { sessions_.erase(id); }

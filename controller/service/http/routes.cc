@@ -115,6 +115,7 @@ std::span<const Route> Api::routes() {
       {"PUT",    "/e2b/template-uploads/{token}",                on<&E2bRoutes::template_upload>,       A::kPublic, ""},
       {"POST",   "/e2b/v2/templates/{id}/builds/{bid}",          on<&E2bRoutes::template_start>,        A::kPublic, "e2b.template.build"},
       {"GET",    "/e2b/templates/{id}/builds/{bid}/status",      on<&E2bRoutes::template_status>,       A::kPublic, ""},
+      {"GET",    "/e2b/templates/aliases/{alias}",               on<&E2bRoutes::template_alias>,        A::kPublic, ""},
   };
   // clang-format on
   return kRoutes;

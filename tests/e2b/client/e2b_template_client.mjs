@@ -56,6 +56,8 @@ async function buildAndUse() {
     logs.join('\n'));
   check('build logs end with the template ready', logs.some((l) => l.includes('is ready')),
     logs.join('\n'));
+  check('Template.exists finds the template', await Template.exists('sdk-tools'));
+  check('Template.exists of another name is false', !(await Template.exists('sdk-nothing')));
   const sbx = await Sandbox.create('sdk-tools');
   try {
     const r = await sbx.commands.run(`cat ${work}/files/hello.txt ${work}/run.out`);

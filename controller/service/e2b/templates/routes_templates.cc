@@ -150,6 +150,20 @@ void E2bRoutes::template_start(RequestContext& ctx) {
   });
 }
 
+// Template.exists(name): any key may ask (creates from a custom template are any token's).
+void E2bRoutes::template_alias(RequestContext& ctx) {
+  control(ctx, [&] {
+    const std::string& alias = ctx.params.at("alias");
+    bool known =
+        alias == e2b::kDefaultTemplate ||
+        (valid_template_name(alias) && d_.is_custom_template && d_.is_custom_template(alias));
+    if (!known) throw not_found("no template \"" + alias.substr(0, 64) + "\"");
+    JsonWriter w;
+    w.begin_object().key("templateID").value(alias).key("public").value(false).end_object();
+    d_.replies.send_json(ctx, 200, w.take());
+  });
+}
+
 void E2bRoutes::template_status(RequestContext& ctx) {
   control(ctx, [&] {
     admin_only(ctx);
