@@ -232,6 +232,11 @@ TEST(TemplateWire, RefusesWhatTheRecipeCannotDoSaying) {
   expect_400(
       map_build("t", start(body({step("COPY", {"hello.txt", "/o/", "bob"}, kHashA)})), with_a),
       "belong to root");
+  // Many steps of one archive: the recipe's bounds hold after each.
+  std::vector<std::string> many;
+  for (int i = 0; i <= 64; ++i)
+    many.push_back(step("COPY", {"hello.txt", "/o/" + std::to_string(i)}, kHashA));
+  expect_400(map_build("t", start(body(many)), with_a), "step 65 (COPY): the steps copy more");
   // The recipe's own rules: a package name, the same path twice is the last copy's.
   expect_400(map_build("t",
                        start(body({step("RUN", {"apt-get update && DEBIAN_FRONTEND=noninteractive"

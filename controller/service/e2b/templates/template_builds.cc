@@ -209,7 +209,7 @@ ApiResult<void> TemplateBuilds::start(const std::string& template_id, const std:
 }
 
 void TemplateBuilds::run(std::shared_ptr<Build> b, Done done) {
-  auto result = builder_(b->mapped.recipe, [this, b](std::string_view line) {
+  auto output = [this, b](std::string_view line) {
     std::lock_guard lock(mu_);
     if (int m = marker_step(line)) b->last_marker = m;
     if (b->lines.size() >= limits_.max_lines) {
@@ -219,7 +219,13 @@ void TemplateBuilds::run(std::shared_ptr<Build> b, Done done) {
     }
     int level = line.substr(0, 11) == "==> failed:" ? 3 : 1;
     b->lines.push_back({now_ms(), level, std::string(line.substr(0, 4096))});
-  });
+  };
+  Result<TemplateBuild> result = fail(ErrorCode::kInternal, "the build did not run");
+  try {
+    result = builder_(b->mapped.recipe, output);
+  } catch (const std::exception& e) {  // a build never takes the controller down
+    result = fail(ErrorCode::kInternal, std::string("the build failed: ") + e.what());
+  }
   {
     std::lock_guard lock(mu_);
     if (result) {

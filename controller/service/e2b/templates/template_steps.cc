@@ -118,6 +118,14 @@ ApiResult<void> copy_files(int n, const BuildStep& s, const UploadLookup& upload
   return {};
 }
 
+// At most the recipe's files and bytes, checked after each COPY (an archive may be named by
+// many steps).
+bool within_limits(const std::map<std::string, TemplateRecipe::File>& files) {
+  std::size_t bytes = 0;
+  for (const auto& [path, f] : files) bytes += f.content.size();
+  return files.size() <= kMaxRecipeFiles && bytes <= kMaxRecipeBytes;
+}
+
 // The recipe as JSON (template_recipe.h's fields), for parse_recipe to validate as any recipe.
 std::string recipe_json(const std::string& name, const std::string& base,
                         const std::vector<std::string>& packages,
@@ -212,6 +220,11 @@ ApiResult<MappedBuild> map_build(const std::string& name, const BuildStart& star
     if (s.type == "COPY") {
       if (!(ok = keep_order(n, s, 0))) return tl::unexpected(ok.error());
       ok = copy_files(n, s, uploads, &files);
+      if (ok && !within_limits(files))
+        ok = tl::unexpected(step_error(n, s,
+                                       "the steps copy more than the recipe's " +
+                                           std::to_string(kMaxRecipeFiles) + " files or " +
+                                           std::to_string(kMaxRecipeBytes >> 20) + " MiB"));
       if (out.first_file_step == 0) out.first_file_step = n;
     } else if (s.type == "ENV") {
       if (s.args.empty() || s.args.size() % 2 != 0)
@@ -250,9 +263,6 @@ ApiResult<MappedBuild> map_build(const std::string& name, const BuildStart& star
     }
     if (!ok) return tl::unexpected(ok.error());
   }
-  if (files.size() > kMaxRecipeFiles)
-    return tl::unexpected(
-        bad_request("the steps copy more than " + std::to_string(kMaxRecipeFiles) + " files"));
   auto recipe =
       parse_recipe(recipe_json(name, *base, packages, files, env, script), "the template");
   if (!recipe) return tl::unexpected(bad_request(recipe.error().message));
