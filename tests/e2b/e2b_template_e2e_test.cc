@@ -68,6 +68,7 @@ TEST_F(E2bTemplateE2eTest, UnmodifiedSdkBuildsATemplateAndCreatesFromIt) {
   // The files the builds wrote are where the test put them, and only there.
   EXPECT_EQ(test::slurp(work_ + "/files/hello.txt"), "hello from the sdk\n");
   EXPECT_EQ(test::slurp(work_ + "/first.out"), "ok\n");  // the broken build's first RUN ran
+  EXPECT_EQ(test::slurp(work_ + "/docker.out"), "hello from the sdk\n");  // fromDockerfile
 
   // The start and the outcome of each build are on record under the key's token.
   std::string audit = test::slurp(dir_ + "/audit.log");

@@ -198,6 +198,35 @@ TEST(TemplateWire, BasesServedAndRefused) {
   expect_400(map_build("t", start(R"({"fromTemplate":"Not_A_Name"})"), none), "fromTemplate");
 }
 
+// Template().fromDockerfile("FROM debian:stable\nENV A=1\nCOPY hello.txt /opt/\nRUN echo hi")
+// as the SDK sends it: USER root and WORKDIR / first, USER user and WORKDIR /home/user last.
+TEST(TemplateWire, ADockerfileAsTheSdkParsesIt) {
+  auto r = map_build(
+      "t",
+      start(R"({"steps":[{"type":"USER","args":["root"],"force":false},)"
+            R"({"type":"WORKDIR","args":["/"],"force":false},)"
+            R"({"type":"ENV","args":["A","1"],"force":false},)"
+            R"({"type":"COPY","args":["hello.txt","/opt/","",""],"force":false,"filesHash":")" +
+            kHashA +
+            R"("},{"type":"RUN","args":["echo hi"],"force":false},)"
+            R"({"type":"USER","args":["user"],"force":false},)"
+            R"({"type":"WORKDIR","args":["/home/user"],"force":false}],)"
+            R"("force":false,"fromImage":"debian:stable"})"),
+      uploads({{kHashA, tar({{"hello.txt", "x"}})}}));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->recipe.files.at(0).path, "/opt/hello.txt");
+  EXPECT_EQ(r->recipe.script,
+            "export A='1'\nmkdir -p '/' && cd '/'\nprintf '%s\\n' '--> step 5: RUN echo hi'\n"
+            "/bin/sh -c 'echo hi'\n");
+  // A relative destination is below the WORKDIR before it, as in Docker.
+  auto rel = map_build("t",
+                       start(body({step("WORKDIR", {"/srv"}), step("WORKDIR", {"app"}),
+                                   step("COPY", {"hello.txt", "conf/"}, kHashA)})),
+                       uploads({{kHashA, tar({{"hello.txt", "x"}})}}));
+  ASSERT_TRUE(rel) << rel.error().message;
+  EXPECT_EQ(rel->recipe.files.at(0).path, "/srv/app/conf/hello.txt");
+}
+
 TEST(TemplateWire, RefusesWhatTheRecipeCannotDoSaying) {
   auto a = tar({{"hello.txt", "x"}});
   auto with_a = uploads({{kHashA, a}});
@@ -214,9 +243,18 @@ TEST(TemplateWire, RefusesWhatTheRecipeCannotDoSaying) {
                                                 "root"})})),
                        with_a),
              "step 2 (RUN): comes after step 1");
-  expect_400(map_build("t", start(body({step("WORKDIR", {"/app"})})), with_a),
-             "step 1 (WORKDIR): not supported");
-  expect_400(map_build("t", start(body({step("USER", {"user"})})), with_a), "only root");
+  expect_400(map_build("t", start(body({step("EXPOSE", {"80"})})), with_a),
+             "step 1 (EXPOSE): not supported");
+  expect_400(map_build("t", start(body({step("USER", {"user"}), step("RUN", {"id"})})), with_a),
+             "step 2 (RUN): runs as \"user\" (step 1's USER): template steps run as root here");
+  expect_400(
+      map_build(
+          "t",
+          start(body({step("USER", {"user"}), step("COPY", {"hello.txt", "/o/", "", ""}, kHashA)})),
+          with_a),
+      "runs as \"user\"");
+  expect_400(map_build("t", start(body({step("WORKDIR", {"rel"})})), with_a),
+             "a relative directory needs one before it");
   expect_400(map_build("t", start(body({step("RUN", {"id", "user"})})), with_a),
              "run as root here");
   expect_400(map_build("t", start(body({step("ENV", {"1X", "v"})})), with_a),

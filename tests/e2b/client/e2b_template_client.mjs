@@ -72,6 +72,16 @@ async function buildAndUse() {
     again.join('\n'));
 }
 
+// fromDockerfile: the SDK parses it into steps (USER root, WORKDIR /, ..., USER user,
+// WORKDIR /home/user); the last USER and WORKDIR are where no step runs any more.
+async function dockerfile() {
+  const logs = [];
+  await build('sdk-docker', template().fromDockerfile(
+    `FROM debian:stable\nCOPY hello.txt ${work}/docker/\nRUN cat ${work}/docker/hello.txt > ${work}/docker.out\n`),
+  logs);
+  check('a Dockerfile builds', logs.some((l) => l.includes('is ready')), logs.join('\n'));
+}
+
 async function failures_() {
   const logs = [];
   await expectError('a failing RUN fails the build with its step and log',
@@ -102,7 +112,7 @@ async function failures_() {
 }
 
 async function removeTemplates() {
-  for (const name of ['sdk-tools']) {
+  for (const name of ['sdk-tools', 'sdk-docker']) {
     const r = await fetch(`${process.env.PVS_URL}/v1/templates/${name}`, {
       method: 'DELETE', headers: { Authorization: `Bearer ${process.env.PVS_ADMIN}` },
     });
@@ -112,6 +122,7 @@ async function removeTemplates() {
 
 async function main() {
   await buildAndUse();
+  await dockerfile();
   await failures_();
   await removeTemplates();
 }

@@ -9,6 +9,7 @@
 
 #include "e2b/base64.h"
 #include "e2b/control_wire.h"
+#include "e2b/files_wire.h"
 #include "e2b/templates/tar_reader.h"
 #include "e2b/templates/template_wire.h"
 #include "http/json.h"
@@ -64,6 +65,7 @@ bool root_user(const std::string& user) {
 
 // The files of COPY step `n`: its archive's entries under `src`, placed at `dest`.
 ApiResult<void> copy_files(int n, const BuildStep& s, const UploadLookup& uploads,
+                           const std::string& workdir,
                            std::map<std::string, TemplateRecipe::File>* files) {
   if (s.args.size() < 2 || s.args.size() > 4)
     return tl::unexpected(step_error(n, s, "args must be [src, dest, user, mode]"));
@@ -86,8 +88,12 @@ ApiResult<void> copy_files(int n, const BuildStep& s, const UploadLookup& upload
                                      "or directory"));
   auto src = normal_relative(src_arg.empty() ? "." : src_arg);
   if (!src) return tl::unexpected(step_error(n, s, "the source must be a relative path"));
+  if (!dest.empty() && dest[0] != '/' && !workdir.empty())
+    dest = (workdir == "/" ? "" : workdir) + "/" + dest;  // as WORKDIR makes it
   if (dest.empty() || dest[0] != '/')
-    return tl::unexpected(step_error(n, s, "the destination must be an absolute path"));
+    return tl::unexpected(step_error(n, s,
+                                     "the destination must be an absolute path (or "
+                                     "relative to a setWorkdir before it)"));
   if (s.files_hash.empty()) return tl::unexpected(step_error(n, s, "filesHash is required"));
   auto archive = uploads(s.files_hash);
   if (!archive)
@@ -164,6 +170,116 @@ ApiResult<std::string> base_of(const BuildStart& start) {
                   "fromDebianImage()) or on a custom template (fromTemplate(name))"));
 }
 
+// The steps, one by one, into the recipe's parts (map_build).
+class StepMapper {
+ public:
+  explicit StepMapper(const UploadLookup& uploads) : uploads_(uploads) {}
+
+  ApiResult<void> step(int n, const BuildStep& s, MappedBuild* out) {
+    if (s.type == "COPY") return copy(n, s, out);
+    if (s.type == "ENV") return env(n, s, out);
+    if (s.type == "RUN") return run(n, s, out);
+    if (s.type == "USER") {
+      if (s.args.size() != 1 || !is_user_name(s.args[0]))
+        return tl::unexpected(step_error(n, s, "args must be [a user name]"));
+      user_ = s.args[0] == "root" ? "" : s.args[0];
+      user_step_ = n;
+      return {};
+    }
+    if (s.type == "WORKDIR") {
+      if (s.args.size() != 1 || s.args[0].empty() || s.args[0].size() > 4096 ||
+          s.args[0].find_first_of(std::string("\0\n", 2)) != std::string::npos)
+        return tl::unexpected(step_error(n, s, "args must be [a directory]"));
+      const std::string& dir = s.args[0];
+      if (dir[0] != '/' && workdir_.empty())
+        return tl::unexpected(step_error(n, s, "a relative directory needs one before it"));
+      workdir_ = dir[0] == '/' ? dir : (workdir_ == "/" ? "" : workdir_) + "/" + dir;
+      return {};
+    }
+    return tl::unexpected(step_error(n, s,
+                                     "not supported by pve-sandbox (served: COPY, ENV, RUN, "
+                                     "aptInstall, USER, WORKDIR)"));
+  }
+
+  std::map<std::string, TemplateRecipe::File> files;
+  std::map<std::string, std::string> env_vars;
+  std::vector<std::string> packages;
+  std::string script;
+
+ private:
+  ApiResult<void> keep_order(int n, const BuildStep& s, int want) {
+    if (want < phase_)
+      return tl::unexpected(
+          step_error(n, s, "comes after step " + std::to_string(phase_step_) + ": " + kOrder));
+    if (want > phase_) phase_ = want, phase_step_ = n;
+    return {};
+  }
+  // A step that would run as the USER set before it: only root runs steps here.
+  ApiResult<void> as_root(int n, const BuildStep& s) {
+    if (user_.empty()) return {};
+    return tl::unexpected(step_error(n, s,
+                                     "runs as \"" + user_ + "\" (step " +
+                                         std::to_string(user_step_) +
+                                         "'s USER): template steps run as root here"));
+  }
+  ApiResult<void> copy(int n, const BuildStep& s, MappedBuild* out) {
+    if (out->first_file_step == 0) out->first_file_step = n;
+    ApiResult<void> ok = keep_order(n, s, 0);
+    if (ok && (s.args.size() < 3 || s.args[2].empty())) ok = as_root(n, s);
+    if (ok) ok = copy_files(n, s, uploads_, workdir_, &files);
+    if (ok && !within_limits(files))
+      ok = tl::unexpected(step_error(n, s,
+                                     "the steps copy more than the recipe's " +
+                                         std::to_string(kMaxRecipeFiles) + " files or " +
+                                         std::to_string(kMaxRecipeBytes >> 20) + " MiB"));
+    return ok;
+  }
+  ApiResult<void> env(int n, const BuildStep& s, MappedBuild* out) {
+    if (s.args.empty() || s.args.size() % 2 != 0)
+      return tl::unexpected(step_error(n, s, "args must be name, value pairs"));
+    for (std::size_t k = 0; k + 1 < s.args.size(); k += 2) {
+      if (!is_env_name(s.args[k]))
+        return tl::unexpected(step_error(n, s, "\"" + s.args[k] + "\" is not a variable name"));
+      env_vars[s.args[k]] = pending_env_[s.args[k]] = s.args[k + 1];
+    }
+    if (out->first_file_step == 0) out->first_file_step = n;
+    return {};
+  }
+  ApiResult<void> run(int n, const BuildStep& s, MappedBuild* out) {
+    if (s.args.empty() || s.args.size() > 2 || s.args[0].empty())
+      return tl::unexpected(step_error(n, s, "args must be [command, user]"));
+    ApiResult<void> ok;
+    if (s.args.size() == 2 && !root_user(s.args[1]))
+      return tl::unexpected(
+          step_error(n, s, "user \"" + s.args[1] + "\": template commands run as root here"));
+    if (s.args.size() < 2 && !(ok = as_root(n, s))) return ok;
+    if (auto pkgs = apt_packages(s.args[0])) {
+      if (!(ok = keep_order(n, s, 1))) return ok;
+      for (auto& p : *pkgs)
+        if (std::find(packages.begin(), packages.end(), p) == packages.end()) packages.push_back(p);
+      if (out->first_package_step == 0) out->first_package_step = n;
+      return {};
+    }
+    if (!(ok = keep_order(n, s, 2))) return ok;
+    for (const auto& [k, v] : pending_env_) script += "export " + k + "=" + quote(v) + "\n";
+    pending_env_.clear();
+    if (workdir_ != script_dir_) {  // as WORKDIR does: made if missing
+      script += "mkdir -p " + quote(workdir_) + " && cd " + quote(workdir_) + "\n";
+      script_dir_ = workdir_;
+    }
+    script += "printf '%s\\n' " + quote(step_marker(n, s.args[0])) + "\n";
+    script += "/bin/sh -c " + quote(s.args[0]) + "\n";
+    return {};
+  }
+
+  const UploadLookup& uploads_;
+  std::map<std::string, std::string> pending_env_;  // ENV not yet exported to the script
+  int phase_ = 0, phase_step_ = 0;  // 0 files, 1 packages, 2 commands; the step that set it
+  std::string user_;                // a USER other than root, and its step
+  int user_step_ = 0;
+  std::string workdir_, script_dir_;  // WORKDIR, and where the script is
+};
+
 }  // namespace
 
 std::string step_marker(int step, std::string_view command) {
@@ -201,70 +317,12 @@ ApiResult<MappedBuild> map_build(const std::string& name, const BuildStart& star
   auto base = base_of(start);
   if (!base) return tl::unexpected(base.error());
   MappedBuild out;
-  std::map<std::string, TemplateRecipe::File> files;
-  std::map<std::string, std::string> env, pending_env;
-  std::vector<std::string> packages;
-  std::string script;
-  int phase = 0, phase_step = 0;  // 0 files, 1 packages, 2 commands; the step that set it
-  auto keep_order = [&](int n, const BuildStep& s, int want) -> ApiResult<void> {
-    if (want < phase)
-      return tl::unexpected(
-          step_error(n, s, "comes after step " + std::to_string(phase_step) + ": " + kOrder));
-    if (want > phase) phase = want, phase_step = n;
-    return {};
-  };
-  for (std::size_t i = 0; i < start.steps.size(); ++i) {
-    const BuildStep& s = start.steps[i];
-    const int n = static_cast<int>(i) + 1;
-    ApiResult<void> ok;
-    if (s.type == "COPY") {
-      if (!(ok = keep_order(n, s, 0))) return tl::unexpected(ok.error());
-      ok = copy_files(n, s, uploads, &files);
-      if (ok && !within_limits(files))
-        ok = tl::unexpected(step_error(n, s,
-                                       "the steps copy more than the recipe's " +
-                                           std::to_string(kMaxRecipeFiles) + " files or " +
-                                           std::to_string(kMaxRecipeBytes >> 20) + " MiB"));
-      if (out.first_file_step == 0) out.first_file_step = n;
-    } else if (s.type == "ENV") {
-      if (s.args.empty() || s.args.size() % 2 != 0)
-        return tl::unexpected(step_error(n, s, "args must be name, value pairs"));
-      for (std::size_t k = 0; k + 1 < s.args.size(); k += 2) {
-        if (!is_env_name(s.args[k]))
-          return tl::unexpected(step_error(n, s, "\"" + s.args[k] + "\" is not a variable name"));
-        env[s.args[k]] = pending_env[s.args[k]] = s.args[k + 1];
-      }
-      if (out.first_file_step == 0) out.first_file_step = n;
-    } else if (s.type == "RUN") {
-      if (s.args.empty() || s.args.size() > 2 || s.args[0].empty())
-        return tl::unexpected(step_error(n, s, "args must be [command, user]"));
-      if (s.args.size() == 2 && !root_user(s.args[1]))
-        return tl::unexpected(
-            step_error(n, s, "user \"" + s.args[1] + "\": template commands run as root here"));
-      if (auto pkgs = apt_packages(s.args[0])) {
-        if (!(ok = keep_order(n, s, 1))) return tl::unexpected(ok.error());
-        for (auto& p : *pkgs)
-          if (std::find(packages.begin(), packages.end(), p) == packages.end())
-            packages.push_back(p);
-        if (out.first_package_step == 0) out.first_package_step = n;
-      } else {
-        if (!(ok = keep_order(n, s, 2))) return tl::unexpected(ok.error());
-        for (const auto& [k, v] : pending_env) script += "export " + k + "=" + quote(v) + "\n";
-        pending_env.clear();
-        script += "printf '%s\\n' " + quote(step_marker(n, s.args[0])) + "\n";
-        script += "/bin/sh -c " + quote(s.args[0]) + "\n";
-      }
-    } else if (s.type == "USER") {
-      if (s.args.size() != 1 || s.args[0] != "root")
-        return tl::unexpected(step_error(n, s, "only root: template commands run as root here"));
-    } else {
-      return tl::unexpected(step_error(
-          n, s, "not supported by pve-sandbox (served: COPY, ENV, RUN, aptInstall, USER root)"));
-    }
-    if (!ok) return tl::unexpected(ok.error());
-  }
-  auto recipe =
-      parse_recipe(recipe_json(name, *base, packages, files, env, script), "the template");
+  StepMapper m(uploads);
+  for (std::size_t i = 0; i < start.steps.size(); ++i)
+    if (auto ok = m.step(static_cast<int>(i) + 1, start.steps[i], &out); !ok)
+      return tl::unexpected(ok.error());
+  auto recipe = parse_recipe(recipe_json(name, *base, m.packages, m.files, m.env_vars, m.script),
+                             "the template");
   if (!recipe) return tl::unexpected(bad_request(recipe.error().message));
   out.recipe = std::move(*recipe);
   return out;
