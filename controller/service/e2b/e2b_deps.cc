@@ -28,6 +28,11 @@ E2bRoutes::Deps Api::e2b_deps() {
           if (t.name == name) return true;
         return false;
       },
+      [this](const TemplateRecipe& r, const BuildOutput& out) -> Result<TemplateBuild> {
+        auto m = manager();
+        if (!m) return fail(ErrorCode::kUnavailable, "the controller is starting");
+        return m->build_template(r, out);
+      },
   };
 }
 

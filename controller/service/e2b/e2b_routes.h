@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,13 @@
 #include "http/requests.h"
 #include "http/token_limits.h"
 #include "policy/gate.h"
+#include "pvesandbox/custom_templates.h"
+#include "pvesandbox/template_recipe.h"
 
 namespace pvs::service {
+namespace e2b {
+class TemplateBuilds;
+}
 
 class E2bRoutes {
  public:
@@ -44,6 +50,9 @@ class E2bRoutes {
     std::function<void(Sandbox&)> destroy;  // closes its terminals, then destroys it
     // True for a custom template's name (docs/templates.md): a templateID that names one.
     std::function<bool(const std::string&)> is_custom_template = nullptr;
+    // Manager::build_template (docs/templates.md), for E2B's template builds.
+    std::function<Result<TemplateBuild>(const TemplateRecipe&, const BuildOutput&)> build_template =
+        nullptr;
   };
   explicit E2bRoutes(Deps deps);
   ~E2bRoutes();
@@ -63,6 +72,13 @@ class E2bRoutes {
   void files_get(RequestContext& ctx);
   void files_post(RequestContext& ctx);
   void health(RequestContext& ctx);
+  // Template builds (templates/routes_templates.cc): admin tokens' keys only.
+  void template_request(RequestContext& ctx);
+  void template_files(RequestContext& ctx);
+  void template_upload(RequestContext& ctx);  // the one-time upload link; no key
+  void template_start(RequestContext& ctx);
+  void template_status(RequestContext& ctx);
+  void template_alias(RequestContext& ctx);  // Template.exists: any key
 
   // A sandbox destroyed through another door (REST, MCP): its session and processes go.
   void forget(const std::string& id) { sessions_.erase(id); }
@@ -88,10 +104,14 @@ class E2bRoutes {
   // approval still pending after approval_wait_seconds (its message names the approval).
   std::string admit(const Principal& who, const std::string& sandbox, const PolicyRequest& asked);
   int max_ttl() const;
+  void admin_only(RequestContext& ctx);
+  e2b::TemplateBuilds& builds();  // made at the first template call
 
   Deps d_;
   e2b::SessionRegistry sessions_;
   DeniedLog denied_;
+  std::once_flag builds_once_;
+  std::shared_ptr<e2b::TemplateBuilds> builds_;  // last: its builds end before the rest goes
 };
 
 }  // namespace pvs::service

@@ -109,6 +109,13 @@ std::span<const Route> Api::routes() {
       {"GET",    "/e2b/envd/files",                              on<&E2bRoutes::files_get>,             A::kPublic, ""},
       {"POST",   "/e2b/envd/files",                              on<&E2bRoutes::files_post>,            A::kPublic, "e2b.files.write"},
       {"GET",    "/e2b/envd/health",                             on<&E2bRoutes::health>,                A::kPublic, ""},
+      // E2B's template builds (admin tokens' keys; the upload link's token is its own key).
+      {"POST",   "/e2b/v3/templates",                            on<&E2bRoutes::template_request>,      A::kPublic, ""},
+      {"GET",    "/e2b/templates/{id}/files/{hash}",             on<&E2bRoutes::template_files>,        A::kPublic, ""},
+      {"PUT",    "/e2b/template-uploads/{token}",                on<&E2bRoutes::template_upload>,       A::kPublic, ""},
+      {"POST",   "/e2b/v2/templates/{id}/builds/{bid}",          on<&E2bRoutes::template_start>,        A::kPublic, "e2b.template.build"},
+      {"GET",    "/e2b/templates/{id}/builds/{bid}/status",      on<&E2bRoutes::template_status>,       A::kPublic, ""},
+      {"GET",    "/e2b/templates/aliases/{alias}",               on<&E2bRoutes::template_alias>,        A::kPublic, ""},
   };
   // clang-format on
   return kRoutes;
