@@ -159,7 +159,9 @@ ApiResult<BuildStart> parse_build_start(std::string_view text) {
     return tl::unexpected(bad_request("the body is not JSON: " + e.message()));
   }
   BuildStart s;
-  for (const auto& [key, value] : *o) {
+  for (const auto& member : *o) {
+    const std::string& key = member.first;  // named, not bound: lambdas below capture them
+    const Poco::Dynamic::Var& value = member.second;
     if (value.isEmpty()) continue;
     auto text_of = [&](std::string* out) -> ApiResult<void> {
       if (!value.isString() || value.toString().size() > 512)
