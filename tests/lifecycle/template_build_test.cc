@@ -19,6 +19,7 @@
 #include "pvesandbox/template_recipe.h"
 #include "sim.h"
 #include "support/sshd_fixture.h"
+#include "support/stack_detail.h"
 #include "support/stack_fixture.h"
 
 #ifndef PVS_LIFECYCLE_DRIVER
@@ -28,12 +29,7 @@
 namespace pvs {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::stack_detail::slurp;
 
 class TemplateBuildTest : public ::testing::Test {
  protected:

@@ -19,17 +19,13 @@
 #include "pvesandbox/manager.h"
 #include "pvesandbox/template_recipe.h"
 #include "sim.h"
+#include "support/stack_detail.h"
 #include "support/stack_fixture.h"
 
 namespace pvs {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::stack_detail::slurp;
 
 int copy_vmid(const CustomTemplate& t, const std::string& node) {
   for (auto& c : t.copies)

@@ -10,26 +10,7 @@
 import {
   Sandbox, CommandExitError, AuthenticationError, NotFoundError, SandboxError,
 } from 'e2b';
-
-let failures = 0;
-function check(name, cond, detail = '') {
-  if (cond) {
-    console.log(`ok ${name}`);
-  } else {
-    failures++;
-    console.log(`FAIL ${name}: ${detail}`);
-  }
-}
-async function expectError(name, fn, pred) {
-  try {
-    const v = await fn();
-    check(name, false, `no error, got ${JSON.stringify(v)}`);
-    return undefined;
-  } catch (e) {
-    check(name, pred(e), `${e?.constructor?.name}: ${e?.message}`);
-    return e;
-  }
-}
+import { check, expectError, exitCode, unexpected } from './checks.mjs';
 
 async function wrongKey() {
   await expectError('wrong key is refused', () =>
@@ -174,7 +155,4 @@ async function main() {
     (e) => e instanceof NotFoundError);
 }
 
-main().catch((e) => {
-  failures++;
-  console.log(`FAIL unexpected: ${e?.constructor?.name}: ${e?.stack ?? e}`);
-}).finally(() => process.exit(Math.min(failures, 100)));
+main().catch(unexpected).finally(() => process.exit(exitCode()));

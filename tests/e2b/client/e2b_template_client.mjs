@@ -8,29 +8,10 @@
 //   PVS_URL, PVS_ADMIN      the REST API and the admin's bearer token (to delete templates)
 // Each check prints "ok <name>" or "FAIL <name>: <why>"; the exit code counts the failures.
 import { Template, Sandbox } from 'e2b';
+import { check, expectError, exitCode, unexpected } from './checks.mjs';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-let failures = 0;
-function check(name, cond, detail = '') {
-  if (cond) {
-    console.log(`ok ${name}`);
-  } else {
-    failures++;
-    console.log(`FAIL ${name}: ${detail}`);
-  }
-}
-async function expectError(name, fn, pred) {
-  try {
-    const v = await fn();
-    check(name, false, `no error, got ${JSON.stringify(v)}`);
-    return undefined;
-  } catch (e) {
-    check(name, pred(e), `${e?.constructor?.name}: ${e?.message}`);
-    return e;
-  }
-}
 
 const work = process.env.PVS_WORK;
 const context = mkdtempSync(join(tmpdir(), 'pvs-e2b-tpl-'));
@@ -82,7 +63,7 @@ async function dockerfile() {
   check('a Dockerfile builds', logs.some((l) => l.includes('is ready')), logs.join('\n'));
 }
 
-async function failures_() {
+async function failingBuild() {
   const logs = [];
   await expectError('a failing RUN fails the build with its step and log',
     () => build('sdk-broken', template().fromBaseImage()
@@ -123,14 +104,11 @@ async function removeTemplates() {
 async function main() {
   await buildAndUse();
   await dockerfile();
-  await failures_();
+  await failingBuild();
   await removeTemplates();
 }
 
-main().catch((e) => {
-  failures++;
-  console.log(`FAIL unexpected: ${e?.constructor?.name}: ${e?.stack ?? e}`);
-}).finally(() => {
+main().catch(unexpected).finally(() => {
   rmSync(context, { recursive: true, force: true });
-  process.exit(Math.min(failures, 100));
+  process.exit(exitCode());
 });

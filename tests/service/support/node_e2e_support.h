@@ -30,7 +30,8 @@ inline std::string slurp(const std::string& path) {
 }
 
 // npm ci of `src`'s package.json/package-lock.json into `dir` (in the build tree), with
-// `script` copied beside it (ES modules resolve packages from the script's directory). Done
+// `script` and the other .mjs modules of `src` copied beside it (ES modules resolve packages
+// from the script's directory). Done
 // once per lock file: a copy of the lock marks a complete install of `marker` (a package
 // directory); a file lock keeps concurrent tests apart. What went wrong, or "".
 inline std::string npm_install_once(const std::string& src, const std::string& dir,
@@ -45,6 +46,10 @@ inline std::string npm_install_once(const std::string& src, const std::string& d
   }
   std::string error;
   fs::copy_file(src + "/" + script, dir + "/" + script, fs::copy_options::overwrite_existing);
+  for (const auto& e : fs::directory_iterator(src))  // the modules it imports (./checks.mjs)
+    if (e.path().extension() == ".mjs" && e.path().filename() != script)
+      fs::copy_file(e.path(), dir + "/" + e.path().filename().string(),
+                    fs::copy_options::overwrite_existing);
   const std::string lock = src + "/package-lock.json";
   if (slurp(dir + "/installed.lock") != slurp(lock) ||
       !fs::exists(dir + "/node_modules/" + marker + "/package.json")) {
