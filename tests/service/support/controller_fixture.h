@@ -24,8 +24,8 @@ namespace pvs::test {
 class ControllerOnStackTest : public ::testing::Test {
  protected:
   // Starts the stack and the controller `bin` on it, with `extra_yaml` after the stack's part.
-  void start(const std::string& bin, const std::string& extra_yaml) {
-    stack_ = std::make_unique<Stack>();
+  void start(const std::string& bin, const std::string& extra_yaml, StackOptions options = {}) {
+    stack_ = std::make_unique<Stack>(std::move(options));
     dir_ = stack_->dir();
     port_ = free_port();
     std::string config = dir_ + "/controller.yaml";

@@ -1,0 +1,64 @@
+// E2B's Template.build on real containers: the unmodified `e2b` SDK (2.51.0, pinned by
+// tests/e2b/client/package-lock.json) runs tests/e2b/client/e2b_lxc_template_client.mjs against
+// the controller binary on pvesim's lxc backend with the egress stack (StackOptions::egress):
+// aptInstall from the test's own mirror (deb.test, apt-repo.sh) and setEnvs, which the netns
+// stand-in refuses, reach a sandbox of the template. Without node or npm it fails.
+#include <gtest/gtest.h>
+
+#include "http/auth.h"
+#include "lxc_support.h"
+#include "service/support/controller_fixture.h"
+#include "service/support/http_client.h"
+#include "service/support/node_e2e_support.h"
+#include "support/stack_fixture.h"
+
+namespace pvs::service {
+namespace {
+
+constexpr const char* kAdminKey = "e2b_00112233445566778899aabbccddeeff";
+
+class LxcE2bTemplateTest : public test::ControllerOnStackTest {
+ protected:
+  static void SetUpTestSuite() {
+    install_error_ = test::npm_install_once(PVS_E2B_CLIENT_DIR, PVS_E2B_NODE_DIR,
+                                            "e2b_lxc_template_client.mjs", "e2b");
+  }
+  static inline std::string install_error_;
+
+  void SetUp() override {
+    ASSERT_TRUE(install_error_.empty()) << install_error_;
+    test::StackOptions o;
+    o.backend = "lxc";
+    o.egress = true;
+    start(PVS_CONTROLLER_BIN,
+          "auth:\n  tokens:\n    - {name: builder, sha256: " + sha256_hex("tok-builder") +
+              ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n",
+          o);
+    run_dir_ = lxctest::own_run_dir();
+    ASSERT_FALSE(run_dir_.empty());
+  }
+  void TearDown() override {
+    ControllerOnStackTest::TearDown();
+    EXPECT_EQ(lxctest::leftovers(run_dir_), std::vector<std::string>{});
+  }
+  std::string run_dir_;
+};
+
+TEST_F(LxcE2bTemplateTest, AptInstallAndSetEnvsReachTheSandbox) {
+  ASSERT_EQ(lxctest::sh(std::string(PVS_APT_REPO_SCRIPT) + " " + stack_->www_dir()), 0);
+  std::string base = "http://127.0.0.1:" + std::to_string(port_);
+  auto r = test::run_captured(
+      {"node", std::string(PVS_E2B_NODE_DIR) + "/e2b_lxc_template_client.mjs"}, dir_, "",
+      {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
+       std::string("E2B_API_KEY=") + kAdminKey});
+  const std::string report =
+      "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
+  EXPECT_EQ(r.exit_code, 0) << report;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report;
+  EXPECT_NE(r.out.find("ok the package, the RUN step and the env are there"), std::string::npos)
+      << report;
+  EXPECT_EQ(test::http(port_, "DELETE", "/v1/templates/sdk-apt", "", "tok-builder").status, 204);
+}
+
+}  // namespace
+}  // namespace pvs::service
