@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "e2b/base64.h"
+#include "pvesandbox/ssh_session.h"
 
 namespace pvs::service::e2b {
 namespace {
+
+using ssh_detail::shell_quote;  // the one the data plane quotes with
 
 TEST(Base64, RoundTripAndAlphabets) {
   for (std::string s : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar",

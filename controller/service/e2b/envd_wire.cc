@@ -6,8 +6,11 @@
 #include "e2b/base64.h"
 #include "e2b/proto_json.h"
 #include "http/json.h"
+#include "pvesandbox/ssh_session.h"
 
 namespace pvs::service::e2b {
+
+using ssh_detail::shell_quote;  // pvesandbox/ssh_session.h
 namespace {
 
 using Object = ProtoReader::Object;
@@ -314,18 +317,6 @@ std::string entries_reply(const std::vector<Entry>& entries) {
 
 std::string watch_start_event() {
   return "{\"start\":{}}";
-}
-
-std::string shell_quote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out.push_back(c);
-  }
-  out.push_back('\'');
-  return out;
 }
 
 std::string shell_line(const ProcessConfig& process) {

@@ -161,7 +161,5 @@ std::string policy_text(const ProcessConfig& process);
 // Every field of a Start the process acts on, as canonical JSON (sorted keys): what an approval
 // of it covers (policy/canonical.h), so a changed env, cwd, argument or pty is a new request.
 std::string canonical_start(const StartRequest& req);
-// 'text' for sh: single quotes, each ' as '\''.
-std::string shell_quote(std::string_view text);
 
 }  // namespace pvs::service::e2b

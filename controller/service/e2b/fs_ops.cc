@@ -1,8 +1,11 @@
 #include "e2b/fs_ops.h"
 
 #include "e2b/envd_wire.h"
+#include "pvesandbox/ssh_session.h"
 
 namespace pvs::service::e2b {
+
+using ssh_detail::shell_quote;  // pvesandbox/ssh_session.h
 namespace {
 
 constexpr auto kExecTimeout = std::chrono::seconds(60);

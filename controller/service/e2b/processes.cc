@@ -3,8 +3,11 @@
 #include <charconv>
 #include <cstdio>
 #include <functional>
+#include "pvesandbox/ssh_session.h"
 
 namespace pvs::service::e2b {
+
+using ssh_detail::shell_quote;  // pvesandbox/ssh_session.h
 namespace {
 
 constexpr std::string_view kMarkerStart = "\036e2b:";

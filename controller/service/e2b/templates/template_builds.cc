@@ -1,8 +1,8 @@
 #include "e2b/templates/template_builds.h"
 
+#include <Poco/DigestEngine.h>
 #include <Poco/RandomStream.h>
 
-#include <array>
 #include <cstdio>
 
 #include "http/auth.h"
@@ -19,22 +19,12 @@ std::int64_t now_ms() {
       .count();
 }
 
-template <std::size_t N>
-std::array<unsigned char, N> random_bytes() {
-  std::array<unsigned char, N> raw{};
+// `n` bytes from the OS (upload links are secrets; build ids must not collide).
+Poco::DigestEngine::Digest random_bytes(std::size_t n) {
+  Poco::DigestEngine::Digest raw(n);
   Poco::RandomInputStream random;
   random.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
   return raw;
-}
-
-std::string hex(const unsigned char* p, std::size_t n) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(kDigits[p[i] >> 4]);
-    out.push_back(kDigits[p[i] & 15]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -51,17 +41,16 @@ struct TemplateBuilds::Build {
 };
 
 std::string mint_build_id() {
-  auto r = random_bytes<16>();
+  auto r = random_bytes(16);
   r[6] = static_cast<unsigned char>((r[6] & 0x0f) | 0x40);
   r[8] = static_cast<unsigned char>((r[8] & 0x3f) | 0x80);
-  std::string h = hex(r.data(), r.size());
+  std::string h = Poco::DigestEngine::digestToHex(r);
   return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
          "-" + h.substr(20);
 }
 
 std::string mint_upload_token() {
-  auto r = random_bytes<32>();
-  return hex(r.data(), r.size());
+  return Poco::DigestEngine::digestToHex(random_bytes(32));
 }
 
 TemplateBuilds::TemplateBuilds(Builder builder, Limits limits)

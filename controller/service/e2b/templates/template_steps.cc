@@ -13,8 +13,11 @@
 #include "e2b/templates/tar_reader.h"
 #include "e2b/templates/template_wire.h"
 #include "http/json.h"
+#include "pvesandbox/ssh_session.h"
 
 namespace pvs::service::e2b {
+
+using ssh_detail::shell_quote;  // pvesandbox/ssh_session.h
 namespace {
 
 // aptInstall(packages, {noInstallRecommends, fixMissing}) as the SDK 2.51.0 writes it.
@@ -23,17 +26,6 @@ constexpr std::string_view kAptPrefix =
 constexpr const char* kOrder =
     "pve-sandbox's recipe copies files first, then installs packages, then runs the commands: "
     "order the template's steps copy -> aptInstall -> runCmd (setEnvs anywhere)";
-
-std::string quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out.push_back(c);
-  }
-  return out + "'";
-}
 
 // The packages of aptInstall's command, or nullopt when `command` is not that form.
 std::optional<std::vector<std::string>> apt_packages(std::string_view command) {
@@ -261,14 +253,14 @@ class StepMapper {
       return {};
     }
     if (!(ok = keep_order(n, s, 2))) return ok;
-    for (const auto& [k, v] : pending_env_) script += "export " + k + "=" + quote(v) + "\n";
+    for (const auto& [k, v] : pending_env_) script += "export " + k + "=" + shell_quote(v) + "\n";
     pending_env_.clear();
     if (workdir_ != script_dir_) {  // as WORKDIR does: made if missing
-      script += "mkdir -p " + quote(workdir_) + " && cd " + quote(workdir_) + "\n";
+      script += "mkdir -p " + shell_quote(workdir_) + " && cd " + shell_quote(workdir_) + "\n";
       script_dir_ = workdir_;
     }
-    script += "printf '%s\\n' " + quote(step_marker(n, s.args[0])) + "\n";
-    script += "/bin/sh -c " + quote(s.args[0]) + "\n";
+    script += "printf '%s\\n' " + shell_quote(step_marker(n, s.args[0])) + "\n";
+    script += "/bin/sh -c " + shell_quote(s.args[0]) + "\n";
     return {};
   }
 
