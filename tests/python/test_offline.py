@@ -99,9 +99,10 @@ def test_background_wrapper_kills_its_process_group() -> None:
     assert k.returncode == 0 and p.wait(10) == -9
     # SIGKILL is sent to the whole group at once; the processes are gone when the kernel has
     # torn them down, which a busy machine may take a moment to do: wait for it, with a bound.
+    # Whole command lines only (-x): another test's "sleep 580" is not one of these.
     deadline = time.monotonic() + 10
     while True:
-        left = subprocess.run(["pgrep", "-f", "sleep 5[78]"], capture_output=True).stdout
+        left = subprocess.run(["pgrep", "-fx", "sleep 5[78]"], capture_output=True).stdout
         if left == b"" or time.monotonic() > deadline:
             break
         time.sleep(0.05)
