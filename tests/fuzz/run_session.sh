@@ -7,5 +7,13 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cp -r "$corpus"/. "$scratch"/
 # -rss_limit_mb keeps a runaway input from eating the machine; artifacts go to the scratch dir.
-exec "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=70000 \
-  -artifact_prefix="$scratch/" -print_final_stats=1 "$scratch"
+# Not exec: the trap removes the scratch copy after a clean session; a failed one keeps it, so
+# the crashing input is there to read.
+status=0
+"$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=70000 \
+  -artifact_prefix="$scratch/" -print_final_stats=1 "$scratch" || status=$?
+if ((status != 0)); then
+  trap - EXIT
+  echo "run_session: $fuzzer failed ($status); its corpus and artifacts stay in $scratch" >&2
+fi
+exit "$status"

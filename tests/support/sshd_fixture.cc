@@ -211,6 +211,8 @@ SshdFixture::SshdFixture(SshdOptions options) : options_(std::move(options)) {
     regenerate_host_key();
     if (options_.create_user) {
       user_ = "pvst" + std::to_string(::getpid()) + "x" + std::to_string(g_counter++);
+      // Left by a test process that had this pid and died before its clean-up (see Stack).
+      if (::getpwnam(user_.c_str()) != nullptr) run_command({"userdel", "-f", user_});
       if (run_command({"useradd", "-M", "-U", "-d", home_, "-s", "/bin/sh", "-p", "*", user_}) !=
           0) {
         throw std::runtime_error("sshd fixture: useradd " + user_ + " failed");
@@ -388,6 +390,7 @@ ProcessResult run_captured(const std::vector<std::string>& argv, const std::stri
   r.exit_code = pid <= 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(base + ".out");
   r.err = slurp(base + ".err");
+  for (const char* suffix : {".in", ".out", ".err"}) ::unlink((base + suffix).c_str());
   return r;
 }
 

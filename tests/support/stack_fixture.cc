@@ -2,6 +2,7 @@
 #include "support/stack_detail.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -125,6 +126,9 @@ void Stack::make_keys_and_user() {
     return;
   }
   user_ = "pvsstk" + std::to_string(::getpid());
+  // A user of this name is left by a test process that had this pid and died before its
+  // clean-up: no live process but this one can hold the name, so it goes first.
+  if (::getpwnam(user_.c_str()) != nullptr) run_command({"userdel", "-f", user_});
   ::mkdir(home().c_str(), 0755);
   run({"useradd", "-M", "-U", "-d", home(), "-s", "/bin/sh", "-p", "*", user_});
   user_created_ = true;
