@@ -3,11 +3,15 @@
 // "internet" namespace with an authoritative dnsmasq for allowed.test, other.test and also.test
 // and an HTTP server on each of their addresses. Every probe runs inside the container with its
 // own tools and its own /etc/resolv.conf (nameserver 10.99.0.1, the gateway, which the ruleset
-// sends to the resolver); the terminal runs the container's own vi as root; a template recipe
-// installs a package from a mirror of the test's own (deb.test, tests/lxc/apt-repo.sh).
+// sends to the resolver), and the egress log reads back what it asked for; the terminal runs the
+// container's own vi as root; a template recipe installs a package from a mirror of the test's own
+// (deb.test, tests/lxc/apt-repo.sh).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
 #include <sstream>
+#include <thread>
 
 #include "lxc_support.h"
 #include "service/support/api_fixture.h"
@@ -60,6 +64,33 @@ TEST_F(LxcApiTest, AnAllowlistLetsOneNameThroughTheContainersOwnResolvConf) {
   EXPECT_EQ(in_sandbox(id, "curl -sS -m 5 http://other.test/ 2>/dev/null"), "exit 6:  ");
   EXPECT_EQ(in_sandbox(id, std::string("curl -sS -m 5 http://") + kOther + "/ 2>/dev/null"),
             "exit 7:  ");
+
+  // The egress log has what the container asked for: the names the resolver decided and the
+  // connection the node's ruleset refused (how often depends on the container's tools: glibc
+  // asks A and AAAA, so counts are at least one).
+  stack_->flush_resolver_log();
+  std::map<std::string, Poco::JSON::Object::Ptr> names;
+  Poco::JSON::Array::Ptr conns;
+  for (int i = 0; i < 200 && (names.size() < 2 || conns->size() < 1); ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto r = call("GET", "/v1/sandboxes/" + id + "/egress/log");
+    ASSERT_EQ(r.status, 200) << r.body;
+    auto view = json(r.body);
+    names.clear();
+    auto lines = view->getArray("names");
+    for (unsigned k = 0; k < lines->size(); ++k)
+      names[lines->getObject(k)->getValue<std::string>("name")] = lines->getObject(k);
+    conns = view->getArray("connections");
+  }
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names.at("allowed.test")->getValue<std::string>("decision"), "allow");
+  EXPECT_EQ(names.at("allowed.test")->getValue<std::string>("entry"), "allowed.test");
+  EXPECT_EQ(names.at("other.test")->getValue<std::string>("decision"), "refuse");
+  EXPECT_GE(names.at("other.test")->getValue<int>("count"), 1);
+  ASSERT_EQ(conns->size(), 1u);
+  EXPECT_EQ(conns->getObject(0)->getValue<std::string>("address"), kOther);
+  EXPECT_EQ(conns->getObject(0)->getValue<int>("port"), 80);
+  EXPECT_EQ(conns->getObject(0)->getValue<std::string>("protocol"), "tcp");
   EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 
