@@ -1,21 +1,10 @@
 #include "e2b/sessions.h"
 
-#include <Poco/RandomStream.h>
-
-#include "e2b/base64.h"
 #include "http/auth.h"
 
 namespace pvs::service::e2b {
 
-std::string mint_access_token() {
-  std::string raw(32, '\0');
-  Poco::RandomInputStream random;
-  random.read(raw.data(), static_cast<std::streamsize>(raw.size()));
-  std::string text = base64_encode(raw);
-  for (auto& c : text) c = c == '+' ? '-' : c == '/' ? '_' : c;
-  while (!text.empty() && text.back() == '=') text.pop_back();
-  return text;
-}
+std::string mint_access_token() { return generate_token(""); }
 
 std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     const std::shared_ptr<pvs::Sandbox>& sandbox, const Principal& principal,

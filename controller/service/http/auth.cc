@@ -30,7 +30,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-std::string generate_token() {
+std::string generate_token(std::string_view prefix) {
   std::string raw(32, '\0');
   Poco::RandomInputStream random;
   random.read(raw.data(), static_cast<std::streamsize>(raw.size()));
@@ -39,7 +39,7 @@ std::string generate_token() {
   encoder.rdbuf()->setLineLength(0);
   encoder << raw;
   encoder.close();
-  return "pvs_" + out.str();
+  return std::string(prefix) + out.str();
 }
 
 TokenStore::TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes) {
