@@ -1,7 +1,8 @@
 // Refused connection attempts of sources in allowlist mode (#38). The ruleset counts them in the
 // kernel: egress_refused holds one element per (source . destination . protocol . port) with a
 // counter, added at the first refusal (its time left tells when that was), egress_refused_last the
-// same keys refreshed at every refusal (the last). The agent reads both on request
+// same keys refreshed at every refusal (the last); a source's new destinations beyond its bound
+// are counted in its others (destination 0.0.0.0, port 0). The agent reads both on request
 // (EGRESSREFUSED) and for STATUS' totals (docs/agent.md "Refused connections").
 #include <algorithm>
 
@@ -70,10 +71,23 @@ std::string Agent::do_egress_refused(const proto::EgressRefusedQuery& q) {
   auto all = kernel_refused();
   if (!all) return error_reply(all.error());
   std::vector<proto::RefusedConnection> mine;
+  // The rest: the source's others (destination 0.0.0.0, what the ruleset counted beyond the
+  // source's bound of new destinations) and whatever is beyond the reply's bound.
+  proto::RefusedConnection rest{Ipv4Address(0), 0, 0, true, 0, INT64_MAX, 0};
+  auto add_to_rest = [&rest](const proto::RefusedConnection& c) {
+    rest.count += c.count;
+    rest.first_ms = std::min(rest.first_ms, c.first_ms);
+    rest.last_ms = std::max(rest.last_ms, c.last_ms);
+  };
   for (const auto& r : *all) {
     if (r.key.source != q.address) continue;
-    mine.push_back(
-        {r.key.destination, r.key.port, r.key.protocol, false, r.count, r.first_ms, r.last_ms});
+    proto::RefusedConnection c{r.key.destination, r.key.port, r.key.protocol, false,
+                               r.count,           r.first_ms, r.last_ms};
+    if (r.key.destination == Ipv4Address(0)) {
+      add_to_rest(c);
+    } else {
+      mine.push_back(c);
+    }
   }
   // The most recent first; beyond the bound, one item sums the rest.
   std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) {
@@ -81,15 +95,12 @@ std::string Agent::do_egress_refused(const proto::EgressRefusedQuery& q) {
            std::tie(a.last_ms, a.count, b.destination, b.port, b.protocol);
   });
   if (mine.size() > proto::kMaxRefusedPerReply) {
-    proto::RefusedConnection rest{Ipv4Address(0), 0, 0, true, 0, INT64_MAX, 0};
     for (auto it = mine.begin() + proto::kMaxRefusedPerReply; it != mine.end(); ++it) {
-      rest.count += it->count;
-      rest.first_ms = std::min(rest.first_ms, it->first_ms);
-      rest.last_ms = std::max(rest.last_ms, it->last_ms);
+      add_to_rest(*it);
     }
     mine.resize(proto::kMaxRefusedPerReply);
-    mine.push_back(rest);
   }
+  if (rest.count > 0) mine.push_back(rest);
   return proto::format_ok(proto::format_egress_refused_payload(mine));
 }
 

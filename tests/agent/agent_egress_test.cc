@@ -377,17 +377,28 @@ TEST_F(AgentEgress, ReportsRefusedConnectionsPerSourceBoundedAndCountsThem) {
   EXPECT_EQ(rest.count, 33u + 34 + 35 + 36 + 37 + 38 + 39 + 40);  // ports 1032-1039
   EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.8").substr(0, 23),
             "OK 1 203.0.113.9:80/tcp");
+  // A source's others (destination 0.0.0.0: the ruleset's count of new destinations beyond
+  // the source's bound) are in the rest item, after its destinations.
+  sets->put_externally(kRefused, refused("10.99.0.8", "0.0.0.0", 0, 5, 2000));
+  auto eight = proto::parse_egress_refused_payload(
+      agent->handle(peer_, "EGRESSREFUSED 10.99.0.8").substr(3));
+  ASSERT_TRUE(eight) << eight.error().message;
+  ASSERT_EQ(eight->size(), 2u);
+  EXPECT_EQ((*eight)[0].port, 80);
+  EXPECT_FALSE((*eight)[0].others);
+  EXPECT_TRUE((*eight)[1].others);
+  EXPECT_EQ((*eight)[1].count, 5u);
   // STATUS adds what the counters grew by since they were last read; a re-created element
   // (its counter went down) counts whole.
   auto total = [&] {
     auto status = proto::parse_status_payload(agent->handle(peer_, "STATUS").substr(3));
     return std::string(proto::find_field(*status, "egress_connections_refused").value_or(""));
   };
-  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 7));
+  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 7 + 5));
   sets->put_externally(kRefused, refused("10.99.0.8", "203.0.113.9", 80, 10, 0));
-  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 10));
+  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 10 + 5));
   sets->put_externally(kRefused, refused("10.99.0.8", "203.0.113.9", 80, 2, 0));
-  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 12));
+  EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 12 + 5));
 }
 
 TEST_F(AgentEgress, MissingSetsAreAConflict) {

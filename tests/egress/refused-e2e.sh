@@ -2,8 +2,10 @@
 # Refused connection attempts (#38) on a real kernel: the ruleset (nftables/sandbox.nft) records
 # what egress_out refuses in egress_refused / egress_refused_last, the agent reports it
 # (EGRESSREFUSED, STATUS). A listed sandbox connects to an unlisted address:port 3 times -> one
-# element counted 3; an allowed pair is never recorded; the reply's bound per source holds; full
-# sets still refuse. Usage: refused-e2e.sh AGENT_BINARY. Needs root, ip, nft, python3.
+# element counted 3; an allowed pair is never recorded; a source's bound of new destinations
+# (the rest in its others) and the reply's bound hold, and another source is unaffected; ICMP
+# is recorded with port 0; full sets still refuse. Usage: refused-e2e.sh AGENT_BINARY. Needs
+# root, ip, nft, ping, python3.
 set -euo pipefail
 
 AGENT=${1:?usage: refused-e2e.sh AGENT}
@@ -13,7 +15,7 @@ TOOL="$HERE/egress_tool.py"
 	echo "FAIL: needs root (network namespaces)" >&2
 	exit 1
 }
-for tool in nft ip python3; do
+for tool in nft ip ping python3; do
 	command -v "$tool" >/dev/null || {
 		echo "FAIL: $tool is missing (scripts/install-deps)" >&2
 		exit 1
@@ -67,13 +69,24 @@ echo "--- udp: refused (admin-prohibited) and recorded with its port"
 in_a dns 203.0.113.21 x.test --port 5000 --timeout 0.3 >/dev/null || true
 check "EGRESSREFUSED ct101 has udp 5000" ' 203\.0\.113\.21:5000/udp/1/' "$(agent "EGRESSREFUSED $IP_A")"
 
-echo "--- the reply's bound: 32 destinations, the rest summed"
-for p in $(seq 9001 9040); do in_a connect 203.0.113.21 "$p" --timeout 0.5 >/dev/null; done
-out=$(agent "EGRESSREFUSED $IP_A")
-# The rest: the 8 oldest of them, udp 5000 (1) and tcp 8080 (3).
-check "EGRESSREFUSED ct101: 32 items and the rest" '^OK 33 .* 0\.0\.0\.0:0/\*/12/[0-9]+/[0-9]+$' "$out"
-check "other sources are not in it" '^OK 0$' "$(agent "EGRESSREFUSED $IP_B")"
-check "STATUS egress_connections_refused" ' egress_connections_refused=44 ' "$(agent STATUS)"
+echo "--- a source's bound: 32 new destinations at once, the rest in its others"
+ping_b() { rig_in "$NS_B" ping -n -c 1 -W 1 203.0.113.21 >/dev/null 2>&1 || true; }
+ping_b
+for p in $(seq 9001 9040); do in_b connect 203.0.113.21 "$p" --timeout 0.5 >/dev/null; done
+ping_b
+# The ICMP destination (port 0) was recorded before the flood, so its second ping counts there
+# (a known destination takes no token); the reply's 32 items and one item for the rest, which
+# sums ct102's others and anything recorded beyond the reply's bound: 9 either way.
+out=$(agent "EGRESSREFUSED $IP_B")
+check "EGRESSREFUSED ct102: icmp counted 2, 32 items and the rest" \
+	'^OK 33 203\.0\.113\.21:0/1/2/[0-9]+/[0-9]+ .* 0\.0\.0\.0:0/\*/9/[0-9]+/[0-9]+$' "$out"
+recorded=$(rig_in "$NS_NODE" nft list set inet sandbox egress_refused | grep -c "$IP_B \. 203\.0\.113\.21 \. tcp" || true)
+check "ct102's recorded tcp destinations: its bound (31, one more if its bucket refilled)" '^3[12]$' "$recorded"
+check "ct102's others: one element" '^1$' \
+	"$(rig_in "$NS_NODE" nft list set inet sandbox egress_refused | grep -c "$IP_B \. 0\.0\.0\.0 \. tcp \. 0" || true)"
+check "ct101 -> 203.0.113.21:9100: another source still records" '^reset 0\.0' "$(in_a connect 203.0.113.21 9100)"
+check "EGRESSREFUSED ct101 has it" '^OK 3 203\.0\.113\.21:9100/tcp/1/' "$(agent "EGRESSREFUSED $IP_A")"
+check "STATUS egress_connections_refused" ' egress_connections_refused=47 ' "$(agent STATUS)"
 
 echo "--- full sets record nothing more and still refuse"
 for set in egress_refused egress_refused_last; do
@@ -89,15 +102,15 @@ for set in egress_refused egress_refused_last; do
 	rig_in "$NS_NODE" nft -f "$RIG_TMP/fill-$set.nft"
 	check "$set full" '^16384$' "$(elements "$set")"
 done
-check "ct102 -> 203.0.113.21:7000 still fails at once" '^reset 0\.0' "$(in_b connect 203.0.113.21 7000)"
-check "ct102 -> 203.0.113.21:7000 again" '^reset 0\.0' "$(in_b connect 203.0.113.21 7000)"
-in_b dns 203.0.113.21 x.test --port 5000 --timeout 0.3 >/dev/null || true
-check "ct102 udp -> 203.0.113.21:5000 still refused (2nd udp reject)" 'counter packets 2 .*admin-prohibited' \
-	"$(rig_in "$NS_NODE" nft list chain inet sandbox egress_refuse)"
-check "nothing recorded for ct102" '^OK 0$' "$(agent "EGRESSREFUSED $IP_B")"
+check "ct101 -> 203.0.113.21:7000 still fails at once" '^reset 0\.0' "$(in_a connect 203.0.113.21 7000)"
+check "ct101 -> 203.0.113.21:7000 again" '^reset 0\.0' "$(in_a connect 203.0.113.21 7000)"
+in_a dns 203.0.113.21 x.test --port 5002 --timeout 0.3 >/dev/null || true
+check "ct101 udp -> 203.0.113.21:5002 still refused (4th admin-prohibited: 2 udp, 2 icmp)" 'counter packets 4 .*admin-prohibited' \
+	"$(rig_in "$NS_NODE" nft list chain inet sandbox egress_reject)"
+check "nothing new recorded for ct101" '^OK 3 203\.0\.113\.21:9100/tcp/1/' "$(agent "EGRESSREFUSED $IP_A")"
 check "ct101 -> a.allowed.test:80 (pair) still open" '^open' "$(in_a connect 203.0.113.20 80)"
 check "the reject rules counted them" 'reject with tcp reset' \
-	"$(rig_in "$NS_NODE" nft list chain inet sandbox egress_refuse | grep -E 'counter packets [1-9][0-9]* .*tcp reset')"
+	"$(rig_in "$NS_NODE" nft list chain inet sandbox egress_reject | grep -E 'counter packets [1-9][0-9]* .*tcp reset')"
 
 echo
 if [[ $FAILED -eq 0 ]]; then

@@ -3,7 +3,7 @@
 # has the figures). In the ruleset rig with the agent: forwarded throughput of one TCP stream
 # (socat, 1 GiB) from a sandbox in allowlist mode over an allowed pair, with the recording rules
 # of chain egress_refuse on (as shipped, egress_refused holding 10,000 elements) vs off (the chain
-# reduced to its two reject rules), alternating rounds in the same run; prints both and the ratio.
+# reduced to the two reject rules), alternating rounds in the same run; prints both and the ratio.
 # Usage: refused_bench.sh AGENT [rounds=5]   (root)
 set -euo pipefail
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -44,7 +44,7 @@ agent "PAIR $IP_A a.allowed.test 203.0.113.20 ttl=3600" >/dev/null
 	echo '}'
 } >"$RIG_TMP/fill.nft"
 rig_in "$NS_NODE" nft -f "$RIG_TMP/fill.nft"
-rig_in "$NS_NODE" nft list chain inet sandbox egress_refuse | grep -E '^\s+(meta|counter)' >"$RIG_TMP/rules.on"
+rig_in "$NS_NODE" nft list chain inet sandbox egress_refuse | grep -E '^\s+(meta|counter|update|goto)' >"$RIG_TMP/rules.on"
 recording() {
 	rig_in "$NS_NODE" nft flush chain inet sandbox egress_refuse
 	if [[ $1 == on ]]; then
