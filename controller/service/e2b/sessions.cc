@@ -4,7 +4,9 @@
 
 namespace pvs::service::e2b {
 
-std::string mint_access_token() { return generate_token(""); }
+std::string mint_access_token() {
+  return generate_token("");
+}
 
 std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     const std::shared_ptr<pvs::Sandbox>& sandbox, const Principal& principal,
