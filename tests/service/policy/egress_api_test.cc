@@ -277,11 +277,18 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   // The answer names what the sandbox was refused that the new list still refuses.
   log_line(address, "api.example.org", false, 2, 1'795'760'000'000);
   log_line(address, "evil.example", false, 5, 1'795'760'000'000);
+  // Refused connections: one destination, and the others (the node's per-sandbox bound).
+  agent_->add_refused(address, {*Ipv4Address::parse("203.0.113.9"), 22, 6, false, 3,
+                                1'795'760'000'000, 1'795'760'001'000});
+  agent_->add_refused(address,
+                      {Ipv4Address(0), 0, 0, true, 40, 1'795'760'000'000, 1'795'760'002'000});
   auto answer = tool("internet",
                      R"({"sandbox_id":")" + id + R"(","allow":["api.example.org"],"ports":[443]})");
   EXPECT_EQ(agent_->lists().at(address), Egress::allow({"api.example.org"}, {443}).list);
   EXPECT_NE(answer.find(R"(\"still_refused\":[\"evil.example\"])"), std::string::npos) << answer;
-  EXPECT_NE(answer.find("still refused names: evil.example (5 times)"), std::string::npos)
+  EXPECT_NE(answer.find("still refused names: evil.example (5 times); connections refused: "
+                        "203.0.113.9:22/tcp (3 times), other destinations (40 times)"),
+            std::string::npos)
       << answer;
   tool("internet", R"({"sandbox_id":")" + id + R"(","enabled":true})");
   EXPECT_TRUE(agent_->lists().empty());

@@ -39,8 +39,9 @@ std::vector<std::string> refused_names(const EgressLog& log, std::size_t max = 2
                                        const Egress* allowed_now = nullptr);
 
 // The same as one line for people and models: "refused names: a.example (12 times),
-// b.example (1 time); connections refused: 203.0.113.9:22/tcp (3 times)"; empty when nothing
-// was refused.
+// b.example (1 time); connections refused: 203.0.113.9:22/tcp (3 times), other destinations
+// (40 times)" (the others: beyond the agent's bound or the node's per-sandbox bucket); empty
+// when nothing was refused.
 std::string refusals_text(const EgressLog& log, std::size_t max = 20,
                           const Egress* allowed_now = nullptr);
 

@@ -199,6 +199,33 @@ await check('internet allowlist', async () => {
   await waitText('#internet-ports', /^443, 8443$/);
   // Beside the list, its egress log (nothing asked for on this stack).
   await waitText('#egress-log', /Nothing asked for yet/);
+  // How the card shows what an agent reports: the next read is answered by the test (the path
+  // from the kernel to REST is EgressE2eTest's). Refused connections: one destination and the
+  // others.
+  const logPath = `/v1/sandboxes/${id}/egress/log`;
+  const canned = (req) => {
+    if (new URL(req.url()).pathname !== logPath) return req.continue();
+    return req.respond({ status: 200, contentType: 'application/json', body: JSON.stringify({
+      names: [{ name: 'files.pythonhosted.org', decision: 'refuse', count: 12, window_start: '2026-11-27T06:10:02Z',
+        window_start_ms: 1795760202103, entry: null, addresses: [] }],
+      refused: ['files.pythonhosted.org'],
+      connections: [
+        { address: '203.0.113.9', port: 22, protocol: 'tcp', count: 3, first_seen: '2026-11-27T06:10:05Z',
+          last_seen: '2026-11-27T06:10:09Z', others: false },
+        { address: null, port: 0, protocol: '*', count: 40, first_seen: '2026-11-27T06:10:05Z',
+          last_seen: '2026-11-27T06:10:09Z', others: true }] }) });
+  };
+  await page.setRequestInterception(true);
+  page.on('request', canned);
+  try {
+    await page.click('#egress-log-refresh');
+    await waitText('#egress-connections', /203\.0\.113\.9:22\s*tcp\s*3/);
+    await waitText('#egress-connections', /\(other destinations\)\s*40/);
+    await waitText('#egress-log', /files\.pythonhosted\.org/);
+  } finally {
+    page.off('request', canned);
+    await page.setRequestInterception(false);
+  }
   const r = await rest('GET', `/v1/sandboxes/${id}`);
   assert(r.json.egress === 'allowlist', `egress ${r.text}`);
   assert(JSON.stringify(r.json.internet.allow) === '["*.github.com","pypi.org"]', `allow ${JSON.stringify(r.json.internet)}`);
