@@ -74,9 +74,11 @@ class LxcSweepTest : public ::testing::Test {
 };
 
 TEST_F(LxcSweepTest, KilledSimulatorLeavesNothingAfterTheSweep) {
+  // Killed below, the simulator cannot remove its TLS directory: it makes it in dir_ instead.
+  std::string tmpdir = "TMPDIR=" + dir_, netns = "--net=/run/netns/" + ns_;
   pid_ = ::fork();
   if (pid_ == 0) {
-    ::execlp("nsenter", "nsenter", ("--net=/run/netns/" + ns_).c_str(), PVESIM_BINARY, "--token",
+    ::execlp("env", "env", tmpdir.c_str(), "nsenter", netns.c_str(), PVESIM_BINARY, "--token",
              "root@pam!t=s", "--auth-delay-ms", "0", "--backend", "lxc", "--bridge", "lxswbr0",
              "--bridge-cidr", "10.97.0.1/16", "--dhcp-cidr", "10.97.0.0/16", "--authorized-keys",
              (dir_ + "/key.pub").c_str(), "--lxc-rootfs", PVS_LXC_ROOTFS, "--lxc-dir", dir_.c_str(),

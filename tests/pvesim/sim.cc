@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -283,9 +284,13 @@ struct Simulator::Impl {
 
   // ---- TLS ------------------------------------------------------------------------------
   pvs::Status make_certificate() {
-    char dir[] = "/tmp/pvesim-XXXXXX";
-    if (!mkdtemp(dir)) return pvs::fail(pvs::errno_error("mkdtemp", errno));
-    tmpdir = dir;
+    // Under $TMPDIR when set: a test that kills the simulator with SIGKILL points it at a
+    // directory of its own, which it removes.
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl =
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/pvesim-XXXXXX";
+    if (!mkdtemp(tmpl.data())) return pvs::fail(pvs::errno_error("mkdtemp", errno));
+    tmpdir = tmpl;
     key_file = tmpdir + "/key.pem";
     cert_path = tmpdir + "/cert.pem";
     EVP_PKEY* key = EVP_EC_gen("P-256");
