@@ -3,6 +3,10 @@
 // reply, HEAD, 405, the /ui redirect, traversal attempts as raw request lines, and the switch
 // console.enabled.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
 
 #include <Poco/Net/SocketAddress.h>
 #include <Poco/Net/StreamSocket.h>
@@ -31,14 +35,19 @@ class ConsoleHttpTest : public ::testing::Test {
  protected:
   void start(bool enabled) {
     config_.listen_port = 0;
-    config_.audit_file = ::testing::TempDir() + "/console-audit.log";
+    // One file per test process (ctest runs this suite's cases side by side), removed after.
+    config_.audit_file =
+        ::testing::TempDir() + "/console-audit-" + std::to_string(::getpid()) + ".log";
     config_.console_enabled = enabled;
     auto svc = test::InProcessService::start(config_);
     ASSERT_TRUE(svc) << svc.error().message;
     svc_ = std::move(*svc);
     port_ = svc_->port();
   }
-  void TearDown() override { svc_.reset(); }
+  void TearDown() override {
+    svc_.reset();
+    std::remove(config_.audit_file.c_str());
+  }
   test::HttpReply get(const std::string& uri, const std::string& method = "GET") {
     return test::http(port_, method, uri);
   }
