@@ -156,6 +156,11 @@ pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o)
   return rc == 0 ? pid : -1;
 }
 
+int add_test_user(const std::string& name, const std::string& home) {
+  if (::getpwnam(name.c_str()) != nullptr) run_command({"userdel", "-f", name});
+  return run_command({"useradd", "-M", "-U", "-d", home, "-s", "/bin/sh", "-p", "*", name});
+}
+
 int run_command(const std::vector<std::string>& argv, std::string* out) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -211,10 +216,7 @@ SshdFixture::SshdFixture(SshdOptions options) : options_(std::move(options)) {
     regenerate_host_key();
     if (options_.create_user) {
       user_ = "pvst" + std::to_string(::getpid()) + "x" + std::to_string(g_counter++);
-      // Left by a test process that had this pid and died before its clean-up (see Stack).
-      if (::getpwnam(user_.c_str()) != nullptr) run_command({"userdel", "-f", user_});
-      if (run_command({"useradd", "-M", "-U", "-d", home_, "-s", "/bin/sh", "-p", "*", user_}) !=
-          0) {
+      if (add_test_user(user_, home_) != 0) {
         throw std::runtime_error("sshd fixture: useradd " + user_ + " failed");
       }
       user_created_ = true;

@@ -76,6 +76,11 @@ class SshdFixture {
 // Runs argv (no shell), returns the exit status (or -1); stdout is captured into *out if given.
 int run_command(const std::vector<std::string>& argv, std::string* out = nullptr);
 
+// Adds the throw-away login user `name` (its own group, /bin/sh, no password, `home` not
+// created); the exit status of useradd. Test users are named after their process's pid, so a
+// user of that name is a leftover of a dead test process that had it: it is removed first.
+int add_test_user(const std::string& name, const std::string& home);
+
 struct SpawnOptions {
   std::string stdin_file;        // "" = /dev/null
   std::string stdout_file;       // "" = /dev/null

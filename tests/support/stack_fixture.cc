@@ -2,7 +2,6 @@
 #include "support/stack_detail.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -126,11 +125,8 @@ void Stack::make_keys_and_user() {
     return;
   }
   user_ = "pvsstk" + std::to_string(::getpid());
-  // A user of this name is left by a test process that had this pid and died before its
-  // clean-up: no live process but this one can hold the name, so it goes first.
-  if (::getpwnam(user_.c_str()) != nullptr) run_command({"userdel", "-f", user_});
   ::mkdir(home().c_str(), 0755);
-  run({"useradd", "-M", "-U", "-d", home(), "-s", "/bin/sh", "-p", "*", user_});
+  must(add_test_user(user_, home()) == 0, "useradd " + user_);
   user_created_ = true;
   run({"chown", user_ + ":" + user_, home()});
   std::ofstream(dir_ + "/user") << user_;
