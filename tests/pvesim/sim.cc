@@ -28,9 +28,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -286,9 +286,9 @@ struct Simulator::Impl {
   pvs::Status make_certificate() {
     // Under $TMPDIR when set: a test that kills the simulator with SIGKILL points it at a
     // directory of its own, which it removes.
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl =
-        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/pvesim-XXXXXX";
+    std::error_code ec;
+    auto base = std::filesystem::temp_directory_path(ec);
+    std::string tmpl = (ec ? std::string("/tmp") : base.string()) + "/pvesim-XXXXXX";
     if (!mkdtemp(tmpl.data())) return pvs::fail(pvs::errno_error("mkdtemp", errno));
     tmpdir = tmpl;
     key_file = tmpdir + "/key.pem";
