@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 #include <functional>
+
 #include "pvesandbox/ssh_session.h"
 
 namespace pvs::service::e2b {

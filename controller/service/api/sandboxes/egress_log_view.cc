@@ -115,19 +115,19 @@ std::string refusals_text(const EgressLog& log, std::size_t max, const Egress* a
   for (const auto& [name, count] : most_refused(log, max, allowed_now))
     t += (t.empty() ? "refused names: " : ", ") + name + " (" + times(count);
   std::string conns;
+  auto add = [&conns](const std::string& item) {
+    conns += (conns.empty() ? "connections refused: " : ", ") + item;
+  };
   std::uint64_t others = 0;
   for (const auto& c : log.connections) {
     if (c.others) {
       others += c.count;
-      continue;
+    } else {
+      add(c.destination.to_string() + ":" + std::to_string(c.port) + "/" + protocol_name(c) + " (" +
+          times(c.count));
     }
-    conns += (conns.empty() ? "connections refused: " : ", ") + c.destination.to_string() + ":" +
-             std::to_string(c.port) + "/" + protocol_name(c) + " (" + times(c.count);
   }
-  if (others > 0) {
-    conns += conns.empty() ? "connections refused: " : ", ";
-    conns += "other destinations (" + times(others);
-  }
+  if (others > 0) add("other destinations (" + times(others));
   if (!conns.empty()) t += (t.empty() ? "" : "; ") + conns;
   return t;
 }
