@@ -139,5 +139,21 @@ TEST_F(LxcSweepTest, KilledSimulatorLeavesNothingAfterTheSweep) {
   EXPECT_EQ(links.find("lx10"), std::string::npos) << links;
 }
 
+// Simulators start side by side (ctest runs them in parallel), and each one's start sweeps what
+// dead ones left: a young run whose owner record is not there yet, or not yet whole, is another
+// simulator's being set up and stays; a run whose owner is dead goes.
+TEST_F(LxcSweepTest, ARunBeingSetUpIsLeftAlone) {
+  std::string base = dir_ + "/pvesim-lxc/";
+  ASSERT_EQ(sh("mkdir -p " + base + "a00001 " + base + "a00002 " + base + "a00003 && : > " + base +
+               "a00002/owner && echo '999999999 1' > " + base + "a00003/owner"),
+            0);
+  std::string out;
+  ASSERT_EQ(sh(PVESIM_BINARY " --token x=y --lxc-sweep --lxc-dir " + dir_, &out), 0) << out;
+  EXPECT_NE(out.find("swept 1"), std::string::npos) << out;
+  EXPECT_EQ(::access((base + "a00001").c_str(), F_OK), 0);
+  EXPECT_EQ(::access((base + "a00002").c_str(), F_OK), 0);
+  EXPECT_NE(::access((base + "a00003").c_str(), F_OK), 0);
+}
+
 }  // namespace
 }  // namespace pvs

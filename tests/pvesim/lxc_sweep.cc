@@ -81,7 +81,10 @@ bool recorded_alive(const std::string& path, pid_t* pid_out) {
 }
 
 void record_process(const std::string& path, pid_t pid) {
-  std::ofstream(path) << pid << " " << start_time(pid) << "\n";
+  // Whole or not at all: a sweep running beside this one must never read an empty record.
+  std::string part = path + ".part";
+  std::ofstream(part) << pid << " " << start_time(pid) << "\n";
+  ::rename(part.c_str(), path.c_str());
 }
 
 void remove_cgroups(const std::string& name) {
@@ -133,8 +136,11 @@ int lxc_sweep(const std::string& dir) {
     std::string run_dir = base + "/" + run;
     if (lxc::recorded_alive(run_dir + "/owner")) continue;
     struct stat st {};
-    // A run being set up has no owner file yet for an instant.
-    if (::access((run_dir + "/owner").c_str(), F_OK) != 0 && ::stat(run_dir.c_str(), &st) == 0 &&
+    // A run being set up has no owner record yet for an instant: a young run without one is
+    // another simulator's, starting beside this one.
+    std::istringstream owner(lxc::slurp(run_dir + "/owner"));
+    pid_t pid = 0;
+    if (!(owner >> pid) && ::stat(run_dir.c_str(), &st) == 0 &&
         std::time(nullptr) - st.st_mtime < 60)
       continue;
     lxc::sweep_run(run_dir);
