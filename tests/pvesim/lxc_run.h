@@ -21,9 +21,10 @@ std::string slurp(const std::string& path);
 
 // Field 22 of /proc/<pid>/stat (the start time), "" when the process is gone.
 std::string start_time(pid_t pid);
-// Whether the process named "<pid> <starttime>" in the file `path` still runs.
+// Whether the process named "<pid> <starttime>" in the file `path` still runs; *pid is set
+// only when the record is whole.
 bool recorded_alive(const std::string& path, pid_t* pid = nullptr);
-// Writes "<pid> <starttime>" of `pid` to `path`.
+// Writes "<pid> <starttime>" of `pid` to `path`, whole (by rename) or not at all.
 void record_process(const std::string& path, pid_t pid);
 // Removes a stopped container's cgroups (lxc.payload.<name>, lxc.monitor.<name>) wherever
 // a cgroup hierarchy is mounted under /sys/fs/cgroup.

@@ -134,14 +134,12 @@ int lxc_sweep(const std::string& dir) {
   int swept = 0;
   for (const auto& run : lxc::entries(base)) {
     std::string run_dir = base + "/" + run;
-    if (lxc::recorded_alive(run_dir + "/owner")) continue;
+    pid_t owner = 0;  // stays 0 without a whole record
+    if (lxc::recorded_alive(run_dir + "/owner", &owner)) continue;
     struct stat st {};
     // A run being set up has no owner record yet for an instant: a young run without one is
     // another simulator's, starting beside this one.
-    std::istringstream owner(lxc::slurp(run_dir + "/owner"));
-    pid_t pid = 0;
-    if (!(owner >> pid) && ::stat(run_dir.c_str(), &st) == 0 &&
-        std::time(nullptr) - st.st_mtime < 60)
+    if (owner == 0 && ::stat(run_dir.c_str(), &st) == 0 && std::time(nullptr) - st.st_mtime < 60)
       continue;
     lxc::sweep_run(run_dir);
     ++swept;
