@@ -40,6 +40,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<SetBackend> backend)
   egress_pairs_ = SetRef{config_.family_number(), config_.table, config_.egress_pairs_set};
   egress_refused_ = SetRef{config_.family_number(), config_.table, "egress_refused"};
   egress_refused_last_ = SetRef{config_.family_number(), config_.table, "egress_refused_last"};
+  egress_refused_rate_ = SetRef{config_.family_number(), config_.table, "egress_refused_rate"};
   started_ms_ = unix_now_ms();
 }
 

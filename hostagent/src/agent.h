@@ -97,6 +97,12 @@ class Agent {
   Result<std::vector<Refused>> kernel_refused();
   void count_refused(const std::vector<Refused>& all);
   std::string do_egress_refused(const proto::EgressRefusedQuery& q);
+  // Adds to `batch` the removal of everything the ruleset recorded of `source`: its elements of
+  // egress_refused and egress_refused_last and its bucket in egress_refused_rate (sets the
+  // ruleset lacks are skipped). Done when a source's list goes and before a new list of an
+  // unlisted source goes in: addresses are reused, and the next sandbox on the address must
+  // read nothing of the last one's refusals nor inherit its spent bucket (#46).
+  Status forget_refused(Ipv4Address source, Batch& batch);
   Status check_destination(Ipv4Address destination) const;
   // The kernel's pairs of one source (every source when nullopt).
   Result<std::vector<PairKey>> kernel_pairs(std::optional<Ipv4Address> source);
@@ -125,6 +131,7 @@ class Agent {
   SetRef egress_pairs_;
   SetRef egress_refused_;
   SetRef egress_refused_last_;
+  SetRef egress_refused_rate_;
   // The pairs the agent knows of: expiry (unix ms) and the listed names they were added for
   // (empty: added before a restart, names unknown). Mirrors the kernel's egress_pairs.
   struct PairInfo {

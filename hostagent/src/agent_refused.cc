@@ -67,6 +67,28 @@ void Agent::count_refused(const std::vector<Refused>& all) {
   refused_seen_ = std::move(seen);
 }
 
+Status Agent::forget_refused(Ipv4Address source, Batch& batch) {
+  // What the counters grew by since the last read still counts in STATUS' total.
+  (void)kernel_refused();
+  for (const SetRef* set : {&egress_refused_, &egress_refused_last_}) {
+    auto info = backend_->info(*set);
+    if (!info) return fail(info.error());
+    if (!info->set_present) continue;
+    auto elements = backend_->list(*set);
+    if (!elements) return fail(elements.error());
+    std::vector<RawElement> mine;
+    for (const auto& e : *elements) {
+      auto key = decode_refused_key(e.key);
+      if (key && key->source == source) mine.push_back(RawElement{e.key, std::nullopt});
+    }
+    if (!mine.empty()) batch.destroy(*set, std::move(mine));
+  }
+  auto rate = backend_->info(egress_refused_rate_);
+  if (!rate) return fail(rate.error());
+  if (rate->set_present) batch.destroy(egress_refused_rate_, {{ipv4_key(source), std::nullopt}});
+  return {};
+}
+
 std::string Agent::do_egress_refused(const proto::EgressRefusedQuery& q) {
   auto all = kernel_refused();
   if (!all) return error_reply(all.error());

@@ -25,6 +25,7 @@ const SetRef kPortMac{NFPROTO_BRIDGE, "sandbox_l2", "port_mac"};
 const SetRef kPortIp4{NFPROTO_BRIDGE, "sandbox_l2", "port_ip4"};
 const SetRef kRefused{NFPROTO_INET, "sandbox", "egress_refused"};
 const SetRef kRefusedLast{NFPROTO_INET, "sandbox", "egress_refused_last"};
+const SetRef kRefusedRate{NFPROTO_INET, "sandbox", "egress_refused_rate"};
 constexpr std::uint64_t kHourMs = 3600000;
 
 // What a refusal rule would have put in egress_refused: `packets` refusals, the first `ago_ms`
@@ -33,6 +34,14 @@ ListedElement refused(std::string_view source, std::string_view destination, std
                       std::uint64_t packets, std::uint64_t ago_ms) {
   return {refused_key({*Ipv4Address::parse(source), *Ipv4Address::parse(destination), 6, port}),
           kHourMs - ago_ms, packets};
+}
+
+// The sources of a set's elements: the first 4 bytes of each key.
+std::multiset<std::string> sources_in(const MemorySets& sets, const SetRef& set) {
+  std::multiset<std::string> out;
+  for (const auto& e : sets.find(set)->elements)
+    out.insert(decode_ipv4_key(ElementKey(e.key.data(), 4))->to_string());
+  return out;
 }
 
 std::set<std::string> listed(const MemorySets& sets) {
@@ -399,6 +408,59 @@ TEST_F(AgentEgress, ReportsRefusedConnectionsPerSourceBoundedAndCountsThem) {
   EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 10 + 5));
   sets->put_externally(kRefused, refused("10.99.0.8", "203.0.113.9", 80, 2, 0));
   EXPECT_EQ(total(), std::to_string(40 * 41 / 2 + 12 + 5));
+}
+
+// #46: addresses are reused; what the ruleset recorded of one sandbox's refusals (and its spent
+// bucket) goes with its list, and a new list of an unlisted address starts from nothing.
+TEST_F(AgentEgress, RefusalsAndTheBucketGoWithTheList) {
+  MemorySets* sets = nullptr;
+  auto agent = start_agent(&sets);
+  for (const auto& set : {kRefused, kRefusedLast})
+    sets->declare(set, {.has_timeout = true, .key_len = 16, .timeout_ms = kHourMs, .elements = {}});
+  sets->declare(kRefusedRate,
+                {.has_timeout = true, .key_len = 4, .timeout_ms = kHourMs, .elements = {}});
+  auto record = [&](std::string_view source, std::uint16_t port, std::uint64_t packets) {
+    sets->put_externally(kRefused, refused(source, "203.0.113.9", port, packets, 1000));
+    auto last = refused(source, "203.0.113.9", port, 0, 0);
+    last.packets.reset();
+    sets->put_externally(kRefusedLast, last);
+    sets->put_externally(kRefusedRate, {ipv4_key(*Ipv4Address::parse(source)), kHourMs, {}});
+  };
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=80 names=pypi.org"), "OK");
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.8 ports=80 names=pypi.org"), "OK");
+  record("10.99.0.7", 22, 3);
+  record("10.99.0.7", 25, 2);
+  record("10.99.0.8", 22, 4);
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.7").substr(0, 5), "OK 2 ");
+
+  // The list goes: so do the source's elements in all three sets; the other source keeps its.
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 off"), "OK");
+  std::multiset<std::string> eight{"10.99.0.8"};
+  EXPECT_EQ(sources_in(*sets, kRefused), eight);
+  EXPECT_EQ(sources_in(*sets, kRefusedLast), eight);
+  EXPECT_EQ(sources_in(*sets, kRefusedRate), eight);
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.8").substr(0, 5), "OK 1 ");
+  // The next sandbox on the address reads nothing of the last one.
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.7 ports=443 names=example.org"), "OK");
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.7"), "OK 0");
+  // STATUS' total still has what the cleared elements counted.
+  auto status = proto::parse_status_payload(agent->handle(peer_, "STATUS").substr(3));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(proto::find_field(*status, "egress_connections_refused"), "9");
+
+  // Left behind while unlisted (a clear that failed, a restart): a new list clears them in
+  // the very batch that lists the source.
+  ASSERT_EQ(agent->handle(peer_, "EGRESS 10.99.0.9 off"), "OK");
+  record("10.99.0.9", 22, 5);
+  auto commits = sets->commits();
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.9 ports=80 names=pypi.org"), "OK");
+  EXPECT_EQ(sets->commits(), commits + 1);
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.9"), "OK 0");
+  EXPECT_EQ(sources_in(*sets, kRefusedRate), eight);
+  // A changed list is the same sandbox: its refusals stay.
+  record("10.99.0.9", 25, 1);
+  EXPECT_EQ(agent->handle(peer_, "EGRESS 10.99.0.9 ports=80,443 names=pypi.org"), "OK");
+  EXPECT_EQ(agent->handle(peer_, "EGRESSREFUSED 10.99.0.9").substr(0, 5), "OK 1 ");
 }
 
 TEST_F(AgentEgress, MissingSetsAreAConflict) {

@@ -4,7 +4,8 @@
 # (EGRESSREFUSED, STATUS). A listed sandbox connects to an unlisted address:port 3 times -> one
 # element counted 3; an allowed pair is never recorded; a source's bound of new destinations
 # (the rest in its others) and the reply's bound hold, and another source is unaffected; ICMP
-# is recorded with port 0; full sets still refuse. Usage: refused-e2e.sh AGENT_BINARY. Needs
+# is recorded with port 0; a source's records and bucket go with its list (#46); full sets still
+# refuse. Usage: refused-e2e.sh AGENT_BINARY. Needs
 # root, ip, nft, ping, python3.
 set -euo pipefail
 
@@ -87,6 +88,22 @@ check "ct102's others: one element" '^1$' \
 check "ct101 -> 203.0.113.21:9100: another source still records" '^reset 0\.0' "$(in_a connect 203.0.113.21 9100)"
 check "EGRESSREFUSED ct101 has it" '^OK 3 203\.0\.113\.21:9100/tcp/1/' "$(agent "EGRESSREFUSED $IP_A")"
 check "STATUS egress_connections_refused" ' egress_connections_refused=47 ' "$(agent STATUS)"
+
+echo "--- the list goes, and so does what the ruleset recorded of it (#46)"
+# ct102 spent its bucket above. Its address goes to the next sandbox (the controller reuses
+# addresses lowest-free), which must read nothing of ct102's refusals nor inherit its bucket.
+of_b() { rig_in "$NS_NODE" nft list set inet sandbox "$1" | grep -oE "(^|[{ ,])${IP_B//./\\.} " | wc -l; }
+check "ct102 is in egress_refused_rate before" '^1$' "$(of_b egress_refused_rate)"
+check "EGRESS ct102 off" '^OK' "$(agent "EGRESS $IP_B off")"
+for set in egress_refused egress_refused_last egress_refused_rate; do
+	check "no element of ct102 in $set" '^0$' "$(of_b "$set")"
+done
+check "ct101's refusals stay" '^OK 3 203\.0\.113\.21:9100/tcp/1/' "$(agent "EGRESSREFUSED $IP_A")"
+check "EGRESS on the address again (the next sandbox)" '^OK' "$(agent "EGRESS $IP_B ports=80 names=a.allowed.test")"
+check "EGRESSREFUSED: nothing of the last sandbox" '^OK 0$' "$(agent "EGRESSREFUSED $IP_B")"
+for p in $(seq 9201 9232); do in_b connect 203.0.113.21 "$p" --timeout 0.5 >/dev/null; done
+check "a fresh bucket: 32 new destinations, each recorded, no others" \
+	'^OK 32( 203\.0\.113\.21:92[0-3][0-9]/tcp/1/[0-9]+/[0-9]+){32}$' "$(agent "EGRESSREFUSED $IP_B")"
 
 echo "--- full sets record nothing more and still refuse"
 for set in egress_refused egress_refused_last; do
