@@ -83,6 +83,12 @@ Result<EgressLog> SandboxImpl::egress_log() {
   auto refused = node_.agent.egress_refused(*md.address);
   if (refused) {
     log.connections = std::move(*refused);
+    // The kernel keys refusals by address, and addresses are reused: none first refused before
+    // this sandbox was created is its own. The agent clears an address's records when its list
+    // goes (#46); this is the second guard.
+    std::int64_t created_ms = md.created_at * 1000;
+    std::erase_if(log.connections,
+                  [&](const proto::RefusedConnection& c) { return c.first_ms < created_ms; });
   } else if (refused.error().code != ErrorCode::kConflict) {  // kConflict: an older ruleset
     return fail(refused.error());
   }

@@ -278,10 +278,10 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   log_line(address, "api.example.org", false, 2, 1'795'760'000'000);
   log_line(address, "evil.example", false, 5, 1'795'760'000'000);
   // Refused connections: one destination, and the others (the node's per-sandbox bound).
-  agent_->add_refused(address, {*Ipv4Address::parse("203.0.113.9"), 22, 6, false, 3,
-                                1'795'760'000'000, 1'795'760'001'000});
+  std::int64_t at = list[0].created_at * 1000;  // refusals of this sandbox: after its creation
   agent_->add_refused(address,
-                      {Ipv4Address(0), 0, 0, true, 40, 1'795'760'000'000, 1'795'760'002'000});
+                      {*Ipv4Address::parse("203.0.113.9"), 22, 6, false, 3, at, at + 1'000});
+  agent_->add_refused(address, {Ipv4Address(0), 0, 0, true, 40, at, at + 2'000});
   auto answer = tool("internet",
                      R"({"sandbox_id":")" + id + R"(","allow":["api.example.org"],"ports":[443]})");
   EXPECT_EQ(agent_->lists().at(address), Egress::allow({"api.example.org"}, {443}).list);
@@ -383,6 +383,33 @@ TEST_F(EgressApiTest, TheEgressLogShowsTheAgentsLinesThroughRestAndSandboxctl) {
   // Without a list the agent keeps no log.
   ASSERT_EQ(set(id, R"({"enabled":false})").status, 200);
   EXPECT_EQ(call("GET", uri).body, R"({"names":[],"refused":[],"connections":[]})");
+}
+
+// #46: the node keys refused connections by address, and a new sandbox may get the address of
+// one destroyed within the hour. What was first refused before the sandbox was created is not
+// its own and is never shown (the agent clears them when the list goes; this is the guard).
+TEST_F(EgressApiTest, RefusedConnectionsFromBeforeTheSandboxWasCreatedAreNotShown) {
+  auto sb = create(R"({"internet":{"allow":["pypi.org"]}})");
+  ASSERT_TRUE(sb);
+  std::string id = sb->getValue<std::string>("id");
+  auto address = *Ipv4Address::parse(sb->getValue<std::string>("address"));
+  auto list = svc_->manager()->list();
+  ASSERT_EQ(list.size(), 1u);
+  std::int64_t created = list[0].created_at * 1000;
+  auto ip = [](const char* text) { return *Ipv4Address::parse(text); };
+  // The address's last holder: all before, and first before but last after the creation.
+  agent_->add_refused(address,
+                      {ip("203.0.113.8"), 80, 6, false, 5, created - 120'000, created - 60'000});
+  agent_->add_refused(address, {ip("203.0.113.9"), 22, 6, false, 3, created - 1, created + 1'000});
+  agent_->add_refused(address, {Ipv4Address(0), 0, 0, true, 40, created - 90'000, created + 10});
+  // This sandbox's own.
+  agent_->add_refused(address, {ip("203.0.113.10"), 443, 6, false, 1, created, created + 500});
+  auto log = call("GET", "/v1/sandboxes/" + id + "/egress/log");
+  ASSERT_EQ(log.status, 200) << log.body;
+  auto conns = json(log.body)->getArray("connections");
+  ASSERT_EQ(conns->size(), 1u) << log.body;
+  EXPECT_EQ(conns->getObject(0)->getValue<std::string>("address"), "203.0.113.10");
+  EXPECT_EQ(log.body.find("203.0.113.9"), std::string::npos) << log.body;
 }
 
 }  // namespace
