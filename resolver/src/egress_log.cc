@@ -30,14 +30,21 @@ std::optional<proto::EgressLogLine> EgressLog::record(const EgressDecision& d,
       return proto::EgressLogLine{d.source, "*", d.allowed, 1, w.started_unix_ms, "", {}};
     }
     // The first decision of the name in this window goes to the agent at once.
-    names.emplace(d.name, Aggregate{});
     std::vector<Ipv4Address> to;
     if (d.allowed) to = d.answer;
+    names.emplace(d.name, Aggregate{0, "", {}, !to.empty()});
     return proto::EgressLogLine{d.source, d.name, d.allowed, 1, w.started_unix_ms, d.entry, to};
   }
-  ++agg->second.count;
-  agg->second.entry = d.entry;
-  if (d.allowed) agg->second.answer = d.answer;
+  Aggregate& a = agg->second;
+  if (d.allowed && !d.answer.empty() && !a.answer_sent) {
+    // The first answer with addresses: at once too (the name's first line had none), as one
+    // more decision of that line.
+    a.answer_sent = true;
+    return proto::EgressLogLine{d.source, d.name, true, 1, w.started_unix_ms, d.entry, d.answer};
+  }
+  ++a.count;
+  a.entry = d.entry;
+  if (d.allowed && !d.answer.empty()) a.answer = d.answer;
   return std::nullopt;
 }
 

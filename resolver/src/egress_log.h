@@ -2,7 +2,9 @@
 // queried name, the list entry that matched, the answer's addresses, allowed or refused),
 // aggregated per source and window and handed to the agent as ELOG lines (protocol.h). The
 // first decision of each (name, allowed) in a window is a line of its own at once (n=1), so a
-// refusal is visible before its window ends; the window's end sends the rest (n = the others,
+// refusal is visible before its window ends; so is the first allowed decision with addresses
+// when the name's first one had none (a client's AAAA query, answered empty without going
+// upstream, is decided before its A query); the window's end sends the rest (n = the others,
 // when there were any), which the agent adds to that line.
 //
 //   EgressLog log({.window_ms = 60000, .max_names_per_source = 32, .max_sources = 4096});
@@ -11,7 +13,7 @@
 //   for (auto& line : log.take(mono_ms())) agent.call(proto::format_egress_log(line), ...);
 //
 // Bounded by construction: per source at most max_names_per_source names a window (more are
-// counted under "*"), so at most two lines for each of them and for "*" per source and
+// counted under "*"), so at most three lines for each of them and two for "*" per source and
 // window, and at most
 // max_sources sources a window (decisions of more are counted in dropped()). Recording is a
 // hash lookup on the event loop: a source flooding names costs another source nothing more
@@ -61,7 +63,8 @@ class EgressLog {
   struct Aggregate {
     std::uint64_t count = 0;
     std::string entry;
-    std::vector<Ipv4Address> answer;  // the last one
+    std::vector<Ipv4Address> answer;  // the last one with addresses
+    bool answer_sent = false;         // a line with addresses went out at once
   };
   struct Window {
     std::int64_t ends_ms = 0;  // monotonic

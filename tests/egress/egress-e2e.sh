@@ -204,6 +204,24 @@ else
 	FAILED=$((FAILED + 1))
 fi
 
+echo "--- egress log: an allowed name's addresses at once, its AAAA query first (as getaddrinfo)"
+# The resolver answers AAAA empty without going upstream, so that decision comes before the A
+# query's; the line must still show the address before the window ends (no SIGUSR1 here).
+expect "ct102 AAAA b.other.test: empty" "NOERROR" in_b dns $GW b.other.test --type AAAA
+expect "ct102 A b.other.test" "NOERROR 203.0.113.21" in_b dns $GW b.other.test
+log_re='^OK 3 .* b\.other\.test/allow/2/[0-9]+/b\.other\.test/203\.0\.113\.21$'
+for _ in $(seq 1 50); do
+	out=$(agent "EGRESSLOG $IP_B" 2>&1 | head -n1) || true
+	[[ $out =~ $log_re ]] && break
+	sleep 0.1
+done
+if [[ $out =~ $log_re ]]; then
+	echo "    ok   EGRESSLOG ct102 before the window ends: $out"
+else
+	echo "    FAIL EGRESSLOG ct102 before the window ends: got '$out'"
+	FAILED=$((FAILED + 1))
+fi
+
 echo "--- TTL expiry (TTL 1 s, floor 2 s)"
 expect "ct101 short.ttl.test" "NOERROR 203.0.113.25" in_a dns $GW short.ttl.test
 expect "ct101 -> short.ttl.test:80" open in_a connect 203.0.113.25 80

@@ -253,17 +253,18 @@ UniqueFd udp_socket(const std::string& source, std::uint16_t port) {
   return fd;
 }
 
-void udp_send(int fd, const std::string& name, std::uint16_t id) {
-  auto wire = dns::build_query(id, name, dns::kTypeA);
+void udp_send(int fd, const std::string& name, std::uint16_t id, std::uint16_t type) {
+  auto wire = dns::build_query(id, name, type);
   ::send(fd, wire.data(), wire.size(), 0);
 }
 
 std::optional<Answer> udp_query(const std::string& source, std::uint16_t port,
-                                const std::string& name, std::chrono::milliseconds timeout) {
+                                const std::string& name, std::chrono::milliseconds timeout,
+                                std::uint16_t type) {
   UniqueFd fd = udp_socket(source, port);
   if (!fd) return std::nullopt;
   auto start = std::chrono::steady_clock::now();
-  udp_send(fd.get(), name, 0x4242);
+  udp_send(fd.get(), name, 0x4242, type);
   if (!wait_readable(fd.get(), timeout)) return std::nullopt;
   std::uint8_t buf[4096];
   ssize_t n = ::recv(fd.get(), buf, sizeof(buf), 0);

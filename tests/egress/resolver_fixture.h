@@ -103,13 +103,15 @@ struct Answer {
   dns::Rcode rcode;
   std::chrono::microseconds elapsed;
 };
-// One A query over UDP from `source`; nullopt when nothing came within `timeout`.
+// One query (A unless `type` says otherwise) over UDP from `source`; nullopt when nothing came
+// within `timeout`.
 std::optional<Answer> udp_query(const std::string& source, std::uint16_t port,
                                 const std::string& name,
-                                std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                                std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                                std::uint16_t type = dns::kTypeA);
 // A UDP socket bound to `source` that sends queries without waiting.
 UniqueFd udp_socket(const std::string& source, std::uint16_t port);
-void udp_send(int fd, const std::string& name, std::uint16_t id);
+void udp_send(int fd, const std::string& name, std::uint16_t id, std::uint16_t type = dns::kTypeA);
 
 // A TCP connection from `source` (invalid when connect failed).
 UniqueFd tcp_connect(const std::string& source, std::uint16_t port);
