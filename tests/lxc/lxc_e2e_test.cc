@@ -1,11 +1,13 @@
 // The whole stack on real containers (pvs::test::Stack with pvesim's lxc backend): every
 // sandbox is an unprivileged LXC container (root inside is uid 100000 on the node) with its own
 // root file system (an overlay over the debootstrap template on a disk image of its size), its
-// own sshd as init, the memory and cpuset limits of its config.
+// own sshd as init, the memory and cpuset limits of its config, the pids cap of a Proxmox
+// sandbox.
 #include <gtest/gtest.h>
 
 #include <signal.h>
 
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -193,6 +195,62 @@ TEST_F(LxcE2eTest, MemoryCpusAndDiskAreEnforced) {
   EXPECT_TRUE(up.error().is(SshErrc::kDiskFull)) << up.error().message;
   EXPECT_EQ(run(sb, "rm /root/fill2 && echo freed"), "freed");
   EXPECT_TRUE(sb.write_file("/root/upload.bin", std::string(4 << 20, 'x'), 0644));
+  ASSERT_TRUE(sb.destroy());
+}
+
+// pids.max of the cgroup the node's process `pid` is in (the v1 pids hierarchy, or the unified
+// one), "" when there is none.
+std::string host_pids_max(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto a = line.find(':');
+    auto b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    std::vector<std::string> files;
+    if (controllers == "pids") files = {"/sys/fs/cgroup/pids" + path + "/pids.max"};
+    if (controllers.empty())
+      files = {"/sys/fs/cgroup" + path + "/pids.max",
+               "/sys/fs/cgroup/unified" + path + "/pids.max"};
+    for (const auto& f : files) {
+      std::ifstream file(f);
+      std::string value;
+      if (file && std::getline(file, value)) return value;
+    }
+  }
+  return "";
+}
+
+// As on Proxmox, where the template's config carries lxc.cgroup2.pids.max (setup's
+// TEMPLATE_PIDS_MAX, 1024) and every clone inherits it: a fork bomb ends at the container's
+// cap, and the sandbox lives on (#46).
+TEST_F(LxcE2eTest, ProcessesAreCappedAsOnProxmox) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  CreateOptions o;
+  o.memory_mb = 1024;  // room for the processes: the cap must be what stops them
+  auto created = m->create(o);
+  ASSERT_TRUE(created) << created.error().message;
+  auto& sb = **created;
+  pid_t init = lxctest::init_pid(run_dir_, sb.info().vmid);
+  ASSERT_GT(init, 0);
+  EXPECT_EQ(host_pids_max(init), "1024");
+  // Processes until the kernel refuses one (EAGAIN), well before 1100.
+  EXPECT_EQ(run(sb,
+                "python3 -c '\n"
+                "import errno, os\n"
+                "n = 0\n"
+                "try:\n"
+                "    while n < 1100:\n"
+                "        os.posix_spawn(\"/bin/sleep\", [\"sleep\", \"300\"], os.environ)\n"
+                "        n += 1\n"
+                "    print(\"no cap\")\n"
+                "except OSError as e:\n"
+                "    print(\"capped\" if e.errno == errno.EAGAIN and 1000 < n < 1024 else e)\n"
+                "'; pkill -x sleep; true"),
+            "capped");
+  EXPECT_EQ(run(sb, "echo alive"), "alive");
   ASSERT_TRUE(sb.destroy());
 }
 

@@ -77,6 +77,9 @@ std::string config_text(const CtSpec& s) {
     if (exists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"))
       add("lxc.cgroup.memory.memsw.limit_in_bytes", std::to_string(mem + swap));
   }
+  v = cgroup_version("pids");
+  if (v == "2") add("lxc.cgroup2.pids.max", std::to_string(s.pids_max));
+  if (v == "1") add("lxc.cgroup.pids.max", std::to_string(s.pids_max));
   long long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   if (s.cores > 0 && s.cores < cpus) {
     std::string set = s.cores == 1 ? "0" : "0-" + std::to_string(s.cores - 1);

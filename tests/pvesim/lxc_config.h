@@ -20,11 +20,14 @@ struct CtSpec {
   std::string gateway;   // default route with ipv4
   long long memory_mb = 512, swap_mb = 512;
   long long cores = 0;  // 0 = every CPU of the node
+  // The pids cgroup's cap: what `pve-sandbox-setup template` appends to the template's config
+  // (`lxc.cgroup2.pids.max: TEMPLATE_PIDS_MAX`, default 1024) and every clone inherits.
+  long long pids_max = 1024;
 };
 
 // The config file's text: unprivileged (idmap 0 -> 100000, 65536 ids), LXC's common.conf and
 // userns.conf (capabilities, seccomp, devices), no nesting, AppArmor when the kernel has it,
-// sshd as init, the memory cgroup limits and the cpuset.
+// sshd as init, the memory cgroup limits, the pids cap and the cpuset.
 std::string config_text(const CtSpec& spec);
 
 // The memory use (bytes) of the memory cgroup the process `pid` is in; -1 if unknown.
