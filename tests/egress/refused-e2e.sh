@@ -110,10 +110,8 @@ for set in egress_refused egress_refused_last; do
 	have=$(elements "$set")
 	{
 		printf 'add element inet sandbox %s {' "$set"
-		for n in $(seq 1 $((16384 - have))); do
-			printf '%s10.99.9.9 . 11.%d.%d.%d . tcp . 1' "$([[ $n == 1 ]] || echo ,)" \
-				$((n / 65536)) $(((n / 256) % 256)) $((n % 256))
-		done
+		awk -v n=$((16384 - have)) 'BEGIN { for (i = 1; i <= n; i++)
+			printf "%s10.99.9.9 . 11.%d.%d.%d . tcp . 1", (i == 1 ? "" : ","), int(i / 65536), int(i / 256) % 256, i % 256 }'
 		echo '}'
 	} >"$RIG_TMP/fill-$set.nft"
 	rig_in "$NS_NODE" nft -f "$RIG_TMP/fill-$set.nft"
