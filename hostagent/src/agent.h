@@ -103,6 +103,10 @@ class Agent {
   // unlisted source goes in: addresses are reused, and the next sandbox on the address must
   // read nothing of the last one's refusals nor inherit its spent bucket (#46).
   Status forget_refused(Ipv4Address source, Batch& batch);
+  // forget_refused() in a batch of its own; a failure is logged, not returned: the lists must
+  // not depend on it (a kernel without the destroy message emulates it with an add, which a
+  // full set refuses), and the controller never shows a sandbox what predates it.
+  void clear_refused(Ipv4Address source);
   Status check_destination(Ipv4Address destination) const;
   // The kernel's pairs of one source (every source when nullopt).
   Result<std::vector<PairKey>> kernel_pairs(std::optional<Ipv4Address> source);

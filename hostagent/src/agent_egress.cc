@@ -124,13 +124,11 @@ std::string Agent::do_egress(const Peer& peer, const proto::EgressRequest& r) {
         if (!keep) cut.push_back(RawElement{pair_key(pair), std::nullopt});
       }
     }
-    Batch batch;
     // A new list of an unlisted source starts with nothing recorded of the address (its last
     // holder's refusals and bucket; cleared when that list went, unless that failed). Unlisted,
-    // the source adds nothing to those sets until this batch lists it.
-    if (r.list && current == desired_.egress.end()) {
-      if (auto ok = forget_refused(r.address, batch); !ok) return error_reply(ok.error());
-    }
+    // the source adds nothing to those sets until the batch below lists it.
+    if (r.list && current == desired_.egress.end()) clear_refused(r.address);
+    Batch batch;
     RawElement source{ipv4_key(r.address), std::nullopt};
     if (r.list) {
       batch.add(egress_listed_, {source});
@@ -152,15 +150,8 @@ std::string Agent::do_egress(const Peer& peer, const proto::EgressRequest& r) {
       egress_log_.erase(r.address);  // its egress log goes with its list
       journal_pending_ += egress_record(r.address, nullptr);
     }
-    if (!r.list) {
-      // So do its refused connections and bucket: unlisted now, the source adds no more of
-      // them. A failure here is logged; the next list of the address clears them first.
-      Batch forget;
-      auto ok = forget_refused(r.address, forget);
-      if (ok && !forget.empty()) ok = backend_->commit(forget);
-      if (!ok)
-        log::warn("clearing the refusals of " + r.address.to_string() + ": " + ok.error().message);
-    }
+    // So do its refused connections and bucket: unlisted now, the source adds no more of them.
+    if (!r.list) clear_refused(r.address);
     ++changes_;
     return proto::format_ok();
   }();

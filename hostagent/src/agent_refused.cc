@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "agent.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::agent {
 namespace {
@@ -87,6 +88,15 @@ Status Agent::forget_refused(Ipv4Address source, Batch& batch) {
   if (!rate) return fail(rate.error());
   if (rate->set_present) batch.destroy(egress_refused_rate_, {{ipv4_key(source), std::nullopt}});
   return {};
+}
+
+void Agent::clear_refused(Ipv4Address source) {
+  Batch batch;
+  auto ok = forget_refused(source, batch);
+  if (ok && !batch.empty()) ok = backend_->commit(batch);
+  if (!ok)
+    log::warn("clearing what the ruleset recorded of " + source.to_string() + ": " +
+              ok.error().message);
 }
 
 std::string Agent::do_egress_refused(const proto::EgressRefusedQuery& q) {
