@@ -85,6 +85,8 @@ TEST(ControlWire, CreateValidation) {
   expect_400(create(R"({"timeout":86401})"), "timeout");
   expect_400(create(R"({"timeout":"300"})"), "timeout");
   expect_400(create(R"({"metadata":{"userId":"1"}})"), "metadata");
+  expect_400(create(R"({"metadata":{"pve-sandbox/template-name":"x"}})"),
+             "metadata: label key \"pve-sandbox/template-name\" is reserved");
   expect_400(create(R"({"envVars":{"1BAD":"x"}})"), "envVars");
   expect_400(create(R"({"envVars":{"A":1}})"), "envVars");
   expect_400(create(R"({"unknownField":1})"), "unknownField");

@@ -284,6 +284,33 @@ TEST(TemplateWire, RefusesWhatTheRecipeCannotDoSaying) {
              "not a Debian package name");
 }
 
+// copy(..., '/etc/apt/') and aptInstall: refused as a recipe with such a file and packages is
+// (the packages step's egress is the base's apt sources alone); either step alone is served.
+TEST(TemplateWire, RefusesACopyUnderEtcAptWithAptInstall) {
+  auto with_a = uploads({{kHashA, tar({{"sources.list", "deb http://any.example/ ./\n"}})}});
+  const std::string apt = step("RUN", {"apt-get update && DEBIAN_FRONTEND=noninteractive "
+                                       "DEBCONF_NOWARNINGS=yes apt-get install -y git",
+                                       "root"});
+  expect_400(
+      map_build(
+          "t",
+          start(body({step("COPY", {"sources.list", "/opt/"}, kHashA),
+                      step("COPY", {"sources.list", "/etc/apt/sources.list.d/"}, kHashA), apt})),
+          with_a),
+      "step 3 (RUN): step 2 copies \"/etc/apt/sources.list.d/sources.list\", which is "
+      "under /etc/apt/: a recipe with packages installs them from the base's own apt "
+      "sources");
+  expect_400(
+      map_build("t",
+                start(body({step("WORKDIR", {"/etc"}),
+                            step("COPY", {"sources.list", "./apt/apt.conf.d/99x"}, kHashA), apt})),
+                with_a),
+      "step 3 (RUN): step 2 copies");
+  EXPECT_TRUE(map_build(
+      "t", start(body({step("COPY", {"sources.list", "/etc/apt/sources.list"}, kHashA)})), with_a));
+  EXPECT_TRUE(map_build("t", start(body({apt})), with_a));
+}
+
 TEST(TemplateWire, UploadArchivesAreReadStrictly) {
   auto ok = read_upload_tar(tar({{"./a/b.txt", "hi"}, {"a", "", '5'}}), {});
   ASSERT_TRUE(ok) << ok.error().message;

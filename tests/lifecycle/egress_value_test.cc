@@ -38,6 +38,30 @@ TEST(EgressNameTest, RefusesEverythingElse) {
   }
 }
 
+// Issue #46: an address (an IPv4 literal, any entry whose last label is a number; an IPv6
+// address or a CIDR block) is not a name, refused saying egress is by name. A list read back
+// (set before the rule) still reads.
+TEST(EgressNameTest, AnAddressIsNotAName) {
+  for (std::string entry : {"203.0.113.11", "203.0.113.11.", "10.1", "1234", "1.0x7f", "a.0X1F",
+                            "0x7f.0.0.1", "*.0.113.11", "2001:db8::1", "10.0.0.0/8"}) {
+    EXPECT_TRUE(egress_entry_is_address(entry)) << entry;
+    auto r = validate_egress_name(entry);
+    ASSERT_FALSE(r) << entry;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find("is an address: egress allowlists are by DNS name"),
+              std::string::npos)
+        << r.error().message;
+  }
+  for (std::string name : {"1.2.3.example", "0.a", "x.0xg", "a.b1", "pypi.org"}) {
+    EXPECT_FALSE(egress_entry_is_address(name)) << name;
+    EXPECT_TRUE(validate_egress_name(name)) << name;
+  }
+  auto literal = Egress::allow({"pypi.org", "203.0.113.11"});
+  EXPECT_FALSE(validate_egress(literal));
+  EXPECT_FALSE(validate_egress_list(literal.list));
+  EXPECT_TRUE(validate_stored_egress_list(literal.list));
+}
+
 // #32, finding 5: a wildcard reaches one owner's names, never a public suffix's (libpsl, ICANN
 // and private sections) nor a wildcard DNS service's; a list read back keeps what it had.
 TEST(EgressNameTest, RefusesWildcardsAtAPublicSuffix) {

@@ -105,5 +105,19 @@ TEST(Labels, Validation) {
   EXPECT_FALSE(validate_labels(many));
 }
 
+// The controller's own labels (pve-sandbox/...) are read back from descriptions but never taken
+// from a client's create.
+TEST(Labels, ClientsMayNotSetTheControllersOwn) {
+  EXPECT_TRUE(validate_labels({{"pve-sandbox/template-name", "web"}}));
+  auto r = validate_client_labels({{"team", "a"}, {"pve-sandbox/template-name", "web"}});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("\"pve-sandbox/template-name\" is reserved"), std::string::npos)
+      << r.error().message;
+  EXPECT_FALSE(validate_client_labels({{"pve-sandbox/x", ""}}));
+  EXPECT_FALSE(validate_client_labels({{"Upper", "v"}}));
+  EXPECT_TRUE(validate_client_labels({{"team/pve-sandbox", "v"}, {"pve-sandboxes/x", "v"}}));
+}
+
 }  // namespace
 }  // namespace pvs

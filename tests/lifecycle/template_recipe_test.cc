@@ -107,6 +107,33 @@ TEST(TemplateRecipe, RefusesWithClearErrors) {
   EXPECT_NE(error_of("name: [").find("r.yaml:"), std::string::npos);
 }
 
+// The packages step's egress is the base's apt sources: a recipe with packages copies nothing
+// under /etc/apt/ (a sources file would add its host, an apt.conf.d hook run as root with it).
+TEST(TemplateRecipe, RefusesFilesUnderEtcAptWithPackages) {
+  for (const char* path : {"/etc/apt/sources.list.d/any.list", "/etc/apt/apt.conf.d/99hook",
+                           "/etc/apt/sources.list", "/etc//./apt/sources.list", "/etc/apt"}) {
+    std::string err = error_of("name: a\npackages: [git]\nfiles: [{path: '" + std::string(path) +
+                               "', content: x}]");
+    EXPECT_NE(err.find("files[0].path: \"" + std::string(path) + "\" is under /etc/apt/"),
+              std::string::npos)
+        << path << ": " << err;
+    EXPECT_NE(err.find("base's own apt sources"), std::string::npos) << err;
+    // Without packages nothing reads them during the build: a file like any other.
+    auto plain =
+        parse_recipe("name: a\nfiles: [{path: '" + std::string(path) + "', content: x}]", "r.yaml");
+    EXPECT_TRUE(plain) << path << ": " << plain.error().message;
+  }
+  auto near = parse_recipe(
+      "name: a\npackages: [git]\nfiles: [{path: /etc/aptitude/x, content: x}, "
+      "{path: /opt/etc/apt/x, content: x}, {path: /etc/apt-x, content: x}]",
+      "r.yaml");
+  EXPECT_TRUE(near) << near.error().message;
+  EXPECT_TRUE(is_apt_config_path("/etc/apt/x"));
+  EXPECT_TRUE(is_apt_config_path("//etc/./apt//x"));
+  EXPECT_FALSE(is_apt_config_path("/etc/aptx/x"));
+  EXPECT_FALSE(is_apt_config_path("/etc"));
+}
+
 TEST(TemplateRecipe, ReadsSrcFilesFromTheRecipesDirectory) {
   char dir[] = "/tmp/recipe-test-XXXXXX";
   ASSERT_TRUE(::mkdtemp(dir));
@@ -128,7 +155,8 @@ TEST(TemplateRecipe, ThePackagesStepMayReachTheMirrorsOfTheAptSources) {
       "# deb http://commented.example.org/ x\n"
       "deb [trusted=yes] http://repo.test:8080/debian ./\n"
       "Types: deb\nURIs: https://Security.Debian.org/debian-security\n"
-      "deb http://10.0.0.1/debian x\n");
+      "deb http://10.0.0.1/debian x\n"
+      "deb http://10.1/debian x\n");
   ASSERT_TRUE(e.allowlist());
   // Comments are not sources; an IP address cannot be allowlisted by name and is left out.
   EXPECT_EQ(e.list.names,

@@ -130,17 +130,27 @@ TEST_F(LxcApiTest, ATerminalRunsTheContainersViAsRoot) {
   EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
 }
 
-// The recipe of docs/templates.md on a real container: its apt sources point at the test's
-// mirror (a file of the recipe), the packages step reaches it through the egress allowlist the
-// build sets for that step alone, and a sandbox of the template has the package, the file and
-// the environment at its first command.
+// The recipe of docs/templates.md on a real container: its base's apt sources point at the
+// test's mirror (a template built first whose file they are: a recipe with packages copies
+// nothing under /etc/apt/), the packages step reaches it through the egress allowlist the build
+// sets for that step alone, fixed before the recipe's files are copied, and a sandbox of the
+// template has the package, the file and the environment at its first command.
 TEST_F(LxcApiTest, ARecipeInstallsAPackageFromTheMirrorAndASandboxHasItAtOnce) {
   ASSERT_EQ(lxctest::sh(std::string(PVS_APT_REPO_SCRIPT) + " " + stack_->www_dir()), 0);
+  const std::string sources =
+      "  - path: /etc/apt/sources.list\n"
+      "    content: \"deb [trusted=yes] http://deb.test/ ./\\n\"\n";
+  auto refused = call("POST", "/v1/templates",
+                      "name: tools\npackages: [pvs-hello]\nfiles:\n" + sources, "tok-root");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("is under /etc/apt/"), std::string::npos) << refused.body;
+  auto mirror = call("POST", "/v1/templates", "name: mirror\nfiles:\n" + sources, "tok-root");
+  ASSERT_EQ(mirror.status, 200) << mirror.body;
+  ASSERT_NE(mirror.body.find("\"template\""), std::string::npos) << mirror.body;
   const std::string recipe =
       "name: tools\n"
+      "base: mirror\n"
       "files:\n"
-      "  - path: /etc/apt/sources.list\n"
-      "    content: \"deb [trusted=yes] http://deb.test/ ./\\n\"\n"
       "  - path: /opt/app/hello.txt\n"
       "    content: \"from the recipe\\n\"\n"
       "packages: [pvs-hello]\n"
@@ -155,8 +165,9 @@ TEST_F(LxcApiTest, ARecipeInstallsAPackageFromTheMirrorAndASandboxHasItAtOnce) {
   auto outcome = json(last);
   ASSERT_TRUE(outcome->has("template")) << built.body;
   EXPECT_FALSE(outcome->getValue<bool>("cached"));
-  EXPECT_NE(built.body.find("==> egress for the packages: deb.test"), std::string::npos)
-      << built.body;
+  auto egress_line = built.body.find("==> egress for the packages: deb.test");
+  EXPECT_NE(egress_line, std::string::npos) << built.body;
+  EXPECT_LT(egress_line, built.body.find("==> files")) << built.body;  // fixed before the files
   std::printf("[ figure ] template build on the lxc backend: %.1f s\n",
               outcome->getValue<double>("seconds"));
 
@@ -178,6 +189,7 @@ TEST_F(LxcApiTest, ARecipeInstallsAPackageFromTheMirrorAndASandboxHasItAtOnce) {
   EXPECT_EQ(call("DELETE", "/v1/templates/tools", "", "tok-root").status, 409);
   EXPECT_EQ(call("DELETE", "/v1/sandboxes/" + id).status, 204);
   EXPECT_EQ(call("DELETE", "/v1/templates/tools", "", "tok-root").status, 204);
+  EXPECT_EQ(call("DELETE", "/v1/templates/mirror", "", "tok-root").status, 204);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ TEST_F(LxcE2bTemplateTest, AptInstallAndSetEnvsReachTheSandbox) {
   EXPECT_NE(r.out.find("ok the package, the RUN step and the env are there"), std::string::npos)
       << report;
   EXPECT_EQ(test::http(port_, "DELETE", "/v1/templates/sdk-apt", "", "tok-builder").status, 204);
+  EXPECT_EQ(test::http(port_, "DELETE", "/v1/templates/sdk-mirror", "", "tok-builder").status, 204);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import time
+import warnings
 from typing import List
 
 import pytest
@@ -14,6 +15,7 @@ from pve_sandbox import (
     AlreadyExists,
     ApprovalDenied,
     ApprovalRequired,
+    InsecureTokenWarning,
     LimitExceeded,
     NoMatch,
     NotFound,
@@ -107,3 +109,39 @@ def test_background_wrapper_kills_its_process_group() -> None:
             break
         time.sleep(0.05)
     assert left == b""
+
+
+def test_config_repr_never_shows_the_token() -> None:
+    cfg = resolve_config("https://sandbox.example.test", "pvs_secret_token_value")
+    assert "pvs_secret_token_value" not in repr(cfg)
+    assert "pvs_secret_token_value" not in str(cfg)
+    assert cfg.token == "pvs_secret_token_value"  # still there for the calls
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8787",
+        "http://127.9.8.7",
+        "http://[::1]:8787",
+        "http://localhost:8787",
+        "http://LOCALHOST",
+        "https://sandbox.example.test",
+        "https://203.0.113.7:8443",
+    ],
+)
+def test_no_warning_over_tls_or_to_loopback(url: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_config(url, "pvs_x")
+
+
+@pytest.mark.parametrize(
+    "url", ["http://sandbox.example.test:8787", "http://203.0.113.7", "HTTP://[2001:db8::1]:80"]
+)
+def test_warns_when_the_token_goes_over_plain_http_elsewhere(url: str) -> None:
+    with pytest.warns(InsecureTokenWarning, match="plain http://") as caught:
+        cfg = resolve_config(url, "pvs_secret_token_value")
+    assert len(caught) == 1
+    assert "pvs_secret_token_value" not in str(caught[0].message)
+    assert cfg.url == url.rstrip("/")

@@ -61,9 +61,15 @@ bool valid_egress_list_name(std::string_view name);
 // "off", "on" or "allowlist".
 std::string_view to_string(Egress::Mode mode);
 
+// True for an address rather than a DNS name: an IPv6 address or a CIDR block (a ':' or a '/'),
+// or a dotted entry whose last label is a number (all digits, or 0x and hex digits, as URL
+// parsers and inet_aton read "203.0.113.11", "10.1" or "1.0x7f"): no top-level domain is
+// numeric. Egress allowlists are by name; every way in refuses these with one message.
+bool egress_entry_is_address(std::string_view entry);
+
 // One name: lower-case LDH labels, or "*." + such a name whose subdomains belong to one owner
-// (not at a public suffix: egress_wildcard_problem, common/public_suffix.h); kInvalidArgument
-// says why not.
+// (not at a public suffix: egress_wildcard_problem, common/public_suffix.h), and no address
+// (egress_entry_is_address); kInvalidArgument says why not.
 Status validate_egress_name(std::string_view name);
 // Sorts and deduplicates names and ports; empty ports become kDefaultEgressPorts.
 void normalize_egress_list(EgressList& list);

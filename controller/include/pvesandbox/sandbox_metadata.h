@@ -31,6 +31,13 @@ inline constexpr std::size_t kMaxLabelValue = 128;
 // ASCII bytes. At most kMaxLabels labels.
 Status validate_labels(const std::map<std::string, std::string>& labels);
 
+// Label keys under this prefix are the controller's own (the template a sandbox was made from,
+// a pool member's profile, a build's recipe): written by the controller, never by a client.
+inline constexpr std::string_view kReservedLabelPrefix = "pve-sandbox/";
+// validate_labels, and no key under kReservedLabelPrefix: the labels a create may ask for
+// (kInvalidArgument naming the key). Every create of the library and the API takes this.
+Status validate_client_labels(const std::map<std::string, std::string>& labels);
+
 struct SandboxMetadata {
   // Where a sandbox is in its life. A sandbox found in "creating" or "destroying" after a
   // restart was interrupted and is destroyed by recovery. "pooled" is a stopped clone in the

@@ -3,7 +3,8 @@
 //   name: py-tools                  # 1-32 of [a-z0-9-]: how creates and pools name it
 //   base: 9000                      # a VMID or a custom template's name; absent: the node's
 //   packages: [python3-venv, git]   # Debian packages, from the node's package mirror
-//   files:                          # copied in before the script runs
+//   files:                          # copied in before the script runs (none under /etc/apt/
+//                                   #   with packages: is_apt_config_path)
 //     - {path: /etc/motd, content: "hello\n"}
 //     - {path: /opt/app/requirements.txt, src: requirements.txt, mode: "0600"}
 //   env: {PIP_NO_CACHE_DIR: "1"}    # defaults every login shell of a sandbox gets
@@ -51,6 +52,17 @@ struct TemplateRecipe {
   // SHA-256 of canonical() without pool_size, lower-case hex (64 digits).
   std::string digest() const;
 };
+
+// True for /etc/apt and what lies under it (empty and "." parts ignored: "/etc//./apt/x" too).
+// A recipe with packages may not copy files there: the packages step uses the base's apt
+// sources and configuration as they are, and its egress is fixed from them before any file is
+// copied (docs/templates.md). E2B's COPY steps are refused the same way.
+bool is_apt_config_path(std::string_view path);
+// The refusal's reason, for the recipe parser and E2B's steps alike.
+inline constexpr std::string_view kAptFilesWithPackages =
+    "is under /etc/apt/: a recipe with packages installs them from the base's own apt sources "
+    "and configuration, never a file of the recipe (build a base template with the sources "
+    "first, then the packages on it)";
 
 // Template names, as recipes and creates give them: 1-32 of [a-z0-9-], a letter first.
 bool valid_template_name(std::string_view name);

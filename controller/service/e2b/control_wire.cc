@@ -12,14 +12,6 @@ namespace {
 
 constexpr std::string_view kAllTraffic = "0.0.0.0/0";
 
-// An IPv4/IPv6 address or CIDR block rather than a DNS name.
-bool looks_like_address(std::string_view entry) {
-  if (entry.find('/') != std::string_view::npos || entry.find(':') != std::string_view::npos)
-    return true;
-  return !entry.empty() && std::all_of(entry.begin(), entry.end(),
-                                       [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
-}
-
 std::string lower(std::string text) {
   for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
@@ -49,7 +41,7 @@ ApiResult<EgressRequest> egress_from(std::optional<bool> allow_internet,
       r.names.clear();
       return r;
     }
-    if (looks_like_address(entry))
+    if (egress_entry_is_address(entry))
       return tl::unexpected(unsupported(
           "network.allowOut entry \"" + entry + "\"",
           "egress allowlists are by DNS name (enforced by the node's resolver); give a domain "
@@ -190,7 +182,7 @@ ApiResult<NewSandbox> parse_new_sandbox(std::string_view text, const NewSandboxL
     if (body->has(f)) body->reject(f, "not supported by pve-sandbox");
   if (auto md = body->string_map("metadata", kMaxLabels, kMaxLabelValue)) {
     r.create.labels = std::move(*md);
-    if (auto e = label_error(r.create.labels))
+    if (auto e = client_label_error(r.create.labels))
       body->reject("metadata", *e + " (metadata are pve-sandbox labels)");
   }
   if (auto env = body->string_map("envVars", kMaxEnvEntries, kMaxEnvValueBytes)) {

@@ -3,9 +3,10 @@
 #include <Poco/Base64Encoder.h>
 #include <Poco/Crypto/DigestEngine.h>
 #include <Poco/Crypto/OpenSSLInitializer.h>
-#include <Poco/RandomStream.h>
 
 #include <sstream>
+
+#include "pvesandbox/common/random.h"
 
 namespace pvs::service {
 
@@ -31,9 +32,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 }
 
 std::string generate_token(std::string_view prefix) {
-  std::string raw(32, '\0');
-  Poco::RandomInputStream random;
-  random.read(raw.data(), static_cast<std::streamsize>(raw.size()));
+  const std::string raw = secure_random_or_throw(32, "a token");
   std::ostringstream out;
   Poco::Base64Encoder encoder(out, Poco::BASE64_URL_ENCODING | Poco::BASE64_NO_PADDING);
   encoder.rdbuf()->setLineLength(0);

@@ -15,7 +15,8 @@ namespace pvs::service {
 std::string sha256_hex(std::string_view text);
 // Equal-length comparison whose time does not depend on where the inputs differ.
 bool constant_time_equal(std::string_view a, std::string_view b);
-// A fresh random token: 32 bytes from the OS, base64url without padding, after `prefix`.
+// A fresh random token: 32 bytes from getrandom(2) (secure_random_bytes: fails closed, a
+// std::runtime_error, never a weaker source), base64url without padding, after `prefix`.
 std::string generate_token(std::string_view prefix = "pvs_");
 
 struct Principal {

@@ -82,6 +82,12 @@ std::optional<std::string> label_error(const std::map<std::string, std::string>&
   return std::nullopt;
 }
 
+std::optional<std::string> client_label_error(const std::map<std::string, std::string>& labels) {
+  if (auto e = label_error(labels)) return e;
+  if (auto ok = validate_client_labels(labels); !ok) return ok.error().message;
+  return std::nullopt;
+}
+
 bool is_sandbox_id(std::string_view id) {
   if (id.size() != 15 || id.substr(0, 3) != "sb-") return false;
   for (char c : id.substr(3)) {
@@ -199,7 +205,7 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
   }
   if (auto v = body->string_map("labels", kMaxLabels, kMaxLabelValue)) {
     r.labels = std::move(*v);
-    if (auto e = label_error(r.labels)) body->reject("labels", *e);
+    if (auto e = client_label_error(r.labels)) body->reject("labels", *e);
   }
   if (auto v = body->string("hostname", 63)) {
     if (!is_hostname(*v)) {

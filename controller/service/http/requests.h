@@ -84,6 +84,9 @@ ApiResult<EditRequest> parse_edit(std::string_view body, const ServiceConfig& co
 
 // Why these labels are invalid, or nullopt (the rules of pvs::validate_labels).
 std::optional<std::string> label_error(const std::map<std::string, std::string>& labels);
+// label_error, and no key under pve-sandbox/ (pvs::validate_client_labels): the labels a client
+// sets on a sandbox (REST and MCP create, E2B metadata). Selectors may name reserved keys.
+std::optional<std::string> client_label_error(const std::map<std::string, std::string>& labels);
 // "sb-" + 12 lower-case hex digits.
 bool is_sandbox_id(std::string_view id);
 // An RFC 1123 label: 1-63 of [a-z0-9-], not starting or ending with '-'.

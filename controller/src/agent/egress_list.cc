@@ -47,7 +47,26 @@ Status check_syntax(std::string_view name) {
                  " (a lower-case DNS name, or *. and one for its subdomains)");
 }
 
+Status address_refused(std::string_view name) {
+  return invalid("egress name " + quoted(name) +
+                 " is an address: egress allowlists are by DNS name (the node's resolver "
+                 "answers the names listed and lets through the addresses it answered); give a "
+                 "domain such as \"pypi.org\" or \"*.github.com\"");
+}
+
 }  // namespace
+
+bool egress_entry_is_address(std::string_view entry) {
+  if (entry.find_first_of(":/") != std::string_view::npos) return true;
+  if (entry.ends_with('.')) entry.remove_suffix(1);  // "203.0.113.11." is one too
+  auto top = entry.substr(entry.rfind('.') + 1);     // no dot: the whole entry
+  auto all_of = [](std::string_view s, std::string_view set) {
+    return !s.empty() && s.find_first_not_of(set) == std::string_view::npos;
+  };
+  if (all_of(top, "0123456789")) return true;
+  return top.size() >= 2 && top[0] == '0' && (top[1] == 'x' || top[1] == 'X') &&
+         (top.size() == 2 || all_of(top.substr(2), "0123456789abcdefABCDEF"));
+}
 
 Egress Egress::allow(std::vector<std::string> names, std::vector<std::uint16_t> ports,
                      std::string list_name) {
@@ -74,6 +93,7 @@ std::string_view to_string(Egress::Mode mode) {
 }
 
 Status validate_egress_name(std::string_view name) {
+  if (egress_entry_is_address(name)) return address_refused(name);
   // First the Public Suffix List: "*.com" is refused as a public suffix, not for its one label.
   if (auto why = egress_wildcard_problem(name); !why.empty()) return invalid(why);
   return check_syntax(name);
@@ -89,6 +109,9 @@ void normalize_egress_list(EgressList& list) {
 
 Status validate_egress_list(const EgressList& list) {
   if (auto ok = validate_stored_egress_list(list); !ok) return ok;
+  // Not in the stored check: a list recorded before addresses were refused still reads back.
+  for (const auto& n : list.names)
+    if (egress_entry_is_address(n)) return address_refused(n);
   if (auto why = egress_wildcards_problem(list.names); !why.empty()) return invalid(why);
   return {};
 }

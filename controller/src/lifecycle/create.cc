@@ -81,7 +81,7 @@ Status ManagerCore::validate(const CreateOptions& o) {
     return fail(ErrorCode::kInvalidArgument, "no node " + quoted(o.node, 64) + " in the cluster");
   if (auto v = validate_labels(o.node_selector); !v)
     return fail(ErrorCode::kInvalidArgument, "node_selector: " + v.error().message);
-  if (auto v = validate_labels(o.labels); !v) return fail(v.error());
+  if (auto v = validate_client_labels(o.labels); !v) return fail(v.error());
   if (auto e = create_egress(o); !e) return fail(e.error());
   return {};
 }
@@ -153,7 +153,8 @@ SandboxMetadata ManagerCore::new_metadata(const Step& s, const CreateOptions& o)
   if (auto e = create_egress(o)) set_egress(md, *e);
   md.address = s.address;
   md.owner = o.owner;
-  md.labels = o.labels;
+  md.labels = o.labels;  // validate_client_labels: none of the controller's own
+  // What the create used, the one record of a template's users (catalog.cc counts these).
   if (!o.template_name.empty()) md.labels[std::string(kTemplateNameLabel)] = o.template_name;
   return md;
 }

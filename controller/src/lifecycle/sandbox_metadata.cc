@@ -94,6 +94,16 @@ Status validate_labels(const std::map<std::string, std::string>& labels) {
   return {};
 }
 
+Status validate_client_labels(const std::map<std::string, std::string>& labels) {
+  if (auto ok = validate_labels(labels); !ok) return ok;
+  for (const auto& [key, value] : labels)
+    if (key.starts_with(kReservedLabelPrefix))
+      return fail(ErrorCode::kInvalidArgument,
+                  "label key " + quoted(key) + " is reserved: keys under " +
+                      std::string(kReservedLabelPrefix) + " are the controller's own");
+  return {};
+}
+
 std::string_view to_string(SandboxMetadata::Phase phase) {
   switch (phase) {
     case SandboxMetadata::Phase::kCreating: return "creating";

@@ -1,9 +1,10 @@
 // Building a custom template from a recipe (Manager::build_template, custom_templates.h):
 //   1. a container cloned from the recipe's base, brought up as a create does (phase
 //      "creating", label pve-sandbox/build; the base's SSH host key kept),
-//   2. the files copied in (and the env defaults written), the packages installed with the
-//      container's egress allowlisted to its apt sources' hosts for that step only, the script
-//      run as root, the clean command run,
+//   2. the packages' egress read from the base's apt sources (before any file of the recipe is
+//      there), the files copied in (and the env defaults written), the packages installed with
+//      the container's egress allowlisted to those hosts for that step only, the script run as
+//      root, the clean command run,
 //   3. its SSH closed, stopped, its egress, binding and address given back, its description
 //      rewritten (phase "pooled", the template labels), converted into a template.
 // Any failure rolls the container back as a failed create (nothing left but the log).
@@ -134,6 +135,20 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
                   "packages and env need a real container: this sandbox's init is not one "
                   "(a stand-in sharing the host's file system?)");
   }
+  // The packages' egress comes from the base's apt sources, read before any file of the recipe
+  // is copied: no file can add a host to it (and parse_recipe refuses files under /etc/apt/
+  // with packages, is_apt_config_path).
+  Egress mirror = Egress::off();
+  if (!r.packages.empty()) {
+    auto sources = box.exec("cat /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null", {});
+    mirror = sources ? apt_mirror_egress(sources->out) : Egress::off();
+    if (!mirror.allowlist())
+      return fail(ErrorCode::kInvalidArgument,
+                  "packages: no http(s) package mirror in the base's apt sources");
+    std::string hosts;
+    for (auto& h : mirror.list.names) hosts += " " + h;
+    log.line("==> egress for the packages:" + hosts);
+  }
   if (!files.empty()) {
     std::string dirs = "mkdir -p", modes;
     for (auto& f : files) {
@@ -152,14 +167,6 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
     if (auto st = run_step(box, log, timeout, "file modes", modes + "true"); !st) return st;
   }
   if (!r.packages.empty()) {
-    auto sources = box.exec("cat /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null", {});
-    Egress mirror = sources ? apt_mirror_egress(sources->out) : Egress::off();
-    if (!mirror.allowlist())
-      return fail(ErrorCode::kInvalidArgument,
-                  "packages: no http(s) package mirror in the base's apt sources");
-    std::string hosts;
-    for (auto& h : mirror.list.names) hosts += " " + h;
-    log.line("==> egress for the packages:" + hosts);
     if (auto st = box.set_egress(mirror); !st) return st;
     std::string install =
         "export DEBIAN_FRONTEND=noninteractive && apt-get update && "
@@ -199,9 +206,7 @@ Egress apt_mirror_egress(const std::string& sources) {
     for (std::sregex_iterator it(line.begin(), line.end(), uri), end; it != end; ++it) {
       std::string host = (*it)[2];
       for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      // An address is not a name the allowlist can hold.
-      if (host.find_first_not_of("0123456789.") == std::string::npos) continue;
-      if (!validate_egress_name(host)) continue;
+      if (!validate_egress_name(host)) continue;  // an address is not a name the list holds
       names.push_back(host);
       if ((*it)[4].matched)
         ports.insert(static_cast<std::uint16_t>(std::stoi((*it)[4])));

@@ -110,6 +110,17 @@ void read_file_entry(yaml::Map& f, const std::string& dir, TemplateRecipe::File*
 
 }  // namespace
 
+bool is_apt_config_path(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty() && parts.size() < 2) {
+    auto slash = path.find('/');
+    auto part = path.substr(0, slash);
+    if (!part.empty() && part != ".") parts.push_back(part);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+  }
+  return parts.size() == 2 && parts[0] == "etc" && parts[1] == "apt";
+}
+
 bool valid_template_name(std::string_view name) {
   if (name.empty() || name.size() > 32 || !(name[0] >= 'a' && name[0] <= 'z')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -184,6 +195,8 @@ Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view sour
     read_file_entry(f, dir, &file);
     if (!f.ok()) break;
     if (!paths.insert(file.path).second) f.fail("path", "copied twice: " + quoted(file.path));
+    if (f.ok() && !r.packages.empty() && is_apt_config_path(file.path))
+      f.fail("path", quoted(file.path) + " " + std::string(kAptFilesWithPackages));
     bytes += file.content.size();
     if (bytes > kMaxRecipeBytes)
       f.fail("path", "the files hold more than " + std::to_string(kMaxRecipeBytes >> 20) + " MiB");

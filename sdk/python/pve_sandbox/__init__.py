@@ -9,7 +9,7 @@ Configuration comes from ``PVS_URL``/``PVS_TOKEN`` (or ``SANDBOXCTL_URL``/
 ``SANDBOXCTL_TOKEN``) unless given as arguments. See docs/python.md.
 """
 
-from ._config import ClientConfig, resolve_config
+from ._config import ClientConfig, InsecureTokenWarning, resolve_config
 from ._terminal_ws import AsyncTerminalConnection, TerminalConnection
 from ._version import VERSION as __version__
 from .aio import (
@@ -107,6 +107,7 @@ __all__ = [
     "EntryInfo",
     "Files",
     "Health",
+    "InsecureTokenWarning",
     "InsufficientStorage",
     "Internal",
     "InternetAccess",

@@ -18,6 +18,15 @@ async function wrongKey() {
   (e) => e instanceof AuthenticationError);
 }
 
+// Metadata are labels, and pve-sandbox/ is the controller's own: a tenant's create naming one
+// (the template-name label would count as a template user and hold off an admin's delete) is
+// refused.
+async function reservedMetadata() {
+  await expectError('metadata under pve-sandbox/ are refused', () =>
+    Sandbox.create({ metadata: { 'pve-sandbox/template-name': 'base' } }),
+  (e) => /pve-sandbox\/template-name.*reserved/.test(e?.message ?? ''));
+}
+
 async function commands(sbx) {
   const out = [], err = [];
   const r = await sbx.commands.run('echo out; echo err >&2', {
@@ -137,6 +146,7 @@ async function policy(sbx) {
 
 async function main() {
   await wrongKey();
+  await reservedMetadata();
   const sbx = await Sandbox.create({
     timeoutMs: 120_000, metadata: { run: 'e2e' }, envs: { GREETING: 'hello' },
   });

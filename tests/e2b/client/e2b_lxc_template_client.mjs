@@ -1,11 +1,13 @@
 // Template.build on real containers (pvesim's lxc backend) with the unmodified `e2b` SDK: the
-// steps the netns stand-in refuses. A COPY points apt at the test's own mirror (deb.test,
-// tests/lxc/apt-repo.sh), aptInstall installs a package from it through the build's egress
-// allowlist, setEnvs sets a default, a RUN uses the package; a sandbox of the template has all
-// of it at its first command. Configuration: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY.
+// steps the netns stand-in refuses. A first template's COPY points apt at the test's own mirror
+// (deb.test, tests/lxc/apt-repo.sh); on it (fromTemplate) aptInstall installs a package from
+// that mirror through the build's egress allowlist, setEnvs sets a default, a RUN uses the
+// package; a sandbox of the template has all of it at its first command. A COPY under /etc/apt/
+// with aptInstall in one template is refused (the packages' egress is the base's sources).
+// Configuration: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY.
 // Each check prints "ok <name>" or "FAIL <name>: <why>"; the exit code counts the failures.
 import { Template, Sandbox } from 'e2b';
-import { check, exitCode, unexpected } from './checks.mjs';
+import { check, expectError, exitCode, unexpected } from './checks.mjs';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,9 +16,17 @@ const context = mkdtempSync(join(tmpdir(), 'pvs-e2b-lxc-'));
 writeFileSync(join(context, 'sources.list'), 'deb [trusted=yes] http://deb.test/ ./\n');
 
 async function main() {
+  await expectError('a COPY under /etc/apt/ with aptInstall is refused', () =>
+    Template.build(Template({ fileContextPath: context }).fromBaseImage()
+      .copy('sources.list', '/etc/apt/').aptInstall(['pvs-hello']), 'sdk-refused'),
+  (e) => /is under \/etc\/apt\//.test(e?.message ?? ''));
+  const mirror = await Template.build(
+    Template({ fileContextPath: context }).fromBaseImage().copy('sources.list', '/etc/apt/'),
+    'sdk-mirror');
+  check('a template with the mirror in its apt sources', mirror.templateId === 'sdk-mirror',
+    JSON.stringify(mirror));
   const logs = [];
-  const t = Template({ fileContextPath: context }).fromBaseImage()
-    .copy('sources.list', '/etc/apt/')
+  const t = Template().fromTemplate('sdk-mirror')
     .aptInstall(['pvs-hello'])
     .setEnvs({ GREETING: 'hi from setEnvs' })
     .runCmd('pvs-hello > /opt/built.txt');

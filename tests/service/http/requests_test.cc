@@ -52,6 +52,9 @@ TEST(Requests, CreateRejectsBadInput) {
             "hostname: must be a DNS label: 1-63 of [a-z0-9-], no leading or trailing -");
   EXPECT_NE(error(parse_create(R"({"labels":{"BAD KEY":"x"}})", c)).find("labels: "),
             std::string::npos);
+  EXPECT_EQ(error(parse_create(R"({"labels":{"pve-sandbox/template-name":"web"}})", c)),
+            "labels: label key \"pve-sandbox/template-name\" is reserved: keys under "
+            "pve-sandbox/ are the controller's own");
   EXPECT_EQ(error(parse_create(R"({"label":{}})", c)), "label: unknown field");
   EXPECT_EQ(error(parse_create(R"({"cpus":1)", c)).rfind("malformed JSON", 0), 0u);
 }
@@ -129,6 +132,7 @@ TEST(Requests, Parameters) {
   auto sel = parse_selector({"team=ml", "run=42"});
   ASSERT_TRUE(sel);
   EXPECT_EQ(sel->size(), 2u);
+  EXPECT_TRUE(parse_selector({"pve-sandbox/template-name=web"}));  // reading is fine
   EXPECT_FALSE(parse_selector({"team"}));
   EXPECT_FALSE(parse_selector({"=x"}));
 }

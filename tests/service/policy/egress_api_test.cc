@@ -296,6 +296,36 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   auto refused = tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["pastebin.com"]})");
   EXPECT_NE(refused.find("\"isError\":true"), std::string::npos) << refused;
   EXPECT_TRUE(agent_->lists().empty());
+  // An address is no name, here as on REST; a reserved label no label a tool may set.
+  auto address = tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["203.0.113.11"]})");
+  EXPECT_NE(address.find("\"isError\":true"), std::string::npos) << address;
+  EXPECT_NE(address.find("is an address: egress allowlists are by DNS name"), std::string::npos)
+      << address;
+  EXPECT_TRUE(agent_->lists().empty());
+  auto reserved = tool("sandbox_create", R"({"labels":{"pve-sandbox/template-name":"x"}})");
+  EXPECT_NE(reserved.find("\"isError\":true"), std::string::npos) << reserved;
+  EXPECT_NE(reserved.find("is reserved"), std::string::npos) << reserved;
+  EXPECT_EQ(svc_->manager()->list().size(), 1u);
+}
+
+// The demo's finding: an IPv4 literal is not a DNS name (no top-level domain is numeric).
+// Refused with a 400 saying egress is by name, at create and on PUT .../internet; nothing set.
+TEST_F(EgressApiTest, AnAddressIsRefusedSayingEgressIsByName) {
+  auto sb = create("{}");
+  ASSERT_TRUE(sb);
+  std::string id = sb->getValue<std::string>("id");
+  for (const char* entry : {"203.0.113.11", "10.1", "*.0.113.11", "2001:db8::1", "10.0.0.0/8"}) {
+    auto r = set(id, std::string(R"({"allow":[")") + entry + R"("]})");
+    EXPECT_EQ(r.status, 400) << entry << ": " << r.body;
+    EXPECT_NE(r.body.find("is an address: egress allowlists are by DNS name"), std::string::npos)
+        << r.body;
+    auto c = call("POST", "/v1/sandboxes",
+                  std::string(R"({"internet":{"allow":["pypi.org",")") + entry + R"("]}})");
+    EXPECT_EQ(c.status, 400) << entry << ": " << c.body;
+  }
+  EXPECT_TRUE(agent_list(sb).names.empty());
+  EXPECT_EQ(svc_->manager()->list().size(), 1u);
+  EXPECT_EQ(set(id, R"({"allow":["203.0.113.11.example"]})").status, 200);  // a name
 }
 
 // An approval is for the names asked for: it cannot be spent on another list.

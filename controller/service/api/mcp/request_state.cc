@@ -3,7 +3,6 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include <Poco/Exception.h>
 #include <Poco/JSON/Object.h>
@@ -11,6 +10,7 @@
 
 #include "http/auth.h"
 #include "http/json.h"
+#include "pvesandbox/common/random.h"
 
 namespace pvs::service::mcp {
 
@@ -73,10 +73,7 @@ std::optional<std::string> string_field(const Poco::JSON::Object::Ptr& o, const 
 }  // namespace
 
 std::string new_state_key() {
-  std::string key(32, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(key.data()), static_cast<int>(key.size())) != 1)
-    throw std::runtime_error("no random bytes for the MCP request-state key");
-  return key;
+  return secure_random_or_throw(32, "the MCP request-state key");
 }
 
 std::string arguments_digest(std::string_view arguments_json) {

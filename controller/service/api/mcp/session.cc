@@ -1,29 +1,11 @@
 #include "api/mcp/session.h"
 
-#include <sys/random.h>
-
-#include <stdexcept>
+#include "pvesandbox/common/random.h"
 
 namespace pvs::service::mcp {
 
 std::string new_session_id() {
-  unsigned char raw[16];
-  std::size_t got = 0;
-  while (got < sizeof raw) {
-    ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error("getrandom failed");
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  static const char* kHex = "0123456789abcdef";
-  std::string id;
-  for (unsigned char c : raw) {
-    id += kHex[c >> 4];
-    id += kHex[c & 15];
-  }
-  return id;
+  return secure_random_hex(16, "an MCP session id");
 }
 
 void SessionStore::expire(Clock::time_point now) {

@@ -1,11 +1,11 @@
 #include "e2b/templates/template_builds.h"
 
 #include <Poco/DigestEngine.h>
-#include <Poco/RandomStream.h>
 
 #include <cstdio>
 
 #include "http/auth.h"
+#include "pvesandbox/common/random.h"
 
 namespace pvs::service::e2b {
 namespace {
@@ -19,12 +19,10 @@ std::int64_t now_ms() {
       .count();
 }
 
-// `n` bytes from the OS (upload links are secrets; build ids must not collide).
+// `n` bytes from getrandom(2) (upload links are secrets; build ids must not collide).
 Poco::DigestEngine::Digest random_bytes(std::size_t n) {
-  Poco::DigestEngine::Digest raw(n);
-  Poco::RandomInputStream random;
-  random.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
-  return raw;
+  const std::string bytes = secure_random_or_throw(n, "an upload link or build id");
+  return Poco::DigestEngine::Digest(bytes.begin(), bytes.end());
 }
 
 }  // namespace

@@ -224,6 +224,9 @@ class StepMapper {
                                      "the steps copy more than the recipe's " +
                                          std::to_string(kMaxRecipeFiles) + " files or " +
                                          std::to_string(kMaxRecipeBytes >> 20) + " MiB"));
+    for (const auto& [path, f] : files)
+      if (ok && apt_copy_step_ == 0 && is_apt_config_path(path))
+        apt_copy_step_ = n, apt_copy_path_ = path;
     return ok;
   }
   ApiResult<void> env(int n, const BuildStep& s, MappedBuild* out) {
@@ -247,6 +250,11 @@ class StepMapper {
     if (s.args.size() < 2 && !(ok = as_root(n, s))) return ok;
     if (auto pkgs = apt_packages(s.args[0])) {
       if (!(ok = keep_order(n, s, 1))) return ok;
+      if (apt_copy_step_ > 0)  // the same refusal as parse_recipe's, naming the steps
+        return tl::unexpected(step_error(n, s,
+                                         "step " + std::to_string(apt_copy_step_) + " copies \"" +
+                                             apt_copy_path_ + "\", which " +
+                                             std::string(kAptFilesWithPackages)));
       for (auto& p : *pkgs)
         if (std::find(packages.begin(), packages.end(), p) == packages.end()) packages.push_back(p);
       if (out->first_package_step == 0) out->first_package_step = n;
@@ -270,6 +278,8 @@ class StepMapper {
   std::string user_;                // a USER other than root, and its step
   int user_step_ = 0;
   std::string workdir_, script_dir_;  // WORKDIR, and where the script is
+  int apt_copy_step_ = 0;             // the first COPY of a file under /etc/apt/, and the file
+  std::string apt_copy_path_;
 };
 
 }  // namespace

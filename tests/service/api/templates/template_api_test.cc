@@ -134,6 +134,34 @@ TEST_F(TemplateApiTest, BuildStreamsListCreateDelete) {
   EXPECT_EQ(call("GET", "/v1/templates/web").status, 404);
 }
 
+// Issue #46, finding 6: pve-sandbox/template-name records the template a create used; a tenant
+// who sets it as a label (REST) or metadata (E2B) is refused, and so cannot hold off an admin's
+// delete of a template the tenant never used.
+TEST_F(TemplateApiTest, ATenantsLabelNeitherUsesNorHoldsATemplate) {
+  auto r = call("POST", "/v1/templates", recipe("true"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(json(lines_of(r.body).back())->has("template")) << r.body;
+  auto rest = call("POST", "/v1/sandboxes", R"({"labels":{"pve-sandbox/template-name":"web"}})",
+                   "tok-alice");
+  EXPECT_EQ(rest.status, 400) << rest.body;
+  EXPECT_NE(rest.body.find(R"(label key \"pve-sandbox/template-name\" is reserved)"),
+            std::string::npos)
+      << rest.body;
+  auto other =
+      call("POST", "/v1/sandboxes", R"({"labels":{"pve-sandbox/anything":"x"}})", "tok-alice");
+  EXPECT_EQ(other.status, 400) << other.body;
+  auto e2b = http(svc_->port(), "POST", "/e2b/v2/sandboxes",
+                  R"({"templateID":"base","metadata":{"pve-sandbox/template-name":"web"}})", "",
+                  {{"X-API-Key", kE2bKey}, {"Content-Type", "application/json"}});
+  EXPECT_EQ(e2b.status, 400) << e2b.body;
+  EXPECT_NE(e2b.body.find("is reserved"), std::string::npos) << e2b.body;
+  // Labels of the tenant's own are fine, and a sandbox of another template is no user.
+  auto mine = call("POST", "/v1/sandboxes", R"({"labels":{"team/web":"yes"}})", "tok-alice");
+  ASSERT_EQ(mine.status, 201) << mine.body;
+  EXPECT_EQ(json(call("GET", "/v1/templates/web").body)->getValue<int>("in_use"), 0);
+  EXPECT_EQ(call("DELETE", "/v1/templates/web").status, 204);
+}
+
 TEST_F(TemplateApiTest, AFailedBuildEndsWithItsErrorAndLog) {
   auto r = call("POST", "/v1/templates", recipe("echo broken-step; exit 2"));
   ASSERT_EQ(r.status, 200) << r.body;

@@ -73,6 +73,10 @@ TEST(ConfigEgress, ErrorsNameTheKey) {
             "controller.yaml: egress.lists.py.names: egress name \"PyPI.org\" may hold only a-z "
             "0-9 - and dots (lower case) (a lower-case DNS name, or *. and one for its "
             "subdomains)");
+  EXPECT_NE(error_of(with("egress:\n  lists:\n    py:\n      names: [203.0.113.11]\n"))
+                .find("controller.yaml: egress.lists.py.names: egress name \"203.0.113.11\" is "
+                      "an address: egress allowlists are by DNS name"),
+            std::string::npos);
   EXPECT_EQ(error_of(with("egress:\n  lists:\n    py:\n      ports: [443]\n")),
             "controller.yaml: egress.lists.py.names: is required (at least one name)");
   EXPECT_EQ(error_of(with("egress:\n  lists:\n    py:\n      names: [a.org]\n      ports: [0]\n")),
