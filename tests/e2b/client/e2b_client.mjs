@@ -126,6 +126,17 @@ async function otherToken(sbx) {
 const messageOf = (e) => e?.message ?? '';
 const approvalOf = (e) => messageOf(e).match(/ap-[0-9a-f-]+/)?.[0];
 
+// The approval a refused control-plane call opened: named in the error's message, or else (an
+// SDK error that does not carry the server's message) the newest pending one of `action`.
+async function pendingApproval(e, action) {
+  if (approvalOf(e)) return approvalOf(e);
+  const res = await fetch(`${process.env.PVS_URL}/v1/approvals?state=pending`, {
+    headers: { Authorization: `Bearer ${process.env.PVS_APPROVER}` },
+  });
+  const list = (await res.json()).approvals.filter((a) => a.action === action);
+  return list.length ? list[list.length - 1].id : undefined;
+}
+
 async function approveOverRest(id) {
   const res = await fetch(`${process.env.PVS_URL}/v1/approvals/${id}/approve`, {
     method: 'POST',
@@ -239,15 +250,17 @@ async function createApproval() {
     apiKey: process.env.PVS_E2B_OTHER_KEY, allowInternetAccess: true, metadata: { run: 'approved' },
   };
   const pending = await expectError('create: with internet needs a person',
-    () => createAndKill(opts), (e) => !!approvalOf(e));
-  const ap = approvalOf(pending);
+    () => createAndKill(opts), (e) => e instanceof Error);
+  const ap = await pendingApproval(pending, 'sandbox.create');
   check('create: a person approves', await approveOverRest(ap));
   const shown = await approvalView(ap);
   check('create: the approval shows the whole create', shown.request?.template_id === 'base' &&
     shown.request?.create?.labels?.run === 'approved', JSON.stringify(shown));
-  await expectError('create: the approval is not spent on another create',
+  const another = await expectError('create: the approval is not spent on another create',
     () => createAndKill({ ...opts, metadata: { run: 'other' }, envs: { X: '1' } }),
-    (e) => !!approvalOf(e) && approvalOf(e) !== ap);
+    (e) => e instanceof Error);
+  check('create: another create needs its own approval',
+    (await pendingApproval(another, 'sandbox.create')) !== ap, messageOf(another));
   let made;
   try {
     made = await createAndKill(opts);
