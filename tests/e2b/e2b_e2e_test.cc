@@ -25,6 +25,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* kAgentKey = "e2b_0123456789abcdef0123456789abcdef";
 constexpr const char* kOtherKey = "e2b_fedcba9876543210fedcba9876543210";
+constexpr const char* kNoTermKey = "e2b_00112233445566778899aabbccddeeff";
+constexpr const char* kWatchKey = "e2b_ffeeddccbbaa99887766554433221100";
 
 std::string report(const test::ProcessResult& p) {
   return "exit " + std::to_string(p.exit_code) + "\nstdout:\n" + p.out + "stderr:\n" + p.err;
@@ -45,12 +47,28 @@ class E2bE2eTest : public test::ControllerOnStackTest {
               sha256_hex("tok-agent") + ", e2b_key_sha256: " + sha256_hex(kAgentKey) +
               ", max_sandboxes: 4}\n" + "    - {name: other, sha256: " + sha256_hex("tok-other") +
               ", e2b_key_sha256: " + sha256_hex(kOtherKey) + "}\n" +
+              "    - {name: noterm, sha256: " + sha256_hex("tok-noterm") +
+              ", e2b_key_sha256: " + sha256_hex(kNoTermKey) + "}\n" +
+              "    - {name: watcher, sha256: " + sha256_hex("tok-watcher") +
+              ", e2b_key_sha256: " + sha256_hex(kWatchKey) + "}\n" +
               "    - {name: oncall, sha256: " + sha256_hex("tok-oncall") + ", approver: true}\n" +
               "http:\n  threads: 64\n" + "policy:\n  approval_wait_seconds: 1\n  default:\n" +
               "    - {action: exec, command: 'e2b-denied', decision: deny, message: no}\n" +
               "    - {action: exec, command: 'e2b-approve', decision: approve}\n" +
               "  tokens:\n    - token: other\n      rules:\n" +
-              "        - {action: terminal.input, command: 'curl', decision: deny}\n");
+              "        - {action: terminal.input, command: 'curl', decision: deny}\n" +
+              // #46: the data plane under the env-name rules, moves and creates approved.
+              "        - {action: exec, env_names: '^BASH_ENV$', decision: deny, message: no "
+              "shell hooks}\n" +
+              "        - {action: exec, command: e2b-hooked, env_names: '^HOOK$', decision: "
+              "deny, message: hooked}\n" +
+              "        - {action: files.write, path: '/tmp/e2b-guarded-*', decision: approve}\n" +
+              "        - {action: sandbox.create, internet: true, decision: approve}\n" +
+              "    - token: noterm\n      rules:\n" +
+              "        - {action: terminal.open, decision: deny, message: no terminals}\n" +
+              "    - token: watcher\n      rules:\n" +
+              "        - {action: terminal.attach, command: '^interactive$', decision: deny, "
+              "message: watch only}\n");
   }
 };
 
@@ -60,13 +78,27 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
       {"node", std::string(PVS_E2B_NODE_DIR) + "/e2b_client.mjs"}, dir_, "",
       {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
        std::string("E2B_API_KEY=") + kAgentKey, std::string("PVS_E2B_OTHER_KEY=") + kOtherKey,
-       "PVS_URL=" + base, "PVS_APPROVER=tok-oncall"});
+       std::string("PVS_E2B_NOTERM_KEY=") + kNoTermKey,
+       std::string("PVS_E2B_WATCH_KEY=") + kWatchKey, "PVS_URL=" + base,
+       "PVS_APPROVER=tok-oncall"});
   EXPECT_EQ(r.exit_code, 0) << report(r);
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report(r);
   EXPECT_NE(r.out.find("ok policy approve: the repeated call goes through"), std::string::npos)
       << report(r);
   EXPECT_NE(r.out.find("ok a pty under terminal.input rules is refused"), std::string::npos)
       << report(r);
+  // #46, findings 3 and 4: each check ran (and, by the FAIL check above, passed).
+  for (const char* check : {"ok a pty under terminal.open deny is refused",
+                            "ok a pty under watch-only terminal.attach rules is refused",
+                            "ok stdin: a line terminal.input rules deny is refused",
+                            "ok stdin: only the judged lines reached the command",
+                            "ok create: envVars BASH_ENV refused by an env_names rule",
+                            "ok run: the sandbox's envVars are among a command's env names",
+                            "ok move: the approval is not spent on moving other content in",
+                            "ok move: the approved move goes through",
+                            "ok create: the approval is not spent on another create",
+                            "ok create: the approved create goes through"})
+    EXPECT_NE(r.out.find(check), std::string::npos) << check << "\n" << report(r);
 
   // Every call is on record under the key's token, never with the key itself.
   std::string audit = test::slurp(dir_ + "/audit.log");

@@ -51,8 +51,8 @@ TEST(EnvdWire, CanonicalStartCoversEnvCwdArgsAndPty) {
   std::string base =
       start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"],"envs":{"B":"2","A":"1"},)"
             R"("cwd":"/tmp"},"stdin":false})");
-  EXPECT_EQ(base, R"({"args":["-l","-c","make"],"cmd":"/bin/bash","cwd":"/tmp","envs":[["A","1"],)"
-                  R"(["B","2"]],"pty":null,"stdin":false})");
+  EXPECT_EQ(base, R"({"args":["-l","-c","make"],"cmd":"/bin/bash","cwd":"/tmp","default_envs":[],)"
+                  R"("envs":[["A","1"],["B","2"]],"pty":null,"stdin":false})");
   // The same script with another env value, cwd or a pty is another request.
   EXPECT_NE(base, start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"],)"
                         R"("envs":{"B":"2","A":"x"},"cwd":"/tmp"},"stdin":false})"));
@@ -61,6 +61,19 @@ TEST(EnvdWire, CanonicalStartCoversEnvCwdArgsAndPty) {
   EXPECT_NE(base, start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"],)"
                         R"("envs":{"B":"2","A":"1"},"cwd":"/tmp"},"stdin":false,)"
                         R"("pty":{"size":{"cols":80,"rows":24}}})"));
+}
+
+// The sandbox's envVars are the environment of every command (BASH_ENV among them runs a file
+// before it): an approval of a Start covers them too (#46, finding 3).
+TEST(EnvdWire, CanonicalStartCoversTheSandboxEnvVars) {
+  auto r = parse_start(R"({"process":{"cmd":"/bin/bash","args":["-l","-c","make"]}})");
+  ASSERT_TRUE(r) << r.error->message;
+  std::string plain = canonical_start(*r.value);
+  std::string with = canonical_start(*r.value, {{"BASH_ENV", "/tmp/x"}, {"A", "1"}});
+  EXPECT_NE(with.find(R"("default_envs":[["A","1"],["BASH_ENV","/tmp/x"]])"), std::string::npos)
+      << with;
+  EXPECT_NE(plain, with);
+  EXPECT_NE(with, canonical_start(*r.value, {{"BASH_ENV", "/tmp/y"}, {"A", "1"}}));
 }
 
 TEST(EnvdWire, StartWithPtyAndTag) {

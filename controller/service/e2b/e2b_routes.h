@@ -103,6 +103,15 @@ class E2bRoutes {
   // The policy gate's say (its decision for the audit log); throws ApiError for deny and for an
   // approval still pending after approval_wait_seconds (its message names the approval).
   std::string admit(const Principal& who, const std::string& sandbox, const PolicyRequest& asked);
+  // The same for a decision already made (the strictest of several, docs/policy.md).
+  std::string admit_decided(const Principal& who, const std::string& sandbox,
+                            const PolicyRequest& asked, const PolicyDecision& decision);
+  // filesystem.Filesystem/Move: both ends judged, one approval binding both and what lands.
+  void move(RequestContext& ctx, const Target& t, const std::string& source,
+            const std::string& destination);
+  // SendInput to a process's stdin under terminal.input rules: its lines judged (a pipe).
+  void judge_stdin(RequestContext& ctx, const Target& t, std::uint32_t pid,
+                   const std::string& data);
   int max_ttl() const;
   void admin_only(RequestContext& ctx);
   e2b::TemplateBuilds& builds();  // made at the first template call

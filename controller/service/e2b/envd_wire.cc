@@ -334,7 +334,8 @@ std::string policy_text(const ProcessConfig& p) {
   return shell_line(p);
 }
 
-std::string canonical_start(const StartRequest& req) {
+std::string canonical_start(const StartRequest& req,
+                            const std::map<std::string, std::string>& default_env) {
   JsonWriter w;
   w.begin_object().key("args").begin_array();
   for (const auto& a : req.process.args) w.value(a);
@@ -343,7 +344,9 @@ std::string canonical_start(const StartRequest& req) {
     w.value(*req.process.cwd);
   else
     w.null();
-  w.key("envs").begin_array();
+  w.key("default_envs").begin_array();
+  for (const auto& [k, v] : default_env) w.begin_array().value(k).value(v).end_array();
+  w.end_array().key("envs").begin_array();
   for (const auto& [k, v] : req.process.envs) w.begin_array().value(k).value(v).end_array();
   w.end_array().key("pty");
   if (req.pty) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -160,6 +161,8 @@ std::string shell_line(const ProcessConfig& process);
 std::string policy_text(const ProcessConfig& process);
 // Every field of a Start the process acts on, as canonical JSON (sorted keys): what an approval
 // of it covers (policy/canonical.h), so a changed env, cwd, argument or pty is a new request.
-std::string canonical_start(const StartRequest& req);
+// `default_env`: the sandbox's envVars, which the process gets too ("default_envs").
+std::string canonical_start(const StartRequest& req,
+                            const std::map<std::string, std::string>& default_env = {});
 
 }  // namespace pvs::service::e2b

@@ -126,7 +126,7 @@ FsResult<Entry> move(pvs::Sandbox& sandbox, const std::string& source,
   auto r = run(sandbox,
                "[ -e " + shell_quote(source) + " ] || [ -L " + shell_quote(source) +
                    " ] || exit 3; mkdir -p -- \"$(dirname -- " + shell_quote(destination) +
-                   ")\" && mv -f -- " + shell_quote(source) + " " + shell_quote(destination),
+                   ")\" && mv -fT -- " + shell_quote(source) + " " + shell_quote(destination),
                &err);
   if (r.error) return {std::nullopt, r.error};
   if (*r.value == 3) return failed(ConnectCode::kNotFound, "source file not found: " + source);

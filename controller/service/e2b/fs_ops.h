@@ -26,7 +26,9 @@ FsResult<std::vector<Entry>> list_entries(pvs::Sandbox& sandbox, const std::stri
                                           std::uint32_t depth);
 // mkdir -p; AlreadyExists when the directory was there, InvalidArgument when a file is.
 FsResult<Entry> make_dir(pvs::Sandbox& sandbox, const std::string& path);
-// mv -f (parents of the destination are created), then the moved entry.
+// mv -fT (parents of the destination are created), then the moved entry. The destination is
+// the path the entry lands at, never a directory it would go into (envd's rename; a move is
+// judged on the path it lands at).
 FsResult<Entry> move(pvs::Sandbox& sandbox, const std::string& source,
                      const std::string& destination);
 // rm -rf of a path that exists (NotFound otherwise).

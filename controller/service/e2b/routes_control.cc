@@ -2,10 +2,14 @@
 // API's own operations (create_for, sandbox_for, list_for, the policy gate), so ownership,
 // limits, policy, approvals, audit and metrics are the same. The key is E2B's X-API-Key, mapped
 // to a token (auth.tokens[].e2b_key_sha256); every error answers in E2B's shape {code, message}.
+// A create's approval binds the whole create (template, timeout, metadata, envVars, egress) and
+// a network change's shows what the sandbox was refused, as REST's do (docs/policy.md).
+#include "api/sandboxes/egress_log_view.h"
 #include "e2b/control_wire.h"
 #include "e2b/e2b_routes.h"
 #include "e2b/sessions.h"
 #include "http/json.h"
+#include "policy/canonical.h"
 #include "policy/egress_access.h"
 
 namespace pvs::service {
@@ -28,6 +32,23 @@ e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& ses
   v.allow_internet = info.egress.mode != Egress::Mode::kOff;
   if (info.egress.allowlist()) v.allow_out = info.egress.list.names;
   return v;
+}
+
+// The envVars are the environment of every command the sandbox will run, so the names are
+// judged at create as exec judges a command's env names: where they make exec's decision
+// stricter than it is without them (an `env_names` rule), that decision is the create's too.
+PolicyDecision create_decision(const Policy& policy, const std::string& token,
+                               const PolicyRequest& create) {
+  PolicyDecision d = policy.decide(token, create);
+  if (create.env_names.empty()) return d;
+  PolicyRequest with, without;
+  with.action = without.action = PolicyAction::kExec;
+  with.env_names = create.env_names;
+  PolicyDecision e = policy.decide(token, with);
+  if (strictness(e.verdict) > strictness(policy.decide(token, without).verdict) &&
+      strictness(e.verdict) > strictness(d.verdict))
+    return e;
+  return d;
 }
 
 std::string template_profile(const std::string& template_id) {
@@ -53,6 +74,18 @@ std::string E2bRoutes::admit(const Principal& who, const std::string& sandbox,
                              const PolicyRequest& asked) {
   // A progress callback that does nothing: the gate waits in slices and reports each one.
   return d_.gate.admit_tool(who, sandbox, asked, [](double, double, const std::string&) {});
+}
+
+std::string E2bRoutes::admit_decided(const Principal& who, const std::string& sandbox,
+                                     const PolicyRequest& asked, const PolicyDecision& decision) {
+  try {
+    auto a = d_.gate.admission(who, sandbox, asked, decision, "", false,
+                               [](double, double, const std::string&) {});
+    if (a.pending) throw PolicyGate::still_pending(*a.pending);
+    return a.policy_json;
+  } catch (const PolicyRefusal& refused) {
+    throw refused.error;
+  }
 }
 
 int E2bRoutes::max_ttl() const {
@@ -128,8 +161,12 @@ void E2bRoutes::create(RequestContext& ctx) {
     asked.action = PolicyAction::kSandboxCreate;
     asked.cpus = req->create.cpus;
     asked.memory_mb = req->create.memory_mb;
+    asked.disk_gb = req->create.disk_gb;
     set_policy_egress(asked, *egress);
-    ctx.policy_json = admit(*ctx.principal, "", asked);
+    for (const auto& [name, value] : req->env_vars) asked.env_names.push_back(name);
+    asked.canonical = canonical_e2b_create(req->create, *egress, req->template_id, req->env_vars);
+    ctx.policy_json = admit_decided(*ctx.principal, "", asked,
+                                    create_decision(d_.config.policy, ctx.principal->name, asked));
     auto sandbox = d_.create_for(*ctx.principal, req->create, *egress);
     ctx.sandbox = sandbox->id();
     auto session = sessions_.ensure(sandbox, *ctx.principal, req->template_id, req->env_vars);
@@ -218,9 +255,8 @@ void E2bRoutes::network(RequestContext& ctx) {
     ctx.sandbox = sandbox->id();
     auto egress = resolve_egress(*req, d_.config, ctx.principal->name);
     if (!egress) throw egress.error();
-    PolicyRequest asked;
-    asked.action = PolicyAction::kInternet;
-    set_policy_egress(asked, *egress);
+    // REST's view: the canonical egress, and for the person the names it was refused so far.
+    PolicyRequest asked = internet_request(egress_log_or_empty(*sandbox), *egress);
     ctx.policy_json = admit(*ctx.principal, sandbox->id(), asked);
     if (auto st = sandbox->set_egress(*egress); !st) throw from_error(st.error());
     d_.replies.send_empty(ctx, 204);

@@ -2,7 +2,10 @@
 // POST /e2b/envd/<service>/<Method> (and the same at / for Host 49983-<id>.<domain>). The
 // sandbox comes from E2b-Sandbox-Id (or the Host name), the caller is proved by X-Access-Token
 // (the sandbox's envdAccessToken), and the call acts for the token that created or connected to
-// the sandbox: the same ownership, policy, approvals, audit and metrics as REST.
+// the sandbox: the same ownership, policy, approvals, audit and metrics as REST. What the
+// policy judges here (docs/policy.md "The E2B API"): a Start as exec (a pty also as terminal.open
+// and an interactive terminal.attach), with the sandbox's envVars among its env names; stdin lines
+// under terminal.input rules; a Move once, both ends, its approval binding what lands.
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
 
@@ -13,7 +16,10 @@
 #include "e2b/files_wire.h"
 #include "e2b/fs_ops.h"
 #include "e2b/sessions.h"
+#include "http/auth.h"
 #include "http/json.h"
+#include "policy/canonical.h"
+#include "policy/typed_line.h"
 
 namespace pvs::service {
 namespace {
@@ -56,6 +62,67 @@ ConnectError connect_error_of(const ApiError& e) {
   if (e.message.find(" is pending: a person must approve") != std::string::npos)
     return {ConnectCode::kFailedPrecondition, e.message};
   return e2b::from_api_error(e);
+}
+
+// The strictest decision on `asks` (deny over approve over allow; the first of equals) and the
+// request it was made on: what one call that is several actions at once is admitted as.
+std::pair<PolicyRequest, PolicyDecision> strictest(const Policy& policy, const std::string& token,
+                                                   std::vector<PolicyRequest> asks) {
+  std::size_t best = 0;
+  PolicyDecision decided;
+  for (std::size_t i = 0; i < asks.size(); ++i) {
+    PolicyDecision d = policy.decide(token, asks[i]);
+    if (i == 0 || strictness(d.verdict) > strictness(decided.verdict)) {
+      best = i;
+      decided = std::move(d);
+    }
+  }
+  return {std::move(asks[best]), std::move(decided)};
+}
+
+// A Start is exec; a pty is also a terminal opened (terminal.open, on the same command line)
+// and attached to interactively (terminal.attach "interactive"), as REST's open and WebSocket
+// are. Its env names are the sandbox's envVars and its own envs: both are its environment.
+std::pair<PolicyRequest, PolicyDecision> judge_start(
+    const Policy& policy, const std::string& token, const e2b::StartRequest& req,
+    const std::map<std::string, std::string>& defaults) {
+  PolicyRequest exec;
+  exec.action = PolicyAction::kExec;
+  exec.text = e2b::policy_text(req.process);
+  for (const auto& [name, value] : defaults) exec.env_names.push_back(name);
+  for (const auto& [name, value] : req.process.envs) exec.env_names.push_back(name);
+  exec.canonical = e2b::canonical_start(req, defaults);
+  if (!req.pty) return strictest(policy, token, {exec});
+  PolicyRequest open = exec;
+  open.action = PolicyAction::kTerminalOpen;
+  PolicyRequest attach = exec;
+  attach.action = PolicyAction::kTerminalAttach;
+  attach.text = "interactive";
+  attach.env_names.clear();
+  return strictest(policy, token, {open, exec, attach});
+}
+
+// What lands at a move's destination: the source's attributes and, for a regular file of at
+// most kMaxContentMaxBytes, its content's SHA-256 (read over SFTP, not by the sandbox's tools).
+FileIdentity identity_of(Sandbox& sandbox, const std::string& path) {
+  FileIdentity f;
+  auto st = sandbox.stat(path);
+  if (!st) {
+    f.kind = "missing";  // the move then fails: NotFound
+    return f;
+  }
+  f.kind = st->is_regular()   ? "file"
+           : st->is_dir()     ? "dir"
+           : st->is_symlink() ? "symlink"
+                              : "other";
+  f.mode = st->mode;
+  f.size = st->size;
+  f.mtime = st->mtime;
+  if (st->is_regular() && st->size <= kMaxContentMaxBytes) {
+    if (auto content = sandbox.read_file(path, kMaxContentMaxBytes))
+      f.content_sha256 = sha256_hex(*content);
+  }
+  return f;
 }
 
 std::chrono::milliseconds header_ms(const Poco::Net::HTTPServerRequest& r, const char* name,
@@ -155,7 +222,12 @@ void E2bRoutes::dispatch(RequestContext& ctx, const Target& t, const std::string
     auto in = take(e2b::parse_send_input(body));
     ctx.action = "e2b.process.input";
     ctx.params_json = "{\"bytes\":" + std::to_string(in.data.size()) + "}";
-    check(process_of(in.process)->send_input(*t.sandbox, in.data, in.pty));
+    auto p = process_of(in.process);
+    if (in.pty && d_.config.policy.judges(ctx.principal->name, PolicyAction::kTerminalInput))
+      fail_with(ConnectCode::kPermissionDenied,
+                "a pty's input would bypass this token's terminal.input rules");
+    if (!in.pty) judge_stdin(ctx, t, p->pid(), in.data);
+    check(p->send_input(*t.sandbox, in.data, in.pty));
     return d_.replies.send_json(ctx, 200, "{}");
   }
   if (method == "process.Process/SendSignal") {
@@ -218,10 +290,7 @@ void E2bRoutes::filesystem(RequestContext& ctx, const Target& t, const std::stri
   }
   if (method == "filesystem.Filesystem/Move") {
     auto m = take(e2b::parse_move(body));
-    // Both ends change the tree: the source goes away, the destination appears.
-    std::string from = judge("e2b.files.move", resolved(m.source));
-    std::string to = judge("e2b.files.move", resolved(m.destination));
-    return d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::move(*t.sandbox, from, to))));
+    return move(ctx, t, resolved(m.source), resolved(m.destination));
   }
   if (method == "filesystem.Filesystem/Remove") {
     std::string path = judge("e2b.files.remove", resolved(take(e2b::parse_path_request(body))));
@@ -244,6 +313,8 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
         .value(req.pty.has_value());
     p.key("env_names").begin_array();
     for (const auto& [k, v] : req.process.envs) p.value(k);
+    p.end_array().key("default_env_names").begin_array();
+    for (const auto& [k, v] : t.session->env_vars) p.value(k);
     ctx.params_json = p.end_array().end_object().take();
   }
   // A pty's input is keystrokes the terminal.input line model does not follow here: under rules
@@ -252,12 +323,9 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
     fail_with(ConnectCode::kPermissionDenied,
               "a pty's input would bypass this token's terminal.input rules: open a terminal "
               "through the REST API (POST /v1/sandboxes/{id}/terminals), whose input they judge");
-  PolicyRequest asked;
-  asked.action = PolicyAction::kExec;
-  asked.text = text;
-  for (const auto& [name, value] : req.process.envs) asked.env_names.push_back(name);
-  asked.canonical = e2b::canonical_start(req);
-  ctx.policy_json = admit(*ctx.principal, t.sandbox->id(), asked);
+  auto [asked, decision] =
+      judge_start(d_.config.policy, ctx.principal->name, req, t.session->env_vars);
+  ctx.policy_json = admit_decided(*ctx.principal, t.sandbox->id(), asked, decision);
   auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
   if (!slot)
     fail_with(ConnectCode::kResourceExhausted,
@@ -278,6 +346,72 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
                                                 : end->exit_code == 0 ? "ok"
                                                                       : "nonzero"}});
   d_.metrics->observe("pvs_exec_duration_seconds", {}, seconds_since(started));
+}
+
+// Judged once: each end as files.write (the source goes away, the destination appears), the
+// stricter decision counts, and an approval binds both ends and what lands (#46, finding 4).
+void E2bRoutes::move(RequestContext& ctx, const Target& t, const std::string& source,
+                     const std::string& destination) {
+  ctx.action = "e2b.files.move";
+  std::string from = real_write_path(*t.sandbox, source);
+  std::string to = real_write_path(*t.sandbox, destination);
+  JsonWriter p;
+  ctx.params_json =
+      p.begin_object().key("source").value(from).key("destination").value(to).end_object().take();
+  PolicyRequest out, in;
+  out.action = in.action = PolicyAction::kFilesWrite;
+  out.path = from;
+  in.path = to;
+  auto [asked, decision] = strictest(d_.config.policy, ctx.principal->name, {out, in});
+  asked.canonical = canonical_move(
+      from, to,
+      decision.verdict == Verdict::kApprove ? identity_of(*t.sandbox, from) : FileIdentity{});
+  ctx.policy_json = admit_decided(*ctx.principal, t.sandbox->id(), asked, decision);
+  d_.replies.send_json(ctx, 200, e2b::entry_reply(take(e2b::move(*t.sandbox, from, to))));
+}
+
+// A process's stdin is a pipe, and a shell reading it runs what it reads: under terminal.input
+// rules each line is judged as a terminal's typed line is (a denied line refuses the whole
+// input, the lines that need a person are approved together), and only whole lines of text are
+// taken, so what the reader gets is exactly what was judged (#46, finding 3).
+void E2bRoutes::judge_stdin(RequestContext& ctx, const Target& t, std::uint32_t pid,
+                            const std::string& data) {
+  const std::string& token = ctx.principal->name;
+  if (!d_.config.policy.judges(token, PolicyAction::kTerminalInput)) return;
+  TypedLine::Next next = piped_lines(data);
+  if (!next.understood)
+    fail_with(ConnectCode::kInvalidArgument,
+              "stdin refused (" + next.not_understood.substr(0, 64) +
+                  "): under this token's terminal.input rules stdin takes whole lines of text, "
+                  "each ended by LF, no control bytes but Tab, so that each line is judged");
+  PolicyRequest one, asked;
+  one.action = asked.action = PolicyAction::kTerminalInput;
+  PolicyDecision decision;  // allow, unless a line says otherwise
+  std::string allowed, needs_person;
+  for (const auto& line : next.lines) {
+    one.text = line;
+    PolicyDecision d = d_.config.policy.decide(token, one);
+    if (d.verdict == Verdict::kDeny) {
+      decision = d;
+      asked.text = line;
+      break;
+    }
+    std::string& into = d.verdict == Verdict::kApprove ? needs_person : allowed;
+    into += (into.empty() ? "" : "\n") + line;
+    if (d.verdict == Verdict::kApprove && decision.verdict == Verdict::kAllow) decision = d;
+    if (decision.verdict == Verdict::kAllow) decision.rule = d.rule;
+  }
+  if (decision.verdict != Verdict::kDeny)
+    asked.text = decision.verdict == Verdict::kApprove ? needs_person : allowed;
+  JsonWriter c;
+  asked.canonical = c.begin_object()
+                        .key("pid")
+                        .value(static_cast<std::uint64_t>(pid))
+                        .key("stdin")
+                        .value(data)
+                        .end_object()
+                        .take();
+  ctx.policy_json = admit_decided(*ctx.principal, t.sandbox->id(), asked, decision);
 }
 
 void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,

@@ -81,6 +81,27 @@ std::string canonical_terminal_open(const TerminalCreateRequest& r) {
   return w.end_array().key("rows").value(r.rows).end_object().take();
 }
 
+std::string canonical_e2b_create(const CreateRequest& r, const Egress& egress,
+                                 const std::string& template_id,
+                                 const std::map<std::string, std::string>& env_vars) {
+  JsonWriter w;
+  w.begin_object().key("create").raw(canonical_create(r, egress)).key("env_vars").begin_array();
+  for (const auto& [k, v] : env_vars) w.begin_array().value(k).value(v).end_array();
+  return w.end_array().key("template_id").value(template_id).end_object().take();
+}
+
+std::string canonical_move(const std::string& source, const std::string& destination,
+                           const FileIdentity& landing) {
+  char m[8];
+  std::snprintf(m, sizeof m, "%04o", static_cast<unsigned>(landing.mode & 07777));
+  JsonWriter w;
+  w.begin_object().key("destination").value(destination).key("source").value(source);
+  w.key("source_file").begin_object().key("content_sha256").value(landing.content_sha256);
+  w.key("kind").value(landing.kind).key("mode").value(m).key("mtime").value(landing.mtime);
+  w.key("size").value(landing.size).end_object();
+  return w.end_object().take();
+}
+
 std::string cut_for_display(std::string_view text, std::size_t max) {
   if (text.size() <= max) return std::string(text);
   std::size_t n = max;

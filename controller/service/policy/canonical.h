@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,28 @@ std::string canonical_write(const std::string& path, std::uint32_t mode,
 std::string canonical_edit(const EditRequest& r);
 // A terminal's open: command, cwd, env (names and values), cols and rows.
 std::string canonical_terminal_open(const TerminalCreateRequest& r);
+// E2B's create (POST /e2b/v2/sandboxes): REST's create (above), the templateID asked for and
+// the envVars every command of the sandbox gets (names and values, sorted by name).
+// {"create":<canonical_create>,"env_vars":[[name,value],...],"template_id"}
+std::string canonical_e2b_create(const CreateRequest& r, const Egress& egress,
+                                 const std::string& template_id,
+                                 const std::map<std::string, std::string>& env_vars);
+
+// What identifies the file or directory a move lands: its type ("file", "dir", "symlink",
+// "other"), permission bits, size, mtime and, for a regular file read whole, the SHA-256 of
+// its content ("" when not read: a directory, or a file over the bound the caller reads).
+struct FileIdentity {
+  std::string kind;
+  std::uint32_t mode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime = 0;
+  std::string content_sha256;
+};
+// A move (E2B's Move): both ends as the sandbox resolves them and what lands at the
+// destination. {"destination","source","source_file":{"content_sha256","kind","mode","mtime",
+// "size"}}
+std::string canonical_move(const std::string& source, const std::string& destination,
+                           const FileIdentity& landing);
 
 // `text` whole if it has at most `max` bytes, else its first `max` bytes (not splitting a
 // UTF-8 sequence) and "…(cut, N bytes more)".

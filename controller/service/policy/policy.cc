@@ -160,6 +160,10 @@ std::string_view to_string(Verdict verdict) {
   return "?";
 }
 
+int strictness(Verdict verdict) {
+  return verdict == Verdict::kDeny ? 2 : verdict == Verdict::kApprove ? 1 : 0;
+}
+
 std::optional<std::string> policy_pattern_error(const std::string& pattern) {
   RE2 re(pattern, pattern_options());
   if (re.ok()) return std::nullopt;

@@ -41,6 +41,9 @@ std::optional<PolicyAction> parse_policy_action(std::string_view name);
 
 enum class Verdict { kAllow, kDeny, kApprove };
 std::string_view to_string(Verdict verdict);  // "allow", "deny", "approve"
+// How strict a verdict is: allow 0, approve 1, deny 2. Where one call is several actions at
+// once (a terminal's open, an E2B pty or move), the strictest decision counts.
+int strictness(Verdict verdict);
 
 // What a call asks, as the rules see it.
 struct PolicyRequest {

@@ -107,6 +107,22 @@ void TypedLine::commit(Next next) {
   escape_seq_ = std::move(next.escape_seq);
 }
 
+TypedLine::Next piped_lines(std::string_view bytes) {
+  TypedLine::Next n;
+  for (char ch : bytes) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      n.lines.push_back(std::move(n.rest));
+      n.rest.clear();
+      continue;
+    }
+    if ((c < 0x20 && c != '\t') || c == 0x7f) not_modelled(n, std::string_view(&ch, 1));
+    n.rest += ch;
+  }
+  if (!n.rest.empty()) not_modelled(n, "a line not ended by LF");
+  return n;
+}
+
 void TypedLine::clear() {
   line_.clear();
   escape_seq_.clear();

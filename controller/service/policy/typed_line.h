@@ -53,4 +53,12 @@ class TypedLine {
   std::string escape_seq_;  // an escape sequence split across calls
 };
 
+// Input to a pipe rather than a terminal (E2B's stdin, process.Process/SendInput): nothing
+// edits a line there, so its reader gets the lines exactly as sent, each ended by LF. The
+// input is understood when it is whole lines of text: printable bytes (UTF-8) and Tab, each
+// line ended by LF (the input ends in LF, or is empty). A line left unended would be continued
+// by the next input, after this one was judged, and a control byte (CR, ESC, C-d, ...) means
+// what the reader makes of it: both are not understood (`not_understood` names the first).
+TypedLine::Next piped_lines(std::string_view bytes);
+
 }  // namespace pvs::service

@@ -25,6 +25,8 @@ namespace {
 using test::http;
 using test::HttpReply;
 
+const std::string kE2bKey = "e2b_" + std::string(40, 'e');
+
 Poco::JSON::Object::Ptr json(const std::string& text) {
   return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
 }
@@ -39,6 +41,8 @@ class EgressApiTest : public test::InProcessServiceTest {
     config_.tokens = {{"alice", sha256_hex("tok-alice"), 8, false},
                       {"bob", sha256_hex("tok-bob"), 8, false},
                       {"carol", sha256_hex("tok-carol"), 0, false, true}};
+    config_.tokens[0].e2b_key_sha256 = sha256_hex(kE2bKey);
+    config_.approval_wait_seconds = 0;  // an E2B call needing a person answers at once
     config_.tokens[1].egress.lists = std::vector<std::string>{"python-packages"};
     config_.tokens[1].egress.names = std::vector<std::string>{"*.example.com"};
     config_.egress.lists["python-packages"] =
@@ -440,6 +444,37 @@ TEST_F(EgressApiTest, RefusedConnectionsFromBeforeTheSandboxWasCreatedAreNotShow
   ASSERT_EQ(conns->size(), 1u) << log.body;
   EXPECT_EQ(conns->getObject(0)->getValue<std::string>("address"), "203.0.113.10");
   EXPECT_EQ(log.body.find("203.0.113.9"), std::string::npos) << log.body;
+}
+
+// E2B's network change is judged as REST's internet change is: its approval binds the egress
+// in canonical form and shows the person the names the sandbox was refused (#46, finding 4).
+TEST_F(EgressApiTest, AnE2bNetworkApprovalShowsWhatTheSandboxWasRefused) {
+  auto sb = create(R"({"internet":{"allow":["pypi.org"]}})");
+  ASSERT_TRUE(sb);
+  std::string id = sb->getValue<std::string>("id");
+  log_line(sb, "evil.example", false, 4, 1'795'760'000'000);
+  auto network = [&](const std::string& body) {
+    return http(port_, "PUT", "/e2b/sandboxes/" + id + "/network", body, "",
+                {{"X-API-Key", kE2bKey}, {"Content-Type", "application/json"}});
+  };
+  const std::string wider = R"({"allowOut":["pypi.org","a.needs-approval.org"]})";
+  auto pending = network(wider);
+  ASSERT_EQ(pending.status, 503) << pending.body;
+  auto at = pending.body.find("ap-");
+  ASSERT_NE(at, std::string::npos) << pending.body;
+  std::string ap = pending.body.substr(at, pending.body.find(' ', at) - at);
+  auto shown = call("GET", "/v1/approvals/" + ap, "", "tok-carol");
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  auto approval = json(shown.body);
+  ASSERT_TRUE(approval->has("refused_names")) << shown.body;
+  EXPECT_EQ(approval->getArray("refused_names")->getElement<std::string>(0), "evil.example");
+  ASSERT_TRUE(approval->has("request")) << shown.body;
+  std::ostringstream request;
+  approval->getObject("request")->stringify(request);
+  EXPECT_NE(request.str().find("a.needs-approval.org"), std::string::npos) << request.str();
+  ASSERT_EQ(call("POST", "/v1/approvals/" + ap + "/approve", "", "tok-carol").status, 200);
+  EXPECT_EQ(network(wider).status, 204);
+  EXPECT_EQ(agent_list(sb).names.size(), 2u);
 }
 
 }  // namespace

@@ -82,5 +82,26 @@ TEST(TypedLine, AVeryLongLineKeepsItsEnd) {
   EXPECT_TRUE(lines[0].ends_with("rm -rf /"));
 }
 
+// E2B's stdin is a pipe: whole lines of text as sent, each judged; anything a reader could take
+// otherwise, or a line the next input would continue, is not understood (#46, finding 3).
+TEST(PipedLines, WholeLinesOfTextOnly) {
+  auto n = piped_lines("ls -l\n\tcat f\n");
+  EXPECT_TRUE(n.understood);
+  EXPECT_EQ(n.lines, (std::vector<std::string>{"ls -l", "\tcat f"}));
+  EXPECT_TRUE(n.rest.empty());
+  EXPECT_TRUE(piped_lines("").understood);
+  EXPECT_TRUE(piped_lines("").lines.empty());
+  // Nothing edits a pipe's line: DEL is a byte of it, not a Backspace.
+  auto del = piped_lines("rm -rf /x\x7f\n");
+  EXPECT_FALSE(del.understood);
+  EXPECT_EQ(del.not_understood, "\\x7f");
+  auto unended = piped_lines("rm -rf ");
+  EXPECT_FALSE(unended.understood);
+  EXPECT_EQ(unended.not_understood, "a line not ended by LF");
+  EXPECT_FALSE(piped_lines("ls\r\n").understood);
+  EXPECT_FALSE(piped_lines("\x1b[A\n").understood);
+  EXPECT_FALSE(piped_lines("echo \x04\n").understood);
+}
+
 }  // namespace
 }  // namespace pvs::service
