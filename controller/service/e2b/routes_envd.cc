@@ -81,9 +81,15 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
                                                  "or connect)");
   auto session = sessions_.find(id);
   if (!session) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
-  ctx.principal = session->principal;
+  // The data plane acts for the sandbox's owner, whoever connected or listed it last (#46
+  // finding 1); an owner whose token is gone from the configuration acts no more.
+  ctx.principal = d_.tokens.find(session->owner);
+  if (!ctx.principal)
+    fail_with(ConnectCode::kPermissionDenied,
+              "the token that owns " + id + " (" + session->owner.substr(0, 64) +
+                  ") is no longer configured: its data plane is refused (docs/e2b.md)");
   try {
-    return {session, d_.sandbox_for(session->principal, id)};
+    return {session, d_.sandbox_for(*ctx.principal, id)};
   } catch (const ApiError& e) {
     // Destroyed through another door (REST, MCP, its TTL): the session goes with it.
     if (e.status == 404) sessions_.erase(id);
