@@ -134,5 +134,21 @@ TEST(ConnectCodec, TimeoutHeader) {
   EXPECT_FALSE(parse_timeout_ms("1.5"));
 }
 
+// Keepalive-Ping-Interval (seconds): a long one cannot keep a stream whose reader went away on
+// its HTTP worker for an hour (#46 finding 2); main took up to 3599 s.
+TEST(ConnectCodec, KeepaliveIntervalIsBounded) {
+  using std::chrono::seconds;
+  EXPECT_EQ(keepalive_interval("50"), seconds(50));  // what the SDK sends
+  EXPECT_EQ(keepalive_interval("1"), seconds(1));
+  EXPECT_EQ(keepalive_interval("60"), seconds(60));
+  EXPECT_EQ(keepalive_interval("61"), seconds(60));
+  EXPECT_EQ(keepalive_interval("3599"), seconds(60));
+  EXPECT_EQ(keepalive_interval("9999999999"), seconds(60));
+  EXPECT_EQ(keepalive_interval(""), kDefaultKeepalive);
+  EXPECT_EQ(keepalive_interval("0"), kDefaultKeepalive);
+  EXPECT_EQ(keepalive_interval("-5"), kDefaultKeepalive);
+  EXPECT_EQ(keepalive_interval("12345678901"), kDefaultKeepalive);
+}
+
 }  // namespace
 }  // namespace pvs::service::e2b

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "http/auth.h"
 #include "service/support/controller_fixture.h"
@@ -108,6 +110,96 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
         << action;
   EXPECT_NE(audit.find("\"token\":\"agent\""), std::string::npos);
   EXPECT_EQ(audit.find(kAgentKey), std::string::npos);
+  EXPECT_TRUE(stack_->containers().empty());
+}
+
+// #46 findings 1 and 2 (client/e2b_owner_client.mjs): the data plane acts for the sandbox's
+// owner whoever listed or connected to it (and for nobody once the owner's token is gone), and
+// Connect and every envd call count against the owner's per-token limits.
+constexpr const char* kAdminKey = "e2b_00000000000000000000000000000000adad";
+
+class E2bOwnerE2eTest : public test::ControllerOnStackTest {
+ protected:
+  static void SetUpTestSuite() {
+    install_error_ =
+        test::npm_install_once(PVS_E2B_CLIENT_DIR, PVS_E2B_NODE_DIR, "e2b_owner_client.mjs", "e2b");
+  }
+  static inline std::string install_error_;
+
+  // `agent` (the tenant, with rules of its own) is left out to show what its sandbox does once
+  // its token is gone from the configuration.
+  static std::string config(bool with_agent) {
+    std::string y = "auth:\n  max_requests_per_token: 3\n  max_streams_per_token: 2\n  tokens:\n";
+    if (with_agent)
+      y += "    - {name: agent, sha256: " + sha256_hex("tok-agent") +
+           ", e2b_key_sha256: " + sha256_hex(kAgentKey) + "}\n";
+    y += "    - {name: ops, sha256: " + sha256_hex("tok-ops") +
+         ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n";
+    y += "    - {name: oncall, sha256: " + sha256_hex("tok-oncall") + ", approver: true}\n";
+    y += "http:\n  threads: 64\npolicy:\n  approval_wait_seconds: 120\n";
+    if (with_agent)
+      y += "  tokens:\n    - token: agent\n      rules:\n"
+           "        - {action: exec, command: 'owner-rule', decision: deny, message: no}\n"
+           "        - {action: files.write, path: '/tmp/guarded/*', decision: approve}\n";
+    return y;
+  }
+
+  test::ProcessResult client(const std::string& phase, const std::string& key,
+                             const std::string& sandbox = "") {
+    std::string base = "http://127.0.0.1:" + std::to_string(port_);
+    return test::run_captured(
+        {"node", std::string(PVS_E2B_NODE_DIR) + "/e2b_owner_client.mjs", phase}, dir_, "",
+        {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
+         "E2B_API_KEY=" + key, std::string("PVS_E2B_ADMIN_KEY=") + kAdminKey, "PVS_URL=" + base,
+         "PVS_APPROVER=tok-oncall", "PVS_SANDBOX=" + sandbox});
+  }
+
+  void SetUp() override {
+    ASSERT_TRUE(install_error_.empty()) << install_error_;
+    start(PVS_CONTROLLER_BIN, config(true));
+  }
+};
+
+// The e2b.process.start records of the audit log whose params hold `command`.
+std::vector<std::string> start_records(const std::string& audit, const std::string& command) {
+  std::vector<std::string> out;
+  std::istringstream in(audit);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"action\":\"e2b.process.start\"") != std::string::npos &&
+        line.find(command) != std::string::npos)
+      out.push_back(line);
+  return out;
+}
+
+TEST_F(E2bOwnerE2eTest, DataPlaneActsForTheOwnerWithinItsLimits) {
+  auto r = client("tenant", kAgentKey);
+  EXPECT_EQ(r.exit_code, 0) << report(r);
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report(r);
+  auto at = r.out.find("SANDBOX sb-");
+  ASSERT_NE(at, std::string::npos) << report(r);
+  std::string id = r.out.substr(at + 8, 15);
+
+  // After the admin listed, showed and connected: on record as the tenant, never the admin.
+  std::string audit = test::slurp(dir_ + "/audit.log");
+  for (const char* command : {"echo owner-rule", "echo as-owner", "sleep 300"}) {
+    auto records = start_records(audit, command);
+    EXPECT_FALSE(records.empty()) << command << "\n" << audit;
+    for (const auto& line : records) {
+      EXPECT_NE(line.find("\"token\":\"agent\""), std::string::npos) << line;
+      EXPECT_EQ(line.find("\"token\":\"ops\""), std::string::npos) << line;
+    }
+  }
+
+  // The owner's token removed from the configuration: its sandbox's data plane fails closed.
+  test::stop_controller(pid_);
+  std::ofstream(dir_ + "/controller.yaml")
+      << test::stack_controller_yaml(*stack_, port_, dir_) << config(false);
+  std::string why;
+  pid_ = test::start_controller(PVS_CONTROLLER_BIN, dir_ + "/controller.yaml", dir_, port_, &why);
+  ASSERT_GT(pid_, 0) << why;
+  auto o = client("orphan", kAdminKey, id);
+  EXPECT_EQ(o.exit_code, 0) << report(o);
+  EXPECT_EQ(o.out.find("FAIL"), std::string::npos) << report(o);
   EXPECT_TRUE(stack_->containers().empty());
 }
 

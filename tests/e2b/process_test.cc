@@ -238,7 +238,7 @@ TEST_F(ProcessTest, SignalKillsTheGroupAndLateSubscribers) {
   auto found = table_->find(Selector{p->pid(), std::nullopt});
   EXPECT_EQ(found, p);
   EXPECT_EQ(table_->running().size(), 1u);
-  auto late = p->subscribe();
+  auto late = *p->subscribe();
   auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(p->signal(*sandbox_, 9));
   auto c = collect(*late);
@@ -253,7 +253,7 @@ TEST_F(ProcessTest, SignalKillsTheGroupAndLateSubscribers) {
   ASSERT_TRUE(rest);
   EXPECT_EQ(rest->out, "none\n");
   EXPECT_FALSE(table_->find(Selector{c.pid, std::nullopt}));
-  auto after = p->subscribe();  // ended: start and end at once
+  auto after = *p->subscribe();  // ended: start and end at once
   auto c2 = collect(*after, 2s);
   EXPECT_EQ(c2.exit_code, -1);
 }

@@ -1,5 +1,6 @@
 #include "e2b/connect_codec.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <utility>
@@ -191,6 +192,12 @@ std::optional<std::uint64_t> parse_timeout_ms(std::string_view value) {
     n = n * 10 + static_cast<std::uint64_t>(c - '0');
   }
   return n;
+}
+
+std::chrono::seconds keepalive_interval(std::string_view header) {
+  auto s = parse_timeout_ms(header);
+  if (!s || *s == 0) return kDefaultKeepalive;
+  return std::min(kMaxKeepalive, std::chrono::seconds(*s));
 }
 
 }  // namespace pvs::service::e2b

@@ -12,6 +12,7 @@
 // message (never sent or accepted here: no compression is offered), 0x02 the end of stream.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -103,5 +104,13 @@ class EnvelopeReader {
 
 // Connect-Timeout-Ms: 1 to 10 ASCII digits; nullopt when malformed.
 std::optional<std::uint64_t> parse_timeout_ms(std::string_view value);
+
+// How often a quiet stream sends a keepalive: the Keepalive-Ping-Interval header's seconds (the
+// SDK sends 50), kDefaultKeepalive when absent, zero or malformed, at most kMaxKeepalive. A
+// keepalive write is how a reader that went away is found, so the header cannot make a stream
+// hold its HTTP worker for an hour after its reader left (#46 finding 2).
+inline constexpr std::chrono::seconds kDefaultKeepalive{50};
+inline constexpr std::chrono::seconds kMaxKeepalive{60};
+std::chrono::seconds keepalive_interval(std::string_view header);
 
 }  // namespace pvs::service::e2b

@@ -100,6 +100,7 @@ class E2bRoutes {
   void stream(RequestContext& ctx, e2b::EventQueue& events, std::chrono::milliseconds limit);
   void audit_denied(RequestContext& ctx, const DeniedLog::Line& line, std::string_view reason);
   std::string home() const;
+  TokenLimits::Slot take_slot(RequestContext& ctx, TokenLimits::Kind kind);
   // The policy gate's say (its decision for the audit log); throws ApiError for deny and for an
   // approval still pending after approval_wait_seconds (its message names the approval).
   std::string admit(const Principal& who, const std::string& sandbox, const PolicyRequest& asked);

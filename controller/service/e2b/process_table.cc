@@ -42,8 +42,21 @@ Result<std::shared_ptr<Process>> ProcessTable::start(const StartRequest& request
                                                      std::shared_ptr<EventQueue> events) {
   bool pty = request.pty.has_value();
   bool stdin_open = request.stdin_open.value_or(false) && !pty;
-  auto proc = std::make_shared<Process>(request.process, request.tag, pty, stdin_open);
+  auto proc = std::make_shared<Process>(request.process, request.tag, pty, stdin_open,
+                                        limits_.max_subscribers);
   proc->add_subscriber(std::move(events));
+  {
+    std::lock_guard lock(mu_);
+    std::erase_if(live_, [](const std::weak_ptr<Process>& w) {
+      auto p = w.lock();
+      return !p || !p->running();
+    });
+    if (std::size_t n = live_.size(); n >= limits_.max_processes)
+      return fail(ErrorCode::kTooLarge,
+                  "this sandbox runs " + std::to_string(n) + " processes already (at most " +
+                      std::to_string(limits_.max_processes) + " per sandbox, docs/e2b.md)");
+    live_.push_back(proc);
+  }
   std::string script = process_script(request.process, stdin_open,
                                       options.login_snapshot ? login_key(options.default_env) : "");
   auto env = merged_env(request.process, options);
@@ -109,6 +122,19 @@ std::shared_ptr<Process> ProcessTable::find(const Selector& selector) const {
     if (selector.tag && p->tag() == selector.tag) return p;
   }
   return nullptr;
+}
+
+// A process counts until it ended or was let go (a pty that never opened).
+std::size_t ProcessTable::live_locked() const {
+  std::size_t n = 0;
+  for (const auto& w : live_)
+    if (auto p = w.lock(); p && p->running()) ++n;
+  return n;
+}
+
+std::size_t ProcessTable::live() const {
+  std::lock_guard lock(mu_);
+  return live_locked();
 }
 
 std::vector<std::shared_ptr<Process>> ProcessTable::running() const {

@@ -146,8 +146,17 @@ bool EventQueue::dropped() const {
 
 // --- Process ---
 
-Process::Process(ProcessConfig config, std::optional<std::string> tag, bool pty, bool stdin_open)
-    : config_(std::move(config)), tag_(std::move(tag)), pty_mode_(pty), stdin_open_(stdin_open) {}
+Process::Process(ProcessConfig config, std::optional<std::string> tag, bool pty, bool stdin_open,
+                 std::size_t max_subscribers)
+    : config_(std::move(config)),
+      tag_(std::move(tag)),
+      pty_mode_(pty),
+      stdin_open_(stdin_open),
+      max_subscribers_(max_subscribers) {}
+
+Unsubscribe::~Unsubscribe() {
+  if (process) process->unsubscribe(events);
+}
 
 std::uint32_t Process::pid() const {
   std::lock_guard lock(mu_);
@@ -169,9 +178,14 @@ void Process::add_subscriber(std::shared_ptr<EventQueue> q) {
   subscribers_.push_back(std::move(q));
 }
 
-std::shared_ptr<EventQueue> Process::subscribe() {
+Result<std::shared_ptr<EventQueue>> Process::subscribe() {
   auto q = std::make_shared<EventQueue>();
   std::lock_guard lock(mu_);
+  if (!ended_ && subscribers_.size() >= max_subscribers_)
+    return fail(ErrorCode::kTooLarge, "process " + std::to_string(pid_) + " has " +
+                                          std::to_string(subscribers_.size()) +
+                                          " readers already (at most " +
+                                          std::to_string(max_subscribers_) + " per process)");
   q->push(start_event(pid_), false);
   if (ended_) {
     q->push(end_message_, false);
@@ -180,6 +194,16 @@ std::shared_ptr<EventQueue> Process::subscribe() {
     subscribers_.push_back(q);
   }
   return q;
+}
+
+void Process::unsubscribe(const std::shared_ptr<EventQueue>& events) {
+  std::lock_guard lock(mu_);
+  std::erase(subscribers_, events);
+}
+
+std::size_t Process::subscribers() const {
+  std::lock_guard lock(mu_);
+  return subscribers_.size();
 }
 
 void Process::broadcast(const std::string& message, bool is_data) {

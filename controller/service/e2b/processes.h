@@ -8,7 +8,11 @@
 // side exec, CloseStdin lets go of it (SIGUSR1 to the shell), and the command sees EOF.
 //
 // Events (the JSON messages of a Start/Connect stream) go to every subscriber's queue; a queue
-// over kMaxQueued bytes drops output (never blocks the SSH thread).
+// over kMaxQueued bytes drops output (never blocks the SSH thread). A subscriber leaves when its
+// stream returns (Unsubscribe), so a reader that went away holds no queue; a process has at
+// most ProcessLimits::max_subscribers readers and a sandbox at most max_processes running
+// processes (#46 finding 2; docs/e2b.md, "Limits").
+
 #pragma once
 
 #include <atomic>
@@ -53,6 +57,24 @@ class EventQueue {
 
 class Process;
 
+// The caps of one sandbox's data plane; beyond them a Start or a Connect fails with kTooLarge
+// (Connect's resource_exhausted).
+struct ProcessLimits {
+  std::size_t max_processes = 32;   // running processes per sandbox (session)
+  std::size_t max_subscribers = 8;  // readers per process: its Start stream and its Connects
+};
+
+// Leaves `process`'s readers when the stream that read `events` returns.
+struct Unsubscribe {
+  std::shared_ptr<Process> process;
+  std::shared_ptr<EventQueue> events;
+  Unsubscribe(std::shared_ptr<Process> p, std::shared_ptr<EventQueue> q)
+      : process(std::move(p)), events(std::move(q)) {}
+  Unsubscribe(const Unsubscribe&) = delete;
+  Unsubscribe& operator=(const Unsubscribe&) = delete;
+  ~Unsubscribe();
+};
+
 // What a Start needs besides the request.
 struct StartOptions {
   std::map<std::string, std::string> default_env;  // the sandbox's envVars
@@ -64,18 +86,21 @@ struct StartOptions {
 // The processes of one sandbox.
 class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
  public:
-  explicit ProcessTable(std::shared_ptr<pvs::Sandbox> sandbox) : sandbox_(std::move(sandbox)) {}
+  explicit ProcessTable(std::shared_ptr<pvs::Sandbox> sandbox, ProcessLimits limits = {})
+      : sandbox_(std::move(sandbox)), limits_(limits) {}
   ~ProcessTable();
   ProcessTable(const ProcessTable&) = delete;
   ProcessTable& operator=(const ProcessTable&) = delete;
 
   // Starts it and returns once its pid is known (or it failed first); `events` receives the
-  // start event and everything after it.
+  // start event and everything after it. kTooLarge when the sandbox runs max_processes.
   Result<std::shared_ptr<Process>> start(const StartRequest& request, const StartOptions& options,
                                          std::shared_ptr<EventQueue> events);
   // A running process by pid or tag; nullptr if none.
   std::shared_ptr<Process> find(const Selector& selector) const;
   std::vector<std::shared_ptr<Process>> running() const;
+  // Processes started and not ended (also those still starting): what max_processes counts.
+  std::size_t live() const;
   // Kills every process (the sandbox goes away) and waits for their threads.
   void shutdown();
 
@@ -83,8 +108,11 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
 
  private:
   void reap_locked();
+  std::size_t live_locked() const;
   std::shared_ptr<pvs::Sandbox> sandbox_;
+  ProcessLimits limits_;
   mutable std::mutex mu_;
+  std::vector<std::weak_ptr<Process>> live_;  // every process started, pruned as they end
   std::map<std::uint32_t, std::shared_ptr<Process>> by_pid_;
   struct Runner {
     std::shared_ptr<std::atomic<bool>> done;
@@ -95,7 +123,8 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
 
 class Process : public std::enable_shared_from_this<Process> {
  public:
-  Process(ProcessConfig config, std::optional<std::string> tag, bool pty, bool stdin_open);
+  Process(ProcessConfig config, std::optional<std::string> tag, bool pty, bool stdin_open,
+          std::size_t max_subscribers = ProcessLimits{}.max_subscribers);
 
   std::uint32_t pid() const;
   const ProcessConfig& config() const { return config_; }
@@ -105,8 +134,12 @@ class Process : public std::enable_shared_from_this<Process> {
   std::optional<EndInfo> end_info() const;
 
   // A new reader of the events from now on (the start event first; the end event at once if
-  // it ended).
-  std::shared_ptr<EventQueue> subscribe();
+  // it ended); kTooLarge when it has max_subscribers readers. The reader stays until
+  // unsubscribe (Unsubscribe) or the end.
+  Result<std::shared_ptr<EventQueue>> subscribe();
+  void unsubscribe(const std::shared_ptr<EventQueue>& events);
+  // Readers now.
+  std::size_t subscribers() const;
   // Stdin or pty input; kInvalidArgument when the process has neither open.
   Status send_input(pvs::Sandbox& sandbox, std::string_view bytes, bool pty);
   Status close_stdin(pvs::Sandbox& sandbox);
@@ -132,6 +165,7 @@ class Process : public std::enable_shared_from_this<Process> {
   std::optional<std::string> tag_;
   bool pty_mode_;
   bool stdin_open_;
+  std::size_t max_subscribers_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::uint32_t pid_ = 0;

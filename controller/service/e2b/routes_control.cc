@@ -169,7 +169,7 @@ void E2bRoutes::create(RequestContext& ctx) {
                                     create_decision(d_.config.policy, ctx.principal->name, asked));
     auto sandbox = d_.create_for(*ctx.principal, req->create, *egress);
     ctx.sandbox = sandbox->id();
-    auto session = sessions_.ensure(sandbox, *ctx.principal, req->template_id, req->env_vars);
+    auto session = sessions_.ensure(sandbox, req->template_id, req->env_vars);
     d_.replies.send_json(
         ctx, 201, e2b::sandbox_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
   });
@@ -188,7 +188,7 @@ void E2bRoutes::connect(RequestContext& ctx) {
     if (*timeout > 0 && sandbox->info().expires_at < now + *timeout)
       if (auto st = sandbox->extend_ttl(std::chrono::seconds(*timeout)); !st)
         throw from_error(st.error());
-    auto session = sessions_.ensure(sandbox, *ctx.principal);
+    auto session = sessions_.ensure(sandbox);
     d_.replies.send_json(
         ctx, 200, e2b::sandbox_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
   });
@@ -203,7 +203,7 @@ void E2bRoutes::list(RequestContext& ctx) {
       auto all = d_.list_for(*ctx.principal, q->metadata);
       for (std::size_t i = q->offset; i < all.size() && page.size() < q->limit; ++i) {
         auto sandbox = d_.sandbox_for(*ctx.principal, all[i].id);
-        auto session = sessions_.ensure(sandbox, *ctx.principal);
+        auto session = sessions_.ensure(sandbox);
         if (q->template_id && *q->template_id != session->template_id) continue;
         page.push_back(view_of(all[i], *session, d_.config.e2b_domain));
       }
@@ -217,7 +217,7 @@ void E2bRoutes::list(RequestContext& ctx) {
 void E2bRoutes::show(RequestContext& ctx) {
   control(ctx, [&] {
     auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
-    auto session = sessions_.ensure(sandbox, *ctx.principal);
+    auto session = sessions_.ensure(sandbox);
     d_.replies.send_json(
         ctx, 200, e2b::detail_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
   });

@@ -1,10 +1,11 @@
 // envd's Connect RPCs (docs/e2b.md), served by the controller over the sandbox's SSH session:
 // POST /e2b/envd/<service>/<Method> (and the same at / for Host 49983-<id>.<domain>). The
 // sandbox comes from E2b-Sandbox-Id (or the Host name), the caller is proved by X-Access-Token
-// (the sandbox's envdAccessToken), and the call acts for the token that created or connected to
-// the sandbox: the same ownership, policy, approvals, audit and metrics as REST. What the
-// policy judges here (docs/policy.md "The E2B API"): a Start as exec (a pty also as terminal.open
-// and an interactive terminal.attach), with the sandbox's envVars among its env names; stdin lines
+// (the sandbox's envdAccessToken), and the call acts for the sandbox's owner (the token that
+// created it, whoever connected or listed it since), within that token's per-token limits: the
+// same ownership, limits, policy, approvals, audit and metrics as REST. What the policy judges
+// here (docs/policy.md "The E2B API"): a Start as exec (a pty also as terminal.open and an
+// interactive terminal.attach), with the sandbox's envVars among its env names; stdin lines
 // under terminal.input rules; a Move once, both ends, its approval binding what lands.
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
@@ -148,9 +149,15 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
                                                  "or connect)");
   auto session = sessions_.find(id);
   if (!session) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
-  ctx.principal = session->principal;
+  // The data plane acts for the sandbox's owner, whoever connected or listed it last (#46
+  // finding 1); an owner whose token is gone from the configuration acts no more.
+  ctx.principal = d_.tokens.find(session->owner);
+  if (!ctx.principal)
+    fail_with(ConnectCode::kPermissionDenied,
+              "the token that owns " + id + " (" + session->owner.substr(0, 64) +
+                  ") is no longer configured: its data plane is refused (docs/e2b.md)");
   try {
-    return {session, d_.sandbox_for(session->principal, id)};
+    return {session, d_.sandbox_for(*ctx.principal, id)};
   } catch (const ApiError& e) {
     // Destroyed through another door (REST, MCP, its TTL): the session goes with it.
     if (e.status == 404) sessions_.erase(id);
@@ -190,6 +197,7 @@ void E2bRoutes::rpc(RequestContext& ctx) {
                 std::string("this server speaks Connect's JSON codec: Content-Type ") +
                     (stream ? "application/connect+json" : "application/json"));
     auto t = target(ctx);
+    auto slot = take_slot(ctx, TokenLimits::Kind::kRequest);  // the owner's (#46 finding 2)
     std::string body = d_.replies.read_body(ctx, e2b::kMaxEnvdMessage + e2b::kEnvelopeHeader);
     if (stream) {
       auto one = e2b::single_message(body, e2b::kMaxEnvdMessage);
@@ -211,7 +219,12 @@ void E2bRoutes::dispatch(RequestContext& ctx, const Target& t, const std::string
   if (method == "process.Process/Start") return start(ctx, t, take(e2b::parse_start(body)));
   if (method == "process.Process/Connect") {
     auto p = process_of(take(e2b::parse_selector_request(body)));
-    return stream(ctx, *p->subscribe(), std::chrono::hours(24));
+    // A stream slot as a Start's; the reader's queue goes when the stream returns (#46).
+    auto slot = take_slot(ctx, TokenLimits::Kind::kStream);
+    auto events = p->subscribe();
+    if (!events) throw ConnectFailure{e2b::connect_error_of(events.error())};
+    e2b::Unsubscribe leave{p, *events};
+    return stream(ctx, **events, std::chrono::hours(24));
   }
   if (method == "process.Process/List") {
     std::vector<e2b::ProcessInfo> out;
@@ -340,6 +353,7 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
   auto started = std::chrono::steady_clock::now();
   auto proc = t.session->processes->start(req, o, events);
   if (!proc) throw ConnectFailure{e2b::connect_error_of(proc.error())};
+  e2b::Unsubscribe leave{*proc, events};  // the process runs on; this reader's queue goes
   stream(ctx, *events, o.timeout + std::chrono::seconds(5));
   auto end = (*proc)->end_info();
   d_.metrics->inc("pvs_exec_total", {{"result", !end                  ? "error"
@@ -418,12 +432,23 @@ void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,
                        std::chrono::milliseconds limit) {
   d_.replies.begin_reply(ctx, 200, "application/connect+json");
   ctx.response->setChunkedTransferEncoding(true);
-  auto keepalive = std::chrono::seconds(50);
-  if (auto s = e2b::parse_timeout_ms(ctx.request->get("Keepalive-Ping-Interval", ""));
-      s && *s > 0 && *s < 3600)
-    keepalive = std::chrono::seconds(*s);
+  // At most a minute: a write is how a reader that went away is found (#46 finding 2).
+  auto keepalive = e2b::keepalive_interval(ctx.request->get("Keepalive-Ping-Interval", ""));
   std::ostream& out = ctx.response->send();
   e2b::pump_events(out, events, std::chrono::steady_clock::now() + limit, keepalive);
+}
+
+// A slot of `kind` among the per-token limits of the token the call acts for; a limit_exceeded
+// (429, Connect's resource_exhausted) naming the setting when it holds its limit already.
+TokenLimits::Slot E2bRoutes::take_slot(RequestContext& ctx, TokenLimits::Kind kind) {
+  auto slot = d_.limits.acquire(ctx.principal->name, kind);
+  if (slot) return std::move(*slot);
+  const bool req = kind == TokenLimits::Kind::kRequest;
+  ctx.response->set("Retry-After", "1");
+  throw limit_exceeded("token " + ctx.principal->name + " has " +
+                       std::to_string(d_.limits.limit(kind)) +
+                       (req ? " requests in flight (auth.max_requests_per_token)"
+                            : " streams running (auth.max_streams_per_token)"));
 }
 
 std::string E2bRoutes::home() const {

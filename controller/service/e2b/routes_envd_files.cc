@@ -28,7 +28,12 @@ void E2bRoutes::files_call(RequestContext& ctx, const std::function<void(const T
   std::optional<ApiError> error;
   try {
     std::optional<Target> t;
-    envd(ctx, false, [&] { t = target(ctx); });
+    std::optional<TokenLimits::Slot> slot;  // the owner's request slot (#46 finding 2)
+    envd(ctx, false, [&] {
+      auto found = target(ctx);
+      slot.emplace(take_slot(ctx, TokenLimits::Kind::kRequest));
+      t = std::move(found);
+    });
     if (!t) return;  // e2b_envd answered (Connect's shape is what the SDK reads here too)
     work(*t);
     return;

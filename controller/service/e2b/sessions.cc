@@ -9,8 +9,8 @@ std::string mint_access_token() {
 }
 
 std::shared_ptr<SandboxSession> SessionRegistry::ensure(
-    const std::shared_ptr<pvs::Sandbox>& sandbox, const Principal& principal,
-    const std::string& template_id, const std::map<std::string, std::string>& env) {
+    const std::shared_ptr<pvs::Sandbox>& sandbox, const std::string& template_id,
+    const std::map<std::string, std::string>& env) {
   std::lock_guard lock(mu_);
   auto& slot = sessions_[sandbox->id()];
   if (!slot) {
@@ -20,8 +20,8 @@ std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     slot->template_id = template_id;
     slot->env_vars = env;
     slot->processes = std::make_shared<ProcessTable>(sandbox);
+    slot->owner = sandbox->info().owner;
   }
-  slot->principal = principal;
   return slot;
 }
 

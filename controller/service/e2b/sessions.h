@@ -12,7 +12,6 @@
 #include <string>
 
 #include "e2b/processes.h"
-#include "http/auth.h"
 
 namespace pvs::service::e2b {
 
@@ -22,8 +21,11 @@ struct SandboxSession {
   std::string template_id;
   std::map<std::string, std::string> env_vars;
   std::shared_ptr<ProcessTable> processes;
-  // Who the data plane acts for: the token that created or last connected to it.
-  Principal principal;
+  // Who the data plane acts for: the sandbox's owner as the Manager records it (the token that
+  // created it), never the caller of connect, show or list (an admin's list must not make a
+  // tenant's calls run as the admin: #46 finding 1). E2bRoutes looks its Principal up by name
+  // at every call and refuses the call when that token is no longer configured.
+  std::string owner;
 };
 
 // A fresh envd access token: 32 random bytes, base64url without padding.
@@ -31,10 +33,9 @@ std::string mint_access_token();
 
 class SessionRegistry {
  public:
-  // The session of `sandbox`, made (with a new token) if there is none.
-  // `principal` becomes the session's.
+  // The session of `sandbox`, made (with a new token, its owner from sandbox->info()) if there
+  // is none. Who calls does not change it.
   std::shared_ptr<SandboxSession> ensure(const std::shared_ptr<pvs::Sandbox>& sandbox,
-                                         const Principal& principal,
                                          const std::string& template_id = "base",
                                          const std::map<std::string, std::string>& env = {});
   std::shared_ptr<SandboxSession> find(const std::string& id) const;

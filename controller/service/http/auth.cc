@@ -84,4 +84,11 @@ std::optional<Principal> TokenStore::authenticate_e2b_key(std::string_view key) 
   return match->principal;
 }
 
+std::optional<Principal> TokenStore::find(std::string_view name) const {
+  if (name.empty()) return std::nullopt;
+  for (const auto& e : entries_)
+    if (e.principal.name == name) return e.principal;
+  return std::nullopt;
+}
+
 }  // namespace pvs::service

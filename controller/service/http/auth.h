@@ -34,6 +34,9 @@ class TokenStore {
   // The token whose E2B API key (X-API-Key, "e2b_" + hex; TokenConfig::e2b_key_sha256) this
   // is, or nullopt.
   std::optional<Principal> authenticate_e2b_key(std::string_view key) const;
+  // The configured token named `name` (a sandbox's owner), or nullopt when there is none (the
+  // token was removed from the configuration): callers acting for an owner fail closed.
+  std::optional<Principal> find(std::string_view name) const;
 
  private:
   struct Entry {
