@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include <Poco/JSON/Parser.h>
 
@@ -256,6 +257,21 @@ TEST_F(ProcessTest, SignalKillsTheGroupAndLateSubscribers) {
   auto after = *p->subscribe();  // ended: start and end at once
   auto c2 = collect(*after, 2s);
   EXPECT_EQ(c2.exit_code, -1);
+}
+
+// A sandbox killed (E2B kill, REST destroy) while a background command runs: shutdown kills
+// the command's group instead of waiting for it to end (it would wait 10 minutes here).
+TEST_F(ProcessTest, ShutdownKillsWhatStillRuns) {
+  auto q = std::make_shared<EventQueue>();
+  auto p = start("sleep 613; echo never", false, std::nullopt, q);
+  ASSERT_TRUE(p);
+  auto done = std::async(std::launch::async, [this] { table_->shutdown(); });
+  ASSERT_EQ(done.wait_for(120s), std::future_status::ready) << "shutdown waited for the command";
+  auto c = collect(*q);
+  EXPECT_EQ(c.status, "signal: killed");
+  auto rest = sandbox_->exec("pgrep -fx 'sleep 613' || echo none", {});
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(rest->out, "none\n");
 }
 
 TEST_F(ProcessTest, Pty) {

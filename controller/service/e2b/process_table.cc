@@ -147,11 +147,18 @@ std::vector<std::shared_ptr<Process>> ProcessTable::running() const {
 
 void ProcessTable::shutdown() {
   std::vector<Runner> runners;
+  std::vector<std::shared_ptr<Process>> alive;
   {
     std::lock_guard lock(mu_);
     runners.swap(runners_);
+    for (const auto& [pid, p] : by_pid_)
+      if (p->running()) alive.push_back(p);
     by_pid_.clear();
   }
+  // A runner's thread returns when its command ends: a background command (a server, a sleep)
+  // would hold the caller (a kill, a destroy) for as long as it runs. Kill each group first;
+  // where the sandbox is already gone, its SSH session is too and the threads end anyway.
+  for (const auto& p : alive) (void)p->signal(*sandbox_, 9);
   for (auto& r : runners)
     if (r.thread.joinable()) r.thread.join();
 }
