@@ -77,16 +77,18 @@ Result<EgressLog> SandboxImpl::egress_log() {
   auto md = metadata();
   EgressLog log;
   if (!egress_of(md).allowlist() || !md.address) return log;
+  // The node keys both logs by address, and addresses are reused (#46): nothing from before
+  // this sandbox was created is its own. The agent forgets an address's lines and refusals when
+  // its list goes; this is the second guard. It also drops the lines of a resolver window that
+  // the address's last holder opened and that ended after the list changed hands.
+  std::int64_t created_ms = md.created_at * 1000;
   auto lines = node_.agent.egress_log(*md.address);
   if (!lines) return fail(lines.error());
   log.names = std::move(*lines);
+  std::erase_if(log.names, [&](const proto::EgressLogLine& l) { return l.window_ms < created_ms; });
   auto refused = node_.agent.egress_refused(*md.address);
   if (refused) {
     log.connections = std::move(*refused);
-    // The kernel keys refusals by address, and addresses are reused: none first refused before
-    // this sandbox was created is its own. The agent clears an address's records when its list
-    // goes (#46); this is the second guard.
-    std::int64_t created_ms = md.created_at * 1000;
     std::erase_if(log.connections,
                   [&](const proto::RefusedConnection& c) { return c.first_ms < created_ms; });
   } else if (refused.error().code != ErrorCode::kConflict) {  // kConflict: an older ruleset

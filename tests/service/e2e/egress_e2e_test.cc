@@ -252,7 +252,7 @@ TEST_F(EgressE2eTest, TheEgressLogShowsExactlyWhatTheSandboxAskedFor) {
   ASSERT_EQ(call("GET", "/v1/health").status, 200);
   auto metrics = call("GET", "/metrics").body;
   for (const char* line :
-       {R"(decision="allow",node="pve"} 1)", R"(decision="refuse",node="pve"} 2)",
+       {R"(decision="allow",node="pve"} 2)", R"(decision="refuse",node="pve"} 2)",
         R"(decision="refuse_connection",node="pve"} 1)"}) {
     EXPECT_NE(metrics.find(std::string("pvs_egress_decisions_total{") + line), std::string::npos)
         << line << "\n"

@@ -6,6 +6,7 @@
 // (REST, sandboxctl, MCP internet, approvals) of the lines the agent holds.
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <fstream>
 
 #include <Poco/JSON/Parser.h>
@@ -279,10 +280,10 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   EXPECT_EQ(agent_->lists().at(address),
             Egress::allow({"pypi.org", "files.pythonhosted.org"}).list);
   // The answer names what the sandbox was refused that the new list still refuses.
-  log_line(address, "api.example.org", false, 2, 1'795'760'000'000);
-  log_line(address, "evil.example", false, 5, 1'795'760'000'000);
+  std::int64_t at = list[0].created_at * 1000;  // this sandbox's: after its creation
+  log_line(address, "api.example.org", false, 2, at);
+  log_line(address, "evil.example", false, 5, at);
   // Refused connections: one destination, and the others (the node's per-sandbox bound).
-  std::int64_t at = list[0].created_at * 1000;  // refusals of this sandbox: after its creation
   agent_->add_refused(address,
                       {*Ipv4Address::parse("203.0.113.9"), 22, 6, false, 3, at, at + 1'000});
   agent_->add_refused(address, {Ipv4Address(0), 0, 0, true, 40, at, at + 2'000});
@@ -364,10 +365,12 @@ TEST_F(EgressApiTest, TheEgressLogShowsTheAgentsLinesThroughRestAndSandboxctl) {
   auto empty = call("GET", uri);
   ASSERT_EQ(empty.status, 200) << empty.body;
   EXPECT_EQ(empty.body, R"({"names":[],"refused":[],"connections":[]})");
-  log_line(sb, "pypi.org", true, 3, 1'795'760'000'000, "pypi.org");
-  log_line(sb, "files.pythonhosted.org", false, 12, 1'795'760'000'000);
-  log_line(sb, "evil.example", false, 1, 1'795'760'060'000);
-  log_line(sb, "files.pythonhosted.org", false, 2, 1'795'760'060'000);
+  // Windows after the sandbox's creation (the view drops older ones: #46).
+  std::int64_t t0 = svc_->manager()->list().at(0).created_at * 1000 + 1000;
+  log_line(sb, "pypi.org", true, 3, t0, "pypi.org");
+  log_line(sb, "files.pythonhosted.org", false, 12, t0);
+  log_line(sb, "evil.example", false, 1, t0 + 60'000);
+  log_line(sb, "files.pythonhosted.org", false, 2, t0 + 60'000);
 
   auto all = call("GET", uri);
   ASSERT_EQ(all.status, 200) << all.body;
@@ -378,13 +381,18 @@ TEST_F(EgressApiTest, TheEgressLogShowsTheAgentsLinesThroughRestAndSandboxctl) {
   EXPECT_EQ(first->getValue<std::string>("decision"), "allow");
   EXPECT_EQ(first->getValue<int>("count"), 3);
   EXPECT_EQ(first->getValue<std::string>("entry"), "pypi.org");
-  EXPECT_EQ(first->getValue<std::string>("window_start"), "2026-11-27T06:13:20Z");
+  std::time_t t0_s = t0 / 1000;
+  std::tm tm{};
+  gmtime_r(&t0_s, &tm);
+  char iso[32];
+  std::strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  EXPECT_EQ(first->getValue<std::string>("window_start"), iso);
   EXPECT_EQ(first->getArray("addresses")->getElement<std::string>(0), "203.0.113.7");
   EXPECT_TRUE(names->getObject(1)->isNull("entry"));
   EXPECT_NE(all.body.find(R"("refused":["files.pythonhosted.org","evil.example"])"),
             std::string::npos)
       << all.body;
-  auto since = call("GET", uri + "?since=1795760060000");
+  auto since = call("GET", uri + "?since=" + std::to_string(t0 + 60'000));
   EXPECT_EQ(json(since.body)->getArray("names")->size(), 2u) << since.body;
   auto newest = call("GET", uri + "?limit=1");
   EXPECT_NE(newest.body.find(R"("refused":["files.pythonhosted.org"])"), std::string::npos)
@@ -419,9 +427,10 @@ TEST_F(EgressApiTest, TheEgressLogShowsTheAgentsLinesThroughRestAndSandboxctl) {
   EXPECT_EQ(call("GET", uri).body, R"({"names":[],"refused":[],"connections":[]})");
 }
 
-// #46: the node keys refused connections by address, and a new sandbox may get the address of
-// one destroyed within the hour. What was first refused before the sandbox was created is not
-// its own and is never shown (the agent clears them when the list goes; this is the guard).
+// #46: the node keys refused connections and the resolver's lines by address, and a new sandbox
+// may get the address of one destroyed within the hour. What was first refused (or whose window
+// started) before the sandbox was created is not its own and is never shown (the agent clears
+// them when the list goes; this is the guard).
 TEST_F(EgressApiTest, RefusedConnectionsFromBeforeTheSandboxWasCreatedAreNotShown) {
   auto sb = create(R"({"internet":{"allow":["pypi.org"]}})");
   ASSERT_TRUE(sb);
@@ -438,12 +447,18 @@ TEST_F(EgressApiTest, RefusedConnectionsFromBeforeTheSandboxWasCreatedAreNotShow
   agent_->add_refused(address, {Ipv4Address(0), 0, 0, true, 40, created - 90'000, created + 10});
   // This sandbox's own.
   agent_->add_refused(address, {ip("203.0.113.10"), 443, 6, false, 1, created, created + 500});
+  // The same for the resolver's lines: a window the last holder opened, and this sandbox's.
+  log_line(address, "old.example", false, 4, created - 30'000);
+  log_line(address, "new.example", false, 1, created);
   auto log = call("GET", "/v1/sandboxes/" + id + "/egress/log");
   ASSERT_EQ(log.status, 200) << log.body;
   auto conns = json(log.body)->getArray("connections");
   ASSERT_EQ(conns->size(), 1u) << log.body;
   EXPECT_EQ(conns->getObject(0)->getValue<std::string>("address"), "203.0.113.10");
   EXPECT_EQ(log.body.find("203.0.113.9"), std::string::npos) << log.body;
+  auto names = json(log.body)->getArray("names");
+  ASSERT_EQ(names->size(), 1u) << log.body;
+  EXPECT_EQ(names->getObject(0)->getValue<std::string>("name"), "new.example");
 }
 
 // E2B's network change is judged as REST's internet change is: its approval binds the egress
