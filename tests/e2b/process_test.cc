@@ -312,6 +312,13 @@ TEST_F(ProcessTest, FilesystemCalls) {
   ASSERT_TRUE(moved.value) << moved.error->message;
   EXPECT_EQ(moved.value->name, "it's.txt");
   EXPECT_EQ(move(*sandbox_, root + "/a/f.txt", root + "/x").error->code, ConnectCode::kNotFound);
+  // The destination is where the entry lands, never a directory it would go into (a move is
+  // judged on that path, #46 finding 4): onto a directory, a file's move fails.
+  ASSERT_TRUE(sandbox_->exec("mkdir " + root + "/d", {}));
+  auto into = move(*sandbox_, root + "/c/it's.txt", root + "/d");
+  ASSERT_TRUE(into.error);
+  EXPECT_EQ(into.error->code, ConnectCode::kInvalidArgument);
+  EXPECT_EQ(stat_entry(*sandbox_, root + "/d/it's.txt").error->code, ConnectCode::kNotFound);
   ASSERT_TRUE(remove(*sandbox_, root).value);
   EXPECT_EQ(remove(*sandbox_, root).error->code, ConnectCode::kNotFound);
   EXPECT_EQ(remove(*sandbox_, "/").error->code, ConnectCode::kInvalidArgument);
