@@ -302,10 +302,10 @@ TEST_F(EgressApiTest, McpToolsTakeAllowlists) {
   EXPECT_NE(refused.find("\"isError\":true"), std::string::npos) << refused;
   EXPECT_TRUE(agent_->lists().empty());
   // An address is no name, here as on REST; a reserved label no label a tool may set.
-  auto address = tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["203.0.113.11"]})");
-  EXPECT_NE(address.find("\"isError\":true"), std::string::npos) << address;
-  EXPECT_NE(address.find("is an address: egress allowlists are by DNS name"), std::string::npos)
-      << address;
+  auto literal = tool("internet", R"({"sandbox_id":")" + id + R"(","allow":["203.0.113.11"]})");
+  EXPECT_NE(literal.find("\"isError\":true"), std::string::npos) << literal;
+  EXPECT_NE(literal.find("is an address: egress allowlists are by DNS name"), std::string::npos)
+      << literal;
   EXPECT_TRUE(agent_->lists().empty());
   auto reserved = tool("sandbox_create", R"({"labels":{"pve-sandbox/template-name":"x"}})");
   EXPECT_NE(reserved.find("\"isError\":true"), std::string::npos) << reserved;
