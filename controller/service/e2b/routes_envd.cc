@@ -398,25 +398,7 @@ void E2bRoutes::judge_stdin(RequestContext& ctx, const Target& t, std::uint32_t 
               "stdin refused (" + next.not_understood.substr(0, 64) +
                   "): under this token's terminal.input rules stdin takes whole lines of text, "
                   "each ended by LF, no control bytes but Tab, so that each line is judged");
-  PolicyRequest one, asked;
-  one.action = asked.action = PolicyAction::kTerminalInput;
-  PolicyDecision decision;  // allow, unless a line says otherwise
-  std::string allowed, needs_person;
-  for (const auto& line : next.lines) {
-    one.text = line;
-    PolicyDecision d = d_.config.policy.decide(token, one);
-    if (d.verdict == Verdict::kDeny) {
-      decision = d;
-      asked.text = line;
-      break;
-    }
-    std::string& into = d.verdict == Verdict::kApprove ? needs_person : allowed;
-    into += (into.empty() ? "" : "\n") + line;
-    if (d.verdict == Verdict::kApprove && decision.verdict == Verdict::kAllow) decision = d;
-    if (decision.verdict == Verdict::kAllow) decision.rule = d.rule;
-  }
-  if (decision.verdict != Verdict::kDeny)
-    asked.text = decision.verdict == Verdict::kApprove ? needs_person : allowed;
+  auto [asked, decision] = decide_lines(d_.config.policy, token, next.lines);
   JsonWriter c;
   asked.canonical = c.begin_object()
                         .key("pid")

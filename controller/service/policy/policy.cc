@@ -245,4 +245,28 @@ std::size_t Policy::rule_count() const {
   return n;
 }
 
+LinesDecision decide_lines(const Policy& policy, std::string_view token,
+                           const std::vector<std::string>& lines) {
+  LinesDecision out;
+  PolicyRequest one;
+  one.action = out.asked.action = PolicyAction::kTerminalInput;
+  PolicyDecision& decision = out.decision;  // allow, unless a line says otherwise
+  std::string allowed, needs_person;
+  for (const auto& line : lines) {
+    one.text = line;
+    PolicyDecision d = policy.decide(token, one);
+    if (d.verdict == Verdict::kDeny) {
+      decision = d;
+      out.asked.text = line;
+      return out;
+    }
+    std::string& into = d.verdict == Verdict::kApprove ? needs_person : allowed;
+    into += (into.empty() ? "" : "\n") + line;
+    if (d.verdict == Verdict::kApprove && decision.verdict == Verdict::kAllow) decision = d;
+    if (decision.verdict == Verdict::kAllow) decision.rule = d.rule;
+  }
+  out.asked.text = decision.verdict == Verdict::kApprove ? needs_person : allowed;
+  return out;
+}
+
 }  // namespace pvs::service

@@ -137,4 +137,14 @@ class Policy {
   std::shared_ptr<const Impl> impl_;  // immutable: copies share it
 };
 
+// Typed or piped lines judged as terminal.input, one at a time: the first denied line decides
+// (and is what `asked.text` shows); else any line that needs a person makes it an approval
+// showing those lines; else allowed, showing them all. `decision.rule` names the deciding rule.
+struct LinesDecision {
+  PolicyRequest asked;
+  PolicyDecision decision;
+};
+LinesDecision decide_lines(const Policy& policy, std::string_view token,
+                           const std::vector<std::string>& lines);
+
 }  // namespace pvs::service

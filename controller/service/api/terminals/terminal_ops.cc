@@ -63,25 +63,7 @@ PolicyGate::Admission TerminalRoutes::admit_lines(const Principal& who, Terminal
                                                   const std::vector<std::string>& lines,
                                                   const std::string& approval_id, bool async,
                                                   const PolicyGate::WaitProgress& progress) {
-  PolicyRequest one, asked;
-  one.action = asked.action = PolicyAction::kTerminalInput;
-  PolicyDecision decision;  // allow, unless a line says otherwise
-  std::string allowed, needs_person;
-  for (const auto& line : lines) {
-    one.text = line;
-    PolicyDecision d = d_.config.policy.decide(who.name, one);
-    if (d.verdict == Verdict::kDeny) {
-      decision = d;
-      asked.text = line;
-      break;
-    }
-    std::string& into = d.verdict == Verdict::kApprove ? needs_person : allowed;
-    into += (into.empty() ? "" : "\n") + line;
-    if (d.verdict == Verdict::kApprove && decision.verdict == Verdict::kAllow) decision = d;
-    if (decision.verdict == Verdict::kAllow) decision.rule = d.rule;
-  }
-  if (decision.verdict != Verdict::kDeny)
-    asked.text = decision.verdict == Verdict::kApprove ? needs_person : allowed;
+  auto [asked, decision] = decide_lines(d_.config.policy, who.name, lines);
   try {
     return d_.gate.admission(who, entry.sandbox, asked, decision, approval_id, async, progress);
   } catch (const PolicyRefusal&) {
