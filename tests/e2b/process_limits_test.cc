@@ -8,16 +8,15 @@
 
 #include "e2b/fs_ops.h"
 #include "e2b/processes.h"
+#include "e2b/refusing_sandbox.h"
 
 namespace pvs::service::e2b {
 namespace {
 
 using namespace std::chrono_literals;
 
-class HeldSandbox : public pvs::Sandbox {
+class HeldSandbox : public RefusingSandbox {
  public:
-  HeldSandbox() : Sandbox("sb-000000000001") {}
-  SandboxInfo info() const override { return {}; }
   // Prints the pid marker as the real script does, then waits for release().
   Result<ExecResult> exec(std::string, ExecOptions options) override {
     int pid = 0;
@@ -35,33 +34,8 @@ class HeldSandbox : public pvs::Sandbox {
     released_ = true;
     cv_.notify_all();
   }
-  Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions) override { return no(); }
-  Status write_file(const std::string&, std::string_view, std::uint32_t) override { return no(); }
-  Result<std::string> read_file(const std::string&, std::uint64_t) override { return no(); }
-  Status upload(const std::string&, std::istream&, const UploadOptions&,
-                std::optional<std::uint64_t>) override {
-    return no();
-  }
-  Result<std::uint64_t> download(const std::string&, std::ostream&,
-                                 const DownloadOptions&) override {
-    return no();
-  }
-  Result<DirListing> list_dir(const std::string&, const ListOptions&) override { return no(); }
-  Result<SftpAttributes> stat(const std::string&) override { return no(); }
-  Result<std::string> realpath(const std::string&) override { return no(); }
-  Status set_egress(const Egress&) override { return no(); }
-  Result<EgressLog> egress_log() override { return no(); }
-  Result<pve::ContainerStatus> status() override { return no(); }
-  bool is_connected() const override { return true; }
-  Status snapshot(const std::string&, const std::string&) override { return no(); }
-  Result<std::vector<SnapshotInfo>> snapshots() override { return no(); }
-  Status rollback(const std::string&) override { return no(); }
-  Status delete_snapshot(const std::string&) override { return no(); }
-  Status extend_ttl(std::chrono::seconds) override { return no(); }
-  Status destroy() override { return no(); }
 
  private:
-  static tl::unexpected<Error> no() { return fail(ErrorCode::kInternal, "not in this test"); }
   std::mutex mu_;
   std::condition_variable cv_;
   int pids_ = 0;

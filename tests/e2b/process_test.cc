@@ -12,6 +12,7 @@
 #include <Poco/JSON/Parser.h>
 
 #include "e2b/base64.h"
+#include "e2b/refusing_sandbox.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs::service::e2b {
@@ -20,44 +21,22 @@ namespace {
 using namespace std::chrono_literals;
 
 // A Sandbox on a bare SshSession: what the processes use (exec, pty), the rest refused.
-class SshSandbox : public pvs::Sandbox {
+class SshSandbox : public RefusingSandbox {
  public:
-  explicit SshSandbox(SshConfig c) : Sandbox("sb-000000000001"), ssh_(std::move(c)) {}
-  SandboxInfo info() const override { return {}; }
+  explicit SshSandbox(SshConfig c) : ssh_(std::move(c)) {}
   Result<ExecResult> exec(std::string command, ExecOptions options) override {
     return ssh_.exec(std::move(command), std::move(options));
   }
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override {
     return ssh_.open_pty(std::move(options));
   }
-  Status write_file(const std::string&, std::string_view, std::uint32_t) override { return no(); }
-  Result<std::string> read_file(const std::string&, std::uint64_t) override { return no(); }
-  Status upload(const std::string&, std::istream&, const UploadOptions&,
-                std::optional<std::uint64_t>) override {
-    return no();
-  }
-  Result<std::uint64_t> download(const std::string&, std::ostream&,
-                                 const DownloadOptions&) override {
-    return no();
-  }
   Result<DirListing> list_dir(const std::string& path, const ListOptions& options) override {
     return ssh_.list_dir(path, options);
   }
   Result<SftpAttributes> stat(const std::string& path) override { return ssh_.stat(path); }
-  Result<std::string> realpath(const std::string&) override { return no(); }
-  Status set_egress(const Egress&) override { return no(); }
-  Result<EgressLog> egress_log() override { return no(); }
-  Result<pve::ContainerStatus> status() override { return no(); }
   bool is_connected() const override { return ssh_.is_connected(); }
-  Status snapshot(const std::string&, const std::string&) override { return no(); }
-  Result<std::vector<SnapshotInfo>> snapshots() override { return no(); }
-  Status rollback(const std::string&) override { return no(); }
-  Status delete_snapshot(const std::string&) override { return no(); }
-  Status extend_ttl(std::chrono::seconds) override { return no(); }
-  Status destroy() override { return no(); }
 
  private:
-  static tl::unexpected<Error> no() { return fail(ErrorCode::kInternal, "not in this test"); }
   SshSession ssh_;
 };
 
