@@ -127,11 +127,7 @@ void E2bRoutes::control(RequestContext& ctx, const std::function<void()>& work) 
         audit_denied(ctx, *line, key.empty() ? "missing" : "unknown_e2b_key");
       throw unauthenticated("missing or unknown E2B API key (X-API-Key)");
     }
-    auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kRequest);
-    if (!slot) {
-      ctx.response->set("Retry-After", "1");
-      throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
-    }
+    auto slot = take_slot(ctx, TokenLimits::Kind::kRequest);
     work();
   } catch (const ApiError& e) {
     if (ctx.responded) throw;

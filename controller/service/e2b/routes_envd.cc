@@ -339,10 +339,7 @@ void E2bRoutes::start(RequestContext& ctx, const Target& t, const e2b::StartRequ
   auto [asked, decision] =
       judge_start(d_.config.policy, ctx.principal->name, req, t.session->env_vars);
   ctx.policy_json = admit_decided(*ctx.principal, t.sandbox->id(), asked, decision);
-  auto slot = d_.limits.acquire(ctx.principal->name, TokenLimits::Kind::kStream);
-  if (!slot)
-    fail_with(ConnectCode::kResourceExhausted,
-              "token " + ctx.principal->name + " has too many streams running");
+  auto slot = take_slot(ctx, TokenLimits::Kind::kStream);
   e2b::StartOptions o;
   o.default_env = t.session->env_vars;
   o.login_snapshot = d_.config.e2b_login_snapshot;
