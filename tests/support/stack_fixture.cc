@@ -309,6 +309,22 @@ std::vector<std::string> Stack::run_driver_until_killed(const DriverRun& run) co
        std::to_string(run.threads), std::to_string(run.warm_pool), std::to_string(run.hot_pool)},
       so);
   must(pid > 0, "start the driver " + run.driver);
+  auto far_enough = [&] {
+    std::ifstream in(run.out_file);
+    int begun = 0, finished = 0;
+    for (std::string line; std::getline(in, line);) {
+      begun += line.rfind("begin ", 0) == 0 ? 1 : 0;
+      finished += line.rfind("create ", 0) == 0 || line.rfind("destroy ", 0) == 0 ? 1 : 0;
+    }
+    return begun >= run.begun && finished >= run.finished;
+  };
+  // Bounded only so that a driver that never gets there fails the test instead of hanging it.
+  for (int i = 0; i < 6000 && !far_enough(); ++i) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid)
+      must(false, "the driver ended, see " + run.out_file);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  must(far_enough(), "the driver did not get far enough in 120 s, see " + run.out_file);
   std::this_thread::sleep_for(run.run_for);
   ::kill(pid, SIGKILL);
   int status = 0;

@@ -94,7 +94,12 @@ struct DriverRun {
   int threads = 4;
   int warm_pool = 0;
   int hot_pool = 0;  // members of one hot profile "hot" (the default template)
-  std::chrono::milliseconds run_for{1000};  // then SIGKILL
+  // SIGKILL run_for after the driver has written `begun` "begin" lines and `finished`
+  // "create"/"destroy" lines (0, 0: after its start), so that a round begins and finishes that
+  // many operations however slow the machine is.
+  std::chrono::milliseconds run_for{1000};
+  int begun = 0;
+  int finished = 0;
 };
 
 class Stack {

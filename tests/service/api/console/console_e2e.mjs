@@ -156,6 +156,14 @@ await check('sandboxes list and filters', async () => {
   await waitText('#sandbox-list', /No sandboxes/);
 });
 
+// The detail page's own reads (files over SSH, the egress log at the agent, snapshots,
+// terminals) have answered: a destroy under them would cut them off (503), not what is checked.
+async function detailReadsAnswered() {
+  const boxes = ['#files-list', '#snapshot-list', '#terminal-list'];
+  if (await page.$('#egress-log')) boxes.push('#egress-log');
+  for (const box of boxes) await page.waitForSelector(`${box} table, ${box} p:not(.muted)`);
+}
+
 await check('create with an allowlist', async () => {
   await go('#/sandboxes', '#create-form');
   await page.type('#new-allow', 'pypi.org, *.github.com');
@@ -165,6 +173,7 @@ await check('create with an allowlist', async () => {
     return m && m[1] !== sid;
   }, { timeout: 120000 }, id);
   const other = await page.evaluate(() => location.hash.split('/')[2]);
+  await detailReadsAnswered();  // before its DELETE below
   const r = await rest('GET', `/v1/sandboxes/${other}`);
   assert(r.status === 200 && r.json.egress === 'allowlist' &&
     JSON.stringify([...r.json.internet.allow].sort()) === JSON.stringify(['*.github.com', 'pypi.org']), `GET ${r.status} ${r.text}`);
@@ -505,11 +514,7 @@ await check('templates', async () => {
 await check('destroy', async () => {
   page.once('dialog', (d) => d.accept());
   await go(`#/sandboxes/${id}`, '#destroy');
-  // The page's own reads (files over SSH, the egress log at the agent, snapshots, terminals)
-  // answer first: a destroy under them would cut them off (503), not what this checks.
-  const boxes = ['#files-list', '#snapshot-list', '#terminal-list'];
-  if (await page.$('#egress-log')) boxes.push('#egress-log');
-  for (const box of boxes) await page.waitForSelector(`${box} table, ${box} p:not(.muted)`);
+  await detailReadsAnswered();
   await page.click('#destroy');
   await page.waitForFunction(() => location.hash === '#/sandboxes', { timeout: 120000 });
   const r = await rest('GET', `/v1/sandboxes/${id}`);
