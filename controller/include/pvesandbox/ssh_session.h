@@ -39,6 +39,7 @@
 
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/ssh_pty.h"
+#include "pvesandbox/ssh_tunnel.h"
 
 namespace pvs {
 
@@ -263,6 +264,10 @@ class SshSession {
   // An interactive program on a pseudo-terminal (ssh_pty.h), on the first connection. Returns
   // once the program runs. Errors: the connection's, kInvalidArgument for bad options.
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options);
+  // A TCP connection from the sandbox's sshd to options.host:port (ssh_tunnel.h), on the first
+  // connection. Returns once it is connected. Errors: kConnectRefused (nothing listens there),
+  // kChannelRefused (the sshd forbids forwarding), kTimeout (no channel slot), the connection's.
+  Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions options);
 
   class Impl;
   struct ExecPool;

@@ -71,7 +71,7 @@ std::optional<Step> ChannelOp::wait_slot(SshSession::Impl& io, Clock::time_point
   // After a refusal: wait for a channel to close, or 20 ms.
   if (refused_ && io.release_epoch() == refused_epoch_ && now < retry_at_) return Step::kIdle;
   refused_ = false;
-  if (!kind_.internal) {
+  if (!kind_.internal && kind_.spare) {
     if (LIBSSH2_CHANNEL* spare = io.take_spare()) {
       channel_ = spare;
       reserved_ = true;
@@ -94,8 +94,7 @@ std::optional<Step> ChannelOp::wait_slot(SshSession::Impl& io, Clock::time_point
 
 // kOpening: nullopt once the channel is open (state kStarting).
 std::optional<Step> ChannelOp::open(SshSession::Impl& io) {
-  channel_ = libssh2_channel_open_ex(io.session(), "session", 7, kind_.window,
-                                     LIBSSH2_CHANNEL_PACKET_DEFAULT, nullptr, 0);
+  channel_ = open_channel(io);
   if (channel_ == nullptr) {
     int rc = libssh2_session_last_errno(io.session());
     if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
@@ -115,12 +114,17 @@ std::optional<Step> ChannelOp::open(SshSession::Impl& io) {
       state_ = State::kWaitSlot;
       return Step::kProgress;
     }
-    e.message += " (sshd MaxSessions reached?)";
+    e.message += kind_.open_hint;
     return open_failed(std::move(e));
   }
   io.release_opener(this);
   state_ = State::kStarting;
   return std::nullopt;
+}
+
+LIBSSH2_CHANNEL* ChannelOp::open_channel(SshSession::Impl& io) {
+  return libssh2_channel_open_ex(io.session(), "session", 7, kind_.window,
+                                 LIBSSH2_CHANNEL_PACKET_DEFAULT, nullptr, 0);
 }
 
 void ChannelOp::abandon(SshSession::Impl&) {

@@ -40,10 +40,17 @@ class ChannelOp : public SshSession::Impl::Op {
     unsigned window;             // the channel's receive window
     bool internal = false;       // takes no spare and may exceed the channel limit (a kill)
     bool retry_refused = false;  // a refused open waits for a slot to free up, not fails
+    bool spare = true;           // may start on a spare "session" channel (a tunnel may not)
+    // Appended to an open's error that is neither fatal nor retried.
+    std::string_view open_hint = " (sshd MaxSessions reached?)";
   };
   explicit ChannelOp(Kind kind) : kind_(kind) {}
 
   // ---- what the op supplies ----
+  // One non-blocking attempt to open the channel: nullptr with the session's last errno set
+  // (EAGAIN: call again). The default is a "session" channel; a tunnel opens direct-tcpip.
+  // libssh2 keeps an open's state in the session: only the opener (single flight) calls this.
+  virtual LIBSSH2_CHANNEL* open_channel(SshSession::Impl& io);
   // In kWaitSlot, before a slot is sought: the step that ends the wait (a deadline passed), or
   // nullopt to go on.
   virtual std::optional<Step> before_slot(SshSession::Impl& io, Clock::time_point now) = 0;

@@ -230,6 +230,11 @@ std::shared_ptr<SshSession::Impl::Op> make_pty_op(std::string remote_command, Pt
                                                   std::shared_ptr<PtyChannel::Shared> shared,
                                                   std::shared_ptr<std::promise<Status>> started);
 
+// A direct-tcpip channel (ssh_tunnel.cc); `opened` gets the open's outcome.
+std::shared_ptr<SshSession::Impl::Op> make_tunnel_op(TunnelOptions options,
+                                                     std::shared_ptr<TcpTunnel::Shared> shared,
+                                                     std::shared_ptr<std::promise<Status>> opened);
+
 // A source yields up to n bytes into buf and returns how many (0 at the end).
 using Source = std::function<Result<std::size_t>(char* buf, std::size_t n)>;
 using Sink = std::function<Status(std::string_view data)>;
