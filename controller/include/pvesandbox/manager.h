@@ -319,6 +319,9 @@ class Sandbox {
   // An interactive program on a pseudo-terminal over the sandbox's SSH session (ssh_pty.h,
   // terminal.h). It ends, with an error in its PtyExit, when the sandbox is destroyed.
   virtual Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) = 0;
+  // A TCP connection to a port in the sandbox (by default on its loopback), made by its sshd on
+  // the sandbox's SSH session (ssh_tunnel.h): what the port proxy streams through.
+  virtual Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions options) = 0;
 
   // Changes the sandbox's egress, recorded in the metadata: on grants HTTP/HTTPS with a renewed
   // lease, an allowlist gives the agent the list (EGRESS), off revokes both. A change never

@@ -42,6 +42,12 @@ ApiError unavailable(std::string m) {
 ApiError internal_error(std::string m) {
   return {500, "internal", std::move(m)};
 }
+ApiError bad_gateway(std::string m) {
+  return {502, "bad_gateway", std::move(m)};
+}
+ApiError gateway_timeout(std::string m) {
+  return {504, "timeout", std::move(m)};
+}
 
 int http_status_for(pvs::ErrorCode code) {
   switch (code) {

@@ -35,6 +35,10 @@ ApiError unsupported_media_type(std::string message);
 ApiError limit_exceeded(std::string message);
 ApiError unavailable(std::string message);
 ApiError internal_error(std::string message);
+// 502 bad_gateway: a service the controller proxies to failed (nothing listening, a bad reply).
+ApiError bad_gateway(std::string message);
+// 504 timeout: that service did not answer in time.
+ApiError gateway_timeout(std::string message);
 
 // The HTTP mapping of the library's coarse codes.
 ApiError from_error(const pvs::Error& error);

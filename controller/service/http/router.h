@@ -1,5 +1,6 @@
 // A small path router: patterns such as "/v1/sandboxes/{id}/snapshots/{name}" matched segment
-// by segment. A path that matches some pattern with another method is a 405 (with Allow).
+// by segment; a last segment "{rest...}" takes what is left of the path, none or many segments
+// (joined by "/"). A path that matches some pattern with another method is a 405 (with Allow).
 #pragma once
 
 #include <map>
@@ -57,10 +58,23 @@ class Router {
     Handler handler;
   };
 
+  static bool is_tail(const std::string& seg) {
+    return seg.size() > 5 && seg.front() == '{' && seg.compare(seg.size() - 4, 4, "...}") == 0;
+  }
+
   static bool matches(const Route& r, const std::vector<std::string_view>& segments,
                       PathParams* params) {
-    if (r.segments.size() != segments.size()) return false;
-    for (std::size_t i = 0; i < segments.size(); ++i) {
+    bool tail = !r.segments.empty() && is_tail(r.segments.back());
+    std::size_t fixed = tail ? r.segments.size() - 1 : r.segments.size();
+    if (tail ? segments.size() < fixed : segments.size() != fixed) return false;
+    if (tail) {
+      std::string rest;
+      for (std::size_t i = fixed; i < segments.size(); ++i)
+        rest += (i == fixed ? "" : "/") + std::string(segments[i]);
+      const std::string& name = r.segments.back();
+      (*params)[name.substr(1, name.size() - 5)] = std::move(rest);
+    }
+    for (std::size_t i = 0; i < fixed; ++i) {
       const std::string& want = r.segments[i];
       if (want.size() > 2 && want.front() == '{' && want.back() == '}') {
         if (segments[i].empty()) return false;

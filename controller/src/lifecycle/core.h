@@ -115,6 +115,7 @@ class SandboxImpl final : public Sandbox {
   Result<SftpAttributes> stat(const std::string& path) override;
   Result<std::string> realpath(const std::string& path) override;
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override;
+  Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions options) override;
 
   Status set_egress(const Egress& egress) override;
   Result<EgressLog> egress_log() override;

@@ -278,4 +278,12 @@ Result<std::unique_ptr<PtyChannel>> SandboxImpl::open_pty(PtyOptions options) {
   return r;
 }
 
+Result<std::unique_ptr<TcpTunnel>> SandboxImpl::open_tunnel(TunnelOptions options) {
+  auto ssh = session();
+  if (!ssh) return fail(ssh.error());
+  auto r = (*ssh)->open_tunnel(std::move(options));
+  if (!r) return fail(r.error());
+  return r;
+}
+
 }  // namespace pvs::lifecycle
