@@ -79,6 +79,10 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
     virtual bool on_session_lost(const Error& error, bool may_retry) = 0;
     // For the poll timeout.
     virtual Clock::time_point deadline() const { return Clock::time_point::max(); }
+    // False while the op would not read from the connection even if data came (a tunnel whose
+    // reader's queue is full): when no op wants input, the loop does not wait for the socket
+    // to be readable (it would be, with data left for that op, and the loop would spin).
+    virtual bool wants_input() const { return true; }
     int retries = 0;
   };
 

@@ -398,8 +398,11 @@ void SshSession::Impl::wait_for_work(bool* idle_data_pending) {
     fds[1].fd = sock_.get();
     if (!active_.empty()) {
       int dirs = libssh2_session_block_directions(session_);
-      fds[1].events = POLLIN;
+      bool input = std::any_of(active_.begin(), active_.end(),
+                               [](const std::shared_ptr<Op>& op) { return op->wants_input(); });
+      fds[1].events = input ? POLLIN : 0;
       if (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) fds[1].events |= POLLOUT;
+      if (fds[1].events == 0) fds[1].fd = -1;  // only a wake-up or a deadline moves anything
     } else {
       // To notice the server closing an idle connection; POLLRDHUP also behind SSH data that
       // libssh2 has not read yet.

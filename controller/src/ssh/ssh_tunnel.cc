@@ -58,6 +58,17 @@ class TunnelOp : public ChannelOp {
         opened_(std::move(opened)),
         slot_deadline_(Clock::now() + options_.open_timeout) {}
 
+  // While the reader's queue is full and nothing is to be sent, data for this channel stays
+  // in libssh2 and the socket: at most the channel's window, which libssh2 1.10 only extends
+  // for bytes read (channel.c: remote.window_size -= bytes_read), so the service is held back.
+  bool wants_input() const override {
+    if (state_ != State::kRunning) return true;
+    std::lock_guard lock(shared_->mu);
+    return shared_->close_requested || !shared_->out.empty() ||
+           (shared_->write_shut && !eof_sent_) ||
+           (!shared_->peer_eof && shared_->unread() < shared_->max_buffered);
+  }
+
   Clock::time_point deadline() const override {
     if (state_ == State::kWaitSlot) return slot_deadline_;
     if (state_ == State::kClosing || state_ == State::kWaitClosed) return grace_deadline_;
