@@ -4,6 +4,7 @@
 // A row names its handler as on<&Class::method>: the method of one small class that receives
 // only what it uses, in the room of its resource: SystemRoutes and FleetRoutes (api/fleet),
 // TemplateRoutes (api/templates), SandboxRoutes (api/sandboxes), FileRoutes (api/files),
+// PortRoutes (api/ports),
 // TerminalRoutes (api/terminals), AuditRoutes (api/audit), McpRoutes (api/mcp), ApprovalRoutes
 // (policy/), E2bRoutes (e2b/).
 // The Api builds them (http/server.h) and is the one shared path before them: authentication,
@@ -19,8 +20,8 @@ namespace pvs::service {
 template <class Part>
 Part& Api::part() {
   return std::get<Part&>(std::tie(system_routes_, fleet_routes_, template_routes_, audit_routes_,
-                                  sandbox_routes_, file_routes_, terminal_routes_, approval_routes_,
-                                  mcp_routes_, e2b_routes_));
+                                  sandbox_routes_, file_routes_, port_routes_, terminal_routes_,
+                                  approval_routes_, mcp_routes_, e2b_routes_));
 }
 
 namespace {
@@ -66,6 +67,13 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/sandboxes/{id}/files",                     on<&FileRoutes::download>,             A::kToken,  ""},
       {"PUT",    "/v1/sandboxes/{id}/files",                     on<&FileRoutes::upload>,               A::kToken,  "sandbox.put_file"},
       {"POST",   "/v1/sandboxes/{id}/files/edit",                on<&FileRoutes::edit>,                 A::kToken,  "sandbox.edit_file"},
+      // A service in the sandbox (HEAD is the GET row): one request proxied, audited at its end.
+      {"GET",    "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
+      {"POST",   "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
+      {"PUT",    "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
+      {"PATCH",  "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
+      {"DELETE", "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
+      {"OPTIONS","/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
       {"PUT",    "/v1/sandboxes/{id}/internet",                  on<&SandboxRoutes::internet>,          A::kToken,  "sandbox.internet"},
       {"GET",    "/v1/sandboxes/{id}/egress/log",                on<&SandboxRoutes::egress_log>,        A::kToken,  ""},
       {"POST",   "/v1/sandboxes/{id}/ttl",                       on<&SandboxRoutes::ttl>,               A::kToken,  "sandbox.ttl"},

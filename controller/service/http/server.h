@@ -32,6 +32,7 @@
 #include "api/fleet/fleet_routes.h"
 #include "api/fleet/system_routes.h"
 #include "api/mcp/mcp_routes.h"
+#include "api/ports/port_routes.h"
 #include "api/sandboxes/sandbox_ops.h"
 #include "api/sandboxes/sandbox_routes.h"
 #include "api/templates/template_routes.h"
@@ -157,6 +158,7 @@ class Api : public Replies, public SandboxOps {
          e2b_routes_.forget(id);
        }}};
   FileRoutes file_routes_{config_, *this, gate_, *this};
+  PortRoutes port_routes_{*this, *this};
   TerminalRoutes terminal_routes_{{config_, *this, gate_, *terminals_, *this, audit_sink()}};
   McpRoutes mcp_routes_{{config_, limits_, *this, audit_sink(),
                          mcp::ToolOps{config_, gate_, *this, sandbox_routes_, file_routes_,

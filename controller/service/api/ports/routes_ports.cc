@@ -1,0 +1,302 @@
+// The port proxy (port_routes.h): one request to a service in the sandbox, through an SSH
+// direct-tcpip channel, streamed both ways.
+//
+// The request head and body go first (the body as it is read from the client, re-chunked when
+// the client chunked it), then the service's reply: its head (interim 1xx replies dropped), and
+// its body as it arrives: with its Content-Length, or chunked to the client when the service
+// chunked it or ends it by closing. The upstream connection is `Connection: close`, one request.
+// A reply that breaks off after it began resets the client's connection (no partial body taken
+// for a whole one). One audit record per request, at its end: port, method, path, status and
+// the bytes each way.
+#include <Poco/Exception.h>
+#include <Poco/String.h>
+
+#include <cstdio>
+
+#include <optional>
+
+#include "api/ports/port_proxy.h"
+#include "api/ports/port_routes.h"
+#include "http/chunk_frames.h"
+#include "http/json.h"
+#include "pvesandbox/common/log.h"
+
+namespace pvs::service {
+
+namespace {
+
+using ports::BodyFraming;
+using ports::ResponseHead;
+
+constexpr std::size_t kChunk = 64 << 10;
+constexpr std::size_t kMaxHead = 64 << 10;
+
+std::string where(std::uint16_t port, const std::string& id) {
+  return "port " + std::to_string(port) + " in " + id;
+}
+
+ApiError tunnel_error(const Error& e, std::uint16_t port, const std::string& id) {
+  if (e.is(SshErrc::kConnectRefused))
+    return bad_gateway("nothing listens on " + where(port, id) +
+                       " (127.0.0.1:" + std::to_string(port) + " as the sandbox sees it)");
+  if (e.is(SshErrc::kChannelRefused)) return bad_gateway(e.message);
+  if (e.is(SshErrc::kTimeout))
+    return gateway_timeout("the service on " + where(port, id) + ": " + e.message);
+  return from_error(e);
+}
+
+// The service's side: what was read and not yet used, and the tunnel to read more from.
+struct Upstream {
+  TcpTunnel& tunnel;
+  std::string pending;
+  // Appends what comes next: the bytes read, 0 at the service's EOF.
+  Result<std::size_t> more() {
+    char buf[kChunk];
+    auto n = tunnel.read(buf, sizeof buf, PortRoutes::kIdleTimeout);
+    if (n && *n > 0) pending.append(buf, *n);
+    return n;
+  }
+};
+
+BodyFraming framing_of(const Poco::Net::HTTPServerRequest& req) {
+  if (req.getChunkedTransferEncoding()) return {BodyFraming::Kind::kChunked, 0};
+  if (req.hasContentLength() && req.getContentLength64() > 0)
+    return {BodyFraming::Kind::kLength, static_cast<std::uint64_t>(req.getContentLength64())};
+  return {};
+}
+
+// Sends the request head and streams its body; the body bytes sent. A service that stops
+// taking the body (it closed its side, maybe after an early reply) ends the sending: its reply
+// is read next, and the rest of the body is drained after it (settle_body).
+std::uint64_t send_request(RequestContext& ctx, TcpTunnel& t, const std::string& head,
+                           BodyFraming body, const std::string& what) {
+  auto check = [&](const Status& st) {
+    if (st) return true;
+    if (st.error().is(SshErrc::kDisconnected)) return false;
+    if (st.error().is(SshErrc::kTimeout))
+      throw gateway_timeout("the service on " + what + " does not read the request");
+    throw from_error(st.error());
+  };
+  if (!check(t.write(head, PortRoutes::kIdleTimeout))) return 0;
+  if (body.kind == BodyFraming::Kind::kNone) {
+    ctx.body_read = true;
+    return 0;
+  }
+  std::istream& in = ctx.request->stream();
+  std::string buf(kChunk, '\0');
+  std::uint64_t total = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) break;
+    total += got;
+    std::string_view data(buf.data(), got);
+    std::string frame;
+    if (body.kind == BodyFraming::Kind::kChunked) {
+      char size[24];
+      int n = std::snprintf(size, sizeof size, "%zx\r\n", got);
+      frame.assign(size, static_cast<std::size_t>(n)).append(data).append("\r\n");
+      data = frame;
+    }
+    if (!check(t.write(data, PortRoutes::kIdleTimeout))) return total;
+  }
+  if (in.bad() || (body.kind == BodyFraming::Kind::kLength && total != body.length)) {
+    ctx.response->setKeepAlive(false);
+    throw bad_request(
+        "the request body broke off (shorter than its Content-Length, or its "
+        "chunked encoding is malformed)");
+  }
+  if (body.kind == BodyFraming::Kind::kChunked)
+    check(t.write("0\r\n\r\n", PortRoutes::kIdleTimeout));
+  ctx.body_read = true;
+  return total;
+}
+
+// The service's final reply head (interim 1xx ones dropped).
+ResponseHead read_head(Upstream& up, const std::string& method, const std::string& what) {
+  for (;;) {
+    if (auto end = ports::head_end(up.pending)) {
+      auto head = ports::parse_response_head(std::string_view(up.pending).substr(0, *end), method);
+      if (!head) throw bad_gateway("the service on " + what + ": " + head.error().message);
+      up.pending.erase(0, *end);
+      if (head->status == 101)
+        throw bad_gateway("the service on " + what +
+                          " switched protocols (101): upgrades are not proxied yet");
+      if (head->status >= 200) return std::move(*head);
+      continue;
+    }
+    if (up.pending.size() > kMaxHead)
+      throw bad_gateway("the service on " + what + " sent a reply head larger than 64 KiB");
+    auto n = up.more();
+    if (!n && n.error().is(SshErrc::kTimeout))
+      throw gateway_timeout("the service on " + what + " sent no reply within " +
+                            std::to_string(PortRoutes::kIdleTimeout.count()) + " s");
+    if (!n) throw bad_gateway("the service on " + what + ": " + n.error().message);
+    if (*n == 0)
+      throw bad_gateway("the service on " + what + " closed the connection without a reply");
+  }
+}
+
+struct BodyResult {
+  std::uint64_t bytes = 0;
+  std::optional<std::string> failure;  // the reply broke off: why
+};
+
+// Waits for more of the service's body; a failure when it ended or failed instead.
+std::optional<std::string> more_body(Upstream& up, bool eof_ends) {
+  auto n = up.more();
+  if (!n) return "the service's reply broke off: " + n.error().message;
+  if (*n == 0 && !eof_ends) return std::string("the service closed the connection mid-reply");
+  return std::nullopt;
+}
+
+BodyResult copy_length(RequestContext& ctx, Upstream& up, std::uint64_t length) {
+  BodyResult r;
+  ctx.response->setContentLength64(static_cast<Poco::Int64>(length));
+  std::ostream& out = ctx.response->send();
+  while (r.bytes < length) {
+    if (up.pending.empty()) {
+      if ((r.failure = more_body(up, false))) return r;
+      continue;
+    }
+    auto take =
+        static_cast<std::size_t>(std::min<std::uint64_t>(length - r.bytes, up.pending.size()));
+    out.write(up.pending.data(), static_cast<std::streamsize>(take));
+    up.pending.erase(0, take);
+    r.bytes += take;
+    if (!out) {
+      r.failure = "the client went away";
+      return r;
+    }
+  }
+  out.flush();
+  return r;
+}
+
+// A chunked reply to the client: the service's chunked body decoded, or its body up to its EOF.
+BodyResult copy_chunked(RequestContext& ctx, Upstream& up, bool decode) {
+  BodyResult r;
+  ctx.response->setChunkedTransferEncoding(true);
+  ChunkFrames frames(ctx, ctx.response->send());
+  ports::ChunkedDecoder decoder;
+  std::string data;
+  for (;;) {
+    if (decode) {
+      auto used = decoder.feed(up.pending, &data);
+      if (!used) {
+        r.failure = used.error().message;
+        return r;
+      }
+      up.pending.erase(0, *used);
+    } else {
+      data.swap(up.pending);
+    }
+    if (!data.empty()) {
+      if (!frames.send(data)) {
+        r.failure = "the client went away";
+        return r;
+      }
+      r.bytes += data.size();
+      data.clear();
+    }
+    if (decode && decoder.done()) return r;
+    auto before = up.pending.size();
+    if ((r.failure = more_body(up, !decode))) return r;
+    if (!decode && up.pending.size() == before) return r;  // the service's EOF: the end
+  }
+}
+
+BodyResult copy_body(RequestContext& ctx, Upstream& up, const ResponseHead& head) {
+  try {
+    switch (head.framing) {
+      case ResponseHead::Framing::kNone:
+        if (ctx.method == "HEAD" && head.length > 0)
+          ctx.response->setContentLength64(static_cast<Poco::Int64>(head.length));
+        ctx.response->send();
+        return {};
+      case ResponseHead::Framing::kLength: return copy_length(ctx, up, head.length);
+      case ResponseHead::Framing::kChunked: return copy_chunked(ctx, up, true);
+      case ResponseHead::Framing::kUntilClose: return copy_chunked(ctx, up, false);
+    }
+  } catch (const Poco::Exception&) {
+    return {0, std::string("the client went away")};
+  }
+  return {};
+}
+
+std::string audit_params(std::uint16_t port, const std::string& method, const std::string& path,
+                         std::optional<std::pair<std::uint64_t, std::uint64_t>> bytes) {
+  JsonWriter w;
+  w.begin_object().key("port").value(static_cast<int>(port)).key("method").value(method);
+  w.key("path").value(path.substr(0, std::min<std::size_t>(path.find('?'), 256)));  // no query
+  if (bytes) w.key("bytes_in").value(bytes->first).key("bytes_out").value(bytes->second);
+  w.end_object();
+  return w.take();
+}
+
+// The service's headers on the reply (Date and Server replace the controller's own), and the
+// sandboxing CSP every proxied reply carries (port_proxy.h).
+void copy_headers(RequestContext& ctx, const ResponseHead& head) {
+  auto& resp = *ctx.response;
+  if (!head.reason.empty()) resp.setReason(head.reason);
+  for (const auto& [name, value] : head.headers) {
+    if (Poco::icompare(name, "content-type") == 0 || Poco::icompare(name, "x-request-id") == 0)
+      continue;
+    if (Poco::icompare(name, "date") == 0 || Poco::icompare(name, "server") == 0)
+      resp.set(name, value);
+    else
+      resp.add(name, value);
+  }
+  resp.add("Content-Security-Policy", std::string(ports::kSandboxCsp));
+}
+
+}  // namespace
+
+void PortRoutes::proxy(RequestContext& ctx) {
+  const std::string& port_text = ctx.params.at("port");
+  auto port = ports::parse_port(port_text);
+  if (!port) throw port.error();
+  auto sandbox = sandboxes_.find(ctx);
+  auto target = ports::upstream_target(ctx.request->getURI(), ctx.sandbox, port_text);
+  if (!target) throw target.error();
+  ctx.params_json = audit_params(*port, ctx.method, *target, std::nullopt);
+  const std::string what = where(*port, ctx.sandbox);
+
+  ports::UpstreamRequest request;
+  request.method = ctx.method;
+  request.target = *target;
+  request.port = *port;
+  for (const auto& [name, value] : *ctx.request) request.headers.emplace_back(name, value);
+  request.body = framing_of(*ctx.request);
+  request.forwarded_host = ctx.request->getHost();
+  request.forwarded_prefix = "/v1/sandboxes/" + ctx.sandbox + "/ports/" + port_text;
+
+  TunnelOptions options;
+  options.port = *port;
+  auto tunnel = sandbox->open_tunnel(options);
+  if (!tunnel) throw tunnel_error(tunnel.error(), *port, ctx.sandbox);
+  Upstream up{**tunnel, {}};
+  std::uint64_t sent =
+      send_request(ctx, **tunnel, ports::request_head(request), request.body, what);
+  ResponseHead head = read_head(up, ctx.method, what);
+
+  // One audit record at the end, with the bytes: the reply's beginning is not audited.
+  std::string action = std::move(ctx.action);
+  ctx.action.clear();
+  replies_.begin_reply(ctx, head.status, head.content_type);
+  copy_headers(ctx, head);
+  BodyResult body = copy_body(ctx, up, head);
+  (*tunnel)->close();
+  ctx.action = std::move(action);
+  ctx.params_json = audit_params(*port, ctx.method, *target, std::make_pair(sent, body.bytes));
+  std::optional<ApiError> cut;
+  if (body.failure) {
+    cut = bad_gateway("the reply from the service on " + what + " broke off after " +
+                      std::to_string(body.bytes) + " bytes: " + *body.failure);
+    log::warn("request " + ctx.request_id + ": " + cut->message);
+    replies_.abort_reply(ctx);
+  }
+  replies_.audit(ctx, head.status, cut ? &*cut : nullptr);
+}
+
+}  // namespace pvs::service
