@@ -107,6 +107,19 @@ struct KnownHostsDeleter {
 };
 using KnownHostsPtr = std::unique_ptr<LIBSSH2_KNOWNHOSTS, KnownHostsDeleter>;
 
+// AES-GCM first in both directions where the linked libssh2 has it (ssh_detail::cipher_preference).
+void prefer_aes_gcm(LIBSSH2_SESSION* session) {
+  for (int which : {LIBSSH2_METHOD_CRYPT_CS, LIBSSH2_METHOD_CRYPT_SC}) {
+    const char** algs = nullptr;
+    int n = libssh2_session_supported_algs(session, which, &algs);
+    if (n <= 0 || algs == nullptr) continue;  // the library's default order stays
+    std::vector<std::string> supported(algs, algs + n);
+    libssh2_free(session, static_cast<void*>(algs));
+    const std::string pref = ssh_detail::cipher_preference(supported);
+    if (!pref.empty()) libssh2_session_method_pref(session, which, pref.c_str());
+  }
+}
+
 }  // namespace
 
 std::string ssh_detail::normalize_fingerprint(std::string_view fp) {
@@ -164,6 +177,7 @@ Status SshSession::Impl::do_connect() {
     libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY,
                                 config_.host_key_algorithms.c_str());
   }
+  prefer_aes_gcm(session_);
   auto fail_teardown = [this](Error e) -> Status {
     teardown(false);
     return tl::unexpected<Error>(std::move(e));
