@@ -43,7 +43,7 @@ std::string name_problem(std::string_view name) {
 Status check_syntax(std::string_view name) {
   auto problem = name_problem(name.starts_with("*.") ? name.substr(2) : name);
   if (problem.empty()) return {};
-  return invalid("egress name " + quoted(name) + " " + problem +
+  return invalid("egress name " + pvs::quoted(name) + " " + problem +
                  " (a lower-case DNS name, or *. and one for its subdomains)");
 }
 
