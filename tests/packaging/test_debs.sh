@@ -58,7 +58,7 @@ for deb in "${debs[@]}"; do
   x=$work/x-$(pkg_of "$deb")
   dpkg-deb -x "$deb" "$x"
   mkdir -p "$x/units"
-  for unit in "$x"/lib/systemd/system/*; do
+  for unit in "$x"/lib/systemd/system/* "$x"/usr/lib/systemd/system/*; do # Debian 12 / 13
     [[ -f "$unit" ]] || continue
     # Point ExecStart at the extracted binaries so verify can check they exist.
     sed "s|/usr/sbin/pve-sandbox|$x/usr/sbin/pve-sandbox|g; s|/usr/bin/pve-sandbox|$x/usr/bin/pve-sandbox|g" \
@@ -77,9 +77,9 @@ hardening=(NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=y
   ProtectProc=invisible RestrictNamespaces=yes RestrictSUIDSGID=yes MemoryDenyWriteExecute=yes
   SystemCallFilter=@system-service 'SystemCallFilter=~@privileged @resources' UMask=00[27]7
   'MemoryMax=[0-9]+[KMG]' 'TasksMax=[0-9]+' 'LimitNOFILE=[0-9]+')
-for unit in "$work"/x-*/lib/systemd/system/pve-sandbox-agent.service \
-  "$work"/x-*/lib/systemd/system/pve-sandbox-resolver.service \
-  "$work"/x-*/lib/systemd/system/pve-sandbox-controller.service; do
+for unit in "$work"/x-*/{,usr/}lib/systemd/system/pve-sandbox-agent.service \
+  "$work"/x-*/{,usr/}lib/systemd/system/pve-sandbox-resolver.service \
+  "$work"/x-*/{,usr/}lib/systemd/system/pve-sandbox-controller.service; do
   [[ -f "$unit" ]] || continue
   missing=()
   for directive in "${hardening[@]}"; do
@@ -113,8 +113,21 @@ for deb in "${debs[@]}"; do
 done
 
 # Every dependency of our packages, so that dpkg -i needs no network inside the root.
+# debootstrap --include takes real packages only: a virtual one in Depends (Debian 13's RE2 ABI
+# name libre2-11-absl20240722, provided by libre2-11) becomes its provider as apt sees it here.
+real_package() {
+  if apt-cache show "$1" 2>/dev/null | grep -q "^Package:"; then
+    echo "$1"
+    return
+  fi
+  local provider
+  provider=$(apt-cache showpkg "$1" 2>/dev/null | awk '/^Reverse Provides:/ { f = 1; next }
+    f && NF { print $1; exit }')
+  echo "${provider:-$1}"
+}
 deps=$(for deb in "${debs[@]}"; do dpkg-deb -f "$deb" Depends | tr ',' '\n'; done |
-  sed 's/|.*//; s/(.*)//; s/ //g' | grep -v '^$' | sort -u | paste -sd, -)
+  sed 's/|.*//; s/(.*)//; s/ //g' | grep -v '^$' | sort -u |
+  while read -r p; do real_package "$p"; done | sort -u | paste -sd, -)
 cache=${PVS_DEBOOTSTRAP_CACHE:-/var/cache/pve-sandbox-test}
 tarball=$cache/$suite-minbase-$(echo "$deps" | sha256sum | cut -c1-12).tgz
 mkdir -p "$cache"
@@ -201,7 +214,8 @@ pkgs=$(for deb in "${debs[@]}"; do pkg_of "$deb"; done | paste -sd' ' -)
 check "remove" in_root dpkg -r $pkgs
 if ((has_agent)); then
   check "agent binary gone after remove" test ! -e "$root/usr/sbin/pve-sandbox-agent"
-  check "agent unit gone after remove" test ! -e "$root/lib/systemd/system/pve-sandbox-agent.service"
+  check "agent unit gone after remove" test ! -e "$root/lib/systemd/system/pve-sandbox-agent.service" \
+    -a ! -e "$root/usr/lib/systemd/system/pve-sandbox-agent.service"
   check "agent config kept after remove" test -f "$root/etc/pve-sandbox/agent.yaml"
   check "agent user kept after remove" user_exists pve-sandbox-agent
 fi
