@@ -69,7 +69,7 @@ Result<std::string> ManagerCore::replace_host_key(SshSession& session) {
   if (r->exit_code != 0 || !is_sha256_fingerprint(fp))
     return fail(ErrorCode::kUnavailable,
                 "ssh: the template cannot replace its host key (exit " +
-                    std::to_string(r->exit_code) + ": " + quoted(r->err, 200) +
+                    std::to_string(r->exit_code) + ": " + pvs::quoted(r->err, 200) +
                     "); it needs ssh-keygen and a writable /etc/ssh, or set "
                     "ssh.per_sandbox_host_keys: false");
   return fp;
