@@ -172,7 +172,10 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   }
   if (md->address) n.addrs->mark_used(*md->address);
   bool is_expired = md->expires_at != 0 && md->expires_at <= now;
-  if (md->phase != SandboxMetadata::Phase::kReady || is_expired || !md->address) {
+  // A paused sandbox is adopted as a ready one is: stopped, resumable (pause.cc).
+  bool live =
+      md->phase == SandboxMetadata::Phase::kReady || md->phase == SandboxMetadata::Phase::kPaused;
+  if (!live || is_expired || !md->address) {
     scan.orphans.push_back({ct.vmid, md->id, md->address, is_expired, false});
     return {};
   }
@@ -321,7 +324,9 @@ Status ManagerCore::reap(Scan& scan, bool synced) {
     ++(o.expired ? stats_.expired_destroyed : stats_.orphans_destroyed);
   }
   for (auto& sb : scan.expired) {
-    bool was_expired = sb->metadata().phase == SandboxMetadata::Phase::kReady;
+    auto phase = sb->metadata().phase;
+    bool was_expired =
+        phase == SandboxMetadata::Phase::kReady || phase == SandboxMetadata::Phase::kPaused;
     if (auto r = destroy(*sb); !r) {
       result = r;
       continue;
