@@ -115,8 +115,9 @@ TEST_F(PauseE2eTest, PauseStopsItKeepingItsIdentityAndResumeHandsItBackOverSsh) 
   EXPECT_NE(r->out.find(before.address->to_string()), std::string::npos) << r->out;
   EXPECT_EQ(sb->resume().error().code, ErrorCode::kConflict);
   EXPECT_EQ(m->stats().paused, 0u);
-  EXPECT_EQ(m->stats().pauses, 1u);
-  EXPECT_EQ(m->stats().resumes, 1u);
+  EXPECT_EQ(m->stats().pauses.count, 1u);  // the refused ones not counted
+  EXPECT_EQ(m->stats().resumes.count, 1u);
+  EXPECT_EQ(m->stats().resumes.errors, 0u);
 
   ASSERT_TRUE(sb->destroy());
   EXPECT_TRUE(stack_->containers().empty());
@@ -167,6 +168,44 @@ TEST_F(PauseE2eTest, ARestartedControllerKeepsItPausedAndResumable) {
   EXPECT_TRUE(stack_->containers().empty());
 }
 
+// A controller killed between a pause's two steps leaves "paused" recorded and the container
+// running: the restarted controller adopts it paused and stops it.
+TEST_F(PauseE2eTest, APausedSandboxFoundRunningIsStopped) {
+  SandboxInfo before;
+  {
+    auto m = open(config());
+    ASSERT_TRUE(m);
+    auto sb = create(*m);
+    ASSERT_TRUE(sb);
+    before = sb->info();
+  }
+  // The first step of a pause, as the killed controller wrote it.
+  auto client = pve::Client::create(config().proxmox);
+  ASSERT_TRUE(client) << client.error().message;
+  auto conf = (*client)->config("pve", before.vmid);
+  ASSERT_TRUE(conf);
+  auto md = decode_description(conf->at("description"));
+  ASSERT_TRUE(md) << md.error().message;
+  md->phase = SandboxMetadata::Phase::kPaused;
+  md->ttl_left = 600;
+  ASSERT_TRUE(
+      (*client)->update_config("pve", before.vmid, {{"description", encode_description(*md)}}));
+  ASSERT_EQ(stack_->ct_namespaces().size(), 1u);
+
+  auto m = open(config());  // its first reconcile adopts the sandbox and stops the container
+  ASSERT_TRUE(m);
+  auto listed = m->list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].phase, SandboxMetadata::Phase::kPaused);
+  EXPECT_EQ(listed[0].status, "stopped");
+  EXPECT_TRUE(stack_->ct_namespaces().empty());
+  auto sb = m->attach(before.id);
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE((*sb)->resume());
+  ASSERT_TRUE((*sb)->exec("true"));
+  ASSERT_TRUE((*sb)->destroy());
+}
+
 TEST_F(PauseE2eTest, AFailedStepLeavesItWhereItWas) {
   std::atomic<bool> fail_stop{true}, fail_mark{true};
   auto m = open(config(), [&](std::string_view step) -> Status {
@@ -183,7 +222,7 @@ TEST_F(PauseE2eTest, AFailedStepLeavesItWhereItWas) {
   EXPECT_EQ(sb->info().phase, SandboxMetadata::Phase::kReady);
   EXPECT_EQ(sb->info().expires_at, expires);
   ASSERT_TRUE(sb->exec("true"));
-  EXPECT_EQ(m->stats().pause_failures, 1u);
+  EXPECT_EQ(m->stats().pauses.errors, 1u);
   fail_stop = false;
   ASSERT_TRUE(sb->pause());
   // The last step of the resume fails: paused again, and stopped.

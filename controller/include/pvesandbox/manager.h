@@ -391,8 +391,6 @@ struct ManagerStats {
   std::uint64_t creates = 0, create_failures = 0;
   std::uint64_t destroys = 0, destroy_failures = 0;
   std::uint64_t paused = 0;  // live sandboxes in phase "paused" (counted in `live` too)
-  std::uint64_t pauses = 0, pause_failures = 0;
-  std::uint64_t resumes = 0, resume_failures = 0;
   std::uint64_t reconciles = 0, reconcile_failures = 0;
   std::uint64_t orphans_destroyed = 0, expired_destroyed = 0;
   std::uint64_t quarantined_addresses = 0;
@@ -404,6 +402,10 @@ struct ManagerStats {
   CallStats proxmox_calls;
   CallStats proxmox_tasks;
   CallStats agent_calls;
+  // Sandbox::pause and Sandbox::resume calls past their checks (not: paused already, not
+  // paused), from call to return; resume includes the wait for SSH.
+  CallStats pauses;
+  CallStats resumes;
 };
 
 // One pool as Manager::pools() reports it (for operators: GET /v1/pools, metrics).

@@ -471,13 +471,15 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     Node* node = nullptr;
     std::vector<Orphan> orphans;
     std::vector<std::shared_ptr<SandboxImpl>> expired;
+    // Paused sandboxes whose container runs (a pause or resume interrupted by a crash).
+    std::vector<std::shared_ptr<SandboxImpl>> running_paused;
     std::set<int> present;  // VMIDs of the listing in our range
   };
   Status scan_container(const pve::ContainerStatus& ct, std::int64_t now, Scan& scan);
   bool keep_pooled(Node& node, const pve::ContainerStatus& ct, const pve::Config& conf,
                    const SandboxMetadata& md);
-  void adopt(Node& node, const pve::ContainerStatus& ct, const pve::Config& conf,
-             const SandboxMetadata& md);
+  std::shared_ptr<SandboxImpl> adopt(Node& node, const pve::ContainerStatus& ct,
+                                     const pve::Config& conf, const SandboxMetadata& md);
   Status reconcile_node(Node& node);
   void mark_unreachable(Node& node, const std::string& why);
   void forget_vanished(Node& node, const std::set<std::string>& registered_before,
@@ -489,6 +491,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // pause.cc: the steps of pause and resume (op_mutex held, the VMID busy).
   Status stop_paused(SandboxImpl& sandbox);
   Status pause_steps(SandboxImpl& sandbox);
+  // A paused sandbox found running is stopped (the reconcile's part of pause.cc's contract).
+  Status settle_paused(SandboxImpl& sandbox);
   Status resume_steps(SandboxImpl& sandbox, seconds ttl);
   // A session to the started sandbox once its SSH answers on its own key (null without
   // wait_for_ssh).
@@ -533,6 +537,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::set<int> busy_vmids_;  // creates/destroys in flight in this process
   int inflight_ = 0;
   ManagerStats stats_;
+  LatencyRecorder pause_times_, resume_times_;  // pause.cc
   std::deque<Pooled> pool_;
   std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
   bool pool_stop_ = false;

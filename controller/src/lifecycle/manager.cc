@@ -187,6 +187,8 @@ ManagerStats ManagerCore::stats() const {
   s.pooled = pool_.size();
   s.proxmox_calls = pve_.calls.snapshot();
   s.proxmox_tasks = pve_.tasks.snapshot();
+  s.pauses = pause_times_.snapshot();
+  s.resumes = resume_times_.snapshot();
   for (auto& n : nodes_) {
     s.quarantined_addresses += n->quarantined.load();
     auto a = n->agent.calls.snapshot();

@@ -1,8 +1,9 @@
 // Pause and resume in the filesystem mode (docs/design/pause.md): pause records phase "paused"
 // first, then stops the container (its disk kept); resume starts it, waits until its SSH
 // answers on its own pinned host key, then records phase "ready". A crash between the two
-// steps of either leaves "paused" recorded, and the next resume finishes the job (a container
-// already running is started already). Recovery adopts a paused sandbox (reconcile.cc).
+// steps of either leaves "paused" recorded with the container maybe running: the next
+// reconcile stops it (settle_paused), or a resume first takes it as started. Recovery adopts a
+// paused sandbox (reconcile.cc).
 #include <algorithm>
 
 #include "core.h"
@@ -23,7 +24,7 @@ namespace {
 // The VMID busy for the reconciler while an operation runs.
 class BusyVmid {
  public:
-  BusyVmid(std::function<void(bool)> set) : set_(std::move(set)) { set_(true); }
+  explicit BusyVmid(std::function<void(bool)> set) : set_(std::move(set)) { set_(true); }
   ~BusyVmid() { set_(false); }
   BusyVmid(const BusyVmid&) = delete;
   BusyVmid& operator=(const BusyVmid&) = delete;
@@ -48,10 +49,7 @@ Status ManagerCore::pause(SandboxImpl& sb, PauseMode mode) {
   if (phase != SandboxMetadata::Phase::kReady)
     return fail(ErrorCode::kConflict, "sandbox " + sb.id() + " is being destroyed");
   BusyVmid guard([&](bool on) { busy(sb.vmid(), on); });
-  auto r = pause_steps(sb);
-  std::lock_guard lock(mu_);
-  ++(r ? stats_.pauses : stats_.pause_failures);
-  return r;
+  return timed(pause_times_, [&] { return pause_steps(sb); });
 }
 
 Status ManagerCore::pause_steps(SandboxImpl& sb) {
@@ -71,7 +69,7 @@ Status ManagerCore::pause_steps(SandboxImpl& sb) {
   if (r) r = stop_paused(sb);
   if (!r) {
     // Still running: recorded as ready again if the description can be written (else it stays
-    // paused, and a resume finds it running).
+    // paused, and the next reconcile stops it).
     if (write_description(n, sb.vmid(), was)) sb.set_metadata(was);
     return r;
   }
@@ -87,16 +85,24 @@ Status ManagerCore::stop_paused(SandboxImpl& sb) {
   return wait(stop, "stop");
 }
 
+Status ManagerCore::settle_paused(SandboxImpl& sb) {
+  std::lock_guard op(sb.op_mutex());
+  if (sb.destroyed() || !sb.paused()) return {};  // resumed or destroyed meanwhile
+  BusyVmid guard([&](bool on) { busy(sb.vmid(), on); });
+  log::warn("sandbox " + sb.id() + " is paused but its container runs; stopping it");
+  sb.close_session();
+  auto r = stop_paused(sb);
+  if (r) sb.set_status("stopped");
+  return r;
+}
+
 Status ManagerCore::resume(SandboxImpl& sb, seconds ttl) {
   if (ttl.count() < 0) return fail(ErrorCode::kInvalidArgument, "ttl must not be negative");
   std::lock_guard op(sb.op_mutex());
   if (sb.destroyed()) return fail(ErrorCode::kNotFound, "sandbox " + sb.id() + " is destroyed");
   if (!sb.paused()) return fail(ErrorCode::kConflict, "sandbox " + sb.id() + " is not paused");
   BusyVmid guard([&](bool on) { busy(sb.vmid(), on); });
-  auto r = resume_steps(sb, ttl);
-  std::lock_guard lock(mu_);
-  ++(r ? stats_.resumes : stats_.resume_failures);
-  return r;
+  return timed(resume_times_, [&] { return resume_steps(sb, ttl); });
 }
 
 Status ManagerCore::resume_steps(SandboxImpl& sb, seconds ttl) {
