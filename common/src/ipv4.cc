@@ -9,7 +9,7 @@ namespace pvs {
 Result<Ipv4Address> Ipv4Address::parse(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return fail(ErrorCode::kInvalidArgument,
-                "invalid IPv4 address " + quoted(text) + ": " + std::string(why));
+                "invalid IPv4 address " + pvs::quoted(text) + ": " + std::string(why));
   };
   if (text.empty()) return bad("empty");
   std::uint32_t value = 0;
@@ -48,26 +48,26 @@ Result<Cidr> Cidr::parse(std::string_view text) {
   auto slash = text.find('/');
   if (slash == std::string_view::npos) {
     return fail(ErrorCode::kInvalidArgument,
-                "invalid CIDR " + quoted(text) + ": expected <address>/<prefix>");
+                "invalid CIDR " + pvs::quoted(text) + ": expected <address>/<prefix>");
   }
   auto address = Ipv4Address::parse(text.substr(0, slash));
   if (!address) {
     return fail(ErrorCode::kInvalidArgument,
-                "invalid CIDR " + quoted(text) + ": " + address.error().message);
+                "invalid CIDR " + pvs::quoted(text) + ": " + address.error().message);
   }
   std::string_view prefix_text = text.substr(slash + 1);
   bool digits_only = !prefix_text.empty() && prefix_text.size() <= 2;
   for (char c : prefix_text) digits_only = digits_only && c >= '0' && c <= '9';
   if (!digits_only || (prefix_text.size() > 1 && prefix_text[0] == '0')) {
     return fail(ErrorCode::kInvalidArgument,
-                "invalid CIDR " + quoted(text) + ": prefix must be a decimal number 0-32");
+                "invalid CIDR " + pvs::quoted(text) + ": prefix must be a decimal number 0-32");
   }
   int prefix = 0;
   std::from_chars(prefix_text.data(), prefix_text.data() + prefix_text.size(), prefix);
   auto cidr = make(*address, prefix);
   if (!cidr) {
     return fail(ErrorCode::kInvalidArgument,
-                "invalid CIDR " + quoted(text) + ": " + cidr.error().message);
+                "invalid CIDR " + pvs::quoted(text) + ": " + cidr.error().message);
   }
   return cidr;
 }

@@ -17,7 +17,7 @@ int hex_value(char c) {
 Result<MacAddress> MacAddress::parse(std::string_view text) {
   // "aa:bb:cc:dd:ee:ff" is exactly 17 characters.
   if (text.size() != 17) {
-    return fail(ErrorCode::kInvalidArgument, "invalid MAC address " + quoted(text) +
+    return fail(ErrorCode::kInvalidArgument, "invalid MAC address " + pvs::quoted(text) +
                                                  ": expected six hex pairs like 02:00:00:00:00:01");
   }
   Bytes bytes{};
@@ -26,7 +26,7 @@ Result<MacAddress> MacAddress::parse(std::string_view text) {
     int lo = hex_value(text[i * 3 + 1]);
     if (hi < 0 || lo < 0 || (i < 5 && text[i * 3 + 2] != ':')) {
       return fail(ErrorCode::kInvalidArgument,
-                  "invalid MAC address " + quoted(text) +
+                  "invalid MAC address " + pvs::quoted(text) +
                       ": expected six hex pairs like 02:00:00:00:00:01");
     }
     bytes[i] = static_cast<std::uint8_t>(hi * 16 + lo);

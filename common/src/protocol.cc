@@ -57,13 +57,13 @@ Result<std::uint64_t> parse_decimal(std::string_view text, std::uint64_t min, st
   bool digits = !text.empty() && text.size() <= 20;
   for (char c : text) digits = digits && c >= '0' && c <= '9';
   if (!digits || (text.size() > 1 && text[0] == '0')) {
-    return fail(bad("invalid " + std::string(what) + " " + quoted(text) +
+    return fail(bad("invalid " + std::string(what) + " " + pvs::quoted(text) +
                     ": expected a decimal number without leading zeros"));
   }
   std::uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || value < min || value > max) {
-    return fail(bad("invalid " + std::string(what) + " " + quoted(text) + ": must be " +
+    return fail(bad("invalid " + std::string(what) + " " + pvs::quoted(text) + ": must be " +
                     std::to_string(min) + "-" + std::to_string(max)));
   }
   return value;
@@ -111,7 +111,7 @@ std::string format_grant(const Grant& grant) {
 
 Result<std::string> parse_port(std::string_view text) {
   if (!is_valid_port_name(text)) {
-    return fail(bad("invalid port " + quoted(text) +
+    return fail(bad("invalid port " + pvs::quoted(text) +
                     ": expected a Proxmox container port veth<vmid>i<n> or fwpr<vmid>p<n>"));
   }
   return std::string(text);
@@ -124,7 +124,7 @@ Result<Binding> parse_binding_fields(std::string_view port, std::string_view mac
   auto m = MacAddress::parse(mac);
   if (!m) return fail(bad(m.error().message));
   if (!m->is_unicast()) {
-    return fail(bad("invalid MAC address " + quoted(mac) + ": must be unicast and not zero"));
+    return fail(bad("invalid MAC address " + pvs::quoted(mac) + ": must be unicast and not zero"));
   }
   auto a = Ipv4Address::parse(address);
   if (!a) return fail(bad(a.error().message));
@@ -175,7 +175,8 @@ Result<Request> parse_request(std::string_view line) {
     AllowRequest request{Grant{*address, std::nullopt}};
     if (fields.size() == 3) {
       if (!fields[2].starts_with("ttl=")) {
-        return fail(bad("unexpected argument " + quoted(fields[2]) + ": expected ttl=<seconds>"));
+        return fail(
+            bad("unexpected argument " + pvs::quoted(fields[2]) + ": expected ttl=<seconds>"));
       }
       auto ttl = parse_ttl(fields[2].substr(4), 1);
       if (!ttl) return fail(ttl.error());
@@ -230,7 +231,7 @@ Result<Request> parse_request(std::string_view line) {
     return StatusRequest{};
   }
   if (auto egress = parse_egress_request(fields)) return std::move(*egress);
-  return fail(bad("unknown verb " + quoted(verb, 16)));
+  return fail(bad("unknown verb " + pvs::quoted(verb, 16)));
 }
 
 namespace {
@@ -301,7 +302,7 @@ Result<Reply> parse_reply(std::string_view line) {
         space == std::string_view::npos ? "" : std::string(rest.substr(space + 1));
     return Reply{false, static_cast<int>(*code), std::move(message)};
   }
-  return fail(bad("reply is neither OK nor ERR: " + quoted(line)));
+  return fail(bad("reply is neither OK nor ERR: " + pvs::quoted(line)));
 }
 
 std::string format_ok(std::string_view payload) {
@@ -362,7 +363,7 @@ std::string format_hello_payload(std::string_view agent_version) {
 Result<HelloInfo> parse_hello_payload(std::string_view payload) {
   auto fields = split(payload);
   if (fields.size() != 3 || fields[0] != "pve-sandbox-agent" || !fields[2].starts_with("proto=")) {
-    return fail(bad("unexpected HELLO reply " + quoted(payload)));
+    return fail(bad("unexpected HELLO reply " + pvs::quoted(payload)));
   }
   auto proto = parse_decimal(fields[2].substr(6), 1, 1'000'000, "protocol version");
   if (!proto) return fail(proto.error());
@@ -424,7 +425,7 @@ Result<std::vector<Binding>> parse_bindings_payload(std::string_view payload) {
     auto eq = item.find('=');
     auto slash = item.find('/');
     if (eq == std::string_view::npos || slash == std::string_view::npos || slash < eq) {
-      return fail(bad("invalid binding " + quoted(item) + ": expected <port>=<mac>/<ipv4>"));
+      return fail(bad("invalid binding " + pvs::quoted(item) + ": expected <port>=<mac>/<ipv4>"));
     }
     auto binding = parse_binding_fields(item.substr(0, eq), item.substr(eq + 1, slash - eq - 1),
                                         item.substr(slash + 1));
@@ -451,8 +452,9 @@ Result<StatusFields> parse_status_payload(std::string_view payload) {
     std::string_view key = item.substr(0, eq);
     bool key_ok = eq != std::string_view::npos && !key.empty();
     for (char c : key) key_ok = key_ok && is_key_char(c);
-    if (!key_ok) return fail(bad("invalid STATUS field " + quoted(item) + ": expected key=value"));
-    if (find_field(fields, key)) return fail(bad("duplicate STATUS field " + quoted(key)));
+    if (!key_ok)
+      return fail(bad("invalid STATUS field " + pvs::quoted(item) + ": expected key=value"));
+    if (find_field(fields, key)) return fail(bad("duplicate STATUS field " + pvs::quoted(key)));
     fields.emplace_back(std::string(key), std::string(item.substr(eq + 1)));
   }
   return fields;

@@ -55,7 +55,7 @@ Result<std::vector<std::string>> parse_names(std::string_view text) {
     auto comma = text.find(',');
     std::string_view name = text.substr(0, comma);
     if (!is_valid_egress_name(name, true)) {
-      return fail(bad("invalid name " + quoted(name, 64) +
+      return fail(bad("invalid name " + pvs::quoted(name, 64) +
                       ": expected a lower-case DNS name of at least two labels, or *.<name>"));
     }
     if (std::find(names.begin(), names.end(), name) != names.end()) {
@@ -91,7 +91,7 @@ std::string join_names(const std::vector<std::string>& names) {
 
 Result<std::string> parse_plain_name(std::string_view name) {
   if (!is_valid_egress_name(name, false)) {
-    return fail(bad("invalid name " + quoted(name, 64) +
+    return fail(bad("invalid name " + pvs::quoted(name, 64) +
                     ": expected a lower-case DNS name of at least two labels"));
   }
   return std::string(name);
@@ -150,7 +150,7 @@ Result<Request> parse_pair(const std::vector<std::string_view>& fields) {
     dsts.remove_prefix(comma + 1);
   }
   if (!fields[4].starts_with("ttl=")) {
-    return fail(bad("unexpected argument " + quoted(fields[4]) + ": expected ttl=<seconds>"));
+    return fail(bad("unexpected argument " + pvs::quoted(fields[4]) + ": expected ttl=<seconds>"));
   }
   auto ttl = parse_decimal(fields[4].substr(4), 0, kMaxTtlSeconds, "ttl");
   if (!ttl) return fail(ttl.error());
@@ -265,8 +265,8 @@ Result<std::vector<EgressEntry>> parse_egresses_payload(std::string_view payload
     auto eq = item.find('=');
     auto slash = item.find('/');
     if (eq == std::string_view::npos || slash == std::string_view::npos || slash < eq) {
-      return fail(
-          bad("invalid egress entry " + quoted(item, 64) + ": expected <ipv4>=<ports>/<names>"));
+      return fail(bad("invalid egress entry " + pvs::quoted(item, 64) +
+                      ": expected <ipv4>=<ports>/<names>"));
     }
     auto address = parse_address(item.substr(0, eq));
     if (!address) return fail(address.error());
@@ -291,14 +291,14 @@ std::string format_ask_payload(const AskAnswer& answer) {
 Result<AskAnswer> parse_ask_payload(std::string_view payload) {
   if (payload == "deny") return AskAnswer{false, {}, ""};
   if (!payload.starts_with("allow ports=")) {
-    return fail(bad("unexpected ASK reply " + quoted(payload, 64)));
+    return fail(bad("unexpected ASK reply " + pvs::quoted(payload, 64)));
   }
   payload.remove_prefix(12);
   std::string entry;
   if (auto space = payload.find(' '); space != std::string_view::npos) {
     std::string_view rest = payload.substr(space + 1);
     if (!rest.starts_with("entry=") || !is_valid_egress_name(rest.substr(6), true))
-      return fail(bad("unexpected ASK reply field " + quoted(rest, 64)));
+      return fail(bad("unexpected ASK reply field " + pvs::quoted(rest, 64)));
     entry = std::string(rest.substr(6));
     payload = payload.substr(0, space);
   }
@@ -322,7 +322,7 @@ namespace {
 // "key=value" with the key `key`: its value.
 Result<std::string_view> field_value(std::string_view field, std::string_view key) {
   if (field.size() <= key.size() || !field.starts_with(key) || field[key.size()] != '=')
-    return fail(bad("expected " + std::string(key) + "=..., got " + quoted(field, 64)));
+    return fail(bad("expected " + std::string(key) + "=..., got " + pvs::quoted(field, 64)));
   return field.substr(key.size() + 1);
 }
 
@@ -351,7 +351,7 @@ Result<EgressLogLine> parse_egress_log(std::string_view line) {
   if (!source) return fail(source.error());
   l.source = *source;
   if (fields[2] != "*" && !is_valid_egress_name(fields[2], false))
-    return fail(bad("invalid name " + quoted(fields[2], 64)));
+    return fail(bad("invalid name " + pvs::quoted(fields[2], 64)));
   l.name = std::string(fields[2]);
   if (fields[3] != "allow" && fields[3] != "refuse") return fail(bad("expected allow or refuse"));
   l.allowed = fields[3] == "allow";
@@ -368,7 +368,7 @@ Result<EgressLogLine> parse_egress_log(std::string_view line) {
   auto entry = field_value(fields[6], "entry");
   if (!entry) return fail(entry.error());
   if (*entry != "-" && !is_valid_egress_name(*entry, true))
-    return fail(bad("invalid entry " + quoted(*entry, 64)));
+    return fail(bad("invalid entry " + pvs::quoted(*entry, 64)));
   if (*entry != "-") l.entry = std::string(*entry);
   auto to = field_value(fields[7], "to");
   if (!to) return fail(to.error());

@@ -113,7 +113,7 @@ Result<Listener> open_listener(const AgentConfig& config) {
     group* g = ::getgrnam(config.socket_group.c_str());
     if (g == nullptr) {
       return fail(ErrorCode::kNotFound,
-                  "socket_group " + quoted(config.socket_group) + " does not exist");
+                  "socket_group " + pvs::quoted(config.socket_group) + " does not exist");
     }
     gid = g->gr_gid;
   }

@@ -44,7 +44,7 @@ Result<std::optional<std::int64_t>> parse_expiry(std::string_view f) {
   std::int64_t value = 0;
   auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
   if (f.empty() || ec != std::errc() || end != f.data() + f.size() || value <= 0 || f[0] == '0') {
-    return fail(ErrorCode::kInvalidArgument, "invalid expiry " + quoted(f));
+    return fail(ErrorCode::kInvalidArgument, "invalid expiry " + pvs::quoted(f));
   }
   return std::optional<std::int64_t>(value);
 }
@@ -151,7 +151,7 @@ Result<DesiredState> parse_state(std::string_view text) {
     if (fields[0] == "epoch") {
       if (line_no != 2 || fields.size() != 2) return bad("epoch belongs on line 2");
       auto epoch = parse_epoch(fields[1]);
-      if (!epoch) return bad("invalid epoch " + quoted(fields[1]));
+      if (!epoch) return bad("invalid epoch " + pvs::quoted(fields[1]));
       state.epoch = *epoch;
     } else if (fields[0] == "grant") {
       if (fields.size() != 3) return bad("expected: grant <ipv4> <expiry-ms|->");
@@ -178,7 +178,7 @@ Result<DesiredState> parse_state(std::string_view text) {
         return bad("egress source " + record->first.to_string() + " listed twice");
       }
     } else {
-      return bad("unknown record " + quoted(fields[0], 16));
+      return bad("unknown record " + pvs::quoted(fields[0], 16));
     }
   }
   if (!header) return fail(ErrorCode::kInvalidArgument, "empty state file");
@@ -290,7 +290,7 @@ Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) 
     if (!epoch) {
       if (fields[0] != "epoch" || fields.size() != 2) return bad("expected: epoch <n>");
       epoch = parse_epoch(fields[1]);
-      if (!epoch) return bad("invalid epoch " + quoted(fields[1]));
+      if (!epoch) return bad("invalid epoch " + pvs::quoted(fields[1]));
       continue;
     }
     if (sync_grants) {
@@ -310,7 +310,7 @@ Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) 
     }
     if (fields[0] == "sync" && fields.size() == 2) {
       auto count = parse_epoch(fields[1]);  // same syntax: a decimal without leading zeros
-      if (!count) return bad("invalid count " + quoted(fields[1]));
+      if (!count) return bad("invalid count " + pvs::quoted(fields[1]));
       if (*count == 0) {
         state->grants.clear();
       } else {
@@ -334,7 +334,8 @@ Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) 
       const auto& binding = std::get<proto::BindRequest>(*request).binding;
       state->bindings[binding.port] = binding;
     } else if (fields[0] == "unbind" && fields.size() == 2) {
-      if (!proto::is_valid_port_name(fields[1])) return bad("invalid port " + quoted(fields[1]));
+      if (!proto::is_valid_port_name(fields[1]))
+        return bad("invalid port " + pvs::quoted(fields[1]));
       state->bindings.erase(std::string(fields[1]));
     } else if (fields[0] == "egress") {
       auto record = parse_egress_record(fields);
@@ -345,7 +346,7 @@ Result<std::uint64_t> apply_journal(std::string_view text, DesiredState* state) 
       if (!address) return bad(address.error().message);
       state->egress.erase(*address);
     } else {
-      return bad("unknown record " + quoted(line, 32));
+      return bad("unknown record " + pvs::quoted(line, 32));
     }
   }
   if (!epoch) return fail(ErrorCode::kInvalidArgument, "journal without an epoch line");

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Packaging test: usage test_debs.sh <build-dir>
 #   1. cpack makes the .debs of every component the build has;
-#   2. lintian reports no error; every systemd unit passes `systemd-analyze verify`;
-#   3. in a fresh Debian 12 root (debootstrap, minbase + the packages' Depends): install a build
-#      with a lower version, upgrade over it (a locally edited conffile and the state survive),
-#      remove (configuration and users stay) and purge (nothing of ours is left).
+#   2. lintian reports no error; every systemd unit passes `systemd-analyze verify` and every
+#      service's `systemd-analyze security` exposure is at most 2.0;
+#   3. in a fresh root of the Debian release the packages were built on (Debian 13 or 12, from
+#      /etc/os-release; debootstrap, minbase + the packages' Depends): install a build with a
+#      lower version, upgrade over it (a locally edited conffile and the state survive), remove
+#      (configuration and users stay) and purge (nothing of ours is left).
 # Prints PASS/FAIL per check; exits non-zero on any FAIL.
 set -euo pipefail
 
@@ -56,7 +58,7 @@ for deb in "${debs[@]}"; do
   x=$work/x-$(pkg_of "$deb")
   dpkg-deb -x "$deb" "$x"
   mkdir -p "$x/units"
-  for unit in "$x"/lib/systemd/system/*; do
+  for unit in "$x"/lib/systemd/system/* "$x"/usr/lib/systemd/system/*; do # Debian 12 / 13
     [[ -f "$unit" ]] || continue
     # Point ExecStart at the extracted binaries so verify can check they exist.
     sed "s|/usr/sbin/pve-sandbox|$x/usr/sbin/pve-sandbox|g; s|/usr/bin/pve-sandbox|$x/usr/bin/pve-sandbox|g" \
@@ -75,9 +77,9 @@ hardening=(NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=y
   ProtectProc=invisible RestrictNamespaces=yes RestrictSUIDSGID=yes MemoryDenyWriteExecute=yes
   SystemCallFilter=@system-service 'SystemCallFilter=~@privileged @resources' UMask=00[27]7
   'MemoryMax=[0-9]+[KMG]' 'TasksMax=[0-9]+' 'LimitNOFILE=[0-9]+')
-for unit in "$work"/x-*/lib/systemd/system/pve-sandbox-agent.service \
-  "$work"/x-*/lib/systemd/system/pve-sandbox-resolver.service \
-  "$work"/x-*/lib/systemd/system/pve-sandbox-controller.service; do
+for unit in "$work"/x-*/{,usr/}lib/systemd/system/pve-sandbox-agent.service \
+  "$work"/x-*/{,usr/}lib/systemd/system/pve-sandbox-resolver.service \
+  "$work"/x-*/{,usr/}lib/systemd/system/pve-sandbox-controller.service; do
   [[ -f "$unit" ]] || continue
   missing=()
   for directive in "${hardening[@]}"; do
@@ -87,28 +89,58 @@ for unit in "$work"/x-*/lib/systemd/system/pve-sandbox-agent.service \
     test ${#missing[@]} -eq 0
 done
 
-# ---- 3. install / upgrade / remove / purge in a Debian 12 root --------------------------------
-# The mirror is the one this machine's apt already uses.
-mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
-[[ -n "$mirror" ]] || mirror=$(awk '$1=="deb" && $3 ~ /^bookworm$/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-[[ -n "$mirror" ]] || { echo "FAIL: no Debian mirror found in the apt sources"; exit 1; }
+# Every service's exposure as `systemd-analyze security` scores it (0 best, 10 worst; docs/install.md
+# lists the figures): each at most 2.0 ("OK") with this release's systemd.
+for unit in "$work"/x-*/units/*.service; do
+  [[ -f "$unit" ]] || continue
+  score=$(systemd-analyze security --offline=true "$unit" 2>/dev/null |
+    sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' | tail -1)
+  check "$(basename "$unit") exposure ${score:-unknown} <= 2.0 (systemd $(systemd-analyze --version | awk 'NR == 1 { print $2 }'))" \
+    awk -v s="${score:-99}" 'BEGIN { exit !(s <= 2.0) }'
+done
+
+# ---- 3. install / upgrade / remove / purge in a root of this release --------------------------
+# The release is the one the packages were built on (their ~debNN version says so too); the
+# mirror is the one this machine's apt already uses (scripts/lib/apt-mirror.sh).
+suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[[ -n "$suite" ]] || { echo "FAIL: no VERSION_CODENAME in /etc/os-release"; exit 1; }
+# shellcheck source=../../scripts/lib/apt-mirror.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/apt-mirror.sh"
+mirror=$(apt_mirror "$suite") || { echo "FAIL: no Debian mirror found in the apt sources"; exit 1; }
+for deb in "${debs[@]}"; do
+  check "$(pkg_of "$deb") version names the release ($(dpkg-deb -f "$deb" Version))" \
+    grep -q "~deb$(. /etc/os-release && echo "$VERSION_ID")\$" <<<"$(dpkg-deb -f "$deb" Version)"
+done
 
 # Every dependency of our packages, so that dpkg -i needs no network inside the root.
+# debootstrap --include takes real packages only: a virtual one in Depends (Debian 13's RE2 ABI
+# name libre2-11-absl20240722, provided by libre2-11) becomes its provider as apt sees it here.
+real_package() {
+  if apt-cache show "$1" 2>/dev/null | grep -q "^Package:"; then
+    echo "$1"
+    return
+  fi
+  local provider
+  provider=$(apt-cache showpkg "$1" 2>/dev/null | awk '/^Reverse Provides:/ { f = 1; next }
+    f && NF { print $1; exit }')
+  echo "${provider:-$1}"
+}
 deps=$(for deb in "${debs[@]}"; do dpkg-deb -f "$deb" Depends | tr ',' '\n'; done |
-  sed 's/|.*//; s/(.*)//; s/ //g' | grep -v '^$' | sort -u | paste -sd, -)
+  sed 's/|.*//; s/(.*)//; s/ //g' | grep -v '^$' | sort -u |
+  while read -r p; do real_package "$p"; done | sort -u | paste -sd, -)
 cache=${PVS_DEBOOTSTRAP_CACHE:-/var/cache/pve-sandbox-test}
-tarball=$cache/bookworm-minbase-$(echo "$deps" | sha256sum | cut -c1-12).tgz
+tarball=$cache/$suite-minbase-$(echo "$deps" | sha256sum | cut -c1-12).tgz
 mkdir -p "$cache"
 if [[ ! -f "$tarball" ]]; then
   echo "debootstrap (minbase + $deps): first run downloads the packages"
-  debootstrap --variant=minbase --include="$deps" --make-tarball="$tarball.tmp" bookworm "$work/dl" "$mirror" \
+  debootstrap --variant=minbase --include="$deps" --make-tarball="$tarball.tmp" "$suite" "$work/dl" "$mirror" \
     >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; exit 1; }
   mv "$tarball.tmp" "$tarball"
   rm -rf "$work/dl"
 fi
-debootstrap --variant=minbase --include="$deps" --unpack-tarball="$tarball" bookworm "$root" "$mirror" \
+debootstrap --variant=minbase --include="$deps" --unpack-tarball="$tarball" "$suite" "$root" "$mirror" \
   >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log"; exit 1; }
-pass "debootstrap bookworm root"
+pass "debootstrap $suite root"
 in_root() { chroot "$root" "$@"; }
 # What a purge must return to: every path in the root before our packages arrive.
 snapshot() {
@@ -182,7 +214,8 @@ pkgs=$(for deb in "${debs[@]}"; do pkg_of "$deb"; done | paste -sd' ' -)
 check "remove" in_root dpkg -r $pkgs
 if ((has_agent)); then
   check "agent binary gone after remove" test ! -e "$root/usr/sbin/pve-sandbox-agent"
-  check "agent unit gone after remove" test ! -e "$root/lib/systemd/system/pve-sandbox-agent.service"
+  check "agent unit gone after remove" test ! -e "$root/lib/systemd/system/pve-sandbox-agent.service" \
+    -a ! -e "$root/usr/lib/systemd/system/pve-sandbox-agent.service"
   check "agent config kept after remove" test -f "$root/etc/pve-sandbox/agent.yaml"
   check "agent user kept after remove" user_exists pve-sandbox-agent
 fi

@@ -1,6 +1,7 @@
 // The model backend (state only) and the netns backend (a namespace + veth + sshd per CT).
 #include "backend.h"
 #include "backend_util.h"
+#include "key_reload.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -383,8 +384,11 @@ class NetnsBackend : public Backend {
         return "sshd did not start in " + ns;
       }
     }
-    std::lock_guard lock(mutex_);
-    running_[vmid] = Live{pid, port};
+    {
+      std::lock_guard lock(mutex_);
+      running_[vmid] = Live{pid, port};
+    }
+    reload_.watch(vmid, etc_dir(vmid) + "/ssh", pid);
     return "";
   }
 
@@ -397,6 +401,7 @@ class NetnsBackend : public Backend {
       live = it->second;
       running_.erase(it);
     }
+    reload_.forget(vmid);
     teardown(vmid, o_.ns_prefix + std::to_string(vmid), live.port, live.pid);
   }
 
@@ -426,8 +431,10 @@ class NetnsBackend : public Backend {
       all.swap(running_);
       etcs.swap(etc_dirs_);
     }
-    for (auto& [vmid, live] : all)
+    for (auto& [vmid, live] : all) {
+      reload_.forget(vmid);
       teardown(vmid, o_.ns_prefix + std::to_string(vmid), live.port, live.pid);
+    }
     for (int vmid : etcs) run_command({"rm", "-rf", "--one-file-system", etc_dir(vmid)});
     if (created_bridge_) run_command(host_ip({"link", "del", o_.bridge}));
     created_bridge_ = false;
@@ -519,6 +526,7 @@ class NetnsBackend : public Backend {
   bool created_bridge_ = false;
   std::mutex mutex_;
   std::map<int, Live> running_;  // pid -1 while starting
+  SshdKeyReload reload_;         // HUPs a CT's sshd when its host key is replaced
 };
 
 }  // namespace

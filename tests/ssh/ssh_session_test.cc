@@ -1,6 +1,7 @@
 // SshSession against a real OpenSSH sshd started by the test on 127.0.0.1 (tests/support).
 #include <dirent.h>
 #include <fcntl.h>
+#include <libssh2.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -17,7 +19,9 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "pvesandbox/ssh_session.h"
 #include "support/sshd_fixture.h"
@@ -958,6 +962,72 @@ TEST(SshSessionLimits, MaxSessionsRefusalIsHandled) {
   }
   EXPECT_EQ(s.stats().channel_limit, 4);
   // SFTP shares the limit.
+  ASSERT_TRUE(s.upload(sshd.home() + "/f", "x"));
+  EXPECT_EQ(*s.download(sshd.home() + "/f"), "x");
+}
+
+// The ciphers the linked libssh2 has, in its default order.
+std::vector<std::string> library_ciphers() {
+  LIBSSH2_SESSION* s = libssh2_session_init();
+  const char** algs = nullptr;
+  int n = libssh2_session_supported_algs(s, LIBSSH2_METHOD_CRYPT_CS, &algs);
+  std::vector<std::string> out;
+  if (n > 0) out.assign(algs, algs + n);
+  if (algs != nullptr) libssh2_free(s, static_cast<void*>(algs));
+  libssh2_session_free(s);
+  return out;
+}
+
+std::string negotiated_cipher(const SshSession& s) {
+  const std::string m = s.stats().methods;
+  auto at = m.find("cipher=");
+  if (at == std::string::npos) return "";
+  at += 7;
+  return m.substr(at, m.find(' ', at) - at);
+}
+
+SshConfig fixture_config(const SshdFixture& sshd) {
+  SshConfig c;
+  c.host = sshd.host();
+  c.port = sshd.port();
+  c.user = sshd.user();
+  c.private_key_file = sshd.client_key_path();
+  c.host_key_fingerprint = sshd.host_key_fingerprint();
+  return c;
+}
+
+// OpenSSH's sshd offers AES-GCM by default (after chacha20-poly1305, its own first choice): the
+// client's order decides, so a libssh2 with AES-GCM (1.11) negotiates aes256-gcm@openssh.com
+// (Debian 13's 1.11.1 would pick chacha20-poly1305, its own first, without the preference), and
+// one without (1.10) its own first cipher, as before.
+TEST_F(SshSessionTest, NegotiatesAesGcmWhereTheLibraryHasIt) {
+  const auto lib = library_ciphers();
+  ASSERT_FALSE(lib.empty());
+  SshSession s(config());
+  ASSERT_EQ(run(s, "echo ok").out, "ok\n");
+  const bool has_gcm = std::find(lib.begin(), lib.end(), "aes256-gcm@openssh.com") != lib.end();
+  EXPECT_EQ(negotiated_cipher(s), has_gcm ? "aes256-gcm@openssh.com" : lib.front())
+      << libssh2_version(0) << ": " << s.stats().methods;
+}
+
+// A server that offers no AES-GCM: the first of the rest in the library's order that it offers,
+// and exec and SFTP work as before.
+TEST(SshSessionCiphers, ServerWithoutAesGcmGetsTheLibraryOrder) {
+  test::SshdOptions opts;
+  opts.extra_config = "Ciphers aes256-ctr,aes128-ctr\n";
+  SshdFixture sshd(opts);
+  SshSession s(fixture_config(sshd));
+  auto r = s.exec("echo ok");
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->out, "ok\n");
+  std::string expected;
+  for (const auto& c : library_ciphers()) {
+    if (c == "aes256-ctr" || c == "aes128-ctr") {
+      expected = c;
+      break;
+    }
+  }
+  EXPECT_EQ(negotiated_cipher(s), expected) << s.stats().methods;
   ASSERT_TRUE(s.upload(sshd.home() + "/f", "x"));
   EXPECT_EQ(*s.download(sshd.home() + "/f"), "x");
 }

@@ -8,6 +8,7 @@ namespace pvs {
 namespace {
 
 using ssh_detail::build_remote_command;
+using ssh_detail::cipher_preference;
 using ssh_detail::format_sha256_fingerprint;
 using ssh_detail::private_key_type;
 using ssh_detail::shell_quote;
@@ -17,6 +18,22 @@ TEST(SshUtil, FingerprintIsUnpaddedBase64) {
   EXPECT_EQ(format_sha256_fingerprint(std::string(32, '\0')), "SHA256:" + std::string(43, 'A'));
   EXPECT_EQ(format_sha256_fingerprint("abc"), "SHA256:YWJj");
   EXPECT_EQ(format_sha256_fingerprint("ab"), "SHA256:YWI");
+}
+
+// libssh2 1.11.1's list as Debian 13 builds it (its default order: chacha20-poly1305 first) and
+// 1.10's (no AES-GCM).
+TEST(SshUtil, CipherPreferencePutsAesGcmFirstWhereTheLibraryHasIt) {
+  EXPECT_EQ(cipher_preference({"chacha20-poly1305@openssh.com", "aes256-gcm@openssh.com",
+                               "aes128-gcm@openssh.com", "aes256-ctr", "aes192-ctr", "aes128-ctr",
+                               "aes256-cbc"}),
+            "aes256-gcm@openssh.com,aes128-gcm@openssh.com,chacha20-poly1305@openssh.com,"
+            "aes256-ctr,aes192-ctr,aes128-ctr,aes256-cbc");
+  EXPECT_EQ(cipher_preference({"aes128-gcm@openssh.com", "aes256-ctr"}),
+            "aes128-gcm@openssh.com,aes256-ctr");
+  // No AES-GCM in the library: its own order, unchanged.
+  EXPECT_EQ(cipher_preference({"aes128-ctr", "aes192-ctr", "aes256-ctr", "aes256-cbc"}),
+            "aes128-ctr,aes192-ctr,aes256-ctr,aes256-cbc");
+  EXPECT_EQ(cipher_preference({}), "");
 }
 
 TEST(SshUtil, ShellQuote) {

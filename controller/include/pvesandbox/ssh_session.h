@@ -285,6 +285,13 @@ Result<std::string> private_key_type(std::string_view key_text);
 std::string shell_quote(std::string_view text);
 // The command line sent to the server for an exec (pid marker, cd, env, timeout guard).
 Result<std::string> build_remote_command(std::string_view command, const ExecOptions& options);
+// The cipher preference offered in the key exchange, given the ciphers the linked libssh2 has
+// (in its own order, its default preference): aes256-gcm@openssh.com and aes128-gcm@openssh.com
+// first where the library has them (libssh2 >= 1.11: one pass of authenticated encryption
+// instead of AES-CTR plus a separate MAC), then the rest in the library's order. Where the
+// library has no AES-GCM the result is its own order, unchanged; the server's list decides the
+// rest as usual (the first of ours that it also offers).
+std::string cipher_preference(const std::vector<std::string>& supported);
 }  // namespace ssh_detail
 
 }  // namespace pvs

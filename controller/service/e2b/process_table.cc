@@ -91,7 +91,7 @@ Result<std::shared_ptr<Process>> ProcessTable::start(const StartRequest& request
       proc->on_output(s == ExecStream::kStdout ? Stream::kStdout : Stream::kStderr, b);
     };
     auto done = std::make_shared<std::atomic<bool>>(false);
-    std::thread runner(
+    std::jthread runner(
         [sandbox = sandbox_, proc, script = std::move(script), o = std::move(o), done]() mutable {
           auto r = sandbox->exec(std::move(script), std::move(o));
           if (!r)

@@ -116,7 +116,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   std::map<std::uint32_t, std::shared_ptr<Process>> by_pid_;
   struct Runner {
     std::shared_ptr<std::atomic<bool>> done;
-    std::thread thread;
+    std::jthread thread;  // joined however it goes away (shutdown unwinding included)
   };
   std::vector<Runner> runners_;
 };

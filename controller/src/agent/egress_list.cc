@@ -43,12 +43,12 @@ std::string name_problem(std::string_view name) {
 Status check_syntax(std::string_view name) {
   auto problem = name_problem(name.starts_with("*.") ? name.substr(2) : name);
   if (problem.empty()) return {};
-  return invalid("egress name " + quoted(name) + " " + problem +
+  return invalid("egress name " + pvs::quoted(name) + " " + problem +
                  " (a lower-case DNS name, or *. and one for its subdomains)");
 }
 
 Status address_refused(std::string_view name) {
-  return invalid("egress name " + quoted(name) +
+  return invalid("egress name " + pvs::quoted(name) +
                  " is an address: egress allowlists are by DNS name (the node's resolver "
                  "answers the names listed and lets through the addresses it answered); give a "
                  "domain such as \"pypi.org\" or \"*.github.com\"");

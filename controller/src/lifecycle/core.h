@@ -443,8 +443,11 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // `own_key` false: the template's key is kept (a template build).
   Result<std::shared_ptr<SshSession>> wait_for_ssh(Ipv4Address address, std::string* host_key,
                                                    bool own_key = true);
+  // Connects until `deadline`; a server that still presents `stale_key` (the key it was told
+  // to replace: its listener has not re-read its keys yet) is waited for, not refused.
   Result<std::shared_ptr<SshSession>> connect_until(const SshConfig& config,
-                                                    Clock::time_point deadline);
+                                                    Clock::time_point deadline,
+                                                    const std::string& stale_key = {});
   Result<std::string> replace_host_key(SshSession& session);
   CloneQueue& clone_queue(int template_vmid) {
     std::lock_guard lock(mu_);

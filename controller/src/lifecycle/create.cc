@@ -60,7 +60,7 @@ Status ManagerCore::validate(const CreateOptions& o) {
   if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
     return fail(ErrorCode::kInvalidArgument, "ttl out of range");
   if (!o.template_name.empty() && template_nodes(o).empty())
-    return fail(ErrorCode::kInvalidArgument, "no template " + quoted(o.template_name, 40));
+    return fail(ErrorCode::kInvalidArgument, "no template " + pvs::quoted(o.template_name, 40));
   if (!o.profile.empty()) {  // where the profile is, it must be of the template named
     CreateOptions by_profile = o;
     by_profile.template_name.clear();
@@ -70,15 +70,16 @@ Status ManagerCore::validate(const CreateOptions& o) {
       if (t == 0) continue;
       found = true;
       if (!o.template_name.empty() && t != template_for(o, *n))
-        return fail(ErrorCode::kInvalidArgument, "hot pool profile " + quoted(o.profile, 40) +
+        return fail(ErrorCode::kInvalidArgument, "hot pool profile " + pvs::quoted(o.profile, 40) +
                                                      " is not of template " +
-                                                     quoted(o.template_name, 40));
+                                                     pvs::quoted(o.template_name, 40));
     }
     if (!found)
-      return fail(ErrorCode::kInvalidArgument, "no hot pool profile " + quoted(o.profile, 40));
+      return fail(ErrorCode::kInvalidArgument, "no hot pool profile " + pvs::quoted(o.profile, 40));
   }
   if (!o.node.empty() && !find_node(o.node))
-    return fail(ErrorCode::kInvalidArgument, "no node " + quoted(o.node, 64) + " in the cluster");
+    return fail(ErrorCode::kInvalidArgument,
+                "no node " + pvs::quoted(o.node, 64) + " in the cluster");
   if (auto v = validate_labels(o.node_selector); !v)
     return fail(ErrorCode::kInvalidArgument, "node_selector: " + v.error().message);
   if (auto v = validate_client_labels(o.labels); !v) return fail(v.error());

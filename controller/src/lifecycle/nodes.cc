@@ -50,7 +50,7 @@ Result<std::vector<NodeConfig>> cluster_nodes(const ManagerConfig& c) {
   };
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     auto& n = nodes[i];
-    if (!lifecycle::valid_node_name(n.name)) return bad("bad node name " + quoted(n.name, 64));
+    if (!lifecycle::valid_node_name(n.name)) return bad("bad node name " + pvs::quoted(n.name, 64));
     if (n.template_vmid == 0) n.template_vmid = c.template_vmid;
     if (n.template_vmid <= 0) return bad(n.name + ": template_vmid is required");
     if (n.template_replicas == 0) n.template_replicas = c.template_replicas;
@@ -164,7 +164,7 @@ void ManagerCore::unreserve(Node& n, std::uint64_t memory, bool made) {
 
 Status ManagerCore::drain(const std::string& name, bool drained) {
   Node* n = find_node(name);
-  if (!n) return fail(ErrorCode::kNotFound, "no node " + quoted(name, 64));
+  if (!n) return fail(ErrorCode::kNotFound, "no node " + pvs::quoted(name, 64));
   if (n->drained.exchange(drained) != drained)
     log::info(std::string(drained ? "drained " : "undrained ") + name);
   hot_cv_.notify_all();

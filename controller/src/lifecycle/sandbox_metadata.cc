@@ -26,7 +26,7 @@ Result<SandboxMetadata::Phase> parse_phase(const std::string& text) {
                      SandboxMetadata::Phase::kPaused}) {
     if (text == to_string(phase)) return phase;
   }
-  return fail(ErrorCode::kInvalidArgument, "unknown phase " + quoted(text));
+  return fail(ErrorCode::kInvalidArgument, "unknown phase " + pvs::quoted(text));
 }
 
 Poco::JSON::Object encode_allowlist(const EgressList& list, const std::string& name) {
@@ -78,7 +78,7 @@ Status validate_labels(const std::map<std::string, std::string>& labels) {
     for (char c : key) ok = ok && is_key_char(c);
     if (!ok) {
       return fail(ErrorCode::kInvalidArgument,
-                  "invalid label key " + quoted(key) +
+                  "invalid label key " + pvs::quoted(key) +
                       ": 1-63 characters of a-z 0-9 . _ / -, starting with a letter or digit");
     }
     if (value.size() > kMaxLabelValue) {
@@ -100,7 +100,7 @@ Status validate_client_labels(const std::map<std::string, std::string>& labels) 
   for (const auto& [key, value] : labels)
     if (key.starts_with(kReservedLabelPrefix))
       return fail(ErrorCode::kInvalidArgument,
-                  "label key " + quoted(key) + " is reserved: keys under " +
+                  "label key " + pvs::quoted(key) + " is reserved: keys under " +
                       std::string(kReservedLabelPrefix) + " are the controller's own");
   return {};
 }

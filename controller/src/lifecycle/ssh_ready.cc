@@ -37,7 +37,8 @@ bool waiting_cannot_fix(const Error& e) {
 }  // namespace
 
 Result<std::shared_ptr<SshSession>> ManagerCore::connect_until(const SshConfig& sc,
-                                                               Clock::time_point deadline) {
+                                                               Clock::time_point deadline,
+                                                               const std::string& stale_key) {
   Error last{ErrorCode::kTimeout, "ssh not ready"};
   auto delay = milliseconds(20);
   for (;;) {
@@ -49,8 +50,10 @@ Result<std::shared_ptr<SshSession>> ManagerCore::connect_until(const SshConfig& 
     if (!r) last = r.error();
     log::debug("ssh " + sc.host +
                ": not ready yet: " + (r ? "exit " + std::to_string(r->exit_code) : last.message));
+    bool stale = !r && r.error().is(SshErrc::kHostKeyMismatch) && !stale_key.empty() &&
+                 ssh->host_key_fingerprint() == stale_key;
     ssh->close();
-    if (!r && waiting_cannot_fix(r.error()))
+    if (!r && !stale && waiting_cannot_fix(r.error()))
       return fail(ErrorCode::kUnavailable, "ssh: " + last.message);
     if (Clock::now() + delay >= deadline)
       return fail(ErrorCode::kTimeout, "ssh not ready in time: " + last.message);
@@ -69,7 +72,7 @@ Result<std::string> ManagerCore::replace_host_key(SshSession& session) {
   if (r->exit_code != 0 || !is_sha256_fingerprint(fp))
     return fail(ErrorCode::kUnavailable,
                 "ssh: the template cannot replace its host key (exit " +
-                    std::to_string(r->exit_code) + ": " + quoted(r->err, 200) +
+                    std::to_string(r->exit_code) + ": " + pvs::quoted(r->err, 200) +
                     "); it needs ssh-keygen and a writable /etc/ssh, or set "
                     "ssh.per_sandbox_host_keys: false");
   return fp;
@@ -84,7 +87,9 @@ Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address addres
   auto probe = connect_until(first, deadline);
   if (!probe) return probe;
   std::string fp = (*probe)->host_key_fingerprint();
+  std::string replaced_key;
   if (cfg_.per_sandbox_host_keys && own_key) {
+    replaced_key = fp;
     auto replaced = replace_host_key(**probe);
     if (!replaced) return fail(replaced.error());
     fp = *replaced;
@@ -95,7 +100,8 @@ Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address addres
   pinned.host = first.host;
   pinned.host_key_policy = HostKeyPolicy::kPinned;
   pinned.host_key_fingerprint = fp;
-  auto ssh = connect_until(pinned, std::max(deadline, Clock::now() + pinned.connect_timeout));
+  auto ssh = connect_until(pinned, std::max(deadline, Clock::now() + pinned.connect_timeout),
+                           replaced_key);
   if (!ssh) return ssh;
   *host_key = fp;
   return ssh;

@@ -165,8 +165,9 @@ Result<Var> envelope(int http_status, std::string_view reason, std::string_view 
   Object::Ptr object = root ? as_object(*root) : nullptr;
   if (http_status >= 200 && http_status < 300) {
     if (!object || !object->has("data")) {
-      return tl::unexpected(make_error(ErrorKind::kProtocol, http_status,
-                                       "answer without a data envelope: " + quoted(body, 200)));
+      return tl::unexpected(
+          make_error(ErrorKind::kProtocol, http_status,
+                     "answer without a data envelope: " + pvs::quoted(body, 200)));
     }
     if (total != nullptr) *total = static_cast<int>(i64(object, "total"));
     return object->get("data");
@@ -202,7 +203,8 @@ Result<int> next_id(const Var& data) {
   char* end = nullptr;
   long id = text.empty() ? -1 : std::strtol(text.c_str(), &end, 10);
   if (text.empty() || end != text.c_str() + text.size() || id < 100 || id > 999999999) {
-    return tl::unexpected(protocol_error("nextid answered " + quoted(text, 40) + ", not a VMID"));
+    return tl::unexpected(
+        protocol_error("nextid answered " + pvs::quoted(text, 40) + ", not a VMID"));
   }
   return static_cast<int>(id);
 }
@@ -337,7 +339,8 @@ Result<TaskStatus> task_status(const Var& data) {
   s.exitstatus = str(o, "exitstatus");
   s.starttime = i64(o, "starttime");
   if (s.status != "running" && s.status != "stopped") {
-    return tl::unexpected(protocol_error("task status: unknown status " + quoted(s.status, 40)));
+    return tl::unexpected(
+        protocol_error("task status: unknown status " + pvs::quoted(s.status, 40)));
   }
   return s;
 }
@@ -357,7 +360,7 @@ Result<std::string> upid(const Var& data) {
   if (!data.isString()) return tl::unexpected(protocol_error("expected a UPID string"));
   std::string text = data.extract<std::string>();
   if (!Upid::parse(text))
-    return tl::unexpected(protocol_error("malformed UPID " + quoted(text, 80)));
+    return tl::unexpected(protocol_error("malformed UPID " + pvs::quoted(text, 80)));
   return text;
 }
 

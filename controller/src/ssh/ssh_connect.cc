@@ -107,6 +107,32 @@ struct KnownHostsDeleter {
 };
 using KnownHostsPtr = std::unique_ptr<LIBSSH2_KNOWNHOSTS, KnownHostsDeleter>;
 
+// The receive hook that counts what the peer sends. libssh2 1.11.1 deprecates
+// libssh2_session_callback_set for the typed libssh2_session_callback_set2, which 1.10 lacks:
+// the one place that tells the two versions apart.
+void set_recv_callback(LIBSSH2_SESSION* session) {
+#if LIBSSH2_VERSION_NUM >= 0x010b01
+  libssh2_session_callback_set2(session, LIBSSH2_CALLBACK_RECV,
+                                reinterpret_cast<libssh2_cb_generic*>(&counting_recv));
+#else
+  libssh2_session_callback_set(session, LIBSSH2_CALLBACK_RECV,
+                               reinterpret_cast<void*>(&counting_recv));
+#endif
+}
+
+// AES-GCM first in both directions where the linked libssh2 has it (ssh_detail::cipher_preference).
+void prefer_aes_gcm(LIBSSH2_SESSION* session) {
+  for (int which : {LIBSSH2_METHOD_CRYPT_CS, LIBSSH2_METHOD_CRYPT_SC}) {
+    const char** algs = nullptr;
+    int n = libssh2_session_supported_algs(session, which, &algs);
+    if (n <= 0 || algs == nullptr) continue;  // the library's default order stays
+    std::vector<std::string> supported(algs, algs + n);
+    libssh2_free(session, static_cast<void*>(algs));
+    const std::string pref = ssh_detail::cipher_preference(supported);
+    if (!pref.empty()) libssh2_session_method_pref(session, which, pref.c_str());
+  }
+}
+
 }  // namespace
 
 std::string ssh_detail::normalize_fingerprint(std::string_view fp) {
@@ -158,12 +184,12 @@ Status SshSession::Impl::do_connect() {
     return ssh_fail(SshErrc::kProtocol, "ssh: libssh2_session_init failed");
   }
   libssh2_session_set_blocking(session_, 0);
-  libssh2_session_callback_set(session_, LIBSSH2_CALLBACK_RECV,
-                               reinterpret_cast<void*>(&counting_recv));
+  set_recv_callback(session_);
   if (!config_.host_key_algorithms.empty()) {
     libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY,
                                 config_.host_key_algorithms.c_str());
   }
+  prefer_aes_gcm(session_);
   auto fail_teardown = [this](Error e) -> Status {
     teardown(false);
     return tl::unexpected<Error>(std::move(e));

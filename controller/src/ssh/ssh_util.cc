@@ -322,6 +322,26 @@ std::string CappedBuffer::take() {
   return out;
 }
 
+std::string cipher_preference(const std::vector<std::string>& supported) {
+  static constexpr std::array<std::string_view, 2> kFirst = {"aes256-gcm@openssh.com",
+                                                             "aes128-gcm@openssh.com"};
+  auto has = [&](std::string_view m) {
+    return std::find(supported.begin(), supported.end(), m) != supported.end();
+  };
+  std::string out;
+  auto add = [&](std::string_view m) {
+    if (!out.empty()) out += ',';
+    out += m;
+  };
+  for (std::string_view m : kFirst) {
+    if (has(m)) add(m);
+  }
+  for (const auto& m : supported) {
+    if (std::find(kFirst.begin(), kFirst.end(), m) == kFirst.end()) add(m);
+  }
+  return out;
+}
+
 bool is_fatal_session_error(int rc) {
   switch (rc) {
     case LIBSSH2_ERROR_SOCKET_NONE:

@@ -225,7 +225,7 @@ Result<int> ManagerCore::recipe_base(const TemplateRecipe& r, const Node& n) con
   int vmid = custom_vmid_locked(r.base, n);
   if (vmid == 0)
     return fail(ErrorCode::kInvalidArgument,
-                "base: no template " + quoted(r.base) +
+                "base: no template " + pvs::quoted(r.base) +
                     (nodes_.size() > 1 ? " on node " + n.cfg.name : std::string()));
   return vmid;
 }

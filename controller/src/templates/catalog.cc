@@ -81,7 +81,7 @@ void add_copy(std::map<std::string, CustomTemplate>& found, CustomTemplate t) {
   auto same = std::find_if(have.copies.begin(), have.copies.end(),
                            [&](const TemplateCopy& h) { return h.node == c.node; });
   if (have.digest != t.digest || same != have.copies.end()) {
-    log::warn("two templates named " + quoted(t.name) +
+    log::warn("two templates named " + pvs::quoted(t.name) +
               (have.digest != t.digest ? " (other digests)" : "") + " on " + c.node +
               "; using the older one");
     if (have.digest == t.digest && c.vmid < same->vmid) *same = c;
@@ -175,7 +175,7 @@ Status ManagerCore::delete_template(const std::string& name) {
   {
     std::lock_guard lock(mu_);
     auto it = custom_.find(name);
-    if (it == custom_.end()) return fail(ErrorCode::kNotFound, "no template " + quoted(name));
+    if (it == custom_.end()) return fail(ErrorCode::kNotFound, "no template " + pvs::quoted(name));
     t = it->second;
     int users = 0;
     for (auto& [id, sb] : registry_) {
@@ -184,13 +184,13 @@ Status ManagerCore::delete_template(const std::string& name) {
       if (l != md.labels.end() && l->second == name) ++users;
     }
     if (users > 0)
-      return fail(ErrorCode::kConflict, "template " + quoted(name) + " is used by " +
+      return fail(ErrorCode::kConflict, "template " + pvs::quoted(name) + " is used by " +
                                             std::to_string(users) + " sandbox(es)");
     for (auto& h : hot_)
       for (auto& c : t.copies)
         if (!h.implicit && h.p.template_vmid == c.vmid && h.p.size > 0)
           return fail(ErrorCode::kConflict,
-                      "template " + quoted(name) + " feeds hot pool " + quoted(h.p.name));
+                      "template " + pvs::quoted(name) + " feeds hot pool " + pvs::quoted(h.p.name));
   }
   if (auto st = empty_template_pool(name); !st) return st;
   std::string failed;

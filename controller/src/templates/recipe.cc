@@ -104,7 +104,7 @@ void read_file_entry(yaml::Map& f, const std::string& dir, TemplateRecipe::File*
   if (src.empty() || src[0] == '/' || src.find("..") != std::string::npos)
     return f.fail("src", "must be a path below the recipe's directory");
   std::ifstream in(dir + "/" + src, std::ios::binary);
-  if (!in) return f.fail("src", "cannot read " + quoted(src));
+  if (!in) return f.fail("src", "cannot read " + pvs::quoted(src));
   file->content.assign(std::istreambuf_iterator<char>(in), {});
 }
 
@@ -181,8 +181,8 @@ Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view sour
   std::set<std::string> seen;
   for (auto& p : r.packages) {
     if (!top.ok()) break;
-    if (!valid_package(p)) top.fail("packages", "not a Debian package name: " + quoted(p));
-    if (!seen.insert(p).second) top.fail("packages", "named twice: " + quoted(p));
+    if (!valid_package(p)) top.fail("packages", "not a Debian package name: " + pvs::quoted(p));
+    if (!seen.insert(p).second) top.fail("packages", "named twice: " + pvs::quoted(p));
   }
   auto files = top.maps("files");
   if (files.size() > kMaxRecipeFiles)
@@ -194,9 +194,9 @@ Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view sour
     TemplateRecipe::File file;
     read_file_entry(f, dir, &file);
     if (!f.ok()) break;
-    if (!paths.insert(file.path).second) f.fail("path", "copied twice: " + quoted(file.path));
+    if (!paths.insert(file.path).second) f.fail("path", "copied twice: " + pvs::quoted(file.path));
     if (f.ok() && !r.packages.empty() && is_apt_config_path(file.path))
-      f.fail("path", quoted(file.path) + " " + std::string(kAptFilesWithPackages));
+      f.fail("path", pvs::quoted(file.path) + " " + std::string(kAptFilesWithPackages));
     bytes += file.content.size();
     if (bytes > kMaxRecipeBytes)
       f.fail("path", "the files hold more than " + std::to_string(kMaxRecipeBytes >> 20) + " MiB");
@@ -206,9 +206,9 @@ Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view sour
   top.string_map("env", &r.env);
   for (auto& [k, v] : r.env) {
     if (!top.ok()) break;
-    if (!valid_env_name(k)) top.fail("env", "not a variable name: " + quoted(k));
+    if (!valid_env_name(k)) top.fail("env", "not a variable name: " + pvs::quoted(k));
     if (v.find('\0') != std::string::npos || v.find('\n') != std::string::npos)
-      top.fail("env", quoted(k) + " holds a NUL or newline");
+      top.fail("env", pvs::quoted(k) + " holds a NUL or newline");
   }
   top.string("script", &r.script);
   if (r.script.size() > (1 << 20)) top.fail("script", "is longer than 1 MiB");

@@ -130,9 +130,9 @@ Result<TemplateBuild> ManagerCore::build_template(const TemplateRecipe& r, const
     std::lock_guard lock(mu_);
     if (auto it = custom_.find(r.name); it != custom_.end()) {
       if (it->second.digest != digest)
-        return fail(
-            ErrorCode::kConflict,
-            "template " + quoted(r.name) + " exists, built from another recipe: delete it first");
+        return fail(ErrorCode::kConflict,
+                    "template " + pvs::quoted(r.name) +
+                        " exists, built from another recipe: delete it first");
       result.made = it->second;
     }
   }

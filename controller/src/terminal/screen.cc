@@ -6,6 +6,8 @@
 #include <cctype>
 #include <deque>
 #include <optional>
+#include <string>
+#include <type_traits>
 
 #include "pvesandbox/terminal.h"
 
@@ -51,6 +53,19 @@ std::string row_text(int cols, CellAt cell_at) {
   return line;
 }
 
+// A string property (the title) into `out`. libvterm 0.1 (Debian 12) passes it whole as a
+// char*; 0.3 (Debian 13) in fragments (VTermStringFragment: the first has `initial`). The type
+// of VTermValue::string picks the branch: the one place that tells the two versions apart.
+template <typename Str>
+void take_string(std::string& out, const Str& value) {
+  if constexpr (std::is_pointer_v<Str>) {
+    out = value != nullptr ? value : "";
+  } else {
+    if (value.initial) out.clear();
+    if (value.str != nullptr) out.append(value.str, value.len);
+  }
+}
+
 }  // namespace
 
 struct TerminalScreen::State {
@@ -67,7 +82,7 @@ struct TerminalScreen::State {
   static int settermprop(VTermProp prop, VTermValue* val, void* user) {
     auto* s = static_cast<State*>(user);
     switch (prop) {
-      case VTERM_PROP_TITLE: s->title = val->string != nullptr ? val->string : ""; break;
+      case VTERM_PROP_TITLE: take_string(s->title, val->string); break;
       case VTERM_PROP_CURSORVISIBLE: s->cursor_visible = val->boolean != 0; break;
       case VTERM_PROP_ALTSCREEN: s->altscreen = val->boolean != 0; break;
       default: break;
@@ -91,9 +106,13 @@ TerminalScreen::TerminalScreen(int cols, int rows, std::size_t scrollback_lines)
     : state_(std::make_unique<State>()),
       cols_(std::clamp(cols, 1, 1000)),
       rows_(std::clamp(rows, 1, 1000)) {
-  static const VTermScreenCallbacks kCallbacks = {
-      nullptr, nullptr, nullptr, &State::settermprop, nullptr, nullptr, &State::sb_pushline,
-      nullptr};
+  // Every other callback null, including those libvterm 0.3 adds (sb_clear).
+  static const VTermScreenCallbacks kCallbacks = [] {
+    VTermScreenCallbacks c{};
+    c.settermprop = &State::settermprop;
+    c.sb_pushline = &State::sb_pushline;
+    return c;
+  }();
   State& s = *state_;
   s.scrollback_cap = scrollback_lines;
   s.vt = vterm_new(rows_, cols_);

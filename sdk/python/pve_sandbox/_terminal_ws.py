@@ -3,20 +3,35 @@
 :class:`AsyncTerminalConnection` is the asyncio client on ``websockets``;
 :class:`TerminalConnection` drives it from blocking code on an event loop in a thread of its
 own (Debian 12's websockets 10.4 has no blocking client).
+
+Debian 12 has websockets 10.4 (the legacy client, headers as ``extra_headers``), Debian 13 has
+15 (the asyncio client, ``additional_headers``): :func:`_ws_connect` is the one place that knows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import re
 import threading
 import time
-from typing import Any, Coroutine, List, Optional, TypeVar, Union
+from typing import Any, Coroutine, Dict, List, Optional, TypeVar, Union
 
-import websockets
+from websockets.exceptions import ConnectionClosed
 
 T = TypeVar("T")
+
+
+def _ws_connect(url: str, headers: Dict[str, str], **options: Any) -> Any:
+    """``connect(url, <headers>, **options)`` of the installed websockets: the asyncio client of
+    websockets 13 and later, the legacy client before."""
+    try:
+        client = importlib.import_module("websockets.asyncio.client")
+    except ImportError:
+        legacy = importlib.import_module("websockets.legacy.client")
+        return legacy.connect(url, extra_headers=headers, **options)
+    return client.connect(url, additional_headers=headers, **options)
 
 
 class AsyncTerminalConnection:
@@ -40,9 +55,9 @@ class AsyncTerminalConnection:
 
     async def connect(self) -> "AsyncTerminalConnection":
         """Opens the WebSocket (the token goes in the ``Authorization`` header)."""
-        self._ws = await websockets.connect(  # type: ignore[attr-defined]
+        self._ws = await _ws_connect(
             self.url,
-            extra_headers={"Authorization": "Bearer " + self._token},
+            {"Authorization": "Bearer " + self._token},
             subprotocols=["pvs-terminal"],
             max_size=None,
         )
@@ -67,7 +82,7 @@ class AsyncTerminalConnection:
         while True:
             try:
                 msg = await asyncio.wait_for(self._ws.recv(), timeout)
-            except websockets.ConnectionClosed:  # type: ignore[attr-defined]
+            except ConnectionClosed:
                 return None
             if isinstance(msg, bytes):
                 self.received += msg

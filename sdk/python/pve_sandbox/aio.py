@@ -145,7 +145,7 @@ class AsyncCommands:
         on_stderr: Optional[OutputCallback] = None,
         approval: ApprovalArg = None,
     ) -> CommandResult:
-        ...
+        """Waits for the command: its result."""
 
     @overload
     async def run(
@@ -162,7 +162,7 @@ class AsyncCommands:
         on_stderr: Optional[OutputCallback] = None,
         approval: ApprovalArg = None,
     ) -> AsyncCommandHandle:
-        ...
+        """Starts the command in the background: its handle."""
 
     async def run(
         self,
@@ -258,15 +258,15 @@ class AsyncFiles:
 
     @overload
     async def read(self, path: str, format: Literal["text"] = "text") -> str:
-        ...
+        """The file as UTF-8 text."""
 
     @overload
     async def read(self, path: str, format: Literal["bytes"]) -> bytes:
-        ...
+        """The file as bytes."""
 
     @overload
     async def read(self, path: str, format: Literal["stream"]) -> AsyncIterator[bytes]:
-        ...
+        """The file as an async iterator of chunks."""
 
     async def read(
         self, path: str, format: Literal["text", "bytes", "stream"] = "text"

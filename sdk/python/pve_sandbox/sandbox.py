@@ -120,7 +120,7 @@ class Commands:
         on_stderr: Optional[OutputCallback] = None,
         approval: ApprovalArg = None,
     ) -> CommandResult:
-        ...
+        """Waits for the command: its result."""
 
     @overload
     def run(
@@ -137,7 +137,7 @@ class Commands:
         on_stderr: Optional[OutputCallback] = None,
         approval: ApprovalArg = None,
     ) -> CommandHandle:
-        ...
+        """Starts the command in the background: its handle."""
 
     def run(
         self,
@@ -235,15 +235,15 @@ class Files:
 
     @overload
     def read(self, path: str, format: Literal["text"] = "text") -> str:
-        ...
+        """The file as UTF-8 text."""
 
     @overload
     def read(self, path: str, format: Literal["bytes"]) -> bytes:
-        ...
+        """The file as bytes."""
 
     @overload
     def read(self, path: str, format: Literal["stream"]) -> Iterator[bytes]:
-        ...
+        """The file as an iterator of chunks."""
 
     def read(
         self, path: str, format: Literal["text", "bytes", "stream"] = "text"
