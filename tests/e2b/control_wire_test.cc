@@ -9,7 +9,8 @@ ApiResult<NewSandbox> create(std::string_view body) {
   return parse_new_sandbox(body, {3600});
 }
 
-void expect_400(const ApiResult<NewSandbox>& r, std::string_view text) {
+template <class T>
+void expect_400(const ApiResult<T>& r, std::string_view text) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().status, 400);
   EXPECT_NE(r.error().message.find(text), std::string::npos) << r.error().message;
@@ -70,7 +71,7 @@ TEST(ControlWire, UnsupportedNetworkIsAClear400) {
 }
 
 TEST(ControlWire, UnsupportedFeaturesAreClear400s) {
-  expect_400(create(R"({"autoPause":true})"), "pausing is not supported");
+  expect_400(create(R"({"autoPause":true})"), "pausing at the timeout is not supported");
   expect_400(create(R"({"autoResume":{"enabled":true}})"), "autoResume");
   expect_400(create(R"({"mcp":{}})"), "mcp");
   expect_400(create(R"({"volumeMounts":[{"name":"v","path":"/v"}]})"), "volumeMounts");
@@ -127,13 +128,28 @@ TEST(ControlWire, ListQuery) {
   EXPECT_TRUE(r->running);
   EXPECT_EQ(r->limit, 5u);
   EXPECT_EQ(r->offset, 10u);
+  EXPECT_TRUE(r->paused);
   EXPECT_FALSE(parse_list_query({{"state", "paused"}})->running);
+  EXPECT_TRUE(parse_list_query({{"state", "paused"}})->paused);
+  EXPECT_FALSE(parse_list_query({{"state", "running"}})->paused);
+  EXPECT_TRUE(parse_list_query({})->paused);
   EXPECT_FALSE(parse_list_query({{"limit", "0"}}));
   EXPECT_FALSE(parse_list_query({{"limit", "x"}}));
   EXPECT_FALSE(parse_list_query({{"nextToken", "abc"}}));
   EXPECT_FALSE(parse_list_query({{"metadata", "novalue"}}));
   EXPECT_FALSE(parse_list_query({{"metadata", "a=%zz"}}));
   EXPECT_FALSE(parse_list_query({{"bogus", "1"}}));
+}
+
+// POST /sandboxes/{id}/pause: the SDK sends {"memory": keepMemory} only when keepMemory is
+// given; the file-system mode is the only one (docs/design/pause.md).
+TEST(ControlWire, PauseKeepsTheFileSystemOnly) {
+  EXPECT_EQ(parse_pause("").value(), PauseMode::kFilesystem);
+  EXPECT_EQ(parse_pause("{}").value(), PauseMode::kFilesystem);
+  EXPECT_EQ(parse_pause(R"({"memory":false})").value(), PauseMode::kFilesystem);
+  expect_400(parse_pause(R"({"memory":true})"), "keepMemory: false");
+  expect_400(parse_pause(R"({"memory":"yes"})"), "memory");
+  expect_400(parse_pause(R"({"hibernate":true})"), "hibernate");
 }
 
 TEST(ControlWire, KeysHostsTemplates) {

@@ -35,6 +35,8 @@ class RefusingSandbox : public pvs::Sandbox {
   Status rollback(const std::string&) override { return no(); }
   Status delete_snapshot(const std::string&) override { return no(); }
   Status extend_ttl(std::chrono::seconds) override { return no(); }
+  Status pause(PauseMode) override { return no(); }
+  Status resume(std::chrono::seconds) override { return no(); }
   Status destroy() override { return no(); }
 
  protected:

@@ -51,6 +51,23 @@ TEST(SandboxMetadata, PooledCloneRoundTrips) {
   EXPECT_EQ(*back, m);
 }
 
+TEST(SandboxMetadata, PausedSandboxRoundTripsWithItsTimeLeft) {
+  SandboxMetadata m = sample();
+  m.phase = SandboxMetadata::Phase::kPaused;
+  m.ttl_left = 1234;
+  auto text = encode_description(m);
+  EXPECT_NE(text.find("\"phase\":\"paused\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"ttl_left\":1234"), std::string::npos) << text;
+  auto back = decode_description(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, m);
+  // Paused without a TTL of its own: no ttl_left written.
+  m.ttl_left = 0;
+  text = encode_description(m);
+  EXPECT_EQ(text.find("ttl_left"), std::string::npos) << text;
+  EXPECT_EQ(decode_description(text).value(), m);
+}
+
 TEST(SandboxMetadata, FoundBelowAnOperatorsNote) {
   std::string text = "note from the operator: keep\n" + encode_description(sample());
   EXPECT_TRUE(decode_description(text));
@@ -84,7 +101,12 @@ TEST(SandboxMetadata, DamagedIsInvalid) {
                            "\"created\":1,\"expires\":0,\"internet\":false}",
                            "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"ready\","
                            "\"created\":1,\"expires\":0,\"internet\":false,"
-                           "\"host_key\":\"MD5:aa:bb\"}"}) {
+                           "\"host_key\":\"MD5:aa:bb\"}",
+                           // ttl_left belongs to a paused sandbox, and is never negative.
+                           "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"ready\","
+                           "\"created\":1,\"expires\":0,\"internet\":false,\"ttl_left\":5}",
+                           "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"paused\","
+                           "\"created\":1,\"expires\":0,\"internet\":false,\"ttl_left\":-5}"}) {
     auto r = decode_description(text);
     ASSERT_FALSE(r) << text;
     EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << text;

@@ -190,6 +190,9 @@ struct ManagerConfig {
   int max_sandboxes = 256;
   std::chrono::seconds default_ttl{3600};  // for CreateOptions::ttl == 0
   std::chrono::seconds max_ttl{7 * 24 * 3600};
+  // The paused TTL: a paused sandbox (Sandbox::pause) is destroyed this long after its pause
+  // unless resumed first (its own TTL stops while paused).
+  std::chrono::seconds max_paused{7 * 24 * 3600};
   int max_cpus = 8;
   int max_memory_mb = 16384;
   int max_disk_gb = 64;
@@ -281,6 +284,11 @@ struct SnapshotInfo {
   std::int64_t created_at = 0;
 };
 
+// What a pause keeps (docs/design/pause.md). kFilesystem: the container is stopped with its
+// disk kept; files survive, processes do not. kMemory (processes and RAM kept) has no
+// supported Proxmox call behind it and is refused.
+enum class PauseMode { kFilesystem, kMemory };
+
 class Manager;
 
 // What a sandbox in allowlist mode tried to reach (docs/api.md "Egress log"), as its node's
@@ -343,8 +351,20 @@ class Sandbox {
   virtual Status rollback(const std::string& name) = 0;
   virtual Status delete_snapshot(const std::string& name) = 0;
 
-  // Sets the expiry to now + ttl (at most ManagerConfig::max_ttl).
+  // Sets the expiry to now + ttl (at most ManagerConfig::max_ttl). kConflict while paused.
   virtual Status extend_ttl(std::chrono::seconds ttl) = 0;
+
+  // Pauses the sandbox (PauseMode): its container stops with its disk kept; it keeps its id,
+  // address, egress, labels, owner, own SSH host key and snapshots. Its SSH session and
+  // terminals end. Its TTL stops: the expiry becomes now + ManagerConfig::max_paused and the
+  // time it had left is kept for resume(). While paused, exec, files, terminals, extend_ttl and
+  // rollback answer kConflict. kConflict if paused already; kInvalidArgument for kMemory.
+  virtual Status pause(PauseMode mode = PauseMode::kFilesystem) = 0;
+  // Starts a paused sandbox again and returns once its SSH answers on its own host key (unless
+  // ManagerConfig::wait_for_ssh is off). Its expiry becomes now + ttl, or, for ttl 0, now + the
+  // time it had left when paused (at most max_ttl; none if it had none). kConflict if it is not
+  // paused. A failure leaves it paused.
+  virtual Status resume(std::chrono::seconds ttl = std::chrono::seconds(0)) = 0;
   // Idempotent; a container already gone is success.
   virtual Status destroy() = 0;
 
@@ -373,6 +393,7 @@ struct ManagerStats {
   std::uint64_t live = 0;
   std::uint64_t creates = 0, create_failures = 0;
   std::uint64_t destroys = 0, destroy_failures = 0;
+  std::uint64_t paused = 0;  // live sandboxes in phase "paused" (counted in `live` too)
   std::uint64_t reconciles = 0, reconcile_failures = 0;
   std::uint64_t orphans_destroyed = 0, expired_destroyed = 0;
   std::uint64_t quarantined_addresses = 0;
@@ -384,6 +405,10 @@ struct ManagerStats {
   CallStats proxmox_calls;
   CallStats proxmox_tasks;
   CallStats agent_calls;
+  // Sandbox::pause and Sandbox::resume calls past their checks (not: paused already, not
+  // paused), from call to return; resume includes the wait for SSH.
+  CallStats pauses;
+  CallStats resumes;
 };
 
 // One pool as Manager::pools() reports it (for operators: GET /v1/pools, metrics).

@@ -42,14 +42,19 @@ struct SandboxMetadata {
   // Where a sandbox is in its life. A sandbox found in "creating" or "destroying" after a
   // restart was interrupted and is destroyed by recovery. "pooled" is a stopped clone in the
   // warm pool (ManagerConfig::warm_pool), not yet anybody's sandbox: recovery keeps it.
-  enum class Phase { kCreating, kReady, kDestroying, kPooled };
+  // "paused" is a sandbox whose container was stopped with its disk kept (Sandbox::pause):
+  // recovery adopts it as it adopts a "ready" one, and it stays paused until resumed.
+  enum class Phase { kCreating, kReady, kDestroying, kPooled, kPaused };
 
   std::string id;  // the sandbox's public id
   int vmid = 0;
   Phase phase = Phase::kCreating;
   std::int64_t created_at = 0;  // unix seconds
-  std::int64_t expires_at = 0;  // unix seconds; 0: no TTL
-  bool internet = false;        // internet wanted (the agent's set follows this)
+  std::int64_t expires_at = 0;  // unix seconds; 0: no TTL (paused: the paused TTL's end)
+  // Paused: the seconds of TTL the sandbox had left when it was paused, which a resume gives it
+  // back unless it asks for another TTL (0: it had no TTL). "ttl_left" in the JSON, only then.
+  std::int64_t ttl_left = 0;
+  bool internet = false;  // internet wanted (the agent's set follows this)
   // An egress allowlist wanted (then `internet` is false): "egress":{"names":[...],
   // "ports":[...],"list":"..."} in the JSON; absent for off and on.
   std::optional<EgressList> allowlist;

@@ -29,7 +29,7 @@ void write_times_and_size(JsonWriter& w, const SandboxView& s) {
       .key("metadata")
       .value(s.metadata)
       .key("state")
-      .value("running")
+      .value(s.paused ? "paused" : "running")
       .key("envdVersion")
       .value(kEnvdVersion);
 }

@@ -170,11 +170,13 @@ ApiResult<NewSandbox> parse_new_sandbox(std::string_view text, const NewSandboxL
       static_cast<int>(body->integer("timeout", 0, limits.max_ttl_seconds).value_or(0));
   if (body->boolean("autoPause").value_or(false))
     body->reject("autoPause",
-                 "pausing is not supported by pve-sandbox (a sandbox ends at its timeout)");
+                 "pausing at the timeout is not supported by pve-sandbox yet (a sandbox ends "
+                 "at its timeout); Sandbox.pause() and connect() to resume work");
   (void)body->boolean("autoPauseMemory");
   if (auto resume = body->object("autoResume")) {
     if (resume->boolean("enabled").value_or(false))
-      body->reject("autoResume", "pausing and resuming are not supported by pve-sandbox");
+      body->reject("autoResume",
+                   "resuming on traffic is not supported by pve-sandbox yet; connect() resumes");
     if (auto err = resume->finish()) body->reject("autoResume", err->message);
   }
   (void)body->boolean("secure");  // always: every data-plane call needs envdAccessToken
@@ -211,9 +213,19 @@ ApiResult<int> parse_connect(std::string_view text, int max_ttl_seconds) {
   if (!body) return tl::unexpected(body.error());
   // The spec requires it; the SDK leaves it out when connect() gets no timeoutMs.
   auto t = body->integer("timeout", 0, max_ttl_seconds);
-  (void)body->boolean("memory");  // about resuming a paused sandbox; none is ever paused here
+  (void)body->boolean("memory");  // false: reboot on resume, which every resume here is
   if (auto err = body->finish()) return tl::unexpected(*err);
   return t ? std::max<int>(1, static_cast<int>(*t)) : 0;
+}
+
+ApiResult<PauseMode> parse_pause(std::string_view text) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  if (body->boolean("memory").value_or(false))
+    body->reject("memory",
+                 "keepMemory: true is not supported by pve-sandbox: a pause keeps the file "
+                 "system only (processes end); pass keepMemory: false");
+  return finish(*body, PauseMode::kFilesystem);
 }
 
 ApiResult<EgressRequest> parse_network_update(std::string_view text) {
@@ -250,8 +262,9 @@ ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::stri
         q.metadata[*k] = *v;
       }
     } else if (key == "state") {
-      // "running,paused" (form style, not exploded): nothing here is ever paused.
+      // "running,paused" (form style, not exploded).
       q.running = value.empty() || value.find("running") != std::string::npos;
+      q.paused = value.empty() || value.find("paused") != std::string::npos;
     } else if (key == "template") {
       q.template_id = value;
     } else if (key == "limit") {

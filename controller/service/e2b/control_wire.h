@@ -56,6 +56,10 @@ ApiResult<int> parse_timeout(std::string_view body, int max_ttl_seconds);
 // POST /v2/sandboxes/{id}/connect: its `timeout` as above, or 0 when absent (the SDK leaves it
 // out when connect() gets no timeoutMs): the expiry stays.
 ApiResult<int> parse_connect(std::string_view body, int max_ttl_seconds);
+// POST /sandboxes/{id}/pause {"memory"} (the SDK's keepMemory; absent unless given): the
+// filesystem mode, the only one pve-sandbox has (docs/design/pause.md); `memory: true` is a 400
+// naming keepMemory: false.
+ApiResult<PauseMode> parse_pause(std::string_view body);
 // PUT /sandboxes/{id}/network: the egress that replaces the current one.
 ApiResult<EgressRequest> parse_network_update(std::string_view body);
 
@@ -63,6 +67,7 @@ ApiResult<EgressRequest> parse_network_update(std::string_view body);
 struct ListQuery {
   std::map<std::string, std::string> metadata;  // every pair must match
   bool running = true;                          // state includes "running" (or is absent)
+  bool paused = true;                           // state includes "paused" (or is absent)
   std::optional<std::string> template_id;
   std::size_t limit = 100;
   std::size_t offset = 0;  // from nextToken
@@ -86,6 +91,7 @@ struct SandboxView {
   std::map<std::string, std::string> metadata;
   std::optional<bool> allow_internet;
   std::vector<std::string> allow_out;  // an allowlist's names
+  bool paused = false;                 // state "paused" (else "running")
 };
 // 201 of POST /v2/sandboxes and the connect reply: the Sandbox schema.
 std::string sandbox_reply(const SandboxView& s);

@@ -60,7 +60,8 @@ class E2bRoutes {
   // Control plane (routes_control.cc).
   void create(RequestContext& ctx);
   void list(RequestContext& ctx);
-  void connect(RequestContext& ctx);
+  void connect(RequestContext& ctx);  // resumes a paused sandbox (201)
+  void pause(RequestContext& ctx);
   void show(RequestContext& ctx);
   void kill(RequestContext& ctx);
   void timeout(RequestContext& ctx);

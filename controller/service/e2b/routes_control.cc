@@ -31,6 +31,7 @@ e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& ses
   v.metadata = info.labels;
   v.allow_internet = info.egress.mode != Egress::Mode::kOff;
   if (info.egress.allowlist()) v.allow_out = info.egress.list.names;
+  v.paused = info.phase == SandboxMetadata::Phase::kPaused;
   return v;
 }
 
@@ -177,6 +178,18 @@ void E2bRoutes::connect(RequestContext& ctx) {
     if (!timeout) throw timeout.error();
     auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
     ctx.sandbox = sandbox->id();
+    if (sandbox->info().phase == SandboxMetadata::Phase::kPaused) {
+      // Resumed (its timeout, else the time it had left), answered 201; one resumed meanwhile
+      // by another call is running: on as below.
+      auto st = sandbox->resume(std::chrono::seconds(*timeout));
+      if (st) {
+        auto session = sessions_.ensure(sandbox);
+        d_.replies.send_json(
+            ctx, 201, e2b::sandbox_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
+        return;
+      }
+      if (st.error().code != ErrorCode::kConflict) throw from_error(st.error());
+    }
     // Connecting only extends the timeout, never shortens it (E2B's rule).
     auto now = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch())
@@ -190,13 +203,28 @@ void E2bRoutes::connect(RequestContext& ctx) {
   });
 }
 
+void E2bRoutes::pause(RequestContext& ctx) {
+  control(ctx, [&] {
+    auto mode = e2b::parse_pause(d_.replies.json_body(ctx));
+    if (!mode) throw mode.error();
+    auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
+    ctx.sandbox = sandbox->id();
+    // Paused already: 409, which the SDK's pause() turns into `false`.
+    if (auto st = sandbox->pause(*mode); !st) throw from_error(st.error());
+    d_.replies.send_empty(ctx, 204);
+  });
+}
+
 void E2bRoutes::list(RequestContext& ctx) {
   control(ctx, [&] {
     auto q = e2b::parse_list_query(ctx.query);
     if (!q) throw q.error();
     std::vector<e2b::SandboxView> page;
-    if (q->running && !label_error(q->metadata)) {
+    if ((q->running || q->paused) && !label_error(q->metadata)) {
       auto all = d_.list_for(*ctx.principal, q->metadata);
+      std::erase_if(all, [&](const SandboxInfo& s) {
+        return (s.phase == SandboxMetadata::Phase::kPaused) ? !q->paused : !q->running;
+      });
       for (std::size_t i = q->offset; i < all.size() && page.size() < q->limit; ++i) {
         auto sandbox = d_.sandbox_for(*ctx.principal, all[i].id);
         auto session = sessions_.ensure(sandbox);
@@ -283,7 +311,7 @@ void E2bRoutes::unsupported(RequestContext& ctx) {
     throw ApiError{501, "not_implemented",
                    ctx.method + " " + ctx.path.substr(0, 200) +
                        " is not supported by pve-sandbox's E2B-compatible API (docs/e2b.md: "
-                       "no pause, resume, fork, E2B snapshots, templates, volumes or secrets)"};
+                       "no /resume (connect resumes), fork, E2B snapshots, volumes or secrets)"};
   });
 }
 

@@ -287,6 +287,26 @@ ApiResult<int> parse_ttl(std::string_view text, const ServiceConfig& config) {
   return finish(*body, static_cast<int>(v.value_or(0)));
 }
 
+ApiResult<PauseMode> parse_pause(std::string_view text) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  PauseMode mode = PauseMode::kFilesystem;
+  if (auto v = body->string("mode", 16)) {
+    if (*v == "memory")
+      mode = PauseMode::kMemory;
+    else if (*v != "filesystem")
+      body->reject("mode", "\"filesystem\" or \"memory\"");
+  }
+  return finish(*body, mode);
+}
+
+ApiResult<int> parse_resume(std::string_view text, const ServiceConfig& config) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  auto v = body->integer("ttl_seconds", 1, config.manager.max_ttl.count());
+  return finish(*body, static_cast<int>(v.value_or(0)));
+}
+
 ApiResult<SnapshotRequest> parse_snapshot(std::string_view text) {
   auto body = JsonBody::parse(text);
   if (!body) return tl::unexpected(body.error());

@@ -78,6 +78,11 @@ ApiResult<ExecRequest> parse_exec(std::string_view body, const ServiceConfig& co
 // PUT .../internet: {"enabled": bool}, {"allow": [...], "ports": [...]} or {"list": "..."}.
 ApiResult<EgressRequest> parse_internet(std::string_view body);
 ApiResult<int> parse_ttl(std::string_view body, const ServiceConfig& config);  // {"ttl_seconds"}
+// POST .../pause: {"mode": "filesystem" | "memory"}, optional (filesystem). The Manager refuses
+// memory with the reason (docs/design/pause.md).
+ApiResult<PauseMode> parse_pause(std::string_view body);
+// POST .../resume: {"ttl_seconds"}, optional (0: the time it had left when paused).
+ApiResult<int> parse_resume(std::string_view body, const ServiceConfig& config);
 ApiResult<SnapshotRequest> parse_snapshot(std::string_view body);
 // {"path", "old_string", "new_string", "replace_all"}; the strings at most max_body_bytes.
 ApiResult<EditRequest> parse_edit(std::string_view body, const ServiceConfig& config);

@@ -7,6 +7,7 @@
 //   container.cc  task waits, description writes, destroying a container, waiting for SSH
 //   reconcile.cc  recovery and reconciliation against Proxmox
 //   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL
+//   pause.cc      pause (stop, disk kept) and resume (start, SSH on its own key)
 //   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
 //   helpers.cc    small pure helpers declared below
 //   replicas.cc   template replicas: made, checked, rebuilt; the clone source picked
@@ -129,6 +130,8 @@ class SandboxImpl final : public Sandbox {
   Status rollback(const std::string& name) override;
   Status delete_snapshot(const std::string& name) override;
   Status extend_ttl(std::chrono::seconds ttl) override;
+  Status pause(PauseMode mode) override;
+  Status resume(std::chrono::seconds ttl) override;
   Status destroy() override;
 
   // For the manager.
@@ -163,11 +166,21 @@ class SandboxImpl final : public Sandbox {
     std::lock_guard lock(mu_);
     md_.phase = p;
   }
+  // What the description now says (op_mutex held; pause.cc writes it first).
+  void set_metadata(SandboxMetadata md) {
+    std::lock_guard lock(mu_);
+    md_ = std::move(md);
+  }
+  bool paused() const {
+    std::lock_guard lock(mu_);
+    return md_.phase == SandboxMetadata::Phase::kPaused;
+  }
   bool destroyed() const { return destroyed_.load(); }
   void mark_destroyed() { destroyed_ = true; }
 
  private:
   Result<std::shared_ptr<SshSession>> session();
+  Error paused_error() const;  // kConflict: "paused; resume it first"
   Result<bool> has_snapshot(const std::string& name);
   // Writes md into the description (op_mu_ held).
   Status write_metadata(const SandboxMetadata& md);
@@ -201,6 +214,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::size_t count_owned(const std::string& owner) const;
   Status destroy_by_id(const std::string& id);
   Status destroy(SandboxImpl& sandbox);
+  // pause.cc: Sandbox::pause and Sandbox::resume.
+  Status pause(SandboxImpl& sandbox, PauseMode mode);
+  Status resume(SandboxImpl& sandbox, seconds ttl);
   Status reconcile();
   int nodes_reached() const { return nodes_reached_; }
   Health health();
@@ -459,13 +475,15 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     Node* node = nullptr;
     std::vector<Orphan> orphans;
     std::vector<std::shared_ptr<SandboxImpl>> expired;
+    // Paused sandboxes whose container runs (a pause or resume interrupted by a crash).
+    std::vector<std::shared_ptr<SandboxImpl>> running_paused;
     std::set<int> present;  // VMIDs of the listing in our range
   };
   Status scan_container(const pve::ContainerStatus& ct, std::int64_t now, Scan& scan);
   bool keep_pooled(Node& node, const pve::ContainerStatus& ct, const pve::Config& conf,
                    const SandboxMetadata& md);
-  void adopt(Node& node, const pve::ContainerStatus& ct, const pve::Config& conf,
-             const SandboxMetadata& md);
+  std::shared_ptr<SandboxImpl> adopt(Node& node, const pve::ContainerStatus& ct,
+                                     const pve::Config& conf, const SandboxMetadata& md);
   Status reconcile_node(Node& node);
   void mark_unreachable(Node& node, const std::string& why);
   void forget_vanished(Node& node, const std::set<std::string>& registered_before,
@@ -474,6 +492,15 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                const std::set<int>& present);
   std::set<std::string> busy_orphans(const Node& node, std::vector<Orphan>& orphans);
   Status reap(Scan& scan, bool synced);
+  // pause.cc: the steps of pause and resume (op_mutex held, the VMID busy).
+  Status stop_paused(SandboxImpl& sandbox);
+  Status pause_steps(SandboxImpl& sandbox);
+  // A paused sandbox found running is stopped (the reconcile's part of pause.cc's contract).
+  Status settle_paused(SandboxImpl& sandbox);
+  Status resume_steps(SandboxImpl& sandbox, seconds ttl);
+  // A session to the started sandbox once its SSH answers on its own key (null without
+  // wait_for_ssh).
+  Result<std::shared_ptr<SshSession>> reconnect(const SandboxMetadata& md);
   // templates/build.cc: turning a build's container into the template (its SSH closed, its
   // egress, binding and address given back, stopped, described, converted).
   // `nodes`: its kTemplateNodesLabel.
@@ -514,6 +541,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::set<int> busy_vmids_;  // creates/destroys in flight in this process
   int inflight_ = 0;
   ManagerStats stats_;
+  LatencyRecorder pause_times_, resume_times_;  // pause.cc
   std::deque<Pooled> pool_;
   std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
   bool pool_stop_ = false;

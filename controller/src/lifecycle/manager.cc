@@ -183,9 +183,12 @@ ManagerStats ManagerCore::stats() const {
   std::lock_guard lock(mu_);
   ManagerStats s = stats_;
   s.live = registry_.size();
+  for (auto& [id, sb] : registry_) s.paused += sb->paused() ? 1 : 0;
   s.pooled = pool_.size();
   s.proxmox_calls = pve_.calls.snapshot();
   s.proxmox_tasks = pve_.tasks.snapshot();
+  s.pauses = pause_times_.snapshot();
+  s.resumes = resume_times_.snapshot();
   for (auto& n : nodes_) {
     s.quarantined_addresses += n->quarantined.load();
     auto a = n->agent.calls.snapshot();

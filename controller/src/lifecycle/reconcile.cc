@@ -128,6 +128,8 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
     if (md.phase == SandboxMetadata::Phase::kDestroying ||
         (md.expires_at != 0 && md.expires_at <= now))
       scan.expired.push_back(known);
+    else if (md.phase == SandboxMetadata::Phase::kPaused && ct.status == "running")
+      scan.running_paused.push_back(known);
     return {};
   }
   if (ct.is_template) {
@@ -172,11 +174,16 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   }
   if (md->address) n.addrs->mark_used(*md->address);
   bool is_expired = md->expires_at != 0 && md->expires_at <= now;
-  if (md->phase != SandboxMetadata::Phase::kReady || is_expired || !md->address) {
+  // A paused sandbox is adopted as a ready one is: stopped, resumable (pause.cc).
+  bool live =
+      md->phase == SandboxMetadata::Phase::kReady || md->phase == SandboxMetadata::Phase::kPaused;
+  if (!live || is_expired || !md->address) {
     scan.orphans.push_back({ct.vmid, md->id, md->address, is_expired, false});
     return {};
   }
-  adopt(n, ct, *conf, *md);
+  auto sb = adopt(n, ct, *conf, *md);
+  if (md->phase == SandboxMetadata::Phase::kPaused && ct.status == "running")
+    scan.running_paused.push_back(sb);
   return {};
 }
 
@@ -208,8 +215,9 @@ bool ManagerCore::keep_pooled(Node& n, const pve::ContainerStatus& ct, const pve
 
 // A live sandbox this process does not know (it restarted): registered again, its grant and
 // binding wanted again.
-void ManagerCore::adopt(Node& n, const pve::ContainerStatus& ct, const pve::Config& conf,
-                        const SandboxMetadata& md) {
+std::shared_ptr<SandboxImpl> ManagerCore::adopt(Node& n, const pve::ContainerStatus& ct,
+                                                const pve::Config& conf,
+                                                const SandboxMetadata& md) {
   auto net0 = parse_property_string(conf.count("net0") ? conf.at("net0") : "");
   auto mac = MacAddress::parse(net0["hwaddr"]);
   proto::Binding binding{port_name(ct.vmid, net0["firewall"] == "1"), mac ? *mac : MacAddress{},
@@ -230,6 +238,7 @@ void ManagerCore::adopt(Node& n, const pve::ContainerStatus& ct, const pve::Conf
     enroll_locked(md.id, sb, md.owner);
   }
   log::info("recovered " + md.id + " vmid=" + std::to_string(ct.vmid) + " on " + n.cfg.name);
+  return sb;
 }
 
 // Pooled clones and registered sandboxes whose container vanished behind our back.
@@ -320,8 +329,12 @@ Status ManagerCore::reap(Scan& scan, bool synced) {
     std::lock_guard lock(mu_);
     ++(o.expired ? stats_.expired_destroyed : stats_.orphans_destroyed);
   }
+  for (auto& sb : scan.running_paused)
+    if (auto r = settle_paused(*sb); !r) result = r;
   for (auto& sb : scan.expired) {
-    bool was_expired = sb->metadata().phase == SandboxMetadata::Phase::kReady;
+    auto phase = sb->metadata().phase;
+    bool was_expired =
+        phase == SandboxMetadata::Phase::kReady || phase == SandboxMetadata::Phase::kPaused;
     if (auto r = destroy(*sb); !r) {
       result = r;
       continue;

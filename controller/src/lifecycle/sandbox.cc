@@ -32,6 +32,7 @@ SandboxInfo SandboxImpl::info() const {
 Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
   if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
   std::lock_guard lock(mu_);
+  if (md_.phase == SandboxMetadata::Phase::kPaused) return fail(paused_error());
   if (!ssh_) {
     SshConfig sc = core_->config().ssh;
     sc.host = md_.address->to_string();
@@ -42,6 +43,10 @@ Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
     ssh_ = std::make_shared<SshSession>(sc);
   }
   return ssh_;
+}
+
+Error SandboxImpl::paused_error() const {
+  return Error{ErrorCode::kConflict, "sandbox " + id() + " is paused; resume it first"};
 }
 
 Status SandboxImpl::write_metadata(const SandboxMetadata& md) {
@@ -163,6 +168,7 @@ Status SandboxImpl::rollback(const std::string& name) {
   auto exists = has_snapshot(name);
   if (!exists) return fail(exists.error());
   if (!*exists) return fail(ErrorCode::kNotFound, "no snapshot " + name);
+  if (paused()) return fail(paused_error());  // a rollback starts the container
   close_session();
   if (auto r = snapshot_result(
           core_->wait(core_->pve().rollback_snapshot(node_.cfg.name, md_.vmid, name, true),
@@ -189,6 +195,7 @@ Status SandboxImpl::extend_ttl(std::chrono::seconds ttl) {
   std::lock_guard op(op_mu_);
   if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
   if (ttl.count() <= 0) return fail(ErrorCode::kInvalidArgument, "ttl must be positive");
+  if (paused()) return fail(paused_error());  // its paused TTL runs; resume takes a ttl
   ttl = std::min(ttl, core_->config().max_ttl);
   auto md = metadata();
   md.expires_at = now_unix() + ttl.count();

@@ -22,7 +22,8 @@ bool is_key_char(char c) {
 
 Result<SandboxMetadata::Phase> parse_phase(const std::string& text) {
   for (auto phase : {SandboxMetadata::Phase::kCreating, SandboxMetadata::Phase::kReady,
-                     SandboxMetadata::Phase::kDestroying, SandboxMetadata::Phase::kPooled}) {
+                     SandboxMetadata::Phase::kDestroying, SandboxMetadata::Phase::kPooled,
+                     SandboxMetadata::Phase::kPaused}) {
     if (text == to_string(phase)) return phase;
   }
   return fail(ErrorCode::kInvalidArgument, "unknown phase " + pvs::quoted(text));
@@ -110,6 +111,7 @@ std::string_view to_string(SandboxMetadata::Phase phase) {
     case SandboxMetadata::Phase::kReady: return "ready";
     case SandboxMetadata::Phase::kDestroying: return "destroying";
     case SandboxMetadata::Phase::kPooled: return "pooled";
+    case SandboxMetadata::Phase::kPaused: return "paused";
   }
   return "unknown";
 }
@@ -145,6 +147,7 @@ std::string encode_description(const SandboxMetadata& m) {
   o.set("created", m.created_at);
   o.set("expires", m.expires_at);
   o.set("internet", m.internet);
+  if (m.phase == SandboxMetadata::Phase::kPaused && m.ttl_left > 0) o.set("ttl_left", m.ttl_left);
   if (m.address) o.set("ip", m.address->to_string());
   if (!m.owner.empty()) o.set("owner", m.owner);
   if (!m.host_key.empty()) o.set("host_key", m.host_key);
@@ -193,6 +196,11 @@ Result<SandboxMetadata> decode_description(std::string_view description) {
     m.created_at = root->getValue<std::int64_t>("created");
     m.expires_at = root->getValue<std::int64_t>("expires");
     m.internet = root->getValue<bool>("internet");
+    if (root->has("ttl_left")) {
+      m.ttl_left = root->getValue<std::int64_t>("ttl_left");
+      if (m.ttl_left < 0 || m.phase != SandboxMetadata::Phase::kPaused)
+        return damaged("ttl_left on a sandbox that is not paused, or negative");
+    }
     if (root->has("ip")) {
       auto ip = Ipv4Address::parse(root->getValue<std::string>("ip"));
       if (!ip) return damaged(ip.error().message);

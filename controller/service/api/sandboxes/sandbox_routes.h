@@ -1,5 +1,6 @@
 // Sandboxes (room api/sandboxes/): POST/GET /v1/sandboxes, GET/DELETE /v1/sandboxes/{id},
-// PUT .../internet, GET .../egress/log, POST .../ttl, POST .../exec (buffered, or NDJSON as
+// PUT .../internet, GET .../egress/log, POST .../ttl, POST .../pause and .../resume,
+// POST .../exec (buffered, or NDJSON as
 // output arrives) and the snapshots (take, list, roll back, delete). A handler class with narrow
 // dependencies: the sandboxes a caller may use (SandboxOps), the policy gate, the token limits
 // (streaming execs), the metrics (execs counted), the reply helpers, and what a destroy forgets
@@ -45,6 +46,8 @@ class SandboxRoutes {
   void internet(RequestContext& ctx);
   void egress_log(RequestContext& ctx);
   void ttl(RequestContext& ctx);
+  void pause(RequestContext& ctx);  // routes_pause.cc
+  void resume(RequestContext& ctx);
   void exec(RequestContext& ctx);             // routes_exec.cc
   void snapshot_create(RequestContext& ctx);  // routes_snapshots.cc
   void snapshot_list(RequestContext& ctx);

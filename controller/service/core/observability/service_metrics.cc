@@ -17,6 +17,8 @@ constexpr CallPeer kCallPeers[] = {
     {"pvs_proxmox_task", "Proxmox tasks waited for (clone, start, stop, destroy, ...)",
      &ManagerStats::proxmox_tasks},
     {"pvs_agent_request", "Requests to pve-sandbox-agent", &ManagerStats::agent_calls},
+    {"pvs_sandbox_pause", "Sandbox pauses (stop, disk kept)", &ManagerStats::pauses},
+    {"pvs_sandbox_resume", "Sandbox resumes (start, until SSH answers)", &ManagerStats::resumes},
 };
 }  // namespace
 
@@ -28,6 +30,7 @@ void Api::declare_metrics(Metrics& m) {
                       Metrics::latency_buckets());
   m.declare_gauge("pvs_manager_ready", "1 once the Manager recovered its state from Proxmox.");
   m.declare_gauge("pvs_sandboxes_live", "Live sandboxes.");
+  m.declare_gauge("pvs_sandboxes_paused", "Live sandboxes that are paused.");
   m.declare_counter("pvs_sandbox_creates_total", "Sandboxes created.");
   m.declare_counter("pvs_sandbox_create_failures_total", "Sandbox creations that failed.");
   m.declare_counter("pvs_sandbox_destroys_total", "Sandboxes destroyed.");
@@ -115,6 +118,7 @@ void Api::collect(Metrics& m) {
   if (!manager) return;
   ManagerStats s = manager->stats();
   m.set("pvs_sandboxes_live", {}, static_cast<double>(s.live));
+  m.set("pvs_sandboxes_paused", {}, static_cast<double>(s.paused));
   m.set("pvs_quarantined_addresses", {}, static_cast<double>(s.quarantined_addresses));
   m.set("pvs_warm_pool_containers", {}, static_cast<double>(s.pooled));
   // Counters mirror the Manager's own (monotonic) counters.
