@@ -82,6 +82,13 @@ void append_escape(std::string& out, char32_t c, TerminalText how) {
 
 }  // namespace
 
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 std::string quoted(std::string_view text, std::size_t max) {
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size() && i < max; ++i) {
