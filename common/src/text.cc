@@ -8,7 +8,7 @@
 namespace pvs {
 namespace {
 
-constexpr char kHex[] = "0123456789abcdef";
+constexpr char kHexDigits[] = "0123456789abcdef";
 
 struct Range {
   char32_t first, last;
@@ -55,13 +55,13 @@ std::pair<char32_t, std::size_t> decode(std::string_view s) {
 
 void append_u(std::string& out, char32_t unit) {
   out += "\\u";
-  for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(unit >> shift) & 0xf];
+  for (int shift = 12; shift >= 0; shift -= 4) out += kHexDigits[(unit >> shift) & 0xf];
 }
 
 void append_x(std::string& out, unsigned char byte) {
   out += "\\x";
-  out += kHex[byte >> 4];
-  out += kHex[byte & 0xf];
+  out += kHexDigits[byte >> 4];
+  out += kHexDigits[byte & 0xf];
 }
 
 void append_escape(std::string& out, char32_t c, TerminalText how) {
@@ -77,10 +77,17 @@ void append_escape(std::string& out, char32_t c, TerminalText how) {
   if (c < 0x80) return append_x(out, static_cast<unsigned char>(c));
   if (c < 0x10000) return append_u(out, c);
   out += "\\U";
-  for (int shift = 28; shift >= 0; shift -= 4) out += kHex[(c >> shift) & 0xf];
+  for (int shift = 28; shift >= 0; shift -= 4) out += kHexDigits[(c >> shift) & 0xf];
 }
 
 }  // namespace
+
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
 
 std::string quoted(std::string_view text, std::size_t max) {
   std::string out = "\"";

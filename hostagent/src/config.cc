@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <netinet/in.h>  // glibc's in.h before the kernel's (linux/netfilter.h includes it)
+
 #include <linux/netfilter.h>
 
 #include <cctype>

@@ -26,6 +26,10 @@
 namespace pvs::agent {
 namespace {
 
+// A netlink message buffer: MNL_SOCKET_BUFFER_SIZE's largest value. The macro reads the page size
+// at run time (min(page size, 8192)), so an array of it is a variable-length array.
+constexpr std::size_t kNlBuffer = 8192;
+
 // Not in Debian 12's uapi header (kernel 6.1); the kernel has it since 6.3.
 constexpr std::uint16_t kMsgDestroySetElem = 30;
 static_assert(NFT_MSG_DELFLOWTABLE == 24);
@@ -424,7 +428,7 @@ std::optional<std::uint64_t> element_packets(nftnl_set_elem* e) {
 }  // namespace
 
 Status NftBackend::dump(const SetRef& set, std::vector<ListedElement>* out, int* messages) {
-  char buf[MNL_SOCKET_BUFFER_SIZE];
+  char buf[kNlBuffer];
   std::uint32_t seq = next_seq();
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSETELEM, set.family, NLM_F_DUMP, seq);
   NftnlSet s(set);
@@ -484,7 +488,7 @@ Result<std::vector<ListedElement>> NftBackend::list(const SetRef& set) {
 Result<SetInfo> NftBackend::info(const SetRef& set) {
   SetInfo info;
   {
-    char buf[MNL_SOCKET_BUFFER_SIZE];
+    char buf[kNlBuffer];
     std::uint32_t seq = next_seq();
     nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETTABLE, set.family, NLM_F_ACK, seq);
     nftnl_table* t = nftnl_table_alloc();
@@ -498,7 +502,7 @@ Result<SetInfo> NftBackend::info(const SetRef& set) {
     }
     info.table_present = true;
   }
-  char buf[MNL_SOCKET_BUFFER_SIZE];
+  char buf[kNlBuffer];
   std::uint32_t seq = next_seq();
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSET, set.family, NLM_F_ACK, seq);
   NftnlSet s(set);
@@ -527,7 +531,7 @@ Result<SetInfo> NftBackend::info(const SetRef& set) {
 }
 
 Result<std::uint32_t> NftBackend::generation() {
-  char buf[MNL_SOCKET_BUFFER_SIZE];
+  char buf[kNlBuffer];
   std::uint32_t seq = next_seq();
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK, seq);
   std::optional<std::uint32_t> id;

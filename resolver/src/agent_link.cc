@@ -6,19 +6,10 @@
 #include <cerrno>
 #include <chrono>
 
+#include "mono_clock.h"
 #include "pvesandbox/common/io.h"
 
 namespace pvs::resolver {
-namespace {
-
-std::int64_t mono_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 bool AgentLink::connect_now() {
   if (fd_) return true;
   auto fd = connect_unix(socket_);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "mono_clock.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/protocol.h"
 
@@ -12,12 +13,6 @@ namespace pvs::resolver {
 namespace {
 
 constexpr std::size_t kUdpMax = 512;  // no EDNS: classic UDP size
-
-std::int64_t mono_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <system_error>
 
+#include "mono_clock.h"
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/log.h"
 #include "resolver.h"
@@ -28,12 +29,6 @@ sockaddr_in to_sockaddr(Ipv4Address address, std::uint16_t port) {
   sa.sin_port = htons(port);
   sa.sin_addr.s_addr = htonl(address.to_uint());
   return sa;
-}
-
-std::int64_t mono_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The netlink backend and the Agent logic against the real kernel, in a namespace per test.
 // These run in-process: the test thread enters the namespace while the netlink socket opens.
+#include <netinet/in.h>  // glibc's in.h before the kernel's (linux/netfilter.h includes it)
+
 #include <linux/netfilter.h>
 
 #include <chrono>
@@ -20,7 +22,7 @@ using test::EnterNs;
 using test::NetNs;
 using test::TempDir;
 
-const SetRef kAllowed{NFPROTO_INET, "sandbox", "internet_allowed"};
+const SetRef kCoreAllowed{NFPROTO_INET, "sandbox", "internet_allowed"};
 const SetRef kPlain{NFPROTO_INET, "sandbox", "plain"};
 
 Ipv4Address ip(const char* text) {
@@ -63,10 +65,10 @@ TEST(BackendProbe, DetectsDestroyOnThisKernel) {
 
 TEST_P(BackendTest, AddListDestroyFlush) {
   Batch add;
-  add.add(kAllowed,
+  add.add(kCoreAllowed,
           {{ipv4_key(ip("10.99.0.5")), std::nullopt}, {ipv4_key(ip("10.99.0.6")), 60000}});
   ASSERT_TRUE(backend_->commit(add));
-  auto list = backend_->list(kAllowed);
+  auto list = backend_->list(kCoreAllowed);
   ASSERT_TRUE(list);
   ASSERT_EQ(list->size(), 2u);
   for (const auto& e : *list) {
@@ -79,27 +81,27 @@ TEST_P(BackendTest, AddListDestroyFlush) {
   }
   // Destroying a present and an absent element in one batch succeeds.
   Batch destroy;
-  destroy.destroy(kAllowed, {{ipv4_key(ip("10.99.0.5")), std::nullopt},
-                             {ipv4_key(ip("10.99.0.77")), std::nullopt}});
+  destroy.destroy(kCoreAllowed, {{ipv4_key(ip("10.99.0.5")), std::nullopt},
+                                 {ipv4_key(ip("10.99.0.77")), std::nullopt}});
   ASSERT_TRUE(backend_->commit(destroy));
-  EXPECT_EQ(addresses(*backend_, kAllowed), std::set<Ipv4Address>{ip("10.99.0.6")});
+  EXPECT_EQ(addresses(*backend_, kCoreAllowed), std::set<Ipv4Address>{ip("10.99.0.6")});
   Batch flush;
-  flush.flush(kAllowed);
+  flush.flush(kCoreAllowed);
   ASSERT_TRUE(backend_->commit(flush));
-  EXPECT_TRUE(addresses(*backend_, kAllowed).empty());
+  EXPECT_TRUE(addresses(*backend_, kCoreAllowed).empty());
   EXPECT_EQ(ns_.output("nft list set inet sandbox internet_allowed").find("elements"),
             std::string::npos);
 }
 
 TEST_P(BackendTest, DestroyPlusAddRefreshesTheLease) {
   Batch first;
-  first.add(kAllowed, {{ipv4_key(ip("10.99.0.8")), 5000}});
+  first.add(kCoreAllowed, {{ipv4_key(ip("10.99.0.8")), 5000}});
   ASSERT_TRUE(backend_->commit(first));
   Batch refresh;
-  refresh.destroy(kAllowed, {{ipv4_key(ip("10.99.0.8")), std::nullopt}});
-  refresh.add(kAllowed, {{ipv4_key(ip("10.99.0.8")), 900000}});
+  refresh.destroy(kCoreAllowed, {{ipv4_key(ip("10.99.0.8")), std::nullopt}});
+  refresh.add(kCoreAllowed, {{ipv4_key(ip("10.99.0.8")), 900000}});
   ASSERT_TRUE(backend_->commit(refresh));
-  auto list = backend_->list(kAllowed);
+  auto list = backend_->list(kCoreAllowed);
   ASSERT_TRUE(list);
   ASSERT_EQ(list->size(), 1u);
   ASSERT_TRUE((*list)[0].expires_in_ms);
@@ -108,18 +110,18 @@ TEST_P(BackendTest, DestroyPlusAddRefreshesTheLease) {
 
 TEST_P(BackendTest, FailedMessageAbortsTheWholeBatch) {
   Batch batch;
-  batch.add(kAllowed, {{ipv4_key(ip("10.99.0.9")), std::nullopt}});
+  batch.add(kCoreAllowed, {{ipv4_key(ip("10.99.0.9")), std::nullopt}});
   batch.add(SetRef{NFPROTO_INET, "sandbox", "no_such_set"},
             {{ipv4_key(ip("10.99.0.10")), std::nullopt}});
   auto result = backend_->commit(batch);
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().code, ErrorCode::kNotFound) << result.error().message;
   // The good message was acknowledged, but nothing was committed.
-  EXPECT_TRUE(addresses(*backend_, kAllowed).empty());
+  EXPECT_TRUE(addresses(*backend_, kCoreAllowed).empty());
   EXPECT_EQ(backend_->stats().failed_batches, 1u);
   // And the socket is in a clean state for the next request.
   Batch ok;
-  ok.add(kAllowed, {{ipv4_key(ip("10.99.0.9")), std::nullopt}});
+  ok.add(kCoreAllowed, {{ipv4_key(ip("10.99.0.9")), std::nullopt}});
   EXPECT_TRUE(backend_->commit(ok));
 }
 
@@ -132,7 +134,7 @@ TEST_P(BackendTest, TimeoutOnASetWithoutTimeoutsIsRejected) {
 }
 
 TEST_P(BackendTest, InfoAndGeneration) {
-  auto info = backend_->info(kAllowed);
+  auto info = backend_->info(kCoreAllowed);
   ASSERT_TRUE(info);
   EXPECT_TRUE(info->table_present && info->set_present && info->has_timeout);
   EXPECT_EQ(info->key_len, 4u);
@@ -170,8 +172,8 @@ TEST_P(BackendTest, TenThousandElementReplaceIsOneAtomicBatch) {
     elements.push_back({ipv4_key(Ipv4Address(0x0a630000u + 2 + i)), 3600000});
   }
   Batch batch;
-  batch.flush(kAllowed);
-  batch.add(kAllowed, elements);
+  batch.flush(kCoreAllowed);
+  batch.add(kCoreAllowed, elements);
   auto before = backend_->stats().messages;
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(backend_->commit(batch));
@@ -179,7 +181,7 @@ TEST_P(BackendTest, TenThousandElementReplaceIsOneAtomicBatch) {
   std::printf("10,000-element replace: %.2f ms, %llu messages\n", ms.count(),
               static_cast<unsigned long long>(backend_->stats().messages - before));
   EXPECT_GT(backend_->stats().messages - before, 2u);  // split across messages
-  EXPECT_EQ(addresses(*backend_, kAllowed).size(), 10000u);
+  EXPECT_EQ(addresses(*backend_, kCoreAllowed).size(), 10000u);
 }
 
 INSTANTIATE_TEST_SUITE_P(DestroyModes, BackendTest, ::testing::Values(true, false),

@@ -1,6 +1,8 @@
 // Egress by domain (#20) in the agent's logic: EGRESS/EGRESSES/ASK/PAIR, limits, tightening,
 // the journal, authorization of resolver uids, against the in-memory SetBackend. The same
 // against the real kernel: tests/egress (netns).
+#include <netinet/in.h>  // glibc's in.h before the kernel's (linux/netfilter.h includes it)
+
 #include <linux/netfilter.h>
 
 #include <cstdlib>

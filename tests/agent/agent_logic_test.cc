@@ -1,6 +1,8 @@
 // The agent's logic (policy, verbs, desired state, drift, restart) against an in-memory
 // SetBackend: no root, no namespace. The same behaviour against the real kernel is in
 // agent_core_test.cc and agent_server_test.cc.
+#include <netinet/in.h>  // glibc's in.h before the kernel's (linux/netfilter.h includes it)
+
 #include <linux/netfilter.h>
 
 #include <cstdlib>
@@ -18,13 +20,13 @@ namespace {
 
 using test::MemorySets;
 
-const SetRef kAllowed{NFPROTO_INET, "sandbox", "internet_allowed"};
-const SetRef kPortMac{NFPROTO_BRIDGE, "sandbox_l2", "port_mac"};
-const SetRef kPortIp4{NFPROTO_BRIDGE, "sandbox_l2", "port_ip4"};
+const SetRef kLogicAllowed{NFPROTO_INET, "sandbox", "internet_allowed"};
+const SetRef kLogicPortMac{NFPROTO_BRIDGE, "sandbox_l2", "port_mac"};
+const SetRef kLogicPortIp4{NFPROTO_BRIDGE, "sandbox_l2", "port_ip4"};
 
 std::set<std::string> granted(const MemorySets& sets) {
   std::set<std::string> out;
-  for (const auto& e : sets.find(kAllowed)->elements)
+  for (const auto& e : sets.find(kLogicAllowed)->elements)
     out.insert(decode_ipv4_key(e.key)->to_string());
   return out;
 }
@@ -40,9 +42,9 @@ class AgentLogic : public ::testing::Test {
   // A fresh "kernel" with the contract's sets, and an agent on it reading dir_'s state file.
   std::unique_ptr<Agent> start_agent(MemorySets** sets_out) {
     auto sets = std::make_unique<MemorySets>();
-    sets->declare(kAllowed, {});
-    sets->declare(kPortMac, {.has_timeout = false, .key_len = 24, .elements = {}});
-    sets->declare(kPortIp4, {.has_timeout = false, .key_len = 20, .elements = {}});
+    sets->declare(kLogicAllowed, {});
+    sets->declare(kLogicPortMac, {.has_timeout = false, .key_len = 24, .elements = {}});
+    sets->declare(kLogicPortIp4, {.has_timeout = false, .key_len = 20, .elements = {}});
     *sets_out = sets.get();
     AgentConfig config;
     config.sandbox_cidr = *Cidr::parse("10.99.0.0/16");
@@ -87,7 +89,7 @@ TEST_F(AgentLogic, DriftIsRepairedAtTheNextTick) {
   ASSERT_EQ(agent->handle(peer_, "ALLOW 10.99.0.5"), "OK");
   agent->tick();  // records the verified generation
   auto before = agent->reapply_count();
-  sets->flush_externally(kAllowed);  // someone ran `nft flush set`
+  sets->flush_externally(kLogicAllowed);  // someone ran `nft flush set`
   agent->tick();
   EXPECT_EQ(agent->reapply_count(), before + 1);
   EXPECT_EQ(granted(*sets), (std::set<std::string>{"10.99.0.5"}));

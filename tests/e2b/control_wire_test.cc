@@ -193,7 +193,7 @@ TEST(ControlWire, Replies) {
   s.allow_out = {"pypi.org"};
   EXPECT_NE(detail_reply(s).find(R"("network":{"allowOut":["pypi.org"],"denyOut":["0.0.0.0/0"]})"),
             std::string::npos);
-  EXPECT_EQ(list_reply({}), "[]");
+  EXPECT_EQ(list_reply(std::vector<SandboxView>{}), "[]");
   EXPECT_EQ(e2b_error_body(not_found("no sandbox sb-1")),
             R"({"code":404,"message":"no sandbox sb-1"})");
   MetricView m{60, 2, 12.5, 1, 2, 3, 4, 5};

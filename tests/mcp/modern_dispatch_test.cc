@@ -10,18 +10,16 @@
 #include "api/mcp/modern_dispatch.h"
 #include "api/mcp/modern_result.h"
 #include "api/mcp/request_state.h"
+#include "service/support/json_object.h"
 
 namespace pvs::service::mcp {
 namespace {
 
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
+const std::string kDispatchMeta =
+    R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+    R"("io.modelcontextprotocol/clientCapabilities":{}})";
 
-const std::string kMeta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
-                          R"("io.modelcontextprotocol/clientCapabilities":{}})";
-
-Message parse(const std::string& body) {
+Message first_message(const std::string& body) {
   return std::get<Message>(parse_messages(body).items.at(0));
 }
 
@@ -38,8 +36,8 @@ ModernServer server() {
 ModernStep step(const ModernServer& s, const std::string& method, const std::string& params,
                 std::optional<std::string> name = std::nullopt, const std::string& token = "ci",
                 std::int64_t now = 1000) {
-  auto m = parse(R"({"jsonrpc":"2.0","id":5,"method":")" + method + R"(","params":{)" + params +
-                 (params.empty() ? "" : ",") + kMeta + "}}");
+  auto m = first_message(R"({"jsonrpc":"2.0","id":5,"method":")" + method + R"(","params":{)" +
+                         params + (params.empty() ? "" : ",") + kDispatchMeta + "}}");
   return prepare_modern(s, m, {"2026-07-28", method, std::move(name)}, token, now);
 }
 
@@ -78,7 +76,7 @@ TEST(McpModernDispatch, RemovedAndUnknownMethodsAre404) {
 }
 
 TEST(McpModernDispatch, NotificationsAre202) {
-  auto m = parse(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{}})");
+  auto m = first_message(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{}})");
   auto st = prepare_modern(server(), m, {}, "ci", 0);
   EXPECT_EQ(std::get<ModernReply>(st).http_status, 202);
   EXPECT_TRUE(std::get<ModernReply>(st).body.empty());
@@ -86,7 +84,7 @@ TEST(McpModernDispatch, NotificationsAre202) {
 
 TEST(McpModernDispatch, ChecksComeFirst) {
   auto s = server();
-  auto m = parse(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}})");
+  auto m = first_message(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}})");
   auto st = prepare_modern(s, m, {"2026-07-28", "tools/list", std::nullopt}, "ci", 0);
   EXPECT_EQ(reply(st, 400)->getObject("error")->getValue<int>("code"), kInvalidParams);
   auto wrong = step(s, "tools/call", R"("name":"exec")", "sandbox_list");

@@ -7,13 +7,10 @@
 #include <Poco/JSON/Parser.h>
 
 #include "api/mcp/modern_result.h"
+#include "service/support/json_object.h"
 
 namespace pvs::service::mcp {
 namespace {
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 const std::string kInfo = server_info_json({"pve-sandbox", "1.2.3", "pve-sandbox"});
 

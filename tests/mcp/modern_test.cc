@@ -8,13 +8,10 @@
 
 #include "api/mcp/jsonrpc.h"
 #include "api/mcp/modern.h"
+#include "service/support/json_object.h"
 
 namespace pvs::service::mcp {
 namespace {
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 Message parse(const std::string& body) {
   auto p = parse_messages(body);

@@ -24,7 +24,7 @@ std::string run(const std::vector<std::string>& argv) {
   return line + ": " + out;
 }
 
-bool exists(const std::string& path) {
+bool lexists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
@@ -92,7 +92,7 @@ std::string mount_disk(Disk& d, std::uint64_t bytes) {
     ::mkdir(d.dir.c_str(), 0711);
     ::mkdir(disk.c_str(), 0711);
     ::mkdir(d.rootfs().c_str(), 0755);
-    if (!exists(image(d))) {
+    if (!lexists(image(d))) {
       // Few inodes (one per 64 KiB) and lazy inode tables: mkfs takes tens of milliseconds.
       if (auto e = run({"truncate", "-s", std::to_string(bytes), image(d)}); !e.empty()) return e;
       if (auto e =
@@ -167,7 +167,7 @@ std::string snapshot(Disk& d, const std::string& name) {
 
 std::string rollback(Disk& d, const std::string& name) {
   std::string snap = d.dir + "/disk/snap-" + name;
-  if (!d.mounted || !exists(snap)) return "";
+  if (!d.mounted || !lexists(snap)) return "";
   // The overlay must not see its upper layer change under it: unmount, swap, mount again.
   std::uint64_t bytes = file_size(image(d));
   unmount_disk(d);

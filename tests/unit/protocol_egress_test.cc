@@ -8,11 +8,11 @@
 namespace pvs::proto {
 namespace {
 
-Ipv4Address ip(std::string_view text) {
+Ipv4Address egress_ip(std::string_view text) {
   return Ipv4Address::parse(text).value();
 }
 
-Request parse_ok(std::string_view line) {
+Request parse_round_trip(std::string_view line) {
   auto r = parse_request(line);
   EXPECT_TRUE(r.has_value()) << line << ": " << (r ? "" : r.error().message);
   if (r) {
@@ -69,15 +69,15 @@ TEST(EgressNames, WildcardsMatchSubdomainsOnly) {
 }
 
 TEST(ParseRequest, Egress) {
-  EXPECT_EQ(
-      parse_ok("EGRESS 10.99.0.7 ports=80,443 names=pypi.org,*.github.com"),
-      Request(EgressRequest{ip("10.99.0.7"), EgressList{{80, 443}, {"pypi.org", "*.github.com"}}}));
-  EXPECT_EQ(parse_ok("EGRESS 10.99.0.7 off"),
-            Request(EgressRequest{ip("10.99.0.7"), std::nullopt}));
-  EXPECT_EQ(parse_ok("EGRESS 10.99.0.7 ports=65535 names=a.b"),
-            Request(EgressRequest{ip("10.99.0.7"), EgressList{{65535}, {"a.b"}}}));
-  EXPECT_EQ(parse_ok("EGRESSES"), Request(EgressesRequest{}));
-  EXPECT_EQ(verb_name(parse_ok("EGRESSES")), "EGRESSES");
+  EXPECT_EQ(parse_round_trip("EGRESS 10.99.0.7 ports=80,443 names=pypi.org,*.github.com"),
+            Request(EgressRequest{egress_ip("10.99.0.7"),
+                                  EgressList{{80, 443}, {"pypi.org", "*.github.com"}}}));
+  EXPECT_EQ(parse_round_trip("EGRESS 10.99.0.7 off"),
+            Request(EgressRequest{egress_ip("10.99.0.7"), std::nullopt}));
+  EXPECT_EQ(parse_round_trip("EGRESS 10.99.0.7 ports=65535 names=a.b"),
+            Request(EgressRequest{egress_ip("10.99.0.7"), EgressList{{65535}, {"a.b"}}}));
+  EXPECT_EQ(parse_round_trip("EGRESSES"), Request(EgressesRequest{}));
+  EXPECT_EQ(verb_name(parse_round_trip("EGRESSES")), "EGRESSES");
 }
 
 TEST(ParseRequest, EgressRejects) {
@@ -106,13 +106,15 @@ TEST(ParseRequest, EgressRejects) {
 }
 
 TEST(ParseRequest, AskAndPair) {
-  EXPECT_EQ(parse_ok("ASK 10.99.0.7 api.github.com"),
-            Request(AskRequest{ip("10.99.0.7"), "api.github.com"}));
-  EXPECT_EQ(parse_ok("PAIR 10.99.0.7 pypi.org 151.101.0.223,151.101.64.223 ttl=300"),
-            Request(PairRequest{
-                ip("10.99.0.7"), "pypi.org", {ip("151.101.0.223"), ip("151.101.64.223")}, 300}));
-  EXPECT_EQ(parse_ok("PAIR 10.99.0.7 a.b 1.2.3.4 ttl=0"),
-            Request(PairRequest{ip("10.99.0.7"), "a.b", {ip("1.2.3.4")}, 0}));
+  EXPECT_EQ(parse_round_trip("ASK 10.99.0.7 api.github.com"),
+            Request(AskRequest{egress_ip("10.99.0.7"), "api.github.com"}));
+  EXPECT_EQ(parse_round_trip("PAIR 10.99.0.7 pypi.org 151.101.0.223,151.101.64.223 ttl=300"),
+            Request(PairRequest{egress_ip("10.99.0.7"),
+                                "pypi.org",
+                                {egress_ip("151.101.0.223"), egress_ip("151.101.64.223")},
+                                300}));
+  EXPECT_EQ(parse_round_trip("PAIR 10.99.0.7 a.b 1.2.3.4 ttl=0"),
+            Request(PairRequest{egress_ip("10.99.0.7"), "a.b", {egress_ip("1.2.3.4")}, 0}));
   expect_rejected("ASK 10.99.0.7 *.github.com", "invalid name");
   expect_rejected("ASK 10.99.0.7 localhost", "invalid name");
   expect_rejected("ASK 10.99.0.7", "usage");
@@ -129,8 +131,8 @@ TEST(ParseRequest, AskAndPair) {
 
 TEST(EgressPayloads, RoundTrip) {
   std::vector<EgressEntry> entries{
-      {ip("10.99.0.7"), EgressList{{80, 443}, {"pypi.org", "*.github.com"}}},
-      {ip("10.99.0.8"), EgressList{{443}, {"example.org"}}}};
+      {egress_ip("10.99.0.7"), EgressList{{80, 443}, {"pypi.org", "*.github.com"}}},
+      {egress_ip("10.99.0.8"), EgressList{{443}, {"example.org"}}}};
   std::string payload = format_egresses_payload(entries);
   EXPECT_EQ(payload, "2 10.99.0.7=80,443/pypi.org,*.github.com 10.99.0.8=443/example.org");
   EXPECT_EQ(parse_egresses_payload(payload).value(), entries);
@@ -208,16 +210,16 @@ TEST(ProtocolEgress, EgressLogLines) {
 }
 
 TEST(ProtocolEgress, EgressRefused) {
-  auto query = parse_ok("EGRESSREFUSED 10.99.0.7");
+  auto query = parse_round_trip("EGRESSREFUSED 10.99.0.7");
   EXPECT_EQ(verb_name(query), "EGRESSREFUSED");
-  EXPECT_EQ(std::get<EgressRefusedQuery>(query).address, ip("10.99.0.7"));
+  EXPECT_EQ(std::get<EgressRefusedQuery>(query).address, egress_ip("10.99.0.7"));
   expect_rejected("EGRESSREFUSED", "EGRESSREFUSED <ipv4>");
   expect_rejected("EGRESSREFUSED 10.99.0.7 x", "EGRESSREFUSED <ipv4>");
 
   std::vector<RefusedConnection> items{
-      {ip("203.0.113.9"), 8080, 6, false, 3, 1795747781103, 1795747782000},
-      {ip("198.51.100.1"), 5000, 17, false, 1, 7, 7},
-      {ip("198.51.100.2"), 0, 1, false, 2, 7, 9},
+      {egress_ip("203.0.113.9"), 8080, 6, false, 3, 1795747781103, 1795747782000},
+      {egress_ip("198.51.100.1"), 5000, 17, false, 1, 7, 7},
+      {egress_ip("198.51.100.2"), 0, 1, false, 2, 7, 9},
       {Ipv4Address(0), 0, 0, true, 40, 1, 9}};
   std::string payload = format_egress_refused_payload(items);
   EXPECT_EQ(payload,

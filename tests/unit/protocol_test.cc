@@ -7,7 +7,7 @@
 namespace pvs::proto {
 namespace {
 
-Ipv4Address ip(std::string_view text) {
+Ipv4Address ip4(std::string_view text) {
   return Ipv4Address::parse(text).value();
 }
 MacAddress mac(std::string_view text) {
@@ -37,16 +37,16 @@ TEST(ParseRequest, Hello) {
 }
 
 TEST(ParseRequest, Allow) {
-  EXPECT_EQ(parse_ok("ALLOW 10.99.0.7"), Request(AllowRequest{Grant{ip("10.99.0.7"), {}}}));
+  EXPECT_EQ(parse_ok("ALLOW 10.99.0.7"), Request(AllowRequest{Grant{ip4("10.99.0.7"), {}}}));
   EXPECT_EQ(parse_ok("ALLOW 10.99.0.7 ttl=3600"),
-            Request(AllowRequest{Grant{ip("10.99.0.7"), 3600}}));
-  EXPECT_EQ(parse_ok("ALLOW 10.99.0.7 ttl=1"), Request(AllowRequest{Grant{ip("10.99.0.7"), 1}}));
+            Request(AllowRequest{Grant{ip4("10.99.0.7"), 3600}}));
+  EXPECT_EQ(parse_ok("ALLOW 10.99.0.7 ttl=1"), Request(AllowRequest{Grant{ip4("10.99.0.7"), 1}}));
   EXPECT_EQ(parse_ok("ALLOW 10.99.0.7 ttl=2592000"),
-            Request(AllowRequest{Grant{ip("10.99.0.7"), kMaxTtlSeconds}}));
+            Request(AllowRequest{Grant{ip4("10.99.0.7"), kMaxTtlSeconds}}));
 }
 
 TEST(ParseRequest, Revoke) {
-  EXPECT_EQ(parse_ok("REVOKE 10.99.0.7"), Request(RevokeRequest{ip("10.99.0.7")}));
+  EXPECT_EQ(parse_ok("REVOKE 10.99.0.7"), Request(RevokeRequest{ip4("10.99.0.7")}));
 }
 
 TEST(ParseRequest, Sync) {
@@ -54,8 +54,8 @@ TEST(ParseRequest, Sync) {
   auto r = parse_ok("SYNC 10.99.0.7 10.99.0.8@60");
   const auto& sync = std::get<SyncRequest>(r);
   ASSERT_EQ(sync.grants.size(), 2u);
-  EXPECT_EQ(sync.grants[0], (Grant{ip("10.99.0.7"), {}}));
-  EXPECT_EQ(sync.grants[1], (Grant{ip("10.99.0.8"), 60}));
+  EXPECT_EQ(sync.grants[0], (Grant{ip4("10.99.0.7"), {}}));
+  EXPECT_EQ(sync.grants[1], (Grant{ip4("10.99.0.8"), 60}));
 }
 
 TEST(ParseRequest, SyncOfManyAddressesUpToTheLineLimit) {
@@ -82,10 +82,10 @@ TEST(ParseRequest, ListBindingsStatus) {
 
 TEST(ParseRequest, Bind) {
   EXPECT_EQ(parse_ok("BIND veth101i0 BC:24:11:2A:3B:4C 10.99.0.7"),
-            Request(BindRequest{Binding{"veth101i0", mac("bc:24:11:2a:3b:4c"), ip("10.99.0.7")}}));
+            Request(BindRequest{Binding{"veth101i0", mac("bc:24:11:2a:3b:4c"), ip4("10.99.0.7")}}));
   EXPECT_EQ(
       parse_ok("BIND fwpr99999999p31 02:00:00:00:00:01 10.99.0.7"),
-      Request(BindRequest{Binding{"fwpr99999999p31", mac("02:00:00:00:00:01"), ip("10.99.0.7")}}));
+      Request(BindRequest{Binding{"fwpr99999999p31", mac("02:00:00:00:00:01"), ip4("10.99.0.7")}}));
 }
 
 TEST(ParseRequest, Unbind) {
@@ -241,13 +241,13 @@ TEST(ParseRequest, RejectsBadBindings) {
 TEST(FormatRequest, RoundTripsEveryVerb) {
   std::vector<Request> requests = {
       HelloRequest{1},
-      AllowRequest{Grant{ip("10.99.0.7"), {}}},
-      AllowRequest{Grant{ip("10.99.0.7"), 60}},
-      RevokeRequest{ip("10.99.3.4")},
+      AllowRequest{Grant{ip4("10.99.0.7"), {}}},
+      AllowRequest{Grant{ip4("10.99.0.7"), 60}},
+      RevokeRequest{ip4("10.99.3.4")},
       SyncRequest{},
-      SyncRequest{{Grant{ip("10.99.0.7"), {}}, Grant{ip("10.99.0.9"), 30}}},
+      SyncRequest{{Grant{ip4("10.99.0.7"), {}}, Grant{ip4("10.99.0.9"), 30}}},
       ListRequest{},
-      BindRequest{Binding{"veth120i1", mac("bc:24:11:00:00:01"), ip("10.99.0.20")}},
+      BindRequest{Binding{"veth120i1", mac("bc:24:11:00:00:01"), ip4("10.99.0.20")}},
       UnbindRequest{"fwpr120p1"},
       BindingsRequest{},
       StatusRequest{},
@@ -259,8 +259,8 @@ TEST(FormatRequest, RoundTripsEveryVerb) {
     EXPECT_EQ(*back, request) << line;
     EXPECT_EQ(line.substr(0, verb_name(request).size()), verb_name(request));
   }
-  EXPECT_EQ(format_request(AllowRequest{Grant{ip("10.99.0.7"), 60}}), "ALLOW 10.99.0.7 ttl=60");
-  EXPECT_EQ(format_request(SyncRequest{{Grant{ip("10.99.0.7"), 30}}}), "SYNC 10.99.0.7@30");
+  EXPECT_EQ(format_request(AllowRequest{Grant{ip4("10.99.0.7"), 60}}), "ALLOW 10.99.0.7 ttl=60");
+  EXPECT_EQ(format_request(SyncRequest{{Grant{ip4("10.99.0.7"), 30}}}), "SYNC 10.99.0.7@30");
 }
 
 // ---- replies --------------------------------------------------------------------------------
@@ -326,7 +326,8 @@ TEST(Payload, Count) {
 }
 
 TEST(Payload, List) {
-  std::vector<Grant> grants = {{ip("10.99.0.7"), {}}, {ip("10.99.0.8"), 0}, {ip("10.99.0.9"), 59}};
+  std::vector<Grant> grants = {
+      {ip4("10.99.0.7"), {}}, {ip4("10.99.0.8"), 0}, {ip4("10.99.0.9"), 59}};
   std::string payload = format_list_payload(grants);
   EXPECT_EQ(payload, "3 10.99.0.7 10.99.0.8@0 10.99.0.9@59");
   EXPECT_EQ(parse_list_payload(payload).value(), grants);
@@ -338,8 +339,8 @@ TEST(Payload, List) {
 }
 
 TEST(Payload, Bindings) {
-  std::vector<Binding> bindings = {{"veth101i0", mac("bc:24:11:2a:3b:4c"), ip("10.99.0.7")},
-                                   {"fwpr102p1", mac("02:00:00:00:00:02"), ip("10.99.0.8")}};
+  std::vector<Binding> bindings = {{"veth101i0", mac("bc:24:11:2a:3b:4c"), ip4("10.99.0.7")},
+                                   {"fwpr102p1", mac("02:00:00:00:00:02"), ip4("10.99.0.8")}};
   std::string payload = format_bindings_payload(bindings);
   EXPECT_EQ(payload,
             "2 veth101i0=bc:24:11:2a:3b:4c/10.99.0.7 fwpr102p1=02:00:00:00:00:02/10.99.0.8");

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <utility>
 
 #include "http/json.h"
+#include "pvesandbox/common/text.h"
 
 namespace pvs::service::e2b {
 namespace {
@@ -15,12 +15,6 @@ constexpr std::array<std::string_view, 17> kNames = {
     "not_found", "already_exists", "permission_denied", "resource_exhausted", "failed_precondition",
     "aborted",   "out_of_range",   "unimplemented",     "internal",           "unavailable",
     "data_loss", "unauthenticated"};
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 ConnectCode code_for_status(int status) {
   switch (status) {
@@ -107,7 +101,7 @@ ConnectError from_api_error(const ApiError& error) {
 }
 
 ContentKind classify_content_type(std::string_view content_type) {
-  std::string t = lower(content_type);
+  std::string t = ascii_lower(content_type);
   std::string_view rest = t;
   bool stream = false;
   constexpr std::string_view kApp = "application/";

@@ -5,17 +5,13 @@
 
 #include "core/observability/audit.h"
 #include "http/json.h"
+#include "pvesandbox/common/text.h"
 #include "pvesandbox/egress.h"
 
 namespace pvs::service::e2b {
 namespace {
 
 constexpr std::string_view kAllTraffic = "0.0.0.0/0";
-
-std::string lower(std::string text) {
-  for (auto& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // allow_internet_access, network.allowOut and network.denyOut as our egress (see docs/e2b.md).
 ApiResult<EgressRequest> egress_from(std::optional<bool> allow_internet,
@@ -47,7 +43,7 @@ ApiResult<EgressRequest> egress_from(std::optional<bool> allow_internet,
           "egress allowlists are by DNS name (enforced by the node's resolver); give a domain "
           "such as \"pypi.org\" or \"*.github.com\", or " +
               std::string(kAllTraffic) + " for all"));
-    std::string name = lower(entry);
+    std::string name = ascii_lower(entry);
     if (auto ok = validate_egress_name(name); !ok)
       return tl::unexpected(bad_request("network.allowOut: " + ok.error().message));
     if (std::find(r.names.begin(), r.names.end(), name) == r.names.end()) r.names.push_back(name);

@@ -1,18 +1,12 @@
 #include "e2b/files_wire.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "http/json.h"
+#include "pvesandbox/common/text.h"
 
 namespace pvs::service::e2b {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -31,7 +25,7 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
     if (i >= value.size()) break;
     auto eq = value.find('=', i);
     if (eq == npos) return std::nullopt;
-    std::string key = lower(trim(value.substr(i, eq - i)));
+    std::string key = ascii_lower(trim(value.substr(i, eq - i)));
     i = eq + 1;
     while (i < value.size() && value[i] == ' ') ++i;
     std::string out;
@@ -67,9 +61,9 @@ ApiResult<Part> read_part(std::string_view block) {
     headers = eol == std::string_view::npos ? std::string_view{} : headers.substr(eol + 2);
     auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    if (lower(trim(line.substr(0, colon))) != "content-disposition") continue;
+    if (ascii_lower(trim(line.substr(0, colon))) != "content-disposition") continue;
     std::string_view value = trim(line.substr(colon + 1));
-    if (lower(value.substr(0, value.find(';'))) != "form-data")
+    if (ascii_lower(value.substr(0, value.find(';'))) != "form-data")
       return tl::unexpected(bad_request("multipart: a part that is not form-data"));
     disposition = true;
     part.name = header_param(value, "name").value_or("");
@@ -83,7 +77,7 @@ ApiResult<Part> read_part(std::string_view block) {
 }  // namespace
 
 std::optional<std::string> multipart_boundary(std::string_view content_type) {
-  std::string type = lower(trim(content_type.substr(0, content_type.find(';'))));
+  std::string type = ascii_lower(trim(content_type.substr(0, content_type.find(';'))));
   if (type != "multipart/form-data") return std::nullopt;
   auto b = header_param(content_type, "boundary");
   if (!b || b->empty() || b->size() > 70) return std::nullopt;

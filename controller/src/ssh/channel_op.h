@@ -10,6 +10,7 @@
 // (retried while nothing was sent). The op supplies its requests, its I/O and its result.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,11 @@
 #include "session_impl.h"
 
 namespace pvs::ssh_detail {
+
+// The pid marker a command's shell prints first (ssh_util's wrapping): "\036pvs:<pid>\036",
+// which must appear within the first kMarkerWindow bytes of its output.
+inline constexpr std::string_view kMarkerStart = "\036pvs:";
+inline constexpr std::size_t kMarkerWindow = 4096;
 
 class ChannelOp : public SshSession::Impl::Op {
  public:

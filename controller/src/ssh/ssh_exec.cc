@@ -15,8 +15,6 @@ namespace {
 
 using Step = ChannelOp::Step;
 
-constexpr std::string_view kMarkerStart = "\036pvs:";
-constexpr std::size_t kMarkerWindow = 4096;  // the marker must appear within this prefix
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kMaxReadsPerStep = 16;  // fairness between channels
 

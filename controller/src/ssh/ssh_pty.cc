@@ -46,12 +46,10 @@ namespace {
 
 using Step = ChannelOp::Step;
 
-constexpr std::string_view kMarkerStart = "\036pvs:";
-constexpr std::size_t kMarkerWindow = 4096;
 constexpr auto kMarkerWait = std::chrono::seconds(3);
-constexpr std::size_t kReadChunk = 32 * 1024;
+constexpr std::size_t kPtyReadChunk = 32 * 1024;
 constexpr std::size_t kWriteChunk = 32 * 1024;
-constexpr int kMaxReadsPerStep = 8;
+constexpr int kPtyReadsPerStep = 8;
 constexpr auto kCloseGrace = std::chrono::seconds(5);
 constexpr auto kSlotWait = std::chrono::seconds(10);
 
@@ -220,8 +218,8 @@ class PtyOp : public ChannelOp {
   // Reads what output is there; true if any.
   bool drain(SshSession::Impl& io) {
     bool any = false;
-    char buf[kReadChunk];
-    for (int i = 0; i < kMaxReadsPerStep; ++i) {
+    char buf[kPtyReadChunk];
+    for (int i = 0; i < kPtyReadsPerStep; ++i) {
       ssize_t r = libssh2_channel_read_ex(channel_, 0, buf, sizeof buf);
       if (r > 0) {
         consume(io, std::string_view(buf, static_cast<std::size_t>(r)));

@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "pvesandbox/common/text.h"
 #include "pvesandbox/terminal.h"
 
 namespace pvs {
@@ -204,12 +205,6 @@ constexpr NamedKey kNamedKeys[] = {
     {"pageup", VTERM_KEY_PAGEUP}, {"pagedown", VTERM_KEY_PAGEDOWN},
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // One UTF-8 code point making up all of `s`, or nullopt.
 std::optional<std::uint32_t> single_code_point(std::string_view s) {
   if (s.empty()) return std::nullopt;
@@ -264,7 +259,7 @@ Result<std::string> TerminalScreen::key(std::string_view name) {
     }
     base.remove_prefix(2);
   }
-  std::string lname = lower(base);
+  std::string lname = ascii_lower(base);
   const auto vmods = static_cast<VTermModifier>(mods);
   const std::size_t before = state_->output.size();
   auto take = [&] {

@@ -19,6 +19,7 @@
 
 #include "http/auth.h"
 #include "service/support/http_client.h"
+#include "service/support/json_object.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
@@ -28,10 +29,6 @@
 
 namespace pvs::service {
 namespace {
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

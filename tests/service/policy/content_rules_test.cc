@@ -20,7 +20,7 @@ using testing::error_of;
 using testing::kEnv;
 using testing::with_policy;
 
-const char* kRules =
+const char* kContentRules =
     "  default:\n"
     "    - {actions: [files.write, files.edit], path: '*.py',\n"
     "       content: '^\\s*(import|from)\\s+(socket|ctypes)\\b', decision: approve,\n"
@@ -32,7 +32,7 @@ const char* kRules =
     "    - {action: exec, content: 'curl\\s', decision: deny, message: no curl in stdin}\n";
 
 Policy policy() {
-  auto c = parse_config(with_policy(kRules), "controller.yaml", &kEnv);
+  auto c = parse_config(with_policy(kContentRules), "controller.yaml", &kEnv);
   EXPECT_TRUE(c) << c.error().message;
   return c ? c->policy : Policy();
 }

@@ -8,7 +8,7 @@
 namespace pvs::service {
 namespace {
 
-ServiceConfig config() {
+ServiceConfig egress_config() {
   ServiceConfig c;
   c.egress.lists["python-packages"] = Egress::allow({"pypi.org", "files.pythonhosted.org"}).list;
   c.egress.lists["git"] = Egress::allow({"*.github.com"}, {443}).list;
@@ -43,7 +43,7 @@ EgressRequest list(std::string name) {
 }
 
 TEST(EgressAccess, OnOffAndOwnLists) {
-  auto c = config();
+  auto c = egress_config();
   EXPECT_EQ(resolve_egress({}, c, "free").value(), Egress::off());
   EgressRequest on;
   on.kind = EgressRequest::Kind::kOn;
@@ -57,7 +57,7 @@ TEST(EgressAccess, OnOffAndOwnLists) {
 }
 
 TEST(EgressAccess, NamedListsResolveWithTheirName) {
-  auto c = config();
+  auto c = egress_config();
   auto e = resolve_egress(list("python-packages"), c, "free");
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_EQ(e->list_name, "python-packages");
@@ -71,7 +71,7 @@ TEST(EgressAccess, NamedListsResolveWithTheirName) {
 }
 
 TEST(EgressAccess, TheTokensCapsAre403s) {
-  auto c = config();
+  auto c = egress_config();
   EXPECT_TRUE(resolve_egress(list("python-packages"), c, "narrow"));
   auto other_list = resolve_egress(list("git"), c, "narrow");
   ASSERT_FALSE(other_list);
@@ -98,7 +98,7 @@ TEST(EgressAccess, TheTokensCapsAre403s) {
 }
 
 TEST(EgressAccess, BadNamesAre400s) {
-  auto r = resolve_egress(allow({"PyPI.org"}), config(), "free");
+  auto r = resolve_egress(allow({"PyPI.org"}), egress_config(), "free");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().status, 400);
 }
@@ -125,7 +125,7 @@ TEST(EgressAccess, PolicyRulesSeeTheNames) {
   spec.default_rules = {deny, listed, approve};
   auto p = Policy::compile(spec);
   ASSERT_TRUE(p) << p.error().message;
-  auto c = config();
+  auto c = egress_config();
   auto decide = [&](const EgressRequest& r) {
     PolicyRequest asked;
     asked.action = PolicyAction::kInternet;
@@ -163,7 +163,7 @@ namespace {
 
 // Own lists open at most the token's ports: 80 and 443 by default, as "internet on" (#32, 5).
 TEST(EgressAccess, PortsAreCappedPerToken) {
-  auto c = config();
+  auto c = egress_config();
   EXPECT_TRUE(resolve_egress(allow({"a.org"}, {80, 443}), c, "free"));
   auto other = resolve_egress(allow({"a.org"}, {443, 22}), c, "free");
   ASSERT_FALSE(other);

@@ -17,6 +17,7 @@
 #include "manager_testing.h"
 #include "service/support/http_client.h"
 #include "service/support/in_process_fixture.h"
+#include "service/support/json_object.h"
 #include "service/support/policy_rules.h"
 #include "support/sshd_fixture.h"
 
@@ -27,10 +28,6 @@ using test::http;
 using test::HttpReply;
 
 const std::string kE2bKey = "e2b_" + std::string(40, 'e');
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 class EgressApiTest : public test::InProcessServiceTest {
  protected:

@@ -53,7 +53,7 @@ TEST(TypedLine, OnlyInertKeysAreUnderstood) {
        {"ls\x1b[A\r", "ls\x1bx\r", "cur\tx\r", "a\x19\r", "a\x01b\r", "\x1b]0;t\a\r",
         "ec\x1b\rho\r", "x\x1b", "x\x1b[1", "a\x1b[12rm\r", "\x1b\x1b"}) {
     auto n = t.after(bytes);
-    EXPECT_FALSE(n.understood) << testing::PrintToString(std::string(bytes));
+    EXPECT_FALSE(n.understood) << ::testing::PrintToString(std::string(bytes));
     EXPECT_FALSE(n.not_understood.empty());
   }
   EXPECT_EQ(t.after("a\x1b[A").not_understood, "\\x1b[A");

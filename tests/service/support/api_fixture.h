@@ -16,6 +16,7 @@
 #include "http/auth.h"
 #include "http/server.h"
 #include "service/support/http_client.h"
+#include "service/support/json_object.h"
 #include "support/stack_fixture.h"
 
 namespace pvs::service {
@@ -23,9 +24,6 @@ namespace pvs::service {
 using test::http;
 using test::HttpReply;
 
-inline Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 inline std::string error_code(const HttpReply& r) {
   try {
     return json(r.body)->getObject("error")->getValue<std::string>("code");

@@ -11,6 +11,9 @@ namespace pvs {
 // a 64 KiB message.
 std::string quoted(std::string_view text, std::size_t max = 64);
 
+// `text` with ASCII A-Z lower-cased and every other byte kept (header names, host names).
+std::string ascii_lower(std::string_view text);
+
 // How terminal_safe writes what a terminal would act on instead of showing.
 enum class TerminalText {
   kLine,   // one line: every control, \n and \t too, as a visible escape

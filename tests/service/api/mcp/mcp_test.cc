@@ -12,13 +12,10 @@
 #include "api/mcp/session.h"
 #include "api/mcp/tools.h"
 #include "api/sandboxes/output_cap.h"
+#include "service/support/json_object.h"
 
 namespace pvs::service::mcp {
 namespace {
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 const Message& message(const Parsed& p, std::size_t i = 0) {
   return std::get<Message>(p.items.at(i));

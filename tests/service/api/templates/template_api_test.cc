@@ -14,6 +14,7 @@
 #include "http/auth.h"
 #include "service/support/http_client.h"
 #include "service/support/in_process_service.h"
+#include "service/support/json_object.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
@@ -22,10 +23,6 @@ namespace {
 
 using test::http;
 using test::HttpReply;
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 std::vector<std::string> lines_of(const std::string& body) {
   std::vector<std::string> out;

@@ -20,6 +20,7 @@
 #include "http/server.h"
 #include "service/support/http_client.h"
 #include "service/support/in_process_service.h"
+#include "service/support/json_object.h"
 #include "service/support/webhook_receiver.h"
 #include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
@@ -34,10 +35,6 @@ namespace {
 using Poco::Net::WebSocket;
 using test::http;
 using test::HttpReply;
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 // A line that is only the prompt ("$ " trimmed), JSON-escaped; ^ and $ are per line.
 const std::string kPrompt = R"(^\\$ ?$)";

@@ -20,6 +20,7 @@
 #include "http/json.h"
 #include "service/support/http_client.h"
 #include "service/support/in_process_service.h"
+#include "service/support/json_object.h"
 #include "support/stack_fixture.h"
 
 namespace pvs::service {
@@ -27,10 +28,6 @@ namespace {
 
 using Poco::Net::WebSocket;
 using test::http;
-
-Poco::JSON::Object::Ptr json(const std::string& text) {
-  return Poco::JSON::Parser().parse(text).extract<Poco::JSON::Object::Ptr>();
-}
 
 std::string quoted(const std::string& s) {
   JsonWriter w;
