@@ -40,10 +40,10 @@ namespace {
 
 using Step = ChannelOp::Step;
 
-constexpr std::size_t kReadChunk = 32 * 1024;
-constexpr std::size_t kWriteChunk = 32 * 1024;
-constexpr int kMaxReadsPerStep = 8;
-constexpr auto kCloseGrace = std::chrono::seconds(5);
+constexpr std::size_t kTunnelReadChunk = 32 * 1024;
+constexpr std::size_t kTunnelWriteChunk = 32 * 1024;
+constexpr int kTunnelReadsPerStep = 8;
+constexpr auto kTunnelCloseGrace = std::chrono::seconds(5);
 
 class TunnelOp : public ChannelOp {
  public:
@@ -131,7 +131,7 @@ class TunnelOp : public ChannelOp {
     std::size_t space = 0;
     {
       std::lock_guard lock(shared_->mu);
-      chunk = shared_->out.substr(0, kWriteChunk);
+      chunk = shared_->out.substr(0, kTunnelWriteChunk);
       shut = shared_->write_shut;
       close = shared_->close_requested;
       peer_eof = shared_->peer_eof;
@@ -139,7 +139,7 @@ class TunnelOp : public ChannelOp {
       space = unread < shared_->max_buffered ? shared_->max_buffered - unread : 0;
     }
     if (close) {
-      begin_close(now + kCloseGrace);
+      begin_close(now + kTunnelCloseGrace);
       return Step::kProgress;
     }
     bool progress = false;
@@ -164,7 +164,7 @@ class TunnelOp : public ChannelOp {
       }
     }
     if (peer_eof && eof_sent_) {
-      begin_close(now + kCloseGrace);
+      begin_close(now + kTunnelCloseGrace);
       return Step::kProgress;
     }
     return progress ? Step::kProgress : Step::kIdle;
@@ -200,8 +200,8 @@ class TunnelOp : public ChannelOp {
   // Reads up to `space` bytes of what is there; true if any.
   bool drain(SshSession::Impl& io, std::size_t space) {
     bool any = false;
-    char buf[kReadChunk];
-    for (int i = 0; i < kMaxReadsPerStep && space > 0; ++i) {
+    char buf[kTunnelReadChunk];
+    for (int i = 0; i < kTunnelReadsPerStep && space > 0; ++i) {
       ssize_t r = libssh2_channel_read_ex(channel_, 0, buf, std::min(space, sizeof buf));
       if (r > 0) {
         auto n = static_cast<std::size_t>(r);

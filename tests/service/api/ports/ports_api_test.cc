@@ -10,7 +10,9 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "api/ports/port_proxy.h"
 #include "service/support/api_fixture.h"
@@ -132,9 +134,18 @@ class PortsApiTest : public ApiTest {
   std::string url(const std::string& rest, int port = kPort) {
     return "/v1/sandboxes/" + sb_ + "/ports/" + std::to_string(port) + rest;
   }
+  // The newest `sandbox.port` record, once there is one. The proxy writes it when the proxied
+  // exchange has ended, which may be just after the client has read the whole reply: waited for,
+  // up to 10 s. (Each test reads the record of its first proxied request.)
   Poco::JSON::Object::Ptr last_audit() {
-    auto lines = audit_lines();
-    return lines.empty() ? nullptr : lines.back();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      auto lines = audit_lines();
+      for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+        if ((*it)->getValue<std::string>("action") == "sandbox.port") return *it;
+      if (std::chrono::steady_clock::now() >= deadline) return nullptr;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
 
   std::string sb_;
