@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "pvesandbox/common/unique_fd.h"
 #include "pvesandbox/ssh_session.h"
 #include "support/sshd_fixture.h"
 
@@ -239,22 +241,29 @@ TEST_F(SshSessionTest, EnvAndCwd) {
   EXPECT_EQ(b.error().ssh, SshErrc::kInvalidArgument);
 }
 
+// The command lines of `uid`'s processes. A process may exit while it is read: reading its
+// cmdline then fails (ESRCH), and it is left out, as gone.
 std::vector<std::string> user_commands(uid_t uid) {
   std::vector<std::string> out;
-  DIR* d = ::opendir("/proc");
-  while (dirent* e = ::readdir(d)) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc"), ::closedir);
+  while (dirent* e = ::readdir(d.get())) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     struct stat st {};
     std::string p = std::string("/proc/") + e->d_name;
     if (::stat(p.c_str(), &st) != 0 || st.st_uid != uid) continue;
-    std::ifstream in(p + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), {});
+    pvs::UniqueFd fd(::open((p + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    std::string cmd;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd.get(), buf, sizeof buf)) > 0)
+      cmd.append(buf, static_cast<std::size_t>(n));
+    if (n < 0) continue;
     for (auto& c : cmd) {
       if (c == '\0') c = ' ';
     }
     out.push_back(cmd);
   }
-  ::closedir(d);
   return out;
 }
 
