@@ -1,4 +1,4 @@
-#include "clone_queue.h"
+#include "pools/clone_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
 // The lifecycle's private core: ManagerCore (the Manager's state and logic) and SandboxImpl
 // (the Sandbox handle). Where the parts live, all in controller/src/lifecycle/:
 //   create.cc     validation, the create steps and their rollback, the template clone
-//   pools.cc      the warm pool and its refill thread; the hot pools: members made, checked,
-//                 claimed, destroyed (hot_keep.cc: keeping or adopting them during reconcile)
+//   pools/pools.cc the warm pool and its refill thread; the hot pools: members made, checked,
+//                 claimed, destroyed (pools/hot_keep.cc: keeping or adopting them during reconcile)
 //   egress.cc     grant/revoke, the one quarantine, bind/unbind, SYNC with the agent
 //   container.cc  task waits, description writes, destroying a container, waiting for SSH
 //   reconcile.cc  recovery and reconciliation against Proxmox
@@ -10,7 +10,7 @@
 //   pause.cc      pause (stop, disk kept) and resume (start, SSH on its own key)
 //   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
 //   helpers.cc    small pure helpers declared below
-//   replicas.cc   template replicas: made, checked, rebuilt; the clone source picked
+//   pools/replicas.cc template replicas: made, checked, rebuilt; the clone source picked
 //   ../templates/ custom templates on this core: recipe.cc (template_recipe.h: parser,
 //                 canonical form, digest), build.cc (one copy built from a recipe),
 //                 spread.cc (the copies a cluster needs, built in parallel; pool_size's hot
@@ -37,11 +37,11 @@
 #include <thread>
 #include <vector>
 
-#include "clone_queue.h"
 #include "id_pool.h"
 #include "manager_testing.h"
 #include "node.h"
 #include "peers.h"
+#include "pools/clone_queue.h"
 #include "pvesandbox/common/mac_address.h"
 #include "pvesandbox/manager.h"
 
