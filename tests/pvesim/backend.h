@@ -77,7 +77,8 @@ int lxc_sweep(const std::string& dir);
 std::unique_ptr<Backend> make_cluster_backend(
     std::vector<std::pair<std::string, std::unique_ptr<Backend>>> nodes);
 
-// Runs argv (no shell); returns the exit status (-1 if it could not run). Output in *out.
-int run_command(const std::vector<std::string>& argv, std::string* out = nullptr);
+// Runs argv (no shell) with stdin in_fd (-1: /dev/null); returns the exit status (-1 if it
+// could not run). Output in *out.
+int run_command(const std::vector<std::string>& argv, std::string* out = nullptr, int in_fd = -1);
 
 }  // namespace pvesim

@@ -18,8 +18,9 @@ std::map<std::string, std::string> net0_of(const std::map<std::string, std::stri
 std::string lower(std::string s);
 // The first IPv4 address of `ifname` in namespace `ns` ("" if none).
 std::string first_ipv4(const std::string& ns, const std::string& ifname);
-// Starts argv (no shell) with stdin /dev/null and stdout+stderr on out_fd (-1: /dev/null).
-pid_t spawn(const std::vector<std::string>& argv, int out_fd);
+// Starts argv (no shell) with stdin in_fd (-1: /dev/null) and stdout+stderr on out_fd (-1:
+// /dev/null).
+pid_t spawn(const std::vector<std::string>& argv, int out_fd, int in_fd = -1);
 // `ip -j addr show` output as interfaces.
 std::vector<LiveInterface> parse_addr_json(const std::string& json);
 // Polls until something accepts TCP connections on ip:port, seen from network namespace

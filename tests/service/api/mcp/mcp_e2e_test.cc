@@ -70,8 +70,12 @@ class McpE2eTest : public test::ControllerOnStackTest {
                                   "    - name: other\n      sha256: " + sha256_hex("tok-other") +
                                   "\n"
                                   // A kept-alive connection holds an HTTP thread (Poco): one per
-                                  // concurrent client, as docs/mcp.md says to size it.
-                                  + "http:\n  threads: 64\n");
+                                  // concurrent client, as docs/mcp.md says to size it. Node's
+                                  // fetch (undici) reuses an idle connection for up to 4 s; with
+                                  // the server's 5 s a starved CPU (the sanitizer pass, tests in
+                                  // parallel) made it reuse one the server had just closed
+                                  // ("other side closed"), so idle connections stay longer here.
+                                  + "http:\n  threads: 64\n  keepalive_timeout_seconds: 60\n");
   }
 
   Proc client(std::vector<std::string> args) {
