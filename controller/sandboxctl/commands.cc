@@ -51,6 +51,10 @@ int cmd_create(Client& c, Args& a) {
       field("disk_gb", integer(f));
     else if (f == "--ttl")
       field("ttl_seconds", integer(f));
+    else if (f == "--on-expiry")
+      field("on_expiry", json_string(a.next(f)));
+    else if (f == "--auto-resume")
+      field("auto_resume", "true");
     else if (f == "--internet")
       field("internet", "true");
     else if (f == "--allow" || f == "--ports" || f == "--list") {
@@ -134,6 +138,31 @@ int cmd_show(Client& c, Args& a) {
   } else {
     print_sandbox(parse_object(r.body));
   }
+  return 0;
+}
+
+int cmd_ports(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  a.done();
+  auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id) + "/ports");
+  check(r);
+  if (c.options().json) {
+    print_json(r.body);
+    return 0;
+  }
+  auto list = parse_object(r.body)->getArray("ports");
+  std::vector<std::vector<std::string>> rows{{"PORT", "ADDRESSES", "PREVIEW"}};
+  for (std::size_t i = 0; list && i < list->size(); ++i) {
+    auto o = list->getObject(static_cast<unsigned>(i));
+    std::string addrs;
+    auto a2 = o->getArray("addresses");
+    for (std::size_t j = 0; a2 && j < a2->size(); ++j)
+      addrs += (j ? "," : "") + a2->getElement<std::string>(static_cast<unsigned>(j));
+    std::string base = c.options().url;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    rows.push_back({std::to_string(o->getValue<int>("port")), addrs, base + str(o, "url")});
+  }
+  print_table(rows);
   return 0;
 }
 

@@ -41,11 +41,13 @@ const char* kUsage =
 
 commands:
   create [--cpus N] [--memory MB] [--disk GB] [--internet] [--ttl SECONDS]
+         [--on-expiry destroy|pause] [--auto-resume]   what the TTL's end does
          [--allow NAME]... [--ports 80,443] | [--list L]   egress to these hosts only
          [--label KEY=VALUE]... [--hostname NAME] [--profile NAME] [--template NAME]
          [--node NAME] [--node-selector KEY=VALUE]...
   list [--label KEY=VALUE]...
   show ID
+  ports ID                   what listens in the sandbox, with each port's preview path
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
   shell ID [-- COMMAND...]   an interactive terminal (default: the login shell)
   cp SRC DST            one side is ID:/path; '-' is stdin/stdout   [--mode 0644]
@@ -178,6 +180,7 @@ int main(int argc, char** argv) {
         {"create", cmd_create},
         {"list", cmd_list},
         {"show", cmd_show},
+        {"ports", cmd_ports},
         {"exec", cmd_exec},
         {"shell", cmd_shell},
         {"cp", cmd_cp},

@@ -92,6 +92,7 @@ std::string allowlist_json(Args& a);
 int cmd_create(Client& c, Args& a);
 int cmd_list(Client& c, Args& a);
 int cmd_show(Client& c, Args& a);
+int cmd_ports(Client& c, Args& a);
 int cmd_exec(Client& c, Args& a);
 int cmd_shell(Client& c, Args& a);  // commands_shell.cc
 int cmd_cp(Client& c, Args& a);

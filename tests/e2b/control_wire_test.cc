@@ -71,12 +71,27 @@ TEST(ControlWire, UnsupportedNetworkIsAClear400) {
 }
 
 TEST(ControlWire, UnsupportedFeaturesAreClear400s) {
-  expect_400(create(R"({"autoPause":true})"), "pausing at the timeout is not supported");
-  expect_400(create(R"({"autoResume":{"enabled":true}})"), "autoResume");
+  expect_400(create(R"({"autoResume":{"enabled":true}})"), "needs autoPause");
+  expect_400(create(R"({"autoPause":true,"autoPauseMemory":true})"), "filesystem mode only");
   expect_400(create(R"({"mcp":{}})"), "mcp");
   expect_400(create(R"({"volumeMounts":[{"name":"v","path":"/v"}]})"), "volumeMounts");
   expect_400(create(R"({"iam":{"tokens":{}}})"), "iam");
   EXPECT_TRUE(create(R"({"autoPause":false,"secure":true,"autoResume":{"enabled":false}})"));
+}
+
+// lifecycle {onTimeout: 'pause', autoResume: true} as the SDK sends it.
+TEST(ControlWire, LifecycleMapsToPauseOnExpiry) {
+  auto r = create(R"({"autoPause":true,"autoResume":{"enabled":true},"timeout":60})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->create.pause_on_expiry);
+  EXPECT_TRUE(r->create.auto_resume);
+  r = create(R"({"autoPause":true,"autoPauseMemory":false})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->create.pause_on_expiry);
+  EXPECT_FALSE(r->create.auto_resume);
+  r = create(R"({"autoPause":false})");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->create.pause_on_expiry);
 }
 
 TEST(ControlWire, CreateValidation) {
@@ -190,6 +205,12 @@ TEST(ControlWire, Replies) {
   EXPECT_NE(detail.find(R"("endAt":"1970-01-01T00:01:00.000Z")"), std::string::npos) << detail;
   EXPECT_NE(detail.find(R"("state":"running")"), std::string::npos);
   EXPECT_NE(detail.find(R"("allowInternetAccess":null)"), std::string::npos);
+  EXPECT_NE(detail.find(R"("lifecycle":{"autoResume":false,"onTimeout":"kill"})"),
+            std::string::npos)
+      << detail;
+  s.pause_on_timeout = s.auto_resume = true;
+  EXPECT_NE(detail_reply(s).find(R"("lifecycle":{"autoResume":true,"onTimeout":"pause"})"),
+            std::string::npos);
   s.allow_out = {"pypi.org"};
   EXPECT_NE(detail_reply(s).find(R"("network":{"allowOut":["pypi.org"],"denyOut":["0.0.0.0/0"]})"),
             std::string::npos);

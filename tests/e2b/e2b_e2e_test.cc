@@ -54,7 +54,10 @@ class E2bE2eTest : public test::ControllerOnStackTest {
               "    - {name: watcher, sha256: " + sha256_hex("tok-watcher") +
               ", e2b_key_sha256: " + sha256_hex(kWatchKey) + "}\n" +
               "    - {name: oncall, sha256: " + sha256_hex("tok-oncall") + ", approver: true}\n" +
-              "http:\n  threads: 64\n" + "policy:\n  approval_wait_seconds: 1\n  default:\n" +
+              "http:\n  threads: 64\n" +
+              // A reconcile each second: lifecycle.onTimeout 'pause' acts soon after a timeout.
+              "limits:\n  reconcile_interval_seconds: 1\n" +
+              "policy:\n  approval_wait_seconds: 1\n  default:\n" +
               "    - {action: exec, command: 'e2b-denied', decision: deny, message: no}\n" +
               "    - {action: exec, command: 'e2b-approve', decision: approve}\n" +
               "  tokens:\n    - token: other\n      rules:\n" +
@@ -90,7 +93,9 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
   EXPECT_NE(r.out.find("ok a pty under terminal.input rules is refused"), std::string::npos)
       << report(r);
   // #46, findings 3 and 4: each check ran (and, by the FAIL check above, passed).
-  for (const char* check : {"ok a pty under terminal.open deny is refused",
+  for (const char* check : {"ok the timeout pauses it (onTimeout: pause)",
+                            "ok a command resumes it (autoResume) and finds its files",
+                            "ok a pty under terminal.open deny is refused",
                             "ok a pty under watch-only terminal.attach rules is refused",
                             "ok stdin: a line terminal.input rules deny is refused",
                             "ok stdin: only the judged lines reached the command",

@@ -3,11 +3,12 @@
 // a status 100-599 and headers the client may get (names are tokens, no CR, LF or NUL anywhere,
 // no hop-by-hop or framing header); a chunked body decodes to the same bytes whether it arrives
 // whole or split in two, never to more bytes than it had; a target that passes is a path of
-// visible ASCII without a fragment.
+// visible ASCII without a fragment. The listing of /proc/net/tcp parses to ports in order.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "api/ports/listening.h"
 #include "api/ports/port_proxy.h"
 #include "fuzz_check.h"
 
@@ -74,5 +75,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_chunked(input, size == 0 ? 0 : data[0] % (size + 1));
   check_target(input);
   (void)parse_port(input);
+  // /proc/net/tcp{,6} as a sandbox's kernel could print them: every port found is 1-65535,
+  // listed once, ascending, each with at least one address.
+  auto listening = parse_listening(input, input.substr(input.size() / 2));
+  for (std::size_t i = 0; i < listening.size(); ++i) {
+    require(listening[i].port != 0 && !listening[i].addresses.empty());
+    require(i == 0 || listening[i - 1].port < listening[i].port);
+  }
   return 0;
 }

@@ -38,10 +38,9 @@ class PauseE2eTest : public ::testing::Test {
     EXPECT_TRUE(m) << (m ? "" : m.error().message);
     return m ? std::move(*m) : nullptr;
   }
-  std::shared_ptr<Sandbox> create(Manager& m) {
-    CreateOptions o;
+  std::shared_ptr<Sandbox> create(Manager& m, CreateOptions o = {}) {
     o.internet = true;
-    o.ttl = seconds(600);
+    if (o.ttl.count() == 0) o.ttl = seconds(600);
     o.owner = "alice";
     o.labels = {{"team", "ml"}};
     auto sb = m.create(o);
@@ -252,6 +251,114 @@ TEST_F(PauseE2eTest, APausedSandboxIsDestroyedWhenItsPausedTtlEnds) {
   EXPECT_TRUE(m->list().empty());
   EXPECT_TRUE(stack_->containers().empty());
   EXPECT_EQ(m->stats().expired_destroyed, 1u);
+}
+
+// CreateOptions::pause_on_expiry (E2B's lifecycle.onTimeout "pause").
+CreateOptions pausing(bool auto_resume, seconds ttl) {
+  CreateOptions o;
+  o.ttl = ttl;
+  o.pause_on_expiry = true;
+  o.auto_resume = auto_resume;
+  return o;
+}
+
+// Waits for the wall clock to pass `expires` (the reaper compares whole seconds): not a timing
+// threshold, only the order of events.
+void wait_past(std::int64_t expires) {
+  while (now() <= expires) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+TEST_F(PauseE2eTest, AutoResumeNeedsPauseOnExpiry) {
+  auto m = open(config());
+  ASSERT_TRUE(m);
+  CreateOptions o;
+  o.auto_resume = true;
+  auto sb = m->create(o);
+  ASSERT_FALSE(sb);
+  EXPECT_EQ(sb.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(sb.error().message.find("pause_on_expiry"), std::string::npos) << sb.error().message;
+}
+
+TEST_F(PauseE2eTest, ATtlThatEndsInAPauseKeepsItAndResumeGivesItsTtlAgain) {
+  auto m = open(config());
+  ASSERT_TRUE(m);
+  auto sb = create(*m, pausing(false, seconds(2)));
+  ASSERT_TRUE(sb);
+  EXPECT_TRUE(sb->info().on_expiry.pause);
+  ASSERT_TRUE(sb->write_file(file_of(*sb), "kept", 0600));
+  wait_past(sb->info().expires_at);
+  ASSERT_TRUE(m->reconcile());
+  auto info = sb->info();
+  EXPECT_EQ(info.phase, SandboxMetadata::Phase::kPaused);
+  EXPECT_EQ(info.status, "stopped");
+  EXPECT_EQ(m->stats().expired_paused, 1u);
+  EXPECT_EQ(m->stats().expired_destroyed, 0u);
+  EXPECT_GT(info.expires_at, now() + 3000);  // the paused TTL (max_paused) now runs
+  // Without auto_resume a data-plane call is refused while paused.
+  auto refused = sb->exec("true");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kConflict);
+  auto before = now();
+  ASSERT_TRUE(sb->resume());
+  auto after = now();
+  EXPECT_GE(sb->info().expires_at, before + 2);  // its TTL of creation, from the resume
+  EXPECT_LE(sb->info().expires_at, after + 2);
+  auto r = sb->exec("cat " + file_of(*sb));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->out, "kept");
+  ASSERT_TRUE(sb->destroy());
+}
+
+TEST_F(PauseE2eTest, AutoResumeWakesAPausedSandboxForTheNextCall) {
+  auto m = open(config());
+  ASSERT_TRUE(m);
+  auto sb = create(*m, pausing(true, seconds(1)));
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE(sb->write_file(file_of(*sb), "woken", 0600));
+  wait_past(sb->info().expires_at);
+  ASSERT_TRUE(m->reconcile());
+  ASSERT_EQ(sb->info().phase, SandboxMetadata::Phase::kPaused);
+  auto r = sb->exec("cat " + file_of(*sb));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->out, "woken");
+  EXPECT_EQ(sb->info().phase, SandboxMetadata::Phase::kReady);
+  EXPECT_EQ(sb->info().status, "running");
+  EXPECT_EQ(m->stats().auto_resumes, 1u);
+  // Paused again at the next end, as often as it comes.
+  wait_past(sb->info().expires_at);
+  ASSERT_TRUE(m->reconcile());
+  EXPECT_EQ(sb->info().phase, SandboxMetadata::Phase::kPaused);
+  auto again = sb->read_file(file_of(*sb));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, "woken");
+  EXPECT_EQ(m->stats().auto_resumes, 2u);
+  ASSERT_TRUE(sb->destroy());
+}
+
+// A TTL that ended while no controller ran: the next one adopts the sandbox and pauses it.
+TEST_F(PauseE2eTest, ATtlThatEndedWhileNoControllerRanEndsInAPause) {
+  SandboxInfo before;
+  {
+    auto m = open(config());
+    ASSERT_TRUE(m);
+    auto sb = create(*m, pausing(true, seconds(1)));
+    ASSERT_TRUE(sb);
+    before = sb->info();
+  }
+  wait_past(before.expires_at);
+  auto m = open(config());
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->reconcile());
+  auto listed = m->list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].id, before.id);
+  EXPECT_EQ(listed[0].phase, SandboxMetadata::Phase::kPaused);
+  EXPECT_TRUE(listed[0].on_expiry.auto_resume);
+  EXPECT_TRUE(stack_->ct_namespaces().empty());
+  auto sb = m->attach(before.id);
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE((*sb)->exec("true"));  // auto-resumed
+  ASSERT_TRUE((*sb)->destroy());
 }
 
 }  // namespace

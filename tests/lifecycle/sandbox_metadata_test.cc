@@ -68,6 +68,19 @@ TEST(SandboxMetadata, PausedSandboxRoundTripsWithItsTimeLeft) {
   EXPECT_EQ(decode_description(text).value(), m);
 }
 
+TEST(SandboxMetadata, PauseOnExpiryRoundTrips) {
+  auto m = sample();
+  m.on_expiry = {true, true, 300};
+  auto text = encode_description(m);
+  EXPECT_NE(text.find("\"on_expiry\":{"), std::string::npos) << text;
+  auto back = decode_description(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, m);
+  // The default (destroy) writes nothing.
+  m.on_expiry = {};
+  EXPECT_EQ(encode_description(m).find("on_expiry"), std::string::npos);
+}
+
 TEST(SandboxMetadata, FoundBelowAnOperatorsNote) {
   std::string text = "note from the operator: keep\n" + encode_description(sample());
   EXPECT_TRUE(decode_description(text));
@@ -102,6 +115,10 @@ TEST(SandboxMetadata, DamagedIsInvalid) {
                            "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"ready\","
                            "\"created\":1,\"expires\":0,\"internet\":false,"
                            "\"host_key\":\"MD5:aa:bb\"}",
+                           // on_expiry is written only with pause.
+                           "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"ready\","
+                           "\"created\":1,\"expires\":0,\"internet\":false,"
+                           "\"on_expiry\":{\"pause\":false}}",
                            // ttl_left belongs to a paused sandbox, and is never negative.
                            "pve-sandbox:v1 {\"id\":\"x\",\"vmid\":120,\"phase\":\"ready\","
                            "\"created\":1,\"expires\":0,\"internet\":false,\"ttl_left\":5}",

@@ -54,7 +54,9 @@ def test_lifecycle_list_connect(stack: Stack) -> None:
             gone = sb.id
         with pytest.raises(NotFound):
             await AsyncSandbox.connect(gone)
-        sb2 = await AsyncSandbox.create(ttl=300)
+        sb2 = await AsyncSandbox.create(ttl=300, on_expiry="pause")
+        assert (await sb2.pause()).state == "paused"
+        assert (await sb2.resume()).state == "ready"
         await sb2.kill()
         assert not await sb2.is_running()
         await sb2.close()

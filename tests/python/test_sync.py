@@ -11,6 +11,7 @@ import time
 import tracemalloc
 from typing import Iterator, List
 
+import httpx
 import pytest
 
 from conftest import Stack
@@ -75,6 +76,41 @@ def test_info_ttl_health(sb: Sandbox) -> None:
     assert sb.set_ttl(3600).expires_at > before
     assert sb.set_timeout(3000).expires_at != ""
     assert sb.health().status == "ok"
+
+
+def test_pause_and_auto_resume(stack: Stack) -> None:
+    with Sandbox.create(ttl=600, on_expiry="pause", auto_resume=True) as sb:
+        assert (sb.info.on_expiry, sb.info.auto_resume) == ("pause", True)
+        home = sb.commands.run('printf %s "$HOME"').stdout
+        sb.files.write(f"{home}/kept-{sb.id}", "kept")
+        assert sb.pause().state == "paused"
+        # auto_resume: the next call resumes it first.
+        assert sb.commands.run(f"cat {home}/kept-{sb.id}").stdout == "kept"
+        assert sb.get_info().state == "ready"
+        assert sb.pause().state == "paused"
+        assert sb.resume(ttl=300).state == "ready"
+    with Sandbox.create(ttl=600) as plain:
+        assert (plain.info.on_expiry, plain.info.auto_resume) == ("destroy", False)
+
+
+def test_ports_and_preview_url(sb: Sandbox, stack: Stack) -> None:
+    pid = sb.commands.run(
+        "setsid python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null & echo $!"
+    ).stdout.strip()
+    assert pid.isdigit()
+    try:
+        found = None
+        for _ in range(200):  # until it listens (at most 20 s)
+            found = next((p for p in sb.ports() if p.port == 8123), None)
+            if found:
+                break
+            time.sleep(0.1)
+        assert found and found.addresses == ["127.0.0.1"]
+        assert found.url == sb.get_host(8123)
+        r = httpx.get(found.url, headers={"Authorization": f"Bearer {stack.token}"})
+        assert r.status_code == 200 and "Directory listing" in r.text
+    finally:
+        sb.commands.run(f"kill {pid}")
 
 
 def test_run(sb: Sandbox, workdir: str) -> None:

@@ -239,8 +239,13 @@ struct CreateOptions {
   bool internet = false;
   Egress egress;
   std::chrono::seconds ttl{0};  // 0: ManagerConfig::default_ttl
-  Labels labels;                // see validate_labels()
-  std::string owner;            // the API token name (for per-token limits and the audit log)
+  // The TTL's end pauses the sandbox instead of destroying it, and (auto_resume, only with
+  // pause_on_expiry, else kInvalidArgument) a data-plane call on it while paused resumes it
+  // first; each resume gives it `ttl` again (OnExpiry in sandbox_metadata.h).
+  bool pause_on_expiry = false;
+  bool auto_resume = false;
+  Labels labels;      // see validate_labels()
+  std::string owner;  // the API token name (for per-token limits and the audit log)
   // A hot pool profile's name: create from its template (claiming one of its members when one
   // is ready and fits). Empty: ManagerConfig::template_vmid, served by any fitting profile of
   // that template. An unknown name is kInvalidArgument.
@@ -276,6 +281,7 @@ struct SandboxInfo {
   Labels labels;
   std::string owner;
   std::string host_key;  // "SHA256:...": the sandbox's own SSH host key; empty if not recorded
+  OnExpiry on_expiry;    // what the TTL's end does
 };
 
 struct SnapshotInfo {
@@ -358,7 +364,8 @@ class Sandbox {
   // address, egress, labels, owner, own SSH host key and snapshots. Its SSH session and
   // terminals end. Its TTL stops: the expiry becomes now + ManagerConfig::max_paused and the
   // time it had left is kept for resume(). While paused, exec, files, terminals, extend_ttl and
-  // rollback answer kConflict. kConflict if paused already; kInvalidArgument for kMemory.
+  // rollback answer kConflict (with OnExpiry::auto_resume, exec, files, terminals and tunnels
+  // resume it first). kConflict if paused already; kInvalidArgument for kMemory.
   virtual Status pause(PauseMode mode = PauseMode::kFilesystem) = 0;
   // Starts a paused sandbox again and returns once its SSH answers on its own host key (unless
   // ManagerConfig::wait_for_ssh is off). Its expiry becomes now + ttl, or, for ttl 0, now + the
@@ -396,6 +403,8 @@ struct ManagerStats {
   std::uint64_t paused = 0;  // live sandboxes in phase "paused" (counted in `live` too)
   std::uint64_t reconciles = 0, reconcile_failures = 0;
   std::uint64_t orphans_destroyed = 0, expired_destroyed = 0;
+  std::uint64_t expired_paused = 0;  // TTLs that ended in a pause (CreateOptions::pause_on_expiry)
+  std::uint64_t auto_resumes = 0;    // resumes a data-plane call made (OnExpiry::auto_resume)
   std::uint64_t quarantined_addresses = 0;
   std::uint64_t pooled = 0;                      // stopped clones ready in the warm pool
   std::uint64_t pool_hits = 0, pool_misses = 0;  // creates served from the pool / by a clone

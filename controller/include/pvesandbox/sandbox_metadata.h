@@ -38,6 +38,19 @@ inline constexpr std::string_view kReservedLabelPrefix = "pve-sandbox/";
 // (kInvalidArgument naming the key). Every create of the library and the API takes this.
 Status validate_client_labels(const std::map<std::string, std::string>& labels);
 
+// What the end of a sandbox's TTL does (E2B's `lifecycle`). By default the sandbox is
+// destroyed. With `pause` it is paused instead (the filesystem mode), and a resume gives it `ttl`
+// seconds again, counted from the resume (E2B: "a fresh timeout equal to the original one").
+// `auto_resume` (only with `pause`): a data-plane call (exec, files, terminals, ports) on it while
+// it is paused resumes it first instead of failing.
+struct OnExpiry {
+  bool pause = false;
+  bool auto_resume = false;
+  std::int64_t ttl = 0;  // seconds: the TTL it was created with
+
+  bool operator==(const OnExpiry&) const = default;
+};
+
 struct SandboxMetadata {
   // Where a sandbox is in its life. A sandbox found in "creating" or "destroying" after a
   // restart was interrupted and is destroyed by recovery. "pooled" is a stopped clone in the
@@ -66,6 +79,8 @@ struct SandboxMetadata {
   // created before it was recorded: they fall back to the configured host key policy.
   std::string host_key;
   std::map<std::string, std::string> labels;
+  // "on_expiry":{"pause":true,"auto_resume":..,"ttl":..} in the JSON, only with pause.
+  OnExpiry on_expiry;
 
   bool operator==(const SandboxMetadata&) const = default;
 };

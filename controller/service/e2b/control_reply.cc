@@ -31,7 +31,14 @@ void write_times_and_size(JsonWriter& w, const SandboxView& s) {
       .key("state")
       .value(s.paused ? "paused" : "running")
       .key("envdVersion")
-      .value(kEnvdVersion);
+      .value(kEnvdVersion)
+      .key("lifecycle")
+      .begin_object()
+      .key("autoResume")
+      .value(s.auto_resume)
+      .key("onTimeout")
+      .value(s.pause_on_timeout ? "pause" : "kill")
+      .end_object();
 }
 
 }  // namespace

@@ -164,17 +164,18 @@ ApiResult<NewSandbox> parse_new_sandbox(std::string_view text, const NewSandboxL
     body->reject("templateID", "must be 1-64 of [A-Za-z0-9._-], starting with a letter or digit");
   r.create.ttl_seconds =
       static_cast<int>(body->integer("timeout", 0, limits.max_ttl_seconds).value_or(0));
-  if (body->boolean("autoPause").value_or(false))
-    body->reject("autoPause",
-                 "pausing at the timeout is not supported by pve-sandbox yet (a sandbox ends "
-                 "at its timeout); Sandbox.pause() and connect() to resume work");
-  (void)body->boolean("autoPauseMemory");
+  // lifecycle {onTimeout, autoResume} as the SDK sends it (docs/e2b.md, "Pause and resume").
+  r.create.pause_on_expiry = body->boolean("autoPause").value_or(false);
+  if (body->boolean("autoPauseMemory").value_or(false))
+    body->reject("autoPauseMemory",
+                 "pve-sandbox pauses in the filesystem mode only (files are kept, processes "
+                 "end): use onTimeout {action: 'pause', keepMemory: false}, or 'pause'");
   if (auto resume = body->object("autoResume")) {
-    if (resume->boolean("enabled").value_or(false))
-      body->reject("autoResume",
-                   "resuming on traffic is not supported by pve-sandbox yet; connect() resumes");
+    r.create.auto_resume = resume->boolean("enabled").value_or(false);
     if (auto err = resume->finish()) body->reject("autoResume", err->message);
   }
+  if (r.create.auto_resume && !r.create.pause_on_expiry)
+    body->reject("autoResume", "needs autoPause (lifecycle.onTimeout 'pause')");
   (void)body->boolean("secure");  // always: every data-plane call needs envdAccessToken
   for (const char* f : {"mcp", "iam", "volumeMounts"})
     if (body->has(f)) body->reject(f, "not supported by pve-sandbox");

@@ -92,6 +92,8 @@ struct SandboxView {
   std::optional<bool> allow_internet;
   std::vector<std::string> allow_out;  // an allowlist's names
   bool paused = false;                 // state "paused" (else "running")
+  bool pause_on_timeout = false;       // lifecycle.onTimeout "pause" (else "kill")
+  bool auto_resume = false;            // lifecycle.autoResume
 };
 // 201 of POST /v2/sandboxes and the connect reply: the Sandbox schema.
 std::string sandbox_reply(const SandboxView& s);

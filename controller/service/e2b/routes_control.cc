@@ -32,6 +32,8 @@ e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& ses
   v.allow_internet = info.egress.mode != Egress::Mode::kOff;
   if (info.egress.allowlist()) v.allow_out = info.egress.list.names;
   v.paused = info.phase == SandboxMetadata::Phase::kPaused;
+  v.pause_on_timeout = info.on_expiry.pause;
+  v.auto_resume = info.on_expiry.auto_resume;
   return v;
 }
 
@@ -151,6 +153,8 @@ void E2bRoutes::create(RequestContext& ctx) {
     JsonWriter p;
     p.begin_object().key("templateID").value(req->template_id);
     p.key("ttl_seconds").value(req->create.ttl_seconds).key("labels").value(req->create.labels);
+    if (req->create.pause_on_expiry)
+      p.key("on_expiry").value("pause").key("auto_resume").value(req->create.auto_resume);
     p.key("internet").raw(egress_request_json(req->create.internet)).key("env_names").begin_array();
     for (const auto& [k, v] : req->env_vars) p.value(k);
     ctx.params_json = p.end_array().end_object().take();

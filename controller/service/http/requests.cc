@@ -203,6 +203,14 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
   if (auto v = body->integer("ttl_seconds", 0, config.manager.max_ttl.count())) {
     r.ttl_seconds = static_cast<int>(*v);
   }
+  if (auto v = body->string("on_expiry", 16)) {
+    if (*v != "destroy" && *v != "pause")
+      body->reject("on_expiry", "must be \"destroy\" or \"pause\"");
+    r.pause_on_expiry = *v == "pause";
+  }
+  r.auto_resume = body->boolean("auto_resume").value_or(false);
+  if (r.auto_resume && !r.pause_on_expiry)
+    body->reject("auto_resume", "needs \"on_expiry\": \"pause\"");
   if (auto v = body->string_map("labels", kMaxLabels, kMaxLabelValue)) {
     r.labels = std::move(*v);
     if (auto e = client_label_error(r.labels)) body->reject("labels", *e);

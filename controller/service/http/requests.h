@@ -46,6 +46,9 @@ struct CreateRequest {
   int disk_gb = 0;  // 0: the template's size
   EgressRequest internet;
   int ttl_seconds = 0;  // 0: the configured default
+  // "on_expiry": "destroy" (default) or "pause"; "auto_resume" only with "pause" (OnExpiry).
+  bool pause_on_expiry = false;
+  bool auto_resume = false;
   std::map<std::string, std::string> labels;
   std::string hostname;       // empty: chosen by the controller
   std::string profile;        // a hot pool profile; empty: the default template

@@ -68,6 +68,7 @@ std::span<const Route> Api::routes() {
       {"PUT",    "/v1/sandboxes/{id}/files",                     on<&FileRoutes::upload>,               A::kToken,  "sandbox.put_file"},
       {"POST",   "/v1/sandboxes/{id}/files/edit",                on<&FileRoutes::edit>,                 A::kToken,  "sandbox.edit_file"},
       // A service in the sandbox (HEAD is the GET row): one request proxied, audited at its end.
+      {"GET",    "/v1/sandboxes/{id}/ports",                     on<&PortRoutes::list>,                 A::kToken,  ""},
       {"GET",    "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
       {"POST",   "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},
       {"PUT",    "/v1/sandboxes/{id}/ports/{port}/{path...}",    on<&PortRoutes::proxy>,                A::kToken,  "sandbox.port"},

@@ -47,6 +47,7 @@ std::string canonical_create(const CreateRequest& r, const Egress& egress) {
   w.key("profile").value(r.profile);
   if (!r.template_name.empty()) w.key("template").value(r.template_name);  // older forms kept
   w.key("ttl_seconds").value(r.ttl_seconds);
+  if (r.pause_on_expiry) w.key("on_expiry").value("pause").key("auto_resume").value(r.auto_resume);
   return w.end_object().take();
 }
 

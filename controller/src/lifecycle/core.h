@@ -180,6 +180,7 @@ class SandboxImpl final : public Sandbox {
 
  private:
   Result<std::shared_ptr<SshSession>> session();
+  Status wake_if_paused();     // OnExpiry::auto_resume
   Error paused_error() const;  // kConflict: "paused; resume it first"
   Result<bool> has_snapshot(const std::string& name);
   // Writes md into the description (op_mu_ held).
@@ -217,6 +218,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // pause.cc: Sandbox::pause and Sandbox::resume.
   Status pause(SandboxImpl& sandbox, PauseMode mode);
   Status resume(SandboxImpl& sandbox, seconds ttl);
+  // The reconcile's pause of a sandbox whose TTL ended (OnExpiry::pause): a resume gives it its
+  // TTL of creation again. Nothing if it is no longer ready (paused, destroyed meanwhile).
+  Status pause_expired(SandboxImpl& sandbox);
+  void count_auto_resume();
   Status reconcile();
   int nodes_reached() const { return nodes_reached_; }
   Health health();
@@ -475,6 +480,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     Node* node = nullptr;
     std::vector<Orphan> orphans;
     std::vector<std::shared_ptr<SandboxImpl>> expired;
+    std::vector<std::shared_ptr<SandboxImpl>> to_pause;  // expired, OnExpiry::pause
     // Paused sandboxes whose container runs (a pause or resume interrupted by a crash).
     std::vector<std::shared_ptr<SandboxImpl>> running_paused;
     std::set<int> present;  // VMIDs of the listing in our range
@@ -494,7 +500,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Status reap(Scan& scan, bool synced);
   // pause.cc: the steps of pause and resume (op_mutex held, the VMID busy).
   Status stop_paused(SandboxImpl& sandbox);
-  Status pause_steps(SandboxImpl& sandbox);
+  // ttl_left: what a resume gives back (-1: the time the sandbox had left).
+  Status pause_steps(SandboxImpl& sandbox, std::int64_t ttl_left = -1);
   // A paused sandbox found running is stopped (the reconcile's part of pause.cc's contract).
   Status settle_paused(SandboxImpl& sandbox);
   Status resume_steps(SandboxImpl& sandbox, seconds ttl);

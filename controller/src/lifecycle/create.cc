@@ -59,6 +59,9 @@ Status ManagerCore::validate(const CreateOptions& o) {
                 "disk_gb must be 0.." + std::to_string(cfg_.max_disk_gb));
   if (o.ttl.count() < 0 || o.ttl > cfg_.max_ttl)
     return fail(ErrorCode::kInvalidArgument, "ttl out of range");
+  if (o.auto_resume && !o.pause_on_expiry)
+    return fail(ErrorCode::kInvalidArgument,
+                "auto_resume needs pause_on_expiry (a sandbox its TTL destroyed cannot resume)");
   if (!o.template_name.empty() && template_nodes(o).empty())
     return fail(ErrorCode::kInvalidArgument, "no template " + pvs::quoted(o.template_name, 40));
   if (!o.profile.empty()) {  // where the profile is, it must be of the template named
@@ -151,6 +154,7 @@ SandboxMetadata ManagerCore::new_metadata(const Step& s, const CreateOptions& o)
   md.created_at = now_unix();
   auto ttl = o.ttl.count() == 0 ? cfg_.default_ttl : o.ttl;
   md.expires_at = ttl.count() == 0 ? 0 : md.created_at + ttl.count();
+  if (o.pause_on_expiry) md.on_expiry = {true, o.auto_resume, ttl.count()};
   if (auto e = create_egress(o)) set_egress(md, *e);
   md.address = s.address;
   md.owner = o.owner;

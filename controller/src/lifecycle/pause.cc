@@ -52,13 +52,33 @@ Status ManagerCore::pause(SandboxImpl& sb, PauseMode mode) {
   return timed(pause_times_, [&] { return pause_steps(sb); });
 }
 
-Status ManagerCore::pause_steps(SandboxImpl& sb) {
+Status ManagerCore::pause_expired(SandboxImpl& sb) {
+  std::lock_guard op(sb.op_mutex());
+  if (sb.destroyed() || sb.metadata().phase != SandboxMetadata::Phase::kReady) return {};
+  BusyVmid guard([&](bool on) { busy(sb.vmid(), on); });
+  auto r = timed(pause_times_, [&] { return pause_steps(sb, sb.metadata().on_expiry.ttl); });
+  if (r) {
+    std::lock_guard lock(mu_);
+    ++stats_.expired_paused;
+  }
+  return r;
+}
+
+void ManagerCore::count_auto_resume() {
+  std::lock_guard lock(mu_);
+  ++stats_.auto_resumes;
+}
+
+Status ManagerCore::pause_steps(SandboxImpl& sb, std::int64_t ttl_left) {
   Node& n = sb.node();
   auto was = sb.metadata();
   auto md = was;
   auto now = now_unix();
   md.phase = SandboxMetadata::Phase::kPaused;
-  md.ttl_left = md.expires_at == 0 ? 0 : std::max<std::int64_t>(1, md.expires_at - now);
+  if (ttl_left >= 0)
+    md.ttl_left = ttl_left;
+  else
+    md.ttl_left = md.expires_at == 0 ? 0 : std::max<std::int64_t>(1, md.expires_at - now);
   md.expires_at = now + cfg_.max_paused.count();
   Status r = hook("pause:mark");
   if (r) r = write_description(n, sb.vmid(), md);

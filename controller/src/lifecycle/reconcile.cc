@@ -125,8 +125,10 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
     }
     known->set_status(ct.status);
     auto md = known->metadata();
-    if (md.phase == SandboxMetadata::Phase::kDestroying ||
-        (md.expires_at != 0 && md.expires_at <= now))
+    bool ended = md.expires_at != 0 && md.expires_at <= now;
+    if (ended && md.phase == SandboxMetadata::Phase::kReady && md.on_expiry.pause)
+      scan.to_pause.push_back(known);
+    else if (md.phase == SandboxMetadata::Phase::kDestroying || ended)
       scan.expired.push_back(known);
     else if (md.phase == SandboxMetadata::Phase::kPaused && ct.status == "running")
       scan.running_paused.push_back(known);
@@ -174,14 +176,17 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   }
   if (md->address) n.addrs->mark_used(*md->address);
   bool is_expired = md->expires_at != 0 && md->expires_at <= now;
-  // A paused sandbox is adopted as a ready one is: stopped, resumable (pause.cc).
+  // A paused sandbox is adopted as a ready one is: stopped, resumable (pause.cc); so is a ready
+  // one whose TTL ended while no controller watched, if its end is a pause.
   bool live =
       md->phase == SandboxMetadata::Phase::kReady || md->phase == SandboxMetadata::Phase::kPaused;
-  if (!live || is_expired || !md->address) {
+  bool to_pause = is_expired && md->phase == SandboxMetadata::Phase::kReady && md->on_expiry.pause;
+  if (!live || (is_expired && !to_pause) || !md->address) {
     scan.orphans.push_back({ct.vmid, md->id, md->address, is_expired, false});
     return {};
   }
   auto sb = adopt(n, ct, *conf, *md);
+  if (to_pause) scan.to_pause.push_back(sb);
   if (md->phase == SandboxMetadata::Phase::kPaused && ct.status == "running")
     scan.running_paused.push_back(sb);
   return {};
@@ -331,6 +336,8 @@ Status ManagerCore::reap(Scan& scan, bool synced) {
   }
   for (auto& sb : scan.running_paused)
     if (auto r = settle_paused(*sb); !r) result = r;
+  for (auto& sb : scan.to_pause)
+    if (auto r = pause_expired(*sb); !r) result = r;
   for (auto& sb : scan.expired) {
     auto phase = sb->metadata().phase;
     bool was_expired =

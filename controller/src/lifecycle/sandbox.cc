@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::lifecycle {
 
@@ -26,11 +27,13 @@ SandboxInfo SandboxImpl::info() const {
   i.labels = md_.labels;
   i.owner = md_.owner;
   i.host_key = md_.host_key;
+  i.on_expiry = md_.on_expiry;
   return i;
 }
 
 Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
   if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  if (auto woke = wake_if_paused(); !woke) return fail(woke.error());
   std::lock_guard lock(mu_);
   if (md_.phase == SandboxMetadata::Phase::kPaused) return fail(paused_error());
   if (!ssh_) {
@@ -43,6 +46,22 @@ Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
     ssh_ = std::make_shared<SshSession>(sc);
   }
   return ssh_;
+}
+
+// OnExpiry::auto_resume: a paused sandbox is resumed (with its TTL of creation) before the call
+// that needs it; a resume another call made meanwhile is as good (kConflict: not paused).
+Status SandboxImpl::wake_if_paused() {
+  {
+    std::lock_guard lock(mu_);
+    if (md_.phase != SandboxMetadata::Phase::kPaused || !md_.on_expiry.auto_resume) return {};
+  }
+  auto r = core_->resume(*this, std::chrono::seconds(0));
+  if (r) {
+    core_->count_auto_resume();
+    log::info("auto-resumed " + id() + " for a data-plane call");
+    return r;
+  }
+  return r.error().code == ErrorCode::kConflict && !paused() ? Status{} : r;
 }
 
 Error SandboxImpl::paused_error() const {

@@ -152,6 +152,13 @@ std::string encode_description(const SandboxMetadata& m) {
   if (!m.owner.empty()) o.set("owner", m.owner);
   if (!m.host_key.empty()) o.set("host_key", m.host_key);
   if (m.allowlist) o.set("egress", encode_allowlist(*m.allowlist, m.allowlist_name));
+  if (m.on_expiry.pause) {
+    Poco::JSON::Object e;
+    e.set("pause", true);
+    if (m.on_expiry.auto_resume) e.set("auto_resume", true);
+    e.set("ttl", m.on_expiry.ttl);
+    o.set("on_expiry", e);
+  }
   if (!m.labels.empty()) {
     Poco::JSON::Object labels;
     for (const auto& [k, v] : m.labels) labels.set(k, v);
@@ -221,6 +228,15 @@ Result<SandboxMetadata> decode_description(std::string_view description) {
       if (!labels) return damaged("labels is not an object");
       for (const auto& [k, v] : *labels) m.labels[k] = v.convert<std::string>();
       if (auto ok = validate_labels(m.labels); !ok) return damaged(ok.error().message);
+    }
+    if (root->has("on_expiry")) {
+      auto e = root->getObject("on_expiry");
+      if (!e) return damaged("on_expiry is not an object");
+      m.on_expiry.pause = e->optValue<bool>("pause", false);
+      m.on_expiry.auto_resume = e->optValue<bool>("auto_resume", false);
+      m.on_expiry.ttl = e->optValue<std::int64_t>("ttl", 0);
+      if (!m.on_expiry.pause || m.on_expiry.ttl < 0)
+        return damaged("on_expiry without pause, or a negative ttl");
     }
     if (m.id.empty() || m.vmid < 100) return damaged("missing id or vmid");
     return m;

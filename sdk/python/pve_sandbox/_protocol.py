@@ -35,6 +35,7 @@ from .models import (
     DirListing,
     EditResult,
     Health,
+    PortInfo,
     SandboxInfo,
     Screen,
     SnapshotInfo,
@@ -133,6 +134,8 @@ def create_sandbox(
     disk_gb: Optional[int],
     internet: Internet,
     ttl: Optional[int],
+    on_expiry: Optional[str],
+    auto_resume: Optional[bool],
     labels: Optional[Mapping[str, str]],
     hostname: Optional[str],
     profile: Optional[str],
@@ -149,6 +152,10 @@ def create_sandbox(
         body["internet"] = internet_body(internet)
     if ttl is not None:
         body["ttl_seconds"] = int(ttl)
+    if on_expiry is not None:
+        body["on_expiry"] = on_expiry
+    if auto_resume is not None:
+        body["auto_resume"] = bool(auto_resume)
     if labels:
         body["labels"] = dict(labels)
     for k2, s in (("hostname", hostname), ("profile", profile), ("node", node)):
@@ -183,9 +190,45 @@ def get_sandbox(sandbox_id: str) -> Call[SandboxInfo]:
     return Call("GET", sb_path(sandbox_id), SandboxInfo.from_json)
 
 
+def list_ports(config: ClientConfig, sandbox_id: str) -> Call[List[PortInfo]]:
+    """``GET /sandboxes/{id}/ports``: what listens in the sandbox."""
+
+    def parse(j: Json) -> List[PortInfo]:
+        return [PortInfo.from_json(p, config.url) for p in j.get("ports") or []]
+
+    return Call("GET", sb_path(sandbox_id, "ports"), parse)
+
+
+def preview_url(config: ClientConfig, sandbox_id: str, port: int) -> str:
+    """The URL of ``port`` in the sandbox on the controller (the bearer token goes with it)."""
+    return f"{config.url.rstrip('/')}/v1/sandboxes/{quote(sandbox_id)}/ports/{int(port)}/"
+
+
 def destroy_sandbox(sandbox_id: str) -> Call[None]:
     """``DELETE /sandboxes/{id}``."""
     return Call("DELETE", sb_path(sandbox_id), _none, ok=(204,), timeout=300.0)
+
+
+def pause_sandbox(sandbox_id: str) -> Call[SandboxInfo]:
+    """``POST /sandboxes/{id}/pause`` (the filesystem mode, the only one)."""
+    return Call(
+        "POST",
+        sb_path(sandbox_id, "pause"),
+        SandboxInfo.from_json,
+        body={"mode": "filesystem"},
+        timeout=300.0,
+    )
+
+
+def resume_sandbox(sandbox_id: str, ttl: Optional[int]) -> Call[SandboxInfo]:
+    """``POST /sandboxes/{id}/resume``."""
+    return Call(
+        "POST",
+        sb_path(sandbox_id, "resume"),
+        SandboxInfo.from_json,
+        body={} if ttl is None else {"ttl_seconds": int(ttl)},
+        timeout=300.0,
+    )
 
 
 def set_ttl(sandbox_id: str, seconds: int) -> Call[SandboxInfo]:

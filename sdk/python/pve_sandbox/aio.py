@@ -34,6 +34,7 @@ from .models import (
     DirListing,
     EditResult,
     Health,
+    PortInfo,
     SandboxInfo,
     Screen,
     SnapshotInfo,
@@ -561,6 +562,8 @@ class AsyncSandbox:
         internet: Internet = None,
         labels: Optional[Mapping[str, str]] = None,
         ttl: Optional[int] = None,
+        on_expiry: Optional[str] = None,
+        auto_resume: Optional[bool] = None,
         hostname: Optional[str] = None,
         profile: Optional[str] = None,
         node: Optional[str] = None,
@@ -594,6 +597,8 @@ class AsyncSandbox:
                         disk_gb=disk_gb,
                         internet=internet,
                         ttl=ttl,
+                        on_expiry=on_expiry,
+                        auto_resume=auto_resume,
                         labels=labels,
                         hostname=hostname,
                         profile=profile,
@@ -668,6 +673,25 @@ class AsyncSandbox:
     async def set_timeout(self, seconds: int) -> SandboxInfo:
         """:meth:`set_ttl` under E2B's name."""
         return await self.set_ttl(seconds)
+
+    async def ports(self) -> List[PortInfo]:
+        """What listens in the sandbox: each TCP port with its addresses and preview URL."""
+        return await self._t.call(P.list_ports(self._t.config, self.id))
+
+    def get_host(self, port: int) -> str:
+        """The preview URL of ``port`` on the controller (E2B's ``get_host`` gives a host
+        name; here the port is reached through the API with the bearer token)."""
+        return P.preview_url(self._t.config, self.id, port)
+
+    async def pause(self) -> SandboxInfo:
+        """Stops it with its files kept (processes end)."""
+        self.info = await self._t.call(P.pause_sandbox(self.id))
+        return self.info
+
+    async def resume(self, ttl: Optional[int] = None) -> SandboxInfo:
+        """Starts a paused sandbox again; returns once its SSH answers."""
+        self.info = await self._t.call(P.resume_sandbox(self.id, ttl))
+        return self.info
 
     async def destroy(self) -> None:
         """Destroys the sandbox. Idempotent."""

@@ -51,13 +51,18 @@ class SandboxInfo:
     created_at: str
     """RFC 3339 UTC."""
     expires_at: str
-    """RFC 3339 UTC: the sandbox is destroyed then (see ``set_ttl``)."""
+    """RFC 3339 UTC: the sandbox is destroyed (or paused, see ``on_expiry``) then (see
+    ``set_ttl``)."""
     labels: Dict[str, str]
     """Labels given at create."""
     owner: str
     """Name of the token that created it."""
     host_key: Optional[str] = None
     """SHA256 fingerprint of the sandbox's own SSH host key, if it has one."""
+    on_expiry: str = "destroy"
+    """What the TTL's end does: ``"destroy"`` or ``"pause"``."""
+    auto_resume: bool = False
+    """With ``on_expiry="pause"``: a call on it while paused resumes it first."""
     raw: Json = field(default_factory=dict, repr=False)
     """The reply as sent."""
 
@@ -82,7 +87,30 @@ class SandboxInfo:
             labels={str(k): str(v) for k, v in (j.get("labels") or {}).items()},
             owner=str(j.get("owner", "")),
             host_key=j.get("host_key"),
+            on_expiry=str(j.get("on_expiry", "destroy")),
+            auto_resume=bool(j.get("auto_resume", False)),
             raw=j,
+        )
+
+
+@dataclass
+class PortInfo:
+    """A TCP port something listens on in the sandbox (``Sandbox.ports()``)."""
+
+    port: int
+    """The port number."""
+    addresses: List[str]
+    """Where it listens: ``"0.0.0.0"``, ``"127.0.0.1"``, ``"::"``, ..."""
+    url: str
+    """Its preview URL on the controller (send the bearer token with it)."""
+
+    @classmethod
+    def from_json(cls, j: Json, base_url: str) -> "PortInfo":
+        """Parses one item of ``GET /v1/sandboxes/{id}/ports``."""
+        return cls(
+            port=int(j.get("port", 0)),
+            addresses=[str(a) for a in j.get("addresses") or []],
+            url=base_url.rstrip("/") + str(j.get("url", "")),
         )
 
 

@@ -20,6 +20,7 @@ from .models import (
     DirListing,
     EditResult,
     Health,
+    PortInfo,
     SandboxInfo,
     Screen,
     SnapshotInfo,
@@ -546,6 +547,8 @@ class Sandbox:
         internet: Internet = None,
         labels: Optional[Mapping[str, str]] = None,
         ttl: Optional[int] = None,
+        on_expiry: Optional[str] = None,
+        auto_resume: Optional[bool] = None,
         hostname: Optional[str] = None,
         profile: Optional[str] = None,
         node: Optional[str] = None,
@@ -561,7 +564,9 @@ class Sandbox:
         """Creates a sandbox and returns when it is ready.
 
         ``internet``: ``True``, ``False`` or ``{"allow": ["example.org"], "ports": [443]}`` /
-        ``{"list": "name"}``; ``ttl``: seconds until it is destroyed; ``labels``: for
+        ``{"list": "name"}``; ``ttl``: seconds until it is destroyed (or, with
+        ``on_expiry="pause"``, paused with its files kept; ``auto_resume=True`` then lets the
+        next call on it resume it); ``labels``: for
         :meth:`list`. ``url``/``token`` default to ``PVS_URL``/``PVS_TOKEN`` (or
         ``SANDBOXCTL_URL``/``SANDBOXCTL_TOKEN``)."""
         config = resolve_config(
@@ -581,6 +586,8 @@ class Sandbox:
                     disk_gb=disk_gb,
                     internet=internet,
                     ttl=ttl,
+                    on_expiry=on_expiry,
+                    auto_resume=auto_resume,
                     labels=labels,
                     hostname=hostname,
                     profile=profile,
@@ -654,6 +661,26 @@ class Sandbox:
     def set_timeout(self, seconds: int) -> SandboxInfo:
         """:meth:`set_ttl` under E2B's name."""
         return self.set_ttl(seconds)
+
+    def ports(self) -> List[PortInfo]:
+        """What listens in the sandbox: each TCP port with its addresses and preview URL."""
+        return self._t.call(P.list_ports(self._t.config, self.id))
+
+    def get_host(self, port: int) -> str:
+        """The preview URL of ``port`` on the controller (E2B's ``get_host`` gives a host
+        name; here the port is reached through the API with the bearer token)."""
+        return P.preview_url(self._t.config, self.id, port)
+
+    def pause(self) -> SandboxInfo:
+        """Stops it with its files kept (processes end); ``state`` becomes ``"paused"``."""
+        self.info = self._t.call(P.pause_sandbox(self.id))
+        return self.info
+
+    def resume(self, ttl: Optional[int] = None) -> SandboxInfo:
+        """Starts a paused sandbox again; returns once its SSH answers. ``ttl``: its new
+        lifetime (default: what it had left, or its TTL of creation after an expiry pause)."""
+        self.info = self._t.call(P.resume_sandbox(self.id, ttl))
+        return self.info
 
     def destroy(self) -> None:
         """Destroys the sandbox (internet revoked first, container purged). Idempotent."""

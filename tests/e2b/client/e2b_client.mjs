@@ -149,6 +149,42 @@ async function pauseResume(sbx) {
   check('files kept across a pause', r.stdout === 'kept while paused', JSON.stringify(r));
 }
 
+// lifecycle {onTimeout: 'pause', autoResume: true} (docs/e2b.md): the timeout's end pauses the
+// sandbox, files kept, and the next data-plane call resumes it. The controller here reconciles
+// each second. Every call below works whether or not the short timeout has paused it again by
+// then (auto-resume): only the order of events is checked, never how fast they come.
+async function autoPause() {
+  const sbx = await Sandbox.create({
+    timeoutMs: 2_000, lifecycle: { onTimeout: 'pause', autoResume: true },
+  });
+  try {
+    const info = await Sandbox.getInfo(sbx.sandboxId);
+    check('getInfo: lifecycle onTimeout pause, autoResume',
+      info.lifecycle?.onTimeout === 'pause' && info.lifecycle?.autoResume === true,
+      JSON.stringify(info.lifecycle));
+    const home = (await sbx.commands.run('printf %s "$HOME"')).stdout;
+    const kept = `${home}/auto-paused-${sbx.sandboxId}.txt`;
+    await sbx.files.write(kept, 'kept across an auto-pause');
+    let state = '';
+    for (let i = 0; i < 300 && state !== 'paused'; i++) {
+      state = (await Sandbox.getInfo(sbx.sandboxId)).state;
+      if (state !== 'paused') await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    check('the timeout pauses it (onTimeout: pause)', state === 'paused', state);
+    const r = await sbx.commands.run(`cat ${kept}`);
+    check('a command resumes it (autoResume) and finds its files',
+      r.stdout === 'kept across an auto-pause', JSON.stringify(r));
+    check('files.read resumes it too', (await sbx.files.read(kept)) === 'kept across an auto-pause');
+  } finally {
+    await sbx.kill();
+  }
+  const plain = await Sandbox.create({ timeoutMs: 60_000 });
+  const info = await plain.getInfo();
+  check('getInfo: lifecycle defaults to kill', info.lifecycle?.onTimeout === 'kill' &&
+    info.lifecycle?.autoResume === false, JSON.stringify(info.lifecycle));
+  await plain.kill();
+}
+
 async function otherToken(sbx) {
   const other = process.env.PVS_E2B_OTHER_KEY;
   await expectError("another token's sandbox is not found", () =>
@@ -357,6 +393,7 @@ async function main() {
   check('killed sandbox is gone', (await Sandbox.kill(sbx.sandboxId)) === false);
   await expectError('getInfo of a killed sandbox', () => Sandbox.getInfo(sbx.sandboxId),
     (e) => e instanceof NotFoundError);
+  await autoPause();
 }
 
 main().catch(unexpected).finally(() => process.exit(exitCode()));

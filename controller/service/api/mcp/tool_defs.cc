@@ -29,6 +29,8 @@ constexpr ToolDef kTools[] = {
      R"J("internet":{"description":"Outbound access (default false): true for all HTTP/HTTPS, or only some hosts: {\"allow\":[\"pypi.org\",\"*.github.com\"],\"ports\":[443]} (ports default 80 and 443), or an operator's named list: {\"list\":\"python-packages\"}",)J"
      R"J("oneOf":[{"type":"boolean"},{"type":"object","additionalProperties":false,"required":["allow"],"properties":{"allow":{"type":"array","items":{"type":"string"},"maxItems":64},"ports":{"type":"array","items":{"type":"integer","minimum":1,"maximum":65535},"maxItems":16}}},{"type":"object","additionalProperties":false,"required":["list"],"properties":{"list":{"type":"string"}}}]},)J"
      R"J("ttl_seconds":{"type":"integer","minimum":0,"description":"Lifetime; 0: the server's default"},)J"
+     R"J("on_expiry":{"type":"string","enum":["destroy","pause"],"description":"What the end of its lifetime does: destroy it (default), or pause it with its files kept"},)J"
+     R"J("auto_resume":{"type":"boolean","description":"With on_expiry pause: the next tool call on it resumes it (default false)"},)J"
      R"J("labels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels to find it by later"},)J"
      R"J("hostname":{"type":"string","description":"A DNS label; default sandbox-<vmid>"},)J"
      R"J("profile":{"type":"string","description":"A hot pool profile configured by the operator"}}})J",
@@ -44,6 +46,13 @@ constexpr ToolDef kTools[] = {
      R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
      PVS_SANDBOX_ID "}}",
      false, true, true, false},
+    {"sandbox_ports", "List a sandbox's open ports",
+     "List the TCP ports something listens on in a sandbox (a web app, an API, a notebook), "
+     "each with its addresses and its preview path on this server "
+     "(/v1/sandboxes/<id>/ports/<port>/): open it with the same bearer token.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
+     PVS_SANDBOX_ID "}}",
+     true, false, true, false},
     {"exec", "Run a shell command",
      "Run a shell command (sh -c) in a sandbox and wait for it. Returns the exit code, stdout "
      "and stderr; long output keeps its beginning and end with the middle left out. The command "

@@ -8,6 +8,7 @@
 
 #include "api/mcp/jsonrpc.h"
 #include "api/mcp/tool_impl.h"
+#include "api/ports/port_routes.h"
 #include "api/sandboxes/egress_log_view.h"
 #include "api/sandboxes/output_cap.h"
 #include "http/requests.h"
@@ -104,6 +105,21 @@ ToolResult tool_destroy(ToolContext& c) {
   auto sandbox = c.sandbox(id);
   if (auto st = sandbox->destroy(); !st) throw from_error(st.error());
   return {false, "destroyed " + id, "{\"destroyed\":\"" + id + "\"}"};
+}
+
+ToolResult tool_ports(ToolContext& c) {
+  auto [id, rest] = c.split_sandbox_id();
+  finish_arguments(parse_arguments(rest));
+  auto sandbox = c.sandbox(id);
+  auto found = read_listening(*sandbox);
+  std::string text;
+  for (const auto& p : found) {
+    text += std::to_string(p.port) + " on";
+    for (const auto& a : p.addresses) text += " " + a;
+    text += ": /v1/sandboxes/" + id + "/ports/" + std::to_string(p.port) + "/\n";
+  }
+  if (text.empty()) text = "nothing listens in " + id + "\n";
+  return {false, text, ports::listening_json(id, found)};
 }
 
 ToolResult tool_internet(ToolContext& c) {
@@ -253,6 +269,7 @@ constexpr Handler kHandlers[] = {
     {"sandbox_create", tool_create},
     {"sandbox_list", tool_list},
     {"sandbox_destroy", tool_destroy},
+    {"sandbox_ports", tool_ports},
     {"exec", tool_exec},
     {"read_file", tool_read_file},
     {"write_file", tool_write_file},

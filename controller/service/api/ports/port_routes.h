@@ -7,17 +7,23 @@
 
 #include <chrono>
 
+#include "api/ports/listening.h"
 #include "api/sandboxes/sandbox_ops.h"
 #include "http/replies.h"
 #include "http/request_context.h"
 
 namespace pvs::service {
 
+// What listens in `sandbox` (listening.h), read from its kernel's /proc/net/tcp{,6} over SFTP:
+// no command runs. ApiErrors as the sandbox's file reads give them (409 paused, ...).
+std::vector<ports::ListeningPort> read_listening(Sandbox& sandbox);
+
 class PortRoutes {
  public:
   PortRoutes(SandboxOps& sandboxes, Replies& replies) : sandboxes_(sandboxes), replies_(replies) {}
 
   void proxy(RequestContext& ctx);  // GET/HEAD/POST/PUT/PATCH/DELETE/OPTIONS .../ports/{port}/...
+  void list(RequestContext& ctx);   // GET .../ports: what listens (listening.h)
 
   // The service may be silent this long (for its reply's head, between body bytes, or while
   // it takes the request body) before the request fails (504, or the reply is cut off).

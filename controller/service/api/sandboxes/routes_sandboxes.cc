@@ -34,6 +34,8 @@ std::string sandbox_json(const SandboxInfo& s) {
   } else {
     w.null();
   }
+  w.key("on_expiry").value(s.on_expiry.pause ? "pause" : "destroy");
+  w.key("auto_resume").value(s.on_expiry.auto_resume);
   w.key("labels").value(s.labels);
   w.key("owner").value(s.owner);
   if (!s.host_key.empty()) w.key("host_key").value(s.host_key);
@@ -51,6 +53,8 @@ void SandboxRoutes::create(RequestContext& ctx) {
     p.begin_object().key("cpus").value(req->cpus).key("memory_mb").value(req->memory_mb);
     p.key("disk_gb").value(req->disk_gb).key("internet").raw(egress_request_json(req->internet));
     p.key("ttl_seconds").value(req->ttl_seconds).key("labels").value(req->labels);
+    if (req->pause_on_expiry)
+      p.key("on_expiry").value("pause").key("auto_resume").value(req->auto_resume);
     p.key("hostname").value(req->hostname).key("profile").value(req->profile);
     if (!req->node.empty()) p.key("node").value(req->node);
     if (!req->node_selector.empty()) p.key("node_selector").value(req->node_selector);

@@ -49,6 +49,8 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
   options.disk_gb = req.disk_gb;
   options.egress = egress;
   options.ttl = std::chrono::seconds(req.ttl_seconds);
+  options.pause_on_expiry = req.pause_on_expiry;
+  options.auto_resume = req.auto_resume;
   options.labels = req.labels;
   options.owner = owner;
   options.profile = req.profile;

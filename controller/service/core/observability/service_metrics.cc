@@ -39,6 +39,10 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_counter("pvs_reconcile_failures_total", "Reconciler runs that failed.");
   m.declare_counter("pvs_orphans_destroyed_total", "Orphan containers destroyed by recovery.");
   m.declare_counter("pvs_expired_destroyed_total", "Sandboxes destroyed when their TTL ended.");
+  m.declare_counter("pvs_expired_paused_total",
+                    "Sandboxes paused when their TTL ended (on_expiry: pause).");
+  m.declare_counter("pvs_auto_resumes_total",
+                    "Paused sandboxes a data-plane call resumed (auto_resume).");
   m.declare_gauge("pvs_quarantined_addresses", "Addresses waiting for a confirmed revoke.");
   m.declare_gauge("pvs_warm_pool_containers", "Stopped clones ready in the warm pool.");
   m.declare_counter("pvs_warm_pool_hits_total", "Creates served from the warm pool.");
@@ -134,6 +138,8 @@ void Api::collect(Metrics& m) {
   mirror("pvs_reconcile_failures_total", s.reconcile_failures);
   mirror("pvs_orphans_destroyed_total", s.orphans_destroyed);
   mirror("pvs_expired_destroyed_total", s.expired_destroyed);
+  mirror("pvs_expired_paused_total", s.expired_paused);
+  mirror("pvs_auto_resumes_total", s.auto_resumes);
   mirror("pvs_warm_pool_hits_total", s.pool_hits);
   mirror("pvs_warm_pool_misses_total", s.pool_misses);
   for (const auto& peer : kCallPeers) {

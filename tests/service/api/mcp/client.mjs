@@ -298,7 +298,7 @@ async function sessions(url, token, n) {
     await Promise.all(clients.map(async ({ client }) => {
       await client.ping();
       const { tools } = await client.listTools();
-      assert.equal(tools.length, 13);
+      assert.equal(tools.length, 14);
     }));
     await Promise.all(clients.map(async ({ client, transport }) => {
       await transport.terminateSession();

@@ -1,6 +1,8 @@
 // The port proxy's pure parts (controller/service/api/ports/port_proxy.h): the route's port
-// and target, the request head for the service, its response head and chunked body.
+// and target, the request head for the service, its response head and chunked body; and the
+// listing of what listens (listening.h).
 #include "api/ports/port_proxy.h"
+#include "api/ports/listening.h"
 
 #include <gtest/gtest.h>
 
@@ -205,6 +207,39 @@ TEST(PortProxy, MalformedChunkedBodiesAreRefused) {
   ChunkedDecoder d;
   ASSERT_TRUE(d.feed("5\r\nhel", &out));
   EXPECT_FALSE(d.done());  // cut short: the caller sees the service's EOF before done()
+}
+
+// /proc/net/tcp and /proc/net/tcp6 as a kernel prints them (little-endian words).
+TEST(PortListing, ParsesTheKernelsListsOfListeningSockets) {
+  constexpr std::string_view kTcp4 =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+      "timeout inode\n"
+      "   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000  0 1 1\n"
+      "   1: 0263630A:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0  0 2 1\n"
+      "   2: 0263630A:0016 0163630A:D2F0 01 00000000:00000000 02:000A7B8F 00000000     0  0 3 4\n"
+      "   3: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000  0 4 1\n"
+      "   4: 00000000:0000 00000000:0000 0A\n"  // port 0: skipped
+      "   5: 0100007F:1F4 00000000:0000 0A\n";  // not four hex digits: skipped
+  constexpr std::string_view kTcp6 =
+      "  sl  local_address                         remote_address                        st\n"
+      "   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A\n"
+      "   1: 00000000000000000000000001000000:0050 00000000000000000000000000000000:0000 0A\n"
+      "   2: 0000000000000000FFFF00000100007F:0050 00000000000000000000000000000000:0000 0A\n";
+  auto ports = parse_listening(kTcp4, kTcp6);
+  ASSERT_EQ(ports.size(), 4u);
+  EXPECT_EQ(ports[0].port, 22);
+  EXPECT_EQ(ports[0].addresses, std::vector<std::string>{"10.99.99.2"});
+  EXPECT_EQ(ports[1].port, 80);
+  EXPECT_EQ(ports[1].addresses, (std::vector<std::string>{"::1", "::ffff:127.0.0.1"}));
+  EXPECT_EQ(ports[2].port, 8000);
+  EXPECT_EQ(ports[2].addresses, (std::vector<std::string>{"0.0.0.0", "127.0.0.1"}));
+  EXPECT_EQ(ports[3].port, 8080);
+  EXPECT_EQ(ports[3].addresses, std::vector<std::string>{"::"});
+  EXPECT_TRUE(parse_listening("", "").empty());
+  EXPECT_TRUE(parse_listening("garbage\n\n   0: zz:yy 0 0A\n", "").empty());
+  EXPECT_EQ(listening_json("sb-0123456789ab", {{8000, {"127.0.0.1"}}}),
+            R"({"ports":[{"port":8000,"addresses":["127.0.0.1"],)"
+            R"("url":"/v1/sandboxes/sb-0123456789ab/ports/8000/"}]})");
 }
 
 }  // namespace

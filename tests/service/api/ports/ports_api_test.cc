@@ -185,6 +185,25 @@ TEST_F(PortsApiTest, ServesAFileFromTheSandboxWithItsHeadersAndAnAuditRecord) {
   EXPECT_EQ(head.body, "");
 }
 
+// GET .../ports: the server started in SetUp listens on 127.0.0.1:8000 in the sandbox (and
+// its own sshd on its address's port 22), each with its preview path.
+TEST_F(PortsApiTest, ListsWhatListensInTheSandbox) {
+  auto r = call("GET", "/v1/sandboxes/" + sb_ + "/ports");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto ports = json(r.body)->getArray("ports");
+  ASSERT_TRUE(ports);
+  bool found = false;
+  for (std::size_t i = 0; i < ports->size(); ++i) {
+    auto p = ports->getObject(static_cast<unsigned>(i));
+    if (p->getValue<int>("port") != kPort) continue;
+    found = true;
+    EXPECT_EQ(p->getArray("addresses")->getElement<std::string>(0), "127.0.0.1");
+    EXPECT_EQ(p->getValue<std::string>("url"), url("/"));
+  }
+  EXPECT_TRUE(found) << r.body;
+  EXPECT_EQ(call("GET", "/v1/sandboxes/" + sb_ + "/ports", "", "tok-bob").status, 404);
+}
+
 TEST_F(PortsApiTest, StreamsALargeFileWhole) {
   std::string digest = in_sandbox(sb_, "sha256sum " + dir_ + "/www/big.bin | cut -d' ' -f1");
   auto r = call("GET", url("/big.bin"));
