@@ -150,12 +150,13 @@ async function pauseResume(sbx) {
 }
 
 // lifecycle {onTimeout: 'pause', autoResume: true} (docs/e2b.md): the timeout's end pauses the
-// sandbox, files kept, and the next data-plane call resumes it. The controller here reconciles
-// each second. Every call below works whether or not the short timeout has paused it again by
-// then (auto-resume): only the order of events is checked, never how fast they come.
+// sandbox, files kept, and the next data-plane call resumes it with its creation timeout (30 s
+// here) again. The controller here reconciles each second. The timeout is cut to 1 s only once
+// the files are written, so no pause can overtake a call in flight: only the order of events is
+// checked, never how fast they come.
 async function autoPause() {
   const sbx = await Sandbox.create({
-    timeoutMs: 2_000, lifecycle: { onTimeout: 'pause', autoResume: true },
+    timeoutMs: 30_000, lifecycle: { onTimeout: 'pause', autoResume: true },
   });
   try {
     const info = await Sandbox.getInfo(sbx.sandboxId);
@@ -165,6 +166,7 @@ async function autoPause() {
     const home = (await sbx.commands.run('printf %s "$HOME"')).stdout;
     const kept = `${home}/auto-paused-${sbx.sandboxId}.txt`;
     await sbx.files.write(kept, 'kept across an auto-pause');
+    await sbx.setTimeout(1_000);
     let state = '';
     for (let i = 0; i < 300 && state !== 'paused'; i++) {
       state = (await Sandbox.getInfo(sbx.sandboxId)).state;
