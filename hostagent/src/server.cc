@@ -94,7 +94,11 @@ Result<Listener> open_listener(const AgentConfig& config) {
   if (path.size() >= sizeof(addr.sun_path)) {
     return fail(ErrorCode::kInvalidArgument, "socket path too long: " + path);
   }
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  // Bound under a temporary name, then renamed into place once it listens: a client never finds
+  // the path before it accepts (between bind() and listen() a connect is refused), e.g. a
+  // controller started with the agent. Without room for the suffix, bound in place.
+  const std::string bound = path.size() + 4 < sizeof(addr.sun_path) ? path + ".new" : path;
+  std::memcpy(addr.sun_path, bound.c_str(), bound.size() + 1);
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) return fail(errno_error("socket", errno));
 
@@ -117,26 +121,22 @@ Result<Listener> open_listener(const AgentConfig& config) {
     }
     gid = g->gr_gid;
   }
-  mode_t old = ::umask(0117);  // the socket is born 0660, never wider
+  if (bound != path) ::unlink(bound.c_str());  // left by an agent that died binding
+  mode_t old = ::umask(0117);                  // the socket is born 0660, never wider
   int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   int err = errno;
   ::umask(old);
-  if (rc != 0) return fail(errno_error("bind " + path, err));
-  if (gid != static_cast<gid_t>(-1) && ::chown(path.c_str(), static_cast<uid_t>(-1), gid) != 0) {
-    err = errno;
-    ::unlink(path.c_str());
-    return fail(errno_error("chown " + path, err));
-  }
-  if (::chmod(path.c_str(), 0660) != 0) {
-    err = errno;
-    ::unlink(path.c_str());
-    return fail(errno_error("chmod " + path, err));
-  }
-  if (::listen(fd.get(), 128) != 0) {
-    err = errno;
-    ::unlink(path.c_str());
-    return fail(errno_error("listen " + path, err));
-  }
+  if (rc != 0) return fail(errno_error("bind " + bound, err));
+  auto undo = [&](const char* what) {
+    int e = errno;
+    ::unlink(bound.c_str());
+    return fail(errno_error(std::string(what) + " " + bound, e));
+  };
+  if (gid != static_cast<gid_t>(-1) && ::chown(bound.c_str(), static_cast<uid_t>(-1), gid) != 0)
+    return undo("chown");
+  if (::chmod(bound.c_str(), 0660) != 0) return undo("chmod");
+  if (::listen(fd.get(), 128) != 0) return undo("listen");
+  if (bound != path && ::rename(bound.c_str(), path.c_str()) != 0) return undo("rename");
   log::info("listening on " + path);
   return Listener{std::move(fd), false, path};
 }

@@ -249,7 +249,8 @@ TEST_F(ManagerModelTest, AgentDownFailsCreateCleanlyAndReconcileRestoresTheSet) 
   ::unlink((stack_->dir() + "/agent-state").c_str());
   test::run_command({"nft", "flush", "set", "inet", "sandbox", "internet_allowed"});
   stack_->start_agent();
-  ASSERT_TRUE(m->reconcile());
+  auto reconciled = m->reconcile();
+  ASSERT_TRUE(reconciled) << reconciled.error().message;
   EXPECT_EQ(stack_->internet_set(), std::set<std::string>{"10.99.0.2"});
   EXPECT_EQ(stack_->bound_ports(), std::set<std::string>{"veth10000i0/10.99.0.2"});
   auto h = m->health();
