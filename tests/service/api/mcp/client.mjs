@@ -71,7 +71,8 @@ async function toolChecks(url, client, id, dir) {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['edit_file', 'exec', 'internet', 'list_dir', 'read_file',
-      'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'terminal_close', 'terminal_input',
+      'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'sandbox_ports', 'terminal_close',
+      'terminal_input',
       'terminal_open', 'terminal_screen', 'write_file']);
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', t.name);
@@ -81,6 +82,14 @@ async function toolChecks(url, client, id, dir) {
   await check('sandbox_list', async () => {
     const r = await call(client, 'sandbox_list', { labels: { via: 'mcp' } });
     assert.deepEqual(r.structuredContent.sandboxes.map((s) => s.id), [id]);
+  });
+  await check('sandbox_ports', async () => {
+    // The sandbox's own sshd listens; nothing the test started does (structured: the REST JSON).
+    const r = await call(client, 'sandbox_ports', { sandbox_id: id });
+    assert.equal(r.isError, false, text(r));
+    assert.ok(Array.isArray(r.structuredContent.ports), JSON.stringify(r.structuredContent));
+    for (const p of r.structuredContent.ports)
+      assert.equal(p.url, `/v1/sandboxes/${id}/ports/${p.port}/`);
   });
   await check('exec', async () => {
     const r = await call(client, 'exec', { sandbox_id: id, command: 'echo hello; echo oops >&2; exit 3' });

@@ -98,6 +98,7 @@ TEST_F(McpE2eTest, OfficialSdkClientUsesEveryTool) {
   auto main = client({"main", url(), "tok-agent", "tok-other", id, stack_->home()});
   EXPECT_EQ(main.exit_code, 0) << report(main);
   for (const char* check : {"tools/list",
+                            "sandbox_ports",
                             "exec",
                             "exec head+tail",
                             "exec progress",
