@@ -54,10 +54,7 @@ class E2bE2eTest : public test::ControllerOnStackTest {
               "    - {name: watcher, sha256: " + sha256_hex("tok-watcher") +
               ", e2b_key_sha256: " + sha256_hex(kWatchKey) + "}\n" +
               "    - {name: oncall, sha256: " + sha256_hex("tok-oncall") + ", approver: true}\n" +
-              "http:\n  threads: 64\n" +
-              // A reconcile each second: lifecycle.onTimeout 'pause' acts soon after a timeout.
-              "limits:\n  reconcile_interval_seconds: 1\n" +
-              "policy:\n  approval_wait_seconds: 1\n  default:\n" +
+              "http:\n  threads: 64\n" + "policy:\n  approval_wait_seconds: 1\n  default:\n" +
               "    - {action: exec, command: 'e2b-denied', decision: deny, message: no}\n" +
               "    - {action: exec, command: 'e2b-approve', decision: approve}\n" +
               "  tokens:\n    - token: other\n      rules:\n" +
@@ -77,6 +74,39 @@ class E2bE2eTest : public test::ControllerOnStackTest {
   }
 };
 
+// lifecycle {onTimeout: 'pause', autoResume: true} with the unmodified SDK, on a controller that
+// reconciles each second (so a timeout's end is acted on soon after it).
+class E2bLifecycleE2eTest : public test::ControllerOnStackTest {
+ protected:
+  static void SetUpTestSuite() {
+    install_error_ =
+        test::npm_install_once(PVS_E2B_CLIENT_DIR, PVS_E2B_NODE_DIR, "e2b_client.mjs", "e2b");
+  }
+  static inline std::string install_error_;
+
+  void SetUp() override {
+    ASSERT_TRUE(install_error_.empty()) << install_error_;
+    start(PVS_CONTROLLER_BIN, std::string() + "auth:\n  tokens:\n    - {name: agent, sha256: " +
+                                  sha256_hex("tok-agent") +
+                                  ", e2b_key_sha256: " + sha256_hex(kAgentKey) + "}\n" +
+                                  "limits:\n  reconcile_interval_seconds: 1\n");
+  }
+};
+
+TEST_F(E2bLifecycleE2eTest, TimeoutPausesAndTheNextCallResumes) {
+  std::string base = "http://127.0.0.1:" + std::to_string(port_);
+  auto r = test::run_captured(
+      {"node", std::string(PVS_E2B_NODE_DIR) + "/e2b_client.mjs", "auto-pause"}, dir_, "",
+      {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
+       std::string("E2B_API_KEY=") + kAgentKey});
+  EXPECT_EQ(r.exit_code, 0) << report(r);
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report(r);
+  for (const char* check : {"ok the timeout pauses it (onTimeout: pause)",
+                            "ok a command resumes it (autoResume) and finds its files",
+                            "ok getInfo: lifecycle defaults to kill"})
+    EXPECT_NE(r.out.find(check), std::string::npos) << check << "\n" << report(r);
+}
+
 TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
   std::string base = "http://127.0.0.1:" + std::to_string(port_);
   auto r = test::run_captured(
@@ -93,9 +123,7 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
   EXPECT_NE(r.out.find("ok a pty under terminal.input rules is refused"), std::string::npos)
       << report(r);
   // #46, findings 3 and 4: each check ran (and, by the FAIL check above, passed).
-  for (const char* check : {"ok the timeout pauses it (onTimeout: pause)",
-                            "ok a command resumes it (autoResume) and finds its files",
-                            "ok a pty under terminal.open deny is refused",
+  for (const char* check : {"ok a pty under terminal.open deny is refused",
                             "ok a pty under watch-only terminal.attach rules is refused",
                             "ok stdin: a line terminal.input rules deny is refused",
                             "ok stdin: only the judged lines reached the command",

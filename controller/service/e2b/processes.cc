@@ -22,6 +22,9 @@ Status side_exec(pvs::Sandbox& sandbox, std::string command, std::string stdin_d
   o.max_output = 4096;
   auto r = sandbox.exec(std::move(command), std::move(o));
   if (!r) return tl::unexpected(r.error());
+  if (r->timed_out)
+    return fail(ErrorCode::kTimeout, "the process's input did not go through within " +
+                                         std::to_string(kSideExecTimeout.count()) + " s");
   if (r->exit_code != 0)
     return fail(ErrorCode::kNotFound, "process is not running or has no open stdin" +
                                           (r->err.empty() ? std::string() : ": " + r->err));
