@@ -141,6 +141,35 @@ int cmd_show(Client& c, Args& a) {
   return 0;
 }
 
+// pause ID | resume ID [--ttl SECONDS]: the sandbox as show prints it.
+int cmd_pause_resume(Client& c, Args& a, bool resume) {
+  std::string id = a.next("ID");
+  std::string body = "{}";
+  if (resume && a.more()) {
+    std::string f = a.next("flag");
+    if (f != "--ttl") throw UsageError("resume: unknown option " + f);
+    std::string v = a.next(f);
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--ttl needs a number");
+    body = "{\"ttl_seconds\":" + v + "}";
+  }
+  a.done();
+  auto r =
+      c.request("POST", "/v1/sandboxes/" + url_encode(id) + (resume ? "/resume" : "/pause"), body);
+  check(r);
+  if (c.options().json)
+    print_json(r.body);
+  else
+    print_sandbox(parse_object(r.body));
+  return 0;
+}
+int cmd_pause(Client& c, Args& a) {
+  return cmd_pause_resume(c, a, false);
+}
+int cmd_resume(Client& c, Args& a) {
+  return cmd_pause_resume(c, a, true);
+}
+
 int cmd_ports(Client& c, Args& a) {
   std::string id = a.next("ID");
   a.done();

@@ -48,6 +48,8 @@ commands:
   list [--label KEY=VALUE]...
   show ID
   ports ID                   what listens in the sandbox, with each port's preview path
+  pause ID                   stop it with its files kept (processes end)
+  resume ID [--ttl SECONDS]  start a paused sandbox again
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
   shell ID [-- COMMAND...]   an interactive terminal (default: the login shell)
   cp SRC DST            one side is ID:/path; '-' is stdin/stdout   [--mode 0644]
@@ -181,6 +183,8 @@ int main(int argc, char** argv) {
         {"list", cmd_list},
         {"show", cmd_show},
         {"ports", cmd_ports},
+        {"pause", cmd_pause},
+        {"resume", cmd_resume},
         {"exec", cmd_exec},
         {"shell", cmd_shell},
         {"cp", cmd_cp},

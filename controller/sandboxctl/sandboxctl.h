@@ -93,6 +93,8 @@ int cmd_create(Client& c, Args& a);
 int cmd_list(Client& c, Args& a);
 int cmd_show(Client& c, Args& a);
 int cmd_ports(Client& c, Args& a);
+int cmd_pause(Client& c, Args& a);
+int cmd_resume(Client& c, Args& a);
 int cmd_exec(Client& c, Args& a);
 int cmd_shell(Client& c, Args& a);  // commands_shell.cc
 int cmd_cp(Client& c, Args& a);

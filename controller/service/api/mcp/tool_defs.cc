@@ -53,6 +53,18 @@ constexpr ToolDef kTools[] = {
      R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
      PVS_SANDBOX_ID "}}",
      true, false, true, false},
+    {"sandbox_pause", "Pause a sandbox",
+     "Pause a sandbox you are done with for now: its container stops, its files stay (running "
+     "programs end). It costs nothing while paused; sandbox_resume starts it again.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
+     PVS_SANDBOX_ID "}}",
+     false, false, false, false},
+    {"sandbox_resume", "Resume a sandbox",
+     "Start a paused sandbox again, with its files as they were; returns once it answers.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
+     PVS_SANDBOX_ID ","
+     R"J("ttl_seconds":{"type":"integer","minimum":0,"description":"Its lifetime from now; 0: the time it had left"}}})J",
+     false, false, false, false},
     {"exec", "Run a shell command",
      "Run a shell command (sh -c) in a sandbox and wait for it. Returns the exit code, stdout "
      "and stderr; long output keeps its beginning and end with the middle left out. The command "

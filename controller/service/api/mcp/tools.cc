@@ -107,6 +107,26 @@ ToolResult tool_destroy(ToolContext& c) {
   return {false, "destroyed " + id, "{\"destroyed\":\"" + id + "\"}"};
 }
 
+ToolResult tool_pause(ToolContext& c) {
+  auto [id, rest] = c.split_sandbox_id();
+  finish_arguments(parse_arguments(rest));
+  auto sandbox = c.sandbox(id);
+  if (auto st = sandbox->pause(PauseMode::kFilesystem); !st) throw from_error(st.error());
+  std::string json = sandbox_text(sandbox->info());
+  return {false, json, json};
+}
+
+ToolResult tool_resume(ToolContext& c) {
+  auto [id, rest] = c.split_sandbox_id();
+  auto ttl = parse_resume(rest, c.ops.config);
+  if (!ttl) throw ttl.error();
+  c.record.params_json = "{\"ttl_seconds\":" + std::to_string(*ttl) + "}";
+  auto sandbox = c.sandbox(id);
+  if (auto st = sandbox->resume(std::chrono::seconds(*ttl)); !st) throw from_error(st.error());
+  std::string json = sandbox_text(sandbox->info());
+  return {false, json, json};
+}
+
 ToolResult tool_ports(ToolContext& c) {
   auto [id, rest] = c.split_sandbox_id();
   finish_arguments(parse_arguments(rest));
@@ -270,6 +290,8 @@ constexpr Handler kHandlers[] = {
     {"sandbox_list", tool_list},
     {"sandbox_destroy", tool_destroy},
     {"sandbox_ports", tool_ports},
+    {"sandbox_pause", tool_pause},
+    {"sandbox_resume", tool_resume},
     {"exec", tool_exec},
     {"read_file", tool_read_file},
     {"write_file", tool_write_file},

@@ -71,7 +71,8 @@ async function toolChecks(url, client, id, dir) {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['edit_file', 'exec', 'internet', 'list_dir', 'read_file',
-      'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'sandbox_ports', 'terminal_close',
+      'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'sandbox_pause', 'sandbox_ports',
+      'sandbox_resume', 'terminal_close',
       'terminal_input',
       'terminal_open', 'terminal_screen', 'write_file']);
     for (const t of tools) {
@@ -287,6 +288,19 @@ async function main(url, token, otherToken, id, dir) {
     const gone = await call(client, 'terminal_screen', { sandbox_id: id, terminal_id: tid });
     assert.equal(gone.isError, true);
   });
+  await check('sandbox_pause sandbox_resume', async () => {
+    const p = await call(client, 'sandbox_pause', { sandbox_id: id });
+    assert.equal(p.isError, false, text(p));
+    assert.equal(p.structuredContent.state, 'paused');
+    const refused = await call(client, 'exec', { sandbox_id: id, command: 'true' });
+    assert.equal(refused.isError, true);
+    assert.match(text(refused), /paused; resume it first/);
+    const r = await call(client, 'sandbox_resume', { sandbox_id: id, ttl_seconds: 600 });
+    assert.equal(r.isError, false, text(r));
+    assert.equal(r.structuredContent.state, 'ready');
+    const e = await call(client, 'exec', { sandbox_id: id, command: 'echo back' });
+    assert.equal(e.structuredContent.stdout, 'back\n');
+  });
   await check('internet off', async () => {
     const r = await call(client, 'internet', { sandbox_id: id, enabled: false });
     assert.equal(r.structuredContent.internet, false);
@@ -307,7 +321,7 @@ async function sessions(url, token, n) {
     await Promise.all(clients.map(async ({ client }) => {
       await client.ping();
       const { tools } = await client.listTools();
-      assert.equal(tools.length, 14);
+      assert.equal(tools.length, 16);
     }));
     await Promise.all(clients.map(async ({ client, transport }) => {
       await transport.terminateSession();
