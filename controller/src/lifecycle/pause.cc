@@ -54,9 +54,12 @@ Status ManagerCore::pause(SandboxImpl& sb, PauseMode mode) {
 
 Status ManagerCore::pause_expired(SandboxImpl& sb) {
   std::lock_guard op(sb.op_mutex());
-  if (sb.destroyed() || sb.metadata().phase != SandboxMetadata::Phase::kReady) return {};
+  auto md = sb.metadata();
+  // Looked at again under the lock: extended (extend_ttl), resumed or destroyed since the scan.
+  bool ended = md.expires_at != 0 && md.expires_at <= now_unix();
+  if (sb.destroyed() || md.phase != SandboxMetadata::Phase::kReady || !ended) return {};
   BusyVmid guard([&](bool on) { busy(sb.vmid(), on); });
-  auto r = timed(pause_times_, [&] { return pause_steps(sb, sb.metadata().on_expiry.ttl); });
+  auto r = timed(pause_times_, [&] { return pause_steps(sb, md.on_expiry.ttl); });
   if (r) {
     std::lock_guard lock(mu_);
     ++stats_.expired_paused;
