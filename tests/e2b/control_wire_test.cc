@@ -94,6 +94,27 @@ TEST(ControlWire, LifecycleMapsToPauseOnExpiry) {
   EXPECT_FALSE(r->create.pause_on_expiry);
 }
 
+// E2B's getHost(port): "<port>-<id>.<domain>".
+TEST(ControlWire, PortHosts) {
+  auto p = port_host("8080-sb-0123456789ab.e2b.example.org", "e2b.example.org");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->sandbox, "sb-0123456789ab");
+  EXPECT_EQ(p->port, 8080);
+  p = port_host("3000-sb-0123456789ab.E2B.Example.ORG:443", "e2b.example.org");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->port, 3000);
+  EXPECT_EQ(*envd_host_sandbox("49983-sb-0123456789ab.e2b.example.org", "e2b.example.org"),
+            "sb-0123456789ab");
+  EXPECT_FALSE(envd_host_sandbox("8080-sb-0123456789ab.e2b.example.org", "e2b.example.org"));
+  for (const char* bad :
+       {"sb-0123456789ab.e2b.example.org", "0-sb-0123456789ab.e2b.example.org",
+        "080-sb-0123456789ab.e2b.example.org", "65536-sb-0123456789ab.e2b.example.org",
+        "123456-sb-0123456789ab.e2b.example.org", "8080-sb-XYZ.e2b.example.org",
+        "8080-sb-0123456789ab.other.org", "8080-sb-0123456789ab.e2b.example.org.evil",
+        "8080-sb-0123456789ab", "x8080-sb-0123456789ab.e2b.example.org", ""})
+    EXPECT_FALSE(port_host(bad, "e2b.example.org")) << bad;
+}
+
 TEST(ControlWire, CreateValidation) {
   expect_400(create(R"({"templateID":""})"), "templateID");
   expect_400(create(R"({"templateID":"a b"})"), "templateID");

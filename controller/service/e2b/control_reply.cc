@@ -57,9 +57,12 @@ std::string sandbox_reply(const SandboxView& s) {
       .value(kEnvdVersion)
       .key("envdAccessToken")
       .value(s.access_token)
-      .key("trafficAccessToken")
-      .null()
-      .key("domain");
+      .key("trafficAccessToken");
+  if (s.traffic_token.empty())
+    w.null();
+  else
+    w.value(s.traffic_token);
+  w.key("domain");
   if (s.domain)
     w.value(*s.domain);
   else

@@ -62,14 +62,15 @@ void refuse_network_extras(JsonBody& net, JsonBody& outer) {
     if (net.has(f))
       outer.reject(std::string("network.") + f,
                    "not supported by pve-sandbox (egress is an allowlist of DNS names)");
-  (void)net.boolean("allowPublicTraffic");  // sandbox URLs always need the access token here
+  (void)net.boolean("allowPublicTraffic");  // a create's is read by read_network
 }
 
 // network.* of a create or an update; sets *explicit_egress when allowOut was given.
 std::optional<EgressRequest> read_network(JsonBody& body, std::optional<bool> allow_internet,
-                                          bool* explicit_egress) {
+                                          bool* explicit_egress, bool* public_traffic) {
   std::optional<std::vector<std::string>> allow_out, deny_out;
   if (auto net = body.object("network")) {
+    if (public_traffic) *public_traffic = net->boolean("allowPublicTraffic").value_or(false);
     allow_out = net->string_list("allowOut", 256, kMaxEgressName + 2);
     deny_out = net->string_list("denyOut", 256, 64);
     refuse_network_extras(*net, body);
@@ -137,14 +138,31 @@ std::optional<std::string> sandbox_from_host(std::string_view host) {
 }
 
 std::optional<std::string> envd_host_sandbox(std::string_view host, std::string_view domain) {
+  auto p = port_host(host, domain);
+  if (!p || p->port != kEnvdPort) return std::nullopt;
+  return p->sandbox;
+}
+
+std::optional<PortHost> port_host(std::string_view host, std::string_view domain) {
   if (auto colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
-  auto id = sandbox_from_host(host);
-  if (!id) return std::nullopt;
-  std::string_view rest = host.substr(6 + id->size());  // "49983-" + id
-  if (rest.size() != domain.size() + 1 || rest[0] != '.') return std::nullopt;
+  auto dash = host.find('-');
+  auto dot = host.find('.');
+  if (dash == std::string_view::npos || dash == 0 || dash > 5 || dot == std::string_view::npos ||
+      dot < dash)
+    return std::nullopt;
+  std::uint32_t port = 0;
+  for (char c : host.substr(0, dash)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    port = port * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  if (host[0] == '0' || port == 0 || port > 65535) return std::nullopt;
+  std::string id(host.substr(dash + 1, dot - dash - 1));
+  if (!is_sandbox_id(id)) return std::nullopt;
+  std::string_view rest = host.substr(dot + 1);
+  if (rest.size() != domain.size()) return std::nullopt;
   for (std::size_t i = 0; i < domain.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(rest[i + 1])) != domain[i]) return std::nullopt;
-  return id;
+    if (std::tolower(static_cast<unsigned char>(rest[i])) != domain[i]) return std::nullopt;
+  return PortHost{std::move(id), static_cast<std::uint16_t>(port)};
 }
 
 bool is_template_id(std::string_view id) {
@@ -190,7 +208,7 @@ ApiResult<NewSandbox> parse_new_sandbox(std::string_view text, const NewSandboxL
       if (!is_env_name(k)) body->reject("envVars", "\"" + k + "\" is not a variable name");
   }
   auto allow_internet = body->boolean("allow_internet_access");
-  if (auto egress = read_network(*body, allow_internet, &r.internet_explicit))
+  if (auto egress = read_network(*body, allow_internet, &r.internet_explicit, &r.public_traffic))
     r.create.internet = *egress;
   if (auto err = body->finish()) return tl::unexpected(*err);
   return r;

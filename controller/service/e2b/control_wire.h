@@ -36,6 +36,13 @@ bool is_e2b_api_key(std::string_view key);
 std::optional<std::string> sandbox_from_host(std::string_view host);
 // The same when the Host's domain is `domain` ("49983-<id>.<domain>", any port).
 std::optional<std::string> envd_host_sandbox(std::string_view host, std::string_view domain);
+// A sandbox's port by Host name, as E2B's getHost(port) builds it: "<port>-<id>.<domain>"
+// (any :port after it; the domain compared case-insensitively); nullopt if the Host is not one.
+struct PortHost {
+  std::string sandbox;
+  std::uint16_t port = 0;
+};
+std::optional<PortHost> port_host(std::string_view host, std::string_view domain);
 // An E2B template id as a name we look up: 1-64 of [A-Za-z0-9._-], starting alphanumeric.
 bool is_template_id(std::string_view id);
 
@@ -45,6 +52,9 @@ struct NewSandbox {
   CreateRequest create;            // ttl from timeout, labels from metadata, internet from network
   bool internet_explicit = false;  // allow_internet_access or network.allowOut was given
   std::map<std::string, std::string> env_vars;  // default environment of every command
+  // network.allowPublicTraffic: its ports answer anyone who reaches the controller. Absent or
+  // false (the default here, unlike E2B's): a port wants e2b-traffic-access-token.
+  bool public_traffic = false;
 };
 struct NewSandboxLimits {
   int max_ttl_seconds = 86400;
@@ -92,6 +102,7 @@ struct SandboxView {
   std::optional<bool> allow_internet;
   std::vector<std::string> allow_out;  // an allowlist's names
   bool paused = false;                 // state "paused" (else "running")
+  std::string traffic_token;           // trafficAccessToken; empty: null (public ports)
   bool pause_on_timeout = false;       // lifecycle.onTimeout "pause" (else "kill")
   bool auto_resume = false;            // lifecycle.autoResume
 };

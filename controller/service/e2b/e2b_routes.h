@@ -69,6 +69,12 @@ class E2bRoutes {
   void metrics(RequestContext& ctx);
   void unsupported(RequestContext& ctx);
   // Data plane (routes_envd.cc, routes_envd_files.cc).
+  // A request for one of a sandbox's ports (other than envd's), routed as E2B routes it: by
+  // Host "<port>-<id>.<domain>" or by E2b-Sandbox-Id/E2b-Sandbox-Port. Checks its
+  // e2b-traffic-access-token (none for a sandbox created with allowPublicTraffic), sets the
+  // principal to the sandbox's owner, and returns the sandbox: the caller proxies (PortRoutes).
+  // 403 for a missing or wrong token, 404 for a sandbox without an E2B session here.
+  std::shared_ptr<Sandbox> port_target(RequestContext& ctx, const std::string& id);
   void rpc(RequestContext& ctx);
   void files_get(RequestContext& ctx);
   void files_post(RequestContext& ctx);

@@ -22,6 +22,7 @@ e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& ses
   v.template_id = session.template_id;
   v.client_id = info.owner;
   v.access_token = session.access_token;
+  v.traffic_token = session.traffic_token;
   if (!domain.empty()) v.domain = domain;
   v.started_at = info.created_at;
   v.end_at = info.expires_at;
@@ -170,7 +171,8 @@ void E2bRoutes::create(RequestContext& ctx) {
                                     create_decision(d_.config.policy, ctx.principal->name, asked));
     auto sandbox = d_.create_for(*ctx.principal, req->create, *egress);
     ctx.sandbox = sandbox->id();
-    auto session = sessions_.ensure(sandbox, req->template_id, req->env_vars);
+    auto session =
+        sessions_.ensure(sandbox, req->template_id, req->env_vars, req->public_traffic);
     d_.replies.send_json(
         ctx, 201, e2b::sandbox_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
   });

@@ -165,6 +165,35 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
   }
 }
 
+std::shared_ptr<Sandbox> E2bRoutes::port_target(RequestContext& ctx, const std::string& id) {
+  ctx.sandbox = id;
+  auto session = sessions_.find(id);
+  if (!session)
+    throw not_found("no sandbox " + id +
+                    " known to the E2B API here (after a controller restart: Sandbox.connect "
+                    "first)");
+  if (!session->traffic_token.empty()) {
+    std::string token = ctx.request->get("e2b-traffic-access-token", "");
+    if (token.empty())
+      throw from_error(Error{ErrorCode::kPermissionDenied,
+                             "missing e2b-traffic-access-token: the ports of " + id +
+                                 " want the trafficAccessToken of its create or connect"});
+    if (!sessions_.traffic_token_matches(id, token))
+      throw from_error(
+          Error{ErrorCode::kPermissionDenied, "wrong e2b-traffic-access-token for " + id});
+  }
+  ctx.principal = d_.tokens.find(session->owner);
+  if (!ctx.principal)
+    throw from_error(Error{ErrorCode::kPermissionDenied,
+                           "the token that owns " + id + " is no longer configured"});
+  try {
+    return d_.sandbox_for(*ctx.principal, id);
+  } catch (const ApiError& e) {
+    if (e.status == 404) sessions_.erase(id);
+    throw;
+  }
+}
+
 void E2bRoutes::envd(RequestContext& ctx, bool stream, const std::function<void()>& work) {
   std::optional<ConnectError> error;
   try {

@@ -10,7 +10,7 @@ std::string mint_access_token() {
 
 std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     const std::shared_ptr<pvs::Sandbox>& sandbox, const std::string& template_id,
-    const std::map<std::string, std::string>& env) {
+    const std::map<std::string, std::string>& env, bool public_traffic) {
   std::lock_guard lock(mu_);
   auto& slot = sessions_[sandbox->id()];
   if (!slot) {
@@ -21,6 +21,7 @@ std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     slot->env_vars = env;
     slot->processes = std::make_shared<ProcessTable>(sandbox);
     slot->owner = sandbox->info().owner;
+    if (!public_traffic) slot->traffic_token = mint_access_token();
   }
   return slot;
 }
@@ -35,6 +36,12 @@ bool SessionRegistry::token_matches(const std::string& id, std::string_view toke
   auto s = find(id);
   return s && !token.empty() && token.size() == s->access_token.size() &&
          constant_time_equal(token, s->access_token);
+}
+
+bool SessionRegistry::traffic_token_matches(const std::string& id, std::string_view token) const {
+  auto s = find(id);
+  return s && !s->traffic_token.empty() && token.size() == s->traffic_token.size() &&
+         constant_time_equal(token, s->traffic_token);
 }
 
 void SessionRegistry::erase(const std::string& id) {

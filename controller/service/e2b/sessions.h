@@ -26,6 +26,9 @@ struct SandboxSession {
   // tenant's calls run as the admin: #46 finding 1). E2bRoutes looks its Principal up by name
   // at every call and refuses the call when that token is no longer configured.
   std::string owner;
+  // trafficAccessToken: what a request to one of its ports (other than envd's) must carry as
+  // e2b-traffic-access-token; empty for a sandbox created with network.allowPublicTraffic.
+  std::string traffic_token;
 };
 
 // A fresh envd access token: 32 random bytes, base64url without padding.
@@ -37,10 +40,13 @@ class SessionRegistry {
   // is none. Who calls does not change it.
   std::shared_ptr<SandboxSession> ensure(const std::shared_ptr<pvs::Sandbox>& sandbox,
                                          const std::string& template_id = "base",
-                                         const std::map<std::string, std::string>& env = {});
+                                         const std::map<std::string, std::string>& env = {},
+                                         bool public_traffic = false);
   std::shared_ptr<SandboxSession> find(const std::string& id) const;
   // True when `token` is the sandbox's access token (constant time); false without a session.
   bool token_matches(const std::string& id, std::string_view token) const;
+  // The same for its traffic token (false for a public one: nothing to match).
+  bool traffic_token_matches(const std::string& id, std::string_view token) const;
   // Forgets the sandbox and ends its processes.
   void erase(const std::string& id);
   void clear();

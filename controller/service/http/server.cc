@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "api/console/console.h"
+#include "api/ports/port_proxy.h"
 #include "e2b/control_wire.h"
 #include "http/json.h"
 #include "http/openapi.h"
@@ -109,6 +110,7 @@ void Api::dispatch(RequestContext& ctx) {
     throw bad_request("malformed request URI");
   }
   if (config_.console_enabled && is_console_path(ctx.path)) return console_routes_.serve(ctx);
+  if (dispatch_e2b_port(ctx)) return;
   // E2B's envd by Host name (49983-<id>.<e2b.domain>): the data plane's routes (docs/e2b.md).
   if (!config_.e2b_domain.empty()) {
     if (auto id = e2b::envd_host_sandbox(ctx.request->getHost(), config_.e2b_domain)) {
@@ -145,6 +147,42 @@ void Api::dispatch(RequestContext& ctx) {
                          " requests in flight (auth.max_requests_per_token)");
   }
   route.handler(*this, ctx);
+}
+
+// E2B's routing to a sandbox's port other than envd's (docs/e2b.md, "Ports"): by Host
+// "<port>-<id>.<e2b.domain>" (what getHost(port) gives, behind wildcard DNS), or, as with
+// E2B_SANDBOX_URL, a request under /e2b/envd/ with E2b-Sandbox-Id and E2b-Sandbox-Port. False
+// when the request is neither. Errors answer in E2B's shape.
+bool Api::dispatch_e2b_port(RequestContext& ctx) {
+  std::optional<e2b::PortHost> to;
+  std::string prefix;
+  if (!config_.e2b_domain.empty()) to = e2b::port_host(ctx.request->getHost(), config_.e2b_domain);
+  if (!to && ctx.path.rfind("/e2b/envd/", 0) == 0 && ctx.request->has("E2b-Sandbox-Port")) {
+    auto port = ports::parse_port(ctx.request->get("E2b-Sandbox-Port"));
+    if (port && *port != e2b::kEnvdPort) {
+      to = e2b::PortHost{ctx.request->get("E2b-Sandbox-Id", ""), *port};
+      prefix = "/e2b/envd";
+    }
+  }
+  if (!to || to->port == e2b::kEnvdPort) return false;
+  ctx.route = "/e2b/port";
+  ctx.action = "sandbox.port";
+  try {
+    if (!is_sandbox_id(to->sandbox)) throw not_found("no sandbox named by E2b-Sandbox-Id");
+    if (!ports::is_proxied_method(ctx.method))
+      throw method_not_allowed(ctx.method.substr(0, 16) + " is not proxied to a sandbox's port");
+    auto target = ports::upstream_target_after(ctx.request->getURI(), prefix);
+    if (!target) throw target.error();
+    auto sandbox = e2b_routes_.port_target(ctx, to->sandbox);
+    auto slot = limits_.acquire(ctx.principal->name, TokenLimits::Kind::kRequest);
+    if (!slot) throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
+    port_routes_.forward(ctx, *sandbox, to->port, *target, "");
+  } catch (const ApiError& e) {
+    if (ctx.responded) throw;
+    ctx.error = e;
+    send_bytes(ctx, e.status, "application/json", e2b::e2b_error_body(e));
+  }
+  return true;
 }
 
 // A valid bearer token, or 401. Refused calls are audited (what was tried and why, never what

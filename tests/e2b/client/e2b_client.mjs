@@ -187,6 +187,31 @@ async function autoPause() {
   await plain.kill();
 }
 
+// A port other than envd's, routed as E2B routes it under E2B_SANDBOX_URL (E2b-Sandbox-Id and
+// E2b-Sandbox-Port), with the create's trafficAccessToken: ports are private here by default.
+async function ports(sbx) {
+  check('trafficAccessToken minted', typeof sbx.trafficAccessToken === 'string' &&
+    sbx.trafficAccessToken.length > 20, String(sbx.trafficAccessToken));
+  const server = await sbx.commands.run(
+    'cd "$HOME" && exec python3 -m http.server 8125 --bind 127.0.0.1', { background: true });
+  const url = `${process.env.E2B_SANDBOX_URL}/`;
+  const headers = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8125' };
+  const token = { 'e2b-traffic-access-token': sbx.trafficAccessToken };
+  let r;
+  for (let i = 0; i < 200; i++) {  // until it listens (502 before)
+    r = await fetch(url, { headers: { ...headers, ...token } });
+    if (r.status !== 502) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  check('a port through E2b-Sandbox-Port with the traffic token', r.status === 200,
+    `${r.status} ${await r.text()}`);
+  const missing = await fetch(url, { headers });
+  check('a port without the traffic token: 403', missing.status === 403, `${missing.status}`);
+  const wrong = await fetch(url, { headers: { ...headers, 'e2b-traffic-access-token': 'nope' } });
+  check('a port with a wrong traffic token: 403', wrong.status === 403, `${wrong.status}`);
+  await server.kill();
+}
+
 async function otherToken(sbx) {
   const other = process.env.PVS_E2B_OTHER_KEY;
   await expectError("another token's sandbox is not found", () =>
@@ -383,6 +408,7 @@ async function main() {
     await commands(sbx);
     await files(sbx);
     await lifecycle(sbx);
+    await ports(sbx);
     await pauseResume(sbx);
     await otherToken(sbx);
     await terminalRules();

@@ -71,6 +71,11 @@ ApiResult<std::uint16_t> parse_port(std::string_view text) {
 
 ApiResult<std::string> upstream_target(std::string_view raw, std::string_view id,
                                        std::string_view port) {
+  return upstream_target_after(
+      raw, "/v1/sandboxes/" + std::string(id) + "/ports/" + std::string(port));
+}
+
+ApiResult<std::string> upstream_target_after(std::string_view raw, std::string_view prefix) {
   if (raw.size() > kMaxTarget)
     return tl::unexpected<ApiError>(
         bad_request("request-target longer than " + std::to_string(kMaxTarget) + " bytes"));
@@ -85,13 +90,12 @@ ApiResult<std::string> upstream_target(std::string_view raw, std::string_view id
   }
   std::string_view path = raw.substr(0, raw.find('?'));
   std::string_view query = path.size() < raw.size() ? raw.substr(path.size()) : "";
-  const std::string prefix = "/v1/sandboxes/" + std::string(id) + "/ports/" + std::string(port);
   if (path.substr(0, prefix.size()) != prefix ||
       (path.size() > prefix.size() && path[prefix.size()] != '/'))
     return tl::unexpected<ApiError>(
         bad_request("the path up to the port must be written as is, without percent-encoding "
                     "(" +
-                    prefix + "/...)"));
+                    std::string(prefix) + "/...)"));
   std::string target(path.substr(prefix.size()));
   if (target.empty()) target = "/";
   target += query;

@@ -25,6 +25,9 @@ ApiResult<std::uint16_t> parse_port(std::string_view text);
 // 8 KiB, with bytes an HTTP request line cannot carry, or with the prefix percent-encoded.
 ApiResult<std::string> upstream_target(std::string_view raw_target, std::string_view id,
                                        std::string_view port);
+// The same after any `prefix` ("" keeps the whole path: E2B's Host routing; "/e2b/envd" for its
+// E2b-Sandbox-Port routing).
+ApiResult<std::string> upstream_target_after(std::string_view raw_target, std::string_view prefix);
 
 // The methods proxied (HEAD is GET's row in the route table): GET HEAD POST PUT PATCH DELETE
 // OPTIONS. CONNECT and TRACE are not.

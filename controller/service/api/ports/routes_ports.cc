@@ -260,22 +260,27 @@ void PortRoutes::proxy(RequestContext& ctx) {
   auto sandbox = sandboxes_.find(ctx);
   auto target = ports::upstream_target(ctx.request->getURI(), ctx.sandbox, port_text);
   if (!target) throw target.error();
-  ctx.params_json = audit_params(*port, ctx.method, *target, std::nullopt);
-  const std::string what = where(*port, ctx.sandbox);
+  forward(ctx, *sandbox, *port, *target, "/v1/sandboxes/" + ctx.sandbox + "/ports/" + port_text);
+}
+
+void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, std::uint16_t port,
+                         const std::string& target, const std::string& prefix) {
+  ctx.params_json = audit_params(port, ctx.method, target, std::nullopt);
+  const std::string what = where(port, ctx.sandbox);
 
   ports::UpstreamRequest request;
   request.method = ctx.method;
-  request.target = *target;
-  request.port = *port;
+  request.target = target;
+  request.port = port;
   for (const auto& [name, value] : *ctx.request) request.headers.emplace_back(name, value);
   request.body = framing_of(*ctx.request);
   request.forwarded_host = ctx.request->getHost();
-  request.forwarded_prefix = "/v1/sandboxes/" + ctx.sandbox + "/ports/" + port_text;
+  request.forwarded_prefix = prefix;
 
   TunnelOptions options;
-  options.port = *port;
-  auto tunnel = sandbox->open_tunnel(options);
-  if (!tunnel) throw tunnel_error(tunnel.error(), *port, ctx.sandbox);
+  options.port = port;
+  auto tunnel = sandbox.open_tunnel(options);
+  if (!tunnel) throw tunnel_error(tunnel.error(), port, ctx.sandbox);
   Upstream up{**tunnel, {}};
   std::uint64_t sent =
       send_request(ctx, **tunnel, ports::request_head(request), request.body, what);
@@ -289,7 +294,7 @@ void PortRoutes::proxy(RequestContext& ctx) {
   BodyResult body = copy_body(ctx, up, head);
   (*tunnel)->close();
   ctx.action = std::move(action);
-  ctx.params_json = audit_params(*port, ctx.method, *target, std::make_pair(sent, body.bytes));
+  ctx.params_json = audit_params(port, ctx.method, target, std::make_pair(sent, body.bytes));
   std::optional<ApiError> cut;
   if (body.failure) {
     cut = bad_gateway("the reply from the service on " + what + " broke off after " +
