@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "api/ports/port_proxy.h"
 #include "core/observability/audit.h"
 #include "http/json.h"
 #include "pvesandbox/common/text.h"
@@ -57,7 +58,7 @@ ApiResult<EgressRequest> egress_from(std::optional<bool> allow_internet,
 
 // The fields of a `network` object we do not serve: each refused by name.
 void refuse_network_extras(JsonBody& net, JsonBody& outer) {
-  static const char* kUnsupported[] = {"egressProxy", "rules", "maskRequestHost", "httpsPorts"};
+  static const char* kUnsupported[] = {"egressProxy", "rules", "httpsPorts"};
   for (const char* f : kUnsupported)
     if (net.has(f))
       outer.reject(std::string("network.") + f,
@@ -67,10 +68,17 @@ void refuse_network_extras(JsonBody& net, JsonBody& outer) {
 
 // network.* of a create or an update; sets *explicit_egress when allowOut was given.
 std::optional<EgressRequest> read_network(JsonBody& body, std::optional<bool> allow_internet,
-                                          bool* explicit_egress, bool* public_traffic) {
+                                          bool* explicit_egress, PortAccess* ports) {
   std::optional<std::vector<std::string>> allow_out, deny_out;
   if (auto net = body.object("network")) {
-    if (public_traffic) *public_traffic = net->boolean("allowPublicTraffic").value_or(false);
+    if (ports) {
+      ports->public_traffic = net->boolean("allowPublicTraffic").value_or(false);
+      if (auto mask = net->string("maskRequestHost", 255)) {
+        if (auto st = ports::check_host_mask(*mask); !st)
+          body.reject("network.maskRequestHost", st.error().message);
+        ports->mask_host = *mask;
+      }
+    }
     allow_out = net->string_list("allowOut", 256, kMaxEgressName + 2);
     deny_out = net->string_list("denyOut", 256, 64);
     refuse_network_extras(*net, body);
@@ -208,7 +216,7 @@ ApiResult<NewSandbox> parse_new_sandbox(std::string_view text, const NewSandboxL
       if (!is_env_name(k)) body->reject("envVars", "\"" + k + "\" is not a variable name");
   }
   auto allow_internet = body->boolean("allow_internet_access");
-  if (auto egress = read_network(*body, allow_internet, &r.internet_explicit, &r.public_traffic))
+  if (auto egress = read_network(*body, allow_internet, &r.internet_explicit, &r.ports))
     r.create.internet = *egress;
   if (auto err = body->finish()) return tl::unexpected(*err);
   return r;
@@ -251,6 +259,8 @@ ApiResult<EgressRequest> parse_network_update(std::string_view text) {
   std::optional<std::vector<std::string>> deny_out = body->string_list("denyOut", 256, 64);
   auto allow_internet = body->boolean("allow_internet_access");
   refuse_network_extras(*body, *body);
+  if (body->has("maskRequestHost"))
+    body->reject("maskRequestHost", "set when the sandbox is created, not changed after");
   if (auto err = body->finish()) return tl::unexpected(*err);
   auto egress = egress_from(allow_internet, allow_out, deny_out);
   if (!egress) return tl::unexpected(egress.error());

@@ -46,15 +46,23 @@ std::optional<PortHost> port_host(std::string_view host, std::string_view domain
 // An E2B template id as a name we look up: 1-64 of [A-Za-z0-9._-], starting alphanumeric.
 bool is_template_id(std::string_view id);
 
+// Who may reach a sandbox's ports (other than envd's) and the Host they see (docs/e2b.md, Ports).
+struct PortAccess {
+  // network.allowPublicTraffic: its ports answer anyone who reaches the controller. Absent or
+  // false (the default here, unlike E2B's): a port wants e2b-traffic-access-token.
+  bool public_traffic = false;
+  // network.maskRequestHost: the Host header its services see, "${PORT}" standing for the port
+  // (ports::check_host_mask); "": localhost:<port>.
+  std::string mask_host;
+};
+
 // POST /v2/sandboxes
 struct NewSandbox {
   std::string template_id;         // kDefaultTemplate when absent
   CreateRequest create;            // ttl from timeout, labels from metadata, internet from network
   bool internet_explicit = false;  // allow_internet_access or network.allowOut was given
   std::map<std::string, std::string> env_vars;  // default environment of every command
-  // network.allowPublicTraffic: its ports answer anyone who reaches the controller. Absent or
-  // false (the default here, unlike E2B's): a port wants e2b-traffic-access-token.
-  bool public_traffic = false;
+  PortAccess ports;
 };
 struct NewSandboxLimits {
   int max_ttl_seconds = 86400;

@@ -72,9 +72,14 @@ class E2bRoutes {
   // A request for one of a sandbox's ports (other than envd's), routed as E2B routes it: by
   // Host "<port>-<id>.<domain>" or by E2b-Sandbox-Id/E2b-Sandbox-Port. Checks its
   // e2b-traffic-access-token (none for a sandbox created with allowPublicTraffic), sets the
-  // principal to the sandbox's owner, and returns the sandbox: the caller proxies (PortRoutes).
+  // principal to the sandbox's owner, and returns the sandbox and the Host its services see
+  // (maskRequestHost expanded; "": localhost:<port>): the caller proxies (PortRoutes).
   // 403 for a missing or wrong token, 404 for a sandbox without an E2B session here.
-  std::shared_ptr<Sandbox> port_target(RequestContext& ctx, const std::string& id);
+  struct PortTarget {
+    std::shared_ptr<Sandbox> sandbox;
+    std::string host;
+  };
+  PortTarget port_target(RequestContext& ctx, const std::string& id, std::uint16_t port);
   void rpc(RequestContext& ctx);
   void files_get(RequestContext& ctx);
   void files_post(RequestContext& ctx);

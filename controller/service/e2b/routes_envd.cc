@@ -11,6 +11,7 @@
 #include <Poco/Net/HTTPServerResponse.h>
 
 #include "api/files/real_path.h"
+#include "api/ports/port_proxy.h"
 #include "e2b/connect_stream.h"
 #include "e2b/control_wire.h"
 #include "e2b/e2b_routes.h"
@@ -165,7 +166,8 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
   }
 }
 
-std::shared_ptr<Sandbox> E2bRoutes::port_target(RequestContext& ctx, const std::string& id) {
+E2bRoutes::PortTarget E2bRoutes::port_target(RequestContext& ctx, const std::string& id,
+                                              std::uint16_t port) {
   ctx.sandbox = id;
   auto session = sessions_.find(id);
   if (!session)
@@ -187,7 +189,8 @@ std::shared_ptr<Sandbox> E2bRoutes::port_target(RequestContext& ctx, const std::
     throw from_error(Error{ErrorCode::kPermissionDenied,
                            "the token that owns " + id + " is no longer configured"});
   try {
-    return d_.sandbox_for(*ctx.principal, id);
+    return {d_.sandbox_for(*ctx.principal, id),
+            session->mask_host.empty() ? "" : ports::expand_host_mask(session->mask_host, port)};
   } catch (const ApiError& e) {
     if (e.status == 404) sessions_.erase(id);
     throw;

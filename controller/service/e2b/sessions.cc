@@ -10,7 +10,7 @@ std::string mint_access_token() {
 
 std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     const std::shared_ptr<pvs::Sandbox>& sandbox, const std::string& template_id,
-    const std::map<std::string, std::string>& env, bool public_traffic) {
+    const std::map<std::string, std::string>& env, const PortAccess& ports) {
   std::lock_guard lock(mu_);
   auto& slot = sessions_[sandbox->id()];
   if (!slot) {
@@ -21,7 +21,8 @@ std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     slot->env_vars = env;
     slot->processes = std::make_shared<ProcessTable>(sandbox);
     slot->owner = sandbox->info().owner;
-    if (!public_traffic) slot->traffic_token = mint_access_token();
+    if (!ports.public_traffic) slot->traffic_token = mint_access_token();
+    slot->mask_host = ports.mask_host;
   }
   return slot;
 }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "e2b/control_wire.h"
 #include "e2b/processes.h"
 
 namespace pvs::service::e2b {
@@ -29,6 +30,7 @@ struct SandboxSession {
   // trafficAccessToken: what a request to one of its ports (other than envd's) must carry as
   // e2b-traffic-access-token; empty for a sandbox created with network.allowPublicTraffic.
   std::string traffic_token;
+  std::string mask_host;  // network.maskRequestHost (PortAccess)
 };
 
 // A fresh envd access token: 32 random bytes, base64url without padding.
@@ -41,7 +43,7 @@ class SessionRegistry {
   std::shared_ptr<SandboxSession> ensure(const std::shared_ptr<pvs::Sandbox>& sandbox,
                                          const std::string& template_id = "base",
                                          const std::map<std::string, std::string>& env = {},
-                                         bool public_traffic = false);
+                                         const PortAccess& ports = {});
   std::shared_ptr<SandboxSession> find(const std::string& id) const;
   // True when `token` is the sandbox's access token (constant time); false without a session.
   bool token_matches(const std::string& id, std::string_view token) const;

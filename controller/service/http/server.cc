@@ -173,10 +173,11 @@ bool Api::dispatch_e2b_port(RequestContext& ctx) {
       throw method_not_allowed(ctx.method.substr(0, 16) + " is not proxied to a sandbox's port");
     auto target = ports::upstream_target_after(ctx.request->getURI(), prefix);
     if (!target) throw target.error();
-    auto sandbox = e2b_routes_.port_target(ctx, to->sandbox);
+    auto found = e2b_routes_.port_target(ctx, to->sandbox, to->port);
     auto slot = limits_.acquire(ctx.principal->name, TokenLimits::Kind::kRequest);
     if (!slot) throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
-    port_routes_.forward(ctx, *sandbox, to->port, *target, "");
+    // By Host, the page has an origin of its own: no opaque-origin CSP (port_routes.h).
+    port_routes_.forward(ctx, *found.sandbox, {to->port, *target, "", found.host, !prefix.empty()});
   } catch (const ApiError& e) {
     if (ctx.responded) throw;
     ctx.error = e;

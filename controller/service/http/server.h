@@ -118,8 +118,12 @@ class Api : public Replies, public SandboxOps {
 
   // Appends a record to the audit log (a failure is counted and logged, never thrown).
   void append_audit(const AuditRecord& record);
-  // Hangs up every terminal WebSocket and joins their threads (HttpServer::stop).
-  void stop_websockets() { terminal_routes_.stop_websockets(); }
+  // Hangs up every terminal WebSocket and upgraded port connection, and joins their threads
+  // (HttpServer::stop).
+  void stop_websockets() {
+    terminal_routes_.stop_websockets();
+    port_routes_.stop_upgrades();
+  }
 
  private:
   void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
@@ -159,7 +163,9 @@ class Api : public Replies, public SandboxOps {
          e2b_routes_.forget(id);
        }}};
   FileRoutes file_routes_{config_, *this, gate_, *this};
-  PortRoutes port_routes_{*this, *this};
+  PortRoutes port_routes_{{*this, *this, metrics_, audit_sink(),
+                           WsSessions::Limits{config_.ports_max_upgrades_per_token,
+                                              config_.ports_max_upgrades}}};
   TerminalRoutes terminal_routes_{{config_, *this, gate_, *terminals_, *this, audit_sink()}};
   McpRoutes mcp_routes_{{config_, limits_, *this, audit_sink(),
                          mcp::ToolOps{config_, gate_, *this, sandbox_routes_, file_routes_,

@@ -130,6 +130,95 @@ bool is_hop_by_hop(std::string_view name, std::string_view connection) {
   return false;
 }
 
+std::string requested_upgrade(const std::vector<Header>& headers) {
+  bool asked = false;
+  std::string upgrade;
+  for (const auto& [name, value] : headers) {
+    if (iequals(name, "upgrade")) upgrade = std::string(trim(value));
+    if (!iequals(name, "connection")) continue;
+    std::string_view list = value;
+    while (!list.empty()) {
+      auto comma = list.find(',');
+      if (iequals(trim(list.substr(0, comma)), "upgrade")) asked = true;
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+  }
+  return asked ? upgrade : std::string();
+}
+
+Status check_host_mask(std::string_view mask) {
+  auto bad = [&](const std::string& why) {
+    return fail(Error{ErrorCode::kInvalidArgument,
+                      "maskRequestHost \"" + std::string(mask.substr(0, 64)) + "\": " + why});
+  };
+  if (mask.empty() || mask.size() > 255) return bad("1 to 255 bytes");
+  std::string host(mask);
+  for (std::size_t at; (at = host.find("${PORT}")) != std::string::npos;) host.replace(at, 7, "1");
+  std::string_view rest = host;
+  std::string_view name;
+  if (rest.front() == '[') {
+    auto close = rest.find(']');
+    if (close == std::string_view::npos) return bad("an IPv6 literal without its ']'");
+    name = rest.substr(1, close - 1);
+    rest.remove_prefix(close + 1);
+    if (name.empty() || name.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+      return bad("not an IPv6 literal");
+  } else {
+    name = rest.substr(0, rest.find(':'));
+    rest.remove_prefix(name.size());
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+        }))
+      return bad("a host name has letters, digits, '.', '-' and '_' only");
+  }
+  if (rest.empty()) return {};
+  rest.remove_prefix(1);  // ':'
+  if (rest.empty() || rest.size() > 5 ||
+      !std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return bad("the port after ':' is digits or ${PORT}");
+  return {};
+}
+
+std::string expand_host_mask(std::string_view mask, std::uint16_t port) {
+  std::string host(mask);
+  const std::string p = std::to_string(port);
+  for (std::size_t at = 0; (at = host.find("${PORT}", at)) != std::string::npos; at += p.size())
+    host.replace(at, 7, p);
+  return host;
+}
+
+namespace {
+
+// The client's WebSocket subprotocols less "bearer.<token>" (the console's way to send its
+// token); "" when none is left.
+std::string without_bearer(std::string_view protocols) {
+  std::string kept;
+  while (!protocols.empty()) {
+    auto comma = protocols.find(',');
+    auto p = trim(protocols.substr(0, comma));
+    if (!p.empty() && p.substr(0, 7) != "bearer.") kept += (kept.empty() ? "" : ", ") + std::string(p);
+    if (comma == std::string_view::npos) break;
+    protocols.remove_prefix(comma + 1);
+  }
+  return kept;
+}
+
+// The client's cookies less pvs_preview (preview.h); "" when none is left.
+std::string without_preview_cookie(std::string_view cookies) {
+  std::string kept;
+  while (!cookies.empty()) {
+    auto semi = cookies.find(';');
+    auto c = trim(cookies.substr(0, semi));
+    if (!c.empty() && c.substr(0, 12) != "pvs_preview=") kept += (kept.empty() ? "" : "; ") + std::string(c);
+    if (semi == std::string_view::npos) break;
+    cookies.remove_prefix(semi + 1);
+  }
+  return kept;
+}
+
+}  // namespace
+
 std::string request_head(const UpstreamRequest& r) {
   std::string connection;
   for (const auto& [name, value] : r.headers)
@@ -139,18 +228,25 @@ std::string request_head(const UpstreamRequest& r) {
     if (is_hop_by_hop(name, connection) || iequals(name, "host") ||
         iequals(name, "authorization") || iequals(name, "expect") ||
         iequals(name, "content-length") || iequals(name, "x-forwarded-host") ||
-        iequals(name, "x-forwarded-prefix"))
+        iequals(name, "x-forwarded-prefix") || iequals(name, "e2b-traffic-access-token"))
       continue;
-    head += name + ": " + value + "\r\n";
+    std::string v = value;
+    if (iequals(name, "sec-websocket-protocol")) v = without_bearer(value);
+    if (iequals(name, "cookie")) v = without_preview_cookie(value);
+    if (v.empty() && !value.empty()) continue;
+    head += name + ": " + v + "\r\n";
   }
-  head += "Host: localhost:" + std::to_string(r.port) + "\r\n";
+  head += "Host: " + (r.host.empty() ? "localhost:" + std::to_string(r.port) : r.host) + "\r\n";
   if (r.body.kind == BodyFraming::Kind::kLength)
     head += "Content-Length: " + std::to_string(r.body.length) + "\r\n";
   else if (r.body.kind == BodyFraming::Kind::kChunked)
     head += "Transfer-Encoding: chunked\r\n";
   if (!r.forwarded_host.empty()) head += "X-Forwarded-Host: " + r.forwarded_host + "\r\n";
   if (!r.forwarded_prefix.empty()) head += "X-Forwarded-Prefix: " + r.forwarded_prefix + "\r\n";
-  head += "Connection: close\r\n\r\n";
+  if (!r.upgrade.empty())
+    head += "Upgrade: " + r.upgrade + "\r\nConnection: Upgrade\r\n\r\n";
+  else
+    head += "Connection: close\r\n\r\n";
   return head;
 }
 
@@ -224,6 +320,8 @@ Result<ResponseHead> parse_response_head(std::string_view head, std::string_view
       if (!iequals(value, "chunked") || chunked)
         return fail(malformed("Transfer-Encoding other than chunked: " + value.substr(0, 64)));
       chunked = true;
+    } else if (iequals(name, "upgrade")) {
+      r.upgrade = value;
     } else if (!is_hop_by_hop(name, connection)) {
       if (iequals(name, "content-type")) r.content_type = value;
       r.headers.emplace_back(std::move(name), std::move(value));

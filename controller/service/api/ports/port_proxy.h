@@ -35,6 +35,17 @@ bool is_proxied_method(std::string_view method);
 
 using Header = std::pair<std::string, std::string>;
 
+// The protocol the client asks to switch to: its Upgrade header when its Connection header
+// names "upgrade" (a WebSocket's "websocket"), else "": a plain request.
+std::string requested_upgrade(const std::vector<Header>& headers);
+
+// E2B's network.maskRequestHost: the Host header a sandbox's services see instead of
+// "localhost:<port>", "${PORT}" standing for the port. A host name or address ([A-Za-z0-9._-],
+// or an IPv6 literal in brackets) with an optional ":port" (digits or ${PORT}), at most 255
+// bytes. kInvalidArgument otherwise, saying why.
+Status check_host_mask(std::string_view mask);
+std::string expand_host_mask(std::string_view mask, std::uint16_t port);
+
 // Headers that belong to one connection, never forwarded (RFC 9110 7.6.1), plus those named in
 // the message's own Connection header (`connection`: its value, comma-separated).
 bool is_hop_by_hop(std::string_view name, std::string_view connection);
@@ -53,12 +64,16 @@ struct UpstreamRequest {
   BodyFraming body;
   std::string forwarded_host;    // the client's Host: X-Forwarded-Host
   std::string forwarded_prefix;  // "/v1/sandboxes/<id>/ports/<port>": X-Forwarded-Prefix
+  std::string upgrade;           // requested_upgrade(): sent on, with Connection: Upgrade
+  std::string host;              // the Host header; "": localhost:<port>
 };
 
 // The request head for the service, ending in the blank line. The client's headers less the
-// hop-by-hop ones, Host, Authorization (the controller's token never reaches the sandbox),
-// Expect, Content-Length and the X-Forwarded-Host/Prefix it sent; then Host, the body's framing,
-// X-Forwarded-Host, X-Forwarded-Prefix and Connection: close.
+// hop-by-hop ones, Host, Expect, Content-Length, the X-Forwarded-Host/Prefix it sent and the
+// controller's credentials (none reaches the sandbox: Authorization, e2b-traffic-access-token,
+// the pvs_preview cookie, "bearer.*" WebSocket subprotocols); then Host, the body's framing,
+// X-Forwarded-Host, X-Forwarded-Prefix and Connection: close, or for an upgrade the Upgrade
+// header and Connection: Upgrade.
 std::string request_head(const UpstreamRequest& request);
 
 struct ResponseHead {
@@ -68,6 +83,7 @@ struct ResponseHead {
   enum class Framing { kNone, kLength, kChunked, kUntilClose } framing = Framing::kNone;
   std::uint64_t length = 0;  // kLength
   std::string content_type;  // also in headers
+  std::string upgrade;       // a 101's Upgrade header (not in headers)
 };
 
 // The end of a response head in `buffer` (the offset just past its blank line), or nullopt.

@@ -1,16 +1,23 @@
 // Ports of a sandbox (room api/ports/, docs/design/ports.md): `/v1/sandboxes/{id}/ports/{port}/
 // {path...}` proxies one HTTP/1.1 request to the service listening at 127.0.0.1:<port> in the
 // sandbox, through an SSH direct-tcpip channel on the sandbox's session (ssh_tunnel.h), streamed
-// both ways. A handler class with narrow dependencies: the sandboxes a caller may use
-// (SandboxOps) and the reply helpers; the pure parts are port_proxy.h.
+// both ways; a request that upgrades (a WebSocket) becomes a two-way byte stream on a thread of
+// its own (routes_ports_upgrade.cc). A handler class with narrow dependencies: the sandboxes a
+// caller may use (SandboxOps), the reply helpers, the metrics and the audit sink; the pure parts
+// are port_proxy.h.
 #pragma once
 
 #include <chrono>
+#include <functional>
 
 #include "api/ports/listening.h"
+#include "api/ports/port_proxy.h"
 #include "api/sandboxes/sandbox_ops.h"
+#include "core/observability/audit.h"
+#include "core/observability/metrics.h"
 #include "http/replies.h"
 #include "http/request_context.h"
+#include "http/ws_sessions.h"
 
 namespace pvs::service {
 
@@ -20,22 +27,47 @@ std::vector<ports::ListeningPort> read_listening(Sandbox& sandbox);
 
 class PortRoutes {
  public:
-  PortRoutes(SandboxOps& sandboxes, Replies& replies) : sandboxes_(sandboxes), replies_(replies) {}
+  struct Deps {
+    SandboxOps& sandboxes;
+    Replies& replies;
+    Metrics* metrics;                               // pvs_port_* (service_metrics.cc)
+    std::function<void(const AuditRecord&)> audit;  // an upgraded connection's record, at its end
+    WsSessions::Limits upgrades;  // ports.max_upgrades_per_token, ports.max_upgrades
+  };
+  explicit PortRoutes(Deps deps) : d_(std::move(deps)), upgrades_(d_.upgrades) {}
 
   void proxy(RequestContext& ctx);  // GET/HEAD/POST/PUT/PATCH/DELETE/OPTIONS .../ports/{port}/...
   void list(RequestContext& ctx);   // GET .../ports: what listens (listening.h)
-  // The proxying itself, for a sandbox and port the caller found and checked: `target` is the
-  // service's request-target (upstream_target*), `prefix` its X-Forwarded-Prefix ("": none).
-  void forward(RequestContext& ctx, Sandbox& sandbox, std::uint16_t port,
-               const std::string& target, const std::string& prefix);
+  // How forward() reaches the service: its request-target (upstream_target*), the
+  // X-Forwarded-Prefix ("": none), the Host it sees ("": localhost:<port>), and whether the
+  // reply runs in an opaque origin (kSandboxCsp: the replies served from the controller's own
+  // origin; not on a host of the sandbox's own).
+  struct Target {
+    std::uint16_t port = 0;
+    std::string path;
+    std::string prefix;
+    std::string host;
+    bool opaque_origin = true;
+  };
+  // The proxying itself, for a sandbox and port the caller found and checked.
+  void forward(RequestContext& ctx, Sandbox& sandbox, const Target& target);
+  // Hangs up every upgraded connection and joins their threads (HttpServer::stop).
+  void stop_upgrades() { upgrades_.stop(); }
+  std::size_t upgrades_open() const { return upgrades_.active(); }
 
   // The service may be silent this long (for its reply's head, between body bytes, or while
   // it takes the request body) before the request fails (504, or the reply is cut off).
   static constexpr std::chrono::seconds kIdleTimeout{60};
 
  private:
-  SandboxOps& sandboxes_;
-  Replies& replies_;
+  // Switches the client's connection to a two-way stream with the service's (the 101 reply
+  // is sent here), run off the pool until either side closes.
+  void splice(RequestContext& ctx, const Target& to, std::unique_ptr<TcpTunnel> tunnel,
+              std::string pending, const ports::ResponseHead& head, WsSessions::Ticket ticket,
+              std::uint64_t sent);
+
+  Deps d_;
+  WsSessions upgrades_;
 };
 
 }  // namespace pvs::service

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "api/ports/listening.h"
+#include "api/ports/port_audit.h"
 #include "api/ports/port_proxy.h"
 #include "api/ports/port_routes.h"
 #include "http/chunk_frames.h"
@@ -113,17 +114,17 @@ std::uint64_t send_request(RequestContext& ctx, TcpTunnel& t, const std::string&
   return total;
 }
 
-// The service's final reply head (interim 1xx ones dropped).
-ResponseHead read_head(Upstream& up, const std::string& method, const std::string& what) {
+// The service's final reply head (interim 1xx ones dropped; a 101 is final when `upgrading`).
+ResponseHead read_head(Upstream& up, const std::string& method, bool upgrading,
+                       const std::string& what) {
   for (;;) {
     if (auto end = ports::head_end(up.pending)) {
       auto head = ports::parse_response_head(std::string_view(up.pending).substr(0, *end), method);
       if (!head) throw bad_gateway("the service on " + what + ": " + head.error().message);
       up.pending.erase(0, *end);
-      if (head->status == 101)
-        throw bad_gateway("the service on " + what +
-                          " switched protocols (101): upgrades are not proxied yet");
-      if (head->status >= 200) return std::move(*head);
+      if (head->status == 101 && !upgrading)
+        throw bad_gateway("the service on " + what + " switched protocols (101) unasked");
+      if (head->status >= 200 || head->status == 101) return std::move(*head);
       continue;
     }
     if (up.pending.size() > kMaxHead)
@@ -225,19 +226,9 @@ BodyResult copy_body(RequestContext& ctx, Upstream& up, const ResponseHead& head
   return {};
 }
 
-std::string audit_params(std::uint16_t port, const std::string& method, const std::string& path,
-                         std::optional<std::pair<std::uint64_t, std::uint64_t>> bytes) {
-  JsonWriter w;
-  w.begin_object().key("port").value(static_cast<int>(port)).key("method").value(method);
-  w.key("path").value(path.substr(0, std::min<std::size_t>(path.find('?'), 256)));  // no query
-  if (bytes) w.key("bytes_in").value(bytes->first).key("bytes_out").value(bytes->second);
-  w.end_object();
-  return w.take();
-}
-
 // The service's headers on the reply (Date and Server replace the controller's own), and the
 // sandboxing CSP every proxied reply carries (port_proxy.h).
-void copy_headers(RequestContext& ctx, const ResponseHead& head) {
+void copy_headers(RequestContext& ctx, const ResponseHead& head, bool opaque_origin) {
   auto& resp = *ctx.response;
   if (!head.reason.empty()) resp.setReason(head.reason);
   for (const auto& [name, value] : head.headers) {
@@ -248,7 +239,7 @@ void copy_headers(RequestContext& ctx, const ResponseHead& head) {
     else
       resp.add(name, value);
   }
-  resp.add("Content-Security-Policy", std::string(ports::kSandboxCsp));
+  if (opaque_origin) resp.add("Content-Security-Policy", std::string(ports::kSandboxCsp));
 }
 
 }  // namespace
@@ -257,52 +248,70 @@ void PortRoutes::proxy(RequestContext& ctx) {
   const std::string& port_text = ctx.params.at("port");
   auto port = ports::parse_port(port_text);
   if (!port) throw port.error();
-  auto sandbox = sandboxes_.find(ctx);
-  auto target = ports::upstream_target(ctx.request->getURI(), ctx.sandbox, port_text);
-  if (!target) throw target.error();
-  forward(ctx, *sandbox, *port, *target, "/v1/sandboxes/" + ctx.sandbox + "/ports/" + port_text);
+  auto sandbox = d_.sandboxes.find(ctx);
+  auto path = ports::upstream_target(ctx.request->getURI(), ctx.sandbox, port_text);
+  if (!path) throw path.error();
+  forward(ctx, *sandbox,
+          {*port, *path, "/v1/sandboxes/" + ctx.sandbox + "/ports/" + port_text, "", true});
 }
 
-void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, std::uint16_t port,
-                         const std::string& target, const std::string& prefix) {
-  ctx.params_json = audit_params(port, ctx.method, target, std::nullopt);
-  const std::string what = where(port, ctx.sandbox);
+void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to) {
+  ctx.params_json = ports::audit_params(to.port, ctx.method, to.path, std::nullopt);
+  const std::string what = where(to.port, ctx.sandbox);
 
   ports::UpstreamRequest request;
   request.method = ctx.method;
-  request.target = target;
-  request.port = port;
+  request.target = to.path;
+  request.port = to.port;
+  request.host = to.host;
   for (const auto& [name, value] : *ctx.request) request.headers.emplace_back(name, value);
   request.body = framing_of(*ctx.request);
   request.forwarded_host = ctx.request->getHost();
-  request.forwarded_prefix = prefix;
+  request.forwarded_prefix = to.prefix;
+  request.upgrade = ports::requested_upgrade(request.headers);
+  // An upgrade takes a place among the caps first: beyond them a plain 429, nothing switched.
+  std::optional<WsSessions::Ticket> ticket;
+  if (!request.upgrade.empty()) {
+    if (ctx.method != "GET" || request.body.kind != BodyFraming::Kind::kNone)
+      throw bad_request("an upgrade (Upgrade: " + request.upgrade.substr(0, 32) +
+                        ") is a GET without a body");
+    std::string why;
+    ticket = upgrades_.reserve(ctx.principal ? ctx.principal->name : "", &why);
+    if (!ticket) {
+      ctx.response->set("Retry-After", "1");
+      throw limit_exceeded(why + " (ports.max_upgrades_per_token, ports.max_upgrades)");
+    }
+  }
 
   TunnelOptions options;
-  options.port = port;
+  options.port = to.port;
   auto tunnel = sandbox.open_tunnel(options);
-  if (!tunnel) throw tunnel_error(tunnel.error(), port, ctx.sandbox);
+  if (!tunnel) throw tunnel_error(tunnel.error(), to.port, ctx.sandbox);
   Upstream up{**tunnel, {}};
   std::uint64_t sent =
       send_request(ctx, **tunnel, ports::request_head(request), request.body, what);
-  ResponseHead head = read_head(up, ctx.method, what);
+  ResponseHead head = read_head(up, ctx.method, ticket.has_value(), what);
+  if (head.status == 101)
+    return splice(ctx, to, std::move(*tunnel), std::move(up.pending), head, std::move(*ticket), sent);
 
   // One audit record at the end, with the bytes: the reply's beginning is not audited.
   std::string action = std::move(ctx.action);
   ctx.action.clear();
-  replies_.begin_reply(ctx, head.status, head.content_type);
-  copy_headers(ctx, head);
+  d_.replies.begin_reply(ctx, head.status, head.content_type);
+  copy_headers(ctx, head, to.opaque_origin);
   BodyResult body = copy_body(ctx, up, head);
   (*tunnel)->close();
   ctx.action = std::move(action);
-  ctx.params_json = audit_params(port, ctx.method, target, std::make_pair(sent, body.bytes));
+  ctx.params_json = ports::audit_params(to.port, ctx.method, to.path, std::make_pair(sent, body.bytes));
+  ports::count(d_.metrics, "http", sent, body.bytes);
   std::optional<ApiError> cut;
   if (body.failure) {
     cut = bad_gateway("the reply from the service on " + what + " broke off after " +
                       std::to_string(body.bytes) + " bytes: " + *body.failure);
     log::warn("request " + ctx.request_id + ": " + cut->message);
-    replies_.abort_reply(ctx);
+    d_.replies.abort_reply(ctx);
   }
-  replies_.audit(ctx, head.status, cut ? &*cut : nullptr);
+  d_.replies.audit(ctx, head.status, cut ? &*cut : nullptr);
 }
 
 // The kernel's own lists of the sandbox's sockets, read over SFTP (no command runs: nothing for
@@ -319,8 +328,8 @@ std::vector<ports::ListeningPort> read_listening(Sandbox& sandbox) {
 }
 
 void PortRoutes::list(RequestContext& ctx) {
-  auto sandbox = sandboxes_.find(ctx);
-  replies_.send_json(ctx, 200, ports::listening_json(ctx.sandbox, read_listening(*sandbox)));
+  auto sandbox = d_.sandboxes.find(ctx);
+  d_.replies.send_json(ctx, 200, ports::listening_json(ctx.sandbox, read_listening(*sandbox)));
 }
 
 }  // namespace pvs::service

@@ -8,7 +8,7 @@
 //
 // The upgrade is judged (terminal.attach), checked (Origin) and counted (WsSessions: per token
 // and in all) on an HTTP worker; the connection then runs off the pool, on a thread of its own
-// (api/terminals/ws_sessions.h). Two threads per connection: one reads frames, a writer sends
+// (http/ws_sessions.h). Two threads per connection: one reads frames, a writer sends
 // output; every socket call happens under one mutex (TLS sockets are not safe for concurrent
 // use), and reads only happen when data is there (poll), so the writer is never held up long.
 #include <Poco/JSON/Parser.h>
@@ -20,7 +20,7 @@
 
 #include "api/mcp/protocol.h"
 #include "api/terminals/terminal_routes.h"
-#include "api/terminals/ws_sessions.h"
+#include "http/ws_sessions.h"
 #include "http/json.h"
 #include "pvesandbox/common/log.h"
 

@@ -19,7 +19,7 @@
 #include "api/sandboxes/sandbox_ops.h"
 #include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminals.h"
-#include "api/terminals/ws_sessions.h"
+#include "http/ws_sessions.h"
 #include "core/config/config.h"
 #include "core/observability/audit.h"
 #include "http/replies.h"

@@ -164,6 +164,12 @@ void parse_terminals(yaml::Map s, ServiceConfig& c) {
   (void)s.finish();
 }
 
+void parse_ports(yaml::Map s, ServiceConfig& c) {
+  s.integer("max_upgrades_per_token", &c.ports_max_upgrades_per_token, 1, 100000);
+  s.integer("max_upgrades", &c.ports_max_upgrades, 1, 100000);
+  (void)s.finish();
+}
+
 // policy.webhook (docs/policy.md): read beside parse_policy, which owns the rest of `policy`.
 void parse_webhook(yaml::Map s, const Env& env, WebhookConfig& w) {
   s.string("url", &w.url, yaml::Need::kRequired);
@@ -394,6 +400,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_auth(top.map("auth"), c);
   parse_audit(top.map("audit"), c);
   parse_terminals(top.map("terminals"), c);
+  parse_ports(top.map("ports"), c);
   top.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
   parse_mcp(top.map("mcp"), c.mcp);
   {

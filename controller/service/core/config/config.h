@@ -111,6 +111,9 @@ struct ServiceConfig {
   int terminal_max_websockets_per_token = 16;  // open terminal WebSockets per token; 429 beyond
   int terminal_max_websockets = 256;           // all tokens together; 429 beyond
   int terminal_scrollback_lines = 1000;
+  // ports (api/ports/): upgraded connections (WebSockets) to sandboxes' ports; 429 beyond
+  int ports_max_upgrades_per_token = 32;
+  int ports_max_upgrades = 256;
   int terminal_max_wait_seconds = 60;     // a wait's timeout is capped at this
   bool audit_log_terminal_input = false;  // audit.log_terminal_input: record what was typed
 

@@ -43,6 +43,11 @@ void Api::declare_metrics(Metrics& m) {
                     "Sandboxes paused when their TTL ended (on_expiry: pause).");
   m.declare_counter("pvs_auto_resumes_total",
                     "Paused sandboxes a data-plane call resumed (auto_resume).");
+  m.declare_counter("pvs_port_requests_total",
+                    "Requests proxied to sandboxes' ports (kind: http, or upgrade: a WebSocket).");
+  m.declare_counter("pvs_port_bytes_total",
+                    "Bytes proxied to sandboxes' ports (direction: in from clients, out to them).");
+  m.declare_gauge("pvs_port_upgrades_open", "Upgraded connections to sandboxes' ports open now.");
   m.declare_gauge("pvs_quarantined_addresses", "Addresses waiting for a confirmed revoke.");
   m.declare_gauge("pvs_warm_pool_containers", "Stopped clones ready in the warm pool.");
   m.declare_counter("pvs_warm_pool_hits_total", "Creates served from the warm pool.");
@@ -117,6 +122,7 @@ void collect_nodes(Metrics& m, const std::vector<NodeInfo>& nodes) {
 
 void Api::collect(Metrics& m) {
   m.set("pvs_approvals_pending", {}, static_cast<double>(gate_.approvals().pending()));
+  m.set("pvs_port_upgrades_open", {}, static_cast<double>(port_routes_.upgrades_open()));
   auto manager = this->manager();
   m.set("pvs_manager_ready", {}, manager ? 1 : 0);
   if (!manager) return;

@@ -313,7 +313,7 @@ TEST_F(TerminalApiTest, WebSocketWatchersSlowReadersReattachAndExit) {
   EXPECT_EQ(json(call("GET", term).body)->getValue<int>("exit_code"), 7);
 }
 
-// WebSockets run off the HTTP worker pool (api/terminals/ws_sessions.h), within caps per token
+// WebSockets run off the HTTP worker pool (http/ws_sessions.h), within caps per token
 // and in all (#32, finding 6).
 class TerminalWsCapTest : public TerminalApiTest {
  protected:

@@ -1,5 +1,5 @@
 // WsSessions: the caps per token and in all, places given back, stop() hanging sessions up.
-#include "api/terminals/ws_sessions.h"
+#include "http/ws_sessions.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "api/terminals/ws_sessions.h"
+#include "http/ws_sessions.h"
 
 #include <utility>
 #include <vector>
