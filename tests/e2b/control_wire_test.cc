@@ -70,6 +70,20 @@ TEST(ControlWire, UnsupportedNetworkIsAClear400) {
   expect_400(create(R"({"network":[]})"), "network");
 }
 
+TEST(ControlWire, PortAccessIsReadFromNetwork) {
+  auto plain = create("{}");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->ports.public_traffic);
+  EXPECT_EQ(plain->ports.mask_host, "");
+  auto masked =
+      create(R"({"network":{"allowPublicTraffic":true,"maskRequestHost":"localhost:${PORT}"}})");
+  ASSERT_TRUE(masked);
+  EXPECT_TRUE(masked->ports.public_traffic);
+  EXPECT_EQ(masked->ports.mask_host, "localhost:${PORT}");
+  expect_400(create(R"({"network":{"maskRequestHost":"bad host"}})"), "network.maskRequestHost");
+  expect_400(create(R"({"network":{"maskRequestHost":7}})"), "maskRequestHost");
+}
+
 TEST(ControlWire, UnsupportedFeaturesAreClear400s) {
   expect_400(create(R"({"autoResume":{"enabled":true}})"), "needs autoPause");
   expect_400(create(R"({"autoPause":true,"autoPauseMemory":true})"), "filesystem mode only");

@@ -167,7 +167,7 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
 }
 
 E2bRoutes::PortTarget E2bRoutes::port_target(RequestContext& ctx, const std::string& id,
-                                              std::uint16_t port) {
+                                             std::uint16_t port) {
   ctx.sandbox = id;
   auto session = sessions_.find(id);
   if (!session)

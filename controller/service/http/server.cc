@@ -175,7 +175,8 @@ bool Api::dispatch_e2b_port(RequestContext& ctx) {
     if (!target) throw target.error();
     auto found = e2b_routes_.port_target(ctx, to->sandbox, to->port);
     auto slot = limits_.acquire(ctx.principal->name, TokenLimits::Kind::kRequest);
-    if (!slot) throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
+    if (!slot)
+      throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
     // By Host, the page has an origin of its own: no opaque-origin CSP (port_routes.h).
     port_routes_.forward(ctx, *found.sandbox, {to->port, *target, "", found.host, !prefix.empty()});
   } catch (const ApiError& e) {

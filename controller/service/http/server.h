@@ -129,7 +129,7 @@ class Api : public Replies, public SandboxOps {
   void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
   void dispatch(RequestContext& ctx);
   bool dispatch_e2b_port(RequestContext& ctx);  // E2B's routing to a sandbox's port
-  void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
+  void authenticate(RequestContext& ctx);       // throws ApiError 401 / 429
   std::shared_ptr<Manager> require_manager();
   void finish(RequestContext& ctx);
   void audit_denied(RequestContext& ctx, const DeniedLog::Line& line, std::string_view reason);
@@ -163,9 +163,10 @@ class Api : public Replies, public SandboxOps {
          e2b_routes_.forget(id);
        }}};
   FileRoutes file_routes_{config_, *this, gate_, *this};
-  PortRoutes port_routes_{{*this, *this, metrics_, audit_sink(),
-                           WsSessions::Limits{config_.ports_max_upgrades_per_token,
-                                              config_.ports_max_upgrades}}};
+  PortRoutes port_routes_{
+      {*this, *this, metrics_, audit_sink(),
+       WsSessions::Limits{config_.ports_max_upgrades_per_token, config_.ports_max_upgrades},
+       tokens_, limits_, config_.ports_preview_max_seconds, config_.ports_preview_secret}};
   TerminalRoutes terminal_routes_{{config_, *this, gate_, *terminals_, *this, audit_sink()}};
   McpRoutes mcp_routes_{{config_, limits_, *this, audit_sink(),
                          mcp::ToolOps{config_, gate_, *this, sandbox_routes_, file_routes_,

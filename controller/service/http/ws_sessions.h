@@ -1,8 +1,8 @@
 // Long-lived connections off the HTTP worker pool: terminal WebSockets, and upgraded
 // connections to a sandbox's port (api/ports/). A WebSocket lives as long as a person watches
 // a terminal or a page stays open, so it must not hold one of the pool's threads (a few tokens'
-// terminals would fill it and nobody could approve anything): after the upgrade the handler hands the
-// connection to a thread of its own here and returns its worker. Caps bound the threads: at
+// terminals would fill it and nobody could approve anything): after the upgrade the handler hands
+// the connection to a thread of its own here and returns its worker. Caps bound the threads: at
 // most `per_token` WebSockets per token and `total` together; beyond them the upgrade answers
 // 429 before anything is switched.
 //

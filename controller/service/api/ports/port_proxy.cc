@@ -71,8 +71,8 @@ ApiResult<std::uint16_t> parse_port(std::string_view text) {
 
 ApiResult<std::string> upstream_target(std::string_view raw, std::string_view id,
                                        std::string_view port) {
-  return upstream_target_after(
-      raw, "/v1/sandboxes/" + std::string(id) + "/ports/" + std::string(port));
+  return upstream_target_after(raw,
+                               "/v1/sandboxes/" + std::string(id) + "/ports/" + std::string(port));
 }
 
 ApiResult<std::string> upstream_target_after(std::string_view raw, std::string_view prefix) {
@@ -197,7 +197,8 @@ std::string without_bearer(std::string_view protocols) {
   while (!protocols.empty()) {
     auto comma = protocols.find(',');
     auto p = trim(protocols.substr(0, comma));
-    if (!p.empty() && p.substr(0, 7) != "bearer.") kept += (kept.empty() ? "" : ", ") + std::string(p);
+    if (!p.empty() && p.substr(0, 7) != "bearer.")
+      kept += (kept.empty() ? "" : ", ") + std::string(p);
     if (comma == std::string_view::npos) break;
     protocols.remove_prefix(comma + 1);
   }
@@ -210,7 +211,8 @@ std::string without_preview_cookie(std::string_view cookies) {
   while (!cookies.empty()) {
     auto semi = cookies.find(';');
     auto c = trim(cookies.substr(0, semi));
-    if (!c.empty() && c.substr(0, 12) != "pvs_preview=") kept += (kept.empty() ? "" : "; ") + std::string(c);
+    if (!c.empty() && c.substr(0, 12) != "pvs_preview=")
+      kept += (kept.empty() ? "" : "; ") + std::string(c);
     if (semi == std::string_view::npos) break;
     cookies.remove_prefix(semi + 1);
   }

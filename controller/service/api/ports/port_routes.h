@@ -15,8 +15,10 @@
 #include "api/sandboxes/sandbox_ops.h"
 #include "core/observability/audit.h"
 #include "core/observability/metrics.h"
+#include "http/auth.h"
 #include "http/replies.h"
 #include "http/request_context.h"
+#include "http/token_limits.h"
 #include "http/ws_sessions.h"
 
 namespace pvs::service {
@@ -33,11 +35,20 @@ class PortRoutes {
     Metrics* metrics;                               // pvs_port_* (service_metrics.cc)
     std::function<void(const AuditRecord&)> audit;  // an upgraded connection's record, at its end
     WsSessions::Limits upgrades;  // ports.max_upgrades_per_token, ports.max_upgrades
+    const TokenStore& tokens;     // a preview link acts for its maker (previews.cc)
+    TokenLimits& limits;          // ... within its requests in flight
+    int preview_max_seconds;      // ports.preview_max_seconds
+    std::string preview_key;      // ports.preview_secret; "": a random key of this process
   };
-  explicit PortRoutes(Deps deps) : d_(std::move(deps)), upgrades_(d_.upgrades) {}
+  explicit PortRoutes(Deps deps);
 
   void proxy(RequestContext& ctx);  // GET/HEAD/POST/PUT/PATCH/DELETE/OPTIONS .../ports/{port}/...
   void list(RequestContext& ctx);   // GET .../ports: what listens (listening.h)
+  // Preview links (previews.cc): POST .../ports/{port}/preview makes one, a sealed URL under
+  // /v1/previews/ that proxies to the port without the bearer token until it expires; any
+  // method on /v1/previews/{token}/{path...} (a public route) is served through it.
+  void make_preview(RequestContext& ctx);
+  void preview(RequestContext& ctx);
   // How forward() reaches the service: its request-target (upstream_target*), the
   // X-Forwarded-Prefix ("": none), the Host it sees ("": localhost:<port>), and whether the
   // reply runs in an opaque origin (kSandboxCsp: the replies served from the controller's own

@@ -270,13 +270,15 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
   request.forwarded_prefix = to.prefix;
   request.upgrade = ports::requested_upgrade(request.headers);
   // An upgrade takes a place among the caps first: beyond them a plain 429, nothing switched.
-  std::optional<WsSessions::Ticket> ticket;
+  if (!request.upgrade.empty() &&
+      (ctx.method != "GET" || request.body.kind != BodyFraming::Kind::kNone))
+    throw bad_request("an upgrade (Upgrade: " + request.upgrade.substr(0, 32) +
+                      ") is a GET without a body");
+  std::string why;
+  std::optional<WsSessions::Ticket> ticket =
+      request.upgrade.empty() ? std::nullopt
+                              : upgrades_.reserve(ctx.principal ? ctx.principal->name : "", &why);
   if (!request.upgrade.empty()) {
-    if (ctx.method != "GET" || request.body.kind != BodyFraming::Kind::kNone)
-      throw bad_request("an upgrade (Upgrade: " + request.upgrade.substr(0, 32) +
-                        ") is a GET without a body");
-    std::string why;
-    ticket = upgrades_.reserve(ctx.principal ? ctx.principal->name : "", &why);
     if (!ticket) {
       ctx.response->set("Retry-After", "1");
       throw limit_exceeded(why + " (ports.max_upgrades_per_token, ports.max_upgrades)");
@@ -292,7 +294,8 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
       send_request(ctx, **tunnel, ports::request_head(request), request.body, what);
   ResponseHead head = read_head(up, ctx.method, ticket.has_value(), what);
   if (head.status == 101)
-    return splice(ctx, to, std::move(*tunnel), std::move(up.pending), head, std::move(*ticket), sent);
+    return splice(ctx, to, std::move(*tunnel), std::move(up.pending), head, std::move(*ticket),
+                  sent);
 
   // One audit record at the end, with the bytes: the reply's beginning is not audited.
   std::string action = std::move(ctx.action);
@@ -302,7 +305,8 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
   BodyResult body = copy_body(ctx, up, head);
   (*tunnel)->close();
   ctx.action = std::move(action);
-  ctx.params_json = ports::audit_params(to.port, ctx.method, to.path, std::make_pair(sent, body.bytes));
+  ctx.params_json =
+      ports::audit_params(to.port, ctx.method, to.path, std::make_pair(sent, body.bytes));
   ports::count(d_.metrics, "http", sent, body.bytes);
   std::optional<ApiError> cut;
   if (body.failure) {

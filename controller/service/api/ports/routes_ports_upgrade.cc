@@ -30,7 +30,7 @@ namespace pvs::service {
 
 namespace {
 
-constexpr std::size_t kChunk = 64 << 10;
+constexpr std::size_t kSpliceChunk = 64 << 10;
 constexpr auto kTunnelWait = std::chrono::milliseconds(200);  // how often `done` is looked at
 constexpr auto kCloseGrace = std::chrono::seconds(10);
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a service that stops reading
@@ -77,7 +77,7 @@ struct Splice {
 
 // The service's bytes to the client until the service closes or the splice ends.
 void service_to_client(Splice& s) {
-  std::vector<char> buf(kChunk);
+  std::vector<char> buf(kSpliceChunk);
   while (!s.done) {
     auto n = s.tunnel->read(buf.data(), buf.size(), kTunnelWait);
     if (!n && n.error().is(SshErrc::kTimeout)) continue;
@@ -93,7 +93,7 @@ void service_to_client(Splice& s) {
 }
 
 // Whether the client's socket has bytes to read now (TLS may hold some back from poll).
-bool readable(Splice& s) {
+bool client_readable(Splice& s) {
   {
     std::lock_guard lock(s.mu);
     if (s.socket.available() > 0) return true;
@@ -104,9 +104,9 @@ bool readable(Splice& s) {
 
 // The client's bytes to the service until the client closes (true) or the splice ends.
 bool client_to_service(Splice& s) {
-  std::vector<char> buf(kChunk);
+  std::vector<char> buf(kSpliceChunk);
   while (!s.done && !s.service_closed) {
-    if (!readable(s)) continue;
+    if (!client_readable(s)) continue;
     int n = 0;
     {
       std::lock_guard lock(s.mu);
@@ -130,7 +130,7 @@ bool client_to_service(Splice& s) {
 }
 
 // One connection's life, on its WsSessions thread.
-void run(Splice& s) {
+void run_splice(Splice& s) {
   std::thread writer([&] { service_to_client(s); });
   if (client_to_service(s)) {
     auto until = std::chrono::steady_clock::now() + kCloseGrace;
@@ -183,7 +183,7 @@ void PortRoutes::splice(RequestContext& ctx, const Target& to, std::unique_ptr<T
       std::move(ticket),
       [this, s, record = std::move(record), start, port = to.port, path = to.path]() mutable {
         try {
-          run(*s);
+          run_splice(*s);
         } catch (const std::exception& e) {  // Poco::Exception is one too
           log::warn("request " + record.request_id + ": upgraded connection: " + e.what());
         }

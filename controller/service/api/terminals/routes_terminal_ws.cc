@@ -20,8 +20,8 @@
 
 #include "api/mcp/protocol.h"
 #include "api/terminals/terminal_routes.h"
-#include "http/ws_sessions.h"
 #include "http/json.h"
+#include "http/ws_sessions.h"
 #include "pvesandbox/common/log.h"
 
 namespace pvs::service {

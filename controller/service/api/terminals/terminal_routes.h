@@ -19,11 +19,11 @@
 #include "api/sandboxes/sandbox_ops.h"
 #include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminals.h"
-#include "http/ws_sessions.h"
 #include "core/config/config.h"
 #include "core/observability/audit.h"
 #include "http/replies.h"
 #include "http/request_context.h"
+#include "http/ws_sessions.h"
 #include "policy/gate.h"
 
 namespace pvs::service {

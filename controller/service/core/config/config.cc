@@ -164,9 +164,13 @@ void parse_terminals(yaml::Map s, ServiceConfig& c) {
   (void)s.finish();
 }
 
-void parse_ports(yaml::Map s, ServiceConfig& c) {
+void parse_ports(yaml::Map s, const Env& env, ServiceConfig& c) {
   s.integer("max_upgrades_per_token", &c.ports_max_upgrades_per_token, 1, 100000);
   s.integer("max_upgrades", &c.ports_max_upgrades, 1, 100000);
+  s.integer("preview_max_seconds", &c.ports_preview_max_seconds, 60, 30 * 86400);
+  secret(s, "preview_secret", env, &c.ports_preview_secret, nullptr, false);
+  if (s.ok() && !c.ports_preview_secret.empty() && c.ports_preview_secret.size() < 32)
+    s.fail("preview_secret_file", "the preview secret must be at least 32 bytes");
   (void)s.finish();
 }
 
@@ -400,7 +404,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_auth(top.map("auth"), c);
   parse_audit(top.map("audit"), c);
   parse_terminals(top.map("terminals"), c);
-  parse_ports(top.map("ports"), c);
+  parse_ports(top.map("ports"), *env, c);
   top.one_of("log_level", &c.log_level, {"debug", "info", "warn", "error"});
   parse_mcp(top.map("mcp"), c.mcp);
   {

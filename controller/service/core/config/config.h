@@ -114,6 +114,10 @@ struct ServiceConfig {
   // ports (api/ports/): upgraded connections (WebSockets) to sandboxes' ports; 429 beyond
   int ports_max_upgrades_per_token = 32;
   int ports_max_upgrades = 256;
+  int ports_preview_max_seconds = 86400;  // a preview link's longest life
+  // ports.preview_secret_file/_env: the key preview links are sealed with; empty: a random key
+  // per process (a restart ends every link).
+  std::string ports_preview_secret;
   int terminal_max_wait_seconds = 60;     // a wait's timeout is capped at this
   bool audit_log_terminal_input = false;  // audit.log_terminal_input: record what was typed
 

@@ -108,6 +108,69 @@ TEST(PortProxy, RequestHeadDropsTheTokenAndHopByHopHeaders) {
   EXPECT_EQ(request_head(r).find("Content-Length"), std::string::npos);
 }
 
+TEST(PortProxy, UpgradesAreAskedByConnectionAndUpgradeTogether) {
+  EXPECT_EQ(requested_upgrade({{"Connection", "keep-alive, Upgrade"}, {"Upgrade", " websocket "}}),
+            "websocket");
+  EXPECT_EQ(requested_upgrade({{"Upgrade", "websocket"}}), "");  // Connection does not name it
+  EXPECT_EQ(requested_upgrade({{"Connection", "upgrade"}}), "");
+  EXPECT_EQ(requested_upgrade({{"connection", "close"}, {"upgrade", "h2c"}}), "");
+}
+
+TEST(PortProxy, AnUpgradeGoesOnWithItsHeadersAndNoCredential) {
+  UpstreamRequest r;
+  r.method = "GET";
+  r.target = "/ws";
+  r.port = 8080;
+  r.headers = {{"Connection", "Upgrade"},
+               {"Upgrade", "websocket"},
+               {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
+               {"Sec-WebSocket-Version", "13"},
+               {"Sec-WebSocket-Protocol", "bearer.secret-token, chat"},
+               {"e2b-traffic-access-token", "secret-traffic"},
+               {"Cookie", "pvs_preview=secret-preview; theme=dark"}};
+  r.upgrade = requested_upgrade(r.headers);
+  r.host = expand_host_mask("app.internal:${PORT}", 8080);
+  std::string head = request_head(r);
+  EXPECT_EQ(head,
+            "GET /ws HTTP/1.1\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Protocol: chat\r\n"
+            "Cookie: theme=dark\r\n"
+            "Host: app.internal:8080\r\n"
+            "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+  // Only the controller's credentials: nothing else of the line goes.
+  r.headers = {{"Sec-WebSocket-Protocol", "bearer.x"}, {"Cookie", "pvs_preview=p"}};
+  head = request_head(r);
+  EXPECT_EQ(head.find("Sec-WebSocket-Protocol"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Cookie"), std::string::npos) << head;
+}
+
+TEST(PortProxy, HostMasks) {
+  for (const char* good : {"localhost:${PORT}", "${PORT}-app.example.org", "app_1.internal",
+                           "10.0.0.1:80", "[::1]:${PORT}", "example.org"})
+    EXPECT_TRUE(check_host_mask(good)) << good;
+  for (const char* bad : {"", "exa mple.org", "a/b", "host:", "host:port", "[::1", "[zz]",
+                          "host:123456", "h\r\nX: y", "${PORT}:${HOST}"})
+    EXPECT_FALSE(check_host_mask(bad)) << bad;
+  EXPECT_FALSE(check_host_mask(std::string(256, 'a')));
+  EXPECT_EQ(expand_host_mask("${PORT}-x.test:${PORT}", 3000), "3000-x.test:3000");
+  EXPECT_EQ(expand_host_mask("plain.test", 3000), "plain.test");
+}
+
+TEST(PortProxy, ASwitchKeepsTheServicesUpgrade) {
+  auto head = parse_response_head(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
+      "GET");
+  ASSERT_TRUE(head) << head.error().message;
+  EXPECT_EQ(head->status, 101);
+  EXPECT_EQ(head->upgrade, "websocket");
+  EXPECT_EQ(head->framing, ResponseHead::Framing::kNone);
+  ASSERT_EQ(head->headers.size(), 1u);
+  EXPECT_EQ(head->headers[0].first, "Sec-WebSocket-Accept");
+}
+
 TEST(PortProxy, ResponseHeads) {
   auto r = parse_response_head(
       "HTTP/1.1 201 Created Here\r\nContent-Type: text/html\r\nContent-Length: 5\r\n"

@@ -8,14 +8,21 @@
 #include <Poco/Net/HTTPClientSession.h>
 #include <Poco/Net/HTTPRequest.h>
 #include <Poco/Net/HTTPResponse.h>
+#include <Poco/Net/NetException.h>
+#include <Poco/Net/WebSocket.h>
 #include <Poco/StreamCopier.h>
+
+#include <fstream>
+#include <sstream>
 
 #include <chrono>
 #include <random>
 #include <thread>
 
 #include "api/ports/port_proxy.h"
+#include "http/seal.h"
 #include "service/support/api_fixture.h"
+#include "support/sshd_fixture.h"
 
 namespace pvs::service {
 namespace {
@@ -101,6 +108,8 @@ sys.exit(1)
 )PY";
 
 constexpr int kPort = 8000;
+constexpr int kWsPort = 8001;
+constexpr const char* kPreviewKey = "a preview key of thirty-two bytes, at least";
 
 class PortsApiTest : public ApiTest {
  protected:
@@ -109,7 +118,11 @@ class PortsApiTest : public ApiTest {
     o.backend = "netns";
     return o;
   }
-  void adjust_service(ServiceConfig& c) override { c.max_body_bytes = 64 << 10; }  // the scripts
+  void adjust_service(ServiceConfig& c) override {
+    c.max_body_bytes = 64 << 10;  // the scripts
+    c.ports_max_upgrades_per_token = 2;
+    c.ports_preview_secret = kPreviewKey;
+  }
   void SetUp() override {
     ApiTest::SetUp();
     sb_ = create();
@@ -130,6 +143,28 @@ class PortsApiTest : public ApiTest {
                                   "< /dev/null &) && python3 wait.py " + std::to_string(kPort) +
                                   " && echo up"),
               "up");
+  }
+  // ws_echo_server.py, started in the sandbox on kWsPort.
+  void start_ws_server() {
+    std::ifstream in(PVS_SOURCE_DIR "/tests/service/api/ports/ws_echo_server.py");
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_EQ(in_sandbox(sb_, "cat > " + dir_ + "/ws.py <<'EOF'\n" + text.str() + "EOF\necho ok"),
+              "ok");
+    ASSERT_EQ(in_sandbox(sb_, "cd " + dir_ + " && (setsid python3 ws.py " +
+                                  std::to_string(kWsPort) + " > ws.log 2>&1 < /dev/null &) && " +
+                                  "python3 wait.py " + std::to_string(kWsPort) + " && echo up"),
+              "up");
+  }
+  // A WebSocket to the sandbox's kWsPort with Poco's client; throws what Poco throws (a refused
+  // upgrade: WebSocketException, its response in `resp`).
+  std::unique_ptr<Poco::Net::WebSocket> open_ws(Poco::Net::HTTPResponse& resp) {
+    Poco::Net::HTTPClientSession cs("127.0.0.1", port_);
+    Poco::Net::HTTPRequest req("GET", url("/ws", kWsPort), "HTTP/1.1");
+    req.set("Authorization", "Bearer tok-alice");
+    auto ws = std::make_unique<Poco::Net::WebSocket>(cs, req, resp);
+    ws->setReceiveTimeout(Poco::Timespan(15, 0));
+    return ws;
   }
   std::string url(const std::string& rest, int port = kPort) {
     return "/v1/sandboxes/" + sb_ + "/ports/" + std::to_string(port) + rest;
@@ -310,6 +345,151 @@ TEST_F(PortsApiTest, ClearErrors) {
   EXPECT_EQ(call("GET", url("/index.txt"), "", "").status, 401);
   EXPECT_EQ(call("TRACE", url("/index.txt")).status, 405);
   EXPECT_EQ(call("GET", url("/index.txt"), "", "tok-root").status, 200);  // an admin may
+}
+
+}  // namespace
+}  // namespace pvs::service
+
+namespace pvs::service {
+namespace {
+
+// A WebSocket through the proxy, with a client nobody here wrote (python3-websockets) and the
+// token as a browser sends it: both ways whole, the service sees neither the token nor the
+// controller's host, and one audit record counts the bytes.
+TEST_F(PortsApiTest, AWebSocketGoesThroughBothWays) {
+  start_ws_server();
+  std::string out;
+  int rc = test::run_command(
+      {"/usr/bin/python3", PVS_SOURCE_DIR "/tests/service/api/ports/ws_port_client.py",
+       "ws://127.0.0.1:" + std::to_string(port_) + url("/ws?room=1", kWsPort), "tok-alice"},
+      &out);
+  ASSERT_EQ(rc, 0) << out;
+  auto r = json(out);
+  EXPECT_EQ(r->getValue<std::string>("subprotocol"), "echo");
+  auto seen = r->getObject("seen");
+  EXPECT_EQ(seen->getValue<std::string>("path"), "/ws?room=1");
+  auto h = seen->getObject("headers");
+  EXPECT_EQ(h->getValue<std::string>("sec-websocket-protocol"), "echo") << out;
+  EXPECT_FALSE(h->has("authorization")) << out;
+  EXPECT_EQ(h->getValue<std::string>("host"), "localhost:" + std::to_string(kWsPort));
+  EXPECT_EQ(out.find("tok-alice"), std::string::npos) << out;
+  auto audit = last_audit();
+  ASSERT_TRUE(audit);
+  EXPECT_EQ(audit->getValue<int>("status"), 101);
+  auto params = audit->getObject("params");
+  EXPECT_EQ(params->getValue<int>("port"), kWsPort);
+  EXPECT_GT(params->getValue<std::uint64_t>("bytes_in"), 1u << 20);
+  EXPECT_GT(params->getValue<std::uint64_t>("bytes_out"), 1u << 20);
+  EXPECT_EQ(metrics_->value("pvs_port_requests_total", {{"kind", "upgrade"}}), 1);
+}
+
+// Upgraded connections count against ports.max_upgrades_per_token (2 here): the third is a 429
+// before anything is switched, and a place comes back when a connection ends.
+TEST_F(PortsApiTest, UpgradesAreCappedPerToken) {
+  start_ws_server();
+  Poco::Net::HTTPResponse r1, r2, r3;
+  auto a = open_ws(r1);
+  auto b = open_ws(r2);
+  EXPECT_THROW(open_ws(r3), Poco::Net::WebSocketException);
+  EXPECT_EQ(r3.getStatus(), 429);
+  std::vector<char> buffer(64 << 10);
+  char* buf = buffer.data();
+  const int size = static_cast<int>(buffer.size());
+  int flags = 0;
+  ASSERT_GT(a->receiveFrame(buf, size, flags), 0);  // what the service received
+  a->shutdown();
+  while (a->receiveFrame(buf, size, flags) > 0 &&
+         (flags & Poco::Net::WebSocket::FRAME_OP_BITMASK) != Poco::Net::WebSocket::FRAME_OP_CLOSE) {
+  }
+  a.reset();
+  // The place is free once the proxy's thread for `a` ended: soon, not at once.
+  std::unique_ptr<Poco::Net::WebSocket> c;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (!c && std::chrono::steady_clock::now() < deadline) {
+    Poco::Net::HTTPResponse r;
+    try {
+      c = open_ws(r);
+    } catch (const Poco::Net::WebSocketException&) {
+      ASSERT_EQ(r.getStatus(), 429);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ASSERT_TRUE(c);
+  std::string hi = "still echoing";
+  c->receiveFrame(buf, size, flags);
+  c->sendFrame(hi.data(), static_cast<int>(hi.size()));
+  int n = c->receiveFrame(buf, size, flags);
+  EXPECT_EQ(std::string(buf, static_cast<std::size_t>(n)), hi);
+}
+
+// An upgrade the service does not take is its ordinary reply (http.server ignores Upgrade);
+// an upgrade is a GET without a body. (Raw requests: an HTTP client library sets Connection.)
+TEST_F(PortsApiTest, AnUpgradeTheServiceIgnoresIsItsReply) {
+  auto raw = [&](const std::string& method, const std::string& body) {
+    Poco::Net::StreamSocket s(Poco::Net::SocketAddress("127.0.0.1", port_));
+    s.setReceiveTimeout(Poco::Timespan(20, 0));
+    std::string req = method + " " + url("/index.txt") + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                      "Authorization: Bearer tok-alice\r\nConnection: Upgrade\r\n" +
+                      "Upgrade: websocket\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\n\r\n" + body;
+    s.sendBytes(req.data(), static_cast<int>(req.size()));
+    std::string reply;
+    char buf[4096];
+    int n;
+    while (reply.find("hello from the sandbox") == std::string::npos &&
+           reply.find("without a body") == std::string::npos &&
+           (n = s.receiveBytes(buf, sizeof buf)) > 0)
+      reply.append(buf, static_cast<std::size_t>(n));
+    return reply;
+  };
+  std::string got = raw("GET", "");
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  EXPECT_NE(got.find("hello from the sandbox"), std::string::npos) << got;
+  got = raw("POST", "{}");
+  EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;
+  EXPECT_NE(got.find("a GET without a body"), std::string::npos) << got;
+}
+
+// A preview link serves the port without the bearer token, in an opaque origin, for the token
+// that made it; a link that is not the controller's, or has expired, serves nothing.
+TEST_F(PortsApiTest, APreviewLinkServesThePortWithoutTheToken) {
+  auto made = call("POST", "/v1/sandboxes/" + sb_ + "/previews",
+                   R"({"port":8000,"expires_in_seconds":600})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  auto link = json(made.body);
+  const std::string path = link->getValue<std::string>("path");
+  ASSERT_EQ(path.rfind("/v1/previews/pv1.", 0), 0u) << path;
+  EXPECT_EQ(link->getValue<std::string>("url"), "http://127.0.0.1:" + std::to_string(port_) + path);
+  auto r = call("GET", path + "index.txt", "", "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "hello from the sandbox");
+  EXPECT_EQ(r.headers["Content-Security-Policy"], std::string(ports::kSandboxCsp));
+  auto audit = last_audit();
+  ASSERT_TRUE(audit);
+  EXPECT_EQ(audit->getValue<std::string>("token"), "alice");
+  EXPECT_EQ(audit->getValue<std::string>("sandbox"), sb_);
+  // What the service sees as the prefix is the link's.
+  auto echo = call("GET", path + "echo", "", "");
+  ASSERT_EQ(echo.status, 200) << echo.body;
+  EXPECT_EQ(json(echo.body)->getObject("headers")->getValue<std::string>("x-forwarded-prefix"),
+            path.substr(0, path.size() - 1));
+  // Tampered, expired, someone else's sandbox, out of range: nothing served.
+  std::string tampered = path;
+  tampered[20] = tampered[20] == 'A' ? 'B' : 'A';
+  EXPECT_EQ(call("GET", tampered + "index.txt", "", "").status, 404);
+  std::string expired =
+      seal("pv1.", R"({"s":")" + sb_ + R"(","p":8000,"t":"alice","e":1000})", kPreviewKey);
+  auto old = call("GET", "/v1/previews/" + expired + "/index.txt", "", "");
+  EXPECT_EQ(old.status, 403);
+  EXPECT_NE(old.body.find("expired"), std::string::npos) << old.body;
+  EXPECT_EQ(
+      call("POST", "/v1/sandboxes/" + sb_ + "/previews", R"({"port":8000})", "tok-bob").status,
+      404);
+  EXPECT_EQ(
+      call("POST", "/v1/sandboxes/" + sb_ + "/previews", R"({"port":8000,"expires_in_seconds":5})")
+          .status,
+      400);
+  EXPECT_EQ(call("POST", "/v1/sandboxes/" + sb_ + "/previews", "{}").status, 400);
 }
 
 }  // namespace
