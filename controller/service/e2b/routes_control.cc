@@ -171,8 +171,7 @@ void E2bRoutes::create(RequestContext& ctx) {
                                     create_decision(d_.config.policy, ctx.principal->name, asked));
     auto sandbox = d_.create_for(*ctx.principal, req->create, *egress);
     ctx.sandbox = sandbox->id();
-    auto session =
-        sessions_.ensure(sandbox, req->template_id, req->env_vars, req->public_traffic);
+    auto session = sessions_.ensure(sandbox, req->template_id, req->env_vars, req->public_traffic);
     d_.replies.send_json(
         ctx, 201, e2b::sandbox_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
   });

@@ -175,7 +175,8 @@ bool Api::dispatch_e2b_port(RequestContext& ctx) {
     if (!target) throw target.error();
     auto sandbox = e2b_routes_.port_target(ctx, to->sandbox);
     auto slot = limits_.acquire(ctx.principal->name, TokenLimits::Kind::kRequest);
-    if (!slot) throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
+    if (!slot)
+      throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
     port_routes_.forward(ctx, *sandbox, to->port, *target, "");
   } catch (const ApiError& e) {
     if (ctx.responded) throw;

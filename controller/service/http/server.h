@@ -125,7 +125,7 @@ class Api : public Replies, public SandboxOps {
   void collect(Metrics& metrics);  // the Manager's state into /metrics, at each scrape
   void dispatch(RequestContext& ctx);
   bool dispatch_e2b_port(RequestContext& ctx);  // E2B's routing to a sandbox's port
-  void authenticate(RequestContext& ctx);  // throws ApiError 401 / 429
+  void authenticate(RequestContext& ctx);       // throws ApiError 401 / 429
   std::shared_ptr<Manager> require_manager();
   void finish(RequestContext& ctx);
   void audit_denied(RequestContext& ctx, const DeniedLog::Line& line, std::string_view reason);

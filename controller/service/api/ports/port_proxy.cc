@@ -71,8 +71,8 @@ ApiResult<std::uint16_t> parse_port(std::string_view text) {
 
 ApiResult<std::string> upstream_target(std::string_view raw, std::string_view id,
                                        std::string_view port) {
-  return upstream_target_after(
-      raw, "/v1/sandboxes/" + std::string(id) + "/ports/" + std::string(port));
+  return upstream_target_after(raw,
+                               "/v1/sandboxes/" + std::string(id) + "/ports/" + std::string(port));
 }
 
 ApiResult<std::string> upstream_target_after(std::string_view raw, std::string_view prefix) {

@@ -26,8 +26,8 @@ class PortRoutes {
   void list(RequestContext& ctx);   // GET .../ports: what listens (listening.h)
   // The proxying itself, for a sandbox and port the caller found and checked: `target` is the
   // service's request-target (upstream_target*), `prefix` its X-Forwarded-Prefix ("": none).
-  void forward(RequestContext& ctx, Sandbox& sandbox, std::uint16_t port,
-               const std::string& target, const std::string& prefix);
+  void forward(RequestContext& ctx, Sandbox& sandbox, std::uint16_t port, const std::string& target,
+               const std::string& prefix);
 
   // The service may be silent this long (for its reply's head, between body bytes, or while
   // it takes the request body) before the request fails (504, or the reply is cut off).
