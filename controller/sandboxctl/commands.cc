@@ -195,6 +195,37 @@ int cmd_ports(Client& c, Args& a) {
   return 0;
 }
 
+// preview ID PORT [--expires SECONDS]: a link to the port a browser opens without the token.
+int cmd_preview(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string port = a.next("PORT");
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("preview: PORT is a number, 1-65535");
+  std::string body = "{\"port\":" + port;
+  if (a.more()) {
+    std::string f = a.next("flag");
+    if (f != "--expires") throw UsageError("preview: unknown option " + f);
+    std::string v = a.next(f);
+    if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--expires needs a number of seconds");
+    body += ",\"expires_in_seconds\":" + v;
+  }
+  a.done();
+  auto r = c.request("POST", "/v1/sandboxes/" + url_encode(id) + "/previews", body + "}");
+  check(r);
+  if (c.options().json) {
+    print_json(r.body);
+    return 0;
+  }
+  auto o = parse_object(r.body);
+  std::string base = c.options().url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  std::cout << base << str(o, "path") << "\n"
+            << "(no token needed; anyone with the link reaches port " << port << " until "
+            << str(o, "expires_at") << ")\n";
+  return 0;
+}
+
 // {"allow":[...],"ports":[...]} or {"list":"..."}: NAME... [--ports P,...] | --list L.
 std::string allowlist_json(Args& a) {
   std::vector<std::string> names;

@@ -48,6 +48,8 @@ commands:
   list [--label KEY=VALUE]...
   show ID
   ports ID                   what listens in the sandbox, with each port's preview path
+  preview ID PORT [--expires SECONDS]
+                             a link to the port a browser opens without the token
   pause ID                   stop it with its files kept (processes end)
   resume ID [--ttl SECONDS]  start a paused sandbox again
   exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--stdin] -- COMMAND...
@@ -183,6 +185,7 @@ int main(int argc, char** argv) {
         {"list", cmd_list},
         {"show", cmd_show},
         {"ports", cmd_ports},
+        {"preview", cmd_preview},
         {"pause", cmd_pause},
         {"resume", cmd_resume},
         {"exec", cmd_exec},

@@ -109,6 +109,10 @@ def test_ports_and_preview_url(sb: Sandbox, stack: Stack) -> None:
         assert found.url == sb.get_host(8123)
         r = httpx.get(found.url, headers={"Authorization": f"Bearer {stack.token}"})
         assert r.status_code == 200 and "Directory listing" in r.text
+        link = sb.preview(8123, expires_in=120)
+        assert link.port == 8123 and link.url.startswith(stack.url.rstrip("/") + "/v1/previews/")
+        r = httpx.get(link.url)  # no token: the link is the credential
+        assert r.status_code == 200 and "Directory listing" in r.text
     finally:
         sb.commands.run(f"kill {pid}")
 

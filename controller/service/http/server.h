@@ -170,7 +170,7 @@ class Api : public Replies, public SandboxOps {
   TerminalRoutes terminal_routes_{{config_, *this, gate_, *terminals_, *this, audit_sink()}};
   McpRoutes mcp_routes_{{config_, limits_, *this, audit_sink(),
                          mcp::ToolOps{config_, gate_, *this, sandbox_routes_, file_routes_,
-                                      terminal_routes_, audit_sink()}}};
+                                      terminal_routes_, port_routes_, audit_sink()}}};
   ApprovalRoutes approval_routes_{gate_, *this};
   AuditRoutes audit_routes_{audit_ ? config_.audit_file : std::string(), *this};
   ConsoleRoutes console_routes_{*this};

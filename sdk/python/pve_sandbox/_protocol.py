@@ -36,6 +36,7 @@ from .models import (
     EditResult,
     Health,
     PortInfo,
+    PreviewLink,
     SandboxInfo,
     Screen,
     SnapshotInfo,
@@ -197,6 +198,20 @@ def list_ports(config: ClientConfig, sandbox_id: str) -> Call[List[PortInfo]]:
         return [PortInfo.from_json(p, config.url) for p in j.get("ports") or []]
 
     return Call("GET", sb_path(sandbox_id, "ports"), parse)
+
+
+def make_preview(
+    config: ClientConfig, sandbox_id: str, port: int, expires_in: Optional[int]
+) -> Call[PreviewLink]:
+    """``POST /sandboxes/{id}/previews``: a link to ``port`` that opens without the token."""
+    body: Json = {"port": int(port)}
+    if expires_in is not None:
+        body["expires_in_seconds"] = int(expires_in)
+
+    def parse(j: Json) -> PreviewLink:
+        return PreviewLink.from_json(j, config.url)
+
+    return Call("POST", sb_path(sandbox_id, "previews"), parse, body=body, ok=(201,))
 
 
 def preview_url(config: ClientConfig, sandbox_id: str, port: int) -> str:

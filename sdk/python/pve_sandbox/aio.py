@@ -35,6 +35,7 @@ from .models import (
     EditResult,
     Health,
     PortInfo,
+    PreviewLink,
     SandboxInfo,
     Screen,
     SnapshotInfo,
@@ -682,6 +683,10 @@ class AsyncSandbox:
         """The preview URL of ``port`` on the controller (E2B's ``get_host`` gives a host
         name; here the port is reached through the API with the bearer token)."""
         return P.preview_url(self._t.config, self.id, port)
+
+    async def preview(self, port: int, expires_in: Optional[int] = None) -> PreviewLink:
+        """A link to ``port`` a browser opens without the token (see the sync client)."""
+        return await self._t.call(P.make_preview(self._t.config, self.id, port, expires_in))
 
     async def pause(self) -> SandboxInfo:
         """Stops it with its files kept (processes end)."""

@@ -115,6 +115,27 @@ class PortInfo:
 
 
 @dataclass
+class PreviewLink:
+    """A link to a sandbox's port that opens without the token (``Sandbox.preview()``)."""
+
+    port: int
+    """The port it reaches."""
+    url: str
+    """The full URL: open it in a browser; anyone holding it reaches the port."""
+    expires_at: str
+    """When it stops working (RFC 3339, UTC)."""
+
+    @classmethod
+    def from_json(cls, j: Json, base_url: str) -> "PreviewLink":
+        """Parses the reply of ``POST /v1/sandboxes/{id}/previews``."""
+        return cls(
+            port=int(j.get("port", 0)),
+            url=base_url.rstrip("/") + str(j.get("path", "")),
+            expires_at=str(j.get("expires_at", "")),
+        )
+
+
+@dataclass
 class CommandResult:
     """What a finished command left: ``exit_code``, ``stdout``, ``stderr`` and more."""
 

@@ -21,6 +21,7 @@ from .models import (
     EditResult,
     Health,
     PortInfo,
+    PreviewLink,
     SandboxInfo,
     Screen,
     SnapshotInfo,
@@ -670,6 +671,11 @@ class Sandbox:
         """The preview URL of ``port`` on the controller (E2B's ``get_host`` gives a host
         name; here the port is reached through the API with the bearer token)."""
         return P.preview_url(self._t.config, self.id, port)
+
+    def preview(self, port: int, expires_in: Optional[int] = None) -> PreviewLink:
+        """A link to ``port`` a browser opens without the token, for ``expires_in`` seconds
+        (default an hour). Anyone holding the link reaches that port until it expires."""
+        return self._t.call(P.make_preview(self._t.config, self.id, port, expires_in))
 
     def pause(self) -> SandboxInfo:
         """Stops it with its files kept (processes end); ``state`` becomes ``"paused"``."""

@@ -53,6 +53,16 @@ constexpr ToolDef kTools[] = {
      R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
      PVS_SANDBOX_ID "}}",
      true, false, true, false},
+    {"sandbox_preview", "Make a preview link to a sandbox's port",
+     "Make a link to a port of a sandbox (a web app, a notebook) that a person can open in a "
+     "browser without the API token, until it expires: its path on this server "
+     "(/v1/previews/...). Anyone holding the link reaches that port, so share it only with "
+     "whoever should.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id","port"],"properties":{)J"
+     PVS_SANDBOX_ID ","
+     R"J("port":{"type":"integer","minimum":1,"maximum":65535,"description":"The port the service listens on"},)J"
+     R"J("expires_in_seconds":{"type":"integer","minimum":60,"description":"How long the link works (default 3600)"}}})J",
+     false, false, true, false},
     {"sandbox_pause", "Pause a sandbox",
      "Pause a sandbox you are done with for now: its container stops, its files stay (running "
      "programs end). It costs nothing while paused; sandbox_resume starts it again.",

@@ -142,6 +142,22 @@ ToolResult tool_ports(ToolContext& c) {
   return {false, text, ports::listening_json(id, found)};
 }
 
+ToolResult tool_preview(ToolContext& c) {
+  auto [id, rest] = c.split_sandbox_id();
+  auto req = parse_preview_request(rest, c.ops.config.ports_preview_max_seconds);
+  if (!req) throw req.error();
+  auto sandbox = c.sandbox(id);
+  auto link = c.ops.ports.preview_link(c.call.principal, id, req->port, req->seconds);
+  JsonWriter w;
+  w.begin_object().key("sandbox").value(id).key("port").value(static_cast<int>(req->port));
+  w.key("path").value(link.path).key("expires_at").value(iso_time(link.expires)).end_object();
+  c.record.params_json = "{\"port\":" + std::to_string(req->port) + "}";
+  return {false,
+          "preview link to port " + std::to_string(req->port) + " of " + id + " until " +
+              iso_time(link.expires) + " (no token needed; path on this server): " + link.path,
+          w.take()};
+}
+
 ToolResult tool_internet(ToolContext& c) {
   auto [id, rest] = c.split_sandbox_id();
   auto req = parse_internet(rest);
@@ -290,6 +306,7 @@ constexpr Handler kHandlers[] = {
     {"sandbox_list", tool_list},
     {"sandbox_destroy", tool_destroy},
     {"sandbox_ports", tool_ports},
+    {"sandbox_preview", tool_preview},
     {"sandbox_pause", tool_pause},
     {"sandbox_resume", tool_resume},
     {"exec", tool_exec},

@@ -23,6 +23,7 @@ class SandboxOps;
 class SandboxRoutes;
 class FileRoutes;
 class TerminalRoutes;
+class PortRoutes;
 }  // namespace pvs::service
 
 namespace pvs::service::mcp {
@@ -82,6 +83,7 @@ struct ToolOps {
   SandboxRoutes& exec;        // exec_options, run_exec
   FileRoutes& files;          // edit_file
   TerminalRoutes& terminals;  // terminal_for, open_terminal, type_into, wait_terminal, ...
+  PortRoutes& ports;          // preview_link
   std::function<void(const AuditRecord&)> audit;
 };
 

@@ -27,6 +27,14 @@ namespace pvs::service {
 // no command runs. ApiErrors as the sandbox's file reads give them (409 paused, ...).
 std::vector<ports::ListeningPort> read_listening(Sandbox& sandbox);
 
+// {"port": 1-65535, "expires_in_seconds": 60-max_seconds (optional)}: a preview link's request
+// (REST's body, MCP's sandbox_preview arguments less sandbox_id). 400 for anything else.
+struct PreviewRequest {
+  std::uint16_t port = 0;
+  std::optional<std::int64_t> seconds;
+};
+ApiResult<PreviewRequest> parse_preview_request(std::string_view body, std::int64_t max_seconds);
+
 class PortRoutes {
  public:
   struct Deps {
@@ -37,7 +45,7 @@ class PortRoutes {
     WsSessions::Limits upgrades;  // ports.max_upgrades_per_token, ports.max_upgrades
     const TokenStore& tokens;     // a preview link acts for its maker (previews.cc)
     TokenLimits& limits;          // ... within its requests in flight
-    int preview_max_seconds;      // ports.preview_max_seconds
+    std::int64_t preview_max_seconds;  // ports.preview_max_seconds
     std::string preview_key;      // ports.preview_secret; "": a random key of this process
   };
   explicit PortRoutes(Deps deps);
@@ -49,6 +57,15 @@ class PortRoutes {
   // method on /v1/previews/{token}/{path...} (a public route) is served through it.
   void make_preview(RequestContext& ctx);
   void preview(RequestContext& ctx);
+  // A preview link to `port` of `sandbox` (one `principal` may use: the caller checked),
+  // acting for `principal`, for `seconds` (nullopt: an hour, or preview_max_seconds if less).
+  // Its path, "/v1/previews/<link>/", and its expiry (Unix seconds). MCP's sandbox_preview.
+  struct Preview {
+    std::string path;
+    std::int64_t expires = 0;
+  };
+  Preview preview_link(const Principal& principal, const std::string& sandbox, std::uint16_t port,
+                       std::optional<std::int64_t> seconds) const;
   // How forward() reaches the service: its request-target (upstream_target*), the
   // X-Forwarded-Prefix ("": none), the Host it sees ("": localhost:<port>), and whether the
   // reply runs in an opaque origin (kSandboxCsp: the replies served from the controller's own

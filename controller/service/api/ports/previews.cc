@@ -19,7 +19,7 @@ namespace pvs::service {
 namespace {
 
 constexpr std::string_view kPreviewPrefix = "pv1.";
-constexpr int kDefaultSeconds = 3600;
+constexpr std::int64_t kDefaultSeconds = 3600;
 
 struct PreviewLink {
   std::string sandbox;
@@ -58,6 +58,18 @@ std::optional<PreviewLink> open_link(const std::string& text, const std::string&
 
 }  // namespace
 
+ApiResult<PreviewRequest> parse_preview_request(std::string_view text, std::int64_t max_seconds) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  PreviewRequest r;
+  auto port = body->integer("port", 1, 65535);
+  if (!body->has("port")) body->reject("port", "required: the sandbox's port, 1-65535");
+  r.port = static_cast<std::uint16_t>(port.value_or(0));
+  r.seconds = body->integer("expires_in_seconds", 60, max_seconds);
+  if (auto err = body->finish()) return tl::unexpected(*err);
+  return r;
+}
+
 PortRoutes::PortRoutes(Deps deps) : d_(std::move(deps)), upgrades_(d_.upgrades) {
   if (d_.preview_key.empty()) d_.preview_key = new_seal_key();
 }
@@ -65,30 +77,33 @@ PortRoutes::PortRoutes(Deps deps) : d_(std::move(deps)), upgrades_(d_.upgrades) 
 // POST /v1/sandboxes/{id}/previews {"port": N, "expires_in_seconds": N}
 void PortRoutes::make_preview(RequestContext& ctx) {
   auto sandbox = d_.sandboxes.find(ctx);  // the caller may use it
-  auto body = JsonBody::parse(d_.replies.read_body(ctx, 4096));
-  if (!body) throw body.error();
-  auto port = body->integer("port", 1, 65535);
-  if (!body->has("port")) body->reject("port", "required: the sandbox's port, 1-65535");
-  auto seconds = body->integer("expires_in_seconds", 60, d_.preview_max_seconds);
-  if (auto err = body->finish()) throw *err;
-  PreviewLink link;
-  link.sandbox = ctx.sandbox;
-  link.port = static_cast<std::uint16_t>(*port);
-  link.token = ctx.principal->name;
-  link.expires = static_cast<std::int64_t>(std::time(nullptr)) +
-                 seconds.value_or(std::min(kDefaultSeconds, d_.preview_max_seconds));
-  const std::string path =
-      "/v1/previews/" + seal(kPreviewPrefix, payload_of(link), d_.preview_key) + "/";
-  const std::string url =
-      std::string(ctx.request->secure() ? "https" : "http") + "://" + ctx.request->getHost() + path;
+  auto req = parse_preview_request(d_.replies.read_body(ctx, 4096), d_.preview_max_seconds);
+  if (!req) throw req.error();
+  const int port = req->port;
+  auto link = preview_link(*ctx.principal, ctx.sandbox, req->port, req->seconds);
+  const std::string url = std::string(ctx.request->secure() ? "https" : "http") + "://" +
+                          ctx.request->getHost() + link.path;
   JsonWriter audit;
-  audit.begin_object().key("port").value(*port).key("expires_at").value(iso_time(link.expires));
+  audit.begin_object().key("port").value(port).key("expires_at").value(iso_time(link.expires));
   ctx.params_json = audit.end_object().take();
   JsonWriter w;
-  w.begin_object().key("sandbox").value(link.sandbox).key("port").value(*port);
-  w.key("path").value(path).key("url").value(url);
+  w.begin_object().key("sandbox").value(ctx.sandbox).key("port").value(port);
+  w.key("path").value(link.path).key("url").value(url);
   w.key("expires_at").value(iso_time(link.expires)).end_object();
   d_.replies.send_json(ctx, 201, w.take());
+}
+
+PortRoutes::Preview PortRoutes::preview_link(const Principal& principal, const std::string& sandbox,
+                                             std::uint16_t port,
+                                             std::optional<std::int64_t> seconds) const {
+  PreviewLink link;
+  link.sandbox = sandbox;
+  link.port = port;
+  link.token = principal.name;
+  link.expires = static_cast<std::int64_t>(std::time(nullptr)) +
+                 seconds.value_or(std::min(kDefaultSeconds, d_.preview_max_seconds));
+  return {"/v1/previews/" + seal(kPreviewPrefix, payload_of(link), d_.preview_key) + "/",
+          link.expires};
 }
 
 // Any proxied method on /v1/previews/{token}/{path...}: public, the link is the credential.

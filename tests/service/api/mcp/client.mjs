@@ -72,7 +72,7 @@ async function toolChecks(url, client, id, dir) {
     const names = tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['edit_file', 'exec', 'internet', 'list_dir', 'read_file',
       'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'sandbox_pause', 'sandbox_ports',
-      'sandbox_resume', 'terminal_close',
+      'sandbox_preview', 'sandbox_resume', 'terminal_close',
       'terminal_input',
       'terminal_open', 'terminal_screen', 'write_file']);
     for (const t of tools) {
@@ -91,6 +91,19 @@ async function toolChecks(url, client, id, dir) {
     assert.ok(Array.isArray(r.structuredContent.ports), JSON.stringify(r.structuredContent));
     for (const p of r.structuredContent.ports)
       assert.equal(p.url, `/v1/sandboxes/${id}/ports/${p.port}/`);
+  });
+  await check('sandbox_preview', async () => {
+    // A link to the sandbox's sshd: opened without a token it reaches the port (whose reply is
+    // not HTTP: 502), while a link that is not the server's is a 404.
+    const r = await call(client, 'sandbox_preview', { sandbox_id: id, port: 22, expires_in_seconds: 120 });
+    assert.equal(r.isError, false, text(r));
+    assert.ok(r.structuredContent.path.startsWith('/v1/previews/pv1.'), text(r));
+    const origin = new URL(url).origin;
+    const res = await fetch(origin + r.structuredContent.path);
+    assert.equal(res.status, 502, await res.text());
+    assert.equal((await fetch(origin + '/v1/previews/pv1.nothing.here/')).status, 404);
+    const bad = await call(client, 'sandbox_preview', { sandbox_id: id, port: 0 });
+    assert.equal(bad.isError, true);
   });
   await check('exec', async () => {
     const r = await call(client, 'exec', { sandbox_id: id, command: 'echo hello; echo oops >&2; exit 3' });
@@ -321,7 +334,7 @@ async function sessions(url, token, n) {
     await Promise.all(clients.map(async ({ client }) => {
       await client.ping();
       const { tools } = await client.listTools();
-      assert.equal(tools.length, 16);
+      assert.equal(tools.length, 17);
     }));
     await Promise.all(clients.map(async ({ client, transport }) => {
       await transport.terminateSession();

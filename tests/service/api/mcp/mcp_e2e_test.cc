@@ -99,6 +99,7 @@ TEST_F(McpE2eTest, OfficialSdkClientUsesEveryTool) {
   EXPECT_EQ(main.exit_code, 0) << report(main);
   for (const char* check : {"tools/list",
                             "sandbox_ports",
+                            "sandbox_preview",
                             "sandbox_pause sandbox_resume",
                             "exec",
                             "exec head+tail",
