@@ -42,11 +42,11 @@ class PortRoutes {
     Replies& replies;
     Metrics* metrics;                               // pvs_port_* (service_metrics.cc)
     std::function<void(const AuditRecord&)> audit;  // an upgraded connection's record, at its end
-    WsSessions::Limits upgrades;  // ports.max_upgrades_per_token, ports.max_upgrades
-    const TokenStore& tokens;     // a preview link acts for its maker (previews.cc)
-    TokenLimits& limits;          // ... within its requests in flight
+    WsSessions::Limits upgrades;       // ports.max_upgrades_per_token, ports.max_upgrades
+    const TokenStore& tokens;          // a preview link acts for its maker (previews.cc)
+    TokenLimits& limits;               // ... within its requests in flight
     std::int64_t preview_max_seconds;  // ports.preview_max_seconds
-    std::string preview_key;      // ports.preview_secret; "": a random key of this process
+    std::string preview_key;           // ports.preview_secret; "": a random key of this process
   };
   explicit PortRoutes(Deps deps);
 
