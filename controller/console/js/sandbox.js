@@ -1,10 +1,11 @@
 // One sandbox: what it is, internet on/off or an allowlist and its egress log, TTL, snapshots,
-// terminals, files, destroy.
+// terminals, files, ports and their preview links, destroy.
 import { api, describe, sbPath } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
 import { visible } from './visible.js';
 import { egressLog } from './egress.js';
 import { fileBrowser } from './files.js';
+import { portsCard } from './ports.js';
 import { egressMode, stateBadge } from './sandboxes.js';
 
 function egressView(sb) {
@@ -162,5 +163,6 @@ export async function render(el, { params }) {
     logBox,
     terminals(id),
     fileBrowser(id, '/'),
+    portsCard(id),
     snapshots(id));
 }

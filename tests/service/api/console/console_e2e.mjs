@@ -159,7 +159,7 @@ await check('sandboxes list and filters', async () => {
 // The detail page's own reads (files over SSH, the egress log at the agent, snapshots,
 // terminals) have answered: a destroy under them would cut them off (503), not what is checked.
 async function detailReadsAnswered() {
-  const boxes = ['#files-list', '#snapshot-list', '#terminal-list'];
+  const boxes = ['#files-list', '#snapshot-list', '#terminal-list', '#ports-list'];
   if (await page.$('#egress-log')) boxes.push('#egress-log');
   for (const box of boxes) await page.waitForSelector(`${box} table, ${box} p:not(.muted)`);
 }
@@ -301,6 +301,41 @@ await check('upload and download a file', async () => {
   assert(fs.existsSync(file), 'no download');
   assert(fs.readFileSync(file, 'utf8') === content, 'downloaded bytes differ');
   await shot('files');
+});
+
+// ---- ports -------------------------------------------------------------------------------
+// A service in the sandbox (python's http.server on its loopback, serving a page of its own):
+// the Ports card lists it, makes a preview link, and that link opens in a tab without the
+// console's token.
+await check('ports: a preview link opens in a tab', async () => {
+  const dir = `/tmp/pvs-console-preview-${process.pid}`;
+  const serve = `mkdir -p ${dir} && echo '<h1 id="marker">served from the sandbox</h1>' > ${dir}/index.html && ` +
+    `(setsid python3 -m http.server 8123 --bind 127.0.0.1 --directory ${dir} >/dev/null 2>&1 </dev/null &) && ` +
+    `for i in $(seq 200); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8123), 1)' 2>/dev/null && exit 0; sleep 0.05; done; exit 1`;
+  const r = await rest('POST', `/v1/sandboxes/${id}/exec`, { body: { command: serve } });
+  assert(r.status === 200 && r.json.exit_code === 0, `exec ${r.status} ${r.text}`);
+  try {
+    await go(`#/sandboxes/${id}`, '#ports-refresh');
+    await page.click('#ports-refresh');
+    await page.waitForSelector('#ports-list button[data-port="8123"]');
+    await page.click('#ports-list button[data-port="8123"]');
+    await page.waitForSelector('#preview-links a[data-port="8123"]');
+    const href = await page.$eval('#preview-links a[data-port="8123"]', (a) => a.href);
+    assert(href.startsWith(`${base}/v1/previews/pv1.`), href);
+    await shot('ports');
+    const tab = await browser.newPage();  // no token of the console's in it
+    try {
+      const resp = await tab.goto(href);
+      assert(resp.status() === 200, `preview ${resp.status()}`);
+      assert((resp.headers()['content-security-policy'] || '').startsWith('sandbox'), 'no opaque origin');
+      await tab.waitForSelector('#marker');
+      assert(await tab.$eval('#marker', (el) => el.textContent) === 'served from the sandbox', 'page');
+    } finally {
+      await tab.close();
+    }
+  } finally {
+    await rest('POST', `/v1/sandboxes/${id}/exec`, { body: { command: `pkill -f 'http.server 8123 --bind 127.0.0.1 --directory ${dir}'; rm -rf ${dir}` } });
+  }
 });
 
 // ---- terminal ----------------------------------------------------------------------------

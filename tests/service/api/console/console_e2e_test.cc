@@ -86,6 +86,7 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
                             "audit tail",
                             "snapshots: take and delete",
                             "upload and download a file",
+                            "ports: a preview link opens in a tab",
                             "terminal: echo hi",
                             "terminal: watch is read-only, take over",
                             "approve a pending command",
@@ -101,7 +102,7 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
                                                                                     << report;
   }
   for (const char* shot :
-       {"signin", "signin-wrong-token", "sandbox", "sandbox-allowlist", "sandboxes", "files",
+       {"signin", "signin-wrong-token", "sandbox", "sandbox-allowlist", "sandboxes", "files", "ports",
         "terminal", "terminal-watch", "approvals", "audit", "nodes", "metrics"}) {
     EXPECT_GT(
         fs::exists(shots + "/" + shot + ".png") ? fs::file_size(shots + "/" + shot + ".png") : 0,
@@ -117,7 +118,8 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
   for (const char* action :
        {"sandbox.create", "sandbox.internet", "sandbox.put_file", "terminal.open",
         "terminal.attach", "approval.approve", "approval.deny", "sandbox.snapshot",
-        "sandbox.delete_snapshot", "sandbox.exec", "sandbox.destroy", "auth.denied"}) {
+        "sandbox.delete_snapshot", "sandbox.exec", "sandbox.destroy", "auth.denied",
+        "sandbox.preview", "sandbox.port"}) {
     EXPECT_NE(audit.find(std::string("\"action\":\"") + action + "\""), std::string::npos)
         << action;
   }
