@@ -10,9 +10,9 @@
 #include <Poco/Util/OptionSet.h>
 #include <Poco/Util/ServerApplication.h>
 
+#include "app/api.h"
 #include "core/config/config.h"
 #include "http/auth.h"
-#include "http/server.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
 

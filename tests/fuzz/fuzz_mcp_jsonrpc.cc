@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "api/files/file_edit.h"
 #include "api/mcp/jsonrpc.h"
 #include "api/mcp/protocol.h"
+#include "core/text/file_edit.h"
 #include "fuzz_check.h"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "api/terminals/terminal_requests.h"
 #include "fuzz_check.h"
+#include "http/terminal_requests.h"
 #include "policy/typed_line.h"
 
 namespace {

@@ -42,7 +42,7 @@ class E2bRoutes {
     Metrics* metrics;
     const TokenStore& tokens;
     std::function<void(const AuditRecord&)> audit;
-    // The REST API's sandbox operations (http/server.h).
+    // The REST API's sandbox operations (app/api.h).
     std::function<std::shared_ptr<Sandbox>(const Principal&, const std::string&)> sandbox_for;
     std::function<std::shared_ptr<Sandbox>(const Principal&, const CreateRequest&, const Egress&)>
         create_for;

@@ -1,4 +1,4 @@
-// How a handler answers a request. The pipeline (Api, http/server.cc) implements it: each reply
+// How a handler answers a request. The pipeline (Api, app/api.cc) implements it: each reply
 // of a mutating call is audited before it leaves, an unread request body is settled, metrics
 // count the status. Handler classes receive a Replies& instead of the whole Api.
 #pragma once
@@ -35,7 +35,7 @@ class Replies {
 };
 
 // Reads a small unread request body now; marks a large or chunked one for a drain after the
-// reply (http/server.cc).
+// reply (app/api.cc).
 void settle_body(RequestContext& ctx);
 
 // Starts a 200 application/x-ndjson reply in chunks (a streaming exec, a template build): the

@@ -1,4 +1,4 @@
-// One request as the handlers see it, from the pipeline (http/server.cc) to the reply, and
+// One request as the handlers see it, from the pipeline (app/api.cc) to the reply, and
 // the refusal a policy gate throws (policy/gate.h).
 #pragma once
 
@@ -50,7 +50,7 @@ struct RequestContext {
   std::string query_value(const std::string& key) const;
 };
 
-// For the handlers (http/server.cc).
+// For the handlers (app/api.cc).
 double seconds_since(std::chrono::steady_clock::time_point t);
 std::string iso_time(std::int64_t unix_seconds);  // "2026-11-22T15:04:05Z"
 

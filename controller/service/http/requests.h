@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "api/files/file_edit.h"
 #include "core/config/config.h"
+#include "core/text/file_edit.h"
 #include "http/api_error.h"
 
 namespace pvs::service {

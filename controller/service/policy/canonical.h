@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "api/terminals/terminal_requests.h"
 #include "http/requests.h"
+#include "http/terminal_requests.h"
 #include "pvesandbox/egress.h"
 
 namespace pvs::service {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <streambuf>
 
-#include "api/files/file_edit.h"
+#include "core/text/file_edit.h"
 #include "http/api_error.h"
 #include "http/auth.h"
 #include "pvesandbox/manager.h"

@@ -23,9 +23,9 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
+#include "app/api.h"
 #include "bench_args.h"
 #include "http/auth.h"
-#include "http/server.h"
 #include "pvesandbox/proxmox_client.h"
 #include "rest_conn.h"
 #include "service/support/in_process_service.h"

@@ -24,10 +24,10 @@
 #include <Poco/Net/HTTPResponse.h>
 #include <Poco/StreamCopier.h>
 
+#include "app/api.h"
 #include "bench_args.h"
 #include "bench_stats.h"
 #include "http/auth.h"
-#include "http/server.h"
 #include "rest_conn.h"
 #include "service/support/in_process_service.h"
 #include "support/sshd_fixture.h"

@@ -32,9 +32,9 @@
 #include <Poco/Net/WebSocket.h>
 #include <Poco/StreamCopier.h>
 
+#include "app/api.h"
 #include "bench_args.h"
 #include "http/auth.h"
-#include "http/server.h"
 #include "rest_conn.h"
 #include "service/support/in_process_service.h"
 #include "ssh_tt_peer.h"

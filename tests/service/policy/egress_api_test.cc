@@ -11,8 +11,8 @@
 
 #include <Poco/JSON/Parser.h>
 
+#include "app/api.h"
 #include "core/observability/audit.h"
-#include "http/server.h"
 #include "lifecycle/fake_peers.h"
 #include "manager_testing.h"
 #include "service/support/http_client.h"

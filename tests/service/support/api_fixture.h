@@ -12,9 +12,9 @@
 #include <Poco/JSON/Object.h>
 #include <Poco/JSON/Parser.h>
 
+#include "app/api.h"
 #include "core/observability/audit.h"
 #include "http/auth.h"
-#include "http/server.h"
 #include "service/support/http_client.h"
 #include "service/support/json_object.h"
 #include "support/stack_fixture.h"

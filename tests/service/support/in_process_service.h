@@ -14,9 +14,9 @@
 #include <memory>
 #include <utility>
 
+#include "app/api.h"
 #include "core/observability/audit.h"
 #include "core/observability/metrics.h"
-#include "http/server.h"
 #include "pvesandbox/common/error.h"
 
 namespace pvs::test {

@@ -7,9 +7,9 @@
 #include <Poco/Crypto/DigestEngine.h>
 #include <Poco/DigestStream.h>
 
-#include "api/files/file_edit.h"
 #include "api/files/file_routes.h"
 #include "api/files/real_path.h"
+#include "core/text/file_edit.h"
 #include "http/chunk_frames.h"
 #include "http/chunk_queue.h"
 #include "http/json.h"

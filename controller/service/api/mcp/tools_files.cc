@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "api/files/file_edit.h"
 #include "api/files/real_path.h"
 #include "api/mcp/tool_impl.h"
+#include "core/text/file_edit.h"
 #include "http/auth.h"
 #include "http/requests.h"
 #include "policy/canonical.h"

@@ -40,7 +40,7 @@ class PortRoutes {
   struct Deps {
     SandboxOps& sandboxes;
     Replies& replies;
-    Metrics* metrics;                               // pvs_port_* (service_metrics.cc)
+    Metrics* metrics;                               // pvs_port_* (app/api_metrics.cc)
     std::function<void(const AuditRecord&)> audit;  // an upgraded connection's record, at its end
     WsSessions::Limits upgrades;       // ports.max_upgrades_per_token, ports.max_upgrades
     const TokenStore& tokens;          // a preview link acts for its maker (previews.cc)

@@ -1,5 +1,5 @@
 // The sandboxes a caller may use, as every resource room asks for them: the handler classes of
-// sandboxes, files and terminals, and the MCP tools. The Api implements it (sandbox_ops.cc):
+// sandboxes, files and terminals, and the MCP tools. The Api implements it (app/sandbox_access.cc):
 // it holds the Manager and counts each token's sandboxes, so a handler gets this narrow view
 // instead of the Api.
 #pragma once

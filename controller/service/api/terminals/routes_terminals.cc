@@ -1,8 +1,8 @@
 // Terminals in a sandbox (pvs::Terminal): open, list, show, resize, close, input, screen, wait.
 // The WebSocket of a terminal is in routes_terminal_ws.cc.
-#include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminal_routes.h"
 #include "http/json.h"
+#include "http/terminal_requests.h"
 
 namespace pvs::service {
 

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "api/sandboxes/sandbox_ops.h"
-#include "api/terminals/terminal_requests.h"
 #include "api/terminals/terminals.h"
 #include "core/config/config.h"
 #include "core/observability/audit.h"
 #include "http/replies.h"
 #include "http/request_context.h"
+#include "http/terminal_requests.h"
 #include "http/ws_sessions.h"
 #include "policy/gate.h"
 

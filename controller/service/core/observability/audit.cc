@@ -8,7 +8,7 @@
 #include <ctime>
 #include <memory>
 
-#include "http/json.h"
+#include "core/json/json_writer.h"
 
 namespace pvs::service {
 

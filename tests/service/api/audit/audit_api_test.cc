@@ -9,8 +9,8 @@
 
 #include <Poco/JSON/Parser.h>
 
+#include "app/api.h"
 #include "http/auth.h"
-#include "http/server.h"
 #include "service/support/http_client.h"
 #include "service/support/in_process_fixture.h"
 #include "support/sshd_fixture.h"

@@ -12,7 +12,7 @@
 #include <Poco/Net/StreamSocket.h>
 
 #include "api/console/console.h"
-#include "http/server.h"
+#include "app/api.h"
 #include "service/support/http_client.h"
 #include "service/support/in_process_service.h"
 

@@ -1,6 +1,6 @@
 // The edit of files/edit and the MCP edit_file tool: exact matches, counts, CRLF, binary
 // refusal, and the unified diff around each change.
-#include "api/files/file_edit.h"
+#include "core/text/file_edit.h"
 
 #include <gtest/gtest.h>
 

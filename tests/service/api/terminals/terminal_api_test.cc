@@ -15,9 +15,9 @@
 #include <Poco/Net/StreamSocket.h>
 #include <Poco/Net/WebSocket.h>
 
+#include "app/api.h"
 #include "core/observability/audit.h"
 #include "http/auth.h"
-#include "http/server.h"
 #include "service/support/http_client.h"
 #include "service/support/in_process_service.h"
 #include "service/support/json_object.h"

@@ -1,6 +1,6 @@
 // What /metrics shows: the metric families the API declares, and the collector that copies the
 // Manager's state (sandboxes, peers, pools, nodes) into them at each scrape.
-#include "http/server.h"
+#include "app/api.h"
 
 namespace pvs::service {
 

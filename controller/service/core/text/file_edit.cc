@@ -1,4 +1,4 @@
-#include "api/files/file_edit.h"
+#include "core/text/file_edit.h"
 
 #include <algorithm>
 

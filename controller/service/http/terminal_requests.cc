@@ -1,4 +1,4 @@
-#include "api/terminals/terminal_requests.h"
+#include "http/terminal_requests.h"
 
 #include <charconv>
 

@@ -1,6 +1,6 @@
 // The Api's side of SandboxOps (sandbox_ops.h): which sandboxes a caller may use, and a new one
 // within the token's max_sandboxes (counted with the creates in flight, under the API mutex).
-#include "http/server.h"
+#include "app/api.h"
 
 namespace pvs::service {
 

@@ -1,4 +1,4 @@
-#include "http/server.h"
+#include "app/api.h"
 
 #include <Poco/Net/HTTPRequestHandler.h>
 #include <Poco/Net/HTTPServerParams.h>

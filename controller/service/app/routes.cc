@@ -7,12 +7,12 @@
 // PortRoutes (api/ports),
 // TerminalRoutes (api/terminals), AuditRoutes (api/audit), McpRoutes (api/mcp), ApprovalRoutes
 // (policy/), E2bRoutes (e2b/).
-// The Api builds them (http/server.h) and is the one shared path before them: authentication,
+// The Api builds them (app/api.h) and is the one shared path before them: authentication,
 // per-token limits, then the handler, which asks the policy gate (admit) itself. A new route is
 // a row here plus a method on one handler class (and, for a new class, its member in part()).
 #include <tuple>
 
-#include "http/server.h"
+#include "app/api.h"
 
 namespace pvs::service {
 

@@ -1,5 +1,5 @@
 // What the E2B routes get from the Api: the REST API's sandbox operations and services.
-#include "http/server.h"
+#include "app/api.h"
 
 namespace pvs::service {
 

@@ -1,9 +1,10 @@
-// The request pipeline (room http/): Poco's HTTPServer, routing, authentication, per-token
-// limits, replies, metrics and the audit of mutating calls. The route table (routes.cc) is the
-// API at a glance; each row points at a method of one handler class. The resource rooms are
-// beside this one: api/sandboxes, api/files, api/terminals, api/fleet, api/audit, api/console,
-// api/mcp; the policy gate and the approval routes are policy/; config and observability
-// (metrics, audit log) are core/.
+// The composition root (app/, above every room): the Api owns the shared services and builds
+// each room's handler class, and runs the path every request takes on Poco's HTTPServer:
+// routing, authentication, per-token limits, replies, metrics and the audit of mutating calls.
+// The route table (routes.cc) is the API at a glance; each row points at a method of one
+// handler class. The rooms below: api/sandboxes, api/files, api/ports, api/terminals,
+// api/fleet, api/audit, api/console, api/mcp, e2b/; the policy gate and the approval routes
+// are policy/; the pipeline's primitives http/; config, observability and pure helpers core/.
 //
 //   pvs::service::Api api(config, &audit, &metrics);
 //   api.set_manager(manager);          // until then sandbox calls answer 503 "starting"
@@ -86,7 +87,7 @@ class Api : public Replies, public SandboxOps {
 
   const ServiceConfig& config() const { return config_; }
 
-  static void declare_metrics(Metrics& metrics);  // service_metrics.cc
+  static void declare_metrics(Metrics& metrics);  // app/api_metrics.cc
   // The route table (routes.cc).
   static std::span<const Route> routes();
   // The handler object a route row points at (routes.cc).
@@ -97,7 +98,7 @@ class Api : public Replies, public SandboxOps {
   PolicyGate& gate() { return gate_; }
   TokenLimits& limits() { return limits_; }
 
-  // SandboxOps (api/sandboxes/sandbox_ops.cc): the sandboxes a caller may use.
+  // SandboxOps (app/sandbox_access.cc): the sandboxes a caller may use.
   std::shared_ptr<Sandbox> sandbox_for(const Principal& principal, const std::string& id) override;
   std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request,
                                       const Egress& egress) override;
@@ -176,7 +177,7 @@ class Api : public Replies, public SandboxOps {
   ConsoleRoutes console_routes_{*this};
   FleetRoutes fleet_routes_{[this] { return require_manager(); }, *this};
   TemplateRoutes template_routes_{[this] { return require_manager(); }, *this};
-  E2bRoutes::Deps e2b_deps();         // e2b/e2b_deps.cc
+  E2bRoutes::Deps e2b_deps();         // app/e2b_deps.cc
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };
 
