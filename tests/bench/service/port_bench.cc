@@ -116,16 +116,19 @@ int main(int argc, char** argv) {
   auto sb = Poco::JSON::Parser().parse(created).extract<Poco::JSON::Object::Ptr>();
   const std::string id = sb->getValue<std::string>("id");
   const int vmid = sb->getValue<int>("vmid");
-  std::string dir = must_exec(conn, id, "mktemp -d /tmp/pvs-portbench-XXXXXX");
+  std::string dir = must_exec(conn, id, "mktemp -d \"$HOME/pvs-portbench-XXXXXX\"");
   while (!dir.empty() && dir.back() == '\n') dir.pop_back();
-  must_exec(conn, id,
-            "cd " + dir + " && printf 'hello, bench\\n' > small.txt && head -c " +
-                std::to_string(mib) + "M /dev/urandom > big.bin && (setsid python3 -m " +
-                "http.server 8000 --bind 127.0.0.1 --directory " + dir +
-                " >/dev/null 2>&1 </dev/null &) && for i in $(seq 200); do python3 -c " +
-                "'import socket; socket.create_connection((\"127.0.0.1\", 8000), 1)' " +
-                "2>/dev/null && break; sleep 0.05; done");
-
+  std::string up = must_exec(
+      conn, id,
+      "cd " + dir + " && printf 'hello, bench\\n' > small.txt && head -c " + std::to_string(mib) +
+          "M /dev/urandom > big.bin && (setsid python3 -m http.server 8000 --bind 127.0.0.1 " +
+          "--directory " + dir + " > server.log 2>&1 </dev/null &) && for i in $(seq 200); do " +
+          "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8000), 1)' " +
+          "2>/dev/null && echo up && exit 0; sleep 0.05; done; cat server.log; ls -la");
+  if (up != "up\n") {
+    std::cerr << "the service did not start: " << up << "\n";
+    return 1;
+  }
   const std::string ns = "/run/netns/" + stack.id() + "-" + std::to_string(vmid);
   int ns_fd = open(ns.c_str(), O_RDONLY | O_CLOEXEC);
   int self_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
