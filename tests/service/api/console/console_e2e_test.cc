@@ -102,8 +102,8 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
                                                                                     << report;
   }
   for (const char* shot :
-       {"signin", "signin-wrong-token", "sandbox", "sandbox-allowlist", "sandboxes", "files", "ports",
-        "terminal", "terminal-watch", "approvals", "audit", "nodes", "metrics"}) {
+       {"signin", "signin-wrong-token", "sandbox", "sandbox-allowlist", "sandboxes", "files",
+        "ports", "terminal", "terminal-watch", "approvals", "audit", "nodes", "metrics"}) {
     EXPECT_GT(
         fs::exists(shots + "/" + shot + ".png") ? fs::file_size(shots + "/" + shot + ".png") : 0,
         1000u)
