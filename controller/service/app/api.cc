@@ -253,8 +253,7 @@ void Api::finish(RequestContext& ctx) {
 }
 
 // Mutating calls are audited before the reply leaves (also when they failed).
-void Api::audit(RequestContext& ctx, int status, const ApiError* error) {
-  if (!audit_ || ctx.action.empty()) return;
+AuditRecord audit_record(const RequestContext& ctx, int status) {
   AuditRecord r;
   r.request_id = ctx.request_id;
   r.token = ctx.principal ? ctx.principal->name : "";
@@ -264,11 +263,17 @@ void Api::audit(RequestContext& ctx, int status, const ApiError* error) {
   r.params_json = ctx.params_json;
   r.policy_json = ctx.policy_json;
   r.status = status;
+  r.duration_ms = static_cast<std::int64_t>(seconds_since(ctx.start) * 1000);
+  return r;
+}
+
+void Api::audit(RequestContext& ctx, int status, const ApiError* error) {
+  if (!audit_ || ctx.action.empty()) return;
+  AuditRecord r = audit_record(ctx, status);
   if (error) {
     r.error_code = error->code;
     r.error_message = error->message;
   }
-  r.duration_ms = static_cast<std::int64_t>(seconds_since(ctx.start) * 1000);
   append_audit(r);
 }
 

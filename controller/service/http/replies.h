@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/observability/audit.h"
 #include "http/request_context.h"
 
 namespace pvs::service {
@@ -33,6 +34,11 @@ class Replies {
   // above: a command's start, the end of a stream, a WebSocket's upgrade.
   virtual void audit(RequestContext& ctx, int status, const ApiError* error) = 0;
 };
+
+// The audit record of `ctx` as it stands, with `status`: its request id, token name, remote
+// address, action, sandbox, params, the policy's decision and the time since it began (the
+// record Replies::audit writes; an upgraded connection's is written when it ends, app/api.cc).
+AuditRecord audit_record(const RequestContext& ctx, int status);
 
 // Reads a small unread request body now; marks a large or chunked one for a drain after the
 // reply (app/api.cc).

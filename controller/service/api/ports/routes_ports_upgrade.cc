@@ -155,13 +155,7 @@ void PortRoutes::splice(RequestContext& ctx, const Target& to, std::unique_ptr<T
   auto* impl = dynamic_cast<Poco::Net::HTTPServerRequestImpl*>(ctx.request);
   if (!impl) throw bad_gateway("this connection cannot be upgraded");
   // The record is written at the end, with the bytes each way (run on the session's thread).
-  AuditRecord record;
-  record.request_id = ctx.request_id;
-  record.token = ctx.principal ? ctx.principal->name : "";
-  record.remote = ctx.request->clientAddress().host().toString();
-  record.action = ctx.action;
-  record.sandbox = ctx.sandbox;
-  record.status = 101;
+  AuditRecord record = audit_record(ctx, 101);
   ctx.action.clear();
   auto& resp = *ctx.response;
   d_.replies.begin_reply(ctx, 101, "");
