@@ -28,6 +28,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Whether the comma-separated `list` (a Connection header's) names `token`, case-insensitively.
+bool names_token(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    auto item = trim(list.substr(0, comma));
+    if (!item.empty() && iequals(item, token)) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 // RFC 9110 token characters (header names, methods).
 bool is_token(std::string_view s) {
   if (s.empty()) return false;
@@ -120,14 +132,7 @@ bool is_hop_by_hop(std::string_view name, std::string_view connection) {
                                                            "upgrade"};
   for (auto h : kHop)
     if (iequals(name, h)) return true;
-  while (!connection.empty()) {
-    auto comma = connection.find(',');
-    auto token = trim(connection.substr(0, comma));
-    if (!token.empty() && iequals(name, token)) return true;
-    if (comma == std::string_view::npos) break;
-    connection.remove_prefix(comma + 1);
-  }
-  return false;
+  return names_token(connection, name);
 }
 
 std::string requested_upgrade(const std::vector<Header>& headers) {
@@ -135,14 +140,7 @@ std::string requested_upgrade(const std::vector<Header>& headers) {
   std::string upgrade;
   for (const auto& [name, value] : headers) {
     if (iequals(name, "upgrade")) upgrade = std::string(trim(value));
-    if (!iequals(name, "connection")) continue;
-    std::string_view list = value;
-    while (!list.empty()) {
-      auto comma = list.find(',');
-      if (iequals(trim(list.substr(0, comma)), "upgrade")) asked = true;
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 1);
-    }
+    if (iequals(name, "connection") && names_token(value, "upgrade")) asked = true;
   }
   return asked ? upgrade : std::string();
 }
@@ -190,31 +188,18 @@ std::string expand_host_mask(std::string_view mask, std::uint16_t port) {
 
 namespace {
 
-// The client's WebSocket subprotocols less "bearer.<token>" (the console's way to send its
-// token); "" when none is left.
-std::string without_bearer(std::string_view protocols) {
+// `list` (items separated by `sep`, blanks around them ignored) without the items that start
+// with `drop`, joined by `join`; "" when none is left.
+std::string without_items(std::string_view list, char sep, std::string_view join,
+                          std::string_view drop) {
   std::string kept;
-  while (!protocols.empty()) {
-    auto comma = protocols.find(',');
-    auto p = trim(protocols.substr(0, comma));
-    if (!p.empty() && p.substr(0, 7) != "bearer.")
-      kept += (kept.empty() ? "" : ", ") + std::string(p);
-    if (comma == std::string_view::npos) break;
-    protocols.remove_prefix(comma + 1);
-  }
-  return kept;
-}
-
-// The client's cookies less pvs_preview (preview.h); "" when none is left.
-std::string without_preview_cookie(std::string_view cookies) {
-  std::string kept;
-  while (!cookies.empty()) {
-    auto semi = cookies.find(';');
-    auto c = trim(cookies.substr(0, semi));
-    if (!c.empty() && c.substr(0, 12) != "pvs_preview=")
-      kept += (kept.empty() ? "" : "; ") + std::string(c);
-    if (semi == std::string_view::npos) break;
-    cookies.remove_prefix(semi + 1);
+  while (!list.empty()) {
+    auto end = list.find(sep);
+    auto item = trim(list.substr(0, end));
+    if (!item.empty() && item.substr(0, drop.size()) != drop)
+      kept += (kept.empty() ? "" : std::string(join)) + std::string(item);
+    if (end == std::string_view::npos) break;
+    list.remove_prefix(end + 1);
   }
   return kept;
 }
@@ -233,8 +218,9 @@ std::string request_head(const UpstreamRequest& r) {
         iequals(name, "x-forwarded-prefix") || iequals(name, "e2b-traffic-access-token"))
       continue;
     std::string v = value;
-    if (iequals(name, "sec-websocket-protocol")) v = without_bearer(value);
-    if (iequals(name, "cookie")) v = without_preview_cookie(value);
+    // The console's token as a subprotocol ("bearer.<token>"), the preview link's cookie.
+    if (iequals(name, "sec-websocket-protocol")) v = without_items(value, ',', ", ", "bearer.");
+    if (iequals(name, "cookie")) v = without_items(value, ';', "; ", "pvs_preview=");
     if (v.empty() && !value.empty()) continue;
     head += name + ": " + v + "\r\n";
   }
