@@ -131,7 +131,7 @@ TEST(TemplateWire, StartBodyAsTheSdkSendsIt) {
   EXPECT_EQ(s.steps[0].files_hash, kHashA);
   for (const char* bad :
        {R"({"fromImage":"a","fromTemplate":"b"})", R"({"steps":[]})",
-        R"({"fromImage":"e2bdev/base","startCmd":"x"})", R"({"fromImage":"x","readyCmd":"y"})",
+        R"({"fromImage":"e2bdev/base","startCmd":1})", R"({"fromImage":"x","readyCmd":[]})",
         R"({"fromImage":"x","fromImageRegistry":{"type":"registry"}})", R"([1])", "{",
         R"({"fromImage":"x","steps":[{"args":[]}]})", R"({"fromImage":"x","steps":[1]})",
         R"({"fromImage":"x","steps":[{"type":"RUN","args":[1]}]})",
@@ -183,6 +183,39 @@ TEST(TemplateWire, MapsStepsOntoARecipeInOrder) {
                        uploads({{kHashA, archive_a}}));
   ASSERT_TRUE(one) << one.error().message;
   EXPECT_EQ(one->recipe.files.at(0).path, "/etc/motd");
+}
+
+// setStartCmd('python3 -m http.server 8000', waitForPort(8000)) and setReadyCmd alone, as the
+// SDK's serialize() sends them: the recipe's start and ready (a ready check's timeout is the
+// default: the SDK has none to give).
+TEST(TemplateWire, StartAndReadyCommandsAreTheRecipes) {
+  auto none = uploads({});
+  auto both = map_build("web",
+                        start(R"({"fromImage":"e2bdev/base","steps":[],"force":false,)"
+                              R"("startCmd":"python3 -m http.server 8000",)"
+                              R"("readyCmd":"[ -n \"$(ss -Htuln sport = :8000)\" ]"})"),
+                        none);
+  ASSERT_TRUE(both) << both.error().message;
+  EXPECT_EQ(both->recipe.start, "python3 -m http.server 8000");
+  EXPECT_EQ(both->recipe.ready, R"([ -n "$(ss -Htuln sport = :8000)" ])");
+  EXPECT_EQ(both->recipe.ready_timeout_seconds, 0);
+  auto ready = map_build("w", start(R"({"fromTemplate":"base","readyCmd":"sleep 1"})"), none);
+  ASSERT_TRUE(ready) << ready.error().message;
+  EXPECT_EQ(ready->recipe.start, "");
+  EXPECT_EQ(ready->recipe.ready, "sleep 1");
+  // A digest of its own: the same steps with another start command build another template.
+  EXPECT_NE(both->recipe.digest(),
+            map_build("web", start(R"({"fromImage":"e2bdev/base","startCmd":"true"})"), none)
+                ->recipe.digest());
+  expect_400(map_build("w", start(R"({"fromTemplate":"base","startCmd":"  "})"), none),
+             "start: is empty");
+  auto big = parse_build_start(R"({"fromTemplate":"base","startCmd":")" +
+                               std::string(kMaxServiceCommand + 1, 'x') + ""
+}
+");
+    ASSERT_FALSE(big);
+EXPECT_NE(big.error().message.find("startCmd: must be a string of at most 64 KiB"),
+          std::string::npos);
 }
 
 TEST(TemplateWire, BasesServedAndRefused) {

@@ -78,6 +78,48 @@ pool_size: 5
   EXPECT_NE(c.digest(), a->digest());
 }
 
+// start, ready and ready_timeout_seconds (docs/templates.md, "Start and ready").
+TEST(TemplateRecipe, StartAndReadyAreParsedCheckedAndDigested) {
+  auto r = parse_recipe(
+      "name: web\nstart: python3 -m http.server 8000\n"
+      "ready: '[ -n \"$(ss -Htln sport = :8000)\" ]'\nready_timeout_seconds: 30\n",
+      "r.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->start, "python3 -m http.server 8000");
+  EXPECT_EQ(r->ready, R"([ -n "$(ss -Htln sport = :8000)" ])");
+  EXPECT_EQ(r->ready_timeout_seconds, 30);
+  auto c = *r;
+  c.start += " --bind 127.0.0.1";
+  EXPECT_NE(c.digest(), r->digest());
+  c = *r;
+  c.ready_timeout_seconds = 31;
+  EXPECT_NE(c.digest(), r->digest());
+  c = *r;  // the default timeout spelt out is the same recipe
+  c.ready_timeout_seconds = 0;
+  auto d = c;
+  d.ready_timeout_seconds = kDefaultReadyTimeout;
+  EXPECT_EQ(c.digest(), d.digest());
+  // A recipe without either keeps the canonical form (and digest) it had before they existed.
+  auto plain = parse_recipe(kFull, "a");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->canonical().find("start"), std::string::npos);
+  EXPECT_EQ(plain->canonical().find("ready"), std::string::npos);
+
+  EXPECT_NE(error_of("name: a\nstart: ' '").find("start: is empty"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nready: ''").find("ready: is empty"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nstart: x\nready_timeout_seconds: 5")
+                .find("ready_timeout_seconds: needs a ready check"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nready: x\nready_timeout_seconds: 0").find("ready_timeout"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nready: x\nready_timeout_seconds: 1801").find("ready_timeout"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: a\nstart: [x]").find("start"), std::string::npos);
+  EXPECT_NE(error_of("name: a\nstart: " + std::string(kMaxServiceCommand + 1, 'x'))
+                .find("start: is longer than 64 KiB"),
+            std::string::npos);
+}
+
 TEST(TemplateRecipe, RefusesWithClearErrors) {
   EXPECT_NE(error_of("files: []").find("name: is required"), std::string::npos);
   EXPECT_NE(error_of("name: Bad_Name").find("name: must be 1-32"), std::string::npos);

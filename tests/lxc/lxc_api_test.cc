@@ -156,7 +156,13 @@ TEST_F(LxcApiTest, ARecipeInstallsAPackageFromTheMirrorAndASandboxHasItAtOnce) {
       "packages: [pvs-hello]\n"
       "env: {GREETING: hi, QUOTED: 'say \"hi\" \\\\ bye'}\n"
       "script: |\n"
-      "  pvs-hello > /opt/app/built.txt\n";
+      "  pvs-hello > /opt/app/built.txt\n"
+      // A service with the template's env, supervised, ready once its port listens.
+      "start: echo \"$GREETING\" > /tmp/greeting && exec python3 -m http.server 8000 "
+      "--directory /opt/app\n"
+      "ready: '[ -n \"$(ss -Htln sport = :8000)\" ]'\n"
+      "ready_timeout_seconds: 30\n"
+      "pool_size: 1\n";
   auto built = call("POST", "/v1/templates", recipe, "tok-root");
   ASSERT_EQ(built.status, 200) << built.body;
   std::string last;
@@ -171,8 +177,25 @@ TEST_F(LxcApiTest, ARecipeInstallsAPackageFromTheMirrorAndASandboxHasItAtOnce) {
   std::printf("[ figure ] template build on the lxc backend: %.1f s\n",
               outcome->getValue<double>("seconds"));
 
+  EXPECT_NE(built.body.find("==> start and ready"), std::string::npos) << built.body;
+  // The template's own hot pool member, made with its service up, serves the create.
+  auto pool_ready = [&] {
+    auto pools = json(call("GET", "/v1/pools", "", "tok-root").body)->getArray("pools");
+    for (unsigned k = 0; pools && k < pools->size(); ++k)
+      if (pools->getObject(k)->getValue<std::string>("name") == "tools")
+        return pools->getObject(k)->getValue<int>("ready");
+    return 0;
+  };
+  for (int i = 0; i < 600 && pool_ready() < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(pool_ready(), 1);
   std::string id = create(R"({"template":"tools"})");
   ASSERT_FALSE(id.empty());
+  EXPECT_EQ(in_sandbox(id, "curl -sS -m 5 http://127.0.0.1:8000/built.txt"),
+            "hello from a package");
+  EXPECT_EQ(in_sandbox(id, "cat /tmp/greeting"), "hi");
+  EXPECT_NE(in_sandbox(id, "cat /var/log/pve-sandbox/start.log").find("starting"),
+            std::string::npos);
   EXPECT_EQ(in_sandbox(id, "pvs-hello"), "hello from a package");
   EXPECT_EQ(in_sandbox(id, "dpkg-query -W -f '${Status}' pvs-hello"), "install ok installed");
   EXPECT_EQ(in_sandbox(id, "cat /opt/app/hello.txt /opt/app/built.txt | tr '\\n' ' '"),
@@ -182,6 +205,16 @@ TEST_F(LxcApiTest, ARecipeInstallsAPackageFromTheMirrorAndASandboxHasItAtOnce) {
   // Cleaned before it became a template; the build's egress went with the build.
   EXPECT_EQ(in_sandbox(id, "ls /var/lib/apt/lists | wc -l"), "0");
   EXPECT_EQ(in_sandbox(id, "getent ahostsv4 deb.test"), "exit 2:  ");
+
+  // A ready check that never passes fails the build, saying so with the start command's log.
+  auto broken = call("POST", "/v1/templates",
+                     "name: broken\nstart: echo serving; sleep 600\nready: 'false'\n"
+                     "ready_timeout_seconds: 1\n",
+                     "tok-root");
+  EXPECT_NE(broken.body.find("the ready check did not pass in 1 s"), std::string::npos)
+      << broken.body;
+  EXPECT_NE(broken.body.find("serving"), std::string::npos) << broken.body;
+  EXPECT_EQ(broken.body.find("\"template\""), std::string::npos) << broken.body;
 
   // The same recipe again: a cache hit; in use, the template stays.
   auto again = call("POST", "/v1/templates", recipe, "tok-root");

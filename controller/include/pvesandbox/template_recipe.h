@@ -10,12 +10,16 @@
 //   env: {PIP_NO_CACHE_DIR: "1"}    # defaults every login shell of a sandbox gets
 //   script: |                       # run as root (sh -e), after packages and files
 //     pip3 install -r /opt/app/requirements.txt
+//   start: python3 -m http.server 8000   # a service every sandbox of it runs, supervised
+//   ready: '[ -n "$(ss -Htln sport = :8000)" ]'  # handed out once this exits 0
+//   ready_timeout_seconds: 60       # how long the ready check may take (default 120)
 //   pool_size: 2                    # hot pool members to keep of it (0: none)
 //
 // `src` is a file next to the recipe (read when parsed from a file); `content_base64` carries
 // binary content (what sandboxctl sends for a `src` file over the API). The digest is SHA-256
 // over the canonical form (name, base, packages sorted, files sorted by path with their modes
-// and contents, env, script): equal digests build equal templates, so a second build of the
+// and contents, env, script; start, ready and ready_timeout_seconds when either command is
+// given): equal digests build equal templates, so a second build of the
 // same recipe is a cache hit. pool_size is not part of it (it changes no byte of the image).
 #pragma once
 
@@ -32,6 +36,9 @@ namespace pvs {
 inline constexpr std::size_t kMaxRecipeFiles = 64;
 inline constexpr std::size_t kMaxRecipeBytes = 8 << 20;  // all file contents together
 inline constexpr int kMaxRecipePool = 64;
+inline constexpr int kDefaultReadyTimeout = 120;  // seconds
+inline constexpr int kMaxReadyTimeout = 1800;
+inline constexpr std::size_t kMaxServiceCommand = 64 << 10;  // bytes of start, of ready
 
 struct TemplateRecipe {
   struct File {
@@ -45,6 +52,14 @@ struct TemplateRecipe {
   std::vector<File> files;
   std::map<std::string, std::string> env;
   std::string script;
+  // The template's service (docs/templates.md, "Start and ready"): `start` runs, supervised,
+  // from every boot of a sandbox of the template; the sandbox is handed out (a create's
+  // reply, a hot pool member, a resume) once `ready` exits 0, tried until
+  // ready_timeout_seconds (0: kDefaultReadyTimeout) pass. Either may be given alone. Shell
+  // commands, run as the sandbox's SSH user in its home by `sh -l`.
+  std::string start;
+  std::string ready;
+  int ready_timeout_seconds = 0;
   int pool_size = 0;
 
   // The canonical form: one JSON object, keys and lists in a fixed order, contents base64.

@@ -7,6 +7,7 @@
 #include "core.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
+#include "service.h"
 
 namespace pvs::lifecycle {
 
@@ -380,7 +381,8 @@ Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string
   return {};
 }
 
-// 4. The L2 guard before the first frame, 5. start, 6. SSH, 7. internet with a lease.
+// 4. The L2 guard before the first frame, 5. start, 6. SSH, 7. internet with a lease, 7b. the
+// template's service (service.h).
 Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Binding& binding) {
   if (auto h = hook("bind"); !h) return h;
   if (auto r = bind(*s.node, binding); !r) return r;
@@ -393,7 +395,11 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
     if (!ssh) return fail(ssh.error());
     s.ssh = *ssh;
   }
-  return start_egress(s, o);
+  if (auto r = start_egress(s, o); !r) return r;
+  // 7b. Its template's service, started and ready (a build checks its own instead).
+  if (!s.ssh || s.template_build) return {};
+  if (auto h = hook("service"); !h) return h;
+  return start_service(*s.ssh);
 }
 
 Status ManagerCore::clone_template(

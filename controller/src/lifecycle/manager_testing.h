@@ -19,8 +19,8 @@
 namespace pvs::lifecycle {
 
 // Called before each step of create ("clone", "configure", "resize", "bind", "start", "ssh",
-// "internet", "ready") and destroy ("destroy:mark", "destroy:revoke", "destroy:delete"); an
-// error return fails that step as if the peer had failed.
+// "service", "internet", "ready") and destroy ("destroy:mark", "destroy:revoke",
+// "destroy:delete"); an error return fails that step as if the peer had failed.
 using FaultHook = std::function<Status(std::string_view step)>;
 
 struct TestPeers {

@@ -8,6 +8,7 @@
 
 #include "core.h"
 #include "pvesandbox/common/log.h"
+#include "service.h"
 
 namespace pvs::lifecycle {
 
@@ -145,7 +146,8 @@ Status ManagerCore::resume_steps(SandboxImpl& sb, seconds ttl) {
   md.phase = SandboxMetadata::Phase::kReady;
   md.expires_at = left > 0 ? now + std::min<std::int64_t>(left, cfg_.max_ttl.count()) : 0;
   md.ttl_left = 0;
-  if (ssh) r = hook("resume:mark");
+  if (ssh && *ssh) r = start_service(**ssh);  // its template's service, if it has one
+  if (ssh && r) r = hook("resume:mark");
   if (ssh && r) r = write_description(n, sb.vmid(), md);
   if (!ssh || !r) {
     if (ssh && *ssh) (*ssh)->close();

@@ -4,7 +4,8 @@
 //   2. the packages' egress read from the base's apt sources (before any file of the recipe is
 //      there), the files copied in (and the env defaults written), the packages installed with
 //      the container's egress allowlisted to those hosts for that step only, the script run as
-//      root, the clean command run,
+//      root, the service (start, ready) started and checked as a sandbox's boot does, then
+//      stopped and its log removed, the clean command run,
 //   3. its SSH closed, stopped, its egress, binding and address given back, its description
 //      rewritten (phase "pooled", the template labels), converted into a template.
 // Any failure rolls the container back as a failed create (nothing left but the log).
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "lifecycle/core.h"
+#include "lifecycle/service.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
 #include "spread.h"
@@ -125,15 +127,17 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
     files.push_back({"/etc/environment", environment, 0644});
     files.push_back({"/etc/ssh/sshd_config.d/pve-sandbox-template.conf", sshd, 0644});
   }
+  auto service = service_files(r);
+  files.insert(files.end(), service.begin(), service.end());
   const auto timeout = cfg.template_step_timeout;
-  // Packages and env defaults change system files: only inside a real container, never on a
-  // stand-in that shares the host's file system (pvesim's netns backend).
-  if (!r.packages.empty() || !r.env.empty()) {
+  // Packages, env defaults and a service change system files: only inside a real container,
+  // never on a stand-in that shares the host's file system (pvesim's netns backend).
+  if (!r.packages.empty() || !r.env.empty() || !service.empty()) {
     auto inside = box.exec(std::string(kInsideContainerTest), {});
     if (!inside || inside->exit_code != 0)
       return fail(ErrorCode::kInvalidArgument,
-                  "packages and env need a real container: this sandbox's init is not one "
-                  "(a stand-in sharing the host's file system?)");
+                  "packages, env, start and ready need a real container: this sandbox's init "
+                  "is not one (a stand-in sharing the host's file system?)");
   }
   // The packages' egress comes from the base's apt sources, read before any file of the recipe
   // is copied: no file can add a host to it (and parse_recipe refuses files under /etc/apt/
@@ -184,6 +188,16 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
     if (auto st = run_step(box, log, timeout, "script",
                            "sh -e " + path + "; rc=$?; rm -f " + path + "; exit $rc");
         !st)
+      return st;
+  }
+  if (!service.empty()) {  // as every boot of a sandbox of it will: started, then ready
+    auto ready = std::chrono::seconds(kMaxReadyTimeout + 30);
+    if (auto st = run_step(box, log, std::max<std::chrono::milliseconds>(timeout, ready),
+                           "start and ready", service_up_command());
+        !st)
+      return st;
+    log.line("ready");
+    if (auto st = run_step(box, log, timeout, "stop the service", service_down_command()); !st)
       return st;
   }
   if (!cfg.template_clean_command.empty())

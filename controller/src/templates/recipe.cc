@@ -155,6 +155,12 @@ std::string TemplateRecipe::canonical() const {
   for (auto& [k, v] : env) env_o.set(k, v);  // std::map: sorted
   o.set("env", env_o);
   o.set("script", script);
+  if (!start.empty() || !ready.empty()) {  // absent otherwise: older recipes keep their digest
+    o.set("start", start);
+    o.set("ready", ready);
+    o.set("ready_timeout_seconds",
+          ready_timeout_seconds > 0 ? ready_timeout_seconds : kDefaultReadyTimeout);
+  }
   std::ostringstream out;
   Poco::JSON::Stringifier::condense(o, out);
   return out.str();
@@ -212,6 +218,20 @@ Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view sour
   }
   top.string("script", &r.script);
   if (r.script.size() > (1 << 20)) top.fail("script", "is longer than 1 MiB");
+  top.string("start", &r.start);
+  top.string("ready", &r.ready);
+  for (auto [key, text] : {std::pair{"start", &r.start}, std::pair{"ready", &r.ready}}) {
+    if (!top.ok()) break;
+    if (text->size() > kMaxServiceCommand)
+      top.fail(key, "is longer than " + std::to_string(kMaxServiceCommand >> 10) + " KiB");
+    else if (text->find('\0') != std::string::npos)
+      top.fail(key, "holds a NUL");
+    else if (top.has(key) && text->find_first_not_of(" \t\n") == std::string::npos)
+      top.fail(key, "is empty");
+  }
+  top.integer("ready_timeout_seconds", &r.ready_timeout_seconds, 1, kMaxReadyTimeout);
+  if (top.ok() && top.has("ready_timeout_seconds") && r.ready.empty())
+    top.fail("ready_timeout_seconds", "needs a ready check (ready)");
   top.integer("pool_size", &r.pool_size, 0, kMaxRecipePool);
   if (auto st = top.finish(); !st) return fail(ErrorCode::kInvalidArgument, st.error().message);
   return r;

@@ -124,27 +124,6 @@ bool within_limits(const std::map<std::string, TemplateRecipe::File>& files) {
   return files.size() <= kMaxRecipeFiles && bytes <= kMaxRecipeBytes;
 }
 
-// The recipe as JSON (template_recipe.h's fields), for parse_recipe to validate as any recipe.
-std::string recipe_json(const std::string& name, const std::string& base,
-                        const std::vector<std::string>& packages,
-                        const std::map<std::string, TemplateRecipe::File>& files,
-                        const std::map<std::string, std::string>& env, const std::string& script) {
-  JsonWriter w;
-  w.begin_object().key("name").value(name);
-  if (!base.empty()) w.key("base").value(base);
-  w.key("packages").begin_array();
-  for (const auto& p : packages) w.value(p);
-  w.end_array().key("files").begin_array();
-  for (const auto& [path, f] : files) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", f.mode);
-    w.begin_object().key("path").value(path).key("mode").value(mode);
-    w.key("content_base64").value(base64_encode(f.content)).end_object();
-  }
-  w.end_array().key("env").value(env).key("script").value(script);
-  return w.end_object().take();
-}
-
 ApiResult<std::string> base_of(const BuildStart& start) {
   if (!start.from_template.empty()) {
     if (start.from_template == kDefaultTemplate) return std::string();
@@ -191,6 +170,28 @@ class StepMapper {
     return tl::unexpected(step_error(n, s,
                                      "not supported by pve-sandbox (served: COPY, ENV, RUN, "
                                      "aptInstall, USER, WORKDIR)"));
+  }
+
+  // The recipe as JSON (template_recipe.h's fields), for parse_recipe to validate as any
+  // recipe: the steps' parts, and the build's start and ready commands.
+  std::string recipe_json(const std::string& name, const std::string& base,
+                          const BuildStart& start) const {
+    JsonWriter w;
+    w.begin_object().key("name").value(name);
+    if (!base.empty()) w.key("base").value(base);
+    w.key("packages").begin_array();
+    for (const auto& p : packages) w.value(p);
+    w.end_array().key("files").begin_array();
+    for (const auto& [path, f] : files) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", f.mode);
+      w.begin_object().key("path").value(path).key("mode").value(mode);
+      w.key("content_base64").value(base64_encode(f.content)).end_object();
+    }
+    w.end_array().key("env").value(env_vars).key("script").value(script);
+    if (!start.start_cmd.empty()) w.key("start").value(start.start_cmd);
+    if (!start.ready_cmd.empty()) w.key("ready").value(start.ready_cmd);
+    return w.end_object().take();
   }
 
   std::map<std::string, TemplateRecipe::File> files;
@@ -310,7 +311,8 @@ std::string failed_step(const MappedBuild& build, std::string_view error, int la
   if (starts("packages") && build.first_package_step > 0)
     return std::to_string(build.first_package_step);
   if (starts("script") && last_marker > 0) return std::to_string(last_marker);
-  if (starts("clean") || starts("stop") || starts("script")) return "finalize";
+  if (starts("clean") || starts("stop") || starts("script") || starts("start and ready"))
+    return "finalize";
   return "base";
 }
 
@@ -323,8 +325,7 @@ ApiResult<MappedBuild> map_build(const std::string& name, const BuildStart& star
   for (std::size_t i = 0; i < start.steps.size(); ++i)
     if (auto ok = m.step(static_cast<int>(i) + 1, start.steps[i], &out); !ok)
       return tl::unexpected(ok.error());
-  auto recipe = parse_recipe(recipe_json(name, *base, m.packages, m.files, m.env_vars, m.script),
-                             "the template");
+  auto recipe = parse_recipe(m.recipe_json(name, *base, start), "the template");
   if (!recipe) return tl::unexpected(bad_request(recipe.error().message));
   out.recipe = std::move(*recipe);
   return out;

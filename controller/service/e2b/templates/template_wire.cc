@@ -179,8 +179,12 @@ ApiResult<BuildStart> parse_build_start(std::string_view text) {
     } else if (key == "fromImageRegistry") {
       ok = tl::unexpected(unsupported("fromImageRegistry", "templates are built from a template"));
     } else if (key == "startCmd" || key == "readyCmd") {
-      ok = tl::unexpected(unsupported(
-          key, "a sandbox starts no command of its template's (run it with commands.run)"));
+      // Checked further as the recipe's start and ready (parse_recipe, through map_build).
+      if (!value.isString() || value.toString().size() > kMaxServiceCommand)
+        ok = tl::unexpected(bad_request(key + ": must be a string of at most " +
+                                        std::to_string(kMaxServiceCommand >> 10) + " KiB"));
+      else
+        (key == "startCmd" ? s.start_cmd : s.ready_cmd) = value.toString();
     } else if (key == "steps") {
       if (value.type() != typeid(Poco::JSON::Array::Ptr))
         return tl::unexpected(bad_request("steps: must be a list"));

@@ -53,10 +53,11 @@ struct BuildStart {
   std::string from_image;     // exactly one of these two
   std::string from_template;  //
   std::vector<BuildStep> steps;
+  std::string start_cmd;  // setStartCmd: the recipe's start (docs/templates.md)
+  std::string ready_cmd;  // its second argument or setReadyCmd: the recipe's ready
 };
 inline constexpr std::size_t kMaxBuildSteps = 256;
-// The body of POST /v2/templates/{id}/builds/{buildID}; fromImageRegistry, startCmd and
-// readyCmd are refused by name.
+// The body of POST /v2/templates/{id}/builds/{buildID}; fromImageRegistry is refused by name.
 ApiResult<BuildStart> parse_build_start(std::string_view body);
 
 // A COPY step's archive, by its filesHash (nullopt: never uploaded).
