@@ -3,6 +3,8 @@
 #include <Poco/Net/HTTPServerRequestImpl.h>
 #include <Poco/Net/StreamSocket.h>
 
+#include <poll.h>
+
 #include <cstdio>
 
 namespace pvs::service {
@@ -30,6 +32,13 @@ bool ChunkFrames::send(std::string_view data) {
     sent += static_cast<std::size_t>(w);
   }
   return true;
+}
+
+bool client_hung_up(const RequestContext& ctx) {
+  auto* impl = dynamic_cast<Poco::Net::HTTPServerRequestImpl*>(ctx.request);
+  if (!impl) return false;
+  pollfd p{impl->socket().impl()->sockfd(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace pvs::service

@@ -36,4 +36,10 @@ class ChunkFrames {
   std::string frame_;
 };
 
+// Whether the client closed its connection (the kernel saw its FIN or a reset), without
+// reading from it: a handler that waits on something else while the client waits for its
+// reply (a service in a sandbox that is silent) polls this to give up early. False when the
+// connection is not a plain Poco server connection.
+bool client_hung_up(const RequestContext& ctx);
+
 }  // namespace pvs::service

@@ -11,8 +11,9 @@
 #include <Poco/Exception.h>
 #include <Poco/String.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
-
 #include <optional>
 
 #include "api/ports/listening.h"
@@ -50,14 +51,26 @@ ApiError tunnel_error(const Error& e, std::uint16_t port, const std::string& id)
 // The service's side: what was read and not yet used, and the tunnel to read more from.
 struct Upstream {
   TcpTunnel& tunnel;
+  const RequestContext& client;
   std::string pending;
-  // Appends what comes next: the bytes read, 0 at the service's EOF.
+  // Appends what comes next: the bytes read, 0 at the service's EOF. Waits at most kIdleTimeout,
+  // looking once a second whether the client is still there: a client that hung up ends the
+  // wait (the tunnel is closed next, so the service sees its connection end too: E2B's code
+  // interpreter interrupts the cell).
   Result<std::size_t> more() {
     char buf[kChunk];
-    auto n = tunnel.read(buf, sizeof buf, PortRoutes::kIdleTimeout);
-    if (n && *n > 0) pending.append(buf, *n);
-    return n;
+    const auto deadline = std::chrono::steady_clock::now() + PortRoutes::kIdleTimeout;
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      auto n = tunnel.read(buf, sizeof buf,
+                           std::clamp(left, std::chrono::milliseconds(1), kClientCheck));
+      if (n && *n > 0) pending.append(buf, *n);
+      if (n || !n.error().is(SshErrc::kTimeout) || left <= kClientCheck) return n;
+      if (client_hung_up(client)) return fail(ErrorCode::kUnavailable, "the client went away");
+    }
   }
+  static constexpr std::chrono::milliseconds kClientCheck{1000};
 };
 
 BodyFraming framing_of(const Poco::Net::HTTPServerRequest& req) {
@@ -289,7 +302,7 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
   options.port = to.port;
   auto tunnel = sandbox.open_tunnel(options);
   if (!tunnel) throw tunnel_error(tunnel.error(), to.port, ctx.sandbox);
-  Upstream up{**tunnel, {}};
+  Upstream up{**tunnel, ctx, {}};
   std::uint64_t sent =
       send_request(ctx, **tunnel, ports::request_head(request), request.body, what);
   ResponseHead head = read_head(up, ctx.method, ticket.has_value(), what);

@@ -67,6 +67,12 @@ class H(http.server.SimpleHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"read until the end")
             return
+        if self.path == "/silent":  # no reply: waits for the connection's end, then says so
+            open(root + "/../asked", "w").close()
+            self.rfile.read(1)
+            open(root + "/../hung-up", "w").close()
+            self.close_connection = True
+            return
         if self.path == "/cut":
             self.close_connection = True
             self.send_response(200)
@@ -320,6 +326,38 @@ TEST_F(PortsApiTest, AReplyCutShortResetsTheClient) {
   EXPECT_NE(a->getObject("error")->getValue<std::string>("message").find("broke off"),
             std::string::npos);
   // The controller and the sandbox go on.
+  EXPECT_EQ(call("GET", url("/index.txt")).body, "hello from the sandbox");
+}
+
+// A client that hangs up while the service is silent ends the proxied request: the service
+// sees its connection end too (within the proxy's 1 s look at the client), not at the idle
+// timeout (60 s). E2B's code interpreter interrupts a cell that way.
+TEST_F(PortsApiTest, AClientThatHangsUpEndsTheServicesConnection) {
+  auto has = [&](const std::string& file) {
+    for (int i = 0; i < 200; ++i) {
+      if (in_sandbox(sb_, "test -f " + dir_ + "/" + file + " && echo yes") == "yes") return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  {
+    Poco::Net::StreamSocket s(Poco::Net::SocketAddress("127.0.0.1", port_));
+    std::string req = "GET " + url("/silent") +
+                      " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-alice\r\n\r\n";
+    s.sendBytes(req.data(), static_cast<int>(req.size()));
+    ASSERT_TRUE(has("asked"));  // the service has the request and waits
+    s.close();
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(has("hung-up"));
+  std::printf("[ figure ] the service saw the client's hang-up after %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  // The controller's record of it (written once its handler ended).
+  auto a = last_audit();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->getObject("params")->getValue<std::string>("path"), "/silent");
+  EXPECT_NE(a->getObject("error")->getValue<std::string>("message").find("the client went away"),
+            std::string::npos);
   EXPECT_EQ(call("GET", url("/index.txt")).body, "hello from the sandbox");
 }
 
