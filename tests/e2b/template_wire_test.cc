@@ -197,7 +197,7 @@ TEST(TemplateWire, StartAndReadyCommandsAreTheRecipes) {
                         none);
   ASSERT_TRUE(both) << both.error().message;
   EXPECT_EQ(both->recipe.start, "python3 -m http.server 8000");
-  EXPECT_EQ(both->recipe.ready, R"([ -n "$(ss -Htuln sport = :8000)" ])");
+  EXPECT_EQ(both->recipe.ready, R"x([ -n "$(ss -Htuln sport = :8000)" ])x");
   EXPECT_EQ(both->recipe.ready_timeout_seconds, 0);
   auto ready = map_build("w", start(R"({"fromTemplate":"base","readyCmd":"sleep 1"})"), none);
   ASSERT_TRUE(ready) << ready.error().message;
@@ -210,12 +210,10 @@ TEST(TemplateWire, StartAndReadyCommandsAreTheRecipes) {
   expect_400(map_build("w", start(R"({"fromTemplate":"base","startCmd":"  "})"), none),
              "start: is empty");
   auto big = parse_build_start(R"({"fromTemplate":"base","startCmd":")" +
-                               std::string(kMaxServiceCommand + 1, 'x') + ""
-}
-");
-    ASSERT_FALSE(big);
-EXPECT_NE(big.error().message.find("startCmd: must be a string of at most 64 KiB"),
-          std::string::npos);
+                               std::string(kMaxServiceCommand + 1, 'x') + "\"}");
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().message.find("startCmd: must be a string of at most 64 KiB"),
+            std::string::npos);
 }
 
 TEST(TemplateWire, BasesServedAndRefused) {

@@ -86,7 +86,7 @@ TEST(TemplateRecipe, StartAndReadyAreParsedCheckedAndDigested) {
       "r.yaml");
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->start, "python3 -m http.server 8000");
-  EXPECT_EQ(r->ready, R"([ -n "$(ss -Htln sport = :8000)" ])");
+  EXPECT_EQ(r->ready, R"x([ -n "$(ss -Htln sport = :8000)" ])x");
   EXPECT_EQ(r->ready_timeout_seconds, 30);
   auto c = *r;
   c.start += " --bind 127.0.0.1";

@@ -220,13 +220,13 @@ Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view sour
   if (r.script.size() > (1 << 20)) top.fail("script", "is longer than 1 MiB");
   top.string("start", &r.start);
   top.string("ready", &r.ready);
-  for (auto [key, text] : {std::pair{"start", &r.start}, std::pair{"ready", &r.ready}}) {
+  for (auto [key, command] : {std::pair{"start", &r.start}, std::pair{"ready", &r.ready}}) {
     if (!top.ok()) break;
-    if (text->size() > kMaxServiceCommand)
+    if (command->size() > kMaxServiceCommand)
       top.fail(key, "is longer than " + std::to_string(kMaxServiceCommand >> 10) + " KiB");
-    else if (text->find('\0') != std::string::npos)
+    else if (command->find('\0') != std::string::npos)
       top.fail(key, "holds a NUL");
-    else if (top.has(key) && text->find_first_not_of(" \t\n") == std::string::npos)
+    else if (top.has(key) && command->find_first_not_of(" \t\n") == std::string::npos)
       top.fail(key, "is empty");
   }
   top.integer("ready_timeout_seconds", &r.ready_timeout_seconds, 1, kMaxReadyTimeout);
