@@ -99,6 +99,16 @@ TEST(TemplateRecipe, StartAndReadyAreParsedCheckedAndDigested) {
   auto d = c;
   d.ready_timeout_seconds = kDefaultReadyTimeout;
   EXPECT_EQ(c.digest(), d.digest());
+  // The canonical form is a recipe that parses back to the same digest (the fuzz target's
+  // property): with both, with start alone, with ready alone.
+  for (const char* text : {"name: a\nstart: x\nready: y\nready_timeout_seconds: 9\n",
+                           "name: a\nstart: x\n", "name: a\nready: y\n"}) {
+    auto one = parse_recipe(text, "r.yaml");
+    ASSERT_TRUE(one) << one.error().message;
+    auto back = parse_recipe(one->canonical(), "canonical");
+    ASSERT_TRUE(back) << text << ": " << back.error().message;
+    EXPECT_EQ(back->digest(), one->digest()) << text;
+  }
   // A recipe without either keeps the canonical form (and digest) it had before they existed.
   auto plain = parse_recipe(kFull, "a");
   ASSERT_TRUE(plain);

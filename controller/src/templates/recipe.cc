@@ -155,8 +155,10 @@ std::string TemplateRecipe::canonical() const {
   for (auto& [k, v] : env) env_o.set(k, v);  // std::map: sorted
   o.set("env", env_o);
   o.set("script", script);
-  if (!start.empty() || !ready.empty()) {  // absent otherwise: older recipes keep their digest
-    o.set("start", start);
+  // Each only when given: older recipes keep their digest, and the canonical form is a recipe
+  // parse_recipe takes (no empty command, no timeout without a ready check).
+  if (!start.empty()) o.set("start", start);
+  if (!ready.empty()) {
     o.set("ready", ready);
     o.set("ready_timeout_seconds",
           ready_timeout_seconds > 0 ? ready_timeout_seconds : kDefaultReadyTimeout);
