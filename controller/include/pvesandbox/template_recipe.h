@@ -18,7 +18,7 @@
 // `src` is a file next to the recipe (read when parsed from a file); `content_base64` carries
 // binary content (what sandboxctl sends for a `src` file over the API). The digest is SHA-256
 // over the canonical form (name, base, packages sorted, files sorted by path with their modes
-// and contents, env, script; start, ready and ready_timeout_seconds when either command is
+// and contents, env, script; start when given, ready and ready_timeout_seconds when ready is
 // given): equal digests build equal templates, so a second build of the
 // same recipe is a cache hit. pool_size is not part of it (it changes no byte of the image).
 #pragma once
