@@ -316,7 +316,7 @@ void SshdFixture::write_config() {
     << "AllowUsers " << user_ << "\n"
     << "MaxSessions " << options_.max_sessions << "\n"
     << "MaxStartups 100:30:200\n"
-    << "Subsystem sftp internal-sftp\n"
+    << "Subsystem sftp " << options_.sftp_subsystem << "\n"
     << "LogLevel VERBOSE\n"
     << options_.extra_config << "\n";
   write_file(dir_ + "/sshd_config", c.str(), 0644);

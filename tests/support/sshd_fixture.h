@@ -20,9 +20,10 @@ namespace pvs::test {
 std::uint16_t free_port();
 
 struct SshdOptions {
-  bool create_user = true;   // false: log in as root (whose shell may be heavy)
-  int max_sessions = 64;     // sshd MaxSessions (channels per connection)
-  std::string extra_config;  // appended to sshd_config verbatim
+  bool create_user = true;                       // false: log in as root (whose shell may be heavy)
+  int max_sessions = 64;                         // sshd MaxSessions (channels per connection)
+  std::string extra_config;                      // appended to sshd_config verbatim
+  std::string sftp_subsystem = "internal-sftp";  // sshd's `Subsystem sftp` command
 };
 
 class SshdFixture {

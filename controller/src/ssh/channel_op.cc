@@ -85,6 +85,7 @@ std::optional<Step> ChannelOp::wait_slot(SshSession::Impl& io, Clock::time_point
     force_reserved_ = !io.try_reserve_channel();
   } else if (!io.try_reserve_channel()) {
     io.release_opener(this);
+    io.reclaim_idle_sftp();  // at the limit, an idle SFTP instance gives way to a command
     return Step::kIdle;
   }
   reserved_ = true;

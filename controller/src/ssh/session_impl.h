@@ -129,6 +129,10 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   // An SFTP instance an op left with a request in flight (its timeout): libssh2 keeps that
   // request's state per instance, so it is shut down in the background, never reused.
   void discard_sftp(int slot);
+  // Shuts down one idle SFTP instance (true if there was one), so that a channel waiting for a
+  // slot gets it once that instance's channel is closed: instances are kept open for reuse and
+  // must not keep a command from running when the connection is at its channel limit.
+  bool reclaim_idle_sftp();
   // Report that the connection is unusable; the loop tears it down after this pass.
   void fatal(Error error);
   // Channels whose command is abandoned (after a timeout): closed and freed in the background.

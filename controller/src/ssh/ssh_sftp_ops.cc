@@ -526,22 +526,25 @@ std::shared_ptr<Op> make_download_op(std::string path, const DownloadOptions& op
 namespace pvs {
 
 Result<int> SshSession::Impl::acquire_sftp(const Op* op) {
-  for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
-    if (sftp_slots_[i].sftp != nullptr && !sftp_slots_[i].busy) {
-      sftp_slots_[i].busy = true;
-      return static_cast<int>(i);
-    }
-  }
-  // Discarded instances do not count here (a tenant's stuck sftp-server must not stop the
-  // session's transfers); their channels still count against the channel limit until closed.
-  const auto live = std::count_if(sftp_slots_.begin(), sftp_slots_.end(),
-                                  [](const SftpSlot& s) { return s.sftp != nullptr; });
-  if (live >= std::max(1, config_.max_sftp_channels)) return -1;
-  if (sftp_refused_ && release_epoch_ == sftp_refused_epoch_ && Clock::now() < sftp_retry_at_) {
-    return -1;
-  }
-  sftp_refused_ = false;
+  // An op that began opening an instance finishes that first, even when another instance
+  // came free meanwhile: libssh2 keeps the half-done init in the session, and the opener (which
+  // every channel open waits for) is released only when the init ends.
   if (opener_ != op) {
+    for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
+      if (sftp_slots_[i].sftp != nullptr && !sftp_slots_[i].busy) {
+        sftp_slots_[i].busy = true;
+        return static_cast<int>(i);
+      }
+    }
+    // Discarded instances do not count here (a tenant's stuck sftp-server must not stop the
+    // session's transfers); their channels still count against the channel limit until closed.
+    const auto live = std::count_if(sftp_slots_.begin(), sftp_slots_.end(),
+                                    [](const SftpSlot& s) { return s.sftp != nullptr; });
+    if (live >= std::max(1, config_.max_sftp_channels)) return -1;
+    if (sftp_refused_ && release_epoch_ == sftp_refused_epoch_ && Clock::now() < sftp_retry_at_) {
+      return -1;
+    }
+    sftp_refused_ = false;
     if (opener_ != nullptr) return -1;
     if (!try_reserve_channel()) {
       if (!spares_.empty()) {  // give a spare exec channel's slot to SFTP
@@ -586,6 +589,17 @@ void SshSession::Impl::release_sftp(int slot) {
   if (slot >= 0 && static_cast<std::size_t>(slot) < sftp_slots_.size()) {
     sftp_slots_[static_cast<std::size_t>(slot)].busy = false;
   }
+}
+
+bool SshSession::Impl::reclaim_idle_sftp() {
+  if (!sftp_zombies_.empty()) return false;  // one at a time: that one's channel comes free
+  for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
+    if (sftp_slots_[i].sftp != nullptr && !sftp_slots_[i].busy) {
+      discard_sftp(static_cast<int>(i));
+      return true;
+    }
+  }
+  return false;
 }
 
 void SshSession::Impl::discard_sftp(int slot) {
