@@ -21,9 +21,28 @@ let failures = 0;
 const pass = (name) => console.log(`PASS ${name}`);
 const fail = (name, why) => { failures++; console.log(`FAIL ${name}: ${why}`); };
 let page;
-async function check(name, fn) {
+// Each check has a deadline (a hung step fails its check, named, and the run goes on) and the
+// whole run one more, below ctest's 600 s: a run that stops early says where it was.
+const started = Date.now();
+const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
+let current = 'launching chromium';
+setTimeout(() => {
+  console.log(`FAIL watchdog: still in "${current}" after ${elapsed()}`);
+  process.exit(3);  // puppeteer closes the browser it launched on exit
+}, 540000).unref();
+function deadline(name, ms) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no end after ${ms / 1000} s`)), ms);
+  });
+  return { expired, clear: () => clearTimeout(timer) };
+}
+async function check(name, fn, ms = 90000) {
+  current = name;
+  console.log(`START ${name} at ${elapsed()}`);
+  const limit = deadline(name, ms);
   try {
-    await fn();
+    await Promise.race([fn(), limit.expired]);
     pass(name);
   } catch (e) {
     fail(name, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e);
@@ -32,6 +51,8 @@ async function check(name, fn) {
       const seen = await page.evaluate(() => ({ hash: location.hash, view: document.querySelector('#view')?.innerText.slice(0, 1500) }));
       console.log(`  page ${seen.hash}: ${JSON.stringify(seen.view)}`);
     } catch { /* the page is gone */ }
+  } finally {
+    limit.clear();
   }
 }
 const assert = (cond, msg) => { if (!cond) throw new Error(msg); };
@@ -40,6 +61,7 @@ async function rest(method, p, { body, headers = {}, token = args.token } = {}) 
   const r = await fetch(base + p, {
     method, body: body === undefined ? undefined : JSON.stringify(body),
     headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...headers },
+    signal: AbortSignal.timeout(60000),
   });
   const text = await r.text();
   let json = null;
@@ -136,7 +158,7 @@ await check('create a sandbox', async () => {
   assert(r.status === 200 && r.json.labels.e2e === 'console', `GET ${r.status} ${r.text}`);
   console.log(`SANDBOX ${id}`);
   await shot('sandbox');
-});
+}, 150000);
 if (!id) {
   console.log(`problems so far: ${problems.join(' || ')}`);
   await browser.close();
@@ -180,7 +202,7 @@ await check('create with an allowlist', async () => {
   await go('#/sandboxes', '#sandbox-list table');  // its page polls it no more
   const d = await rest('DELETE', `/v1/sandboxes/${other}`);
   assert(d.status === 204, `DELETE ${d.status} ${d.text}`);
-});
+}, 150000);
 
 // ---- internet ----------------------------------------------------------------------------
 await check('internet on and off', async () => {
@@ -554,7 +576,7 @@ await check('destroy', async () => {
   await page.waitForFunction(() => location.hash === '#/sandboxes', { timeout: 120000 });
   const r = await rest('GET', `/v1/sandboxes/${id}`);
   assert(r.status === 404, `after destroy: ${r.status}`);
-});
+}, 150000);
 
 await check('no console errors or CSP violations', async () => {
   assert(problems.length === 0, problems.join(' || '));

@@ -73,7 +73,11 @@ TEST_F(ConsoleE2eTest, EveryViewInChromium) {
        "--home", stack_->home(), "--shots", shots, "--chromium", kChromium},
       dir_);
   std::string report = "exit " + std::to_string(run.exit_code) + "\nstdout:\n" + run.out +
-                       "stderr:\n" + run.err.substr(0, 8000);
+                       "stderr:\n" + run.err.substr(0, 8000) + "controller's warnings:\n";
+  std::istringstream log(slurp(dir_ + "/controller.log"));
+  for (std::string line; std::getline(log, line);) {
+    if (line.find(" INFO ") == std::string::npos) report += line + "\n";
+  }
   EXPECT_EQ(run.exit_code, 0) << report;
   for (const char* check : {"console served with CSP",
                             "wrong token shows a clear message",
