@@ -60,6 +60,7 @@ APT::Architectures { "$arch"; };
 APT::Install-Recommends "false";
 Acquire::Retries "3";
 Acquire::Languages "none";
+APT::Sandbox::User "root";
 EOF
   export APT_CONFIG=$work/apt.conf
   apt-get -qq update
