@@ -3,7 +3,6 @@
 // long as the test holds the gate, so what happens meanwhile happens by construction.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,10 +24,12 @@ class SftpPoolTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     test::SshdOptions o;
-    // sshd runs this by the user's shell in the user's home: a new instance starts only once
-    // the file hold-sftp is gone.
+    // sshd runs this by the user's shell in the user's home: while hold-sftp is a FIFO, a new
+    // instance starts only once the test writes a byte to it. (No sleep loop: tests of the other
+    // pass that run beside this one, with users of their own passwd file, may have this uid and
+    // look for leftover sleeps.)
     o.sftp_subsystem =
-        "while test -e hold-sftp; do sleep 0.02; done; exec /usr/lib/openssh/sftp-server";
+        "test -p hold-sftp && head -c 1 hold-sftp >/dev/null; exec /usr/lib/openssh/sftp-server";
     sshd_ = new test::SshdFixture(o);
   }
   static void TearDownTestSuite() {
@@ -59,13 +60,12 @@ class SftpPoolTest : public ::testing::Test {
     return true;
   }
 
-  // Whether an sftp-server of `user` is blocked in open(2) (a FIFO's, waiting for a writer).
-  static bool blocked_in_open(const std::string& user) {
-    const passwd* pw = ::getpwnam(user.c_str());
-    if (pw == nullptr) return false;
-    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-      struct stat st {};
-      if (::stat(e.path().c_str(), &st) != 0 || st.st_uid != pw->pw_uid) continue;
+  // Whether an sftp-server in `home` (this fixture's: its cwd) is blocked in open(2), a FIFO's
+  // waiting for a writer.
+  static bool blocked_in_open(const std::string& home) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      if (std::filesystem::read_symlink(e.path() / "cwd", ec) != home) continue;
       std::ifstream comm(e.path() / "comm"), call(e.path() / "syscall");
       std::string name, number;
       if (!std::getline(comm, name) || name != "sftp-server" || !(call >> number)) continue;
@@ -92,27 +92,31 @@ TEST_F(SftpPoolTest, AnOpeningLeftHalfDoneIsFinishedWhenAnotherInstanceComesFree
   const std::string home = sshd_->home();
   ASSERT_TRUE(s.stat(home)) << "the first instance";
   const std::string fifo = home + "/slow.fifo", hold = home + "/hold-sftp";
-  struct Release {  // a failed assertion still lets every waiter go
-    std::string fifo, hold;
-    ~Release() {
-      ::unlink(hold.c_str());
-      int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-      if (fd >= 0) ::close(fd);
-      ::unlink(fifo.c_str());
-    }
-  } release{fifo, hold};
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
   ASSERT_EQ(::chmod(fifo.c_str(), 0666), 0);
-  {
-    int fd = ::open(hold.c_str(), O_WRONLY | O_CREAT, 0644);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-  }
+  ASSERT_EQ(::mkfifo(hold.c_str(), 0666), 0);
+  ASSERT_EQ(::chmod(hold.c_str(), 0666), 0);
+  struct Gate {  // held open read-write: a waiter's open never blocks, its read does
+    std::string fifo, hold;
+    int fd = ::open(hold.c_str(), O_RDWR | O_CLOEXEC);
+    void open() { EXPECT_EQ(::write(fd, "x", 1), 1); }
+    ~Gate() {  // a failed assertion still lets every waiter go
+      if (fd >= 0) {
+        if (::write(fd, "xxxx", 4) < 0) ::perror("gate");
+        ::close(fd);
+      }
+      ::unlink(hold.c_str());
+      int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (w >= 0) ::close(w);
+      ::unlink(fifo.c_str());
+    }
+  } gate{fifo, hold};
+  ASSERT_GE(gate.fd, 0);
 
   // A download of the FIFO takes the instance: the server blocks opening it until a writer
   // comes (then fails the read: sftp-server reads at an offset, which a FIFO cannot seek).
   auto download = std::async(std::launch::async, [&] { return s.download(fifo); });
-  ASSERT_TRUE(eventually([&] { return blocked_in_open(sshd_->user()); }));
+  ASSERT_TRUE(eventually([&] { return blocked_in_open(home); }));
   // A stat needs a second instance, whose opening waits at the gate.
   auto stat = std::async(std::launch::async, [&] { return s.stat(home); });
   ASSERT_TRUE(eventually([&] { return s.stats().channels_open >= 2; }));
@@ -124,7 +128,7 @@ TEST_F(SftpPoolTest, AnOpeningLeftHalfDoneIsFinishedWhenAnotherInstanceComesFree
   download.get();
   // An exec waits for the opening to end (one channel opens at a time), then runs.
   auto exec = s.exec_async("echo after");
-  ::unlink(hold.c_str());
+  gate.open();
   ASSERT_EQ(exec.wait_for(30s), std::future_status::ready) << "the exec never got a channel";
   auto r = exec.get();
   ASSERT_TRUE(r) << r.error().message;
@@ -156,7 +160,7 @@ TEST_F(SftpPoolTest, IdleInstancesGiveWayToACommandAtTheChannelLimit) {
   } release{fifo};
   // Two instances: a download holds the first while a stat opens the second.
   auto download = std::async(std::launch::async, [&] { return s.download(fifo); });
-  ASSERT_TRUE(eventually([&] { return blocked_in_open(sshd_->user()); }));
+  ASSERT_TRUE(eventually([&] { return blocked_in_open(home); }));
   ASSERT_TRUE(s.stat(home));
   int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   ASSERT_GE(writer, 0);
