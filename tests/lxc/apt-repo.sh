@@ -49,7 +49,6 @@ Dir::Etc::SourceList "$work/sources.list";
 Dir::Etc::SourceParts "$work/parts";
 Dir::Etc::Preferences "/dev/null";
 Dir::Etc::PreferencesParts "$work/parts";
-Dir::Etc::Trusted "/dev/null";
 Dir::Etc::TrustedParts "$work/trusted";
 Dir::State "$work/state";
 Dir::State::status "$rootfs/var/lib/dpkg/status";

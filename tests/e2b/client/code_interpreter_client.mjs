@@ -34,7 +34,8 @@ try {
 
   const failed = await sbx.runCode('1/0');
   check('an exception is the execution\'s error', failed.error?.name === 'ZeroDivisionError' &&
-    failed.error.value === 'division by zero' && failed.error.traceback.includes('1/0'),
+    failed.error.value === 'division by zero' &&
+    failed.error.traceback.replace(/\x1b\[[0-9;]*m/g, '').includes('----> 1 1/0'),
   JSON.stringify(failed.error));
 
   const plot = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()');
