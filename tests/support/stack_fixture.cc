@@ -171,8 +171,7 @@ void Stack::setup_single_node() {
   so.netns.private_tmp = true;  // each sandbox its own /tmp, as a container
   if (options_.dhcp) so.netns.dhcp_client = PVS_STACK_DHCP_CLIENT;
   so.netns.lxc_rootfs = PVS_STACK_LXC_ROOTFS;
-  // lxc: a 1 GiB template disk, so that a test fills a (grown) disk in seconds.
-  if (options_.backend == "lxc") so.template_disk = "1G";
+  if (options_.backend == "lxc") so.template_disk = options_.lxc_template_disk;
   auto sim = pvesim::Simulator::start(so);
   must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
   sim_ = std::move(*sim);

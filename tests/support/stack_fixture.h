@@ -74,6 +74,9 @@ struct StackOptions {
   std::vector<int> shared_templates;
   // Egress by domain (see above): resolver, internet namespace, DNS and HTTP. Single node.
   bool egress = false;
+  // lxc: the template's disk (a sandbox's disk starts as a copy): small, so that a test fills a
+  // (grown) disk in seconds; a template build of many packages needs more.
+  std::string lxc_template_disk = "1G";
 };
 
 // StackOptions::egress: the internet's authoritative DNS server and its records (TTL 300).

@@ -1,0 +1,92 @@
+// E2B's code interpreter on pve-sandbox: the unmodified @e2b/code-interpreter SDK (2.8.0,
+// pinned by package-lock.json) creates a sandbox of its default template, code-interpreter-v1
+// (templates/code-interpreter, built by tests/lxc/lxc_code_interpreter_test.cc), and drives
+// its Jupyter kernels through the controller's port proxy: results, streams, errors, a plot,
+// a DataFrame, per-run environment variables, contexts, and a cell interrupted by the client's
+// timeout. Prints "ok <check>" or "FAIL <check>: <why>" (checks.mjs) and "[ figure ]" lines.
+//
+//   E2B_API_URL=.../e2b E2B_SANDBOX_URL=.../e2b/envd E2B_API_KEY=... node code_interpreter_client.mjs
+import { Sandbox } from '@e2b/code-interpreter';
+
+import { check, expectError, exitCode, unexpected } from './checks.mjs';
+
+const ms = (t0) => performance.now() - t0;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+let sbx;
+try {
+  let t0 = performance.now();
+  sbx = await Sandbox.create();  // code-interpreter-v1, its kernel up (the template's ready check)
+  const created = ms(t0);
+  t0 = performance.now();
+  const first = await sbx.runCode('x = 41\nx + 1');
+  const firstRun = ms(t0);
+  check('a cell\'s value is its main result', first.text === '42', JSON.stringify(first));
+  console.log(`[ figure ] create ${created.toFixed(0)} ms, first runCode ${firstRun.toFixed(0)} ms`);
+
+  const seen = [];
+  const printed = await sbx.runCode('print("hello")\nimport sys\nprint("oops", file=sys.stderr)',
+    { onStdout: (m) => seen.push(m.line) });
+  check('stdout and stderr are logs', printed.logs.stdout.join('') === 'hello\n' &&
+    printed.logs.stderr.join('') === 'oops\n', JSON.stringify(printed.logs));
+  check('onStdout streams', seen.join('') === 'hello\n', JSON.stringify(seen));
+  check('state lasts between cells', (await sbx.runCode('x')).text === '41');
+
+  const failed = await sbx.runCode('1/0');
+  check('an exception is the execution\'s error', failed.error?.name === 'ZeroDivisionError' &&
+    failed.error.value === 'division by zero' &&
+    failed.error.traceback.replace(/\x1b\[[0-9;]*m/g, '').includes('----> 1 1/0'),
+  JSON.stringify(failed.error));
+
+  const plot = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()');
+  const png = plot.results.find((r) => r.png);
+  check('a plot is a PNG result', png !== undefined && !png.isMainResult &&
+    Buffer.from(png.png, 'base64').subarray(1, 4).toString() === 'PNG', JSON.stringify(plot.results.map((r) => r.formats())));
+  const frame = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2]})');
+  check('a DataFrame has HTML', frame.results[0]?.html?.includes('<table'), JSON.stringify(frame.results[0]?.formats()));
+
+  const env = await sbx.runCode('import os\nos.environ["GREETING"]', { envs: { GREETING: 'hi' } });
+  check('envs apply to the run', env.text === 'hi', JSON.stringify(env));
+  check('and only to it', (await sbx.runCode('os.environ.get("GREETING", "unset")')).text === 'unset');
+
+  const ctx = await sbx.createCodeContext({ cwd: '/tmp' });
+  check('a context has an id and its cwd', typeof ctx.id === 'string' && ctx.cwd === '/tmp', JSON.stringify(ctx));
+  check('a context runs in its cwd', (await sbx.runCode('import os\nos.getcwd()', { context: ctx })).text === '/tmp');
+  check('a context has variables of its own', (await sbx.runCode('x', { context: ctx })).error?.name === 'NameError');
+  const listed = await sbx.listCodeContexts();
+  check('contexts are listed', listed.some((c) => c.id === ctx.id), JSON.stringify(listed));
+  await sbx.runCode('y = 1', { context: ctx });
+  await sbx.restartCodeContext(ctx);
+  check('a restart forgets', (await sbx.runCode('y', { context: ctx })).error?.name === 'NameError');
+  await sbx.removeCodeContext(ctx);
+  check('a removed context is gone', !(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+
+  // The client's timeout ends the request; the cell is interrupted, the kernel is free again.
+  await expectError('a cell past its timeout is a TimeoutError',
+    () => sbx.runCode('import time\ntime.sleep(600)', { timeoutMs: 1000 }),
+    (e) => e.name === 'TimeoutError');
+  t0 = performance.now();
+  const after = await sbx.runCode('1 + 1');
+  check('the kernel is free after the interrupt', after.text === '2' && ms(t0) < 20000, `${ms(t0)} ms`);
+
+  const runs = [];
+  for (let i = 0; i < 15; i++) {
+    t0 = performance.now();
+    await sbx.runCode('1 + 1');
+    runs.push(ms(t0));
+  }
+  const execs = [];
+  for (let i = 0; i < 15; i++) {
+    t0 = performance.now();
+    await sbx.commands.run('python3 -c "print(1 + 1)"');
+    execs.push(ms(t0));
+  }
+  console.log(`[ figure ] runCode('1 + 1') p50 ${median(runs).toFixed(1)} ms; ` +
+    `commands.run('python3 -c ...') p50 ${median(execs).toFixed(1)} ms ` +
+    `(${(median(execs) / median(runs)).toFixed(1)}x)`);
+} catch (e) {
+  unexpected(e);
+} finally {
+  if (sbx) await sbx.kill().catch(unexpected);
+}
+process.exit(exitCode());

@@ -1,0 +1,132 @@
+// E2B's code interpreter on real containers: the shipped recipe (templates/code-interpreter:
+// Jupyter kernels behind E2B's code interpreter API, a service with a ready check, a hot pool)
+// is built from the test's own mirror of its Debian packages (the fixture lxc_debs fetched them
+// on the host's network into the build tree; apt-repo.sh serves them as deb.test), then the
+// unmodified @e2b/code-interpreter SDK (tests/e2b/client/code_interpreter_client.mjs) creates a
+// sandbox of the template from its pool and runs code in it. Without node or npm it fails.
+#include <Poco/Base64Encoder.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "http/auth.h"
+#include "lxc_support.h"
+#include "service/support/controller_fixture.h"
+#include "service/support/http_client.h"
+#include "service/support/json_object.h"
+#include "service/support/node_e2e_support.h"
+#include "support/stack_fixture.h"
+
+namespace pvs::service {
+namespace {
+
+constexpr const char* kAdminKey = "e2b_00112233445566778899aabbccddeeff";
+constexpr const char* kToken = "tok-builder";
+
+std::string base64(const std::string& bytes) {
+  std::ostringstream out;
+  Poco::Base64Encoder enc(out);
+  enc.rdbuf()->setLineLength(0);
+  enc << bytes;
+  enc.close();
+  return out.str();
+}
+
+// The shipped recipe as a client sends it: its src file inline, on the mirror template, one
+// pool member (a test machine's worth).
+std::string shipped_recipe() {
+  std::string recipe = test::slurp(std::string(PVS_CODE_INTERPRETER_DIR) + "/recipe.yaml");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto at = recipe.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) recipe.replace(at, from.size(), to);
+  };
+  replace("    src: server.py\n",
+          "    content_base64: \"" +
+              base64(test::slurp(std::string(PVS_CODE_INTERPRETER_DIR) + "/server.py")) + "\"\n");
+  replace("name: code-interpreter-v1\n", "name: code-interpreter-v1\nbase: mirror\n");
+  replace("pool_size: 2\n", "pool_size: 1\n");
+  return recipe;
+}
+
+class LxcCodeInterpreterTest : public test::ControllerOnStackTest {
+ protected:
+  static void SetUpTestSuite() {
+    install_error_ = test::npm_install_once(PVS_E2B_CLIENT_DIR, PVS_E2B_NODE_DIR,
+                                            "code_interpreter_client.mjs", "@e2b/code-interpreter");
+  }
+  static inline std::string install_error_;
+
+  void SetUp() override {
+    ASSERT_TRUE(install_error_.empty()) << install_error_;
+    test::StackOptions o;
+    o.backend = "lxc";
+    o.egress = true;
+    o.lxc_template_disk = "3G";  // about 140 packages (100 MiB) and apt's downloads of them
+    start(PVS_CONTROLLER_BIN,
+          "auth:\n  tokens:\n    - {name: builder, sha256: " + sha256_hex(kToken) +
+              ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n",
+          o);
+    run_dir_ = lxctest::own_run_dir();
+    ASSERT_FALSE(run_dir_.empty());
+  }
+  void TearDown() override {
+    ControllerOnStackTest::TearDown();
+    EXPECT_EQ(lxctest::leftovers(run_dir_), std::vector<std::string>{});
+  }
+
+  test::HttpReply call(const std::string& method, const std::string& path,
+                       const std::string& body = "") {
+    return test::http(port_, method, path, body, kToken);
+  }
+  int pool_ready(const std::string& name) {
+    auto pools = json(call("GET", "/v1/pools").body)->getArray("pools");
+    for (unsigned k = 0; pools && k < pools->size(); ++k) {
+      if (pools->getObject(k)->getValue<std::string>("name") == name)
+        return pools->getObject(k)->getValue<int>("ready");
+    }
+    return 0;
+  }
+  std::string run_dir_;
+};
+
+TEST_F(LxcCodeInterpreterTest, TheSdkRunsCodeInASandboxOfTheShippedTemplate) {
+  ASSERT_EQ(
+      lxctest::sh(std::string(PVS_APT_REPO_SCRIPT) + " " + stack_->www_dir() + " " + PVS_LXC_DEBS),
+      0);
+  auto mirror = call("POST", "/v1/templates",
+                     "name: mirror\nfiles:\n  - path: /etc/apt/sources.list\n"
+                     "    content: \"deb [trusted=yes] http://deb.test/ ./\\n\"\n");
+  ASSERT_NE(mirror.body.find("\"template\""), std::string::npos) << mirror.body;
+  auto started = std::chrono::steady_clock::now();
+  auto built = call("POST", "/v1/templates", shipped_recipe());
+  ASSERT_NE(built.body.find("\"template\""), std::string::npos) << built.body;
+  EXPECT_NE(built.body.find("==> start and ready"), std::string::npos) << built.body;
+  std::printf("[ figure ] code-interpreter-v1 build: %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  for (int i = 0; i < 1800 && pool_ready("code-interpreter-v1") < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(pool_ready("code-interpreter-v1"), 1);
+
+  std::string base = "http://127.0.0.1:" + std::to_string(port_);
+  auto r = test::run_captured(
+      {"node", std::string(PVS_E2B_NODE_DIR) + "/code_interpreter_client.mjs"}, dir_, "",
+      {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
+       std::string("E2B_API_KEY=") + kAdminKey});
+  const std::string report =
+      "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
+  EXPECT_EQ(r.exit_code, 0) << report;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report;
+  EXPECT_NE(r.out.find("ok the kernel is free after the interrupt"), std::string::npos) << report;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("[ figure ]", 0) == 0) std::printf("%s\n", line.c_str());
+  }
+  EXPECT_EQ(call("DELETE", "/v1/templates/code-interpreter-v1").status, 204);
+  EXPECT_EQ(call("DELETE", "/v1/templates/mirror").status, 204);
+}
+
+}  // namespace
+}  // namespace pvs::service
