@@ -133,6 +133,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   // slot gets it once that instance's channel is closed: instances are kept open for reuse and
   // must not keep a command from running when the connection is at its channel limit.
   bool reclaim_idle_sftp();
+  int idle_sftp() const;  // the slot of an open instance no op holds, or -1
   // Report that the connection is unusable; the loop tears it down after this pass.
   void fatal(Error error);
   // Channels whose command is abandoned (after a timeout): closed and freed in the background.

@@ -13,11 +13,9 @@ Result<int> SshSession::Impl::acquire_sftp(const Op* op) {
   // came free meanwhile: libssh2 keeps the half-done init in the session, and the opener (which
   // every channel open waits for) is released only when the init ends.
   if (opener_ != op) {
-    for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
-      if (sftp_slots_[i].sftp != nullptr && !sftp_slots_[i].busy) {
-        sftp_slots_[i].busy = true;
-        return static_cast<int>(i);
-      }
+    if (int idle = idle_sftp(); idle >= 0) {
+      sftp_slots_[static_cast<std::size_t>(idle)].busy = true;
+      return idle;
     }
     // Discarded instances do not count here (a tenant's stuck sftp-server must not stop the
     // session's transfers); their channels still count against the channel limit until closed.
@@ -76,13 +74,16 @@ void SshSession::Impl::release_sftp(int slot) {
 
 bool SshSession::Impl::reclaim_idle_sftp() {
   if (!sftp_zombies_.empty()) return false;  // one at a time: that one's channel comes free
+  int idle = idle_sftp();
+  if (idle >= 0) discard_sftp(idle);
+  return idle >= 0;
+}
+
+int SshSession::Impl::idle_sftp() const {
   for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
-    if (sftp_slots_[i].sftp != nullptr && !sftp_slots_[i].busy) {
-      discard_sftp(static_cast<int>(i));
-      return true;
-    }
+    if (sftp_slots_[i].sftp != nullptr && !sftp_slots_[i].busy) return static_cast<int>(i);
   }
-  return false;
+  return -1;
 }
 
 void SshSession::Impl::discard_sftp(int slot) {
