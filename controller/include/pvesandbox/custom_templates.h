@@ -37,6 +37,13 @@ inline constexpr std::string_view kInsideContainerTest =
 // The label of a container a build is making (its value: the template's name).
 inline constexpr std::string_view kTemplateBuildLabel = "pve-sandbox/build";
 
+// A template captured from a sandbox (Manager::capture_template): the token that owns it (the
+// only one that creates from it, lists and deletes it) and the sandbox it was taken from.
+inline constexpr std::string_view kTemplateOwnerLabel = "pve-sandbox/template-owner";
+inline constexpr std::string_view kTemplateSourceLabel = "pve-sandbox/template-source";
+// A fork's base (Manager::fork): destroyed once nothing uses it ("1").
+inline constexpr std::string_view kTemplateForkLabel = "pve-sandbox/template-fork";
+
 // One node's copy of a custom template, and the nodes that create from it: the node it lives
 // on, and on a cluster the nodes that clone it from there with `target` (shared storage).
 struct TemplateCopy {
@@ -59,6 +66,15 @@ struct CustomTemplate {
   int in_use = 0;                    // live sandboxes made from it (Manager::custom_templates)
   std::vector<TemplateCopy> copies;  // per node holding one, in the configuration's node order
   std::vector<std::string> nodes;    // every node a create may place it on (the copies' serves)
+  // Captured from a sandbox (Manager::capture_template): its owner ("" for an operator's
+  // template built from a recipe, which every token may use), the sandbox it was taken from,
+  // and whether it is a fork's base.
+  std::string owner;
+  std::string source;
+  bool fork_base = false;
+  // The SSH host key its clones start with, where it is not the node template's: a capture's
+  // is its sandbox's own key. A create's first connection pins it. Empty: the configured policy.
+  std::string host_key;
 };
 
 // What a build reports as it goes: one line of a step's output, or a line of its own

@@ -199,6 +199,11 @@ struct ManagerConfig {
   // Snapshots one sandbox may keep (each holds its disk's changes on the node's storage);
   // beyond: kConflict, delete one first.
   int max_snapshots = 4;
+  // Sandboxes one fork makes at most (Manager::fork).
+  int max_fork = 16;
+  // Templates captured from sandboxes (Manager::capture_template) one owner may keep; beyond:
+  // kConflict, delete one first. Fork bases are not counted.
+  int max_templates_per_owner = 8;
   std::chrono::seconds reconcile_interval{30};  // also the reaper's period
   // Proxmox task deadline (clone, start, stop, destroy, ...).
   std::chrono::milliseconds task_timeout{std::chrono::minutes(5)};
@@ -529,6 +534,29 @@ class Manager {
   // Destroys it on every node: kNotFound, or kConflict while sandboxes or a configured hot
   // pool profile use it (its own pool, from pool_size, is emptied first).
   virtual Status delete_template(const std::string& name) = 0;
+
+  // A template of a sandbox's files as they are now (E2B's snapshots; docs/templates.md
+  // "Templates from a sandbox"): a Proxmox snapshot of its container (none for a paused one,
+  // whose container is stopped), a full clone of it converted into a template on the
+  // sandbox's node, the snapshot deleted. Files are kept; processes, memory and the sandbox's
+  // settings (egress, TTL, labels) are not. Named `name` (a template name, TemplateRecipe
+  // rules; empty: "snap-" and 12 hex digits); owned by `owner` (the token asking; "": every
+  // owner's): creates of other owners do not find it. kNotFound (no such sandbox), kConflict (the name is taken, or the
+  // sandbox is being captured or destroyed), kInvalidArgument (a bad name). Nothing is left
+  // behind when a step fails.
+  virtual Result<CustomTemplate> capture_template(const std::string& sandbox_id,
+                                                  const std::string& name,
+                                                  const std::string& owner) = 0;
+  // `count` (1..ManagerConfig::max_fork) sandboxes of a sandbox's files as they are now: a base
+  // captured as above for `owner` (labelled kTemplateForkLabel), then `create(base name)` `count` times at
+  // once, each on its own thread. All or none: when one fails, those made are destroyed and
+  // the first error is returned. The base stays while a fork uses it; the reconcile destroys
+  // it once none does.
+  using ForkCreate =
+      std::function<Result<std::shared_ptr<Sandbox>>(const std::string& template_name)>;
+  virtual Result<std::vector<std::shared_ptr<Sandbox>>> fork(const std::string& sandbox_id,
+                                                             int count, const std::string& owner,
+                                                             const ForkCreate& create) = 0;
 };
 
 }  // namespace pvs

@@ -103,6 +103,13 @@ class Api : public Replies, public SandboxOps {
   std::shared_ptr<Sandbox> create_for(const Principal& principal, const CreateRequest& request,
                                       const Egress& egress) override;
   std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector) override;
+  CustomTemplate capture_for(const Principal& principal, Sandbox& source,
+                             const std::string& name) override;
+  std::vector<std::shared_ptr<Sandbox>> fork_for(const Principal& principal, Sandbox& source,
+                                                 int count, CreateRequest request,
+                                                 const Egress& egress) override;
+  std::vector<CustomTemplate> templates_for(const Principal& principal) override;
+  void delete_template_for(const Principal& principal, const std::string& name) override;
 
   // Replies (http/replies.h): how every handler answers.
   void send_json(RequestContext& ctx, int status, const std::string& body) override;

@@ -28,6 +28,14 @@ E2bRoutes::Deps Api::e2b_deps() {
           if (t.name == name) return true;
         return false;
       },
+      [this](const Principal& p, Sandbox& source, const std::string& name) {
+        return capture_for(p, source, name);
+      },
+      [this](const Principal& p, Sandbox& source, int count, CreateRequest r, const Egress& e) {
+        return fork_for(p, source, count, std::move(r), e);
+      },
+      [this](const Principal& p) { return templates_for(p); },
+      [this](const Principal& p, const std::string& name) { delete_template_for(p, name); },
       [this](const TemplateRecipe& r, const BuildOutput& out) -> Result<TemplateBuild> {
         auto m = manager();
         if (!m) return fail(ErrorCode::kUnavailable, "the controller is starting");

@@ -1,5 +1,8 @@
 // The Api's side of SandboxOps (sandbox_ops.h): which sandboxes a caller may use, and a new one
-// within the token's max_sandboxes (counted with the creates in flight, under the API mutex).
+// within the token's max_sandboxes (counted with the creates in flight, under the API mutex),
+// templates of a sandbox's files and forks, and the custom templates a caller may see.
+#include <exception>
+
 #include "app/api.h"
 
 namespace pvs::service {
@@ -69,6 +72,53 @@ std::vector<SandboxInfo> Api::list_for(const Principal& principal, const Labels&
     if (principal.admin || info.owner == principal.name) out.push_back(std::move(info));
   }
   return out;
+}
+
+CustomTemplate Api::capture_for(const Principal& principal, Sandbox& source,
+                                const std::string& name) {
+  auto made = require_manager()->capture_template(source.id(), name, principal.name);
+  if (!made) throw from_error(made.error());
+  return *made;
+}
+
+std::vector<std::shared_ptr<Sandbox>> Api::fork_for(const Principal& principal, Sandbox& source,
+                                                    int count, CreateRequest request,
+                                                    const Egress& egress) {
+  // create_for throws (429 past max_sandboxes, ...): the first one thrown is the fork's answer.
+  std::mutex mu;
+  std::exception_ptr thrown;
+  auto made = require_manager()->fork(
+      source.id(), count, principal.name,
+      [&](const std::string& base) -> Result<std::shared_ptr<Sandbox>> {
+        CreateRequest r = request;
+        r.template_name = base;
+        r.profile.clear();
+        try {
+          return create_for(principal, r, egress);
+        } catch (...) {
+          std::lock_guard lock(mu);
+          if (!thrown) thrown = std::current_exception();
+          return fail(ErrorCode::kInternal, "a fork's create failed");
+        }
+      });
+  if (made) return std::move(*made);
+  if (thrown) std::rethrow_exception(thrown);
+  throw from_error(made.error());
+}
+
+std::vector<CustomTemplate> Api::templates_for(const Principal& principal) {
+  auto all = require_manager()->custom_templates();
+  std::erase_if(all, [&](const CustomTemplate& t) { return !template_visible(t, principal); });
+  return all;
+}
+
+void Api::delete_template_for(const Principal& principal, const std::string& name) {
+  auto mine = templates_for(principal);
+  auto it = std::find_if(mine.begin(), mine.end(), [&](auto& t) { return t.name == name; });
+  // An operator's template is an admin's to delete.
+  if (it == mine.end() || (!principal.admin && it->owner.empty()))
+    throw not_found("no template " + name.substr(0, 64));
+  if (auto st = require_manager()->delete_template(name); !st) throw from_error(st.error());
 }
 
 }  // namespace pvs::service

@@ -8,6 +8,7 @@
 #include "http/json.h"
 #include "pvesandbox/common/text.h"
 #include "pvesandbox/egress.h"
+#include "pvesandbox/template_recipe.h"
 
 namespace pvs::service::e2b {
 namespace {
@@ -267,6 +268,71 @@ ApiResult<EgressRequest> parse_network_update(std::string_view text) {
   return *egress;
 }
 
+namespace {
+
+// limit (1..100) or nextToken (an offset this server issued) of a listing.
+ApiResult<bool> page_param(const std::string& key, const std::string& value, std::size_t& limit,
+                           std::size_t& offset) {
+  auto digits = [](std::string_view v, std::size_t most) {
+    return !v.empty() && v.size() <= most &&
+           std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (key == "limit") {
+    auto n = uri_decode(value, false);
+    if (!n || !digits(*n, 4) || std::stoi(*n) < 1 || std::stoi(*n) > 100)
+      return tl::unexpected(bad_request("limit: must be an integer in [1, 100]"));
+    limit = static_cast<std::size_t>(std::stoi(*n));
+  } else {
+    if (!digits(value, 9))
+      return tl::unexpected(bad_request("nextToken: not a token this server issued"));
+    offset = static_cast<std::size_t>(std::stoul(value));
+  }
+  return true;
+}
+
+}  // namespace
+
+ApiResult<SnapshotQuery> parse_snapshot_query(
+    const std::multimap<std::string, std::string>& query) {
+  SnapshotQuery q;
+  for (const auto& [key, value] : query) {
+    if (key == "limit" || key == "nextToken") {
+      if (auto st = page_param(key, value, q.limit, q.offset); !st) return tl::unexpected(st.error());
+    } else if (key == "sandboxID") {
+      q.sandbox_id = value;
+    } else if (key == "name") {
+      q.name = value;
+    } else {
+      return tl::unexpected(bad_request(key.substr(0, 64) + ": unknown query parameter"));
+    }
+  }
+  return q;
+}
+
+ApiResult<ForkRequest> parse_fork(std::string_view text, int max_fork, int max_ttl) {
+  auto body = JsonBody::parse(text.empty() ? std::string_view("{}") : text);
+  if (!body) return tl::unexpected(body.error());
+  ForkRequest r;
+  r.count = static_cast<int>(body->integer("count", 1, max_fork).value_or(1));
+  r.ttl_seconds = static_cast<int>(body->integer("timeout", 1, max_ttl).value_or(kForkTimeout));
+  if (auto err = body->finish()) return tl::unexpected(*err);
+  return r;
+}
+
+ApiResult<std::string> parse_snapshot(std::string_view text) {
+  auto body = JsonBody::parse(text.empty() ? std::string_view("{}") : text);
+  if (!body) return tl::unexpected(body.error());
+  std::string name;
+  if (auto v = body->string("name", 32)) {
+    if (!valid_template_name(*v))
+      body->reject("name", "pve-sandbox names snapshots as templates: 1-32 of [a-z0-9-], a "
+                           "letter first");
+    name = *v;
+  }
+  if (auto err = body->finish()) return tl::unexpected(*err);
+  return name;
+}
+
 ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::string>& query) {
   ListQuery q;
   for (const auto& [key, value] : query) {
@@ -292,18 +358,8 @@ ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::stri
       q.paused = value.empty() || value.find("paused") != std::string::npos;
     } else if (key == "template") {
       q.template_id = value;
-    } else if (key == "limit") {
-      auto n = uri_decode(value, false);
-      if (!n || n->empty() || n->size() > 4 ||
-          !std::all_of(n->begin(), n->end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-          std::stoi(*n) < 1 || std::stoi(*n) > 100)
-        return tl::unexpected(bad_request("limit: must be an integer in [1, 100]"));
-      q.limit = static_cast<std::size_t>(std::stoi(*n));
-    } else if (key == "nextToken") {
-      if (value.empty() || value.size() > 9 ||
-          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        return tl::unexpected(bad_request("nextToken: not a token this server issued"));
-      q.offset = static_cast<std::size_t>(std::stoul(value));
+    } else if (key == "limit" || key == "nextToken") {
+      if (auto st = page_param(key, value, q.limit, q.offset); !st) return tl::unexpected(st.error());
     } else if (key != "order" && key != "startedAfter") {
       return tl::unexpected(bad_request(key + ": unknown query parameter"));
     }

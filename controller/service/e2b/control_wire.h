@@ -94,6 +94,19 @@ ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::stri
 // The nextToken of the page after one ending at `offset`.
 std::string next_token(std::size_t offset);
 
+// GET /snapshots: sandboxID, name, limit (1-100), nextToken.
+struct SnapshotQuery {
+  std::string sandbox_id, name;
+  std::size_t limit = 100;
+  std::size_t offset = 0;
+};
+ApiResult<SnapshotQuery> parse_snapshot_query(const std::multimap<std::string, std::string>& query);
+// POST /sandboxes/{id}/fork {count, timeout}: E2B's defaults, 1 fork of kForkTimeout seconds.
+inline constexpr int kForkTimeout = 15;
+ApiResult<ForkRequest> parse_fork(std::string_view body, int max_fork, int max_ttl);
+// POST /sandboxes/{id}/snapshots {name}: a template name here, or absent (chosen).
+ApiResult<std::string> parse_snapshot(std::string_view body);
+
 // What the replies say about a sandbox.
 struct SandboxView {
   std::string id;

@@ -32,6 +32,10 @@ namespace e2b {
 class TemplateBuilds;
 }
 
+// What E2B's replies say about a sandbox and its session (routes_control.cc).
+e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& session,
+                         const std::string& domain);
+
 class E2bRoutes {
  public:
   struct Deps {
@@ -50,6 +54,15 @@ class E2bRoutes {
     std::function<void(Sandbox&)> destroy;  // closes its terminals, then destroys it
     // True for a custom template's name (docs/templates.md): a templateID that names one.
     std::function<bool(const std::string&)> is_custom_template = nullptr;
+    // Templates of a sandbox's files and forks, and the custom templates a caller may see and
+    // delete (SandboxOps: capture_for, fork_for, templates_for, delete_template_for).
+    std::function<CustomTemplate(const Principal&, Sandbox&, const std::string&)> capture_for =
+        nullptr;
+    std::function<std::vector<std::shared_ptr<Sandbox>>(const Principal&, Sandbox&, int,
+                                                        CreateRequest, const Egress&)>
+        fork_for = nullptr;
+    std::function<std::vector<CustomTemplate>(const Principal&)> templates_for = nullptr;
+    std::function<void(const Principal&, const std::string&)> delete_template_for = nullptr;
     // Manager::build_template (docs/templates.md), for E2B's template builds.
     std::function<Result<TemplateBuild>(const TemplateRecipe&, const BuildOutput&)> build_template =
         nullptr;
@@ -68,6 +81,11 @@ class E2bRoutes {
   void network(RequestContext& ctx);
   void metrics(RequestContext& ctx);
   void unsupported(RequestContext& ctx);
+  // Snapshots and fork (routes_snapshots.cc): templates of a sandbox's files.
+  void snapshot_create(RequestContext& ctx);
+  void snapshot_list(RequestContext& ctx);
+  void template_delete(RequestContext& ctx);  // Sandbox.deleteSnapshot (and a template's delete)
+  void fork(RequestContext& ctx);
   // Data plane (routes_envd.cc, routes_envd_files.cc).
   // A request for one of a sandbox's ports (other than envd's), routed as E2B routes it: by
   // Host "<port>-<id>.<domain>" or by E2b-Sandbox-Id/E2b-Sandbox-Port. Checks its

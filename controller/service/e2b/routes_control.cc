@@ -13,7 +13,6 @@
 #include "policy/egress_access.h"
 
 namespace pvs::service {
-namespace {
 
 e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& session,
                          const std::string& domain) {
@@ -37,6 +36,8 @@ e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& ses
   v.auto_resume = info.on_expiry.auto_resume;
   return v;
 }
+
+namespace {
 
 // The envVars are the environment of every command the sandbox will run, so the names are
 // judged at create as exec judges a command's env names: where they make exec's decision

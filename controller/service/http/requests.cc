@@ -315,6 +315,27 @@ ApiResult<int> parse_resume(std::string_view text, const ServiceConfig& config) 
   return finish(*body, static_cast<int>(v.value_or(0)));
 }
 
+ApiResult<std::string> parse_capture(std::string_view text) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  std::string name;
+  if (auto v = body->string("name", 32)) {
+    if (!valid_template_name(*v)) body->reject("name", "1-32 of [a-z0-9-], a letter first");
+    name = *v;
+  }
+  return finish(*body, std::move(name));
+}
+
+ApiResult<ForkRequest> parse_fork(std::string_view text, const ServiceConfig& config) {
+  auto body = JsonBody::parse(text);
+  if (!body) return tl::unexpected(body.error());
+  ForkRequest r;
+  r.count = static_cast<int>(body->integer("count", 1, config.manager.max_fork).value_or(1));
+  r.ttl_seconds = static_cast<int>(
+      body->integer("ttl_seconds", 1, config.manager.max_ttl.count()).value_or(0));
+  return finish(*body, r);
+}
+
 ApiResult<SnapshotRequest> parse_snapshot(std::string_view text) {
   auto body = JsonBody::parse(text);
   if (!body) return tl::unexpected(body.error());

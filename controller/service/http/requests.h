@@ -87,6 +87,14 @@ ApiResult<PauseMode> parse_pause(std::string_view body);
 // POST .../resume: {"ttl_seconds"}, optional (0: the time it had left when paused).
 ApiResult<int> parse_resume(std::string_view body, const ServiceConfig& config);
 ApiResult<SnapshotRequest> parse_snapshot(std::string_view body);
+// {"name"} of a template captured from a sandbox: a template name, or absent (chosen).
+ApiResult<std::string> parse_capture(std::string_view body);
+struct ForkRequest {
+  int count = 1;
+  int ttl_seconds = 0;  // 0: the configured default
+};
+// {"count": 1..max_fork, "ttl_seconds": 1..max_ttl}; both optional.
+ApiResult<ForkRequest> parse_fork(std::string_view body, const ServiceConfig& config);
 // {"path", "old_string", "new_string", "replace_all"}; the strings at most max_body_bytes.
 ApiResult<EditRequest> parse_edit(std::string_view body, const ServiceConfig& config);
 

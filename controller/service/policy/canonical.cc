@@ -82,6 +82,13 @@ std::string canonical_terminal_open(const TerminalCreateRequest& r) {
   return w.end_array().key("rows").value(r.rows).end_object().take();
 }
 
+std::string canonical_fork(const CreateRequest& r, const Egress& egress, const std::string& source,
+                           int count) {
+  JsonWriter w;
+  w.begin_object().key("count").value(count).key("create").raw(canonical_create(r, egress));
+  return w.key("fork_of").value(source).end_object().take();
+}
+
 std::string canonical_e2b_create(const CreateRequest& r, const Egress& egress,
                                  const std::string& template_id,
                                  const std::map<std::string, std::string>& env_vars) {

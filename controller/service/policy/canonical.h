@@ -25,6 +25,10 @@ std::string canonical_egress(const Egress& e);
 // {"cpus","disk_gb","hostname","internet":<egress>,"labels","memory_mb","node",
 //  "node_selector","profile","ttl_seconds"}
 std::string canonical_create(const CreateRequest& r, const Egress& egress);
+// A fork (REST POST /v1/sandboxes/{id}/fork, E2B's fork): `count` creates of `r` from the
+// files of sandbox `source`. {"count","create":<canonical_create>,"fork_of"}
+std::string canonical_fork(const CreateRequest& r, const Egress& egress, const std::string& source,
+                           int count);
 // {"internet":<egress>}
 std::string canonical_internet(const Egress& e);
 // {"content_sha256":"<hex>","mode":"0644","path"}

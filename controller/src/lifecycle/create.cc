@@ -63,7 +63,8 @@ Status ManagerCore::validate(const CreateOptions& o) {
   if (o.auto_resume && !o.pause_on_expiry)
     return fail(ErrorCode::kInvalidArgument,
                 "auto_resume needs pause_on_expiry (a sandbox its TTL destroyed cannot resume)");
-  if (!o.template_name.empty() && template_nodes(o).empty())
+  if (!o.template_name.empty() &&
+      (template_nodes(o).empty() || !may_use_template(o.template_name, o.owner)))
     return fail(ErrorCode::kInvalidArgument, "no template " + pvs::quoted(o.template_name, 40));
   if (!o.profile.empty()) {  // where the profile is, it must be of the template named
     CreateOptions by_profile = o;
@@ -391,7 +392,8 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
   if (auto r = wait(pve_.start(s.node->cfg.name, s.vmid), "start"); !r) return r;
   if (auto h = hook("ssh"); !h) return h;
   if (cfg_.wait_for_ssh) {
-    auto ssh = wait_for_ssh(*s.address, &s.host_key, !s.template_build);
+    auto ssh = wait_for_ssh(*s.address, &s.host_key, !s.template_build,
+                            template_host_key(o.template_name));
     if (!ssh) return fail(ssh.error());
     s.ssh = *ssh;
   }

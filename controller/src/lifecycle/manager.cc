@@ -321,6 +321,15 @@ class ManagerHandle final : public Manager {
     return core_->custom_templates();
   }
   Status delete_template(const std::string& name) override { return core_->delete_template(name); }
+  Result<CustomTemplate> capture_template(const std::string& sandbox_id, const std::string& name,
+                                          const std::string& owner) override {
+    return core_->capture(sandbox_id, name, owner, false);
+  }
+  Result<std::vector<std::shared_ptr<Sandbox>>> fork(const std::string& sandbox_id, int count,
+                                                     const std::string& owner,
+                                                     const ForkCreate& create) override {
+    return core_->fork(sandbox_id, count, owner, create);
+  }
   Status drain(const std::string& node, bool drained) override {
     return core_->drain(node, drained);
   }

@@ -42,6 +42,7 @@ Status ManagerCore::reconcile() {
     }
   }
   nodes_reached_ = reached;
+  drop_unused_fork_bases();  // after the nodes: their sandboxes count as the bases' users
   sync_replicas();  // its failures are the replicas' (Manager::templates()), not the pass's
   return count(result);
 }

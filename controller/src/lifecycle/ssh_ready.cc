@@ -79,10 +79,15 @@ Result<std::string> ManagerCore::replace_host_key(SshSession& session) {
 }
 
 Result<std::shared_ptr<SshSession>> ManagerCore::wait_for_ssh(Ipv4Address address,
-                                                              std::string* host_key, bool own_key) {
+                                                              std::string* host_key, bool own_key,
+                                                              const std::string& first_key) {
   auto deadline = Clock::now() + cfg_.ssh_ready_timeout;
   SshConfig first = cfg_.ssh;
   first.host = address.to_string();
+  if (!first_key.empty()) {  // a clone of a captured sandbox presents that sandbox's key
+    first.host_key_policy = HostKeyPolicy::kPinned;
+    first.host_key_fingerprint = first_key;
+  }
   first.connect_timeout = std::min(first.connect_timeout, milliseconds(2000));
   auto probe = connect_until(first, deadline);
   if (!probe) return probe;

@@ -61,6 +61,14 @@ std::optional<CustomTemplate> read_copy(const SandboxMetadata& md, const std::st
   t.digest = digest->second;
   t.pool_size = label_int(md, kTemplatePoolLabel);
   t.created_at = md.created_at;
+  auto label = [&](std::string_view key) {
+    auto it = md.labels.find(std::string(key));
+    return it == md.labels.end() ? std::string() : it->second;
+  };
+  t.owner = label(kTemplateOwnerLabel);
+  t.source = label(kTemplateSourceLabel);
+  t.fork_base = label(kTemplateForkLabel) == "1";
+  t.host_key = md.host_key;
   TemplateCopy& c = t.copies.emplace_back();
   c.node = node;
   c.vmid = md.vmid;
@@ -99,6 +107,7 @@ Status ManagerCore::refresh_custom_templates() {
   std::map<int, CustomTemplate> known;  // by VMID, one copy each: no config read for these
   {
     std::lock_guard lock(mu_);
+    captured_.clear();
     for (auto& [name, t] : custom_)
       for (auto& c : t.copies) {
         CustomTemplate k = t;
@@ -139,6 +148,8 @@ Status ManagerCore::refresh_custom_templates() {
   if (!build.owns_lock()) return {};
   {
     std::lock_guard lock(mu_);
+    for (auto& name : captured_)  // converted after this refresh listed its node
+      if (auto it = custom_.find(name); it != custom_.end()) found.emplace(name, it->second);
     custom_ = std::move(found);
     for (auto& [name, t] : custom_)
       for (auto& c : t.copies) template_nodes_[c.vmid] = c.node;
@@ -171,12 +182,18 @@ void ManagerCore::resolve_named_profiles() {
 // refuses the delete.
 Status ManagerCore::delete_template(const std::string& name) {
   std::lock_guard one(build_mu_);
+  return remove_template(name);
+}
+
+Status ManagerCore::remove_template(const std::string& name) {
   CustomTemplate t;
   {
     std::lock_guard lock(mu_);
     auto it = custom_.find(name);
     if (it == custom_.end()) return fail(ErrorCode::kNotFound, "no template " + pvs::quoted(name));
     t = it->second;
+    if (forking_.count(name))
+      return fail(ErrorCode::kConflict, "template " + pvs::quoted(name) + " is a fork's base");
     int users = 0;
     for (auto& [id, sb] : registry_) {
       auto md = sb->metadata();

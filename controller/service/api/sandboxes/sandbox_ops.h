@@ -29,6 +29,20 @@ class SandboxOps {
   // The sandboxes `principal` sees that carry every label of `selector`.
   virtual std::vector<SandboxInfo> list_for(const Principal& principal, const Labels& selector) = 0;
 
+  // Templates of a sandbox's files (Manager::capture_template, docs/templates.md "Templates
+  // from a sandbox"): one owned by `principal`; `count` new sandboxes at once (Manager::fork),
+  // each made as create_for makes `request` with the fork's base as its template, all or none
+  // (the first failure is thrown); the custom templates `principal` may create from (the
+  // operator's and its own; an admin's: all); deleting one of those (404 for the others).
+  virtual CustomTemplate capture_for(const Principal& principal, Sandbox& source,
+                                     const std::string& name) = 0;
+  virtual std::vector<std::shared_ptr<Sandbox>> fork_for(const Principal& principal,
+                                                         Sandbox& source, int count,
+                                                         CreateRequest request,
+                                                         const Egress& egress) = 0;
+  virtual std::vector<CustomTemplate> templates_for(const Principal& principal) = 0;
+  virtual void delete_template_for(const Principal& principal, const std::string& name) = 0;
+
   // The sandbox of the route's {id} (400 when malformed), recorded on `ctx` for the audit log.
   std::shared_ptr<Sandbox> find(RequestContext& ctx) {
     const std::string& id = ctx.params.at("id");
@@ -40,5 +54,10 @@ class SandboxOps {
 
 // The JSON of a sandbox, as the API returns it.
 std::string sandbox_json(const SandboxInfo& info);
+
+// What a fork of `source` creates (api/sandboxes/routes_fork.cc): its resources, labels and what
+// its TTL's end does; `ttl_seconds` its own (0: the configured default). fork_for sets the
+// template; the egress is the source's (SandboxInfo::egress).
+CreateRequest fork_request(const SandboxInfo& source, int ttl_seconds);
 
 }  // namespace pvs::service

@@ -1,7 +1,8 @@
 // Sandboxes (room api/sandboxes/): POST/GET /v1/sandboxes, GET/DELETE /v1/sandboxes/{id},
 // PUT .../internet, GET .../egress/log, POST .../ttl, POST .../pause and .../resume,
 // POST .../exec (buffered, or NDJSON as
-// output arrives) and the snapshots (take, list, roll back, delete). A handler class with narrow
+// output arrives), the snapshots (take, list, roll back, delete), and templates of a sandbox's
+// files and forks (POST .../capture, POST .../fork). A handler class with narrow
 // dependencies: the sandboxes a caller may use (SandboxOps), the policy gate, the token limits
 // (streaming execs), the metrics (execs counted), the reply helpers, and what a destroy forgets
 // elsewhere (the sandbox's terminals and E2B session).
@@ -24,6 +25,11 @@
 #include "policy/gate.h"
 
 namespace pvs::service {
+
+// How the policy judges a fork (routes_fork.cc): as `count` creates of `r`
+// (PolicyAction::kSandboxCreate) from the files of sandbox `source`.
+PolicyRequest fork_policy_request(const CreateRequest& r, const Egress& egress,
+                                  const std::string& source, int count);
 
 class SandboxRoutes {
  public:
@@ -49,6 +55,8 @@ class SandboxRoutes {
   void pause(RequestContext& ctx);  // routes_pause.cc
   void resume(RequestContext& ctx);
   void exec(RequestContext& ctx);             // routes_exec.cc
+  void capture(RequestContext& ctx);          // routes_fork.cc
+  void fork(RequestContext& ctx);
   void snapshot_create(RequestContext& ctx);  // routes_snapshots.cc
   void snapshot_list(RequestContext& ctx);
   void snapshot_rollback(RequestContext& ctx);

@@ -39,6 +39,8 @@ void write_template(JsonWriter& w, const CustomTemplate& t) {
   w.key("digest").value(t.digest).key("base_vmid").value(t.base_vmid);
   w.key("pool_size").value(t.pool_size).key("created_at").value(t.created_at);
   w.key("in_use").value(t.in_use);
+  if (!t.owner.empty()) w.key("owner").value(t.owner);
+  if (!t.source.empty()) w.key("source").value(t.source).key("fork_base").value(t.fork_base);
   w.key("nodes").begin_array();
   for (const auto& n : t.nodes) w.value(n);
   w.end_array().key("copies").begin_array();
@@ -114,17 +116,22 @@ void TemplateRoutes::build(RequestContext& ctx) {
   emit(w.end_object().take());
 }
 
+bool template_visible(const CustomTemplate& t, const Principal& who) {
+  return who.admin || t.owner.empty() || t.owner == who.name;
+}
+
 void TemplateRoutes::list(RequestContext& ctx) {
   JsonWriter w;
   w.begin_object().key("templates").begin_array();
-  for (const auto& t : manager_()->custom_templates()) write_template(w, t);
+  for (const auto& t : manager_()->custom_templates())
+    if (template_visible(t, *ctx.principal)) write_template(w, t);
   replies_.send_json(ctx, 200, w.end_array().end_object().take());
 }
 
 void TemplateRoutes::show(RequestContext& ctx) {
   std::string name = template_name_param(ctx);
   for (const auto& t : manager_()->custom_templates()) {
-    if (t.name != name) continue;
+    if (t.name != name || !template_visible(t, *ctx.principal)) continue;
     JsonWriter w;
     write_template(w, t);
     return replies_.send_json(ctx, 200, w.take());
@@ -132,11 +139,19 @@ void TemplateRoutes::show(RequestContext& ctx) {
   throw not_found("no template " + name);
 }
 
+// An operator's template is an admin's to delete; a token deletes the ones it captured.
 void TemplateRoutes::remove(RequestContext& ctx) {
   std::string name = template_name_param(ctx);
   JsonWriter p;
   ctx.params_json = p.begin_object().key("name").value(name).end_object().take();
-  if (auto st = manager_()->delete_template(name); !st) throw from_error(st.error());
+  auto manager = manager_();
+  const Principal& who = *ctx.principal;
+  auto all = manager->custom_templates();
+  bool may = std::any_of(all.begin(), all.end(), [&](const CustomTemplate& t) {
+    return t.name == name && (who.admin || (!t.owner.empty() && t.owner == who.name));
+  });
+  if (!may) throw not_found("no template " + name);
+  if (auto st = manager->delete_template(name); !st) throw from_error(st.error());
   replies_.send_empty(ctx, 204);
 }
 

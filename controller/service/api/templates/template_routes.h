@@ -1,12 +1,15 @@
-// Custom templates (admin; docs/templates.md): POST /v1/templates builds one from a recipe
+// Custom templates (docs/templates.md): POST /v1/templates (admin) builds one from a recipe
 // (YAML or JSON body) and streams the build as NDJSON, GET /v1/templates and
-// GET /v1/templates/{name} list them, DELETE /v1/templates/{name} destroys one (409 while
-// sandboxes or hot pool members use it). Needs only the Manager and the reply helpers.
+// GET /v1/templates/{name} list those the caller may create from (template_visible),
+// DELETE /v1/templates/{name} destroys one (an operator's: admin; one captured from a sandbox:
+// its owner too; 409 while sandboxes or hot pool members use it). Needs only the Manager and
+// the reply helpers.
 #pragma once
 
 #include <functional>
 #include <memory>
 
+#include "http/auth.h"
 #include "http/json.h"
 #include "http/replies.h"
 #include "http/request_context.h"
@@ -36,5 +39,8 @@ class TemplateRoutes {
 
 // One template as JSON.
 void write_template(JsonWriter& w, const CustomTemplate& t);
+// The templates a caller may see and create from: an operator's (no owner), its own, or any
+// for an admin.
+bool template_visible(const CustomTemplate& t, const Principal& who);
 
 }  // namespace pvs::service

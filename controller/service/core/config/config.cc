@@ -316,6 +316,8 @@ void parse_limits(yaml::Map s, ManagerConfig& m) {
   s.integer("max_memory_mb", &m.max_memory_mb, 64, 4 << 20);
   s.integer("max_disk_gb", &m.max_disk_gb, 1, 65536);
   s.integer("max_snapshots", &m.max_snapshots, 0, 100);
+  s.integer("max_fork", &m.max_fork, 1, 64);
+  s.integer("max_templates_per_owner", &m.max_templates_per_owner, 0, 1000);
   seconds(s, "max_paused_seconds", &m.max_paused, 60, 365 * 24 * 3600);
   seconds(s, "reconcile_interval_seconds", &m.reconcile_interval, 1, 3600);
   (void)s.finish();
