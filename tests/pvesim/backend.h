@@ -39,9 +39,11 @@ class Backend {
   // The CT lives on `node` (from its creation on; a cluster backend routes by it).
   virtual void place(int /*vmid*/, const std::string& /*node*/) {}
   // The storage part of a clone task (no state lock held): `dst` gets a root file system of its
-  // own, a copy-on-write layer over `src`'s (linked) or a copy (full). `config` is dst's.
-  // Returns "" or an error.
+  // own, a copy-on-write layer over `src`'s (linked) or a copy (full). A full clone with
+  // `snapname` (a snapshot of src the simulator knows; "" = none) copies src as it was at that
+  // snapshot. `config` is dst's. Returns "" or an error.
   virtual std::string clone(int /*src*/, int /*dst*/, bool /*full*/,
+                            const std::string& /*snapname*/,
                             const std::map<std::string, std::string>& /*config*/) {
     return "";
   }

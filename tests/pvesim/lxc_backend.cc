@@ -101,7 +101,7 @@ class LxcBackend : public Backend {
   std::string host_key_file() const override { return host_key_; }
   std::string run_dir() const override { return run_; }
 
-  std::string clone(int src, int dst, bool full,
+  std::string clone(int src, int dst, bool full, const std::string& snapname,
                     const std::map<std::string, std::string>& config) override {
     auto s = find(src);
     auto d = get(dst);
@@ -111,13 +111,11 @@ class LxcBackend : public Backend {
     if (s) source_lock = std::unique_lock(s->op);
     // The source's layers as they are now (a template: its own upper, then what it is over).
     std::vector<std::string> layers{o_.lxc_rootfs};
-    std::string from = o_.lxc_rootfs;
     if (s) {
       if (!s->disk.mounted && ::access((s->disk.dir + "/disk.img").c_str(), F_OK) == 0)
         if (auto e = lxc::mount_disk(s->disk, 0); !e.empty()) return e;
       if (s->disk.mounted) {
         layers = s->disk.layers();
-        from = s->disk.rootfs();
       } else if (!s->disk.lowers.empty()) {
         layers = s->disk.lowers;  // never written: only what it is over
       }
@@ -128,7 +126,14 @@ class LxcBackend : public Backend {
     }
     d->disk.lowers.clear();
     if (auto e = lxc::mount_disk(d->disk, disk_bytes(config)); !e.empty()) return e;
-    return lxc::copy_tree(from, d->disk.top());
+    // A running source's tree as its container sees it (its overlay, or the bind of its root).
+    if (s && s->disk.mounted && snapname.empty())
+      return lxc::copy_tree(s->disk.rootfs(), d->disk.top());
+    // Else the tree its layers show: the snapshot's (pve-container copies the snapshot's volume),
+    // or, never started, what it is over.
+    if (s && !snapname.empty()) layers = lxc::snapshot_layers(s->disk, snapname);
+    std::string view = (s ? s->disk.dir : d->disk.dir) + "/snapview-" + std::to_string(dst);
+    return lxc::copy_layers(layers, view, d->disk.top());
   }
 
   std::string start(int vmid, const std::map<std::string, std::string>& config,

@@ -158,11 +158,38 @@ std::string copy_tree(const std::string& from, const std::string& to) {
   return run({"cp", "-a", "--", from + "/.", to + "/"});
 }
 
+std::string copy_layers(const std::vector<std::string>& layers, const std::string& mount_point,
+                        const std::string& to) {
+  if (layers.empty()) return "no layers to copy";
+  if (layers.size() == 1) return copy_tree(layers.front(), to);  // a plain tree
+  // An overlay without an upper layer is read-only (and needs two lower layers at least).
+  std::string lower;
+  for (const auto& l : layers) lower += (lower.empty() ? "" : ":") + l;
+  if (::mkdir(mount_point.c_str(), 0700) != 0 && errno != EEXIST)
+    return "mkdir " + mount_point + ": " + std::strerror(errno);
+  std::string err =
+      run({"mount", "-t", "overlay", "overlay", "-o", "ro,lowerdir=" + lower, mount_point});
+  if (err.empty()) {
+    err = copy_tree(mount_point, to);
+    if (run_command({"umount", mount_point}) != 0) run_command({"umount", "-l", mount_point});
+  }
+  ::rmdir(mount_point.c_str());
+  return err;
+}
+
 std::string snapshot(Disk& d, const std::string& name) {
   if (!d.mounted) return "";  // never started: nothing written yet
   std::string snap = d.dir + "/disk/snap-" + name;
   if (auto e = make_owned_dir(snap); !e.empty()) return e;
   return copy_tree(d.top(), snap);
+}
+
+std::vector<std::string> snapshot_layers(const Disk& d, const std::string& name) {
+  std::vector<std::string> out;
+  std::string snap = d.dir + "/disk/snap-" + name;
+  if (d.mounted && lexists(snap)) out.push_back(snap);
+  out.insert(out.end(), d.lowers.begin(), d.lowers.end());
+  return out;
 }
 
 std::string rollback(Disk& d, const std::string& name) {

@@ -5,6 +5,8 @@
 //   <dir>/disk/upper, work   a linked clone: the writable layer of an overlay over `lowers`
 //   <dir>/disk/root          a full clone (no lowers): the whole tree
 //   <dir>/disk/snap-<name>   a snapshot: a copy of upper (or root)
+//   <dir>/snapview-<n>       the tree of a snapshot (or of the layers of a CT never started)
+//                            while full clone <n> copies it (copy_layers)
 //   <dir>/rootfs             what the container sees: the overlay (linked) or a bind of root
 //
 // Owners in the trees are shifted by kShift (the containers' idmap). Not thread-safe per Disk.
@@ -38,7 +40,18 @@ void unmount_disk(Disk& disk);
 // cp -a of the tree `from` into the directory `to`.
 std::string copy_tree(const std::string& from, const std::string& to);
 
+// Copies what an overlay of `layers` (top first) shows into the directory `to`: one layer as it
+// is; several through a read-only overlay mounted on `mount_point` (made, then unmounted and
+// removed on every path), so that the whiteouts and opaque directories of the upper ones hide
+// what they hide instead of being copied. Returns "" or an error.
+std::string copy_layers(const std::vector<std::string>& layers, const std::string& mount_point,
+                        const std::string& to);
+
 std::string snapshot(Disk& disk, const std::string& name);
+// The layers of `disk` as it was at snapshot `name` (top first): the snapshot's copy of its top,
+// then its lowers; only the lowers when the disk had never been mounted then (nothing written
+// yet, snapshot() copied nothing). Empty for a full clone without that copy.
+std::vector<std::string> snapshot_layers(const Disk& disk, const std::string& name);
 std::string rollback(Disk& disk, const std::string& name);  // the CT is stopped
 void delete_snapshot(Disk& disk, const std::string& name);
 

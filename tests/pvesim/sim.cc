@@ -990,15 +990,21 @@ struct Simulator::Impl {
     bool full = c.params.count("full") ? flag(c, "full") : !is_template;
     if (!full && c.params.count("storage"))
       throw fail500("parameter 'storage' not allowed for linked clones");
+    // pve-container's order: the snapshot, then (per volume) a full clone of a running CT.
+    std::string snapname = param(c, "snapname");
+    auto snap = std::find_if(source.snapshots.begin(), source.snapshots.end(),
+                             [&](const Snapshot& s) { return s.name == snapname; });
+    if (!snapname.empty() && snap == source.snapshots.end())
+      throw fail500("snapshot '" + snapname + "' does not exist");
     if (full && source.running && !c.params.count("snapname"))
-      throw fail500("snapshot name is required for a full clone of a running CT");
+      throw fail500("Full clone of a running container is only possible from a snapshot");
     check_unlocked(source);
     source.config["lock"] = "disk";
     Container ct;
     ct.vmid = newid;
     ct.node = node;
     ct.created = Clock::now();
-    ct.config = source.config;
+    ct.config = snapname.empty() ? source.config : snap->config;  // the snapshot's, as Proxmox
     ct.config.erase("template");
     ct.config["lock"] = "create";
     renew_macs(ct.config);
@@ -1019,8 +1025,8 @@ struct Simulator::Impl {
     backend->place(newid, node);
     // The storage step (the lxc backend's overlay or copy) runs without the state lock.
     auto storage_error = std::make_shared<std::string>();
-    auto work = [this, src, newid, full, config = cts[newid].config, storage_error] {
-      *storage_error = backend->clone(src, newid, full, config);
+    auto work = [this, src, newid, full, snapname, config = cts[newid].config, storage_error] {
+      *storage_error = backend->clone(src, newid, full, snapname, config);
       return std::string();
     };
     auto done = [this, src, newid, pool, to = target.node, storage_error] {
