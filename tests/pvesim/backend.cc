@@ -471,6 +471,23 @@ class NetnsBackend : public Backend {
     return "/etc/netns/" + o_.ns_prefix + std::to_string(vmid);
   }
 
+  // A clone of a CT that ran (a sandbox captured as a template) starts with its /etc/ssh, as
+  // its copied root file system would; a template's clones get the template's key at start.
+  std::string clone(int src, int dst, bool /*full*/, const std::string& /*snapname*/,
+                    const std::map<std::string, std::string>& /*config*/) override {
+    std::string from = etc_dir(src) + "/ssh";
+    if (::access((from + "/ssh_host_ed25519_key").c_str(), F_OK) != 0) return "";
+    {
+      std::lock_guard lock(mutex_);
+      etc_dirs_.insert(dst);
+    }
+    std::string out;
+    if (run_command({"mkdir", "-p", etc_dir(dst)}, &out) != 0 ||
+        run_command({"cp", "-a", from, etc_dir(dst) + "/"}, &out) != 0)
+      return "the clone's /etc/ssh: " + out;
+    return "";
+  }
+
   // A clone's /etc/ssh holds the template's host key until something replaces it; it stays
   // across stop and start. Returns "" or an error.
   std::string give_etc_ssh(int vmid) {

@@ -260,20 +260,17 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Result<TemplateBuild> build_template(const TemplateRecipe& recipe, const BuildOutput& out);
   std::vector<CustomTemplate> custom_templates() const;
   Status delete_template(const std::string& name);
-  // delete_template's work without waiting for a build (fork bases are never built).
-  Status remove_template(const std::string& name);
-  // templates/capture.cc: Manager::capture_template (a fork's base: held in forking_ when it
-  // returns) and Manager::fork.
+  Status remove_template(const std::string& name);  // not waiting for a build (fork bases)
+  // templates/capture.cc: Manager::capture_template (a fork's base is in forking_ on return).
   Result<CustomTemplate> capture(const std::string& sandbox_id, std::string name,
                                  const std::string& owner, bool fork_base);
   Result<std::vector<std::shared_ptr<Sandbox>>> fork(const std::string& sandbox_id, int count,
                                                      const std::string& owner,
                                                      const Manager::ForkCreate& create);
-  // A custom template `owner` may create from: an operator's (no owner) or its own.
+  // Whether `owner` may create from custom template `name` (an operator's, or its own); its
+  // CustomTemplate::host_key (""); the reconcile's part of fork (unused bases destroyed).
   bool may_use_template(const std::string& name, const std::string& owner) const;
-  // CustomTemplate::host_key of `name` ("" for none or no such template).
   std::string template_host_key(const std::string& name) const;
-  // The reconcile's part of fork: bases nothing uses any more are destroyed.
   void drop_unused_fork_bases();
   // Reads the catalogue back from Proxmox (every reconcile).
   Status refresh_custom_templates();
@@ -461,8 +458,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // configured policy: the template's key), gives it its own host key
   // (per_sandbox_host_keys), and returns a connected session pinned to the key it has now;
   // *host_key gets that key's fingerprint.
-  // `own_key` false: the template's key is kept (a template build). `first_key` non-empty:
-  // the first connection pins it instead (a captured template's, CustomTemplate::host_key).
+  // `own_key` false: the template's key is kept (a template build). `first_key`: pinned by the
+  // first connection instead of the policy (a capture's, CustomTemplate::host_key).
   Result<std::shared_ptr<SshSession>> wait_for_ssh(Ipv4Address address, std::string* host_key,
                                                    bool own_key = true,
                                                    const std::string& first_key = "");
@@ -589,8 +586,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::mutex reconcile_mu_;
   std::map<std::string, CustomTemplate> custom_;  // by name (under mu_)
   std::mutex build_mu_;                           // one template build at a time
-  // Under mu_: names being captured, fork bases whose creates run, and captures converted
-  // since the last refresh_custom_templates began (it keeps them though it did not see them).
+  // Under mu_: names being captured, fork bases in use by a fork, captures made since the last
+  // refresh_custom_templates began (kept by it though it did not see them).
   std::multiset<std::string> capturing_, forking_;
   std::set<std::string> captured_;
   std::atomic<int> nodes_reached_{0};  // nodes the last reconcile reached (Proxmox and agent)

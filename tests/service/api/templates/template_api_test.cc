@@ -1,6 +1,8 @@
-// Custom templates through the REST API (POST/GET/DELETE /v1/templates), in-process (Api +
-// HttpServer) on the real Manager against the netns stack. The containers share this machine's
-// file system as the stack's user: the recipe writes into a directory of the stack's only.
+// Custom templates through the REST API (POST/GET/DELETE /v1/templates, and templates of a
+// sandbox's files: POST /v1/sandboxes/{id}/capture and /fork), in-process (Api + HttpServer) on
+// the real Manager against the netns stack (files are the lxc tests': tests/lxc). The containers
+// share this machine's file system as the stack's user: the recipe writes into a directory of the
+// stack's only.
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -46,7 +48,8 @@ class TemplateApiTest : public ::testing::Test {
     config.listen_port = 0;
     config.audit_file = stack_->dir() + "/audit.log";
     config.tokens = {{"admin", sha256_hex("tok-admin"), 4, true},
-                     {"alice", sha256_hex("tok-alice"), 4, false}};
+                     {"alice", sha256_hex("tok-alice"), 4, false},
+                     {"bob", sha256_hex("tok-bob"), 4, false}};
     config.tokens[1].e2b_key_sha256 = sha256_hex(kE2bKey);
     auto mc = stack_->manager_config();
     mc.template_clean_command = "true";
@@ -157,6 +160,73 @@ TEST_F(TemplateApiTest, ATenantsLabelNeitherUsesNorHoldsATemplate) {
   ASSERT_EQ(mine.status, 201) << mine.body;
   EXPECT_EQ(json(call("GET", "/v1/templates/web").body)->getValue<int>("in_use"), 0);
   EXPECT_EQ(call("DELETE", "/v1/templates/web").status, 204);
+}
+
+int fork_bases(const std::string& list_body) {
+  int n = 0;
+  for (auto at = list_body.find("\"fork_base\":true"); at != std::string::npos;
+       at = list_body.find("\"fork_base\":true", at + 1))
+    ++n;
+  return n;
+}
+
+// A capture is its owner's: others neither see, use nor delete it. A fork copies the source's
+// labels and is all or none: one past the token's max_sandboxes destroys those it made, and its
+// base with them; the reconcile destroys a base once its forks are gone.
+TEST_F(TemplateApiTest, CapturesAreTheirOwnersAndForksAreAllOrNone) {
+  auto src = call("POST", "/v1/sandboxes", R"({"labels":{"team":"a"}})", "tok-alice");
+  ASSERT_EQ(src.status, 201) << src.body;
+  auto id = json(src.body)->getValue<std::string>("id");
+  auto cap = call("POST", "/v1/sandboxes/" + id + "/capture", R"({"name":"mine"})", "tok-alice");
+  ASSERT_EQ(cap.status, 201) << cap.body;
+  EXPECT_EQ(json(cap.body)->getValue<std::string>("owner"), "alice");
+  EXPECT_EQ(json(cap.body)->getValue<std::string>("source"), id);
+  EXPECT_EQ(
+      call("POST", "/v1/sandboxes/" + id + "/capture", R"({"name":"Bad"})", "tok-alice").status,
+      400);
+  EXPECT_EQ(call("GET", "/v1/templates/mine", "", "tok-alice").status, 200);
+  EXPECT_EQ(call("GET", "/v1/templates/mine").status, 200);  // an admin sees every one
+  EXPECT_EQ(call("GET", "/v1/templates/mine", "", "tok-bob").status, 404);
+  EXPECT_EQ(json(call("GET", "/v1/templates", "", "tok-bob").body)->getArray("templates")->size(),
+            0u);
+  EXPECT_EQ(call("POST", "/v1/sandboxes", R"({"template":"mine"})", "tok-bob").status, 400);
+  EXPECT_EQ(call("DELETE", "/v1/templates/mine", "", "tok-bob").status, 404);
+  EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + "/capture", "{}", "tok-bob").status, 404);
+  auto from = call("POST", "/v1/sandboxes", R"({"template":"mine"})", "tok-alice");
+  ASSERT_EQ(from.status, 201) << from.body;
+  EXPECT_EQ(call("DELETE", "/v1/templates/mine", "", "tok-alice").status, 409);
+  auto from_id = json(from.body)->getValue<std::string>("id");
+  ASSERT_EQ(call("DELETE", "/v1/sandboxes/" + from_id, "", "tok-alice").status, 204);
+  EXPECT_EQ(call("DELETE", "/v1/templates/mine", "", "tok-alice").status, 204);
+
+  auto forked = call("POST", "/v1/sandboxes/" + id + "/fork", R"({"count":2})", "tok-alice");
+  ASSERT_EQ(forked.status, 201) << forked.body;
+  auto forks = json(forked.body)->getArray("sandboxes");
+  ASSERT_EQ(forks->size(), 2u);
+  for (std::size_t i = 0; i < forks->size(); ++i)
+    EXPECT_EQ(forks->getObject(i)->getObject("labels")->getValue<std::string>("team"), "a");
+  // Alice has 3 of her 4: a fork of 2 makes one, is refused the second, and keeps neither.
+  auto refused = call("POST", "/v1/sandboxes/" + id + "/fork", R"({"count":2})", "tok-alice");
+  EXPECT_EQ(refused.status, 429) << refused.body;
+  EXPECT_EQ(svc_->manager()->count_owned("alice"), 3u);
+  EXPECT_EQ(fork_bases(call("GET", "/v1/templates").body), 1);
+  EXPECT_EQ(call("POST", "/v1/sandboxes/" + id + "/fork", R"({"count":0})", "tok-alice").status,
+            400);
+  for (std::size_t i = 0; i < forks->size(); ++i)
+    ASSERT_EQ(call("DELETE", "/v1/sandboxes/" + forks->getObject(i)->getValue<std::string>("id"),
+                   "", "tok-alice")
+                  .status,
+              204);
+  ASSERT_TRUE(svc_->manager()->reconcile());
+  EXPECT_EQ(fork_bases(call("GET", "/v1/templates").body), 0);
+
+  // A paused sandbox is captured too (its container is stopped: no snapshot needed).
+  ASSERT_EQ(call("POST", "/v1/sandboxes/" + id + "/pause", "{}", "tok-alice").status, 200);
+  auto paused = call("POST", "/v1/sandboxes/" + id + "/capture", "{}", "tok-alice");
+  ASSERT_EQ(paused.status, 201) << paused.body;
+  auto name = json(paused.body)->getValue<std::string>("name");
+  EXPECT_EQ(name.rfind("snap-", 0), 0u) << name;
+  EXPECT_EQ(call("DELETE", "/v1/templates/" + name, "", "tok-alice").status, 204);
 }
 
 TEST_F(TemplateApiTest, AFailedBuildEndsWithItsErrorAndLog) {
