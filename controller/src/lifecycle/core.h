@@ -11,13 +11,11 @@
 //   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
 //   helpers.cc    small pure helpers declared below
 //   pools/replicas.cc template replicas: made, checked, rebuilt; the clone source picked
-//   ../templates/ custom templates on this core: recipe.cc (template_recipe.h: parser,
-//                 canonical form, digest), build.cc (one copy built from a recipe),
-//                 spread.cc (the copies a cluster needs, built in parallel; pool_size's hot
-//                 pools), catalog.cc (read back from Proxmox, listed, deleted on every node)
+//   ../templates/ custom templates on this core: recipe.cc (the recipe: parser, canonical form,
+//                 digest), build.cc (a copy built), spread.cc (a cluster's copies; pool_size's
+//                 pools), catalog.cc (read back, listed, deleted), capture.cc (from a sandbox)
 //   nodes.cc      the cluster: node state, placement of a create, drain, node listing
-//   placement.*   the pure placement decision (filters and score)
-//   node.h        one node's state (its agent, addresses, health)
+//   placement.*   the pure placement decision (filters and score); node.h: one node's state
 //   peers.h/.cc   ProxmoxApi and AgentApi, their real implementations, call timing
 #pragma once
 
