@@ -73,7 +73,7 @@ int build(Client& c, Args& a) {
 
 int list(Client& c, Args& a) {
   a.done();
-  auto r = c.request("GET", "/v1/templates");
+  auto r = c.request("GET", "/v1/templates");  // an operator's templates and the token's own
   check(r);
   if (c.options().json) {
     print_json(r.body);
@@ -109,7 +109,58 @@ int remove(Client& c, Args& a) {
   return 0;
 }
 
+// A number argument of a flag.
+std::string number(Args& a, const std::string& flag) {
+  std::string v = a.next(flag);
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError(flag + " needs a number");
+  return v;
+}
+
 }  // namespace
+
+// capture ID [NAME]: a template of the sandbox's files now (POST /v1/sandboxes/{id}/capture).
+int cmd_capture(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string body = a.more() ? "{\"name\":" + json_string(a.next("NAME")) + "}" : "{}";
+  a.done();
+  auto r = c.request("POST", "/v1/sandboxes/" + url_encode(id) + "/capture", body);
+  check(r, {201});
+  if (c.options().json) {
+    print_json(r.body);
+    return 0;
+  }
+  auto o = parse_object(r.body);
+  std::cout << "template " << terminal_safe(str(o, "name")) << ": vmid " << str(o, "vmid")
+            << " on " << terminal_safe(str(o, "node")) << " (create with --template "
+            << terminal_safe(str(o, "name")) << ")\n";
+  return 0;
+}
+
+// fork ID [--count N] [--ttl SECONDS]: N sandboxes of its files now, their ids a line each.
+int cmd_fork(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string body;
+  while (a.more()) {
+    std::string f = a.next("flag");
+    if (f == "--count")
+      body += std::string(body.empty() ? "" : ",") + "\"count\":" + number(a, f);
+    else if (f == "--ttl")
+      body += std::string(body.empty() ? "" : ",") + "\"ttl_seconds\":" + number(a, f);
+    else
+      throw UsageError("fork: unknown option " + f);
+  }
+  auto r = c.request("POST", "/v1/sandboxes/" + url_encode(id) + "/fork", "{" + body + "}");
+  check(r, {201});
+  if (c.options().json) {
+    print_json(r.body);
+    return 0;
+  }
+  auto list = parse_object(r.body)->getArray("sandboxes");
+  for (std::size_t i = 0; list && i < list->size(); ++i)
+    std::cout << terminal_safe(str(list->getObject(static_cast<unsigned>(i)), "id")) << "\n";
+  return 0;
+}
 
 int cmd_template(Client& c, Args& a) {
   std::string verb = a.next("build|list|rm");

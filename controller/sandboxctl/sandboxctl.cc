@@ -69,13 +69,16 @@ commands:
   snapshots ID
   rollback ID NAME
   delete-snapshot ID NAME
+  capture ID [NAME]     a template of its files now (yours; create --template NAME)
+  fork ID [--count N] [--ttl SECONDS]   N sandboxes of its files now, all or none
   destroy ID...
   health
   pool                  the hot pools and the warm pool (admin token)
   nodes                 the cluster's nodes: health, capacity, pools (admin token)
   node drain|undrain NAME   stop or resume placing sandboxes on a node (admin token)
   template build FILE   build a custom template from a recipe, its output as it goes (admin)
-  template list | rm NAME   the custom templates; delete one nothing uses (admin token)
+  template list | rm NAME   the custom templates (the operator's and your captures); delete
+                        one nothing uses (your capture, or any with an admin token)
   audit [--limit N] [--action A] [--sandbox ID]   the audit log's last records (admin token)
   approvals [list [--all]]  pending approvals (approver or admin token: everyone's)
   approvals watch [--interval-ms N] [--count N]   print approvals as they turn up and are decided
@@ -198,6 +201,8 @@ int main(int argc, char** argv) {
         {"snapshot", cmd_snapshot},
         {"snapshots", cmd_snapshots},
         {"rollback", cmd_rollback},
+        {"capture", cmd_capture},
+        {"fork", cmd_fork},
         {"delete-snapshot", cmd_delete_snapshot},
         {"destroy", cmd_destroy},
         {"health", cmd_health},

@@ -112,6 +112,8 @@ int cmd_health(Client& c, Args& a);
 int cmd_pool(Client& c, Args& a);
 int cmd_nodes(Client& c, Args& a);     // commands_nodes.cc
 int cmd_template(Client& c, Args& a);  // commands_templates.cc
+int cmd_capture(Client& c, Args& a);
+int cmd_fork(Client& c, Args& a);
 int cmd_node(Client& c, Args& a);
 int cmd_audit(Client& c, Args& a);
 int cmd_approvals(Client& c, Args& a);  // commands_approvals.cc

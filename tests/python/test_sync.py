@@ -93,6 +93,28 @@ def test_pause_and_auto_resume(stack: Stack) -> None:
         assert (plain.info.on_expiry, plain.info.auto_resume) == ("destroy", False)
 
 
+def test_capture_and_fork(stack: Stack) -> None:
+    with Sandbox.create(ttl=600, labels={"case": "fork"}) as sb:
+        t = sb.capture("py-capture")
+        assert (t.name, t.source) == ("py-capture", sb.id) and t.owner != ""
+        with Sandbox.create(template="py-capture", ttl=600) as from_it:
+            assert from_it.info.labels["pve-sandbox/template-name"] == "py-capture"
+        forks = sb.fork(2, ttl=300)
+        try:
+            assert len(forks) == 2
+            assert all(f.info.labels["case"] == "fork" for f in forks)
+            assert forks[0].commands.run("echo hi").stdout == "hi\n"
+        finally:
+            for f in forks:
+                f.destroy()
+                f.close()
+    gone = httpx.delete(
+        stack.url + "/v1/templates/py-capture",
+        headers={"Authorization": "Bearer " + stack.token},
+    )
+    assert gone.status_code == 204, gone.text
+
+
 def test_ports_and_preview_url(sb: Sandbox, stack: Stack) -> None:
     pid = sb.commands.run(
         "setsid python3 -m http.server 8123 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null & echo $!"

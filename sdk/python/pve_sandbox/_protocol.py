@@ -40,6 +40,7 @@ from .models import (
     SandboxInfo,
     Screen,
     SnapshotInfo,
+    TemplateInfo,
     TerminalInfo,
     WaitResult,
     WriteInfo,
@@ -143,6 +144,7 @@ def create_sandbox(
     node: Optional[str],
     node_selector: Optional[Mapping[str, str]],
     approval: ApprovalArg,
+    template: Optional[str] = None,
 ) -> Call[SandboxInfo]:
     """``POST /sandboxes``."""
     body: Json = {}
@@ -159,7 +161,12 @@ def create_sandbox(
         body["auto_resume"] = bool(auto_resume)
     if labels:
         body["labels"] = dict(labels)
-    for k2, s in (("hostname", hostname), ("profile", profile), ("node", node)):
+    for k2, s in (
+        ("hostname", hostname),
+        ("profile", profile),
+        ("template", template),
+        ("node", node),
+    ):
         if s is not None:
             body[k2] = s
     if node_selector:
@@ -243,6 +250,41 @@ def resume_sandbox(sandbox_id: str, ttl: Optional[int]) -> Call[SandboxInfo]:
         SandboxInfo.from_json,
         body={} if ttl is None else {"ttl_seconds": int(ttl)},
         timeout=300.0,
+    )
+
+
+def capture_sandbox(sandbox_id: str, name: Optional[str]) -> Call[TemplateInfo]:
+    """``POST /sandboxes/{id}/capture``: a template of its files now, owned by the token."""
+    return Call(
+        "POST",
+        sb_path(sandbox_id, "capture"),
+        TemplateInfo.from_json,
+        body={} if name is None else {"name": name},
+        ok=(201,),
+        timeout=600.0,
+    )
+
+
+def fork_sandbox(
+    config: ClientConfig,
+    sandbox_id: str,
+    count: int,
+    ttl: Optional[int],
+    approval: ApprovalArg,
+) -> Call[List[SandboxInfo]]:
+    """``POST /sandboxes/{id}/fork``: ``count`` sandboxes of its files now, all or none."""
+    body: Json = {"count": int(count)}
+    if ttl is not None:
+        body["ttl_seconds"] = int(ttl)
+    return Call(
+        "POST",
+        sb_path(sandbox_id, "fork"),
+        lambda j: [SandboxInfo.from_json(s) for s in j.get("sandboxes", [])],
+        body=body,
+        ok=(201,),
+        headers=approval_headers(approval, config),
+        timeout=max(config.request_timeout, 600.0),
+        judged=True,
     )
 
 

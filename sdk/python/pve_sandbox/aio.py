@@ -39,6 +39,7 @@ from .models import (
     SandboxInfo,
     Screen,
     SnapshotInfo,
+    TemplateInfo,
     TerminalInfo,
     WaitResult,
     WriteInfo,
@@ -567,6 +568,7 @@ class AsyncSandbox:
         auto_resume: Optional[bool] = None,
         hostname: Optional[str] = None,
         profile: Optional[str] = None,
+        template: Optional[str] = None,
         node: Optional[str] = None,
         node_selector: Optional[Mapping[str, str]] = None,
         keep: bool = False,
@@ -603,6 +605,7 @@ class AsyncSandbox:
                         labels=labels,
                         hostname=hostname,
                         profile=profile,
+                        template=template,
                         node=node,
                         node_selector=node_selector,
                         approval=approval,
@@ -697,6 +700,18 @@ class AsyncSandbox:
         """Starts a paused sandbox again; returns once its SSH answers."""
         self.info = await self._t.call(P.resume_sandbox(self.id, ttl))
         return self.info
+
+    async def capture(self, name: Optional[str] = None) -> TemplateInfo:
+        """A template of its files as they are now, owned by your token (see
+        :meth:`pve_sandbox.Sandbox.capture`)."""
+        return await self._t.call(P.capture_sandbox(self.id, name))
+
+    async def fork(
+        self, count: int = 1, *, ttl: Optional[int] = None, approval: ApprovalArg = None
+    ) -> List["AsyncSandbox"]:
+        """``count`` new sandboxes of its files as they are now (all or none)."""
+        infos = await self._t.call(P.fork_sandbox(self._t.config, self.id, count, ttl, approval))
+        return [AsyncSandbox(info, AsyncTransport(self._t.config)) for info in infos]
 
     async def destroy(self) -> None:
         """Destroys the sandbox. Idempotent."""

@@ -312,6 +312,39 @@ class SnapshotInfo:
 
 
 @dataclass
+class TemplateInfo:
+    """A custom template: built from a recipe, or captured from a sandbox (:meth:`capture`)."""
+
+    name: str
+    """What ``create(template=...)`` names it by."""
+    vmid: int = 0
+    """Its first copy's VMID."""
+    node: str = ""
+    """Where its first copy lives."""
+    owner: str = ""
+    """The token that captured it ("" for an operator's template)."""
+    source: str = ""
+    """The sandbox it was captured from ("" for a recipe's)."""
+    in_use: int = 0
+    """Live sandboxes made from it (a template in use is not deleted)."""
+    created_at: int = 0
+    """Unix seconds."""
+
+    @classmethod
+    def from_json(cls, j: Json) -> "TemplateInfo":
+        """Parses a template object."""
+        return cls(
+            name=str(j.get("name", "")),
+            vmid=int(j.get("vmid", 0) or 0),
+            node=str(j.get("node", "") or ""),
+            owner=str(j.get("owner", "") or ""),
+            source=str(j.get("source", "") or ""),
+            in_use=int(j.get("in_use", 0) or 0),
+            created_at=int(j.get("created_at", 0) or 0),
+        )
+
+
+@dataclass
 class TerminalInfo:
     """A terminal as the API shows it."""
 

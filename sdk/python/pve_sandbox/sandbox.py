@@ -25,6 +25,7 @@ from .models import (
     SandboxInfo,
     Screen,
     SnapshotInfo,
+    TemplateInfo,
     TerminalInfo,
     WaitResult,
     WriteInfo,
@@ -552,6 +553,7 @@ class Sandbox:
         auto_resume: Optional[bool] = None,
         hostname: Optional[str] = None,
         profile: Optional[str] = None,
+        template: Optional[str] = None,
         node: Optional[str] = None,
         node_selector: Optional[Mapping[str, str]] = None,
         keep: bool = False,
@@ -568,7 +570,8 @@ class Sandbox:
         ``{"list": "name"}``; ``ttl``: seconds until it is destroyed (or, with
         ``on_expiry="pause"``, paused with its files kept; ``auto_resume=True`` then lets the
         next call on it resume it); ``labels``: for
-        :meth:`list`. ``url``/``token`` default to ``PVS_URL``/``PVS_TOKEN`` (or
+        :meth:`list`; ``template``: a custom template's name (an operator's, or one of your
+        :meth:`capture` s). ``url``/``token`` default to ``PVS_URL``/``PVS_TOKEN`` (or
         ``SANDBOXCTL_URL``/``SANDBOXCTL_TOKEN``)."""
         config = resolve_config(
             url,
@@ -592,6 +595,7 @@ class Sandbox:
                     labels=labels,
                     hostname=hostname,
                     profile=profile,
+                    template=template,
                     node=node,
                     node_selector=node_selector,
                     approval=approval,
@@ -687,6 +691,20 @@ class Sandbox:
         lifetime (default: what it had left, or its TTL of creation after an expiry pause)."""
         self.info = self._t.call(P.resume_sandbox(self.id, ttl))
         return self.info
+
+    def capture(self, name: Optional[str] = None) -> TemplateInfo:
+        """A template of its files as they are now (processes and memory are not kept), owned
+        by your token: ``Sandbox.create(template=name)`` starts from it. ``name``: 1-32 of
+        ``[a-z0-9-]``, a letter first (default: ``snap-`` and 12 hex digits). E2B's snapshot."""
+        return self._t.call(P.capture_sandbox(self.id, name))
+
+    def fork(
+        self, count: int = 1, *, ttl: Optional[int] = None, approval: ApprovalArg = None
+    ) -> List["Sandbox"]:
+        """``count`` new sandboxes of its files as they are now, with its size, labels and
+        internet (all or none); each is yours to destroy (``with`` each, or ``destroy()``)."""
+        infos = self._t.call(P.fork_sandbox(self._t.config, self.id, count, ttl, approval))
+        return [Sandbox(info, SyncTransport(self._t.config)) for info in infos]
 
     def destroy(self) -> None:
         """Destroys the sandbox (internet revoked first, container purged). Idempotent."""
