@@ -1,5 +1,6 @@
 // One sandbox: what it is, internet on/off or an allowlist and its egress log, TTL, snapshots,
-// terminals, files, ports and their preview links, destroy.
+// terminals, files, ports and their preview links, pause and resume, a template of its files,
+// fork, destroy.
 import { api, describe, sbPath } from './api.js';
 import { badge, clear, fmtTime, h, table, toast } from './dom.js';
 import { visible } from './visible.js';
@@ -145,6 +146,36 @@ export async function render(el, { params }) {
   const ttlButton = h('button', { type: 'button', class: 'secondary', text: 'Set TTL', on: { click: async () => {
     try { sb = await api('POST', sbPath(id, '/ttl'), { json: { ttl_seconds: Number(ttl.value) } }); clear(infoBox).append(info(sb)); toast('TTL set'); } catch (e) { toast(describe(e), true); }
   } } });
+  const shown = (next) => { sb = next; clear(infoBox).append(info(sb)); pauseLabel(); };
+  const pauseButton = h('button', { type: 'button', id: 'pause-toggle', class: 'secondary' });
+  const pauseLabel = () => { pauseButton.textContent = sb.state === 'paused' ? 'Resume' : 'Pause'; };
+  pauseLabel();
+  pauseButton.addEventListener('click', async () => {
+    const verb = sb.state === 'paused' ? 'resume' : 'pause';
+    pauseButton.disabled = true;
+    try {
+      shown(await api('POST', sbPath(id, `/${verb}`), { json: {} }));
+      toast(verb === 'pause' ? 'Paused: files kept, processes ended' : 'Resumed');
+    } catch (e) { toast(describe(e), true); }
+    pauseButton.disabled = false;
+  });
+  const templateName = h('input', { type: 'text', id: 'capture-name', placeholder: 'name (optional)', maxlength: 32 });
+  const capture = h('button', { type: 'button', id: 'capture', class: 'secondary', text: 'Save as template', on: { click: async () => {
+    try {
+      const t = await api('POST', sbPath(id, '/capture'), { json: templateName.value ? { name: templateName.value } : {} });
+      toast(`Template ${t.name} saved: create from it with --template ${t.name}`);
+    } catch (e) { toast(describe(e), true); }
+  } } });
+  const forkCount = h('input', { type: 'number', id: 'fork-count', min: 1, max: 64, value: 1 });
+  const fork = h('button', { type: 'button', id: 'fork', class: 'secondary', text: 'Fork', on: { click: async () => {
+    fork.disabled = true;
+    try {
+      const r = await api('POST', sbPath(id, '/fork'), { json: { count: Number(forkCount.value) } });
+      if (r && r.approval) toast(`Waiting for approval ${r.approval.id}`);
+      else toast(`Forked into ${r.sandboxes.map((f) => f.id).join(', ')}`, false, { acrossViews: true });
+    } catch (e) { toast(describe(e), true); }
+    fork.disabled = false;
+  } } });
   const destroy = h('button', { type: 'button', id: 'destroy', class: 'danger', text: 'Destroy', on: { click: async () => {
     if (!confirm(`Destroy ${id}? This cannot be undone.`)) return;
     destroy.disabled = true;
@@ -159,6 +190,9 @@ export async function render(el, { params }) {
         h('div', { class: 'row' }, internetButton),
         formBox,
         h('div', { class: 'row' }, h('label', {}, 'TTL from now (s)', ttl), ttlButton),
+        h('div', { class: 'row' }, pauseButton),
+        h('div', { class: 'row' }, h('label', {}, 'Template of its files', templateName), capture),
+        h('div', { class: 'row' }, h('label', {}, 'Sandboxes', forkCount), fork),
         h('div', { class: 'row' }, destroy))),
     logBox,
     terminals(id),

@@ -1,6 +1,7 @@
-// Custom templates built from a recipe (admin tokens): name, digest, node, VMID, base, pool
-// size, sandboxes made from it; Delete (refused by the API while it is in use). Building one
-// is `sandboxctl template build` or POST /v1/templates (docs/templates.md).
+// Custom templates the token may create from (built from a recipe, or saved from a sandbox: its
+// owner): name, digest, node, VMID, base, pool size, sandboxes made from it; Delete (refused by
+// the API while it is in use). Building one is `sandboxctl template build` or POST
+// /v1/templates (docs/templates.md).
 import { api, ApiError, describe } from './api.js';
 import { clear, fmtTime, h, table, toast } from './dom.js';
 import { visible } from './visible.js';
@@ -30,11 +31,12 @@ export async function render(el) {
       { title: 'Base', cell: (t) => String(t.base_vmid ?? '') },
       { title: 'Pool size', cell: (t) => String(t.pool_size ?? 0) },
       { title: 'In use', cell: (t) => String(t.in_use ?? 0) },
+      { title: 'Owner', cell: (t) => visible(t.owner || 'operator') },
       { title: 'Built', cell: (t) => fmtTime(t.created_at) },
       { title: '', cell: (t) => h('button', { type: 'button', class: 'danger', 'data-name': t.name, text: 'Delete', on: { click: () => remove(t) } }) },
     ], r.templates));
   };
-  el.append(h('section', { class: 'card' }, h('h2', { text: 'Built from recipes' }), box));
+  el.append(h('section', { class: 'card' }, h('h2', { text: 'Built from recipes and saved from sandboxes' }), box));
   try {
     await load();
   } catch (e) {

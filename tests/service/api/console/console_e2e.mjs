@@ -299,6 +299,31 @@ await check('snapshots: take and delete', async () => {
   assert(r.json.snapshots.length === 0, `after delete: ${r.text}`);
 });
 
+await check('pause, resume, save as template and fork', async () => {
+  await go(`#/sandboxes/${id}`, '#pause-toggle');
+  await closeToasts();
+  await page.click('#pause-toggle');
+  await page.waitForFunction(() => document.querySelector('#pause-toggle').textContent === 'Resume');
+  let r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.json.state === 'paused', `after pause: ${r.text}`);
+  await page.click('#pause-toggle');
+  await page.waitForFunction(() => document.querySelector('#pause-toggle').textContent === 'Pause');
+  r = await rest('GET', `/v1/sandboxes/${id}`);
+  assert(r.json.state === 'ready', `after resume: ${r.text}`);
+  await closeToasts();
+  await page.type('#capture-name', 'console-capture');
+  await page.click('#capture');
+  await waitText('#toast', /Template console-capture saved/);
+  r = await rest('GET', '/v1/templates/console-capture');
+  assert(r.status === 200 && r.json.source === id, `capture ${r.status} ${r.text}`);
+  assert((await rest('DELETE', '/v1/templates/console-capture')).status === 204, 'capture deleted');
+  await closeToasts();
+  await page.click('#fork');
+  await waitText('#toast', /Forked into sb-/);
+  const forks = (await page.$eval('#toast', (t) => t.textContent)).match(/sb-[0-9a-f]{12}/g);
+  for (const f of forks) assert((await rest('DELETE', `/v1/sandboxes/${f}`)).status === 204, `fork ${f} destroyed`);
+}, 150000);
+
 // ---- files -------------------------------------------------------------------------------
 await check('upload and download a file', async () => {
   const local = path.join(shots, 'upload-me.txt');
