@@ -13,6 +13,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::kUnauthenticated: return "unauthenticated";
     case ErrorCode::kConflict: return "conflict";
     case ErrorCode::kTooLarge: return "too_large";
+    case ErrorCode::kLimitExceeded: return "limit_exceeded";
     case ErrorCode::kUnavailable: return "unavailable";
     case ErrorCode::kTimeout: return "timeout";
     case ErrorCode::kIo: return "io";

@@ -131,8 +131,8 @@ int cmd_capture(Client& c, Args& a) {
     return 0;
   }
   auto o = parse_object(r.body);
-  std::cout << "template " << terminal_safe(str(o, "name")) << ": vmid " << str(o, "vmid")
-            << " on " << terminal_safe(str(o, "node")) << " (create with --template "
+  std::cout << "template " << terminal_safe(str(o, "name")) << ": vmid " << str(o, "vmid") << " on "
+            << terminal_safe(str(o, "node")) << " (create with --template "
             << terminal_safe(str(o, "name")) << ")\n";
   return 0;
 }

@@ -39,9 +39,8 @@ class LxcE2bTemplateTest : public test::ControllerOnStackTest {
     start(PVS_CONTROLLER_BIN,
           "auth:\n  tokens:\n    - {name: builder, sha256: " + sha256_hex("tok-builder") +
               ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n" +
-              "    - {name: other, sha256: " + sha256_hex("tok-other") +
-              ", e2b_key_sha256: " + sha256_hex(kOtherKey) + "}\n" +
-              "limits:\n  reconcile_interval_seconds: 2\n",
+              "    - {name: other, sha256: " + sha256_hex("tok-other") + ", e2b_key_sha256: " +
+              sha256_hex(kOtherKey) + "}\n" + "limits:\n  reconcile_interval_seconds: 2\n",
           o);
     run_dir_ = lxctest::own_run_dir();
     ASSERT_FALSE(run_dir_.empty());

@@ -511,6 +511,14 @@ class Manager {
   virtual std::vector<NodeInfo> nodes() const = 0;
   // Every template with template_replicas > 1, ordered by VMID.
   virtual std::vector<TemplateInfo> templates() const = 0;
+  // Per-owner limits on pause and resume (the service's tokens: docs/api.md "Pause and
+  // resume"): called with the sandbox's owner and the owner's sandboxes now (running, paused)
+  // before an explicit pause (`pausing` true) and before every resume, an auto-resume too
+  // (false); a failed Status refuses the call with it. A pause at a TTL's end is never refused.
+  // Unset (the default): no limits.
+  using OwnerLimits = std::function<Status(const std::string& owner, bool pausing,
+                                           std::size_t running, std::size_t paused)>;
+  virtual void set_owner_limits(OwnerLimits limits) = 0;
   // Drains a node (no new sandboxes or pool members on it; its sandboxes stay) or undrains it.
   // kNotFound for an unknown node. Kept in memory: NodeConfig::drained says how it starts.
   virtual Status drain(const std::string& node, bool drained) = 0;
@@ -541,17 +549,17 @@ class Manager {
   // sandbox's node, the snapshot deleted. Files are kept; processes, memory and the sandbox's
   // settings (egress, TTL, labels) are not. Named `name` (a template name, TemplateRecipe
   // rules; empty: "snap-" and 12 hex digits); owned by `owner` (the token asking; "": every
-  // owner's): creates of other owners do not find it. kNotFound (no such sandbox), kConflict (the name is taken, or the
-  // sandbox is being captured or destroyed), kInvalidArgument (a bad name). Nothing is left
-  // behind when a step fails.
+  // owner's): creates of other owners do not find it. kNotFound (no such sandbox), kConflict (the
+  // name is taken, or the sandbox is being captured or destroyed), kInvalidArgument (a bad name).
+  // Nothing is left behind when a step fails.
   virtual Result<CustomTemplate> capture_template(const std::string& sandbox_id,
                                                   const std::string& name,
                                                   const std::string& owner) = 0;
   // `count` (1..ManagerConfig::max_fork) sandboxes of a sandbox's files as they are now: a base
-  // captured as above for `owner` (labelled kTemplateForkLabel), then `create(base name)` `count` times at
-  // once, each on its own thread. All or none: when one fails, those made are destroyed and
-  // the first error is returned. The base stays while a fork uses it; the reconcile destroys
-  // it once none does.
+  // captured as above for `owner` (labelled kTemplateForkLabel), then `create(base name)` `count`
+  // times at once, each on its own thread. All or none: when one fails, those made are destroyed
+  // and the first error is returned. The base stays while a fork uses it; the reconcile destroys it
+  // once none does.
   using ForkCreate =
       std::function<Result<std::shared_ptr<Sandbox>>(const std::string& template_name)>;
   virtual Result<std::vector<std::shared_ptr<Sandbox>>> fork(const std::string& sandbox_id,

@@ -51,7 +51,7 @@ std::string RequestContext::query_value(const std::string& key) const {
 
 Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
     : config_(std::move(config)),
-      tokens_(config_.tokens, config_.default_max_sandboxes),
+      tokens_(config_.tokens, config_.default_max_sandboxes, config_.default_max_paused),
       audit_(audit),
       metrics_(metrics),
       limits_({config_.max_requests_per_token, config_.max_streams_per_token}),
@@ -68,6 +68,26 @@ Api::Api(ServiceConfig config, AuditLog* audit, Metrics* metrics)
 Api::~Api() = default;
 
 void Api::set_manager(std::shared_ptr<Manager> manager) {
+  // Each token's limits on its paused and running sandboxes (docs/api.md "Pause and resume"),
+  // on a copy of the tokens: the Manager may outlive this Api.
+  if (manager)
+    manager->set_owner_limits([tokens = tokens_](const std::string& owner, bool pausing,
+                                                 std::size_t running,
+                                                 std::size_t paused) -> Status {
+      auto p = tokens.find(owner);
+      if (!p) return {};  // a sandbox of no configured token: nothing to count against
+      if (pausing && paused >= static_cast<std::size_t>(p->max_paused))
+        return fail(ErrorCode::kLimitExceeded,
+                    "token " + owner + " keeps " + std::to_string(paused) +
+                        " paused sandboxes (limit max_paused " + std::to_string(p->max_paused) +
+                        "); resume or destroy one first");
+      if (!pausing && running >= static_cast<std::size_t>(p->max_sandboxes))
+        return fail(ErrorCode::kLimitExceeded,
+                    "token " + owner + " runs " + std::to_string(running) +
+                        " sandboxes (limit max_sandboxes " + std::to_string(p->max_sandboxes) +
+                        "); pause or destroy one first");
+      return {};
+    });
   std::lock_guard lock(mu_);
   manager_ = std::move(manager);
 }

@@ -26,10 +26,14 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
                                          const Egress& egress) {
   auto manager = require_manager();
   const std::string& owner = principal.name;
+  // Paused sandboxes count against max_paused, not here (a walk, outside the API mutex).
+  int paused = 0;
+  for (const auto& s : manager->list({}))
+    paused += s.owner == owner && s.phase == SandboxMetadata::Phase::kPaused;
   {
     std::lock_guard lock(mu_);
     // The Manager keeps a count per owner: no walk over every live sandbox under mu_.
-    int owned = creating_[owner] + static_cast<int>(manager->count_owned(owner));
+    int owned = creating_[owner] + static_cast<int>(manager->count_owned(owner)) - paused;
     if (owned >= principal.max_sandboxes) {
       throw limit_exceeded("token " + owner + " already has " + std::to_string(owned) +
                            " sandboxes (limit " + std::to_string(principal.max_sandboxes) + ")");
@@ -87,20 +91,20 @@ std::vector<std::shared_ptr<Sandbox>> Api::fork_for(const Principal& principal, 
   // create_for throws (429 past max_sandboxes, ...): the first one thrown is the fork's answer.
   std::mutex mu;
   std::exception_ptr thrown;
-  auto made = require_manager()->fork(
-      source.id(), count, principal.name,
-      [&](const std::string& base) -> Result<std::shared_ptr<Sandbox>> {
-        CreateRequest r = request;
-        r.template_name = base;
-        r.profile.clear();
-        try {
-          return create_for(principal, r, egress);
-        } catch (...) {
-          std::lock_guard lock(mu);
-          if (!thrown) thrown = std::current_exception();
-          return fail(ErrorCode::kInternal, "a fork's create failed");
-        }
-      });
+  auto made =
+      require_manager()->fork(source.id(), count, principal.name,
+                              [&](const std::string& base) -> Result<std::shared_ptr<Sandbox>> {
+                                CreateRequest r = request;
+                                r.template_name = base;
+                                r.profile.clear();
+                                try {
+                                  return create_for(principal, r, egress);
+                                } catch (...) {
+                                  std::lock_guard lock(mu);
+                                  if (!thrown) thrown = std::current_exception();
+                                  return fail(ErrorCode::kInternal, "a fork's create failed");
+                                }
+                              });
   if (made) return std::move(*made);
   if (thrown) std::rethrow_exception(thrown);
   throw from_error(made.error());

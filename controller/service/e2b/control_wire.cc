@@ -297,7 +297,8 @@ ApiResult<SnapshotQuery> parse_snapshot_query(
   SnapshotQuery q;
   for (const auto& [key, value] : query) {
     if (key == "limit" || key == "nextToken") {
-      if (auto st = page_param(key, value, q.limit, q.offset); !st) return tl::unexpected(st.error());
+      if (auto st = page_param(key, value, q.limit, q.offset); !st)
+        return tl::unexpected(st.error());
     } else if (key == "sandboxID") {
       q.sandbox_id = value;
     } else if (key == "name") {
@@ -325,8 +326,9 @@ ApiResult<std::string> parse_snapshot(std::string_view text) {
   std::string name;
   if (auto v = body->string("name", 32)) {
     if (!valid_template_name(*v))
-      body->reject("name", "pve-sandbox names snapshots as templates: 1-32 of [a-z0-9-], a "
-                           "letter first");
+      body->reject("name",
+                   "pve-sandbox names snapshots as templates: 1-32 of [a-z0-9-], a "
+                   "letter first");
     name = *v;
   }
   if (auto err = body->finish()) return tl::unexpected(*err);
@@ -359,7 +361,8 @@ ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::stri
     } else if (key == "template") {
       q.template_id = value;
     } else if (key == "limit" || key == "nextToken") {
-      if (auto st = page_param(key, value, q.limit, q.offset); !st) return tl::unexpected(st.error());
+      if (auto st = page_param(key, value, q.limit, q.offset); !st)
+        return tl::unexpected(st.error());
     } else if (key != "order" && key != "startedAfter") {
       return tl::unexpected(bad_request(key + ": unknown query parameter"));
     }

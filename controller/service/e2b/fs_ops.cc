@@ -46,7 +46,8 @@ ConnectError connect_error_of(const pvs::Error& error) {
     case ErrorCode::kNotFound: return {ConnectCode::kNotFound, error.message};
     case ErrorCode::kAlreadyExists: return {ConnectCode::kAlreadyExists, error.message};
     case ErrorCode::kPermissionDenied: return {ConnectCode::kPermissionDenied, error.message};
-    case ErrorCode::kTooLarge: return {ConnectCode::kResourceExhausted, error.message};
+    case ErrorCode::kTooLarge:
+    case ErrorCode::kLimitExceeded: return {ConnectCode::kResourceExhausted, error.message};
     case ErrorCode::kTimeout: return {ConnectCode::kDeadlineExceeded, error.message};
     case ErrorCode::kUnavailable:
     case ErrorCode::kIo: return {ConnectCode::kUnavailable, error.message};

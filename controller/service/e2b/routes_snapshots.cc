@@ -84,8 +84,8 @@ void E2bRoutes::fork(RequestContext& ctx) {
     for (const auto& f : forks) {
       auto fi = f->info();
       auto base = fi.labels.find(std::string(kTemplateNameLabel));
-      auto session = sessions_.ensure(f, base == fi.labels.end() ? source->template_id : base->second,
-                                      source->env_vars);
+      auto session = sessions_.ensure(
+          f, base == fi.labels.end() ? source->template_id : base->second, source->env_vars);
       w.begin_object().key("sandbox").raw(
           e2b::sandbox_reply(view_of(fi, *session, d_.config.e2b_domain)));
       w.end_object();

@@ -58,6 +58,7 @@ int http_status_for(pvs::ErrorCode code) {
     case ErrorCode::kAlreadyExists: return 409;
     case ErrorCode::kConflict: return 409;
     case ErrorCode::kTooLarge: return 413;
+    case ErrorCode::kLimitExceeded: return 429;
     case ErrorCode::kUnavailable: return 503;
     case ErrorCode::kTimeout: return 504;
     case ErrorCode::kIo: return 500;

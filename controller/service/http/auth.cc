@@ -41,11 +41,12 @@ std::string generate_token(std::string_view prefix) {
   return std::string(prefix) + out.str();
 }
 
-TokenStore::TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes) {
+TokenStore::TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes,
+                       int default_max_paused) {
   for (const auto& t : tokens) {
     entries_.push_back({t.sha256,
                         {t.name, t.max_sandboxes > 0 ? t.max_sandboxes : default_max_sandboxes,
-                         t.admin, t.approver},
+                         t.admin, t.approver, t.max_paused > 0 ? t.max_paused : default_max_paused},
                         t.e2b_key_sha256});
   }
 }

@@ -21,14 +21,16 @@ std::string generate_token(std::string_view prefix = "pvs_");
 
 struct Principal {
   std::string name;
-  int max_sandboxes = 0;
+  int max_sandboxes = 0;  // running (and creating) sandboxes it may own at once
   bool admin = false;
   bool approver = false;  // may decide approvals (admins may too)
+  int max_paused = 16;    // paused sandboxes it may keep at once
 };
 
 class TokenStore {
  public:
-  TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes);
+  TokenStore(const std::vector<TokenConfig>& tokens, int default_max_sandboxes,
+             int default_max_paused = 16);
   // The token of an "Authorization" header value ("Bearer <token>"), or nullopt.
   std::optional<Principal> authenticate(std::string_view authorization) const;
   // The token whose E2B API key (X-API-Key, "e2b_" + hex; TokenConfig::e2b_key_sha256) this

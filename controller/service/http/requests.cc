@@ -331,8 +331,8 @@ ApiResult<ForkRequest> parse_fork(std::string_view text, const ServiceConfig& co
   if (!body) return tl::unexpected(body.error());
   ForkRequest r;
   r.count = static_cast<int>(body->integer("count", 1, config.manager.max_fork).value_or(1));
-  r.ttl_seconds = static_cast<int>(
-      body->integer("ttl_seconds", 1, config.manager.max_ttl.count()).value_or(0));
+  r.ttl_seconds =
+      static_cast<int>(body->integer("ttl_seconds", 1, config.manager.max_ttl.count()).value_or(0));
   return finish(*body, r);
 }
 

@@ -213,7 +213,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::size_t count_owned(const std::string& owner) const;
   Status destroy_by_id(const std::string& id);
   Status destroy(SandboxImpl& sandbox);
-  // pause.cc: Sandbox::pause and Sandbox::resume.
+  // pause.cc: Sandbox::pause and Sandbox::resume, within Manager::set_owner_limits.
+  void set_owner_limits(Manager::OwnerLimits limits);
   Status pause(SandboxImpl& sandbox, PauseMode mode);
   Status resume(SandboxImpl& sandbox, seconds ttl);
   // The reconcile's pause of a sandbox whose TTL ended (OnExpiry::pause): a resume gives it its
@@ -564,6 +565,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   int inflight_ = 0;
   ManagerStats stats_;
   LatencyRecorder pause_times_, resume_times_;  // pause.cc
+  Manager::OwnerLimits owner_limits_;           // pause.cc (under mu_)
+  Status owner_admits(const SandboxImpl& sandbox, bool pausing);
   std::deque<Pooled> pool_;
   std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop
   bool pool_stop_ = false;

@@ -330,6 +330,7 @@ class ManagerHandle final : public Manager {
                                                      const ForkCreate& create) override {
     return core_->fork(sandbox_id, count, owner, create);
   }
+  void set_owner_limits(OwnerLimits limits) override { core_->set_owner_limits(std::move(limits)); }
   Status drain(const std::string& node, bool drained) override {
     return core_->drain(node, drained);
   }

@@ -49,8 +49,32 @@ Status ManagerCore::pause(SandboxImpl& sb, PauseMode mode) {
     return fail(ErrorCode::kConflict, "sandbox " + sb.id() + " is paused already");
   if (phase != SandboxMetadata::Phase::kReady)
     return fail(ErrorCode::kConflict, "sandbox " + sb.id() + " is being destroyed");
+  if (auto st = owner_admits(sb, true); !st) return st;
   BusyVmid guard([&](bool on) { busy(sb.vmid(), on); });
   return timed(pause_times_, [&] { return pause_steps(sb); });
+}
+
+void ManagerCore::set_owner_limits(Manager::OwnerLimits limits) {
+  std::lock_guard lock(mu_);
+  owner_limits_ = std::move(limits);
+}
+
+// The owner's sandboxes counted now (the one asking as it is: running before a pause, paused
+// before a resume), then its limits asked outside the lock.
+Status ManagerCore::owner_admits(const SandboxImpl& sb, bool pausing) {
+  Manager::OwnerLimits limits;
+  std::size_t running = 0, paused = 0;
+  const std::string owner = sb.metadata().owner;
+  {
+    std::lock_guard lock(mu_);
+    if (!owner_limits_) return {};
+    limits = owner_limits_;
+    for (auto& [id, other] : registry_) {
+      if (other->destroyed() || other->metadata().owner != owner) continue;
+      (other->paused() ? paused : running) += 1;
+    }
+  }
+  return limits(owner, pausing, running, paused);
 }
 
 Status ManagerCore::pause_expired(SandboxImpl& sb) {
@@ -125,6 +149,7 @@ Status ManagerCore::resume(SandboxImpl& sb, seconds ttl) {
   std::lock_guard op(sb.op_mutex());
   if (sb.destroyed()) return fail(ErrorCode::kNotFound, "sandbox " + sb.id() + " is destroyed");
   if (!sb.paused()) return fail(ErrorCode::kConflict, "sandbox " + sb.id() + " is not paused");
+  if (auto st = owner_admits(sb, false); !st) return st;
   BusyVmid guard([&](bool on) { busy(sb.vmid(), on); });
   return timed(resume_times_, [&] { return resume_steps(sb, ttl); });
 }

@@ -69,8 +69,8 @@ Result<CustomTemplate> ManagerCore::capture(const std::string& sandbox_id, std::
   NameHold hold(mu_, capturing_, name);
   std::lock_guard op(sb->op_mutex());
   auto md = sb->metadata();
-  if (sb->destroyed() || (md.phase != SandboxMetadata::Phase::kReady &&
-                          md.phase != SandboxMetadata::Phase::kPaused))
+  if (sb->destroyed() ||
+      (md.phase != SandboxMetadata::Phase::kReady && md.phase != SandboxMetadata::Phase::kPaused))
     return fail(ErrorCode::kConflict, "sandbox " + sandbox_id + " is being destroyed");
   busy(sb->vmid(), true);
   auto made = capture_steps(*sb, name, owner, fork_base);
@@ -79,7 +79,7 @@ Result<CustomTemplate> ManagerCore::capture(const std::string& sandbox_id, std::
   std::lock_guard lock(mu_);
   custom_[name] = *made;
   if (fork_base) forking_.insert(name);  // the fork's hold (NameHold in fork)
-  captured_.insert(name);  // kept by a refresh that began before it was converted
+  captured_.insert(name);                // kept by a refresh that began before it was converted
   template_nodes_[made->vmid] = made->node;
   busy_vmids_.erase(made->vmid);
   log::info("template " + name + " captured from " + sandbox_id + ": vmid " +
@@ -119,8 +119,8 @@ Result<CustomTemplate> ManagerCore::capture_steps(SandboxImpl& sb, const std::st
       CloneQueue::Who::kCaller, true);
   if (running)
     if (auto r = wait(pve_.delete_snapshot(n.cfg.name, sb.vmid(), snap), "delete snapshot"); !r)
-      log::warn("capture of " + sb.id() + ": snapshot " + snap + " not deleted: " +
-                r.error().message);
+      log::warn("capture of " + sb.id() + ": snapshot " + snap +
+                " not deleted: " + r.error().message);
   Status sealed = cloned;
   if (sealed) {
     t.phase = SandboxMetadata::Phase::kPooled;
@@ -172,8 +172,7 @@ bool ManagerCore::may_use_template(const std::string& name, const std::string& o
 }
 
 Result<std::vector<std::shared_ptr<Sandbox>>> ManagerCore::fork(const std::string& sandbox_id,
-                                                                int count,
-                                                                const std::string& owner,
+                                                                int count, const std::string& owner,
                                                                 const Manager::ForkCreate& create) {
   if (count < 1 || count > cfg_.max_fork)
     return fail(ErrorCode::kInvalidArgument, "count must be 1.." + std::to_string(cfg_.max_fork));
@@ -183,8 +182,7 @@ Result<std::vector<std::shared_ptr<Sandbox>>> ManagerCore::fork(const std::strin
   {
     NameHold hold(mu_, forking_, base->name);
     std::vector<std::thread> threads;
-    for (int i = 0; i < count; ++i)
-      threads.emplace_back([&, i] { made[i] = create(base->name); });
+    for (int i = 0; i < count; ++i) threads.emplace_back([&, i] { made[i] = create(base->name); });
     for (auto& t : threads) t.join();
   }
   std::optional<Error> first;

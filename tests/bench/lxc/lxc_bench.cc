@@ -116,7 +116,7 @@ void backend_steps(int n) {
     for (int i = 0; i < n; ++i) {
       int vmid = 100 + i;
       auto t = Clock::now();
-      if (auto e = b.clone(9000, vmid, false, config); !e.empty()) throw std::runtime_error(e);
+      if (auto e = b.clone(9000, vmid, false, "", config); !e.empty()) throw std::runtime_error(e);
       clone.push_back(ms_since(t));
       t = Clock::now();
       std::string ip = "10.96.0." + std::to_string(10 + i) + "/16";
@@ -151,7 +151,7 @@ void backend_steps(int n) {
     }
     // A full clone copies the template's tree into its own disk.
     auto t = Clock::now();
-    if (auto e = b.clone(9000, 999, true, config); !e.empty()) throw std::runtime_error(e);
+    if (auto e = b.clone(9000, 999, true, "", config); !e.empty()) throw std::runtime_error(e);
     double full = ms_since(t);
     b.destroy(999);
     std::printf("linked clone %s\nstart (until sshd answers) %s\nstop %s\ndestroy %s\n",

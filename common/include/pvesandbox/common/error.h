@@ -27,6 +27,7 @@ enum class ErrorCode {
   kUnauthenticated,   // the caller could not be identified
   kConflict,          // state forbids it now (locked, running, ...)
   kTooLarge,          // a size limit was exceeded
+  kLimitExceeded,     // a per-caller limit (how many it may hold or run) is reached
   kUnavailable,       // a peer cannot be reached; retrying later may work
   kTimeout,           // a deadline passed
   kIo,                // an operating system call failed

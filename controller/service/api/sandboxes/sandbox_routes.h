@@ -54,8 +54,8 @@ class SandboxRoutes {
   void ttl(RequestContext& ctx);
   void pause(RequestContext& ctx);  // routes_pause.cc
   void resume(RequestContext& ctx);
-  void exec(RequestContext& ctx);             // routes_exec.cc
-  void capture(RequestContext& ctx);          // routes_fork.cc
+  void exec(RequestContext& ctx);     // routes_exec.cc
+  void capture(RequestContext& ctx);  // routes_fork.cc
   void fork(RequestContext& ctx);
   void snapshot_create(RequestContext& ctx);  // routes_snapshots.cc
   void snapshot_list(RequestContext& ctx);

@@ -110,6 +110,7 @@ void parse_http(yaml::Map s, ServiceConfig& c) {
 
 void parse_auth(yaml::Map s, ServiceConfig& c) {
   s.integer("default_max_sandboxes", &c.default_max_sandboxes, 1, 100000);
+  s.integer("default_max_paused", &c.default_max_paused, 0, 100000);
   s.integer("max_requests_per_token", &c.max_requests_per_token, 0, 100000);
   s.integer("max_streams_per_token", &c.max_streams_per_token, 0, 100000);
   std::set<std::string> names, hashes;
@@ -122,6 +123,7 @@ void parse_auth(yaml::Map s, ServiceConfig& c) {
       t.fail("sha256",
              "must be 64 lower-case hex digits (pve-sandbox-controller --hash-token prints them)");
     t.integer("max_sandboxes", &token.max_sandboxes, 0, 100000);
+    t.integer("max_paused", &token.max_paused, 0, 100000);
     t.boolean("admin", &token.admin);
     t.boolean("approver", &token.approver);
     t.string("e2b_key_sha256", &token.e2b_key_sha256);

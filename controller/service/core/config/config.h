@@ -42,14 +42,16 @@ struct TokenEgressCaps {
 struct TokenConfig {
   std::string name;    // shown in the audit log and metrics; [A-Za-z0-9._-]{1,64}
   std::string sha256;  // lower-case hex SHA-256 of the bearer token
-  int max_sandboxes =
-      0;               // live sandboxes this token may own at once; 0: auth.default_max_sandboxes
-  bool admin = false;  // sees and acts on every sandbox, not only its own
+  // Running (and creating) sandboxes it may own at once, paused ones not counted (they count
+  // against max_paused); 0: auth.default_max_sandboxes.
+  int max_sandboxes = 0;
+  bool admin = false;     // sees and acts on every sandbox, not only its own
   bool approver = false;  // may list, approve and deny pending approvals (admins may too)
   TokenEgressCaps egress{};
   // Lower-case hex SHA-256 of this token's E2B API key ("e2b_" + hex, sent as X-API-Key to the
   // E2B-compatible API, docs/e2b.md); empty: none.
   std::string e2b_key_sha256{};
+  int max_paused = 0;  // paused sandboxes it may keep at once; 0: auth.default_max_paused
 };
 
 // The `egress:` section: the operator's named allowlists and the default cap.
@@ -93,7 +95,8 @@ struct ServiceConfig {
 
   // auth
   std::vector<TokenConfig> tokens;
-  int default_max_sandboxes = 16;
+  int default_max_sandboxes = 16;  // running (and creating) sandboxes per token
+  int default_max_paused = 16;     // paused sandboxes per token (they do not count above)
   int max_requests_per_token = 0;  // concurrent requests per token, 429 beyond (0: no limit)
   int max_streams_per_token = 0;   // concurrent streaming execs per token (0: no limit)
 

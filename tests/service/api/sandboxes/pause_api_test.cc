@@ -65,5 +65,39 @@ TEST_F(ApiTest, PauseAndResumeKeepTheSandboxAndRefuseWhatAPausedOneCannotDo) {
   EXPECT_EQ(statuses["sandbox.resume"], (std::vector<int>{400, 404, 200, 409}));
 }
 
+// Paused sandboxes count against the token's max_paused, not its max_sandboxes: a pause frees
+// room for a create, a pause past max_paused is 429, and so is a resume (an auto-resume too)
+// that would run more than max_sandboxes.
+class PausedCapTest : public ApiTest {
+ protected:
+  void adjust_service(ServiceConfig& c) override {
+    c.tokens[0].max_sandboxes = 2;  // alice
+    c.tokens[0].max_paused = 1;
+  }
+};
+
+TEST_F(PausedCapTest, PausedSandboxesHaveACapOfTheirOwn) {
+  std::string a = create(R"({"ttl_seconds":600,"on_expiry":"pause","auto_resume":true})");
+  std::string b = create();
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(call("POST", "/v1/sandboxes", "{}").status, 429);  // 2 running
+  ASSERT_EQ(call("POST", "/v1/sandboxes/" + a + "/pause").status, 200);
+  std::string c = create();  // a paused one leaves room
+  ASSERT_FALSE(c.empty());
+  auto second = call("POST", "/v1/sandboxes/" + b + "/pause");
+  EXPECT_EQ(second.status, 429) << second.body;
+  EXPECT_NE(second.body.find("limit max_paused 1"), std::string::npos) << second.body;
+  auto resume = call("POST", "/v1/sandboxes/" + a + "/resume");
+  EXPECT_EQ(resume.status, 429) << resume.body;
+  EXPECT_NE(resume.body.find("limit max_sandboxes 2"), std::string::npos) << resume.body;
+  auto woken = call("POST", "/v1/sandboxes/" + a + "/exec", R"({"command":"true"})");
+  EXPECT_EQ(woken.status, 429) << woken.body;  // auto_resume is a resume too
+  EXPECT_EQ(json(call("GET", "/v1/sandboxes/" + a).body)->getValue<std::string>("state"), "paused");
+  ASSERT_EQ(call("DELETE", "/v1/sandboxes/" + c).status, 204);
+  EXPECT_EQ(call("POST", "/v1/sandboxes/" + a + "/resume").status, 200);  // room again
+  EXPECT_EQ(call("POST", "/v1/sandboxes/" + b + "/pause").status, 200);
+}
+
 }  // namespace
 }  // namespace pvs::service
