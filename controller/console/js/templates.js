@@ -19,8 +19,9 @@ export async function render(el) {
   };
   const load = async () => {
     const r = await api('GET', '/v1/templates');
+    r.templates = (r.templates || []).filter((t) => !t.fork_base);  // a fork's own, gone once unused
     clear(box);
-    if (!r.templates?.length) {
+    if (!r.templates.length) {
       return box.append(h('p', { class: 'empty', text: 'No custom templates. Build one with sandboxctl template build RECIPE.' }));
     }
     box.append(table([

@@ -322,6 +322,7 @@ await check('pause, resume, save as template and fork', async () => {
   await waitText('#toast', /Forked into sb-/);
   const forks = (await page.$eval('#toast', (t) => t.textContent)).match(/sb-[0-9a-f]{12}/g);
   for (const f of forks) assert((await rest('DELETE', `/v1/sandboxes/${f}`)).status === 204, `fork ${f} destroyed`);
+  await closeToasts();  // they sit over the file list's buttons
 }, 150000);
 
 // ---- files -------------------------------------------------------------------------------
