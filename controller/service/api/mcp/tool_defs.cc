@@ -33,7 +33,8 @@ constexpr ToolDef kTools[] = {
      R"J("auto_resume":{"type":"boolean","description":"With on_expiry pause: the next tool call on it resumes it (default false)"},)J"
      R"J("labels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels to find it by later"},)J"
      R"J("hostname":{"type":"string","description":"A DNS label; default sandbox-<vmid>"},)J"
-     R"J("profile":{"type":"string","description":"A hot pool profile configured by the operator"}}})J",
+     R"J("profile":{"type":"string","description":"A hot pool profile configured by the operator"},)J"
+     R"J("template":{"type":"string","description":"A template to start from: the operator's, or one sandbox_capture saved"}}})J",
      false, false, false, true},
     {"sandbox_list", "List sandboxes",
      "List the sandboxes you own (optionally only those carrying every given label): id, "
@@ -75,6 +76,23 @@ constexpr ToolDef kTools[] = {
      PVS_SANDBOX_ID ","
      R"J("ttl_seconds":{"type":"integer","minimum":0,"description":"Its lifetime from now; 0: the time it had left"}}})J",
      false, false, false, false},
+    {"sandbox_capture", "Save a sandbox's files as a template",
+     "Save a sandbox's files as they are now as a template of your own (running programs and "
+     "memory are not kept). sandbox_create with template set to its name starts a new sandbox "
+     "from those files. The sandbox keeps running.",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
+     PVS_SANDBOX_ID ","
+     R"J("name":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,31}$","description":"The template's name (default: snap- and 12 hex digits)"}}})J",
+     false, false, false, false},
+    {"sandbox_fork", "Fork a sandbox",
+     "Make new sandboxes of a sandbox's files as they are now, with its size, labels and "
+     "internet: all of them or none. Returns their ids; each is yours to destroy. Running "
+     "programs are not copied (each new sandbox starts fresh from the files).",
+     R"J({"type":"object","additionalProperties":false,"required":["sandbox_id"],"properties":{)J"
+     PVS_SANDBOX_ID ","
+     R"J("count":{"type":"integer","minimum":1,"maximum":64,"description":"How many (default 1)"},)J"
+     R"J("ttl_seconds":{"type":"integer","minimum":1,"description":"Their lifetime (default: the server's)"}}})J",
+     false, false, false, true},
     {"exec", "Run a shell command",
      "Run a shell command (sh -c) in a sandbox and wait for it. Returns the exit code, stdout "
      "and stderr; long output keeps its beginning and end with the middle left out. The command "

@@ -11,6 +11,7 @@
 #include "api/ports/port_routes.h"
 #include "api/sandboxes/egress_log_view.h"
 #include "api/sandboxes/output_cap.h"
+#include "api/templates/template_routes.h"
 #include "http/requests.h"
 #include "policy/canonical.h"
 #include "policy/egress_access.h"
@@ -124,6 +125,37 @@ ToolResult tool_resume(ToolContext& c) {
   auto sandbox = c.sandbox(id);
   if (auto st = sandbox->resume(std::chrono::seconds(*ttl)); !st) throw from_error(st.error());
   std::string json = sandbox_text(sandbox->info());
+  return {false, json, json};
+}
+
+ToolResult tool_capture(ToolContext& c) {
+  auto [id, rest] = c.split_sandbox_id();
+  auto name = parse_capture(rest);
+  if (!name) throw name.error();
+  c.record.params_json = rest;
+  auto sandbox = c.sandbox(id);
+  JsonWriter w;
+  write_template(w, c.ops.sandboxes.capture_for(c.call.principal, *sandbox, *name));
+  std::string json = w.take();
+  return {false, json, json};
+}
+
+ToolResult tool_fork(ToolContext& c) {
+  auto [id, rest] = c.split_sandbox_id();
+  auto req = parse_fork(rest, c.ops.config);
+  if (!req) throw req.error();
+  c.record.params_json = rest;
+  auto sandbox = c.sandbox(id);
+  auto info = sandbox->info();
+  CreateRequest create = fork_request(info, req->ttl_seconds);
+  c.record.policy_json = c.gate.admit_tool(
+      c.call.principal, info.id, fork_policy_request(create, info.egress, info.id, req->count),
+      c.call.progress, c.call.resume_approval, c.call.pending_approval);
+  auto forks = c.ops.sandboxes.fork_for(c.call.principal, *sandbox, req->count, create, info.egress);
+  JsonWriter w;
+  w.begin_object().key("sandboxes").begin_array();
+  for (const auto& f : forks) w.raw(sandbox_json(f->info()));
+  std::string json = w.end_array().end_object().take();
   return {false, json, json};
 }
 
@@ -309,6 +341,8 @@ constexpr Handler kHandlers[] = {
     {"sandbox_preview", tool_preview},
     {"sandbox_pause", tool_pause},
     {"sandbox_resume", tool_resume},
+    {"sandbox_capture", tool_capture},
+    {"sandbox_fork", tool_fork},
     {"exec", tool_exec},
     {"read_file", tool_read_file},
     {"write_file", tool_write_file},

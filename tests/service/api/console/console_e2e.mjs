@@ -301,6 +301,7 @@ await check('snapshots: take and delete', async () => {
 
 await check('pause, resume, save as template and fork', async () => {
   await go(`#/sandboxes/${id}`, '#pause-toggle');
+  await detailReadsAnswered();  // a read still running when the pause closes the session: 503
   await closeToasts();
   await page.click('#pause-toggle');
   await page.waitForFunction(() => document.querySelector('#pause-toggle').textContent === 'Resume');

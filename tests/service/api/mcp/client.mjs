@@ -71,8 +71,8 @@ async function toolChecks(url, client, id, dir) {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     assert.deepEqual(names, ['edit_file', 'exec', 'internet', 'list_dir', 'read_file',
-      'sandbox_create', 'sandbox_destroy', 'sandbox_list', 'sandbox_pause', 'sandbox_ports',
-      'sandbox_preview', 'sandbox_resume', 'terminal_close',
+      'sandbox_capture', 'sandbox_create', 'sandbox_destroy', 'sandbox_fork', 'sandbox_list',
+      'sandbox_pause', 'sandbox_ports', 'sandbox_preview', 'sandbox_resume', 'terminal_close',
       'terminal_input',
       'terminal_open', 'terminal_screen', 'write_file']);
     for (const t of tools) {
@@ -314,6 +314,19 @@ async function main(url, token, otherToken, id, dir) {
     const e = await call(client, 'exec', { sandbox_id: id, command: 'echo back' });
     assert.equal(e.structuredContent.stdout, 'back\n');
   });
+  await check('sandbox_capture sandbox_fork', async () => {
+    const cap = await call(client, 'sandbox_capture', { sandbox_id: id, name: 'mcp-capture' });
+    assert.equal(cap.isError, false, text(cap));
+    assert.equal(cap.structuredContent.name, 'mcp-capture');
+    const made = await call(client, 'sandbox_create', { template: 'mcp-capture', ttl_seconds: 300 });
+    assert.equal(made.isError, false, text(made));
+    assert.equal(made.structuredContent.labels['pve-sandbox/template-name'], 'mcp-capture');
+    await call(client, 'sandbox_destroy', { sandbox_id: made.structuredContent.id });
+    const f = await call(client, 'sandbox_fork', { sandbox_id: id, count: 1, ttl_seconds: 300 });
+    assert.equal(f.isError, false, text(f));
+    assert.equal(f.structuredContent.sandboxes.length, 1);
+    await call(client, 'sandbox_destroy', { sandbox_id: f.structuredContent.sandboxes[0].id });
+  });
   await check('internet off', async () => {
     const r = await call(client, 'internet', { sandbox_id: id, enabled: false });
     assert.equal(r.structuredContent.internet, false);
@@ -334,7 +347,7 @@ async function sessions(url, token, n) {
     await Promise.all(clients.map(async ({ client }) => {
       await client.ping();
       const { tools } = await client.listTools();
-      assert.equal(tools.length, 17);
+      assert.equal(tools.length, 19);
     }));
     await Promise.all(clients.map(async ({ client, transport }) => {
       await transport.terminateSession();

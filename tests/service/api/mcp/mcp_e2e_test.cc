@@ -101,6 +101,7 @@ TEST_F(McpE2eTest, OfficialSdkClientUsesEveryTool) {
                             "sandbox_ports",
                             "sandbox_preview",
                             "sandbox_pause sandbox_resume",
+                            "sandbox_capture sandbox_fork",
                             "exec",
                             "exec head+tail",
                             "exec progress",
