@@ -263,18 +263,16 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // templates/capture.cc: Manager::capture_template (a fork's base is in forking_ on return).
   Result<CustomTemplate> capture(const std::string& sandbox_id, std::string name,
                                  const std::string& owner, bool fork_base);
-  Result<std::vector<std::shared_ptr<Sandbox>>> fork(const std::string& sandbox_id, int count,
-                                                     const std::string& owner,
-                                                     const Manager::ForkCreate& create);
-  // Whether `owner` may create from custom template `name` (an operator's, or its own); its
-  // CustomTemplate::host_key (""); the reconcile's part of fork (unused bases destroyed).
+  using Forked = Result<std::vector<std::shared_ptr<Sandbox>>>;
+  Forked fork(const std::string& id, int count, const std::string& owner,
+              const Manager::ForkCreate& create);
+  // May `owner` create from `name` (an operator's, its own); its host_key; unused bases dropped.
   bool may_use_template(const std::string& name, const std::string& owner) const;
   std::string template_host_key(const std::string& name) const;
   void drop_unused_fork_bases();
   // Reads the catalogue back from Proxmox (every reconcile).
   Status refresh_custom_templates();
-  // Hot profiles that name a custom template get the VMID of the copy their node clones (0
-  // while there is none).
+  // Hot profiles that name a custom template get the VMID of the copy their node clones (or 0).
   void resolve_named_profiles();
   // templates/spread.cc: the hot pool profiles templates with a pool_size make (under no lock).
   void sync_template_pools();
@@ -565,7 +563,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   int inflight_ = 0;
   ManagerStats stats_;
   LatencyRecorder pause_times_, resume_times_;  // pause.cc
-  Manager::OwnerLimits owner_limits_;           // pause.cc (under mu_)
+  Manager::OwnerLimits owner_limits_;           // pause.cc (under mu_), asked by owner_admits
   Status owner_admits(const SandboxImpl& sandbox, bool pausing);
   std::deque<Pooled> pool_;
   std::condition_variable pool_cv_;  // with mu_: the pool shrank, or stop

@@ -171,9 +171,8 @@ bool ManagerCore::may_use_template(const std::string& name, const std::string& o
   return it != custom_.end() && (it->second.owner.empty() || it->second.owner == owner);
 }
 
-Result<std::vector<std::shared_ptr<Sandbox>>> ManagerCore::fork(const std::string& sandbox_id,
-                                                                int count, const std::string& owner,
-                                                                const Manager::ForkCreate& create) {
+ManagerCore::Forked ManagerCore::fork(const std::string& sandbox_id, int count,
+                                      const std::string& owner, const Manager::ForkCreate& create) {
   if (count < 1 || count > cfg_.max_fork)
     return fail(ErrorCode::kInvalidArgument, "count must be 1.." + std::to_string(cfg_.max_fork));
   auto base = capture(sandbox_id, "", owner, true);  // held in forking_ until the creates are done

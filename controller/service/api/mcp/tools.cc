@@ -151,7 +151,8 @@ ToolResult tool_fork(ToolContext& c) {
   c.record.policy_json = c.gate.admit_tool(
       c.call.principal, info.id, fork_policy_request(create, info.egress, info.id, req->count),
       c.call.progress, c.call.resume_approval, c.call.pending_approval);
-  auto forks = c.ops.sandboxes.fork_for(c.call.principal, *sandbox, req->count, create, info.egress);
+  auto forks =
+      c.ops.sandboxes.fork_for(c.call.principal, *sandbox, req->count, create, info.egress);
   JsonWriter w;
   w.begin_object().key("sandboxes").begin_array();
   for (const auto& f : forks) w.raw(sandbox_json(f->info()));

@@ -184,9 +184,9 @@ TEST(McpTools, ListHasEveryToolWithAnObjectSchema) {
   EXPECT_EQ(names, (std::set<std::string>{"sandbox_create", "sandbox_list", "sandbox_destroy",
                                           "sandbox_ports", "sandbox_preview", "sandbox_pause",
                                           "sandbox_resume", "sandbox_capture", "sandbox_fork",
-                                          "exec", "read_file", "write_file",
-                                          "edit_file", "list_dir", "internet", "terminal_open",
-                                          "terminal_input", "terminal_screen", "terminal_close"}));
+                                          "exec", "read_file", "write_file", "edit_file",
+                                          "list_dir", "internet", "terminal_open", "terminal_input",
+                                          "terminal_screen", "terminal_close"}));
   EXPECT_TRUE(find_tool("exec")->progress);
   EXPECT_NE(find_tool("terminal_open"), nullptr);
 }
