@@ -197,6 +197,39 @@ TEST_F(TemplateBuildTest, ARestartFindsTheTemplateInProxmox) {
   EXPECT_TRUE(again->cached);
 }
 
+// A recipe's disk_gb grows a smaller base's disk before the build and never shrinks one; past
+// limits.max_disk_gb it is refused before anything is cloned.
+TEST_F(TemplateBuildTest, DiskGbGrowsASmallerBaseOnly) {
+  auto m = open();
+  ASSERT_TRUE(m);
+  auto client = pve::Client::create(stack_->manager_config().proxmox);
+  ASSERT_TRUE(client);
+  auto disk_of = [&](int vmid) {
+    auto conf = (*client)->config("pve", vmid);
+    return conf && conf->count("rootfs") ? conf->at("rootfs") : std::string();
+  };
+  auto base = disk_of(stack_->manager_config().template_vmid);
+  ASSERT_NE(base.find("size=8G"), std::string::npos) << base;
+  auto grown = recipe();
+  grown.name = "grown";
+  grown.disk_gb = 12;
+  auto g = m->build_template(grown, {});
+  ASSERT_TRUE(g) << g.error().message;
+  EXPECT_NE(disk_of(g->made.vmid).find("size=12G"), std::string::npos) << disk_of(g->made.vmid);
+  auto kept = recipe();
+  kept.name = "kept";
+  kept.disk_gb = 2;
+  auto k = m->build_template(kept, {});
+  ASSERT_TRUE(k) << k.error().message;
+  EXPECT_NE(disk_of(k->made.vmid).find("size=8G"), std::string::npos) << disk_of(k->made.vmid);
+  auto huge = recipe();
+  huge.name = "huge";
+  huge.disk_gb = config().max_disk_gb + 1;
+  auto h = m->build_template(huge, {});
+  ASSERT_FALSE(h);
+  EXPECT_NE(h.error().message.find("max_disk_gb"), std::string::npos) << h.error().message;
+}
+
 TEST_F(TemplateBuildTest, AFailingStepFailsWithItsLogAndLeavesNothing) {
   auto m = open();
   ASSERT_TRUE(m);

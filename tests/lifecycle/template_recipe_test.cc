@@ -217,5 +217,23 @@ TEST(TemplateRecipe, ThePackagesStepMayReachTheMirrorsOfTheAptSources) {
   EXPECT_FALSE(lifecycle::apt_mirror_egress("deb file:/srv/repo ./\n").allowlist());
 }
 
+// disk_gb: parsed in its range, part of the digest only when given (older recipes keep theirs),
+// and its canonical form parses back to the same digest.
+TEST(TemplateRecipe, DiskGbIsParsedCheckedAndDigestedWhenGiven) {
+  auto r = parse_recipe("name: big\ndisk_gb: 3\n", "r.yaml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->disk_gb, 3);
+  auto back = parse_recipe(r->canonical(), "canonical");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->digest(), r->digest());
+  auto plain = parse_recipe("name: big\n", "r.yaml");
+  ASSERT_TRUE(plain);
+  EXPECT_NE(plain->digest(), r->digest());
+  EXPECT_EQ(plain->canonical().find("disk_gb"), std::string::npos);
+  EXPECT_NE(error_of("name: a\ndisk_gb: 0").find("disk_gb"), std::string::npos);
+  EXPECT_NE(error_of("name: a\ndisk_gb: 65537").find("disk_gb"), std::string::npos);
+  EXPECT_NE(error_of("name: a\ndisk_gb: big").find("disk_gb"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pvs

@@ -64,7 +64,6 @@ class LxcCodeInterpreterTest : public test::ControllerOnStackTest {
     test::StackOptions o;
     o.backend = "lxc";
     o.egress = true;
-    o.lxc_template_disk = "3G";  // about 140 packages (100 MiB) and apt's downloads of them
     start(PVS_CONTROLLER_BIN,
           "auth:\n  tokens:\n    - {name: builder, sha256: " + sha256_hex(kToken) +
               ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n",

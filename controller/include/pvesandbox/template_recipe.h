@@ -14,12 +14,13 @@
 //   ready: '[ -n "$(ss -Htln sport = :8000)" ]'  # handed out once this exits 0
 //   ready_timeout_seconds: 60       # how long the ready check may take (default 120)
 //   pool_size: 2                    # hot pool members to keep of it (0: none)
+//   disk_gb: 3                      # its disk holds at least this (the base's grown if smaller)
 //
 // `src` is a file next to the recipe (read when parsed from a file); `content_base64` carries
 // binary content (what sandboxctl sends for a `src` file over the API). The digest is SHA-256
 // over the canonical form (name, base, packages sorted, files sorted by path with their modes
 // and contents, env, script; start when given, ready and ready_timeout_seconds when ready is
-// given): equal digests build equal templates, so a second build of the
+// given; disk_gb when given): equal digests build equal templates, so a second build of the
 // same recipe is a cache hit. pool_size is not part of it (it changes no byte of the image).
 #pragma once
 
@@ -39,6 +40,7 @@ inline constexpr int kMaxRecipePool = 64;
 inline constexpr int kDefaultReadyTimeout = 120;  // seconds
 inline constexpr int kMaxReadyTimeout = 1800;
 inline constexpr std::size_t kMaxServiceCommand = 64 << 10;  // bytes of start, of ready
+inline constexpr int kMaxRecipeDisk = 65536;                 // GiB
 
 struct TemplateRecipe {
   struct File {
@@ -61,6 +63,9 @@ struct TemplateRecipe {
   std::string ready;
   int ready_timeout_seconds = 0;
   int pool_size = 0;
+  // The least disk the template has, in GiB: a base with a smaller disk is grown to it before
+  // the packages step (a larger one is kept). 0: the base's size.
+  int disk_gb = 0;
 
   // The canonical form: one JSON object, keys and lists in a fixed order, contents base64.
   std::string canonical() const;

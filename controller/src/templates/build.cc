@@ -299,7 +299,19 @@ Result<TemplateCopy> ManagerCore::build_copy(const TemplateRecipe& r, Node& n, i
     if (!address)
       return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
     s.address = *address;
-    auto box = build(s, o, 0);
+    // A recipe's disk_gb grows a smaller base's disk (never shrinks a larger one).
+    double base_gib = 0;
+    if (r.disk_gb > 0) {
+      if (r.disk_gb > cfg_.max_disk_gb)
+        return fail(ErrorCode::kInvalidArgument, "disk_gb " + std::to_string(r.disk_gb) +
+                                                     " is more than limits.max_disk_gb " +
+                                                     std::to_string(cfg_.max_disk_gb));
+      auto conf = pve_.config(template_home(base, n), base);
+      if (!conf) return fail(pve_error(conf.error(), "base config"));
+      base_gib = conf->count("rootfs") ? size_gib(conf->at("rootfs")) : 0;
+      if (r.disk_gb > base_gib) o.disk_gb = r.disk_gb;
+    }
+    auto box = build(s, o, base_gib);
     if (!box) return fail(box.error());
     log.line("==> container " + std::to_string(s.vmid) + " is up");
     auto ran = run_recipe(**box, log, r, cfg_);

@@ -163,6 +163,7 @@ std::string TemplateRecipe::canonical() const {
     o.set("ready_timeout_seconds",
           ready_timeout_seconds > 0 ? ready_timeout_seconds : kDefaultReadyTimeout);
   }
+  if (disk_gb > 0) o.set("disk_gb", disk_gb);
   std::ostringstream out;
   Poco::JSON::Stringifier::condense(o, out);
   return out.str();
@@ -235,6 +236,7 @@ Result<TemplateRecipe> parse_recipe(std::string_view text, std::string_view sour
   if (top.ok() && top.has("ready_timeout_seconds") && r.ready.empty())
     top.fail("ready_timeout_seconds", "needs a ready check (ready)");
   top.integer("pool_size", &r.pool_size, 0, kMaxRecipePool);
+  top.integer("disk_gb", &r.disk_gb, 1, kMaxRecipeDisk);
   if (auto st = top.finish(); !st) return fail(ErrorCode::kInvalidArgument, st.error().message);
   return r;
 }
