@@ -317,7 +317,7 @@ void E2bRoutes::unsupported(RequestContext& ctx) {
     throw ApiError{501, "not_implemented",
                    ctx.method + " " + ctx.path.substr(0, 200) +
                        " is not supported by pve-sandbox's E2B-compatible API (docs/e2b.md: "
-                       "no /resume (connect resumes), fork, E2B snapshots, volumes or secrets)"};
+                       "no /resume (connect resumes), volumes or secrets)"};
   });
 }
 
