@@ -117,10 +117,10 @@ std::vector<CustomTemplate> Api::templates_for(const Principal& principal) {
 }
 
 void Api::delete_template_for(const Principal& principal, const std::string& name) {
-  auto mine = templates_for(principal);
-  auto it = std::find_if(mine.begin(), mine.end(), [&](auto& t) { return t.name == name; });
-  // An operator's template is an admin's to delete.
-  if (it == mine.end() || (!principal.admin && it->owner.empty()))
+  auto all = require_manager()->custom_templates();
+  if (std::none_of(all.begin(), all.end(), [&](const CustomTemplate& t) {
+        return t.name == name && template_deletable(t, principal);
+      }))
     throw not_found("no template " + name.substr(0, 64));
   if (auto st = require_manager()->delete_template(name); !st) throw from_error(st.error());
 }

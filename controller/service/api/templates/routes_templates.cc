@@ -120,6 +120,10 @@ bool template_visible(const CustomTemplate& t, const Principal& who) {
   return who.admin || t.owner.empty() || t.owner == who.name;
 }
 
+bool template_deletable(const CustomTemplate& t, const Principal& who) {
+  return who.admin || (!t.owner.empty() && t.owner == who.name);
+}
+
 void TemplateRoutes::list(RequestContext& ctx) {
   JsonWriter w;
   w.begin_object().key("templates").begin_array();
@@ -148,7 +152,7 @@ void TemplateRoutes::remove(RequestContext& ctx) {
   const Principal& who = *ctx.principal;
   auto all = manager->custom_templates();
   bool may = std::any_of(all.begin(), all.end(), [&](const CustomTemplate& t) {
-    return t.name == name && (who.admin || (!t.owner.empty() && t.owner == who.name));
+    return t.name == name && template_deletable(t, who);
   });
   if (!may) throw not_found("no template " + name);
   if (auto st = manager->delete_template(name); !st) throw from_error(st.error());

@@ -42,5 +42,8 @@ void write_template(JsonWriter& w, const CustomTemplate& t);
 // The templates a caller may see and create from: an operator's (no owner), its own, or any
 // for an admin.
 bool template_visible(const CustomTemplate& t, const Principal& who);
+// The templates it may delete: its own captures, or any for an admin (an operator's is an
+// admin's to delete).
+bool template_deletable(const CustomTemplate& t, const Principal& who);
 
 }  // namespace pvs::service
