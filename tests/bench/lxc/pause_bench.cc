@@ -21,39 +21,17 @@
 
 #include "bench_args.h"
 #include "bench_stats.h"
+#include "lxc/sandbox_steps.h"
 #include "pvesandbox/manager.h"
 #include "support/stack_fixture.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-void print(const char* what, const std::vector<double>& v) {
-  auto s = pvs::bench::stats(v);
-  std::printf("  %-44s p50 %7.0f ms  p99 %7.0f ms  (n=%zu)\n", what, s.p50, s.p99, v.size());
-}
-
-std::string run(pvs::Sandbox& sb, const std::string& command) {
-  auto r = sb.exec(command);
-  if (!r) throw std::runtime_error(command + ": " + r.error().message);
-  if (r->exit_code != 0)
-    throw std::runtime_error(command + ": exit " + std::to_string(r->exit_code));
-  return r->out;
-}
-
-template <typename T>
-T must(pvs::Result<T> r, const char* what) {
-  if (!r) throw std::runtime_error(std::string(what) + ": " + r.error().message);
-  return std::move(*r);
-}
-
-void must(const pvs::Status& s, const char* what) {
-  if (!s) throw std::runtime_error(std::string(what) + ": " + s.error().message);
-}
+using pvs::bench::Clock;
+using pvs::bench::ms_since;
+using pvs::bench::must;
+using pvs::bench::print;
+using pvs::bench::run;
 
 constexpr const char* kSum = "cat ~/ws/* | sha256sum";
 
