@@ -50,6 +50,7 @@
 #include "pvesandbox/sandbox_metadata.h"
 #include "pvesandbox/ssh_session.h"
 #include "pvesandbox/template_recipe.h"
+#include "pvesandbox/volumes.h"
 
 namespace pvs {
 
@@ -232,6 +233,7 @@ struct ManagerConfig {
       "/root/.bash_history && find /var/log -type f -exec truncate -s 0 {} +";
   // A step (packages, the script) that runs longer fails the build.
   std::chrono::milliseconds template_step_timeout{std::chrono::minutes(30)};
+  VolumeConfig volumes;  // volumes.h
 };
 
 struct CreateOptions {
@@ -263,6 +265,9 @@ struct CreateOptions {
   // take the sandbox now, with the reason), and labels a node must have (all pairs).
   std::string node;
   Labels node_selector;
+  // Volumes of `owner` (volumes.h) mounted at start, each free (no other sandbox holds it);
+  // placed on their node. kInvalidArgument for another's or an unknown one, kConflict if held.
+  std::vector<VolumeMount> volumes;
 };
 
 // What is known about a sandbox, as a value.
@@ -287,6 +292,7 @@ struct SandboxInfo {
   std::string owner;
   std::string host_key;  // "SHA256:...": the sandbox's own SSH host key; empty if not recorded
   OnExpiry on_expiry;    // what the TTL's end does
+  std::vector<VolumeMount> volumes;
 };
 
 struct SnapshotInfo {
@@ -405,7 +411,8 @@ struct ManagerStats {
   std::uint64_t live = 0;
   std::uint64_t creates = 0, create_failures = 0;
   std::uint64_t destroys = 0, destroy_failures = 0;
-  std::uint64_t paused = 0;  // live sandboxes in phase "paused" (counted in `live` too)
+  std::uint64_t paused = 0;   // live sandboxes in phase "paused" (counted in `live` too)
+  std::uint64_t volumes = 0;  // volumes (holders) known
   std::uint64_t reconciles = 0, reconcile_failures = 0;
   std::uint64_t orphans_destroyed = 0, expired_destroyed = 0;
   std::uint64_t expired_paused = 0;  // TTLs that ended in a pause (CreateOptions::pause_on_expiry)
@@ -565,6 +572,15 @@ class Manager {
   virtual Result<std::vector<std::shared_ptr<Sandbox>>> fork(const std::string& sandbox_id,
                                                              int count, const std::string& owner,
                                                              const ForkCreate& create) = 0;
+
+  // Volumes (volumes.h); kUnavailable without VolumeConfig::holder_template_vmid. Create:
+  // kInvalidArgument (name, size, node), kConflict (the owner's name is taken, or it keeps
+  // max_per_owner). Delete: kNotFound, kConflict while a sandbox holds it. Resize: grows only
+  // (kInvalidArgument), kConflict while held (Proxmox resizes a stopped owner's volume).
+  virtual Result<VolumeInfo> create_volume(const VolumeRequest& request) = 0;
+  virtual std::vector<VolumeInfo> volumes() const = 0;  // every owner's, oldest first
+  virtual Status delete_volume(const std::string& id) = 0;
+  virtual Result<VolumeInfo> resize_volume(const std::string& id, int size_gb) = 0;
 };
 
 }  // namespace pvs

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/common/ipv4.h"
@@ -51,6 +52,16 @@ struct OnExpiry {
   bool operator==(const OnExpiry&) const = default;
 };
 
+// A volume mounted into a sandbox (volumes.h): which one, where, and whether read-only.
+// "volumes":[{"id":"vol-..","path":"/mnt/data","ro":true}] in the JSON, only when there are some.
+struct VolumeMount {
+  std::string volume;  // the volume's id, "vol-" and 12 hex digits
+  std::string path;    // absolute and normalized (check_mount_path in volumes.h)
+  bool read_only = false;
+
+  bool operator==(const VolumeMount&) const = default;
+};
+
 struct SandboxMetadata {
   // Where a sandbox is in its life. A sandbox found in "creating" or "destroying" after a
   // restart was interrupted and is destroyed by recovery. "pooled" is a stopped clone in the
@@ -81,6 +92,7 @@ struct SandboxMetadata {
   std::map<std::string, std::string> labels;
   // "on_expiry":{"pause":true,"auto_resume":..,"ttl":..} in the JSON, only with pause.
   OnExpiry on_expiry;
+  std::vector<VolumeMount> volumes;  // mp0, mp1, ... of its container, in this order
 
   bool operator==(const SandboxMetadata&) const = default;
 };

@@ -39,6 +39,7 @@
 #include "api/templates/template_routes.h"
 #include "api/terminals/terminal_routes.h"
 #include "api/terminals/terminals.h"
+#include "api/volumes/volume_routes.h"
 #include "core/config/config.h"
 #include "core/observability/audit.h"
 #include "core/observability/denied_log.h"
@@ -184,6 +185,7 @@ class Api : public Replies, public SandboxOps {
   ConsoleRoutes console_routes_{*this};
   FleetRoutes fleet_routes_{[this] { return require_manager(); }, *this};
   TemplateRoutes template_routes_{[this] { return require_manager(); }, *this};
+  VolumeRoutes volume_routes_{[this] { return require_manager(); }, *this};
   E2bRoutes::Deps e2b_deps();         // app/e2b_deps.cc
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };

@@ -129,6 +129,7 @@ void Api::collect(Metrics& m) {
   ManagerStats s = manager->stats();
   m.set("pvs_sandboxes_live", {}, static_cast<double>(s.live));
   m.set("pvs_sandboxes_paused", {}, static_cast<double>(s.paused));
+  m.set("pvs_volumes", {}, static_cast<double>(s.volumes));
   m.set("pvs_quarantined_addresses", {}, static_cast<double>(s.quarantined_addresses));
   m.set("pvs_warm_pool_containers", {}, static_cast<double>(s.pooled));
   // Counters mirror the Manager's own (monotonic) counters.

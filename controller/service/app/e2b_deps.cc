@@ -41,6 +41,19 @@ E2bRoutes::Deps Api::e2b_deps() {
         if (!m) return fail(ErrorCode::kUnavailable, "the controller is starting");
         return m->build_template(r, out);
       },
+      [this](const Principal& p) {
+        auto all = require_manager()->volumes();
+        std::erase_if(all, [&](const VolumeInfo& v) { return v.owner != p.name; });
+        return all;
+      },
+      [this](const Principal& p, const std::string& name) {
+        auto made = require_manager()->create_volume({name, 0, p.name, ""});
+        if (!made) throw from_error(made.error());
+        return *made;
+      },
+      [this](const Principal&, const std::string& id) {
+        if (auto st = require_manager()->delete_volume(id); !st) throw from_error(st.error());
+      },
   };
 }
 

@@ -3,13 +3,12 @@
 //
 // A row names its handler as on<&Class::method>: the method of one small class that receives
 // only what it uses, in the room of its resource: SystemRoutes and FleetRoutes (api/fleet),
-// TemplateRoutes (api/templates), SandboxRoutes (api/sandboxes), FileRoutes (api/files),
-// PortRoutes (api/ports),
-// TerminalRoutes (api/terminals), AuditRoutes (api/audit), McpRoutes (api/mcp), ApprovalRoutes
-// (policy/), E2bRoutes (e2b/).
-// The Api builds them (app/api.h) and is the one shared path before them: authentication,
-// per-token limits, then the handler, which asks the policy gate (admit) itself. A new route is
-// a row here plus a method on one handler class (and, for a new class, its member in part()).
+// TemplateRoutes (api/templates), VolumeRoutes (api/volumes), SandboxRoutes (api/sandboxes),
+// FileRoutes (api/files), PortRoutes (api/ports), TerminalRoutes (api/terminals), AuditRoutes
+// (api/audit), McpRoutes (api/mcp), ApprovalRoutes (policy/), E2bRoutes (e2b/). The Api builds them
+// (app/api.h) and is the one shared path before them: authentication, per-token limits, then the
+// handler, which asks the policy gate (admit) itself. A new route is a row here plus a method on
+// one handler class (and, for a new class, its member in part()).
 #include <tuple>
 
 #include "app/api.h"
@@ -19,9 +18,9 @@ namespace pvs::service {
 // The handler object of a row's class: the one member of that type.
 template <class Part>
 Part& Api::part() {
-  return std::get<Part&>(std::tie(system_routes_, fleet_routes_, template_routes_, audit_routes_,
-                                  sandbox_routes_, file_routes_, port_routes_, terminal_routes_,
-                                  approval_routes_, mcp_routes_, e2b_routes_));
+  return std::get<Part&>(std::tie(system_routes_, fleet_routes_, template_routes_, volume_routes_,
+                                  audit_routes_, sandbox_routes_, file_routes_, port_routes_,
+                                  terminal_routes_, approval_routes_, mcp_routes_, e2b_routes_));
 }
 
 namespace {
@@ -40,12 +39,10 @@ void on(Api& api, RequestContext& ctx) {
   (api.part<Part>().*Method)(ctx);
 }
 
-}  // namespace
+using A = Route::Access;
 
-std::span<const Route> Api::routes() {
-  using A = Route::Access;
-  // clang-format off
-  static constexpr Route kRoutes[] = {
+// clang-format off
+constexpr Route kRoutes[] = {
       // method   pattern                                         handler                                access      audit action
       {"GET",    "/v1/health",                                   on<&SystemRoutes::health>,             A::kPublic, ""},
       {"GET",    "/v1/openapi.json",                             on<&SystemRoutes::openapi>,            A::kPublic, ""},
@@ -58,6 +55,11 @@ std::span<const Route> Api::routes() {
       {"GET",    "/v1/templates",                                on<&TemplateRoutes::list>,             A::kToken,  ""},
       {"GET",    "/v1/templates/{name}",                         on<&TemplateRoutes::show>,             A::kToken,  ""},
       {"DELETE", "/v1/templates/{name}",                         on<&TemplateRoutes::remove>,           A::kToken,  "template.delete"},
+      {"POST",   "/v1/volumes",                                  on<&VolumeRoutes::create>,             A::kToken,  "volume.create"},
+      {"GET",    "/v1/volumes",                                  on<&VolumeRoutes::list>,               A::kToken,  ""},
+      {"GET",    "/v1/volumes/{id}",                             on<&VolumeRoutes::show>,               A::kToken,  ""},
+      {"DELETE", "/v1/volumes/{id}",                             on<&VolumeRoutes::remove>,             A::kToken,  "volume.delete"},
+      {"POST",   "/v1/volumes/{id}/resize",                      on<&VolumeRoutes::resize>,             A::kToken,  "volume.resize"},
       {"GET",    "/v1/audit",                                    on<&AuditRoutes::tail>,                A::kAdmin,  ""},
       {"POST",   "/v1/sandboxes",                                on<&SandboxRoutes::create>,            A::kToken,  "sandbox.create"},
       {"GET",    "/v1/sandboxes",                                on<&SandboxRoutes::list>,              A::kToken,  ""},
@@ -126,6 +128,15 @@ std::span<const Route> Api::routes() {
       {"POST",   "/e2b/sandboxes/{id}/snapshots",                on<&E2bRoutes::snapshot_create>,       A::kPublic, "e2b.sandbox.snapshot"},
       {"GET",    "/e2b/snapshots",                               on<&E2bRoutes::snapshot_list>,         A::kPublic, ""},
       {"DELETE", "/e2b/templates/{id}",                          on<&E2bRoutes::template_delete>,       A::kPublic, "e2b.template.delete"},
+      {"POST",   "/e2b/volumes",                                 on<&E2bRoutes::volume_create>,         A::kPublic, "e2b.volume.create"},
+      {"GET",    "/e2b/volumes",                                 on<&E2bRoutes::volume_list>,           A::kPublic, ""},
+      {"GET",    "/e2b/volumes/{id}",                            on<&E2bRoutes::volume_show>,           A::kPublic, ""},
+      {"DELETE", "/e2b/volumes/{id}",                            on<&E2bRoutes::volume_delete>,         A::kPublic, "e2b.volume.delete"},
+      {"GET",    "/e2b/volumecontent/{id}/{path...}",            on<&E2bRoutes::volume_content>,        A::kPublic, ""},
+      {"POST",   "/e2b/volumecontent/{id}/{path...}",            on<&E2bRoutes::volume_content>,        A::kPublic, ""},
+      {"PUT",    "/e2b/volumecontent/{id}/{path...}",            on<&E2bRoutes::volume_content>,        A::kPublic, ""},
+      {"PATCH",  "/e2b/volumecontent/{id}/{path...}",            on<&E2bRoutes::volume_content>,        A::kPublic, ""},
+      {"DELETE", "/e2b/volumecontent/{id}/{path...}",            on<&E2bRoutes::volume_content>,        A::kPublic, ""},
       {"POST",   "/e2b/sandboxes/{id}/refreshes",                on<&E2bRoutes::unsupported>,           A::kPublic, ""},
       {"POST",   "/e2b/envd/{service}/{method}",                 on<&E2bRoutes::rpc>,                   A::kPublic, ""},
       {"GET",    "/e2b/envd/files",                              on<&E2bRoutes::files_get>,             A::kPublic, ""},
@@ -138,8 +149,12 @@ std::span<const Route> Api::routes() {
       {"POST",   "/e2b/v2/templates/{id}/builds/{bid}",          on<&E2bRoutes::template_start>,        A::kPublic, "e2b.template.build"},
       {"GET",    "/e2b/templates/{id}/builds/{bid}/status",      on<&E2bRoutes::template_status>,       A::kPublic, ""},
       {"GET",    "/e2b/templates/aliases/{alias}",               on<&E2bRoutes::template_alias>,        A::kPublic, ""},
-  };
-  // clang-format on
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const Route> Api::routes() {
   return kRoutes;
 }
 

@@ -64,6 +64,7 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
   options.template_name = req.template_name;
   options.node = req.node;
   options.node_selector = req.node_selector;
+  options.volumes = resolve_volumes(*manager, principal, req.volumes);
   auto sandbox = manager->create(options);
   if (!sandbox) throw from_error(sandbox.error());
   return *sandbox;

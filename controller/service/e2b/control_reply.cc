@@ -41,6 +41,13 @@ void write_times_and_size(JsonWriter& w, const SandboxView& s) {
       .end_object();
 }
 
+void write_mounts(JsonWriter& w, const SandboxView& s) {
+  w.key("volumeMounts").begin_array();
+  for (const auto& [name, path] : s.volume_mounts)
+    w.begin_object().key("name").value(name).key("path").value(path).end_object();
+  w.end_array();
+}
+
 }  // namespace
 
 std::string e2b_error_body(const ApiError& error) {
@@ -91,7 +98,8 @@ std::string detail_reply(const SandboxView& s) {
     for (const auto& n : s.allow_out) w.value(n);
     w.end_array().key("denyOut").begin_array().value("0.0.0.0/0").end_array().end_object();
   }
-  w.key("volumeMounts").begin_array().end_array().end_object();
+  write_mounts(w, s);
+  w.end_object();
   return w.take();
 }
 
@@ -102,7 +110,8 @@ std::string list_reply(const std::vector<SandboxView>& sandboxes) {
     w.begin_object();
     write_common(w, s);
     write_times_and_size(w, s);
-    w.key("volumeMounts").begin_array().end_array().end_object();
+    write_mounts(w, s);
+    w.end_object();
   }
   w.end_array();
   return w.take();

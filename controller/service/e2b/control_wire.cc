@@ -204,8 +204,22 @@ ApiResult<NewSandbox> parse_new_sandbox(std::string_view text, const NewSandboxL
   if (r.create.auto_resume && !r.create.pause_on_expiry)
     body->reject("autoResume", "needs autoPause (lifecycle.onTimeout 'pause')");
   (void)body->boolean("secure");  // always: every data-plane call needs envdAccessToken
-  for (const char* f : {"mcp", "iam", "volumeMounts"})
+  for (const char* f : {"mcp", "iam"})
     if (body->has(f)) body->reject(f, "not supported by pve-sandbox");
+  // volumeMounts [{name, path}]: the key's volumes by name, read-write (docs/e2b.md, Volumes).
+  for (auto& v : body->object_list("volumeMounts", 64).value_or(std::vector<JsonBody>{})) {
+    VolumeMount& m = r.create.volumes.emplace_back();
+    m.volume = v.string("name", 63).value_or("");
+    m.path = v.string("path", 200).value_or("");
+    if (auto err = v.finish()) {
+      body->reject("volumeMounts", err->message);
+      break;
+    }
+    if (!valid_volume_name(m.volume) || m.path.empty()) {
+      body->reject("volumeMounts", "each needs a volume's \"name\" and a \"path\"");
+      break;
+    }
+  }
   if (auto md = body->string_map("metadata", kMaxLabels, kMaxLabelValue)) {
     r.create.labels = std::move(*md);
     if (auto e = client_label_error(r.create.labels))

@@ -126,6 +126,7 @@ struct SandboxView {
   std::string traffic_token;           // trafficAccessToken; empty: null (public ports)
   bool pause_on_timeout = false;       // lifecycle.onTimeout "pause" (else "kill")
   bool auto_resume = false;            // lifecycle.autoResume
+  std::vector<std::pair<std::string, std::string>> volume_mounts;  // volumeMounts: (name, path)
 };
 // 201 of POST /v2/sandboxes and the connect reply: the Sandbox schema.
 std::string sandbox_reply(const SandboxView& s);

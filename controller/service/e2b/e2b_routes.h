@@ -35,6 +35,9 @@ class TemplateBuilds;
 // What E2B's replies say about a sandbox and its session (routes_control.cc).
 e2b::SandboxView view_of(const SandboxInfo& info, const e2b::SandboxSession& session,
                          const std::string& domain);
+// Its volumeMounts: (name, path) of each mount, the names from `volumes` (routes_volumes.cc).
+std::vector<std::pair<std::string, std::string>> mounts_of(const SandboxInfo& info,
+                                                           const std::vector<VolumeInfo>& volumes);
 
 class E2bRoutes {
  public:
@@ -66,6 +69,11 @@ class E2bRoutes {
     // Manager::build_template (docs/templates.md), for E2B's template builds.
     std::function<Result<TemplateBuild>(const TemplateRecipe&, const BuildOutput&)> build_template =
         nullptr;
+    // Volumes (pvesandbox/volumes.h): the caller's, a new one of the default size, one deleted
+    // (by id; ApiError 404 for none of the caller's, 409 while mounted).
+    std::function<std::vector<VolumeInfo>(const Principal&)> volumes_for = nullptr;
+    std::function<VolumeInfo(const Principal&, const std::string&)> create_volume_for = nullptr;
+    std::function<void(const Principal&, const std::string&)> delete_volume_for = nullptr;
   };
   explicit E2bRoutes(Deps deps);
   ~E2bRoutes();
@@ -86,6 +94,12 @@ class E2bRoutes {
   void snapshot_list(RequestContext& ctx);
   void template_delete(RequestContext& ctx);  // Sandbox.deleteSnapshot (and a template's delete)
   void fork(RequestContext& ctx);
+  // Volumes (routes_volumes.cc): the control plane; the content plane answers 501.
+  void volume_create(RequestContext& ctx);
+  void volume_list(RequestContext& ctx);
+  void volume_show(RequestContext& ctx);
+  void volume_delete(RequestContext& ctx);
+  void volume_content(RequestContext& ctx);
   // Data plane (routes_envd.cc, routes_envd_files.cc).
   // A request for one of a sandbox's ports (other than envd's), routed as E2B routes it: by
   // Host "<port>-<id>.<domain>" or by E2b-Sandbox-Id/E2b-Sandbox-Port. Checks its

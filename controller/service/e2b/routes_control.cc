@@ -236,6 +236,8 @@ void E2bRoutes::list(RequestContext& ctx) {
         auto session = sessions_.ensure(sandbox);
         if (q->template_id && *q->template_id != session->template_id) continue;
         page.push_back(view_of(all[i], *session, d_.config.e2b_domain));
+        if (!all[i].volumes.empty())
+          page.back().volume_mounts = mounts_of(all[i], d_.volumes_for(*ctx.principal));
       }
       if (q->offset + q->limit < all.size())
         ctx.response->set("X-Next-Token", e2b::next_token(q->offset + q->limit));
@@ -248,8 +250,10 @@ void E2bRoutes::show(RequestContext& ctx) {
   control(ctx, [&] {
     auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
     auto session = sessions_.ensure(sandbox);
-    d_.replies.send_json(
-        ctx, 200, e2b::detail_reply(view_of(sandbox->info(), *session, d_.config.e2b_domain)));
+    auto info = sandbox->info();
+    auto view = view_of(info, *session, d_.config.e2b_domain);
+    if (!info.volumes.empty()) view.volume_mounts = mounts_of(info, d_.volumes_for(*ctx.principal));
+    d_.replies.send_json(ctx, 200, e2b::detail_reply(view));
   });
 }
 
@@ -317,7 +321,7 @@ void E2bRoutes::unsupported(RequestContext& ctx) {
     throw ApiError{501, "not_implemented",
                    ctx.method + " " + ctx.path.substr(0, 200) +
                        " is not supported by pve-sandbox's E2B-compatible API (docs/e2b.md: "
-                       "no /resume (connect resumes), volumes or secrets)"};
+                       "no /resume (connect resumes) or secrets)"};
   });
 }
 

@@ -197,6 +197,28 @@ std::optional<JsonBody> JsonBody::object(const std::string& field) {
   return body;
 }
 
+std::optional<std::vector<JsonBody>> JsonBody::object_list(const std::string& field,
+                                                           std::size_t max_entries) {
+  used_.insert(field);
+  if (error_ || !has(field)) return std::nullopt;
+  auto array = object_->getArray(field);
+  if (!array || array->size() > max_entries) {
+    reject(field, "must be a list of at most " + std::to_string(max_entries) + " objects");
+    return std::nullopt;
+  }
+  std::vector<JsonBody> out;
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    auto sub = array->getObject(static_cast<unsigned>(i));
+    if (!sub) {
+      reject(field, "must be a list of objects");
+      return std::nullopt;
+    }
+    JsonBody& body = out.emplace_back();
+    body.object_ = sub;
+  }
+  return out;
+}
+
 std::string JsonBody::type_of(const std::string& field) const {
   if (!has(field)) return "";
   Poco::Dynamic::Var v = object_->get(field);

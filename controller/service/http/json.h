@@ -40,6 +40,9 @@ class JsonBody {
                                                         std::int64_t max);
   // A nested object as a body of its own (its errors are its own: finish() it and prefix them).
   std::optional<JsonBody> object(const std::string& field);
+  // A list of objects, each a body of its own (as object()).
+  std::optional<std::vector<JsonBody>> object_list(const std::string& field,
+                                                   std::size_t max_entries);
   // The field's JSON type, without reading it: "boolean", "object", "other" or "" (absent/null).
   std::string type_of(const std::string& field) const;
   // The first error met by a getter (getters after it return nullopt), or the first field

@@ -238,6 +238,20 @@ ApiResult<CreateRequest> parse_create(std::string_view text, const ServiceConfig
     r.node_selector = std::move(*v);
     if (auto e = label_error(r.node_selector)) body->reject("node_selector", *e);
   }
+  for (auto& v : body->object_list("volumes", 64).value_or(std::vector<JsonBody>{})) {
+    VolumeMount& m = r.volumes.emplace_back();
+    m.volume = v.string("volume", 63).value_or("");
+    m.path = v.string("path", 200).value_or("");
+    m.read_only = v.boolean("read_only").value_or(false);
+    if (auto err = v.finish()) {
+      body->reject("volumes", err->message);
+      break;
+    }
+    if (m.volume.empty() || m.path.empty()) {
+      body->reject("volumes", "each needs \"volume\" (a name or id) and \"path\"");
+      break;
+    }
+  }
   return finish(*body, std::move(r));
 }
 

@@ -55,6 +55,8 @@ struct CreateRequest {
   std::string template_name;  // "template": a custom template's name (docs/templates.md)
   std::string node;           // a cluster node to use; empty: placement picks one
   std::map<std::string, std::string> node_selector;  // labels the node must have
+  // "volumes": [{"volume": name or id, "path", "read_only"}]; names resolved by create_for.
+  std::vector<VolumeMount> volumes;
 };
 
 struct ExecRequest {

@@ -6,16 +6,16 @@
 //   egress.cc     grant/revoke, the one quarantine, bind/unbind, SYNC with the agent
 //   container.cc  task waits, description writes, destroying a container, waiting for SSH
 //   reconcile.cc  recovery and reconciliation against Proxmox
-//   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL
-//   pause.cc      pause (stop, disk kept) and resume (start, SSH on its own key)
-//   manager.cc    destroy, lookups, health, stats, the background loop, Manager::open
-//   helpers.cc    small pure helpers declared below
+//   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL; pause.cc: pause
+//                 (stop, disk kept) and resume (start, SSH on its own key)
+//   manager.cc    destroy, lookups, health, stats, the loop, Manager::open; helpers.cc: helpers
 //   pools/replicas.cc template replicas: made, checked, rebuilt; the clone source picked
 //   ../templates/ custom templates on this core: recipe.cc (the recipe: parser, canonical form,
 //                 digest), build.cc (a copy built), spread.cc (a cluster's copies; pool_size's
 //                 pools), catalog.cc (read back, listed, deleted), capture.cc (from a sandbox)
-//   nodes.cc      the cluster: node state, placement of a create, drain, node listing
-//   placement.*   the pure placement decision (filters and score); node.h: one node's state
+//   ../volumes/   rules.cc (names, paths), holders.cc (the holders), mounts.cc (a create's)
+//   nodes.cc      the cluster: node state, placement, drain; placement.* the pure placement
+//                 decision (filters and score); node.h: one node's state
 //   peers.h/.cc   ProxmoxApi and AgentApi, their real implementations, call timing
 #pragma once
 
@@ -85,6 +85,8 @@ int config_int(const pve::Config& c, const std::string& key, int fallback);
 // The size of a disk property string ("local-lvm:vm-100-disk-0,size=8G") in GiB; 0 if absent.
 double size_gib(const std::string& rootfs);
 int size_gb(const std::string& rootfs);  // rounded down
+// kConflict for a snapshot (capture, fork) of a sandbox with volumes: it would include them.
+Status no_volumes(const SandboxMetadata& md);
 
 class ManagerCore;
 
@@ -150,14 +152,7 @@ class SandboxImpl final : public Sandbox {
     std::lock_guard lock(mu_);
     ssh_ = std::move(ssh);
   }
-  void close_session() {
-    std::shared_ptr<SshSession> ssh;
-    {
-      std::lock_guard lock(mu_);
-      ssh = std::move(ssh_);
-    }
-    if (ssh) ssh->close();
-  }
+  void close_session();  // sandbox.cc
   // Serialises state-changing operations (internet, ttl, snapshots, destroy) on this sandbox.
   std::mutex& op_mutex() { return op_mu_; }
   void set_phase(SandboxMetadata::Phase p) {
@@ -286,13 +281,12 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void stop_background();
   // Drops the registry (it holds the sandboxes, which hold this core): called when the
   // Manager goes away, so that nothing keeps the core alive but handles still in use.
-  void forget_all() {
-    std::map<std::string, std::shared_ptr<SandboxImpl>> gone;
-    std::lock_guard lock(mu_);
-    gone.swap(registry_);
-    owned_.clear();
-    owner_of_.clear();
-  }
+  void forget_all();  // manager.cc
+  // volumes/holders.cc: Manager's volumes (volumes.h), each held by a holder container.
+  Result<VolumeInfo> create_volume(const VolumeRequest& request);
+  std::vector<VolumeInfo> volumes() const;
+  Status delete_volume(const std::string& id);
+  Result<VolumeInfo> resize_volume(const std::string& id, int size_gb);
 
  private:
   // create.cc
@@ -466,19 +460,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                                     Clock::time_point deadline,
                                                     const std::string& stale_key = {});
   Result<std::string> replace_host_key(SshSession& session);
-  CloneQueue& clone_queue(int template_vmid) {
-    std::lock_guard lock(mu_);
-    auto& q = clone_queues_[template_vmid];
-    if (!q) q = std::make_unique<CloneQueue>();
-    return *q;
-  }
-  void busy(int vmid, bool on) {
-    std::lock_guard lock(mu_);
-    if (on)
-      busy_vmids_.insert(vmid);
-    else
-      busy_vmids_.erase(vmid);
-  }
+  CloneQueue& clone_queue(int template_vmid);  // create.cc
+  void busy(int vmid, bool on);                // create.cc
   // reconcile.cc
   struct Orphan {
     int vmid;
@@ -509,6 +492,19 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                const std::set<int>& present);
   std::set<std::string> busy_orphans(const Node& node, std::vector<Orphan>& orphans);
   Status reap(Scan& scan, bool synced);
+  // volumes/holders.cc: a listed holder registered (false: an orphan, e.g. an interrupted
+  // create); holders of `node` listed before and gone now forgotten.
+  bool keep_holder(Node& node, const pve::Config& conf, const SandboxMetadata& md);
+  void forget_vanished_holders(Node& node, const std::set<int>& before,
+                               const std::set<int>& present);
+  // volumes/mounts.cc: a create's volumes checked and claimed for `sandbox_id` until
+  // release_volumes (the registry's metadata holds them from then on); `only` narrowed to their
+  // node. The mpN of a configure write.
+  Status claim_volumes(const CreateOptions& options, const std::string& sandbox_id,
+                       std::set<const Node*>* only);
+  void release_volumes(const std::string& sandbox_id);
+  Result<pve::Params> mount_params(const std::vector<VolumeMount>& mounts) const;
+  std::string holder_of(const std::string& volume) const;  // mu_ held: a sandbox id, or ""
   // pause.cc: the steps of pause and resume (op_mutex held, the VMID busy).
   Status stop_paused(SandboxImpl& sandbox);
   // ttl_left: what a resume gives back (-1: the time the sandbox had left).
@@ -589,6 +585,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // refresh_custom_templates began (kept by it though it did not see them).
   std::multiset<std::string> capturing_, forking_;
   std::set<std::string> captured_;
+  // Volumes by id, with the volid of the holder's mp0 (under mu_, as the two below).
+  std::map<std::string, std::pair<VolumeInfo, std::string>> volumes_;
+  std::map<std::string, std::string> volume_claims_;  // volume id -> the create's sandbox id
+  std::set<std::pair<std::string, std::string>> volume_names_;  // (owner, name) being created
   std::atomic<int> nodes_reached_{0};  // nodes the last reconcile reached (Proxmox and agent)
 
   std::thread thread_;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core.h"
+#include "on_exit.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/common/text.h"
 #include "service.h"
@@ -161,6 +162,7 @@ SandboxMetadata ManagerCore::new_metadata(const Step& s, const CreateOptions& o)
   md.address = s.address;
   md.owner = o.owner;
   md.labels = o.labels;  // validate_client_labels: none of the controller's own
+  md.volumes = o.volumes;
   // What the create used, the one record of a template's users (catalog.cc counts these).
   if (!o.template_name.empty()) md.labels[std::string(kTemplateNameLabel)] = o.template_name;
   return md;
@@ -176,13 +178,10 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& option
       return fail(ErrorCode::kUnavailable, "sandbox limit reached");
     ++inflight_;
   }
-  struct Inflight {
-    ManagerCore* m;
-    ~Inflight() {
-      std::lock_guard lock(m->mu_);
-      --m->inflight_;
-    }
-  } inflight_guard{this};
+  OnExit inflight_guard([this] {
+    std::lock_guard lock(mu_);
+    --inflight_;
+  });
   // The node: one with a ready hot member if placement allows one there (a member already runs
   // and counts in the node's memory: it adds none), else any node with room for a new one.
   struct Reservation {
@@ -199,22 +198,29 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& option
   std::optional<Reservation> reservation;
   const auto memory = static_cast<std::uint64_t>(o.memory_mb) << 20;
   bool hot_node = false;  // placed for a hot member: no memory reserved
-  const std::set<const Node*> only = template_nodes(o);
-  auto place = [&](const std::set<const Node*>& among, std::uint64_t mem) -> Status {
+  // Volumes: claimed for this sandbox until it is registered (or fails), and placed on their node.
+  const std::string sandbox_id = "sb-" + random_hex(12);
+  std::set<const Node*> only = template_nodes(o);
+  if (auto claimed = claim_volumes(o, sandbox_id, &only); !claimed) return fail(claimed.error());
+  OnExit unclaim([this, &sandbox_id] { release_volumes(sandbox_id); });
+  // `count`: a failure is the create's (not a try for a hot member).
+  auto place = [&](const std::set<const Node*>& among, std::uint64_t mem, bool count) -> Status {
     reservation.reset();
     auto node = place_create(o, among, mem);
+    if (!node && count) {
+      std::lock_guard lock(mu_);
+      ++stats_.create_failures;
+    }
     if (!node) return fail(node.error());
     reservation.emplace(this, *node, mem);
     return {};
   };
-  if (auto hot = hot_nodes(o); !hot.empty() && place(hot, 0)) {
+  // A hot member runs: it cannot mount volumes at its start.
+  if (auto hot = o.volumes.empty() ? hot_nodes(o) : std::set<const Node*>{};
+      !hot.empty() && place(hot, 0, false)) {
     hot_node = true;
   } else {
-    if (auto placed = place(only, memory); !placed) {
-      std::lock_guard lock(mu_);
-      ++stats_.create_failures;
-      return fail(placed.error());
-    }
+    if (auto placed = place(only, memory, true); !placed) return fail(placed.error());
     count_hot_miss(o, *reservation->n);  // no member ready on any node
   }
 
@@ -243,16 +249,11 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::create(const CreateOptions& option
     hot_cv_.notify_all();
   }
   // No member after all: a new container, placed with its memory.
-  if (hot_node) {
-    if (auto placed = place(only, memory); !placed) {
-      std::lock_guard lock(mu_);
-      ++stats_.create_failures;
-      return fail(placed.error());
-    }
-  }
+  if (hot_node)
+    if (auto placed = place(only, memory, true); !placed) return fail(placed.error());
   Node* node = reservation->n;
   Step s;
-  s.id = "sb-" + random_hex(12);
+  s.id = sandbox_id;
   s.node = node;
   auto built = create_cold(s, o);
   if (!built) {
@@ -377,6 +378,11 @@ Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string
                         {"net0", net0},
                         {"tags", std::string(kTag)}};
   if (md) params.emplace_back("description", encode_description(*md));
+  if (!o.volumes.empty()) {
+    auto mounts = mount_params(o.volumes);
+    if (!mounts) return fail(mounts.error());
+    params.insert(params.end(), mounts->begin(), mounts->end());
+  }
   auto conf = pve_.update_config(nc.name, s.vmid, params);
   if (!conf) return fail(pve_error(conf.error(), "configure"));
   return {};
@@ -402,6 +408,21 @@ Status ManagerCore::bring_up(Step& s, const CreateOptions& o, const proto::Bindi
   if (!s.ssh || s.template_build) return {};
   if (auto h = hook("service"); !h) return h;
   return start_service(*s.ssh);
+}
+
+void ManagerCore::busy(int vmid, bool on) {
+  std::lock_guard lock(mu_);
+  if (on)
+    busy_vmids_.insert(vmid);
+  else
+    busy_vmids_.erase(vmid);
+}
+
+CloneQueue& ManagerCore::clone_queue(int template_vmid) {
+  std::lock_guard lock(mu_);
+  auto& q = clone_queues_[template_vmid];
+  if (!q) q = std::make_unique<CloneQueue>();
+  return *q;
 }
 
 Status ManagerCore::clone_template(

@@ -122,4 +122,11 @@ int size_gb(const std::string& rootfs) {
   return static_cast<int>(size_gib(rootfs));
 }
 
+Status no_volumes(const SandboxMetadata& md) {
+  if (md.volumes.empty()) return {};
+  return fail(ErrorCode::kConflict, "sandbox " + md.id + " has volume " + md.volumes[0].volume +
+                                        " mounted at " + md.volumes[0].path +
+                                        "; a snapshot would include it (docs/api.md, Volumes)");
+}
+
 }  // namespace pvs::lifecycle

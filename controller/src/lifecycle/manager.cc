@@ -15,6 +15,14 @@
 namespace pvs {
 namespace lifecycle {
 
+void ManagerCore::forget_all() {
+  std::map<std::string, std::shared_ptr<SandboxImpl>> gone;
+  std::lock_guard lock(mu_);
+  gone.swap(registry_);
+  owned_.clear();
+  owner_of_.clear();
+}
+
 ManagerCore::ManagerCore(ManagerConfig config, TestPeers peers,
                          std::vector<std::unique_ptr<Node>> nodes)
     : cfg_(std::move(config)),
@@ -185,6 +193,7 @@ ManagerStats ManagerCore::stats() const {
   s.live = registry_.size();
   for (auto& [id, sb] : registry_) s.paused += sb->paused() ? 1 : 0;
   s.pooled = pool_.size();
+  s.volumes = volumes_.size();
   s.proxmox_calls = pve_.calls.snapshot();
   s.proxmox_tasks = pve_.tasks.snapshot();
   s.pauses = pause_times_.snapshot();
@@ -333,6 +342,14 @@ class ManagerHandle final : public Manager {
   void set_owner_limits(OwnerLimits limits) override { core_->set_owner_limits(std::move(limits)); }
   Status drain(const std::string& node, bool drained) override {
     return core_->drain(node, drained);
+  }
+  Result<VolumeInfo> create_volume(const VolumeRequest& request) override {
+    return core_->create_volume(request);
+  }
+  std::vector<VolumeInfo> volumes() const override { return core_->volumes(); }
+  Status delete_volume(const std::string& id) override { return core_->delete_volume(id); }
+  Result<VolumeInfo> resize_volume(const std::string& id, int size_gb) override {
+    return core_->resize_volume(id, size_gb);
   }
 
  private:

@@ -52,9 +52,11 @@ Status ManagerCore::reconcile() {
 Status ManagerCore::reconcile_node(Node& n) {
   // Only sandboxes registered (and clones pooled) before the listing can have vanished from it.
   std::set<std::string> registered_before;
-  std::set<int> pooled_before, hot_before;
+  std::set<int> pooled_before, hot_before, holders_before;
   {
     std::lock_guard lock(mu_);
+    for (auto& [id, v] : volumes_)
+      if (v.first.node == n.cfg.name) holders_before.insert(v.first.holder_vmid);
     for (auto& [id, sb] : registry_)
       if (&sb->node() == &n) registered_before.insert(id);
     for (auto& p : pool_)
@@ -85,6 +87,7 @@ Status ManagerCore::reconcile_node(Node& n) {
   }
   forget_vanished(n, registered_before, pooled_before, scan.present);
   forget_vanished_members(n, hot_before, scan.present);
+  forget_vanished_holders(n, holders_before, scan.present);
   // Agent: the set is exactly the live sandboxes with internet, the lists those with an
   // allowlist (orphans are in neither).
   Status agent_status = sync_agent(n, busy_orphans(n, scan.orphans));
@@ -154,6 +157,11 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   }
   if (md->vmid != ct.vmid) {  // a copy of a description, e.g. a manual clone: not a sandbox
     scan.orphans.push_back({ct.vmid, md->id, std::nullopt, false, false});
+    return {};
+  }
+  if (md->labels.count(
+          std::string(kVolumeHolderLabel))) {  // a volume's holder (volumes/holders.cc)
+    if (!keep_holder(n, *conf, *md)) scan.orphans.push_back({ct.vmid, md->id, {}, false, false});
     return {};
   }
   if (md->phase == SandboxMetadata::Phase::kPooled &&

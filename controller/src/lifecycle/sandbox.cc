@@ -28,7 +28,17 @@ SandboxInfo SandboxImpl::info() const {
   i.owner = md_.owner;
   i.host_key = md_.host_key;
   i.on_expiry = md_.on_expiry;
+  i.volumes = md_.volumes;
   return i;
+}
+
+void SandboxImpl::close_session() {
+  std::shared_ptr<SshSession> ssh;
+  {
+    std::lock_guard lock(mu_);
+    ssh = std::move(ssh_);
+  }
+  if (ssh) ssh->close();
 }
 
 Result<std::shared_ptr<SshSession>> SandboxImpl::session() {
@@ -154,6 +164,7 @@ Status snapshot_result(Status r, const std::string& name) {
 Status SandboxImpl::snapshot(const std::string& name, const std::string& description) {
   std::lock_guard op(op_mu_);
   if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  if (auto ok = no_volumes(metadata()); !ok) return ok;
   auto taken = core_->pve().snapshots(node_.cfg.name, md_.vmid);
   if (!taken) return fail(pve_error(taken.error(), "snapshots"));
   int count = 0;

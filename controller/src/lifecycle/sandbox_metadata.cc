@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "pvesandbox/common/text.h"
+#include "pvesandbox/volumes.h"
 
 namespace pvs {
 namespace {
@@ -159,6 +160,17 @@ std::string encode_description(const SandboxMetadata& m) {
     e.set("ttl", m.on_expiry.ttl);
     o.set("on_expiry", e);
   }
+  if (!m.volumes.empty()) {
+    Poco::JSON::Array volumes;
+    for (const auto& v : m.volumes) {
+      Poco::JSON::Object e;
+      e.set("id", v.volume);
+      e.set("path", v.path);
+      if (v.read_only) e.set("ro", true);
+      volumes.add(e);
+    }
+    o.set("volumes", volumes);
+  }
   if (!m.labels.empty()) {
     Poco::JSON::Object labels;
     for (const auto& [k, v] : m.labels) labels.set(k, v);
@@ -237,6 +249,19 @@ Result<SandboxMetadata> decode_description(std::string_view description) {
       m.on_expiry.ttl = e->optValue<std::int64_t>("ttl", 0);
       if (!m.on_expiry.pause || m.on_expiry.ttl < 0)
         return damaged("on_expiry without pause, or a negative ttl");
+    }
+    if (root->has("volumes")) {
+      auto volumes = root->getArray("volumes");
+      if (!volumes) return damaged("volumes is not an array");
+      for (std::size_t i = 0; i < volumes->size(); ++i) {
+        auto e = volumes->getObject(static_cast<unsigned>(i));
+        if (!e) return damaged("a volume is not an object");
+        VolumeMount v{e->getValue<std::string>("id"), e->getValue<std::string>("path"),
+                      e->optValue<bool>("ro", false)};
+        if (!valid_volume_id(v.volume) || !check_mount_path(v.path))
+          return damaged("a volume's id or path is not valid");
+        m.volumes.push_back(std::move(v));
+      }
     }
     if (m.id.empty() || m.vmid < 100) return damaged("missing id or vmid");
     return m;

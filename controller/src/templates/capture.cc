@@ -72,6 +72,7 @@ Result<CustomTemplate> ManagerCore::capture(const std::string& sandbox_id, std::
   if (sb->destroyed() ||
       (md.phase != SandboxMetadata::Phase::kReady && md.phase != SandboxMetadata::Phase::kPaused))
     return fail(ErrorCode::kConflict, "sandbox " + sandbox_id + " is being destroyed");
+  if (auto ok = no_volumes(md); !ok) return fail(ok.error());
   busy(sb->vmid(), true);
   auto made = capture_steps(*sb, name, owner, fork_base);
   busy(sb->vmid(), false);

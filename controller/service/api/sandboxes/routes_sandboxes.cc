@@ -39,6 +39,12 @@ std::string sandbox_json(const SandboxInfo& s) {
   w.key("labels").value(s.labels);
   w.key("owner").value(s.owner);
   if (!s.host_key.empty()) w.key("host_key").value(s.host_key);
+  w.key("volumes").begin_array();
+  for (const auto& v : s.volumes) {
+    w.begin_object().key("id").value(v.volume).key("path").value(v.path);
+    w.key("read_only").value(v.read_only).end_object();
+  }
+  w.end_array();
   w.end_object();
   return w.take();
 }
@@ -58,6 +64,12 @@ void SandboxRoutes::create(RequestContext& ctx) {
     p.key("hostname").value(req->hostname).key("profile").value(req->profile);
     if (!req->node.empty()) p.key("node").value(req->node);
     if (!req->node_selector.empty()) p.key("node_selector").value(req->node_selector);
+    if (!req->volumes.empty()) {
+      p.key("volumes").begin_array();
+      for (const auto& v : req->volumes)
+        p.begin_object().key("volume").value(v.volume).key("path").value(v.path).end_object();
+      p.end_array();
+    }
     p.end_object();
     ctx.params_json = p.take();
   }

@@ -325,6 +325,24 @@ void parse_limits(yaml::Map s, ManagerConfig& m) {
   (void)s.finish();
 }
 
+// Volumes (pvesandbox/volumes.h): off until a holder template is named.
+void parse_volumes(yaml::Map s, ManagerConfig& m) {
+  VolumeConfig& v = m.volumes;
+  s.integer("holder_template_vmid", &v.holder_template_vmid, 0, 999999999);
+  if (s.ok() && v.holder_template_vmid != 0 &&
+      v.holder_template_vmid >= static_cast<long long>(m.vmid_min) &&
+      v.holder_template_vmid <= static_cast<long long>(m.vmid_max))
+    s.fail("holder_template_vmid", "must be outside the VMID range (proxmox.vmid_min..vmid_max)");
+  s.string("storage", &v.storage);
+  s.integer("max_size_gb", &v.max_size_gb, 1, 65536);
+  s.integer("default_size_gb", &v.default_size_gb, 1, 65536);
+  if (s.ok() && v.default_size_gb > v.max_size_gb)
+    s.fail("default_size_gb", "must not exceed max_size_gb");
+  s.integer("max_per_owner", &v.max_per_owner, 0, 1000);
+  s.integer("max_mounts", &v.max_mounts, 1, 64);
+  (void)s.finish();
+}
+
 void parse_hot_pool(yaml::Map s, ManagerConfig& m) {
   s.integer("refill_parallel", &m.hot_pool_refill_parallel, 1, 16);
   {
@@ -432,6 +450,7 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
   parse_nodes(top, c);  // after proxmox: template and VMID range
   parse_limits(top.map("limits"), c.manager);
   parse_hot_pool(top.map("hot_pool"), c.manager);  // after limits: its ranges are theirs
+  parse_volumes(top.map("volumes"), c.manager);    // after proxmox: the VMID range
   yaml::Map policy = top.map("policy");
   if (policy.has("webhook")) parse_webhook(policy.map("webhook"), *env, c.webhook);
   parse_policy(policy, c);
