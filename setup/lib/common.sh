@@ -106,6 +106,7 @@ declare -A CONF=(
 	[CONTROLLER_ADDRESSES]=""
 	[RESOLVER_PORT]="5353"
 	[TEMPLATE_ID]="9000"
+	[VOLUME_HOLDER_ID]="8990"
 	[TEMPLATE_OSTEMPLATE]="debian-12-standard_12.7-1_amd64.tar.zst"
 	[TEMPLATE_OSTYPE]="debian"
 	[TEMPLATE_MEMORY]="1024"
@@ -170,7 +171,7 @@ pvs_validate_config() {
 	# (pvs_controller_list: lib/ruleset.sh, sourced by both scripts; its message names the key)
 	local err
 	err=$(pvs_controller_list "${CONF[CONTROLLER_ADDRESSES]}" "${CONF[SANDBOX_CIDR]}" 2>&1 >/dev/null) || die "$err"
-	for k in TEMPLATE_ID TEMPLATE_MEMORY TEMPLATE_CORES TEMPLATE_DISK_GB TEMPLATE_PIDS_MAX NPROC_SOFT NPROC_HARD; do
+	for k in TEMPLATE_ID VOLUME_HOLDER_ID TEMPLATE_MEMORY TEMPLATE_CORES TEMPLATE_DISK_GB TEMPLATE_PIDS_MAX NPROC_SOFT NPROC_HARD; do
 		[[ ${CONF[$k]} =~ ^[1-9][0-9]*$ ]] || die "$k: expected a positive integer"
 	done
 	[[ ${CONF[TEMPLATE_OSTEMPLATE]} =~ ^[A-Za-z0-9_.+-]+$ ]] || die "TEMPLATE_OSTEMPLATE: bad file name"

@@ -1,9 +1,11 @@
-// E2B's Template.build, snapshots and fork on real containers: the unmodified `e2b` SDK (2.51.0,
-// pinned by tests/e2b/client/package-lock.json) runs tests/e2b/client/e2b_lxc_template_client.mjs
-// and e2b_fork_client.mjs against the controller binary on pvesim's lxc backend with the egress
+// E2B's Template.build, snapshots, fork and volumes on real containers: the unmodified `e2b` SDK
+// (2.51.0, pinned by tests/e2b/client/package-lock.json) runs
+// tests/e2b/client/e2b_lxc_template_client.mjs, e2b_fork_client.mjs and e2b_volume_client.mjs
+// against the controller binary on pvesim's lxc backend with the egress
 // stack (StackOptions::egress): aptInstall from the test's own mirror (deb.test, apt-repo.sh)
 // and setEnvs, which the netns stand-in refuses, reach a sandbox of the template; a snapshot
-// and a fork keep the files. Without node or npm it fails.
+// and a fork keep the files; a volume keeps them across sandboxes (real ext4 volumes, mounted
+// by the containers). Without node or npm it fails.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -36,11 +38,14 @@ class LxcE2bTemplateTest : public test::ControllerOnStackTest {
     test::StackOptions o;
     o.backend = "lxc";
     o.egress = true;
+    o.volume_holder = true;
     start(PVS_CONTROLLER_BIN,
           "auth:\n  tokens:\n    - {name: builder, sha256: " + sha256_hex("tok-builder") +
               ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n" +
               "    - {name: other, sha256: " + sha256_hex("tok-other") + ", e2b_key_sha256: " +
-              sha256_hex(kOtherKey) + "}\n" + "limits:\n  reconcile_interval_seconds: 2\n",
+              sha256_hex(kOtherKey) + "}\n" + "limits:\n  reconcile_interval_seconds: 2\n" +
+              "volumes:\n  holder_template_vmid: " + std::to_string(test::kVolumeHolderTemplate) +
+              "\n",
           o);
     run_dir_ = lxctest::own_run_dir();
     ASSERT_FALSE(run_dir_.empty());
@@ -89,6 +94,23 @@ TEST_F(LxcE2bTemplateTest, SnapshotsAndForksKeepTheFiles) {
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_TRUE(gone) << test::http(port_, "GET", "/v1/templates", "", "tok-builder").body;
+}
+
+TEST_F(LxcE2bTemplateTest, VolumesKeepTheFilesAcrossSandboxes) {
+  std::string base = "http://127.0.0.1:" + std::to_string(port_);
+  auto r = test::run_captured(
+      {"node", std::string(PVS_E2B_NODE_DIR) + "/e2b_volume_client.mjs"}, dir_, "",
+      {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
+       "E2B_VOLUME_API_URL=" + base + "/e2b", std::string("E2B_API_KEY=") + kAdminKey,
+       std::string("E2B_OTHER_KEY=") + kOtherKey});
+  const std::string report =
+      "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
+  EXPECT_EQ(r.exit_code, 0) << report;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report;
+  EXPECT_NE(r.out.find("ok it is not listed any more"), std::string::npos) << report;
+  // Its holder is gone with it: no container of the pool is left but the templates.
+  auto volumes = test::http(port_, "GET", "/v1/volumes", "", "tok-builder");
+  EXPECT_EQ(volumes.body, "{\"volumes\":[]}");
 }
 
 }  // namespace

@@ -127,10 +127,12 @@ def pct():
     elif verb == "create":
         if vmid in st["cts"]:
             sys.exit(2)
-        net0 = opt("--net0") + ",hwaddr=BC:24:11:AA:BB:%02X" % (int(vmid) % 256)
+        net0 = ""  # a container without --net0 (the volume holder) has no network
+        if opt("--net0"):
+            net0 = "net0: %s,hwaddr=BC:24:11:AA:BB:%02X\n" % (opt("--net0"), int(vmid) % 256)
         os.makedirs(os.path.dirname(ct_conf_path(vmid)), exist_ok=True)
         with open(ct_conf_path(vmid), "w") as f:
-            f.write("arch: amd64\nhostname: %s\nnet0: %s\nswap: %s\nunprivileged: %s\n"
+            f.write("arch: amd64\nhostname: %s\n%sswap: %s\nunprivileged: %s\n"
                     "features: %s\n" % (opt("--hostname"), net0, opt("--swap"),
                                         opt("--unprivileged"), opt("--features")))
         st["cts"][vmid] = {"status": "stopped", "pool": opt("--pool")}

@@ -434,6 +434,16 @@ check "failed provisioning: no template made" bash -c '! grep -q "^pct template"
 out=$(setup template 2>&1) && rc=0 || rc=$?
 check "half-built CT is not silently reused" bash -c '[[ $1 != 0 ]] && grep -q "exists and is not a template" <<<"$2"' _ "$rc" "$out"
 
+# ---- 7a. the volume holder template: a small container, never started, made a template once ----
+fresh_host holder
+out=$(setup volume-holder 2>&1) && rc=0 || rc=$?
+check "volume-holder: exits 0" test "$rc" = 0
+check "volume-holder: created stopped, no network" bash -c 'grep -Eq "^pct create 8990 .*--rootfs local-lvm:1 .*--start 0" "$1" && ! grep -Eq "^pct create 8990 .*--net0" "$1"' _ "$STUB_LOG"
+check "volume-holder: made a template, never started" bash -c 'grep -qx "pct template 8990" "$1" && ! grep -q "^pct start 8990" "$1"' _ "$STUB_LOG"
+: >"$STUB_LOG"
+out=$(setup volume-holder 2>&1) && rc=0 || rc=$?
+check "volume-holder: a second run changes nothing" bash -c '[[ $1 == 0 ]] && [[ -z $(grep -v "^pct config\|^pveam list" "$2") ]]' _ "$rc" "$STUB_LOG"
+
 # ---- 7b. with pve-sandbox-agent running, the template's grant and binding go through it ------
 fresh_host withagent
 mkdir -p "$PVS_ROOT/run/pve-sandbox"

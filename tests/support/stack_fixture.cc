@@ -172,6 +172,7 @@ void Stack::setup_single_node() {
   if (options_.dhcp) so.netns.dhcp_client = PVS_STACK_DHCP_CLIENT;
   so.netns.lxc_rootfs = PVS_STACK_LXC_ROOTFS;
   if (options_.backend == "lxc") so.template_disk = options_.lxc_template_disk;
+  if (options_.volume_holder) so.templates.push_back(kVolumeHolderTemplate);
   auto sim = pvesim::Simulator::start(so);
   must(sim.has_value(), "pvesim: " + (sim ? std::string() : sim.error().message));
   sim_ = std::move(*sim);

@@ -77,7 +77,11 @@ struct StackOptions {
   // lxc: the template's disk (a sandbox's disk starts as a copy): small, so that a test fills a
   // (grown) disk in seconds; a template build of many packages needs more.
   std::string lxc_template_disk = "1G";
+  // A second template, kVolumeHolderTemplate: the holder template of volumes (a controller's
+  // volumes.holder_template_vmid). Single node.
+  bool volume_holder = false;
 };
+inline constexpr int kVolumeHolderTemplate = 8990;
 
 // StackOptions::egress: the internet's authoritative DNS server and its records (TTL 300).
 inline constexpr const char* kInternetDns = "203.0.113.53";
