@@ -1,6 +1,7 @@
 // Container backends of pvesim: what "running" means for a container.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -56,6 +57,20 @@ class Backend {
   virtual std::string snapshot(int /*vmid*/, const std::string& /*name*/) { return ""; }
   virtual std::string rollback(int /*vmid*/, const std::string& /*name*/) { return ""; }
   virtual void delete_snapshot(int /*vmid*/, const std::string& /*name*/) {}
+  // Mount point volumes (volumes.h), for CT `vmid` (the one whose config names it), under the
+  // simulator's state lock. Allocation makes the volume at once, formatted for the CTs' root
+  // (pve-container's alloc_disk + mkfs); free deletes it; resize grows it and its file system
+  // (the CTs mounting it are stopped). Each returns "" or an error; the lxc backend makes them
+  // ext4 images, the others nothing.
+  virtual std::string allocate_volume(int /*vmid*/, const std::string& /*volid*/,
+                                      std::uint64_t /*bytes*/) {
+    return "";
+  }
+  virtual std::string free_volume(int /*vmid*/, const std::string& /*volid*/) { return ""; }
+  virtual std::string resize_volume(int /*vmid*/, const std::string& /*volid*/,
+                                    std::uint64_t /*bytes*/) {
+    return "";
+  }
 };
 
 // The backend of options.backend: one node as today, or (netns, several nodes) a backend per
