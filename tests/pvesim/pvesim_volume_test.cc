@@ -122,6 +122,10 @@ TEST_F(VolumeTest, BindOrDeviceMountPointByATokenIsForbidden) {
   a = set(100, "mp0", "/dev/sdb,mp=/mnt/data");
   EXPECT_NE(a.body.find("mount point type device is only allowed"), std::string::npos) << a.body;
   EXPECT_EQ(config(100, "mp0"), "<none>");
+  a = set(100, "mp0", "local-lvm:1,mp=/mnt/../etc");  // verify_lxc_mp_string
+  EXPECT_EQ(a.status, 400);
+  EXPECT_NE(a.body.find("/mnt/../etc contains illegal character sequences"), std::string::npos)
+      << a.body;
 }
 
 // Every removed volume mount point becomes unusedN, another CT's volume too; deleting that
