@@ -1,13 +1,15 @@
 // SIGKILL of the pvesim executable on the lxc backend: its containers keep running (LXC's
 // monitors are not its children), and the sweep (`pvesim --lxc-sweep`, also done by the next
-// lxc backend at its start) removes every container, cgroup, mount, loop image, bridge port and
-// file the dead run left. The same executable's clones from a snapshot (LxcCloneTest).
+// lxc backend at its start) removes every container, cgroup, mount, loop image (mount point
+// volumes too), bridge port and file the dead run left. The same executable's clones from a
+// snapshot (LxcCloneTest).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -123,6 +125,10 @@ TEST_F(LxcSweepTest, KilledSimulatorLeavesNothingAfterTheSweep) {
       return out.find("\"hostname\"") != std::string::npos &&
              out.find("\"lock\"") == std::string::npos;
     }));
+    if (vmid == 100) {  // a mount point volume: an image loop-mounted inside its rootfs
+      ASSERT_TRUE(until(ct + "/config", "-X PUT --data-urlencode mp0=local-lvm:0.1,mp=/data",
+                        has("\"data\":null")));
+    }
     ASSERT_TRUE(until(ct + "/status/start", "-X POST", has("UPID")));
   }
   auto wait_status = [&](int vmid, const std::string& want) {
@@ -135,6 +141,9 @@ TEST_F(LxcSweepTest, KilledSimulatorLeavesNothingAfterTheSweep) {
   std::string run = run_dir();
   ASSERT_FALSE(run.empty());
 
+  auto mounts = pvesim::lxc::mounts_under(run);
+  EXPECT_TRUE(std::any_of(mounts.begin(), mounts.end(),
+                          [](const std::string& m) { return m.ends_with("/rootfs/data"); }));
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, nullptr, 0);
   pid_ = -1;

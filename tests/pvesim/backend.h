@@ -1,6 +1,7 @@
 // Container backends of pvesim: what "running" means for a container.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -56,6 +57,21 @@ class Backend {
   virtual std::string snapshot(int /*vmid*/, const std::string& /*name*/) { return ""; }
   virtual std::string rollback(int /*vmid*/, const std::string& /*name*/) { return ""; }
   virtual void delete_snapshot(int /*vmid*/, const std::string& /*name*/) {}
+  // Mount point volumes (volumes.h), for CT `vmid` (the one whose config names it). Allocation
+  // (at the config write, under the state lock) makes the volume at once, formatted for the
+  // CTs' root (pve-container's alloc_disk + mkfs); free (destroy, delete=unusedN; state lock)
+  // deletes it; resize (the task's work, no lock) grows it and its file system. Free and resize
+  // fail while a running CT mounts it. Each returns "" or an error; the lxc backend makes them
+  // ext4 images, the others nothing.
+  virtual std::string allocate_volume(int /*vmid*/, const std::string& /*volid*/,
+                                      std::uint64_t /*bytes*/) {
+    return "";
+  }
+  virtual std::string free_volume(int /*vmid*/, const std::string& /*volid*/) { return ""; }
+  virtual std::string resize_volume(int /*vmid*/, const std::string& /*volid*/,
+                                    std::uint64_t /*bytes*/) {
+    return "";
+  }
 };
 
 // The backend of options.backend: one node as today, or (netns, several nodes) a backend per

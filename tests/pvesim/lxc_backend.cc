@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include "lxc_run.h"
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/common/log.h"
+#include "volumes.h"
 
 namespace pvesim {
 
@@ -172,8 +174,12 @@ class LxcBackend : public Backend {
     if (auto e = seed(*c, gw.empty() ? o_.bridge_cidr.substr(0, o_.bridge_cidr.find('/')) : gw);
         !e.empty())
       return "rootfs: " + e;
+    if (auto e = mount_volumes(*c, config); !e.empty()) return e;
     std::string error = bring_up(*c, spec, lower(net0["hwaddr"]));
-    if (!error.empty()) return error;
+    if (!error.empty()) {
+      unmount_volumes(*c);
+      return error;
+    }
     std::string ip = ipv4.substr(0, ipv4.find('/'));
     if (real_dhcp) {
       std::string out;
@@ -255,6 +261,20 @@ class LxcBackend : public Backend {
     lxc::delete_snapshot(c->disk, snap);
   }
 
+  std::string allocate_volume(int, const std::string& volid, std::uint64_t bytes) override {
+    ::mkdir((run_ + "/volumes").c_str(), 0700);
+    return lxc::make_volume(image_of(volid), bytes);
+  }
+  std::string free_volume(int, const std::string& volid) override {
+    if (auto e = in_use(volid); !e.empty()) return e;
+    ::unlink(image_of(volid).c_str());
+    return "";
+  }
+  std::string resize_volume(int, const std::string& volid, std::uint64_t bytes) override {
+    if (auto e = in_use(volid); !e.empty()) return e;
+    return lxc::grow_volume(image_of(volid), bytes);
+  }
+
   void cleanup() override {
     std::map<int, std::shared_ptr<Ct>> all;
     {
@@ -274,6 +294,7 @@ class LxcBackend : public Backend {
 
  private:
   struct Ct {
+    int vmid = 0;
     std::mutex op;  // one operation at a time
     lxc::Disk disk;
     // Under the backend's mutex_:
@@ -292,6 +313,7 @@ class LxcBackend : public Backend {
     std::scoped_lock state(mutex_);
     auto& slot = cts_[vmid];
     if (!slot) slot = std::make_shared<Ct>();
+    slot->vmid = vmid;
     return slot;
   }
 
@@ -434,6 +456,65 @@ class LxcBackend : public Backend {
     run_command(host_ip({"link", "del", peer}));
     ::unlink((c.disk.dir + "/init").c_str());
     lxc::remove_cgroups(ct_name);  // if the monitor has not yet
+    unmount_volumes(c);
+  }
+
+  // Mount point volumes: <run>/volumes/<storage>_<name>.img, loop-mounted on the mp path inside
+  // the CT's root file system before LXC starts (as pve-container's pre-start hook mounts
+  // them), read-only with ro=1; one running CT at a time mounts a volume (ext4 is no cluster
+  // file system).
+  std::string image_of(const std::string& volid) const {
+    std::string name = volid;
+    std::replace(name.begin(), name.end(), ':', '_');
+    std::replace(name.begin(), name.end(), '/', '_');
+    return run_ + "/volumes/" + name + ".img";
+  }
+  std::string in_use(const std::string& volid) {
+    std::scoped_lock state(mutex_);
+    auto it = mounted_.find(volid);
+    if (it == mounted_.end()) return "";
+    return "volume '" + volid + "' is in use (mounted by CT " + std::to_string(it->second) + ")";
+  }
+  std::string mount_volumes(Ct& c, const std::map<std::string, std::string>& config) {
+    std::string error;
+    for (const auto& [key, mp] : mount_points(config, true)) {
+      if (mp.type() != "volume") {
+        error = key + ": pvesim: bind and device mount points are not modelled";
+        break;
+      }
+      std::string image = image_of(mp.volume);
+      if (::access(image.c_str(), F_OK) != 0) {
+        error = "volume '" + mp.volume + "' does not exist";
+        break;
+      }
+      {
+        std::scoped_lock state(mutex_);
+        auto [it, fresh] = mounted_.emplace(mp.volume, c.vmid);
+        if (!fresh && it->second != c.vmid) {
+          error = "volume '" + mp.volume + "' is already mounted by CT " +
+                  std::to_string(it->second) + " (an ext4 volume is mounted once)";
+          break;
+        }
+      }
+      const std::string& path = mp.options.at("mp");
+      error = lxc::make_dir_inside(c.disk.rootfs(), path);
+      std::string out;
+      if (error.empty() && run_command({"mount", "-o", mp.read_only() ? "loop,ro" : "loop", image,
+                                        c.disk.rootfs() + "/" + path},
+                                       &out) != 0)
+        error = "mount " + key + " (" + mp.volume + "): " + out;
+      if (!error.empty()) break;
+    }
+    if (!error.empty()) unmount_volumes(c);
+    return error;
+  }
+  // What mount_volumes mounted (everything under the root file system on the node).
+  void unmount_volumes(Ct& c) {
+    for (const auto& p : lxc::mounts_under(c.disk.rootfs()))
+      if (run_command({"umount", p}) != 0) run_command({"umount", "-l", p});
+    std::scoped_lock state(mutex_);
+    for (auto it = mounted_.begin(); it != mounted_.end();)
+      it = it->second == c.vmid ? mounted_.erase(it) : std::next(it);
   }
 
   // The bridge port Proxmox would create (see the netns backend).
@@ -448,6 +529,7 @@ class LxcBackend : public Backend {
   bool created_bridge_ = false;
   std::mutex mutex_;
   std::map<int, std::shared_ptr<Ct>> cts_;
+  std::map<std::string, int> mounted_;  // volume ID -> the CT mounting it (under mutex_)
 };
 
 }  // namespace

@@ -61,6 +61,18 @@ void delete_snapshot(Disk& disk, const std::string& name);
 std::string write_inside(const std::string& root, const std::string& path,
                          const std::string& content, unsigned mode);
 
+// Makes the directory `path` (absolute, as the container sees it) under `root` as write_inside
+// makes its parents: no symbolic link followed, missing components owned by kShift.
+std::string make_dir_inside(const std::string& root, const std::string& path);
+
+// A mount point volume: a sparse ext4 image of `bytes`, formatted as pve-container's mkfs does
+// (-E root_owner=kShift:kShift, with a journal; not -O mmp, whose mount waits about 11 s: the
+// backend refuses a second mount itself). Returns "" or an error.
+std::string make_volume(const std::string& image, std::uint64_t bytes);
+// Grows an unmounted volume image and its ext4 (e2fsck -f -y, resize2fs), as pct resize does
+// for a stopped CT's raw volume.
+std::string grow_volume(const std::string& image, std::uint64_t bytes);
+
 // "8G", "512M", "1T", "100K" or bytes -> bytes (0 if unparsable).
 std::uint64_t parse_size(const std::string& text);
 

@@ -186,6 +186,8 @@ std::string check_named_format(const std::string& format, const std::string& v) 
   if (format == "pve-lxc-mp-string") {
     // A volume ID, "STORAGE:SIZE_IN_GiB", or an absolute path.
     if (v.empty()) return "empty volume";
+    static const std::regex dots(R"((/\.\.?/)|(/\.\.?$)|(^\.\./))");
+    if (std::regex_search(v, dots)) return v + " contains illegal character sequences";
     if (v[0] == '/' || full_match("[a-z][a-z0-9\\-_.]*[a-z0-9]:.+", v, true)) return "";
     return "invalid mount point volume '" + v + "'";
   }

@@ -45,6 +45,7 @@
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/common/log.h"
 #include "schema.h"
+#include "volumes.h"
 
 #ifndef PVESIM_SCHEMA_FILE
 #define PVESIM_SCHEMA_FILE "pve-schema.json"
@@ -135,14 +136,6 @@ bool parse_size(const std::string& text, uint64_t* out) {
   return true;
 }
 
-std::string format_size(uint64_t bytes) {
-  const uint64_t g = 1024ull * 1024 * 1024, m = 1024ull * 1024, k = 1024;
-  if (bytes % g == 0) return std::to_string(bytes / g) + "G";
-  if (bytes % m == 0) return std::to_string(bytes / m) + "M";
-  if (bytes % k == 0) return std::to_string(bytes / k) + "K";
-  return std::to_string(bytes);
-}
-
 struct Snapshot {
   std::string name, description, parent;
   int64_t snaptime = 0;
@@ -209,6 +202,7 @@ struct Simulator::Impl {
   std::unique_ptr<Poco::Net::HTTPServer> server;
   int port = 0;
   std::unique_ptr<Backend> backend;
+  std::unique_ptr<Volumes> volumes;  // mount point volumes (volumes.h)
 
   mutable std::mutex mutex;  // guards everything below
   std::unique_ptr<Cluster> cluster;
@@ -547,7 +541,10 @@ struct Simulator::Impl {
     return out;
   }
 
-  static void apply_pending(Container& ct) {
+  void apply_pending(Container& ct) {
+    std::vector<std::string> log;  // the volume keys first, as vmconfig_apply_pending
+    volumes->apply_pending(ct.node, ct.vmid, ct.config, ct.pending, ct.pending_delete, &log);
+    warn_all(ct, log);
     ct.config = with_pending(ct);
     ct.pending.clear();
     ct.pending_delete.clear();
@@ -998,6 +995,9 @@ struct Simulator::Impl {
       throw fail500("snapshot '" + snapname + "' does not exist");
     if (full && source.running && !c.params.count("snapname"))
       throw fail500("Full clone of a running container is only possible from a snapshot");
+    if (auto e = Volumes::refusal("clone", snapname.empty() ? source.config : snap->config);
+        !e.empty())
+      throw fail500(e);
     check_unlocked(source);
     source.config["lock"] = "disk";
     Container ct;
@@ -1089,6 +1089,8 @@ struct Simulator::Impl {
       throw fail500("detected modified configuration - file changed by other user? Try again.");
     if (changes.count("unprivileged") && changes["unprivileged"] != ct.config["unprivileged"])
       throw fail500("unable to modify read-only option: 'unprivileged'");
+    if (auto e = volumes->check_update(c.user, ct.vmid, ct.config, changes, deletes))
+      throw ApiFail{e.status, e.message, e.errors};
     for (const auto& d : deletes) {
       if (d == "memory" || d == "rootfs" || d == "ostype")
         throw fail400("delete", "unable to delete required option '" + d + "'");
@@ -1101,11 +1103,16 @@ struct Simulator::Impl {
         ct.pending_delete.erase(r);
       }
     // A stopped CT gets everything at once; a running one what Proxmox hot-plugs, the rest
-    // waits in [pve:pending] for the next start.
+    // waits in [pve:pending] for the next start. Mount point volumes go through `volumes`.
+    std::vector<std::string> volume_deletes;
+    ParamMap volume_changes;
     for (const auto& d : deletes) {
       ct.pending.erase(d);
       if (!ct.running || hot_applied(ct, d)) {
-        ct.config.erase(d);
+        if (is_mp_key(d) || is_unused_key(d))
+          volume_deletes.push_back(d);
+        else
+          ct.config.erase(d);
         ct.pending_delete.erase(d);
       } else {
         ct.pending_delete.insert(d);
@@ -1115,44 +1122,63 @@ struct Simulator::Impl {
       if (k == "tags") v = normalize_tags(v);
       ct.pending_delete.erase(k);
       if (!ct.running || hot_applied(ct, k)) {
-        ct.config[k] = v;
+        (is_mp_key(k) ? volume_changes[k] : ct.config[k]) = v;
         ct.pending.erase(k);
       } else {
         ct.pending[k] = v;
       }
     }
+    std::vector<std::string> log;
+    auto e = volumes->apply(ct.node, ct.vmid, ct.config, volume_deletes, volume_changes, &log);
+    warn_all(ct, log);
+    if (e) throw ApiFail{e.status, e.message, e.errors};
+  }
+
+  // Warnings of a synchronous API call (Proxmox's go to the syslog).
+  static void warn_all(const Container& ct, const std::vector<std::string>& lines) {
+    for (const auto& line : lines)
+      pvs::log::warn("pvesim: CT " + std::to_string(ct.vmid) + ": " + line);
   }
 
   std::string resize(Call& c) {
     const std::string node = node_of(c);
     Container& ct = need(c, vmid_param(c));
     check_unlocked(ct);
-    std::string disk = param(c, "disk"), size = param(c, "size");
-    if (disk != "rootfs" && !ct.config.count(disk))
-      throw fail500("no such mount point '" + disk + "'");
-    bool grow = !size.empty() && size[0] == '+';
-    uint64_t amount = 0;
-    if (!parse_size(grow ? size.substr(1) : size, &amount))
-      throw fail400("size", "unable to parse size '" + size + "'");
-    uint64_t current = rootfs_size(ct);
-    uint64_t target = grow ? current + amount : amount;
-    if (target < current) throw fail500("unable to shrink disk size");
-    if (target == current) throw fail500("disk is already at specified size");
+    std::string disk = param(c, "disk"), size = param(c, "size"), volid;
+    uint64_t current = rootfs_size(ct), target = 0;
+    if (disk != "rootfs") {  // a mount point's volume (its owner only)
+      if (auto e = volumes->check_resize(node, ct.vmid, ct.config, disk, size, &volid, &current,
+                                         &target))
+        throw ApiFail{e.status, e.message, e.errors};
+    } else {
+      bool grow = !size.empty() && size[0] == '+';
+      uint64_t amount = 0;
+      if (!parse_size(grow ? size.substr(1) : size, &amount))
+        throw fail400("size", "unable to parse size '" + size + "'");
+      target = grow ? current + amount : amount;
+      if (target < current) throw fail500("unable to shrink disk size");
+      if (target == current) throw fail500("disk is already at specified size");
+    }
     int vmid = ct.vmid;
-    return start_task("resize", std::to_string(vmid), c.user, node, [this, node, vmid, target] {
+    auto work = [this, vmid, volid, target] {
+      return volid.empty() ? "" : backend->resize_volume(vmid, volid, target);
+    };
+    auto done = [this, node, vmid, disk, volid, target] {
       Container* n = find_on(node, vmid);
       if (!n) return conf_missing(node, vmid);
-      auto& rootfs = n->config["rootfs"];
-      auto pos = rootfs.find("size=");
+      if (!volid.empty()) volumes->set_size(node, volid, target);
+      auto& value = n->config[disk];
+      auto pos = value.find("size=");
       if (pos != std::string::npos) {
-        auto end = rootfs.find(',', pos);
-        rootfs.replace(pos, end == std::string::npos ? std::string::npos : end - pos,
-                       "size=" + format_size(target));
+        auto end = value.find(',', pos);
+        value.replace(pos, end == std::string::npos ? std::string::npos : end - pos,
+                      "size=" + format_disk_size(target));
       } else {
-        rootfs += ",size=" + format_size(target);
+        value += ",size=" + format_disk_size(target);
       }
       return std::string();
-    });
+    };
+    return start_task("resize", std::to_string(vmid), c.user, node, done, nullptr, work);
   }
 
   // POST .../template: the checks under the config lock, then a `vztemplate` worker that turns
@@ -1171,6 +1197,7 @@ struct Simulator::Impl {
       Container* n = find_on(node, vmid);
       if (!n) return conf_missing(node, vmid);
       if (n->running) return std::string("you can't convert a CT to template if the CT is running");
+      if (auto e = Volumes::refusal("template", n->config); !e.empty()) return e;
       auto rootfs = n->config.find("rootfs");
       const std::string from = ":vm-" + std::to_string(vmid) + "-disk-";
       if (rootfs != n->config.end())
@@ -1205,6 +1232,7 @@ struct Simulator::Impl {
         return std::string("you can't start a CT if it's a template");
       st->skip = n->running;
       if (!st->skip) apply_pending(*n);  // vm_start: vmconfig_apply_pending
+      if (auto e = volumes->check_start(node, n->config); !e.empty() && !st->skip) return e;
       st->config = n->config;
       st->ipv4 = ipv4_of(*n);
       return std::string();
@@ -1325,11 +1353,12 @@ struct Simulator::Impl {
     if (config_int(ct, "protection", 0))
       throw fail500("can't remove CT " + std::to_string(vmid) + " - protection mode enabled");
     check_unlocked(ct);
-    bool force = flag(c, "force");
+    bool force = flag(c, "force"), unreferenced = flag(c, "destroy-unreferenced-disks");
     if (ct.running && !force)
       throw fail500("unable to destroy CT " + std::to_string(vmid) + " - container is running");
     ct.config["lock"] = "destroyed";
-    return start_task("vzdestroy", std::to_string(vmid), c.user, node, [this, node, vmid, force] {
+    auto upid = std::make_shared<std::string>();
+    *upid = start_task("vzdestroy", std::to_string(vmid), c.user, node, [=, this] {
       Container* n = find_on(node, vmid);
       if (!n) return conf_missing(node, vmid);
       // The worker checks again under the config flock: a start that ran meanwhile wins.
@@ -1341,12 +1370,20 @@ struct Simulator::Impl {
         backend->stop(vmid);
         n->running = false;
       }
+      // destroy_lxc_container: the volumes the CT owns are freed, the others stay (logged).
+      auto& log = tasks[*upid].log;
+      if (auto e = volumes->destroy(node, vmid, {n->config, n->pending}, unreferenced, &log);
+          !e.empty()) {
+        n->config.erase("lock");
+        return e;
+      }
       backend->destroy(vmid);
       release_lease(*n);
       for (auto& [id, pool] : pools) pool.members.erase(vmid);
       cts.erase(vmid);
       return std::string();
     });
+    return *upid;
   }
 
   Array::Ptr snapshot_list(Container& ct) {
@@ -1386,6 +1423,7 @@ struct Simulator::Impl {
                           return std::string("you can't take a snapshot if it's a template");
                         std::string lock = lock_of(*n);
                         if (!lock.empty()) return "CT is locked (" + lock + ")";
+                        if (auto e = Volumes::refusal("snapshot", n->config); !e.empty()) return e;
                         Snapshot s;
                         s.name = name;
                         s.description = description;
@@ -1924,6 +1962,10 @@ pvs::Result<std::unique_ptr<Simulator>> Simulator::start(Options options) {
   auto backend = make_backend(options);
   if (!backend) return pvs::fail(backend.error());
   impl->backend = std::move(*backend);
+  std::vector<std::string> storages{kLocalStorage};
+  if (impl->cluster->has_shared_storage()) storages.push_back(kSharedStorage);
+  impl->volumes = std::make_unique<Volumes>(impl->backend.get(), storages,
+                                            std::vector<std::string>{kSharedStorage});
   if (auto made = impl->make_certificate(); !made) return pvs::fail(made.error());
   impl->add_templates();
   for (const auto& pool : options.pools) impl->pools[pool] = {};
