@@ -108,6 +108,7 @@ TEST_F(LxcE2bTemplateTest, VolumesKeepTheFilesAcrossSandboxes) {
   EXPECT_EQ(r.exit_code, 0) << report;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report;
   EXPECT_NE(r.out.find("ok it is not listed any more"), std::string::npos) << report;
+  std::cout << r.out;
   // Its holder is gone with it: no container of the pool is left but the templates.
   auto volumes = test::http(port_, "GET", "/v1/volumes", "", "tok-builder");
   EXPECT_EQ(volumes.body, "{\"volumes\":[]}");

@@ -226,7 +226,10 @@ TEST_F(ClientTest, UpdateConfigRefusesKeysThatWidenAContainer) {
   auto sent = client_->requests_sent();
   for (const Params& changes :
        {Params{{"features", "nesting=1"}}, Params{{"memory", "512"}, {"hookscript", "local:x"}},
-        Params{{"mp0", "/srv,mp=/mnt"}}, Params{{"dev0", "/dev/kvm"}},
+        Params{{"mp0", "/srv,mp=/mnt"}}, Params{{"mp1", "local-lvm:/dev/sda,mp=/mnt"}},
+        Params{{"mp0", "local-lvm:1,mp=/mnt,shared=1"}}, Params{{"mp0", "local-lvm:1"}},
+        Params{{"mp0", "volume=/srv,mp=/mnt"}}, Params{{"delete", "mp0"}},
+        Params{{"mp0", "local-lvm:1,mp=/mnt,mountoptions=nosuid"}}, Params{{"dev0", "/dev/kvm"}},
         Params{{"unprivileged", "0"}}, Params{{"lxc.apparmor.profile", "unconfined"}},
         Params{{"delete", "memory,features"}}}) {
     auto refused = client_->update_config(kNode, 152, changes);
@@ -237,6 +240,10 @@ TEST_F(ClientTest, UpdateConfigRefusesKeysThatWidenAContainer) {
   }
   EXPECT_EQ(client_->requests_sent(), sent);
   ASSERT_TRUE(client_->update_config(kNode, 152, {{"memory", "512"}, {"description", "mp0"}}));
+  // A storage volume as a mount point (the controller's volumes) is the one mpN it writes.
+  ASSERT_TRUE(client_->update_config(kNode, 152, {{"mp0", "local-lvm:1,mp=/mnt/v,backup=0,ro=1"}}));
+  EXPECT_EQ(client_->config(kNode, 152)->at("mp0"),
+            "local-lvm:vm-152-disk-1,mp=/mnt/v,backup=0,ro=1,size=1G");
 }
 
 TEST_F(ClientTest, InvalidParametersCarryTheErrorMap) {

@@ -1,4 +1,5 @@
 // The typed Proxmox API calls: paths, parameters and answer decoding.
+#include <cctype>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -37,14 +38,40 @@ Status void_of(Result<Var> data) {
 // Container keys the controller never changes: they widen what a container may do to the host
 // (feature flags, hook scripts, device and bind mounts, raw lxc keys) or cannot change at all
 // (unprivileged). Proxmox refuses most of them to a token but lets it toggle `nesting`; the
-// client refuses them all, so no caller of update_config() can (docs/setup-and-hardening.md).
+// client refuses them all, so no caller of update_config() can (docs/setup-and-hardening.md),
+// but for one kind of mpN: a storage volume (volume_mount_point), never deleted or reverted.
+bool numbered(std::string_view key, std::string_view prefix) {
+  return key.size() > prefix.size() && key.starts_with(prefix) &&
+         key.find_first_not_of("0123456789", prefix.size()) == std::string_view::npos;
+}
+
 bool refused_key(std::string_view key) {
-  auto numbered = [&](std::string_view prefix) {
-    return key.size() > prefix.size() && key.starts_with(prefix) &&
-           key.find_first_not_of("0123456789", prefix.size()) == std::string_view::npos;
-  };
   return key == "features" || key == "hookscript" || key == "unprivileged" ||
-         key.starts_with("lxc") || numbered("mp") || numbered("dev");
+         key.starts_with("lxc") || numbered(key, "mp") || numbered(key, "dev");
+}
+
+// A mount point the controller may write (a volume, docs/api.md "Volumes"): a storage volume
+// ("STORAGE:SIZE" allocates one, "STORAGE:NAME" names one; never a host path: bind and device
+// mounts stay refused) with only the options mp=, backup= and ro=.
+bool volume_mount_point(std::string_view value) {
+  auto storage_end = value.find(':');
+  if (storage_end == 0 || storage_end == std::string_view::npos) return false;
+  for (char c : value.substr(0, storage_end))
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return false;
+  auto first = value.substr(0, value.find(','));
+  if (first.size() == storage_end + 1 || first[storage_end + 1] == '/') return false;
+  bool has_mp = false;
+  for (auto rest = value.substr(first.size()); !rest.empty();) {
+    rest.remove_prefix(1);  // the ','
+    auto option = rest.substr(0, rest.find(','));
+    rest.remove_prefix(option.size());
+    if (option.starts_with("mp=/"))
+      has_mp = true;
+    else if (option != "backup=0" && option != "backup=1" && option != "ro=1" && option != "ro=0")
+      return false;
+  }
+  return has_mp;
 }
 
 std::optional<Error> refuse_config_keys(const Params& changes) {
@@ -61,6 +88,7 @@ std::optional<Error> refuse_config_keys(const Params& changes) {
     }
     for (auto k : keys) {
       if (!refused_key(k)) continue;
+      if (numbered(k, "mp") && keys.size() == 1 && k == key && volume_mount_point(value)) continue;
       Error error = make_error(ErrorKind::kInvalidParameters, 0,
                                "refused by the client: the controller never changes '" +
                                    std::string(k) + "' of a container");
