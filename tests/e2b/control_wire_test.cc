@@ -88,9 +88,23 @@ TEST(ControlWire, UnsupportedFeaturesAreClear400s) {
   expect_400(create(R"({"autoResume":{"enabled":true}})"), "needs autoPause");
   expect_400(create(R"({"autoPause":true,"autoPauseMemory":true})"), "filesystem mode only");
   expect_400(create(R"({"mcp":{}})"), "mcp");
-  expect_400(create(R"({"volumeMounts":[{"name":"v","path":"/v"}]})"), "volumeMounts");
+  expect_400(create(R"({"volumeMounts":[{"name":"Bad","path":"/v"}]})"), "volumeMounts");
+  expect_400(create(R"({"volumeMounts":[{"name":"v"}]})"), "volumeMounts");
+  expect_400(create(R"({"volumeMounts":[{"name":"v","path":"/v","ro":true}]})"), "volumeMounts");
+  expect_400(create(R"({"volumeMounts":{"name":"v"}})"), "volumeMounts");
   expect_400(create(R"({"iam":{"tokens":{}}})"), "iam");
   EXPECT_TRUE(create(R"({"autoPause":false,"secure":true,"autoResume":{"enabled":false}})"));
+}
+
+// volumeMounts [{name, path}] as the SDK sends them (Record<path, Volume | name>): names, kept
+// for create_for to resolve; [] is no mount.
+TEST(ControlWire, VolumeMountsAreNamesAndPaths) {
+  auto r = create(R"({"volumeMounts":[{"name":"work","path":"/mnt/w"},{"name":"c","path":"/c"}]})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->create.volumes, (std::vector<VolumeMount>{{"work", "/mnt/w"}, {"c", "/c"}}));
+  r = create(R"({"volumeMounts":[]})");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->create.volumes.empty());
 }
 
 // lifecycle {onTimeout: 'pause', autoResume: true} as the SDK sends it.
@@ -250,6 +264,12 @@ TEST(ControlWire, Replies) {
   EXPECT_NE(detail_reply(s).find(R"("network":{"allowOut":["pypi.org"],"denyOut":["0.0.0.0/0"]})"),
             std::string::npos);
   EXPECT_EQ(list_reply(std::vector<SandboxView>{}), "[]");
+  EXPECT_NE(detail_reply(s).find(R"("volumeMounts":[])"), std::string::npos);
+  s.volume_mounts = {{"work", "/mnt/w"}};
+  EXPECT_NE(detail_reply(s).find(R"("volumeMounts":[{"name":"work","path":"/mnt/w"}])"),
+            std::string::npos);
+  EXPECT_NE(list_reply({s}).find(R"("volumeMounts":[{"name":"work","path":"/mnt/w"}])"),
+            std::string::npos);
   EXPECT_EQ(e2b_error_body(not_found("no sandbox sb-1")),
             R"({"code":404,"message":"no sandbox sb-1"})");
   MetricView m{60, 2, 12.5, 1, 2, 3, 4, 5};

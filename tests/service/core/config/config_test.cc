@@ -144,6 +144,31 @@ TEST(Config, WarmPoolAndDhcp) {
             "controller.yaml: proxmox.warm_pool: must be an integer in [0, 1024], not \"-1\"");
 }
 
+TEST(Config, Volumes) {
+  auto off = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(off->manager.volumes.holder_template_vmid, 0);
+  auto c = parse_config(minimal("volumes:\n  holder_template_vmid: 8990\n  storage: fast\n"
+                                "  default_size_gb: 4\n  max_size_gb: 32\n  max_per_owner: 2\n"
+                                "  max_mounts: 3\n"),
+                        "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  const VolumeConfig& v = c->manager.volumes;
+  EXPECT_EQ(v.holder_template_vmid, 8990);
+  EXPECT_EQ(v.storage, "fast");
+  EXPECT_EQ(v.default_size_gb, 4);
+  EXPECT_EQ(v.max_size_gb, 32);
+  EXPECT_EQ(v.max_per_owner, 2);
+  EXPECT_EQ(v.max_mounts, 3);
+  EXPECT_EQ(error_of(minimal("volumes:\n  holder_template_vmid: 10005\n")),
+            "controller.yaml: volumes.holder_template_vmid: must be outside the VMID range "
+            "(proxmox.vmid_min..vmid_max)");
+  EXPECT_EQ(error_of(minimal("volumes:\n  default_size_gb: 9\n  max_size_gb: 8\n")),
+            "controller.yaml: volumes.default_size_gb: must not exceed max_size_gb");
+  EXPECT_EQ(error_of(minimal("volumes:\n  max_mounts: 0\n")),
+            "controller.yaml: volumes.max_mounts: must be an integer in [1, 64], not \"0\"");
+}
+
 TEST(Config, ErrorsNameFileKeyAndReason) {
   EXPECT_EQ(error_of(minimal("listen:\n  port: 70000\n")),
             "controller.yaml: listen.port: must be an integer in [0, 65535], not \"70000\"");
