@@ -33,7 +33,8 @@ int cmd_create(Client& c, Args& a) {
     first = false;
   };
   std::map<std::string, std::string> labels, selector;
-  Args egress;  // --allow/--ports/--list, for allowlist_json
+  std::string volumes;  // --volume: the items of "volumes"
+  Args egress;          // --allow/--ports/--list, for allowlist_json
   auto integer = [&](const std::string& flag) {
     std::string v = a.next(flag);
     if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) {
@@ -68,6 +69,8 @@ int cmd_create(Client& c, Args& a) {
       field("template", json_string(a.next(f)));
     else if (f == "--node")
       field("node", json_string(a.next(f)));
+    else if (f == "--volume")
+      volumes += (volumes.empty() ? "" : ",") + volume_mount_json(a.next(f));
     else if (f == "--label" || f == "--node-selector") {
       std::string kv = a.next(f);
       auto eq = kv.find('=');
@@ -88,6 +91,7 @@ int cmd_create(Client& c, Args& a) {
       throw UsageError("create: --internet, or --allow/--list, not both");
     field("internet", allowlist_json(egress));
   }
+  if (!volumes.empty()) field("volumes", "[" + volumes + "]");
   if (!selector.empty()) field("node_selector", object(selector));
   if (!labels.empty()) {
     field("labels", object(labels));

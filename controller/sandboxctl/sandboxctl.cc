@@ -45,6 +45,7 @@ commands:
          [--allow NAME]... [--ports 80,443] | [--list L]   egress to these hosts only
          [--label KEY=VALUE]... [--hostname NAME] [--profile NAME] [--template NAME]
          [--node NAME] [--node-selector KEY=VALUE]...
+         [--volume NAME:PATH[:ro]]...   mount your volume at PATH (read-only with :ro)
   list [--label KEY=VALUE]...
   show ID
   ports ID                   what listens in the sandbox, with each port's preview path
@@ -79,6 +80,8 @@ commands:
   template build FILE   build a custom template from a recipe, its output as it goes (admin)
   template list | rm NAME   the custom templates (the operator's and your captures); delete
                         one nothing uses (your capture, or any with an admin token)
+  volume create NAME [--size GB] [--node NAME]   a disk of yours that outlives sandboxes
+  volume list | show ID | rm ID | resize ID GB
   audit [--limit N] [--action A] [--sandbox ID]   the audit log's last records (admin token)
   approvals [list [--all]]  pending approvals (approver or admin token: everyone's)
   approvals watch [--interval-ms N] [--count N]   print approvals as they turn up and are decided
@@ -211,7 +214,8 @@ int main(int argc, char** argv) {
         {"node", cmd_node},
         {"template", cmd_template},
         {"audit", cmd_audit},
-        {"approvals", cmd_approvals}};
+        {"approvals", cmd_approvals},
+        {"volume", cmd_volume}};
     auto it = commands.find(cmd);
     if (it == commands.end()) throw UsageError("unknown command " + cmd);
     std::cout.flush();

@@ -117,5 +117,8 @@ int cmd_fork(Client& c, Args& a);
 int cmd_node(Client& c, Args& a);
 int cmd_audit(Client& c, Args& a);
 int cmd_approvals(Client& c, Args& a);  // commands_approvals.cc
+int cmd_volume(Client& c, Args& a);     // commands_volumes.cc
+// create's --volume NAME:PATH[:ro] as one item of "volumes".
+std::string volume_mount_json(const std::string& spec);
 
 }  // namespace pvs::cli
