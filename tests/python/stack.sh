@@ -101,7 +101,7 @@ start "$ns_node" "$tmp/pvesim.log" "$pvesim_bin" --port "$pve_port" \
   --token-file "$pve_token_id=$tmp/pve-token-secret" --auth-delay-ms 0 --pool pve-sandbox \
   --backend netns --bridge vmbr1 --no-create-bridge --bridge-cidr 10.99.0.1/16 \
   --ns-prefix "$id-" --authorized-keys "$tmp/authorized_keys" --ssh-user "$user" \
-  --info-file "$tmp/pvesim.info"
+  --template 9000 --template 8990 --info-file "$tmp/pvesim.info"
 wait_for "pvesim" test -s "$tmp/pvesim.info"
 fingerprint=$(sed -n 's/^fingerprint=//p' "$tmp/pvesim.info")
 template_host_key=$(sed -n 's/^ssh_host_key=//p' "$tmp/pvesim.info")
@@ -158,6 +158,8 @@ ssh:
   host_key_fingerprint: "$template_host_key"
 agent:
   socket: $tmp/agent.sock
+volumes:
+  holder_template_vmid: 8990
 YAML
 "$controller_bin" --check-config --config "$tmp/controller.yaml" >"$tmp/check-config.log" 2>&1 || {
   cat "$tmp/check-config.log" >&2

@@ -14,11 +14,14 @@ from pve_sandbox import (
     AsyncApprovalsClient,
     AsyncSandbox,
     AsyncTerminal,
+    AsyncVolumesClient,
+    Conflict,
     LimitExceeded,
     NoMatch,
     NotFound,
     PermissionDenied,
     Unavailable,
+    VolumeMount,
 )
 
 T = TypeVar("T")
@@ -171,6 +174,25 @@ def test_internet_snapshots(stack: Stack) -> None:
             assert [s.name for s in await sb.snapshots.list()] == ["s1"]
             assert (await sb.snapshots.rollback("s1")).id == sb.id
             await sb.snapshots.delete("s1")
+
+    run(go)
+
+
+def test_volumes(stack: Stack) -> None:
+    async def go() -> None:
+        async with AsyncVolumesClient() as volumes:
+            vol = await volumes.create("py-async")
+            sb = await AsyncSandbox.create(ttl=600, volumes=[VolumeMount("py-async", "/srv/a")])
+            try:
+                assert [m.path for m in sb.info.volumes] == ["/srv/a"]
+                with pytest.raises(Conflict):
+                    await volumes.resize(vol.id, 2)
+            finally:
+                await sb.destroy()
+                await sb.close()
+            await volumes.delete(vol.id)
+            with pytest.raises(NotFound):
+                await volumes.get(vol.id)
 
     run(go)
 

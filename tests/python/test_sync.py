@@ -20,6 +20,7 @@ from pve_sandbox import (
     ApprovalDenied,
     ApprovalRequired,
     ApprovalsClient,
+    Conflict,
     Internal,
     InvalidArgument,
     LimitExceeded,
@@ -29,6 +30,8 @@ from pve_sandbox import (
     Sandbox,
     TerminalInputRefused,
     Unauthenticated,
+    VolumeMount,
+    VolumesClient,
     __version__,
 )
 
@@ -113,6 +116,28 @@ def test_capture_and_fork(stack: Stack) -> None:
         headers={"Authorization": "Bearer " + stack.token},
     )
     assert gone.status_code == 204, gone.text
+
+
+def test_volumes(stack: Stack) -> None:
+    with VolumesClient() as volumes:
+        vol = volumes.create("py-work", size_gb=1)
+        assert (vol.name, vol.size_gb, vol.mounted_by) == ("py-work", 1, None)
+        with pytest.raises(Conflict):
+            volumes.create("py-work")
+        with Sandbox.create(
+            ttl=600, volumes=[VolumeMount("py-work", "/mnt/w", read_only=True)]
+        ) as sb:
+            assert sb.info.volumes == [VolumeMount(vol.id, "/mnt/w", True)]
+            assert volumes.get(vol.id).mounted_by == sb.id
+            with pytest.raises(Conflict):
+                volumes.delete(vol.id)
+            with pytest.raises(Conflict):
+                Sandbox.create(volumes=[{"volume": "py-work", "path": "/mnt/x"}])
+        assert volumes.resize(vol.id, 2).size_gb == 2
+        assert [v.id for v in volumes.list()] == [vol.id]
+        volumes.delete(vol.id)
+        with pytest.raises(NotFound):
+            volumes.get(vol.id)
 
 
 def test_ports_and_preview_url(sb: Sandbox, stack: Stack) -> None:

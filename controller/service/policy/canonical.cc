@@ -47,6 +47,19 @@ std::string canonical_create(const CreateRequest& r, const Egress& egress) {
   w.key("profile").value(r.profile);
   if (!r.template_name.empty()) w.key("template").value(r.template_name);  // older forms kept
   w.key("ttl_seconds").value(r.ttl_seconds);
+  if (!r.volumes.empty()) {  // what an approval of a create binds: its mounts too
+    w.key("volumes").begin_array();
+    for (const auto& v : r.volumes)
+      w.begin_object()
+          .key("path")
+          .value(v.path)
+          .key("read_only")
+          .value(v.read_only)
+          .key("volume")
+          .value(v.volume)
+          .end_object();
+    w.end_array();
+  }
   if (r.pause_on_expiry) w.key("on_expiry").value("pause").key("auto_resume").value(r.auto_resume);
   return w.end_object().take();
 }

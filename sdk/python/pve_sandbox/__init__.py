@@ -22,6 +22,7 @@ from .aio import (
     AsyncSnapshots,
     AsyncTerminal,
     AsyncTerminals,
+    AsyncVolumesClient,
 )
 from .errors import (
     AlreadyExists,
@@ -63,6 +64,8 @@ from .models import (
     SnapshotInfo,
     TemplateInfo,
     TerminalInfo,
+    VolumeInfo,
+    VolumeMount,
     WaitResult,
     WriteInfo,
 )
@@ -76,6 +79,7 @@ from .sandbox import (
     Snapshots,
     Terminal,
     Terminals,
+    VolumesClient,
 )
 
 __all__ = [
@@ -95,6 +99,7 @@ __all__ = [
     "AsyncTerminal",
     "AsyncTerminalConnection",
     "AsyncTerminals",
+    "AsyncVolumesClient",
     "BinaryFile",
     "ClientConfig",
     "CommandHandle",
@@ -138,6 +143,9 @@ __all__ = [
     "Unauthenticated",
     "Unavailable",
     "UnsupportedMediaType",
+    "VolumeInfo",
+    "VolumeMount",
+    "VolumesClient",
     "WaitResult",
     "WriteInfo",
     "__version__",

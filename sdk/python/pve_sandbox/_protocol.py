@@ -42,6 +42,8 @@ from .models import (
     SnapshotInfo,
     TemplateInfo,
     TerminalInfo,
+    VolumeInfo,
+    VolumeMount,
     WaitResult,
     WriteInfo,
 )
@@ -52,6 +54,8 @@ ApprovalArg = Union[Approval, str, None]
 """An approval to present: the :class:`Approval` from ``ApprovalRequired``, or its id."""
 Internet = Union[bool, Mapping[str, Any], None]
 """``True``/``False``, ``{"allow": [names], "ports": [ports]}`` or ``{"list": "name"}``."""
+VolumeArg = Union[VolumeMount, Mapping[str, Any]]
+"""A volume to mount: a :class:`VolumeMount` or ``{"volume": name, "path": "/mnt/w"}``."""
 
 
 @dataclass
@@ -145,9 +149,12 @@ def create_sandbox(
     node_selector: Optional[Mapping[str, str]],
     approval: ApprovalArg,
     template: Optional[str] = None,
+    volumes: Optional[Sequence[VolumeArg]] = None,
 ) -> Call[SandboxInfo]:
     """``POST /sandboxes``."""
     body: Json = {}
+    if volumes:
+        body["volumes"] = [volume_mount_body(v) for v in volumes]
     for k, v in (("cpus", cpus), ("memory_mb", memory_mb), ("disk_gb", disk_gb)):
         if v is not None:
             body[k] = v
@@ -675,6 +682,50 @@ def key_items(keys: Sequence[str]) -> List[Dict[str, str]]:
 
 
 # --- approvals -------------------------------------------------------------------------------
+
+
+def volume_mount_body(v: VolumeArg) -> Json:
+    """One item of a create's ``volumes``: a :class:`VolumeMount`, or a mapping as the API takes
+    it (``{"volume", "path", "read_only"}``)."""
+    if isinstance(v, VolumeMount):
+        return v.to_json()
+    return dict(v)
+
+
+def create_volume(name: str, size_gb: Optional[int], node: Optional[str]) -> Call[VolumeInfo]:
+    """``POST /volumes``."""
+    body: Json = {"name": name}
+    if size_gb is not None:
+        body["size_gb"] = int(size_gb)
+    if node is not None:
+        body["node"] = node
+    return Call("POST", "/volumes", VolumeInfo.from_json, body=body, ok=(201,), timeout=300.0)
+
+
+def list_volumes() -> Call[List[VolumeInfo]]:
+    """``GET /volumes``: yours (an admin token: everyone's)."""
+    return Call("GET", "/volumes", lambda j: [VolumeInfo.from_json(v) for v in j["volumes"]])
+
+
+def get_volume(volume_id: str) -> Call[VolumeInfo]:
+    """``GET /volumes/{id}``."""
+    return Call("GET", "/volumes/" + _q(volume_id), VolumeInfo.from_json)
+
+
+def delete_volume(volume_id: str) -> Call[None]:
+    """``DELETE /volumes/{id}`` (409 while a sandbox holds it)."""
+    return Call("DELETE", "/volumes/" + _q(volume_id), lambda j: None, ok=(204,), timeout=300.0)
+
+
+def resize_volume(volume_id: str, size_gb: int) -> Call[VolumeInfo]:
+    """``POST /volumes/{id}/resize``: grows it (409 while a sandbox holds it)."""
+    return Call(
+        "POST",
+        "/volumes/" + _q(volume_id) + "/resize",
+        VolumeInfo.from_json,
+        body={"size_gb": int(size_gb)},
+        timeout=300.0,
+    )
 
 
 def list_approvals(config: ClientConfig, state: Optional[str]) -> Call[List[Approval]]:

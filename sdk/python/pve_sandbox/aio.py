@@ -23,7 +23,7 @@ import httpx
 
 from . import _protocol as P
 from ._config import ClientConfig, resolve_config
-from ._protocol import ApprovalArg, Internet, OutputCallback
+from ._protocol import ApprovalArg, Internet, OutputCallback, VolumeArg
 from ._shared import BackgroundWrapper, FileData, body_chunks
 from ._terminal_ws import AsyncTerminalConnection
 from ._transport import AsyncTransport
@@ -40,6 +40,7 @@ from .models import (
     Screen,
     SnapshotInfo,
     TemplateInfo,
+    VolumeInfo,
     TerminalInfo,
     WaitResult,
     WriteInfo,
@@ -571,6 +572,7 @@ class AsyncSandbox:
         template: Optional[str] = None,
         node: Optional[str] = None,
         node_selector: Optional[Mapping[str, str]] = None,
+        volumes: Optional[Sequence[VolumeArg]] = None,
         keep: bool = False,
         approval: ApprovalArg = None,
         url: Optional[str] = None,
@@ -606,6 +608,7 @@ class AsyncSandbox:
                         hostname=hostname,
                         profile=profile,
                         template=template,
+                        volumes=volumes,
                         node=node,
                         node_selector=node_selector,
                         approval=approval,
@@ -803,3 +806,42 @@ class AsyncApprovalsClient:
         """Denies."""
         aid = approval if isinstance(approval, str) else approval.id
         return await self._t.call(P.decide_approval(self._t.config, aid, False, reason))
+
+
+class AsyncVolumesClient:
+    """:class:`pve_sandbox.VolumesClient` for asyncio code."""
+
+    def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
+        self._t = AsyncTransport(resolve_config(url, token))
+
+    async def __aenter__(self) -> "AsyncVolumesClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Closes the connections."""
+        await self._t.close()
+
+    async def create(
+        self, name: str, *, size_gb: Optional[int] = None, node: Optional[str] = None
+    ) -> VolumeInfo:
+        """A new volume of yours (see :meth:`pve_sandbox.VolumesClient.create`)."""
+        return await self._t.call(P.create_volume(name, size_gb, node))
+
+    async def list(self) -> List[VolumeInfo]:
+        """Your volumes, oldest first."""
+        return await self._t.call(P.list_volumes())
+
+    async def get(self, volume_id: str) -> VolumeInfo:
+        """One volume."""
+        return await self._t.call(P.get_volume(volume_id))
+
+    async def delete(self, volume_id: str) -> None:
+        """Deletes it (``Conflict`` while a sandbox holds it)."""
+        await self._t.call(P.delete_volume(volume_id))
+
+    async def resize(self, volume_id: str, size_gb: int) -> VolumeInfo:
+        """Grows it (``Conflict`` while a sandbox holds it)."""
+        return await self._t.call(P.resize_volume(volume_id, size_gb))

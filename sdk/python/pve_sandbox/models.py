@@ -63,6 +63,8 @@ class SandboxInfo:
     """What the TTL's end does: ``"destroy"`` or ``"pause"``."""
     auto_resume: bool = False
     """With ``on_expiry="pause"``: a call on it while paused resumes it first."""
+    volumes: List["VolumeMount"] = field(default_factory=list)
+    """The volumes mounted in it (``create(volumes=...)``)."""
     raw: Json = field(default_factory=dict, repr=False)
     """The reply as sent."""
 
@@ -89,7 +91,73 @@ class SandboxInfo:
             host_key=j.get("host_key"),
             on_expiry=str(j.get("on_expiry", "destroy")),
             auto_resume=bool(j.get("auto_resume", False)),
+            volumes=[VolumeMount.from_json(v) for v in (j.get("volumes") or [])],
             raw=j,
+        )
+
+
+@dataclass
+class VolumeMount:
+    """A volume mounted in a sandbox: ``Sandbox.create(volumes=[VolumeMount("work", "/mnt/w")])``
+    (``volume``: a name or id of your volumes; a sandbox shows ids)."""
+
+    volume: str
+    """The volume's name or id (``vol-`` and 12 hex digits)."""
+    path: str
+    """Where it is mounted: absolute, not a system directory."""
+    read_only: bool = False
+    """Mounted read-only."""
+
+    @classmethod
+    def from_json(cls, j: Json) -> "VolumeMount":
+        """Parses one item of a sandbox's ``volumes``."""
+        return cls(
+            volume=str(j.get("id", j.get("volume", ""))),
+            path=str(j.get("path", "")),
+            read_only=bool(j.get("read_only", False)),
+        )
+
+    def to_json(self) -> Json:
+        """The item of a create's ``volumes``."""
+        body: Json = {"volume": self.volume, "path": self.path}
+        if self.read_only:
+            body["read_only"] = True
+        return body
+
+
+@dataclass
+class VolumeInfo:
+    """A volume: a named disk of your token that outlives its sandboxes (``VolumesClient``)."""
+
+    id: str
+    """``vol-`` and 12 hex digits."""
+    name: str
+    """Unique among your volumes."""
+    size_gb: int = 0
+    """Its size; writes past it fail with "No space left on device"."""
+    owner: str = ""
+    """The token that made it."""
+    node: str = ""
+    """Where it lives (sandboxes that mount it are placed there)."""
+    storage: str = ""
+    """The Proxmox storage."""
+    mounted_by: Optional[str] = None
+    """The sandbox that holds it (one at a time), or None."""
+    created_at: int = 0
+    """Unix seconds."""
+
+    @classmethod
+    def from_json(cls, j: Json) -> "VolumeInfo":
+        """Parses a volume object."""
+        return cls(
+            id=str(j.get("id", "")),
+            name=str(j.get("name", "")),
+            size_gb=int(j.get("size_gb", 0) or 0),
+            owner=str(j.get("owner", "") or ""),
+            node=str(j.get("node", "") or ""),
+            storage=str(j.get("storage", "") or ""),
+            mounted_by=j.get("mounted_by") or None,
+            created_at=int(j.get("created_at", 0) or 0),
         )
 
 

@@ -10,7 +10,7 @@ import httpx
 
 from . import _protocol as P
 from ._config import ClientConfig, resolve_config
-from ._protocol import ApprovalArg, Internet, OutputCallback
+from ._protocol import ApprovalArg, Internet, OutputCallback, VolumeArg
 from ._shared import BackgroundWrapper, FileData, body_chunks
 from ._terminal_ws import TerminalConnection
 from .errors import NotFound, InvalidArgument, PvsError, TooLarge
@@ -26,6 +26,7 @@ from .models import (
     Screen,
     SnapshotInfo,
     TemplateInfo,
+    VolumeInfo,
     TerminalInfo,
     WaitResult,
     WriteInfo,
@@ -556,6 +557,7 @@ class Sandbox:
         template: Optional[str] = None,
         node: Optional[str] = None,
         node_selector: Optional[Mapping[str, str]] = None,
+        volumes: Optional[Sequence[VolumeArg]] = None,
         keep: bool = False,
         approval: ApprovalArg = None,
         url: Optional[str] = None,
@@ -571,7 +573,8 @@ class Sandbox:
         ``on_expiry="pause"``, paused with its files kept; ``auto_resume=True`` then lets the
         next call on it resume it); ``labels``: for
         :meth:`list`; ``template``: a custom template's name (an operator's, or one of your
-        :meth:`capture` s). ``url``/``token`` default to ``PVS_URL``/``PVS_TOKEN`` (or
+        :meth:`capture` s); ``volumes``: your volumes to mount (:class:`VolumeMount`,
+        :class:`VolumesClient`). ``url``/``token`` default to ``PVS_URL``/``PVS_TOKEN`` (or
         ``SANDBOXCTL_URL``/``SANDBOXCTL_TOKEN``)."""
         config = resolve_config(
             url,
@@ -596,6 +599,7 @@ class Sandbox:
                     hostname=hostname,
                     profile=profile,
                     template=template,
+                    volumes=volumes,
                     node=node,
                     node_selector=node_selector,
                     approval=approval,
@@ -773,3 +777,45 @@ class ApprovalsClient:
         """Denies, with a reason the caller sees."""
         aid = approval if isinstance(approval, str) else approval.id
         return self._t.call(P.decide_approval(self._t.config, aid, False, reason))
+
+
+class VolumesClient:
+    """Your volumes: named disks that outlive the sandboxes that mount them
+    (``Sandbox.create(volumes=[VolumeMount("work", "/mnt/work")])``). One sandbox at a time
+    holds a volume, from its create until it is destroyed."""
+
+    def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
+        self._t = SyncTransport(resolve_config(url, token))
+
+    def __enter__(self) -> "VolumesClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the connections."""
+        self._t.close()
+
+    def create(
+        self, name: str, *, size_gb: Optional[int] = None, node: Optional[str] = None
+    ) -> VolumeInfo:
+        """A new volume: ``name`` 1-63 of ``[a-z0-9_-]`` (``Conflict`` if yours has it),
+        ``size_gb`` the controller's default if None."""
+        return self._t.call(P.create_volume(name, size_gb, node))
+
+    def list(self) -> List[VolumeInfo]:
+        """Your volumes, oldest first."""
+        return self._t.call(P.list_volumes())
+
+    def get(self, volume_id: str) -> VolumeInfo:
+        """One volume."""
+        return self._t.call(P.get_volume(volume_id))
+
+    def delete(self, volume_id: str) -> None:
+        """Deletes it and its files (``Conflict`` while a sandbox holds it)."""
+        self._t.call(P.delete_volume(volume_id))
+
+    def resize(self, volume_id: str, size_gb: int) -> VolumeInfo:
+        """Grows it (``Conflict`` while a sandbox holds it)."""
+        return self._t.call(P.resize_volume(volume_id, size_gb))

@@ -47,6 +47,17 @@ TEST(Canonical, EveryE2bCreateFieldCounts) {
   other = r;
   other.ttl_seconds = 3600;
   EXPECT_NE(canonical_e2b_create(other, egress, "base", env), base);
+  // The mounts count: an approval of a create with one volume is not spent on another.
+  other = r;
+  other.volumes = {{"work", "/mnt/w", false}};
+  const std::string with_volume = canonical_create(other, egress);
+  EXPECT_NE(with_volume.find(R"("volumes":[{"path":"/mnt/w","read_only":false,"volume":"work"}])"),
+            std::string::npos)
+      << with_volume;
+  other.volumes[0].read_only = true;
+  EXPECT_NE(canonical_create(other, egress), with_volume);
+  other.volumes[0].volume = "other";
+  EXPECT_NE(canonical_e2b_create(other, egress, "base", env), base);
 }
 
 // A move binds both ends and what lands: another source, another destination or other content

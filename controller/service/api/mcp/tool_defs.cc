@@ -34,7 +34,8 @@ constexpr ToolDef kTools[] = {
      R"J("labels":{"type":"object","additionalProperties":{"type":"string"},"description":"Labels to find it by later"},)J"
      R"J("hostname":{"type":"string","description":"A DNS label; default sandbox-<vmid>"},)J"
      R"J("profile":{"type":"string","description":"A hot pool profile configured by the operator"},)J"
-     R"J("template":{"type":"string","description":"A template to start from: the operator's, or one sandbox_capture saved"}}})J",
+     R"J("template":{"type":"string","description":"A template to start from: the operator's, or one sandbox_capture saved"},)J"
+     R"J("volumes":{"type":"array","maxItems":64,"description":"Your volumes (disks that outlive sandboxes, made by the operator or the REST API) to mount","items":{"type":"object","additionalProperties":false,"required":["volume","path"],"properties":{"volume":{"type":"string","description":"The volume's name or id"},"path":{"type":"string","description":"Where to mount it, e.g. /mnt/work"},"read_only":{"type":"boolean"}}}}}})J",
      false, false, false, true},
     {"sandbox_list", "List sandboxes",
      "List the sandboxes you own (optionally only those carrying every given label): id, "
