@@ -65,6 +65,11 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
   options.node = req.node;
   options.node_selector = req.node_selector;
   options.volumes = resolve_volumes(*manager, principal, req.volumes);
+  if (!options.volumes.empty()) {  // E2B's content plane lets go of them first
+    std::vector<std::string> ids;
+    for (const auto& v : options.volumes) ids.push_back(v.volume);
+    e2b_routes_.release_volume_helpers(ids);
+  }
   auto sandbox = manager->create(options);
   if (!sandbox) throw from_error(sandbox.error());
   return *sandbox;

@@ -18,6 +18,7 @@
 #include "core/observability/metrics.h"
 #include "e2b/envd_wire.h"
 #include "e2b/sessions.h"
+#include "e2b/volume_helpers.h"
 #include "http/auth.h"
 #include "http/replies.h"
 #include "http/request_context.h"
@@ -94,12 +95,15 @@ class E2bRoutes {
   void snapshot_list(RequestContext& ctx);
   void template_delete(RequestContext& ctx);  // Sandbox.deleteSnapshot (and a template's delete)
   void fork(RequestContext& ctx);
-  // Volumes (routes_volumes.cc): the control plane; the content plane answers 501.
+  // Volumes (routes_volumes.cc): the control plane; the content plane (routes_volume_content.cc)
+  // in the sandbox that mounts the volume (e2b/volume_helpers.h).
   void volume_create(RequestContext& ctx);
   void volume_list(RequestContext& ctx);
   void volume_show(RequestContext& ctx);
   void volume_delete(RequestContext& ctx);
   void volume_content(RequestContext& ctx);
+  // A create is about to mount these volumes: their helper sandboxes go first.
+  void release_volume_helpers(const std::vector<std::string>& volume_ids);
   // Data plane (routes_envd.cc, routes_envd_files.cc).
   // A request for one of a sandbox's ports (other than envd's), routed as E2B routes it: by
   // Host "<port>-<id>.<domain>" or by E2b-Sandbox-Id/E2b-Sandbox-Port. Checks its
@@ -160,11 +164,24 @@ class E2bRoutes {
   int max_ttl() const;
   void admin_only(RequestContext& ctx);
   e2b::TemplateBuilds& builds();  // made at the first template call
+  // routes_volume_content.cc: a volume's token (sealed {volume, owner}); the real path of a
+  // volume path, refused outside the volume; one call; a listing.
+  std::string volume_token(const VolumeInfo& v);
+  std::string volume_real(Sandbox& sb, const std::string& root, const std::string& path,
+                          int missing);
+  void volume_call(RequestContext& ctx, Sandbox& sb, const std::string& root,
+                   const std::string& what);
+  std::string list_volume_dir(Sandbox& sb, const std::string& root, const std::string& real,
+                              std::uint32_t depth);
+  e2b::VolumeHelpers& volume_helpers();  // made at the first content call
 
   Deps d_;
   e2b::SessionRegistry sessions_;
   DeniedLog denied_;
   std::once_flag builds_once_;
+  const std::string volume_key_;  // seals volume tokens (this process's)
+  std::once_flag helpers_once_;
+  std::unique_ptr<e2b::VolumeHelpers> helpers_;
   std::shared_ptr<e2b::TemplateBuilds> builds_;  // last: its builds end before the rest goes
 };
 

@@ -9,6 +9,7 @@
 #include "e2b/e2b_routes.h"
 #include "e2b/sessions.h"
 #include "http/json.h"
+#include "http/seal.h"
 #include "policy/canonical.h"
 #include "policy/egress_access.h"
 
@@ -69,7 +70,8 @@ std::string template_profile(const std::string& template_id) {
 
 E2bRoutes::E2bRoutes(Deps deps)
     : d_(std::move(deps)),
-      denied_({std::chrono::seconds(d_.config.audit_denied_interval_seconds), 1024}) {}
+      denied_({std::chrono::seconds(d_.config.audit_denied_interval_seconds), 1024}),
+      volume_key_(new_seal_key()) {}
 
 E2bRoutes::~E2bRoutes() {
   sessions_.clear();
@@ -232,6 +234,7 @@ void E2bRoutes::list(RequestContext& ctx) {
         return (s.phase == SandboxMetadata::Phase::kPaused) ? !q->paused : !q->running;
       });
       for (std::size_t i = q->offset; i < all.size() && page.size() < q->limit; ++i) {
+        if (all[i].labels.count(e2b::kVolumeHelperLabel)) continue;  // the content plane's
         auto sandbox = d_.sandbox_for(*ctx.principal, all[i].id);
         auto session = sessions_.ensure(sandbox);
         if (q->template_id && *q->template_id != session->template_id) continue;

@@ -3,20 +3,20 @@
 // VolumeAndToken), GET /volumes lists the token's, GET /volumes/{volumeID} shows one (404: the
 // SDK's VolumeNotFoundError), DELETE /volumes/{volumeID} deletes one (204; 404, which the SDK
 // reads as false; 409 while a sandbox holds it). Sandbox.create's volumeMounts mount them by
-// name. The content plane (/volumecontent/{volumeID}/..., E2B_VOLUME_API_URL) answers 501: the
-// controller reaches a volume's files only through a sandbox that mounts it; the reply's token
-// is "" so that a client sends nothing secret to a content plane elsewhere.
+// name. The reply's token is the volume's for the content plane (routes_volume_content.cc).
 #include "e2b/control_wire.h"
 #include "e2b/e2b_routes.h"
 #include "http/json.h"
+#include "policy/canonical.h"
 
 namespace pvs::service {
 namespace {
 
-std::string volume_json(const VolumeInfo& v, bool with_token) {
+// Volume (list) or VolumeAndToken (with `token`).
+std::string volume_json(const VolumeInfo& v, const std::string* token) {
   JsonWriter w;
   w.begin_object().key("volumeID").value(v.id).key("name").value(v.name);
-  if (with_token) w.key("token").value("");
+  if (token) w.key("token").value(*token);
   return w.end_object().take();
 }
 
@@ -51,7 +51,9 @@ void E2bRoutes::volume_create(RequestContext& ctx) {
       body->reject("name", "must be 1-63 of [a-z0-9_-], a letter or digit first");
     if (auto err = body->finish()) throw *err;
     ctx.params_json = "{\"name\":\"" + *name + "\"}";
-    d_.replies.send_json(ctx, 201, volume_json(d_.create_volume_for(*ctx.principal, *name), true));
+    auto made = d_.create_volume_for(*ctx.principal, *name);
+    const std::string token = volume_token(made);
+    d_.replies.send_json(ctx, 201, volume_json(made, &token));
   });
 }
 
@@ -59,7 +61,7 @@ void E2bRoutes::volume_list(RequestContext& ctx) {
   control(ctx, [&] {
     JsonWriter w;
     w.begin_array();
-    for (const auto& v : d_.volumes_for(*ctx.principal)) w.raw(volume_json(v, false));
+    for (const auto& v : d_.volumes_for(*ctx.principal)) w.raw(volume_json(v, nullptr));
     d_.replies.send_json(ctx, 200, w.end_array().take());
   });
 }
@@ -67,7 +69,8 @@ void E2bRoutes::volume_list(RequestContext& ctx) {
 void E2bRoutes::volume_show(RequestContext& ctx) {
   control(ctx, [&] {
     auto v = own_volume(d_.volumes_for(*ctx.principal), *ctx.principal, ctx.params.at("id"));
-    d_.replies.send_json(ctx, 200, volume_json(v, true));
+    const std::string token = volume_token(v);
+    d_.replies.send_json(ctx, 200, volume_json(v, &token));
   });
 }
 
@@ -80,16 +83,30 @@ void E2bRoutes::volume_delete(RequestContext& ctx) {
   });
 }
 
-// The content plane's errors are {code: string, message}; no key is asked for (the SDK sends
-// its Bearer volume token, "" here, so no header at all).
-void E2bRoutes::volume_content(RequestContext& ctx) {
-  JsonWriter w;
-  w.begin_object().key("code").value("not_implemented");
-  w.key("message").value(
-      "pve-sandbox does not serve volume contents (docs/e2b.md, Volumes): mount the volume in a "
-      "sandbox (volumeMounts) and use sandbox.files at its path");
-  ctx.error = ApiError{501, "not_implemented", "volume content plane"};
-  d_.replies.send_bytes(ctx, 501, "application/json", w.end_object().take());
+e2b::VolumeHelpers& E2bRoutes::volume_helpers() {
+  std::call_once(helpers_once_, [this] {
+    e2b::VolumeHelpers::Deps deps;
+    deps.volumes = d_.volumes_for;
+    deps.sandbox_for = d_.sandbox_for;
+    deps.destroy = d_.destroy;
+    // A helper is a create of the caller's: judged by the policy and counted as one.
+    deps.create = [this](const Principal& who, const CreateRequest& r) {
+      PolicyRequest asked;
+      asked.action = PolicyAction::kSandboxCreate;
+      asked.cpus = r.cpus;
+      asked.memory_mb = r.memory_mb;
+      asked.disk_gb = r.disk_gb;
+      asked.canonical = canonical_create(r, Egress::off());
+      admit(who, "", asked);
+      return d_.create_for(who, r, Egress::off());
+    };
+    helpers_ = std::make_unique<e2b::VolumeHelpers>(std::move(deps));
+  });
+  return *helpers_;
+}
+
+void E2bRoutes::release_volume_helpers(const std::vector<std::string>& volume_ids) {
+  volume_helpers().release(volume_ids);
 }
 
 }  // namespace pvs::service

@@ -5,7 +5,9 @@
 // content plane (E2B_VOLUME_API_URL) answers 501: the SDK's VolumeError names it.
 // Configuration: E2B_API_URL, E2B_SANDBOX_URL, E2B_VOLUME_API_URL, E2B_API_KEY, E2B_OTHER_KEY.
 // Each check prints "ok <name>" or "FAIL <name>: <why>"; the exit code counts the failures.
-import { Sandbox, Volume, VolumeError, VolumeNotFoundError } from 'e2b';
+import {
+  AuthenticationError, Sandbox, Volume, VolumeError, VolumeNotFoundError, VolumePathNotFoundError,
+} from 'e2b';
 import { check, expectError, exitCode, unexpected } from './checks.mjs';
 import { randomBytes, createHash } from 'node:crypto';
 
@@ -33,6 +35,35 @@ async function main() {
     (e) => e instanceof VolumeNotFoundError);
   check('another key lists none', (await Volume.list(other)).length === 0);
   check('another key cannot destroy it', (await Volume.destroy(vol.volumeId, other)) === false);
+
+  // The content plane before any sandbox mounts it.
+  check('the reply carries a volume token', vol.token.startsWith('vt1.'), vol.token);
+  const dir = await vol.makeDir('/notes/deep', { force: true });
+  check('makeDir makes parents', dir.type === 'directory' && dir.path === '/notes/deep',
+    JSON.stringify(dir));
+  const written = await vol.writeFile('/notes/a.txt', 'hello volume');
+  check('writeFile', written.type === 'file' && written.size === 12 && written.name === 'a.txt',
+    JSON.stringify(written));
+  check('readFile', (await vol.readFile('/notes/a.txt')) === 'hello volume');
+  const listed2 = await vol.list('/', { depth: 2 });
+  check('list with depth', listed2.map((e) => e.path).sort().join() ===
+    '/notes,/notes/a.txt,/notes/deep', JSON.stringify(listed2.map((e) => e.path)));
+  const meta = await vol.updateMetadata('/notes/a.txt', { uid: 1000, gid: 1000, mode: 0o600 });
+  check('updateMetadata', meta.uid === 1000 && meta.gid === 1000 && meta.mode === 0o600,
+    JSON.stringify(meta));
+  check('exists', (await vol.exists('/notes/a.txt')) && !(await vol.exists('/nope')));
+  await expectError('writeFile without force keeps a file', () => vol.writeFile('/notes/a.txt', 'x'),
+    (e) => e instanceof VolumeError && /409/.test(e.message));
+  await expectError('a path out of the volume is refused', () => vol.readFile('/../etc/passwd'),
+    (e) => e instanceof VolumeError && /400/.test(e.message));
+  await vol.writeFile('/gone.txt', 'bye');
+  await vol.remove('/gone.txt');
+  await expectError('a removed file is not found', () => vol.readFile('/gone.txt'),
+    (e) => e instanceof VolumePathNotFoundError);
+  await expectError('a wrong token is refused',
+    () => new Volume(vol.volumeId, vol.name, 'vt1.forged.mac').readFile('/notes/a.txt'),
+    (e) => e instanceof AuthenticationError);
+  check('the helper is not listed as a sandbox', (await Sandbox.list().nextItems()).length === 0);
 
   const sbx = await Sandbox.create({ volumeMounts: { '/mnt/data': vol }, timeoutMs: 600_000 });
   made.push(sbx);
@@ -63,8 +94,17 @@ async function main() {
   await expectError('a system path is refused',
     () => Sandbox.create({ volumeMounts: { '/etc/data': 'work-data' } }),
     (e) => /inside \/etc/.test(e?.message ?? ''));
-  await expectError('the content plane is not served (501)', () => vol.writeFile('/x.txt', 'y'),
-    (e) => e instanceof VolumeError && /501/.test(e.message) && /does not serve/.test(e.message));
+  check('the sandbox has what the content plane wrote, with its owner and mode',
+    (await sh(sbx, 'cat /mnt/data/notes/a.txt; echo; stat -c %u:%a /mnt/data/notes/a.txt')) ===
+    'hello volume\n1000:600');
+  await sh(sbx, 'ln -s /etc /mnt/data/escape');
+  await expectError('a link out of the volume is not followed', () => vol.readFile('/escape/hostname'),
+    (e) => e instanceof VolumeError && /403/.test(e.message) && /leaves the volume/.test(e.message));
+  await expectError('nor written through', () => vol.writeFile('/escape/x', 'y'),
+    (e) => e instanceof VolumeError && /403/.test(e.message));
+  await vol.writeFile('/from-api.txt', 'while mounted');
+  check('the content plane works through the sandbox that mounts it',
+    (await sh(sbx, 'cat /mnt/data/from-api.txt')) === 'while mounted');
 
   await sbx.kill();
   const again = await Sandbox.create({ volumeMounts: { '/srv/data': 'work-data' }, timeoutMs: 600_000 });
