@@ -31,6 +31,7 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_gauge("pvs_manager_ready", "1 once the Manager recovered its state from Proxmox.");
   m.declare_gauge("pvs_sandboxes_live", "Live sandboxes.");
   m.declare_gauge("pvs_sandboxes_paused", "Live sandboxes that are paused.");
+  m.declare_gauge("pvs_volumes", "Volumes (their holders) known.");
   m.declare_counter("pvs_sandbox_creates_total", "Sandboxes created.");
   m.declare_counter("pvs_sandbox_create_failures_total", "Sandbox creations that failed.");
   m.declare_counter("pvs_sandbox_destroys_total", "Sandboxes destroyed.");

@@ -75,6 +75,9 @@ TEST_F(VolumeApiTest, CreateMountHoldResizeDelete) {
   EXPECT_EQ(json(call("GET", "/v1/volumes", "", "tok-admin").body)->getArray("volumes")->size(),
             3u);
   EXPECT_EQ(call("GET", "/v1/volumes/" + id, "", "tok-bob").status, 404);
+  auto metrics = http(svc_->port(), "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("\npvs_volumes 3\n"), std::string::npos) << metrics.body;
   EXPECT_EQ(call("GET", "/v1/volumes/vol-x", "", "tok-alice").status, 400);
 
   // Mounted by name, read-only: held from then on.
