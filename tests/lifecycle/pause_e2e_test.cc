@@ -148,6 +148,8 @@ TEST_F(PauseE2eTest, ARestartedControllerKeepsItPausedAndResumable) {
   EXPECT_EQ(found.host_key, before.host_key);
   EXPECT_EQ(found.expires_at, before.expires_at);
   EXPECT_EQ(m->count_owned("alice"), 1u);
+  EXPECT_EQ(m->count_paused("alice"), 1u);  // recovered paused, counted paused
+  EXPECT_EQ(m->count_paused("bob"), 0u);
   // A reconcile leaves it paused: not an orphan, not started.
   ASSERT_TRUE(m->reconcile());
   EXPECT_EQ(m->list()[0].phase, SandboxMetadata::Phase::kPaused);
@@ -156,6 +158,7 @@ TEST_F(PauseE2eTest, ARestartedControllerKeepsItPausedAndResumable) {
   auto sb = m->attach(before.id);
   ASSERT_TRUE(sb) << sb.error().message;
   ASSERT_TRUE((*sb)->resume(seconds(120)));
+  EXPECT_EQ(m->count_paused("alice"), 0u);
   auto info = (*sb)->info();
   EXPECT_LE(info.expires_at, now() + 120);
   EXPECT_GE(info.expires_at, now() + 120 - 30);

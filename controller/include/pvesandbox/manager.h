@@ -505,6 +505,8 @@ class Manager {
   // How many live sandboxes `owner` has (CreateOptions::owner): O(log owners), for per-token
   // limits checked on every create.
   virtual std::size_t count_owned(const std::string& owner) const = 0;
+  // How many of those are paused: O(the owner's sandboxes). Paused ones have a cap of their own.
+  virtual std::size_t count_paused(const std::string& owner) const = 0;
   virtual Status destroy_by_id(const std::string& id) = 0;
 
   // One recovery/reconciliation pass now (the background loop calls the same).

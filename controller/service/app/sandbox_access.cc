@@ -26,10 +26,8 @@ std::shared_ptr<Sandbox> Api::create_for(const Principal& principal, const Creat
                                          const Egress& egress) {
   auto manager = require_manager();
   const std::string& owner = principal.name;
-  // Paused sandboxes count against max_paused, not here (a walk, outside the API mutex).
-  int paused = 0;
-  for (const auto& s : manager->list({}))
-    paused += s.owner == owner && s.phase == SandboxMetadata::Phase::kPaused;
+  // Paused sandboxes count against max_paused, not here (the owner's, outside the API mutex).
+  const int paused = static_cast<int>(manager->count_paused(owner));
   {
     std::lock_guard lock(mu_);
     // The Manager keeps a count per owner: no walk over every live sandbox under mu_.

@@ -206,6 +206,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   Result<std::shared_ptr<Sandbox>> attach(const std::string& id);
   std::vector<SandboxInfo> list(const Labels& selector) const;
   std::size_t count_owned(const std::string& owner) const;
+  std::size_t count_paused(const std::string& owner) const;  // mu_ not held
   Status destroy_by_id(const std::string& id);
   Status destroy(SandboxImpl& sandbox);
   // pause.cc: Sandbox::pause and Sandbox::resume, within Manager::set_owner_limits.
@@ -550,7 +551,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::map<std::string, std::shared_ptr<SandboxImpl>> registry_;
   // Live sandboxes per owner, and each one's owner: kept with registry_ by enroll_locked and
   // unenroll_locked (the only writers of the three), so count_owned needs no walk.
-  std::map<std::string, std::size_t> owned_;
+  std::map<std::string, std::set<std::string>> owned_;  // owner -> the ids of its sandboxes
   std::map<std::string, std::string> owner_of_;
   void enroll_locked(const std::string& id, std::shared_ptr<SandboxImpl> sb,
                      const std::string& owner);
@@ -585,8 +586,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // refresh_custom_templates began (kept by it though it did not see them).
   std::multiset<std::string> capturing_, forking_;
   std::set<std::string> captured_;
-  // Volumes by id, with the volid of the holder's mp0 (under mu_, as the two below).
-  std::map<std::string, std::pair<VolumeInfo, std::string>> volumes_;
+  std::map<std::string, std::pair<VolumeInfo, std::string>> volumes_;  // id -> its, mp0's volid
   std::map<std::string, std::string> volume_claims_;  // volume id -> the create's sandbox id
   std::set<std::pair<std::string, std::string>> volume_names_;  // (owner, name) being created
   std::atomic<int> nodes_reached_{0};  // nodes the last reconcile reached (Proxmox and agent)

@@ -119,7 +119,16 @@ Result<std::shared_ptr<Sandbox>> ManagerCore::attach(const std::string& id) {
 std::size_t ManagerCore::count_owned(const std::string& owner) const {
   std::lock_guard lock(mu_);
   auto it = owned_.find(owner);
-  return it == owned_.end() ? 0 : it->second;
+  return it == owned_.end() ? 0 : it->second.size();
+}
+
+std::size_t ManagerCore::count_paused(const std::string& owner) const {
+  std::lock_guard lock(mu_);
+  std::size_t paused = 0;
+  if (auto it = owned_.find(owner); it != owned_.end())
+    for (const auto& id : it->second)
+      if (auto sb = registry_.find(id); sb != registry_.end() && sb->second->paused()) ++paused;
+  return paused;
 }
 
 void ManagerCore::enroll_locked(const std::string& id, std::shared_ptr<SandboxImpl> sb,
@@ -127,14 +136,16 @@ void ManagerCore::enroll_locked(const std::string& id, std::shared_ptr<SandboxIm
   unenroll_locked(id);
   registry_[id] = std::move(sb);
   owner_of_[id] = owner;
-  ++owned_[owner];
+  owned_[owner].insert(id);
 }
 
 void ManagerCore::unenroll_locked(const std::string& id) {
   registry_.erase(id);
   auto o = owner_of_.find(id);
   if (o == owner_of_.end()) return;
-  if (auto n = owned_.find(o->second); n != owned_.end() && --n->second == 0) owned_.erase(n);
+  if (auto n = owned_.find(o->second);
+      n != owned_.end() && n->second.erase(id) && n->second.empty())
+    owned_.erase(n);
   owner_of_.erase(o);
 }
 
@@ -314,6 +325,9 @@ class ManagerHandle final : public Manager {
   }
   std::size_t count_owned(const std::string& owner) const override {
     return core_->count_owned(owner);
+  }
+  std::size_t count_paused(const std::string& owner) const override {
+    return core_->count_paused(owner);
   }
   Status destroy_by_id(const std::string& id) override { return core_->destroy_by_id(id); }
   Status reconcile() override { return core_->reconcile(); }

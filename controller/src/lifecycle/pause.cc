@@ -69,10 +69,11 @@ Status ManagerCore::owner_admits(const SandboxImpl& sb, bool pausing) {
     std::lock_guard lock(mu_);
     if (!owner_limits_) return {};
     limits = owner_limits_;
-    for (auto& [id, other] : registry_) {
-      if (other->destroyed() || other->metadata().owner != owner) continue;
-      (other->paused() ? paused : running) += 1;
-    }
+    if (auto ids = owned_.find(owner); ids != owned_.end())
+      for (const auto& id : ids->second)  // the owner's only, not every sandbox
+        if (auto other = registry_.find(id);
+            other != registry_.end() && !other->second->destroyed())
+          (other->second->paused() ? paused : running) += 1;
   }
   return limits(owner, pausing, running, paused);
 }
