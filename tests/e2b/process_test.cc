@@ -13,6 +13,7 @@
 
 #include "e2b/base64.h"
 #include "e2b/refusing_sandbox.h"
+#include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs::service::e2b {
@@ -77,14 +78,7 @@ class ProcessTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     sshd_ = new test::SshdFixture();
-    SshConfig c;
-    c.host = sshd_->host();
-    c.port = sshd_->port();
-    c.user = sshd_->user();
-    c.private_key_file = sshd_->client_key_path();
-    c.host_key_fingerprint = sshd_->host_key_fingerprint();
-    c.connect_timeout = 5s;
-    sandbox_ = std::make_shared<SshSandbox>(c);
+    sandbox_ = std::make_shared<SshSandbox>(test::client_config(*sshd_));
   }
   static void TearDownTestSuite() {
     sandbox_.reset();

@@ -26,6 +26,7 @@
 
 #include "pvesandbox/common/unique_fd.h"
 #include "pvesandbox/ssh_session.h"
+#include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs {
@@ -42,17 +43,7 @@ class SshSessionTest : public ::testing::Test {
     sshd_ = nullptr;
   }
 
-  static SshConfig config() {
-    SshConfig c;
-    c.host = sshd_->host();
-    c.port = sshd_->port();
-    c.user = sshd_->user();
-    c.private_key_file = sshd_->client_key_path();
-    c.host_key_policy = HostKeyPolicy::kPinned;
-    c.host_key_fingerprint = sshd_->host_key_fingerprint();
-    c.connect_timeout = 5s;
-    return c;
-  }
+  static SshConfig config() { return test::client_config(*sshd_); }
 
   static ExecResult run(SshSession& s, const std::string& cmd, ExecOptions o = {}) {
     auto r = s.exec(cmd, std::move(o));
@@ -954,12 +945,7 @@ TEST(SshSessionLimits, MaxSessionsRefusalIsHandled) {
   test::SshdOptions opts;
   opts.max_sessions = 4;
   SshdFixture sshd(opts);
-  SshConfig c;
-  c.host = sshd.host();
-  c.port = sshd.port();
-  c.user = sshd.user();
-  c.private_key_file = sshd.client_key_path();
-  c.host_key_fingerprint = sshd.host_key_fingerprint();
+  SshConfig c = test::client_config(sshd);
   SshSession s(c);
   std::vector<std::future<Result<ExecResult>>> futures;
   for (int i = 0; i < 12; ++i)
@@ -996,12 +982,7 @@ std::string negotiated_cipher(const SshSession& s) {
 }
 
 SshConfig fixture_config(const SshdFixture& sshd) {
-  SshConfig c;
-  c.host = sshd.host();
-  c.port = sshd.port();
-  c.user = sshd.user();
-  c.private_key_file = sshd.client_key_path();
-  c.host_key_fingerprint = sshd.host_key_fingerprint();
+  SshConfig c = test::client_config(sshd);
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "pvesandbox/ssh_session.h"
+#include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs {
@@ -37,17 +38,7 @@ class SftpPoolTest : public ::testing::Test {
     sshd_ = nullptr;
   }
 
-  static SshConfig config() {
-    SshConfig c;
-    c.host = sshd_->host();
-    c.port = sshd_->port();
-    c.user = sshd_->user();
-    c.private_key_file = sshd_->client_key_path();
-    c.host_key_policy = HostKeyPolicy::kPinned;
-    c.host_key_fingerprint = sshd_->host_key_fingerprint();
-    c.connect_timeout = 5s;
-    return c;
-  }
+  static SshConfig config() { return test::client_config(*sshd_); }
 
   // Polls `done` until it holds or 30 s pass (a limit that only keeps a failure from hanging).
   template <typename F>

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "pvesandbox/ssh_session.h"
+#include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs {
@@ -90,16 +91,7 @@ std::string read_to_eof(TcpTunnel& t, std::size_t chunk) {
 
 class SshTunnelTest : public ::testing::Test {
  protected:
-  static SshConfig config(const SshdFixture& sshd) {
-    SshConfig c;
-    c.host = sshd.host();
-    c.port = sshd.port();
-    c.user = sshd.user();
-    c.private_key_file = sshd.client_key_path();
-    c.host_key_fingerprint = sshd.host_key_fingerprint();
-    c.connect_timeout = 5s;
-    return c;
-  }
+  static SshConfig config(const SshdFixture& sshd) { return test::client_config(sshd); }
   SshdFixture sshd_;
 };
 
@@ -225,12 +217,7 @@ TEST(SshTunnelRefusedTest, ForwardingForbiddenIsChannelRefused) {
   opts.extra_config = "AllowTcpForwarding no";
   SshdFixture sshd(opts);
   OneShotServer server([](int) {});
-  SshConfig c;
-  c.host = sshd.host();
-  c.port = sshd.port();
-  c.user = sshd.user();
-  c.private_key_file = sshd.client_key_path();
-  c.host_key_fingerprint = sshd.host_key_fingerprint();
+  SshConfig c = test::client_config(sshd);
   SshSession ssh(c);
   TunnelOptions o;
   o.port = server.port();
@@ -248,12 +235,7 @@ TEST(SshTunnelRefusedTest, TemplateConfigAllowsOnlyTheLoopback) {
   opts.extra_config = "AllowTcpForwarding local\nPermitOpen 127.0.0.1:*";
   SshdFixture sshd(opts);
   OneShotServer server([](int fd) { send_all(fd, "hi"); });
-  SshConfig c;
-  c.host = sshd.host();
-  c.port = sshd.port();
-  c.user = sshd.user();
-  c.private_key_file = sshd.client_key_path();
-  c.host_key_fingerprint = sshd.host_key_fingerprint();
+  SshConfig c = test::client_config(sshd);
   SshSession ssh(c);
   TunnelOptions o;
   o.port = server.port();

@@ -8,6 +8,7 @@
 
 #include "pvesandbox/ssh_session.h"
 #include "pvesandbox/terminal.h"
+#include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
 namespace pvs {
@@ -22,13 +23,7 @@ class TerminalTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     sshd_ = new test::SshdFixture();
-    SshConfig c;
-    c.host = sshd_->host();
-    c.port = sshd_->port();
-    c.user = sshd_->user();
-    c.private_key_file = sshd_->client_key_path();
-    c.host_key_fingerprint = sshd_->host_key_fingerprint();
-    c.connect_timeout = 5s;
+    SshConfig c = test::client_config(*sshd_);
     c.max_channels = 60;  // 50 terminals at once (the fixture's sshd allows 64)
     ssh_ = new SshSession(c);
   }

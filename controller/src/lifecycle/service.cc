@@ -84,8 +84,7 @@ std::string service_down_command() {
 
 Status start_service(SshSession& ssh) {
   ExecOptions o;
-  // The script keeps the ready check's own limit; this one only guards against a lost channel.
-  o.timeout = std::chrono::seconds(kMaxReadyTimeout + 30);
+  o.timeout = kServiceUpGuard;
   o.max_output = 16 << 10;
   auto r = ssh.exec(service_up_command(), std::move(o));
   if (!r) return fail(r.error().code, "the template's service: " + r.error().message);

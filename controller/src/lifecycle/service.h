@@ -13,6 +13,7 @@
 // has a service: one exec per boot, which returns at once when it has none.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ inline constexpr const char* kServiceDir = "/etc/pve-sandbox/template";
 
 // The files a build writes for `recipe` (none without start and ready).
 std::vector<TemplateRecipe::File> service_files(const TemplateRecipe& recipe);
+
+// What an exec of service_up_command may take: the ready check keeps its own limit (at most
+// kMaxReadyTimeout); this only guards against a lost channel.
+inline constexpr std::chrono::seconds kServiceUpGuard{kMaxReadyTimeout + 30};
 
 // The shell command that starts the service unless its supervisor runs, then waits for the
 // ready check: exit 0 ready (or no service), 3 not ready in time (its output says so, with the

@@ -191,8 +191,7 @@ Status run_recipe(SandboxImpl& box, BuildLog& log, const TemplateRecipe& r,
       return st;
   }
   if (!service.empty()) {  // as every boot of a sandbox of it will: started, then ready
-    auto ready = std::chrono::seconds(kMaxReadyTimeout + 30);
-    if (auto st = run_step(box, log, std::max<std::chrono::milliseconds>(timeout, ready),
+    if (auto st = run_step(box, log, std::max<std::chrono::milliseconds>(timeout, kServiceUpGuard),
                            "start and ready", service_up_command());
         !st)
       return st;

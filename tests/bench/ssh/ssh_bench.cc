@@ -45,6 +45,7 @@
 
 #include "bench_args.h"
 #include "pvesandbox/ssh_session.h"
+#include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
 extern char** environ;
@@ -287,12 +288,7 @@ int main(int argc, char** argv) {
                                              "-o", "StrictHostKeyChecking=yes"};
   bool ok = true;
 
-  pvs::SshConfig cfg;
-  cfg.host = sshd.host();
-  cfg.port = sshd.port();
-  cfg.user = sshd.user();
-  cfg.private_key_file = sshd.client_key_path();
-  cfg.host_key_fingerprint = sshd.host_key_fingerprint();
+  pvs::SshConfig cfg = pvs::test::client_config(sshd);
   cfg.exec_connections = pool;
   pvs::SshSession session(cfg);
   if (auto c = session.connect(); !c) {

@@ -17,6 +17,7 @@
 #include "pvesandbox/ssh_session.h"
 #include "pvesandbox/terminal.h"
 #include "ssh_tt_peer.h"
+#include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
 namespace {
@@ -34,13 +35,7 @@ int main(int argc, char** argv) {
   const int n = args.count(1, 300);
   signal(SIGPIPE, SIG_IGN);
   pvs::test::SshdFixture sshd;
-  pvs::SshConfig cfg;
-  cfg.host = sshd.host();
-  cfg.port = sshd.port();
-  cfg.user = sshd.user();
-  cfg.private_key_file = sshd.client_key_path();
-  cfg.host_key_fingerprint = sshd.host_key_fingerprint();
-  pvs::SshSession ssh(cfg);
+  pvs::SshSession ssh(pvs::test::client_config(sshd));
   pvs::TerminalOptions o;
   o.command = "cat";
   auto term = pvs::Terminal::open(ssh, o);
