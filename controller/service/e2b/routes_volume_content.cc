@@ -186,6 +186,15 @@ void E2bRoutes::volume_call(RequestContext& ctx, Sandbox& sb, const std::string&
                             const std::string& what) {
   const std::string path = in_volume(root, ctx.query_value("path"));
   const std::string& m = ctx.method;
+  {
+    JsonWriter p;  // what the audit records of a write
+    p.begin_object()
+        .key("call")
+        .value(what.substr(0, 32))
+        .key("path")
+        .value(volume_path(root, path));
+    ctx.params_json = p.end_object().take();
+  }
   auto stat_reply = [&](const std::string& real) {
     auto a = sb.stat(real);
     if (!a) throw from_error(a.error());
