@@ -1,9 +1,10 @@
 // What every E2B benchmark does around its node script: installs the pinned `e2b` SDK
-// (tests/e2b/client/package-lock.json) into the build tree once, copies `script` beside it,
-// starts the netns stack and the pve-sandbox-controller binary with `extra_yaml` after the
-// stack's configuration, runs `node script args...` with the SDK pointed at the controller
-// (E2B_API_URL, E2B_SANDBOX_URL, PVS_URL, PVS_CONTROLLER_PID, plus `env`), prints what it printed
-// and stops the controller. Returns the script's exit code (1 if the set-up failed).
+// (tests/e2b/client/package-lock.json; or another node package, `client`) into the build tree
+// once, copies `script` beside it, starts the netns stack and the pve-sandbox-controller binary
+// with `extra_yaml` after the stack's configuration, runs `node script args...` with the SDK
+// pointed at the controller (E2B_API_URL, E2B_SANDBOX_URL, PVS_URL, PVS_CONTROLLER_PID, plus
+// `env`), prints what it printed and stops the controller. Returns the script's exit code (1 if
+// the set-up failed).
 #pragma once
 
 #include <cstdio>
@@ -17,16 +18,24 @@
 
 namespace pvs::bench {
 
+// A node package: its source dir (package.json, package-lock.json), where it is installed, and
+// a module of it whose presence says it was.
+struct NodeClient {
+  std::string src = PVS_E2B_CLIENT_DIR;
+  std::string dir = PVS_E2B_NODE_DIR;
+  std::string marker = "e2b";
+};
+
 inline int run_e2b_bench(const std::string& script, const std::vector<std::string>& args,
-                         const std::string& extra_yaml, std::vector<std::string> env) {
-  std::string error =
-      test::npm_install_once(PVS_E2B_CLIENT_DIR, PVS_E2B_NODE_DIR, "package.json", "e2b");
+                         const std::string& extra_yaml, std::vector<std::string> env,
+                         const NodeClient& client = {}) {
+  std::string error = test::npm_install_once(client.src, client.dir, "package.json", client.marker);
   if (!error.empty()) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
   const std::string name = std::filesystem::path(script).filename();
-  std::filesystem::copy_file(script, std::string(PVS_E2B_NODE_DIR) + "/" + name,
+  std::filesystem::copy_file(script, client.dir + "/" + name,
                              std::filesystem::copy_options::overwrite_existing);
   test::Stack stack;
   std::uint16_t port = test::free_port();
@@ -39,7 +48,7 @@ inline int run_e2b_bench(const std::string& script, const std::vector<std::strin
     return 1;
   }
   std::string base = "http://127.0.0.1:" + std::to_string(port);
-  std::vector<std::string> argv = {"node", std::string(PVS_E2B_NODE_DIR) + "/" + name};
+  std::vector<std::string> argv = {"node", client.dir + "/" + name};
   argv.insert(argv.end(), args.begin(), args.end());
   env.insert(env.end(), {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
                          "PVS_URL=" + base, "PVS_CONTROLLER_PID=" + std::to_string(pid)});
