@@ -12,7 +12,7 @@
 // counted instead of failing the iteration (PVS_TTI_REUSE_CHECK=0).
 //
 // Usage: tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
-//                  [--burst-rounds N] [--floor N] [--pool N]
+//                  [--burst-rounds N] [--floor N] [--pool N] [--threads N]
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,14 +23,15 @@
 
 int main(int argc, char** argv) {
   using namespace pvs;
-  bench::Args args(argc, argv,
-                   "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
-                   "[--burst-rounds N] [--floor N] [--pool N]\n  time to interactive by "
-                   "ComputeSDK's method through computesdk + @computesdk/e2b, with the floor "
-                   "(netns stack, hot pool; root, node)",
-                   0,
-                   {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds",
-                    "--floor", "--pool"});
+  bench::Args args(
+      argc, argv,
+      "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
+      "[--burst-rounds N] [--floor N] [--pool N] [--threads N]\n  time to interactive by "
+      "ComputeSDK's method through computesdk + @computesdk/e2b, with the floor "
+      "(netns stack, hot pool; root, node)",
+      0,
+      {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds", "--floor",
+       "--pool", "--threads"});
   std::vector<std::string> script_args;
   const std::pair<const char*, int> counts[] = {{"--sequential", 30},  {"--staggered", 30},
                                                 {"--stagger-ms", 200}, {"--burst", 8},
@@ -40,13 +41,14 @@ int main(int argc, char** argv) {
                        {option, std::to_string(args.count(option, fallback, 0, 1000))});
   }
   int pool = args.count("--pool", 8, 1, 256);
+  int threads = args.count("--threads", 64, 1, 1024);  // http.threads
   const char* key = "e2b_7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e";
   // An admin token: the script reads the pool's claims and misses (GET /v1/pools).
   return bench::run_e2b_bench(
       PVS_TTI_BENCH_SCRIPT, script_args,
       "auth:\n  tokens:\n    - {name: tti, sha256: " + service::sha256_hex("tok-tti") +
           ", e2b_key_sha256: " + service::sha256_hex(key) + ", max_sandboxes: 128, admin: true}\n" +
-          "http:\n  threads: 64\nlog_level: error\n" +
+          "http:\n  threads: " + std::to_string(threads) + "\nlog_level: error\n" +
           "hot_pool:\n  profiles:\n    - {name: small, size: " + std::to_string(pool) + "}\n",
       {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-tti", "PVS_TTI_REUSE_CHECK=0"},
       {PVS_TTI_CLIENT_DIR, PVS_TTI_NODE_DIR, "@computesdk/e2b"});
