@@ -16,6 +16,7 @@
 #include "pvesandbox/manager.h"
 #include "pvesandbox/ssh_pty.h"
 #include "pvesandbox/ssh_session.h"
+#include "sandbox_run.h"
 #include "sim.h"
 #include "support/stack_fixture.h"
 
@@ -24,10 +25,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+using lxctest::trim;
 
 class LxcE2eTest : public ::testing::Test {
  protected:
@@ -51,14 +49,8 @@ class LxcE2eTest : public ::testing::Test {
   }
   std::unique_ptr<Manager> open() { return open(stack_->manager_config()); }
 
-  // stdout of `command` in the sandbox, trimmed; "<exit N>" appended when it fails.
   static std::string run(Sandbox& sb, const std::string& command) {
-    auto r = sb.exec(command);
-    if (!r) return "<error " + r.error().message + ">";
-    std::string out = trim(r->out);
-    if (r->exit_code != 0)
-      out += "<exit " + std::to_string(r->exit_code) + ": " + trim(r->err) + ">";
-    return out;
+    return lxctest::run(sb, command);
   }
 
   std::unique_ptr<test::Stack> stack_;

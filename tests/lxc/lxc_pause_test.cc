@@ -6,24 +6,13 @@
 #include "lxc_support.h"
 #include "manager_testing.h"
 #include "pvesandbox/manager.h"
+#include "sandbox_run.h"
 #include "support/stack_fixture.h"
 
 namespace pvs {
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-// stdout of `command` in the sandbox, trimmed; "<exit N>" appended when it fails.
-std::string run(Sandbox& sb, const std::string& command) {
-  auto r = sb.exec(command);
-  if (!r) return "<error " + r.error().message + ">";
-  std::string out = trim(r->out);
-  if (r->exit_code != 0) out += "<exit " + std::to_string(r->exit_code) + ": " + trim(r->err) + ">";
-  return out;
-}
+using lxctest::run;
 
 // One checksum over every file of the workspace, names included.
 constexpr const char* kChecksum =
