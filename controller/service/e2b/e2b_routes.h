@@ -6,6 +6,7 @@
 // REST API's own.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -182,6 +183,7 @@ class E2bRoutes {
   const std::string volume_key_;  // seals volume tokens (this process's)
   std::once_flag helpers_once_;
   std::unique_ptr<e2b::VolumeHelpers> helpers_;
+  std::atomic<bool> helpers_made_{false};        // no content call yet: no helper to release
   std::shared_ptr<e2b::TemplateBuilds> builds_;  // last: its builds end before the rest goes
 };
 

@@ -101,12 +101,15 @@ e2b::VolumeHelpers& E2bRoutes::volume_helpers() {
       return d_.create_for(who, r, Egress::off());
     };
     helpers_ = std::make_unique<e2b::VolumeHelpers>(std::move(deps));
+    helpers_made_ = true;
   });
   return *helpers_;
 }
 
+// Before the first content call there is no helper, and no reaper thread is started for a
+// create that only mounts volumes.
 void E2bRoutes::release_volume_helpers(const std::vector<std::string>& volume_ids) {
-  volume_helpers().release(volume_ids);
+  if (helpers_made_) volume_helpers().release(volume_ids);
 }
 
 }  // namespace pvs::service
