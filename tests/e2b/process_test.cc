@@ -221,7 +221,7 @@ TEST_F(ProcessTest, SignalKillsTheGroupAndLateSubscribers) {
   EXPECT_EQ(c.exit_code, -1);
   EXPECT_EQ(c.status, "signal: killed");
   EXPECT_EQ(c.stdout_text, "");
-  // (The exec's timeout watchdog stays in the group for up to a second; the sleeps are gone.)
+  // The sleeps are gone with their group.
   auto rest =
       sandbox_->exec("pgrep -g " + std::to_string(c.pid) + " -f 'sleep 60' || echo none", {});
   ASSERT_TRUE(rest);

@@ -28,12 +28,14 @@
 #include "pvesandbox/ssh_session.h"
 #include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
+#include "support/user_procs.h"
 
 namespace pvs {
 namespace {
 
 using namespace std::chrono_literals;
 using test::SshdFixture;
+using test::user_commands;
 
 class SshSessionTest : public ::testing::Test {
  protected:
@@ -232,32 +234,6 @@ TEST_F(SshSessionTest, EnvAndCwd) {
   EXPECT_EQ(b.error().ssh, SshErrc::kInvalidArgument);
 }
 
-// The command lines of `uid`'s processes. A process may exit while it is read: reading its
-// cmdline then fails (ESRCH), and it is left out, as gone.
-std::vector<std::string> user_commands(uid_t uid) {
-  std::vector<std::string> out;
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc"), ::closedir);
-  while (dirent* e = ::readdir(d.get())) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    struct stat st {};
-    std::string p = std::string("/proc/") + e->d_name;
-    if (::stat(p.c_str(), &st) != 0 || st.st_uid != uid) continue;
-    pvs::UniqueFd fd(::open((p + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) continue;
-    std::string cmd;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd.get(), buf, sizeof buf)) > 0)
-      cmd.append(buf, static_cast<std::size_t>(n));
-    if (n < 0) continue;
-    for (auto& c : cmd) {
-      if (c == '\0') c = ' ';
-    }
-    out.push_back(cmd);
-  }
-  return out;
-}
-
 TEST_F(SshSessionTest, TimeoutKillsTheWholeProcessTree) {
   struct stat st {};
   ASSERT_EQ(::stat(sshd_->home().c_str(), &st), 0);
@@ -285,63 +261,7 @@ TEST_F(SshSessionTest, TimeoutKillsTheWholeProcessTree) {
   EXPECT_EQ(run(s, "echo ok").out, "ok\n");
 }
 
-// Processes of `uid` whose command line contains one of `needles`.
-std::vector<std::string> user_commands_matching(uid_t uid,
-                                                std::initializer_list<const char*> needles) {
-  std::vector<std::string> out;
-  for (const auto& c : user_commands(uid)) {
-    for (const char* n : needles) {
-      if (c.find(n) != std::string::npos) {
-        out.push_back(c);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-// Polls until no process of `uid` matches (true), or `limit` passes (false).
-bool wait_until_gone(uid_t uid, std::initializer_list<const char*> needles,
-                     std::chrono::milliseconds limit) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (!user_commands_matching(uid, needles).empty()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
-}
-
-// The processes of process group `pgrp` other than its leader whose parent is not the leader
-// either: for a timed exec's login shell, its watchdog (the double-forked subshell and what that
-// runs), once the subshell between them has gone.
-std::vector<pid_t> group_members_not_children_of_leader(pid_t pgrp) {
-  std::vector<pid_t> out;
-  DIR* d = ::opendir("/proc");
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
-    auto paren = stat.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream rest(stat.substr(paren + 1));
-    char state = 0;
-    pid_t ppid = 0, group = 0;
-    if (!(rest >> state >> ppid >> group)) continue;
-    const pid_t pid = static_cast<pid_t>(std::stoi(e->d_name));
-    if (group == pgrp && pid != pgrp && ppid != pgrp) out.push_back(pid);
-  }
-  ::closedir(d);
-  return out;
-}
-
-uid_t home_uid(const std::string& home) {
-  struct stat st {};
-  EXPECT_EQ(::stat(home.c_str(), &st), 0);
-  return st.st_uid;
-}
-
-TEST_F(SshSessionTest, TimedExecIsExactAndLeavesNoWatchdog) {
-  const uid_t uid = home_uid(sshd_->home());
+TEST_F(SshSessionTest, TimedExecIsExact) {
   SshSession s(config());
   ExecOptions o = timeout_opts(30s);
   o.env = {{"PVS_X", "x"}};
@@ -364,80 +284,16 @@ TEST_F(SshSessionTest, TimedExecIsExactAndLeavesNoWatchdog) {
     EXPECT_EQ(timed.exit_code, untimed.exit_code) << cmd;
     EXPECT_TRUE(timed.exit_code == 138 || timed.exit_signal == "USR1") << cmd;
   }
-  // A `wait` in the command does not wait for the watchdog (it is not a job of the shell): the
-  // watchdog lives until the command ends, so a `wait` for it would last until the timeout.
+  // A `wait` in the command waits for its own jobs only (no guard runs beside it).
   auto waited = run(s, "sleep 0.1 & wait; echo waited", timeout_opts(30s));
   EXPECT_EQ(waited.out, "waited\n");
-  EXPECT_FALSE(waited.timed_out) << "the command's `wait` waited for the watchdog";
-  // The watchdog never holds the channel open: the command ends while the test keeps its
-  // watchdog stopped (alive for as long as the test wants), and the exec still returns. Were
-  // the channel's descriptors held by the watchdog, only the timeout would end the exec.
-  {
-    Gate gate(s, sshd_->home() + "/watchdog.gate");
-    std::promise<pid_t> shell_pid;
-    std::string first_line;
-    ExecOptions held = timeout_opts(30s);
-    held.on_output = [&](ExecStream stream, std::string_view d) {
-      if (stream != ExecStream::kStdout || first_line.ends_with('\n')) return;
-      first_line.append(d);
-      if (first_line.ends_with('\n')) shell_pid.set_value(std::stoi(first_line));
-    };
-    auto f = s.exec_async("echo $$; " + gate.wait() + "; exit 5", held);
-    const pid_t shell = shell_pid.get_future().get();
-    std::vector<pid_t> watchdog;
-    ASSERT_TRUE(eventually([&] {
-      watchdog = group_members_not_children_of_leader(shell);
-      return !watchdog.empty();
-    })) << "no watchdog in the login shell's process group "
-        << shell;
-    for (pid_t p : watchdog) ::kill(p, SIGSTOP);
-    gate.open();
-    auto ended = f.get();
-    for (pid_t p : watchdog) ::kill(p, SIGCONT);
-    ASSERT_TRUE(ended) << ended.error().to_string();
-    EXPECT_FALSE(ended->timed_out) << "the stopped watchdog held the channel open";
-    EXPECT_EQ(ended->exit_code, 5);
-  }
+  EXPECT_FALSE(waited.timed_out);
   // Binary stdout stays exact.
   std::string all;
   for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
   ExecOptions in = timeout_opts(30s);
   in.stdin_data = all;
   EXPECT_TRUE(run(s, "cat", in).out == all);
-  // Each watchdog ends within its 1 s poll after its command; none is left behind (the bound
-  // is far below the 39 s a watchdog that missed its command's end would live).
-  EXPECT_TRUE(wait_until_gone(uid, {"tail", "timeout", "sleep"}, 15s))
-      << "left behind: " << user_commands_matching(uid, {"tail", "timeout", "sleep"}).front();
-}
-
-TEST_F(SshSessionTest, WatchdogKillsTheGroupWhenTheControllerIsGone) {
-  const uid_t uid = home_uid(sshd_->home());
-  std::promise<void> started;
-  bool told = false;
-  auto s = std::make_unique<SshSession>(config());
-  ExecOptions o = timeout_opts(1s);
-  o.on_output = [&](ExecStream, std::string_view d) {
-    if (!told && d.find("started") != std::string_view::npos) {
-      told = true;
-      started.set_value();
-    }
-  };
-  auto f = s->exec_async("echo started; sh -c 'sleep 1001 & sleep 1001'", o);
-  started.get_future().wait();
-  // The controller "dies": the connection goes away without the timeout's kill.
-  s->close();
-  auto r = f.get();
-  ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().ssh, SshErrc::kClosed);
-  s.reset();
-  std::this_thread::sleep_for(1500ms);  // past the timeout: nobody killed them yet
-  int sleeps = 0;
-  for (const auto& c : user_commands(uid)) sleeps += c.rfind("sleep 1001", 0) == 0 ? 1 : 0;
-  EXPECT_EQ(sleeps, 2);
-  // The remote guard (timeout + 10 s after the start, polling each second) kills the whole
-  // group; the margin is for a loaded CI machine (sanitizers, parallel tests).
-  EXPECT_TRUE(wait_until_gone(uid, {"sleep 1001"}, 25s)) << "the guard did not fire";
-  EXPECT_TRUE(wait_until_gone(uid, {"tail", "timeout"}, 3s));
 }
 
 TEST_F(SshSessionTest, OutputCapKeepsHeadAndTail) {

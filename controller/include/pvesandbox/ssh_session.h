@@ -213,6 +213,9 @@ struct SshStats {
   int channels_open = 0;
   int channel_limit = 0;     // learnt from the server's refusals, else max_channels
   int exec_connections = 1;  // connections open for execs (the first + extra pool members)
+  // Timed commands registered with the session's watchdog, the remote guard for when the
+  // controller is gone (docs/ssh.md); one that ended before its registration went out is not.
+  std::uint64_t watched = 0;
   // Negotiated algorithms of the current connection: "kex=... hostkey=... cipher=... mac=...".
   std::string methods;
 };
@@ -288,8 +291,12 @@ std::string format_sha256_fingerprint(std::string_view raw_digest);
 Result<std::string> private_key_type(std::string_view key_text);
 // POSIX single-quoting: 'it'\''s'.
 std::string shell_quote(std::string_view text);
-// The command line sent to the server for an exec (pid marker, cd, env, timeout guard).
+// The command line sent to the server for an exec (pid marker when timed, cd, env).
 Result<std::string> build_remote_command(std::string_view command, const ExecOptions& options);
+// The POSIX shell script of a connection's watchdog (docs/ssh.md): reads "+ PGID GUARD" and
+// "- PGID" lines; at EOF it kills each group whose leader still runs at GUARD seconds after
+// the leader's start, and exits once none is left.
+std::string_view session_watchdog_script();
 // The cipher preference offered in the key exchange, given the ciphers the linked libssh2 has
 // (in its own order, its default preference): aes256-gcm@openssh.com and aes128-gcm@openssh.com
 // first where the library has them (libssh2 >= 1.11: one pass of authenticated encryption

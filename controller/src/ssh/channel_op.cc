@@ -58,7 +58,7 @@ Step ChannelOp::step(SshSession::Impl& io) {
       if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
       channel_ = nullptr;
       release_slot(io);
-      return freed();
+      return freed(io);
     }
     case State::kDone: return Step::kDone;
   }
@@ -85,7 +85,8 @@ std::optional<Step> ChannelOp::wait_slot(SshSession::Impl& io, Clock::time_point
     force_reserved_ = !io.try_reserve_channel();
   } else if (!io.try_reserve_channel()) {
     io.release_opener(this);
-    io.reclaim_idle_sftp();  // at the limit, an idle SFTP instance gives way to a command
+    // At the limit an idle SFTP instance, else the session's watchdog, gives way to a command.
+    if (!kind_.gives_way && !io.reclaim_idle_sftp()) io.yield_watchdog();
     return Step::kIdle;
   }
   reserved_ = true;
@@ -138,7 +139,7 @@ bool ChannelOp::on_session_lost(const Error& error, bool may_retry) {
   if (state_ == State::kDone) return false;
   channel_ = nullptr;
   reserved_ = false;
-  if (!requested_ && may_retry) {
+  if (!requested_ && may_retry && kind_.retry_lost) {
     state_ = State::kWaitSlot;
     return true;
   }

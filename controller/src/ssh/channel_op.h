@@ -47,6 +47,10 @@ class ChannelOp : public SshSession::Impl::Op {
     bool internal = false;       // takes no spare and may exceed the channel limit (a kill)
     bool retry_refused = false;  // a refused open waits for a slot to free up, not fails
     bool spare = true;           // may start on a spare "session" channel (a tunnel may not)
+    bool retry_lost = true;      // a lost session before any request: retried on a new one
+    // At the channel limit it waits without taking an idle SFTP instance's channel, and gives
+    // its own up when a command waits for one (the session's watchdog).
+    bool gives_way = false;
     // Appended to an open's error that is neither fatal nor retried.
     std::string_view open_hint = " (sshd MaxSessions reached?)";
   };
@@ -68,7 +72,7 @@ class ChannelOp : public SshSession::Impl::Op {
   // Before each wait for the close (pty: output written right before the end still counts).
   virtual void while_closing(SshSession::Impl&) {}
   // The channel is freed (exit_code_, exit_signal_ are set): deliver the result.
-  virtual Step freed() = 0;
+  virtual Step freed(SshSession::Impl& io) = 0;
   // The channel did not close within the grace and went to the zombie list: end the op.
   virtual Step abandoned() = 0;
   // The session is gone and the op is not retried: deliver `error` (no libssh2 calls).

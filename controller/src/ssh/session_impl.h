@@ -24,6 +24,7 @@
 
 namespace pvs::ssh_detail {
 
+class WatchdogOp;
 using Clock = std::chrono::steady_clock;
 
 // Keeps the first and last half of `cap` bytes of a stream and counts all of it.
@@ -143,6 +144,19 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   // Any thread: an op has new work queued from outside (a PTY write): step the ops again.
   void poke() { wake(); }
   std::uint64_t session_generation() const { return generation_; }
+  // The session's watchdog (ssh_watchdog.cc): one process per connection in the sandbox that
+  // kills a timed command's process group at its guard time should this controller be gone.
+  // ensure_watchdog starts it (a timed command is starting); watch registers a group (its
+  // leader's pid) with its guard, counted from the leader's start; unwatch lets it go (the
+  // leader ended); yield_watchdog asks it to give its channel up to a waiting command.
+  void ensure_watchdog();
+  void watch(long pgid, int guard_seconds);
+  void unwatch(long pgid);
+  void yield_watchdog();
+  // The watchdog's side: the registrations queued for it, as lines, and a count of how many it
+  // delivered.
+  void take_watch_lines(std::string* out);
+  void count_watched(std::uint64_t n) { watched_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
   void ensure_thread();  // REQUIRES: mu_ held
@@ -178,6 +192,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::atomic<std::uint64_t> keepalives_{0};
   std::atomic<int> stat_channels_open_{0};
   std::atomic<int> stat_channel_limit_{0};
+  std::atomic<std::uint64_t> watched_{0};
 
  public:
   // libssh2's allocations for the current connection: counted (stats) and linked in a list
@@ -223,6 +238,8 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   bool fatal_pending_ = false;
   Error fatal_error_;
   Clock::time_point next_keepalive_ = Clock::time_point::max();
+  std::shared_ptr<ssh_detail::WatchdogOp> watchdog_;
+  std::vector<std::pair<long, int>> watch_queue_;  // (pgid, guard seconds; 0: let go)
 };
 
 // Op factories (ssh_exec.cc, ssh_sftp.cc).

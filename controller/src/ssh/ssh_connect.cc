@@ -482,6 +482,8 @@ void SshSession::Impl::teardown(bool graceful) {
   free_leftover_allocations();
   sock_.reset();
   opener_ = nullptr;
+  watchdog_.reset();  // its process sees EOF and keeps guarding what it was told
+  watch_queue_.clear();
   channels_open_ = 0;
   stat_channels_open_.store(0);
   connected_.store(false);

@@ -4,7 +4,11 @@
 // Its start is the exec request; running: stdin out, stdout+stderr drained together until EOF;
 // the exit status arrives by the close. On timeout the command's process group is killed through a
 // second channel and the channel is drained for kill_grace; after that it is abandoned to the
-// zombie list and the partial result returned.
+// zombie list and the partial result returned. A timed command's process group is registered
+// with the session's watchdog (ssh_watchdog.cc) once its pid marker arrives, and let go when its
+// channel closes.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "channel_op.h"
@@ -54,6 +58,7 @@ class ExecOp : public ChannelOp {
   }
 
   Step start(SshSession::Impl& io) override {
+    if (want_marker_) io.ensure_watchdog();  // its channel opens while the command starts
     int rc = libssh2_channel_process_startup(channel_, "exec", 4, command_.data(),
                                              static_cast<unsigned>(command_.size()));
     if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
@@ -73,7 +78,9 @@ class ExecOp : public ChannelOp {
 
   Step open_failed(Error e) override { return deliver_error(std::move(e)); }
 
-  Step freed() override {
+  Step freed(SshSession::Impl& io) override {
+    // The login shell is gone: the guard has nothing left to watch.
+    if (watched_) io.unwatch(pgid_);
     if (error_) return deliver_error(std::move(*error_));
     return finish();
   }
@@ -191,6 +198,10 @@ class ExecOp : public ChannelOp {
         pgid_ = std::strtol(digits.c_str(), nullptr, 10);
         window_.erase(at, end + 1 - at);
         want_marker_ = false;
+        if (pgid_ > 1) {
+          io.watch(pgid_, guard_seconds());
+          watched_ = true;
+        }
         emit_err(window_);
         window_.clear();
         maybe_kill(io);
@@ -200,6 +211,13 @@ class ExecOp : public ChannelOp {
       return;
     }
     flush_marker_window();
+  }
+
+  // The remote guard's time, counted from the command's start: its timeout (whole seconds,
+  // rounded up) and 10 s more.
+  int guard_seconds() const {
+    const auto ms = options_.timeout.count();
+    return static_cast<int>(std::min<std::int64_t>((ms + 999) / 1000, 1 << 24)) + 10;
   }
 
   void flush_marker_window() {
@@ -272,6 +290,7 @@ class ExecOp : public ChannelOp {
   bool want_marker_;
   std::string window_;
   long pgid_ = -1;
+  bool watched_ = false;  // registered with the session's watchdog
   bool timed_out_ = false;
   bool kill_sent_ = false;
   std::optional<Error> error_;

@@ -111,7 +111,7 @@ class PtyOp : public ChannelOp {
 
   void while_closing(SshSession::Impl& io) override { drain(io); }
 
-  Step freed() override {
+  Step freed(SshSession::Impl&) override {
     exit_.exit_code = exit_code_;
     if (!exit_signal_.empty()) {
       exit_.signal = exit_signal_;

@@ -166,6 +166,7 @@ SshStats SshSession::Impl::stats() const {
   s.libssh2_live_allocations = live_allocations_.load();
   s.channels_open = stat_channels_open_.load();
   s.channel_limit = stat_channel_limit_.load();
+  s.watched = watched_.load();
   std::lock_guard<std::mutex> lock(mu_);
   s.methods = methods_;
   return s;
@@ -462,9 +463,11 @@ SshStats SshSession::stats() const {
   s.exec_connections = 1;
   std::lock_guard<std::mutex> lock(pool_->mu);
   for (const auto& m : pool_->extras) {
+    const SshStats extra = m.impl->stats();
+    s.watched += extra.watched;
     if (!m.impl->connected()) continue;
     ++s.exec_connections;
-    s.channels_open += m.impl->stats().channels_open;
+    s.channels_open += extra.channels_open;
   }
   return s;
 }

@@ -236,7 +236,7 @@ class TunnelOp : public ChannelOp {
     shared_->cv.notify_all();
   }
 
-  Step freed() override { return finish(std::nullopt); }
+  Step freed(SshSession::Impl&) override { return finish(std::nullopt); }
 
   Step abandoned() override {
     log::warn("ssh tunnel: channel to " + where() + " did not close; abandoning it");

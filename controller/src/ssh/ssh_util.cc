@@ -238,30 +238,12 @@ Result<std::string> build_remote_command(std::string_view command, const ExecOpt
     return ssh_fail(SshErrc::kInvalidArgument, "command contains a NUL byte");
   }
   std::string s;
-  const bool with_timeout = options.timeout.count() > 0;
-  if (with_timeout) {
+  if (options.timeout.count() > 0) {
     // The login shell is a session and process-group leader (sshd calls setsid), so $$ names
-    // the process group of everything the command starts. We kill that group on timeout.
+    // the process group of everything the command starts: the controller kills that group on
+    // timeout, and registers it with the session's watchdog, the guard for when the controller
+    // is gone (ssh_watchdog.cc, docs/ssh.md). A builtin: nothing is forked for it.
     s += "printf '\\036pvs:%s\\036' \"$$\" >&2\n";
-    // Remote guard for when this controller disappears: a watchdog in the background, off the
-    // command's critical path (see docs/ssh.md). It stays in the login shell's process group,
-    // so the group id cannot be reused while it lives; it is double-forked, so it is not a job
-    // of the login shell (a `wait` in the command does not wait for it); it never keeps the
-    // channel open. It first sleeps a second (most commands are done by then, and it costs one
-    // process); if the login shell's pid (which the command keeps when the shell execs it) is
-    // still there, `tail --pid` waits for it to go, at most until timeout + 10 s after the
-    // start, and then the group is killed. Without GNU timeout/tail it sleeps the full time.
-    // The redirections belong to the outer subshell, which applies them right after the fork
-    // (until then it holds the channel's pipes: one scheduling delay). Redirecting a brace
-    // group in the login shell instead would leave the shell's saved copies of the channel's
-    // fds open in both forks, and the channel would not close until the watchdog ends.
-    const auto ms = options.timeout.count();
-    const std::string rest = std::to_string((ms + 999) / 1000 + 10 - 1);
-    const std::string kill_group = "{ kill -s KILL -- -$$ 2>/dev/null || kill -9 -$$; }";
-    s += "( (sleep 1; kill -0 $$ || exit 0; timeout " + rest +
-         " tail --pid=$$ -s 1 -f /dev/null; r=$?; if [ $r = 124 ]; then " + kill_group +
-         "; elif [ $r != 0 ]; then sleep " + rest + "; kill -0 $$ && " + kill_group +
-         "; fi) & ) </dev/null >/dev/null 2>&1 &\n";
   }
   if (!options.cwd.empty()) {
     if (options.cwd.find('\0') != std::string::npos) {

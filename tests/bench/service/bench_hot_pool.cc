@@ -132,7 +132,7 @@ double library_once(pvs::Manager& m, double* created = nullptr, std::barrier<>* 
   if (created) *created = ms_since(t);
   if (between) between->arrive_and_wait();
   if (!sb) throw std::runtime_error("create: " + sb.error().message);
-  // As the REST exec runs it: with a timeout, so with the remote watchdog beside the command.
+  // As the REST exec runs it: with a timeout (registered with the session's watchdog).
   pvs::ExecOptions with_timeout;
   with_timeout.timeout = std::chrono::seconds(60);
   auto r = (*sb)->exec("echo hi", with_timeout);

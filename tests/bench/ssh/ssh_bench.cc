@@ -4,10 +4,11 @@
 //   ssh_bench [--runs N] [--mib M] [--rounds R] [--pool C] [--help]   (--mib 0 skips SFTP;
 //             C = SshConfig::exec_connections, default 3)
 //
-// 1. `true` round trip: warm SshSession (untimed, and with a 60 s timeout) vs `ssh` through a
-//    running ControlMaster; the "floor" is a local fork+exec of `/bin/sh -c true` measured in
-//    the same run (what sshd must at least do per exec), and ours minus floor is the overhead
-//    of everything else (client, SSH round trips, sshd's own work).
+// 1. `true` round trip: warm SshSession (untimed, with a 60 s timeout, and with the previous
+//    per-command watchdog) vs `ssh` through a running ControlMaster; the "floor" is a local
+//    fork+exec of `/bin/sh -c true` measured in the same run (what sshd must at least do per exec),
+//    and ours minus floor is the overhead of everything else (client, SSH round trips, sshd's own
+//    work).
 // 2. SFTP upload/download of an M MiB random file (default 256): SshSession vs `sftp -b`
 //    (OpenSSH's time excludes its connection set-up, measured with an empty batch).
 // 3. 32 concurrent execs of `sleep 0.2` (and of `true`) on one session, and the same through
@@ -47,6 +48,7 @@
 #include "pvesandbox/ssh_session.h"
 #include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
+#include "support/user_procs.h"
 
 extern char** environ;
 
@@ -303,10 +305,11 @@ int main(int argc, char** argv) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct SeriesCpu {
     double client = 0, sshd = 0, shells = 0, orphans = 0;  // ms per exec
+    int left = 0;  // processes left in the sandbox right after the first exec returned
   };
-  // Three ways to run `true`: untimed, with a 60 s timeout (the watchdog), and for comparison
-  // the guard SshSession used before the watchdog (a `timeout` wrapper around a second shell,
-  // sent as an untimed command).
+  // Three ways to run `true`: untimed, with a 60 s timeout (the session's watchdog guards it),
+  // and for comparison the guard SshSession used before (a watchdog per command, double-forked
+  // beside it: `sleep 1`, then `tail --pid` under `timeout`), sent as an untimed command.
   struct Variant {
     std::chrono::milliseconds timeout;
     std::string command;
@@ -315,8 +318,20 @@ int main(int argc, char** argv) {
       {0ms, "true"},
       {60000ms, "true"},
       {0ms,
-       "printf '\\036pvs:%s\\036' \"$$\" >&2\ncommand -v timeout >/dev/null 2>&1 && "
-       "exec timeout -s KILL 70 \"${SHELL:-/bin/sh}\" -c 'true'\ntrue"}};
+       "printf '\\036pvs:%s\\036' \"$$\" >&2\n( (sleep 1; kill -0 $$ || exit 0; timeout 69 tail "
+       "--pid=$$ -s 1 -f /dev/null; r=$?; if [ $r = 124 ]; then kill -s KILL -- -$$; elif [ $r "
+       "!= 0 ]; then sleep 69; kill -0 $$ && kill -s KILL -- -$$; fi) & ) </dev/null >/dev/null "
+       "2>&1 &\ntrue"}};
+  // What a command leaves running in the sandbox once it returned (sshd's own processes and
+  // the session's watchdog aside).
+  const uid_t user = pvs::test::home_uid(sshd.home());
+  auto left_behind = [&] {
+    int n = 0;
+    for (const auto& cmd : pvs::test::user_commands(user)) {
+      n += cmd.starts_with("sshd:") || cmd.find("session's watchdog") != std::string::npos ? 0 : 1;
+    }
+    return n;
+  };
   auto exec_once = [&](const Variant& v) {
     pvs::ExecOptions o;
     o.timeout = v.timeout;
@@ -348,7 +363,10 @@ int main(int argc, char** argv) {
     double cpu0 = process_cpu_ms();
     double orphans0 = children_cpu_ms();
     TreeCpu remote0 = tree_cpu(sshd.pid());
-    for (int i = 0; i < n; ++i) exec_once(v);
+    for (int i = 0; i < n; ++i) {
+      exec_once(v);
+      if (i == 0) cpu.left = left_behind();
+    }
     cpu.client = (process_cpu_ms() - cpu0) / n;
     std::this_thread::sleep_for(1500ms);  // the last watchdogs end within a second
     TreeCpu remote1 = tree_cpu(sshd.pid());
@@ -415,8 +433,15 @@ int main(int argc, char** argv) {
       "%.2f ms (timed: %.2f ms)\n",
       floor_p50, floor_cpu, ours_p50 - floor_p50, timed_p50 - floor_p50);
   std::printf(
-      "  previous guard (timeout wrapper, interleaved with the two above) p50 %.2f ms  p90 %.2f\n",
+      "  previous guard (a watchdog per command, interleaved with the two above) p50 %.2f ms  "
+      "p90 %.2f\n",
       median(wrapper), percentile(wrapper, 0.9));
+  std::printf("  timed - untimed p50 = %+.2f ms (target within 0.1 ms); previous guard %+.2f ms\n",
+              timed_p50 - ours_p50, median(wrapper) - ours_p50);
+  std::printf(
+      "  processes left in the sandbox right after a command: untimed %d, timed %d, previous "
+      "guard %d\n",
+      cpu_untimed.left, cpu_timed.left, cpu_wrapper.left);
   for (const auto& [name, c] : {std::pair<const char*, SeriesCpu>{"untimed", cpu_untimed},
                                 {"timed", cpu_timed},
                                 {"previous guard", cpu_wrapper}}) {
