@@ -266,9 +266,10 @@ TEST_F(TerminalTest, FiftyConcurrentTerminals) {
   for (auto& t : terms) t->close();
   for (auto& t : terms) EXPECT_EQ(t->wait({std::nullopt, 0ms, 10s}).outcome, WaitOutcome::kExited);
   // Their channels and the side execs that hang up their sessions are all gone soon.
-  for (int i = 0; i < 100 && ssh_->stats().channels_open > 1; ++i)
+  // The spare channel may be open, and the session's watchdog's (the hang-ups are timed execs).
+  for (int i = 0; i < 100 && ssh_->stats().channels_open > 2; ++i)
     std::this_thread::sleep_for(100ms);
-  EXPECT_LE(ssh_->stats().channels_open, 1);  // the spare channel may be open
+  EXPECT_LE(ssh_->stats().channels_open, 2);
 }
 
 }  // namespace

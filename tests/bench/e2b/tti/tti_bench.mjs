@@ -28,6 +28,8 @@
 import { compute } from 'computesdk';
 import { e2b } from '@computesdk/e2b';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 
 const opt = (name, fallback) => {
   const i = process.argv.indexOf(name);
@@ -143,8 +145,9 @@ async function firstCommands(sandbox, detector) {
 const client = compute({ provider: e2b({ apiKey: process.env.E2B_API_KEY }) });
 let nodeVersion = '';
 
-// One timed iteration: create -> probe -> node -v; destroy afterwards, not timed.
-async function iteration(detector) {
+// One timed iteration: create -> probe -> node -v; destroy afterwards, not timed. `ready` (if
+// given) is called when the clock stops.
+async function iteration(detector, ready) {
   let sandbox = null;
   try {
     const start = performance.now();
@@ -152,6 +155,7 @@ async function iteration(detector) {
     const created = performance.now();
     nodeVersion = await firstCommands(sandbox, detector);
     const end = performance.now();
+    ready?.();
     return { ttiMs: end - start, createMs: created - start, commandsMs: end - created };
   } finally {
     if (sandbox) {
@@ -182,14 +186,50 @@ async function waitPoolFull() {
   }
 }
 
+// Where the CPU goes (not in the method): the machine's busy time (/proc/stat), this client's
+// (process.cpuUsage: the SDK, 8 clients of a burst in one process) and the controller's
+// (/proc/PID/stat); the rest is the node's side: pvesim, the agent, sshd and the sandboxes'
+// shells. Clock ticks are USER_HZ, 100 on Linux.
+const TICK_MS = 10;
+const CORES = availableParallelism();
+const controllerPid = Number(process.env.PVS_CONTROLLER_PID || 0);
+function machineBusyMs() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return (f[0] + f[1] + f[2] + f[5] + f[6] + (f[7] || 0)) * TICK_MS;  // all but idle and iowait
+}
+function processMs(pid) {
+  if (!pid) return 0;
+  const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK_MS;  // utime + stime
+}
+const cpuNow = () => {
+  const c = process.cpuUsage();
+  return { at: performance.now(), machine: machineBusyMs(), controller: processMs(controllerPid),
+    client: (c.user + c.system) / 1000 };
+};
+// CPU between two snapshots: per part, and how busy the cores were over the wall clock.
+function cpuSince(a, b = cpuNow()) {
+  const machine = b.machine - a.machine, client = b.client - a.client;
+  const controller = b.controller - a.controller;
+  return { wall: b.at - a.at, machine, client, controller, rest: machine - client - controller };
+}
+const cpuLine = (c, n) =>
+  `CPU per iteration ${fmt(c.machine / n)} (client ${fmt(c.client / n)}, controller ` +
+  `${fmt(c.controller / n)}, node side ${fmt(c.rest / n)}); cores busy ` +
+  `${((100 * c.machine) / (c.wall * CORES)).toFixed(0)}% of ${CORES}`;
+
 const fmt = (ms) => `${ms.toFixed(1)} ms`;
 const results = [];
+const burstWindows = [];
 async function runMode(mode, label, body) {
   if (!label) return;
   const before = await waitPoolFull();
   const detector = newDetector();
   console.log(`\n--- ${mode}: ${label} ---`);
+  const cpu0 = cpuNow();
   const its = await body(detector);
+  const cpu = cpuSince(cpu0);
   const after = await pools();
   const ok = its.filter((i) => !i.error);
   const s = stats(ok.map((i) => i.ttiMs));
@@ -199,6 +239,7 @@ async function runMode(mode, label, body) {
     createMedian: stats(ok.map((i) => i.createMs)).median,
     commandsMedian: stats(ok.map((i) => i.commandsMs)).median,
     claims: after.claims - before.claims, misses: after.misses - before.misses,
+    cpuPerIteration: cpu.machine / Math.max(1, its.length),
   };
   results.push(res);
   for (const e of its.filter((i) => i.error)) console.log(`  FAILED: ${e.error}`);
@@ -206,6 +247,7 @@ async function runMode(mode, label, body) {
     `p99 ${fmt(s.p99)}; score ${res.score.toFixed(2)}`);
   console.log(`  median split: create ${fmt(res.createMedian)}, probe + node -v ${fmt(res.commandsMedian)}; ` +
     `pool claims ${res.claims}, misses ${res.misses}`);
+  console.log(`  ${cpuLine(cpu, Math.max(1, its.length))} (destroys and pool refills included)`);
   if (detector.markers || detector.suspected)
     console.log(`  reuse signals: ${detector.markers} markers of an earlier sandbox, ` +
       `${detector.suspected} with >= 3 repeated strong signals (shared host on the netns stand-in)`);
@@ -244,11 +286,19 @@ await runMode('burst', cfg.burst && cfg.burstRounds &&
   for (let round = 0; round < cfg.burstRounds; round++) {
     if (round) await waitPoolFull();
     const wall = performance.now();
-    const its = await Promise.all(Array.from({ length: cfg.burst }, () => settle(iteration(d))));
+    const cpu0 = cpuNow();
+    let window = null;  // CPU until the last of the round is ready (its destroy not yet)
+    let pending = cfg.burst;
+    const timed = () => settle(iteration(d, () => { if (--pending === 0) window = cpuSince(cpu0); }));
+    const its = await Promise.all(Array.from({ length: cfg.burst }, timed));
     const wallMs = performance.now() - wall;
     const ok = its.filter((r) => !r.error).map((r) => r.ttiMs);
     console.log(`  round ${round + 1}: wall clock ${fmt(wallMs)}, first ready ` +
       `${fmt(ok.length ? Math.min(...ok) : 0)}, success ${ok.length}/${its.length}`);
+    if (window) {
+      console.log(`    until the last was ready (${fmt(window.wall)}): ${cpuLine(window, cfg.burst)}`);
+      burstWindows.push(window);
+    }
     all.push(...its);
   }
   return all;
@@ -297,6 +347,15 @@ const seq = results.find((r) => r.mode === 'sequential');
 const burst = results.find((r) => r.mode === 'burst');
 if (seq?.median && burst?.median)
   console.log(`burst median / sequential median: ${(burst.median / seq.median).toFixed(2)}x`);
+// What the cores allow: a burst of n whose iterations need c ms of CPU each cannot all be ready
+// before n c / cores, and with the cores shared fairly they finish together near it.
+if (seq?.median && burstWindows.length) {
+  const per = burstWindows.reduce((a, w) => a + w.machine, 0) / (burstWindows.length * cfg.burst);
+  const bound = (cfg.burst * per) / CORES;
+  console.log(`CPU bound of a burst of ${cfg.burst} on ${CORES} cores: ${cfg.burst} x ${fmt(per)} / ` +
+    `${CORES} = ${fmt(bound)} = ${(bound / seq.median).toFixed(2)}x the sequential median ` +
+    `(target 2x; the CPU each iteration needs, in the burst's window)`);
+}
 if (seq?.median && floor)
   console.log(`sequential median - floor median (what a new sandbox adds): ${fmt(seq.median - floor.median)}`);
 process.exit(results.every((r) => r.ok > 0) ? 0 : 1);

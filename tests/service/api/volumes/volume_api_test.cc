@@ -7,6 +7,7 @@
 #include "service/support/http_client.h"
 #include "service/support/in_process_service.h"
 #include "service/support/json_object.h"
+#include "support/sshd_fixture.h"
 #include "support/stack_fixture.h"
 
 namespace pvs::service {
