@@ -63,7 +63,7 @@ class PortsPolicyTest : public PortsApiTest {
 TEST_F(PortsPolicyTest, ADenyRuleOnOnePortRefusesItOnEverySurfaceWhileAnotherWorks) {
   auto refused = call("GET", url("/index.txt", kDenied));
   EXPECT_EQ(refused.status, 403) << refused.body;
-  EXPECT_EQ(error_code(refused), "forbidden");
+  EXPECT_EQ(error_code(refused), "permission_denied");
   EXPECT_NE(refused.body.find("denied by policy rule policy.default[0]: not that port"),
             std::string::npos)
       << refused.body;
