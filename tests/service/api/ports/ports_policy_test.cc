@@ -17,6 +17,7 @@ class PortsPolicyTest : public PortsApiTest {
   void adjust_service(ServiceConfig& c) override {
     PortsApiTest::adjust_service(c);
     c.tokens[0].e2b_key_sha256 = sha256_hex(kE2bKey);
+    c.e2b_domain = "e2b.test";
     c.approval_wait_seconds = 0;  // undecided at once: REST's 202, E2B's 503
     auto no_db =
         test::rule("policy.default[0]", {PolicyAction::kPorts}, Verdict::kDeny, "not that port");
@@ -36,8 +37,13 @@ class PortsPolicyTest : public PortsApiTest {
     ASSERT_EQ(r.status / 100, 2) << r.body;
     traffic_ = json(r.body)->getValue<std::string>("trafficAccessToken");
   }
-  // A request through E2B's routing (as E2B_SANDBOX_URL clients send it) to `port`.
-  HttpReply e2b(int port, const std::string& path) {
+  // A request through E2B's routing to `port`: as E2B_SANDBOX_URL clients send it, or by Host
+  // (what getHost(port) gives).
+  HttpReply e2b(int port, const std::string& path, bool by_host = false) {
+    if (by_host)
+      return http(port_, "GET", path, "", "",
+                  {{"Host", std::to_string(port) + "-" + sb_ + ".e2b.test"},
+                   {"e2b-traffic-access-token", traffic_}});
     return http(port_, "GET", "/e2b/envd" + path, "", "",
                 {{"E2b-Sandbox-Id", sb_},
                  {"E2b-Sandbox-Port", std::to_string(port)},
@@ -101,6 +107,10 @@ TEST_F(PortsPolicyTest, ADenyRuleOnOnePortRefusesItOnEverySurfaceWhileAnotherWor
   EXPECT_EQ(e_ok.status, 200) << e_ok.body;
   EXPECT_EQ(e_ok.body, "hello from the sandbox");
   EXPECT_EQ(e2b(9050, "/").status, 403);  // a range: refused before anything is opened
+  EXPECT_EQ(e2b(kDenied, "/index.txt", true).status, 403);
+  auto by_host = e2b(kPort, "/index.txt", true);
+  EXPECT_EQ(by_host.status, 200) << by_host.body;
+  EXPECT_EQ(by_host.body, "hello from the sandbox");
 }
 
 // `approve`: the request opens an approval and is answered at once (REST 202, E2B 503); once
