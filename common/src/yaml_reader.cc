@@ -185,13 +185,14 @@ bool Map::read_integer(std::string_view name, long long* out, long long min, lon
   return true;
 }
 
-void Map::string_list(std::string_view name, std::vector<std::string>* out) {
+void Map::string_list(std::string_view name, std::vector<std::string>* out, std::string_view what) {
   auto n = child(name);
   if (!n) return;
-  if (!n->node.IsSequence()) return fail_at(n.get(), name, "must be a list of strings");
+  const std::string must = "must be " + std::string(what);
+  if (!n->node.IsSequence()) return fail_at(n.get(), name, must);
   std::vector<std::string> items;
   for (const auto& item : n->node) {
-    if (!item.IsScalar()) return fail_at(n.get(), name, "must be a list of strings");
+    if (!item.IsScalar()) return fail_at(n.get(), name, must);
     items.push_back(item.Scalar());
   }
   *out = std::move(items);

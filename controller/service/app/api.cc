@@ -198,7 +198,8 @@ bool Api::dispatch_e2b_port(RequestContext& ctx) {
     if (!slot)
       throw limit_exceeded("token " + ctx.principal->name + " has too many requests in flight");
     // By Host, the page has an origin of its own: no opaque-origin CSP (port_routes.h).
-    port_routes_.forward(ctx, *found.sandbox, {to->port, *target, "", found.host, !prefix.empty()});
+    port_routes_.forward(ctx, *found.sandbox,
+                         {to->port, *target, "", found.host, !prefix.empty(), true});
   } catch (const ApiError& e) {
     if (ctx.responded) throw;
     ctx.error = e;

@@ -173,7 +173,7 @@ class Api : public Replies, public SandboxOps {
        }}};
   FileRoutes file_routes_{config_, *this, gate_, *this};
   PortRoutes port_routes_{
-      {*this, *this, metrics_, audit_sink(),
+      {*this, *this, gate_, metrics_, audit_sink(),
        WsSessions::Limits{config_.ports_max_upgrades_per_token, config_.ports_max_upgrades},
        tokens_, limits_, config_.ports_preview_max_seconds, config_.ports_preview_secret}};
   TerminalRoutes terminal_routes_{{config_, *this, gate_, *terminals_, *this, audit_sink()}};

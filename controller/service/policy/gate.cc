@@ -50,6 +50,8 @@ std::string summary_of(const PolicyRequest& r) {
       return std::to_string(r.cpus) + " cpus, " + std::to_string(r.memory_mb) + " MB, disk " +
              std::to_string(r.disk_gb) + " GB" +
              (r.internet ? ", internet " + egress_summary(r) : "");
+    case PolicyAction::kPorts:
+      return "port " + std::to_string(r.port) + ": " + cut_for_display(r.text, 1024);
   }
   return "";
 }

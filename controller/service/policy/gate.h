@@ -73,6 +73,10 @@ class PolicyGate {
   // An MCP call whose approval is still pending after approval_wait_seconds (503).
   static ApiError still_pending(const Approval& pending);
 
+  // Whether `action` can be anything but allowed for `token` (Policy::judges).
+  bool judges(const std::string& token, PolicyAction action) const {
+    return config_.policy.judges(token, action);
+  }
   Approvals& approvals() { return approvals_; }
   // Tells the webhook (policy.webhook), if one is configured.
   void notify(const char* event, const Approval& a);

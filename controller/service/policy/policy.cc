@@ -12,7 +12,7 @@
 namespace pvs::service {
 namespace {
 
-constexpr std::array<std::pair<PolicyAction, std::string_view>, 8> kActions{{
+constexpr std::array<std::pair<PolicyAction, std::string_view>, 9> kActions{{
     {PolicyAction::kExec, "exec"},
     {PolicyAction::kTerminalInput, "terminal.input"},
     {PolicyAction::kTerminalOpen, "terminal.open"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<PolicyAction, std::string_view>, 8> kActions{{
     {PolicyAction::kFilesEdit, "files.edit"},
     {PolicyAction::kInternet, "internet"},
     {PolicyAction::kSandboxCreate, "sandbox.create"},
+    {PolicyAction::kPorts, "ports"},
 }};
 
 RE2::Options pattern_options() {
@@ -65,6 +66,10 @@ struct Rule {
     if (!path_holds(r.path)) return false;
     if (env && std::none_of(r.env_names.begin(), r.env_names.end(),
                             [&](const std::string& n) { return RE2::PartialMatch(n, *env); }))
+      return false;
+    if (!spec.ports.empty() &&
+        std::none_of(spec.ports.begin(), spec.ports.end(),
+                     [&](const auto& p) { return r.port >= p.first && r.port <= p.second; }))
       return false;
     if (spec.cpus_above >= 0 && r.cpus <= spec.cpus_above) return false;
     if (spec.memory_mb_above >= 0 && r.memory_mb <= spec.memory_mb_above) return false;
@@ -123,6 +128,8 @@ Result<std::vector<Rule>> compile_rules(std::vector<PolicyRuleSpec> specs) {
     }
     if (auto e = policy_glob_error(spec.path))
       return fail(ErrorCode::kInvalidArgument, spec.where + ".path: " + *e);
+    if (auto e = policy_ports_error(spec))
+      return fail(ErrorCode::kInvalidArgument, spec.where + ".ports: " + *e);
     rule.spec = std::move(spec);
     rules.push_back(std::move(rule));
   }
@@ -184,6 +191,20 @@ std::optional<std::string> policy_glob_error(const std::string& glob) {
         return "not a valid glob: the [ at offset " + std::to_string(i) + " is never closed";
       i = j;
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> policy_ports_error(const PolicyRuleSpec& rule) {
+  for (const auto& [low, high] : rule.ports) {
+    if (low < 1 || high > 65535 || low > high)
+      return "not a port or range of ports (1-65535, low-high): " + std::to_string(low) + "-" +
+             std::to_string(high);
+  }
+  for (PolicyAction a : rule.ports.empty() ? std::set<PolicyAction>{} : rule.actions) {
+    if (a != PolicyAction::kPorts)
+      return "judges the ports action (the sandbox port a request is proxied to), not " +
+             std::string(to_string(a));
   }
   return std::nullopt;
 }

@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pvesandbox/common/error.h"
@@ -34,7 +35,8 @@ enum class PolicyAction {
   kFilesWrite,
   kFilesEdit,
   kInternet,
-  kSandboxCreate
+  kSandboxCreate,
+  kPorts  // a request proxied to a sandbox's port (text: "GET /path", path: its decoded path)
 };
 std::string_view to_string(PolicyAction action);  // "exec", "terminal.input", "files.write", ...
 std::optional<PolicyAction> parse_policy_action(std::string_view name);
@@ -48,8 +50,9 @@ int strictness(Verdict verdict);
 // What a call asks, as the rules see it.
 struct PolicyRequest {
   PolicyAction action = PolicyAction::kExec;
-  std::string text;  // exec: the command line; terminal.input: the input line
-  std::string path;  // files.write, files.edit
+  std::string text;  // exec: the command line; terminal.input: the input line; ports: "GET /p"
+  std::string path;  // files.write, files.edit; ports: the request's path (decoded, no query)
+  int port = 0;      // ports: the sandbox's port the request is proxied to
   // exec, terminal.open: the names of the environment asked for (values are never judged).
   std::vector<std::string> env_names;
   int cpus = 0, memory_mb = 0, disk_gb = 0;  // sandbox.create
@@ -93,6 +96,8 @@ struct PolicyRuleSpec {
   std::string egress;            // "off", "on" or "allowlist"; empty: any
   std::string egress_names;      // RE2 on each asked name: some name must match; empty: any
   std::string egress_list;       // the named list asked for; empty: any
+  // ports: the sandbox ports (inclusive ranges, a single port being [p, p]); empty: any.
+  std::vector<std::pair<int, int>> ports;
   // RE2 searched in PolicyRequest::content, multi-line (`^`/`$` at each line); empty: any.
   std::string content;
   // Content longer than this is not searched: the rule decides `oversize` instead (nullopt:
@@ -113,6 +118,9 @@ struct PolicySpec {
 std::optional<std::string> policy_pattern_error(const std::string& pattern);
 // Why `glob` is not a valid path glob (an unclosed `[`, a trailing `\`), or nullopt.
 std::optional<std::string> policy_glob_error(const std::string& glob);
+// Why a rule's `ports` is wrong (a range outside 1-65535 or upside down, or a rule for an action
+// other than `ports`), or nullopt.
+std::optional<std::string> policy_ports_error(const PolicyRuleSpec& rule);
 
 class Policy {
  public:

@@ -1,6 +1,10 @@
 // controller.yaml's `policy:` section into a compiled Policy (policy.h), every rule checked
 // where it is written: a bad pattern names the file, the line, the rule and what is wrong.
+#include <algorithm>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "core/config/config_parts.h"
 #include "policy/policy.h"
@@ -33,6 +37,41 @@ void parse_content(yaml::Map& r, PolicyRuleSpec& rule) {
   }
 }
 
+// One item of `ports`: "5432" or "8000-8999", each port in 1-65535; why not, or nullopt.
+std::optional<std::string> parse_port_range(const std::string& item, std::pair<int, int>* out) {
+  auto number = [](std::string_view digits, int* port) {
+    if (digits.empty() || digits.size() > 5 ||
+        digits.find_first_not_of("0123456789") != std::string_view::npos)
+      return false;
+    *port = std::stoi(std::string(digits));
+    return true;
+  };
+  const std::size_t dash = item.find('-');
+  std::string_view text(item);
+  if (!number(text.substr(0, dash), &out->first) ||
+      !number(dash == std::string::npos ? text : text.substr(dash + 1), &out->second))
+    return yaml::quoted_value(item) + " is not a port (5432) or a range of ports (\"8000-8999\")";
+  if (std::min(out->first, out->second) < 1 || std::max(out->first, out->second) > 65535)
+    return yaml::quoted_value(item) + ": ports are 1-65535";
+  if (out->first > out->second)
+    return yaml::quoted_value(item) + ": the range's first port is above its last";
+  return std::nullopt;
+}
+
+// ports: [5432, "8000-8999"]: the sandbox ports a `ports` rule holds for.
+void parse_ports(yaml::Map& r, PolicyRuleSpec& rule) {
+  if (!r.has("ports")) return;
+  std::vector<std::string> items;
+  r.string_list("ports", &items, "a list of ports and ranges, e.g. [5432, \"8000-8999\"]");
+  if (r.ok() && items.empty()) r.fail("ports", "names no port (leave it out for any port)");
+  for (const auto& item : items) {
+    std::pair<int, int> range;
+    if (auto e = parse_port_range(item, &range); r.ok() && e) r.fail("ports", *e);
+    rule.ports.push_back(range);
+  }
+  if (auto e = policy_ports_error(rule); r.ok() && e) r.fail("ports", *e);
+}
+
 PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceConfig& c) {
   PolicyRuleSpec rule;
   rule.where = where;
@@ -51,7 +90,7 @@ PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceC
       r.fail(r.has("action") ? "action" : "actions",
              yaml::quoted_value(a) +
                  " is not an action (exec, terminal.input, terminal.open, terminal.attach, "
-                 "files.write, files.edit, internet, sandbox.create)");
+                 "files.write, files.edit, internet, sandbox.create, ports)");
     else
       rule.actions.insert(*parsed);
   }
@@ -66,6 +105,7 @@ PolicyRuleSpec parse_rule(yaml::Map& r, const std::string& where, const ServiceC
     r.fail("path", "must be an absolute path glob, e.g. /etc/*, or start with *, e.g. *.py");
   if (auto e = policy_glob_error(rule.path); r.ok() && e) r.fail("path", *e);
   parse_content(r, rule);
+  parse_ports(r, rule);
   r.integer("cpus_above", &rule.cpus_above, 0, 1024);
   r.integer("memory_mb_above", &rule.memory_mb_above, 0, 1 << 30);
   r.integer("disk_gb_above", &rule.disk_gb_above, 0, 1 << 20);

@@ -47,7 +47,9 @@ class Map {
     long long v = 0;
     if (read_integer(name, &v, min, max, need)) *out = static_cast<Int>(v);
   }
-  void string_list(std::string_view name, std::vector<std::string>* out);
+  // A list of scalars; anything else fails saying it "must be <what>".
+  void string_list(std::string_view name, std::vector<std::string>* out,
+                   std::string_view what = "a list of strings");
   // A mapping of scalar keys to scalar values (labels: {zone: a, gpu: "no"}).
   void string_map(std::string_view name, std::map<std::string, std::string>* out);
   // A list of decimal integers, each in [min, max].

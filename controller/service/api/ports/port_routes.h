@@ -20,6 +20,7 @@
 #include "http/request_context.h"
 #include "http/token_limits.h"
 #include "http/ws_sessions.h"
+#include "policy/gate.h"
 
 namespace pvs::service {
 
@@ -40,7 +41,8 @@ class PortRoutes {
   struct Deps {
     SandboxOps& sandboxes;
     Replies& replies;
-    Metrics* metrics;                               // pvs_port_* (app/api_metrics.cc)
+    PolicyGate& gate;  // the `ports` action, judged per request (docs/policy.md, "Ports")
+    Metrics* metrics;  // pvs_port_* (app/api_metrics.cc)
     std::function<void(const AuditRecord&)> audit;  // an upgraded connection's record, at its end
     WsSessions::Limits upgrades;       // ports.max_upgrades_per_token, ports.max_upgrades
     const TokenStore& tokens;          // a preview link acts for its maker (previews.cc)
@@ -69,15 +71,18 @@ class PortRoutes {
   // How forward() reaches the service: its request-target (upstream_target*), the
   // X-Forwarded-Prefix ("": none), the Host it sees ("": localhost:<port>), and whether the
   // reply runs in an opaque origin (kSandboxCsp: the replies served from the controller's own
-  // origin; not on a host of the sandbox's own).
+  // origin; not on a host of the sandbox's own), and whether it is E2B's routing (a `ports`
+  // approval still pending is an error, 503, as for E2B's other calls, instead of REST's 202).
   struct Target {
     std::uint16_t port = 0;
     std::string path;
     std::string prefix;
     std::string host;
     bool opaque_origin = true;
+    bool e2b = false;
   };
-  // The proxying itself, for a sandbox and port the caller found and checked.
+  // The proxying itself, for a sandbox and port the caller found and checked: the policy's
+  // `ports` rules first (a refusal throws 403, an approval pending answers 202 on REST).
   void forward(RequestContext& ctx, Sandbox& sandbox, const Target& target);
   // Hangs up every upgraded connection and joins their threads (HttpServer::stop).
   void stop_upgrades() { upgrades_.stop(); }
@@ -88,6 +93,9 @@ class PortRoutes {
   static constexpr std::chrono::seconds kIdleTimeout{60};
 
  private:
+  // The policy's say on the request to `to` (`upgrade`: the protocol asked for): false when the
+  // reply was sent (REST: 202, an approval pending). Asked only when a rule could judge it.
+  bool admit(RequestContext& ctx, const Target& to, const std::string& upgrade);
   // Switches the client's connection to a two-way stream with the service's (the 101 reply
   // is sent here), run off the pool until either side closes.
   void splice(RequestContext& ctx, const Target& to, std::unique_ptr<TcpTunnel> tunnel,

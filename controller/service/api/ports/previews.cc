@@ -132,7 +132,7 @@ void PortRoutes::preview(RequestContext& ctx) {
   const std::string prefix = "/v1/previews/" + text;
   auto path = ports::upstream_target_after(ctx.request->getURI(), prefix);
   if (!path) throw path.error();
-  forward(ctx, *sandbox, {link->port, *path, prefix, "", true});
+  forward(ctx, *sandbox, {link->port, *path, prefix, "", true, false});
 }
 
 }  // namespace pvs::service

@@ -18,6 +18,7 @@
 
 #include "api/ports/listening.h"
 #include "api/ports/port_audit.h"
+#include "api/ports/port_policy.h"
 #include "api/ports/port_proxy.h"
 #include "api/ports/port_routes.h"
 #include "http/chunk_frames.h"
@@ -265,7 +266,22 @@ void PortRoutes::proxy(RequestContext& ctx) {
   auto path = ports::upstream_target(ctx.request->getURI(), ctx.sandbox, port_text);
   if (!path) throw path.error();
   forward(ctx, *sandbox,
-          {*port, *path, "/v1/sandboxes/" + ctx.sandbox + "/ports/" + port_text, "", true});
+          {*port, *path, "/v1/sandboxes/" + ctx.sandbox + "/ports/" + port_text, "", true, false});
+}
+
+bool PortRoutes::admit(RequestContext& ctx, const Target& to, const std::string& upgrade) {
+  if (!ctx.principal || !d_.gate.judges(ctx.principal->name, PolicyAction::kPorts)) return true;
+  PolicyRequest asked = ports::policy_request(to.port, ctx.method, to.path, upgrade);
+  if (!to.e2b) return d_.gate.admit(ctx, asked);
+  try {  // E2B: as its other calls, waits for a person, then an error if still undecided
+    auto a = d_.gate.admission(*ctx.principal, ctx.sandbox, asked, "", false);
+    ctx.policy_json = a.policy_json;
+    if (a.pending) throw PolicyGate::still_pending(*a.pending);
+    return true;
+  } catch (const PolicyRefusal& refused) {
+    ctx.policy_json = refused.policy_json;
+    throw refused.error;
+  }
 }
 
 void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to) {
@@ -282,11 +298,17 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
   request.forwarded_host = ctx.request->getHost();
   request.forwarded_prefix = to.prefix;
   request.upgrade = ports::requested_upgrade(request.headers);
-  // An upgrade takes a place among the caps first: beyond them a plain 429, nothing switched.
   if (!request.upgrade.empty() &&
       (ctx.method != "GET" || request.body.kind != BodyFraming::Kind::kNone))
     throw bad_request("an upgrade (Upgrade: " + request.upgrade.substr(0, 32) +
                       ") is a GET without a body");
+  // The policy before anything reaches the sandbox; the Approval header a repeat names is the
+  // controller's, not the service's.
+  if (!admit(ctx, to, request.upgrade)) return;
+  if (!ctx.policy_json.empty())
+    std::erase_if(request.headers,
+                  [](const ports::Header& h) { return Poco::icompare(h.first, "approval") == 0; });
+  // An upgrade takes a place among the caps first: beyond them a plain 429, nothing switched.
   std::string why;
   std::optional<WsSessions::Ticket> ticket =
       request.upgrade.empty() ? std::nullopt
