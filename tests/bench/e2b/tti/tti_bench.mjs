@@ -17,8 +17,9 @@
 //
 // Also printed, which the method does not have: each TTI split into the create and the two
 // commands, and the hot pool's claims and misses per mode (GET /v1/pools with PVS_TOKEN, an
-// admin token), since a pool miss is a cold create. Each mode and each burst round starts from
-// a full pool.
+// admin token), since a pool miss is a cold create; the CPU per iteration by process tree
+// (client, controller, node side) per mode and in each burst's window, and the CPU bound of a
+// burst (n x CPU per iteration / cores). Each mode and each burst round starts from a full pool.
 //
 // Usage: node tti_bench.mjs [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
 //                           [--burst-rounds N] [--floor N]
