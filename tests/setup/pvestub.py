@@ -158,6 +158,12 @@ def pveam():
             print("%s:vztmpl/%s   123.45MB" % (args[1], t))
     elif args[0] == "update":
         pass
+    elif args[0] == "available":  # what a PVE 9 node's pveam offers (the system section)
+        for t in st.get("available") or ["debian-12-standard_12.12-1_amd64.tar.zst",
+                                         "debian-13-standard_13.1-2_amd64.tar.zst",
+                                         "debian-13-standard_13.6-1_amd64.tar.zst",
+                                         "ubuntu-24.04-standard_24.04-2_amd64.tar.zst"]:
+            print("system          %s" % t)
     elif args[0] == "download":
         st["vztmpl"].setdefault(args[1], []).append(args[2])
 

@@ -75,7 +75,7 @@ setup() { "$SETUP" --config "$CONFIG" "$@"; }
 calls() { cat "$STUB_LOG"; }
 # Mutating calls = anything but the read-only queries.
 mutations() {
-	grep -Ev '^(pvesh get |pct config |pveam list |systemctl is-(enabled|active) |dpkg-query |nft -c )' "$STUB_LOG" || true
+	grep -Ev '^(pvesh get |pct config |pveam (list|available) |systemctl is-(enabled|active) |dpkg-query |nft -c )' "$STUB_LOG" || true
 }
 has_call() { grep -Fxq -- "$1" "$STUB_LOG"; }
 has_call_re() { grep -Eq -- "$1" "$STUB_LOG"; }
@@ -165,7 +165,8 @@ rconf=/etc/pve-sandbox/resolver.yaml
 check "resolver: configuration from the site's values" bash -c 'grep -qx "listen: 10.99.0.1" "$1" && grep -qx "port: 5353" "$1" && grep -qx "sandbox_cidr: 10.99.0.0/16" "$1" && grep -qx "upstreams: \[\"10.99.0.1\"\]" "$1"' _ "$PVS_ROOT$rconf"
 check "resolver: configuration mode 644" test "$(mode_of "$rconf")" = 644
 check "resolver: no unit without the package, none enabled" bash -c '! grep -q "pve-sandbox-resolver" "$1"' _ "$STUB_LOG"
-check "template: image downloaded" has_call "pveam download local debian-12-standard_12.7-1_amd64.tar.zst"
+check "template: the newest Debian 13 image pveam offers, downloaded" has_call "pveam download local debian-13-standard_13.6-1_amd64.tar.zst"
+check "template: created from it" has_call_re '^pct create 9000 local:vztmpl/debian-13-standard_13\.6-1_amd64\.tar\.zst '
 create=$(grep '^pct create 9000 ' "$STUB_LOG" || true)
 for flag in "--unprivileged 1" "--features nesting=0" "--swap 0" "--pool sandbox-pool" \
 	"--ssh-public-keys $PVS_ROOT/etc/pve-sandbox/ssh/id_ed25519.pub" "--nameserver 10.99.0.1" "--start 0"; do
@@ -443,6 +444,15 @@ check "volume-holder: made a template, never started" bash -c 'grep -qx "pct tem
 : >"$STUB_LOG"
 out=$(setup volume-holder 2>&1) && rc=0 || rc=$?
 check "volume-holder: a second run changes nothing" bash -c '[[ $1 == 0 ]] && [[ -z $(grep -v "^pct config\|^pveam list" "$2") ]]' _ "$rc" "$STUB_LOG"
+# An exact image name is used as it is; a name without version takes what the storage has.
+fresh_host exactimage
+echo "TEMPLATE_OSTEMPLATE=debian-12-standard_12.12-1_amd64.tar.zst" >>"$CONFIG"
+out=$(setup volume-holder 2>&1) && rc=0 || rc=$?
+check "os image: an exact name is downloaded as it is" bash -c '[[ $1 == 0 ]] && grep -qx "pveam download local debian-12-standard_12.12-1_amd64.tar.zst" "$2" && ! grep -q "^pveam available" "$2"' _ "$rc" "$STUB_LOG"
+fresh_host storedimage
+echo '{"vztmpl": {"local": ["debian-13-standard_13.1-2_amd64.tar.zst"]}}' >"$STUB_STATE/state.json"
+out=$(setup volume-holder 2>&1) && rc=0 || rc=$?
+check "os image: a Debian 13 image already on the storage is used, nothing downloaded" bash -c '[[ $1 == 0 ]] && grep -q "^pct create 8990 local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst " "$2" && ! grep -q "^pveam download" "$2"' _ "$rc" "$STUB_LOG"
 
 # ---- 7b. with pve-sandbox-agent running, the template's grant and binding go through it ------
 fresh_host withagent
