@@ -147,8 +147,8 @@ TEST_F(SshWatchdogTest, TimedCommandsShareOneWatchdogAndLeaveNothing) {
   EXPECT_LE(s->stats().watched, 18u);
   EXPECT_EQ(test::user_commands_matching(uid(), {kWatchdog}).size(), 1u)
       << test::user_commands_matching(uid(), {kWatchdog}).size() << " watchdogs";
-  for (const auto& cmd : test::user_commands(uid())) {
-    const bool expected = cmd.find(kWatchdog) != std::string::npos || cmd.starts_with("sshd:");
+  for (const auto& cmd : test::user_commands(uid())) {  // sshd's own: "sshd:", "sshd-session:"
+    const bool expected = cmd.find(kWatchdog) != std::string::npos || cmd.starts_with("sshd");
     EXPECT_TRUE(expected) << "left behind: " << cmd;
   }
   s->close();
@@ -185,6 +185,23 @@ TEST_F(SshWatchdogTest, KillsTheGroupWhenTheControllerIsGone) {
   // the margin is for a loaded CI machine (sanitizers, parallel tests).
   EXPECT_TRUE(test::wait_until_gone(uid(), {"sleep 1001"}, 25s)) << "the guard did not fire";
   EXPECT_TRUE(test::wait_until_gone(uid(), {kWatchdog}, 5s)) << "the watchdog did not end";
+}
+
+// A connection that drops while only the watchdog runs on it is noticed (a hot pool's idle
+// member whose container stopped must not look connected).
+TEST_F(SshWatchdogTest, ADropWhileOnlyTheWatchdogRunsIsNoticed) {
+  SshConfig c = config();
+  c.exec_connections = 1;
+  c.spare_channels = 0;
+  SshSession s(c);
+  auto r = s.exec("sleep 0.2", timed(30s));  // registered: long enough for the round trip
+  ASSERT_TRUE(r) << r.error().to_string();
+  ASSERT_TRUE(eventually([&] { return s.stats().watched >= 1; }));
+  ASSERT_TRUE(s.is_connected());
+  for (const auto& [pid, cmd] : test::user_processes(uid())) {
+    if (cmd.starts_with("sshd")) ::kill(pid, SIGKILL);  // the connection's sshd session
+  }
+  EXPECT_TRUE(eventually([&] { return !s.is_connected(); }, 10s)) << "the drop went unnoticed";
 }
 
 // At a channel limit of one the watchdog never keeps a command from its channel: it waits, or

@@ -15,16 +15,17 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pvesandbox/common/unique_fd.h"
 
 namespace pvs::test {
 
-// The command lines of `uid`'s processes, NULs as spaces. A process may exit while it is read:
-// reading its cmdline then fails (ESRCH), and it is left out, as gone.
-inline std::vector<std::string> user_commands(uid_t uid) {
-  std::vector<std::string> out;
+// The pids and command lines of `uid`'s processes, NULs as spaces. A process may exit while it
+// is read: reading its cmdline then fails (ESRCH), and it is left out, as gone.
+inline std::vector<std::pair<pid_t, std::string>> user_processes(uid_t uid) {
+  std::vector<std::pair<pid_t, std::string>> out;
   std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc"), ::closedir);
   while (dirent* e = ::readdir(d.get())) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
@@ -43,8 +44,15 @@ inline std::vector<std::string> user_commands(uid_t uid) {
     for (auto& c : cmd) {
       if (c == '\0') c = ' ';
     }
-    out.push_back(cmd);
+    out.emplace_back(static_cast<pid_t>(std::stol(e->d_name)), cmd);
   }
+  return out;
+}
+
+// Their command lines.
+inline std::vector<std::string> user_commands(uid_t uid) {
+  std::vector<std::string> out;
+  for (auto& [pid, cmd] : user_processes(uid)) out.push_back(std::move(cmd));
   return out;
 }
 

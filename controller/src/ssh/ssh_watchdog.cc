@@ -131,7 +131,19 @@ class WatchdogOp : public ChannelOp {
     // It prints nothing; anything it does print is read and dropped, so the window stays open.
     char buf[1024];
     for (int stream = 0; stream < 2; ++stream) {
-      while (libssh2_channel_read_ex(channel_, stream, buf, sizeof buf) > 0) progress = true;
+      for (;;) {
+        ssize_t r = libssh2_channel_read_ex(channel_, stream, buf, sizeof buf);
+        if (r > 0) {
+          progress = true;
+          continue;
+        }
+        // The connection's end shows here first when nothing else runs on it (a hot pool's
+        // idle member whose container stopped): it must not be swallowed.
+        if (r < 0 && is_fatal_session_error(static_cast<int>(r))) {
+          return fail_session(io, static_cast<int>(r), "read");
+        }
+        break;
+      }
     }
     if (libssh2_channel_eof(channel_) != 0) {
       log::warn("ssh watchdog: the watchdog's shell ended; the next timed command starts one");

@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
   auto left_behind = [&] {
     int n = 0;
     for (const auto& cmd : pvs::test::user_commands(user)) {
-      n += cmd.starts_with("sshd:") || cmd.find("session's watchdog") != std::string::npos ? 0 : 1;
+      n += cmd.starts_with("sshd") || cmd.find("session's watchdog") != std::string::npos ? 0 : 1;
     }
     return n;
   };
