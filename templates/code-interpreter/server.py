@@ -51,9 +51,9 @@ MIME_FIELDS = {
     "application/json": "json",
     "application/javascript": "javascript",
 }
-# Imported once at a kernel's start, before the server says it is ready: the first plot of a
-# session does not pay for it.
-WARM_UP = "import matplotlib\nimport matplotlib.pyplot\n"
+# Run once at a kernel's start, before the server says it is ready: the first plot of a session
+# does not pay for matplotlib's import, nor its first cell for the first formatting of a result.
+WARM_UP = "import matplotlib\nimport matplotlib.pyplot\nget_ipython().display_formatter.format(0)\n"
 
 
 class ClientGone(Exception):
@@ -77,6 +77,9 @@ class Context:
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
         self.quietly(WARM_UP)
+        # A cell that is not silent takes paths a silent one skips (execute_input, the run-cell
+        # hooks); out of the history, it leaves the execution count at 1 for the first cell.
+        self.run("pass", lambda _msg: None, lambda: False, history=False)
 
     def describe(self) -> dict[str, str]:
         return {"id": self.id, "language": self.language, "cwd": self.cwd}
@@ -92,7 +95,7 @@ class Context:
 
     def quietly(self, code: str) -> None:
         """Runs the server's own `code`: no output, no execution count, no history."""
-        self.run(code, lambda _msg: None, lambda: False, silent=True)
+        self.run(code, lambda _msg: None, lambda: False, silent=True, history=False)
 
     def run(
         self,
@@ -100,12 +103,11 @@ class Context:
         emit: Callable[[dict[str, Any]], None],
         gone: Callable[[], bool],
         silent: bool = False,
+        history: bool = True,
     ) -> None:
         """Runs `code`, passing each output to `emit` as E2B's messages; interrupts the cell
         when `gone()` says the client left, and raises ClientGone once the kernel is idle."""
-        msg_id = self.client.execute(
-            code, silent=silent, store_history=not silent, allow_stdin=False
-        )
+        msg_id = self.client.execute(code, silent=silent, store_history=history, allow_stdin=False)
         interrupted = False
         while True:
             try:

@@ -4,18 +4,15 @@
 // on the host's network into the build tree; apt-repo.sh serves them as deb.test), then the
 // unmodified @e2b/code-interpreter SDK (tests/e2b/client/code_interpreter_client.mjs) creates a
 // sandbox of the template from its pool and runs code in it. Without node or npm it fails.
-#include <Poco/Base64Encoder.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <sstream>
-#include <thread>
 
 #include "http/auth.h"
+#include "lxc/code_interpreter_template.h"
 #include "lxc_support.h"
 #include "service/support/controller_fixture.h"
 #include "service/support/http_client.h"
-#include "service/support/json_object.h"
 #include "service/support/node_e2e_support.h"
 #include "support/stack_fixture.h"
 
@@ -24,32 +21,6 @@ namespace {
 
 constexpr const char* kAdminKey = "e2b_00112233445566778899aabbccddeeff";
 constexpr const char* kToken = "tok-builder";
-
-std::string base64(const std::string& bytes) {
-  std::ostringstream out;
-  Poco::Base64Encoder enc(out);
-  enc.rdbuf()->setLineLength(0);
-  enc << bytes;
-  enc.close();
-  return out.str();
-}
-
-// The shipped recipe as a client sends it: its src file inline, on the mirror template, one
-// pool member (a test machine's worth).
-std::string shipped_recipe() {
-  std::string recipe = test::slurp(std::string(PVS_CODE_INTERPRETER_DIR) + "/recipe.yaml");
-  auto replace = [&](const std::string& from, const std::string& to) {
-    auto at = recipe.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    if (at != std::string::npos) recipe.replace(at, from.size(), to);
-  };
-  replace("    src: server.py\n",
-          "    content_base64: \"" +
-              base64(test::slurp(std::string(PVS_CODE_INTERPRETER_DIR) + "/server.py")) + "\"\n");
-  replace("name: code-interpreter-v1\n", "name: code-interpreter-v1\nbase: mirror\n");
-  replace("pool_size: 2\n", "pool_size: 1\n");
-  return recipe;
-}
 
 class LxcCodeInterpreterTest : public test::ControllerOnStackTest {
  protected:
@@ -80,34 +51,14 @@ class LxcCodeInterpreterTest : public test::ControllerOnStackTest {
                        const std::string& body = "") {
     return test::http(port_, method, path, body, kToken);
   }
-  int pool_ready(const std::string& name) {
-    auto pools = json(call("GET", "/v1/pools").body)->getArray("pools");
-    for (unsigned k = 0; pools && k < pools->size(); ++k) {
-      if (pools->getObject(k)->getValue<std::string>("name") == name)
-        return pools->getObject(k)->getValue<int>("ready");
-    }
-    return 0;
-  }
   std::string run_dir_;
 };
 
 TEST_F(LxcCodeInterpreterTest, TheSdkRunsCodeInASandboxOfTheShippedTemplate) {
-  ASSERT_EQ(
-      lxctest::sh(std::string(PVS_APT_REPO_SCRIPT) + " " + stack_->www_dir() + " " + PVS_LXC_DEBS),
-      0);
-  auto mirror = call("POST", "/v1/templates",
-                     "name: mirror\nfiles:\n  - path: /etc/apt/sources.list\n"
-                     "    content: \"deb [trusted=yes] http://deb.test/ ./\\n\"\n");
-  ASSERT_NE(mirror.body.find("\"template\""), std::string::npos) << mirror.body;
-  auto started = std::chrono::steady_clock::now();
-  auto built = call("POST", "/v1/templates", shipped_recipe());
-  ASSERT_NE(built.body.find("\"template\""), std::string::npos) << built.body;
-  EXPECT_NE(built.body.find("==> start and ready"), std::string::npos) << built.body;
-  std::printf("[ figure ] code-interpreter-v1 build: %.1f s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-  for (int i = 0; i < 1800 && pool_ready("code-interpreter-v1") < 1; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  ASSERT_EQ(pool_ready("code-interpreter-v1"), 1);
+  test::CodeInterpreterBuild b{PVS_CODE_INTERPRETER_DIR, PVS_APT_REPO_SCRIPT, PVS_LXC_DEBS};
+  ASSERT_EQ(test::build_code_interpreter(*stack_, port_, kToken, b), "");
+  EXPECT_NE(b.reply.find("==> start and ready"), std::string::npos) << b.reply;
+  std::printf("[ figure ] code-interpreter-v1 build: %.1f s\n", b.seconds);
 
   std::string base = "http://127.0.0.1:" + std::to_string(port_);
   auto r = test::run_captured(

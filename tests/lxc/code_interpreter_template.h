@@ -1,0 +1,100 @@
+// The code interpreter's template on a stack of real containers, as lxc_code_interpreter_test
+// and interp_bench (tests/bench/e2b) make it: the test's own package mirror (apt-repo.sh serves
+// the packages the fixture lxc_debs fetched as http://deb.test/, StackOptions::egress) is the
+// template `mirror`, and the shipped recipe (templates/code-interpreter) is built on it through
+// the controller's POST /v1/templates; then the template's hot pool is waited for.
+//
+//   test::CodeInterpreterBuild b{PVS_CODE_INTERPRETER_DIR, PVS_APT_REPO_SCRIPT, PVS_LXC_DEBS};
+//   std::string error = test::build_code_interpreter(stack, port, admin_token, b);
+#pragma once
+
+#include <Poco/Base64Encoder.h>
+
+#include <chrono>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "service/support/http_client.h"
+#include "service/support/json_object.h"
+#include "service/support/node_e2e_support.h"
+#include "support/sshd_fixture.h"
+#include "support/stack_fixture.h"
+
+namespace pvs::test {
+
+inline constexpr const char* kCodeInterpreterTemplate = "code-interpreter-v1";
+
+struct CodeInterpreterBuild {
+  CodeInterpreterBuild(std::string recipes, std::string script, std::string packages, int pool = 1)
+      : recipe_dir(std::move(recipes)),
+        apt_repo_script(std::move(script)),
+        debs(std::move(packages)),
+        pool_size(pool) {}
+  std::string recipe_dir;       // templates/code-interpreter
+  std::string apt_repo_script;  // tests/lxc/apt-repo.sh
+  std::string debs;             // the fixture lxc_debs' packages
+  int pool_size;                // the recipe's pool_size, replaced
+  std::string reply;            // out: the build's reply (its log)
+  double seconds = 0;           // out: the build's time
+};
+
+// The shipped recipe as a client sends it: its src file inline, on the mirror template,
+// `pool_size` pool members. "" when the recipe no longer has a line this replaces.
+inline std::string code_interpreter_recipe(const std::string& dir, int pool_size) {
+  std::string recipe = slurp(dir + "/recipe.yaml");
+  std::ostringstream server;
+  Poco::Base64Encoder enc(server);
+  enc.rdbuf()->setLineLength(0);
+  enc << slurp(dir + "/server.py");
+  enc.close();
+  const std::pair<std::string, std::string> edits[] = {
+      {"    src: server.py\n", "    content_base64: \"" + server.str() + "\"\n"},
+      {"name: code-interpreter-v1\n", "name: code-interpreter-v1\nbase: mirror\n"},
+      {"pool_size: 2\n", "pool_size: " + std::to_string(pool_size) + "\n"}};
+  for (const auto& [from, to] : edits) {
+    auto at = recipe.find(from);
+    if (at == std::string::npos) return "";
+    recipe.replace(at, from.size(), to);
+  }
+  return recipe;
+}
+
+// The ready members of hot pool `name` (GET /v1/pools, an admin token).
+inline int pool_ready(std::uint16_t port, const std::string& token, const std::string& name) {
+  auto pools = service::json(http(port, "GET", "/v1/pools", "", token).body)->getArray("pools");
+  for (unsigned k = 0; pools && k < pools->size(); ++k) {
+    if (pools->getObject(k)->getValue<std::string>("name") == name)
+      return pools->getObject(k)->getValue<int>("ready");
+  }
+  return 0;
+}
+
+// Serves the mirror, builds `mirror` and code-interpreter-v1 through the controller on `port`
+// (`token`: an admin's), and waits up to 3 minutes for the pool to be full. "" or what failed.
+inline std::string build_code_interpreter(Stack& stack, std::uint16_t port,
+                                          const std::string& token, CodeInterpreterBuild& b) {
+  auto served = run_captured({b.apt_repo_script, stack.www_dir(), b.debs}, stack.dir(), "", {});
+  if (served.exit_code != 0) return "apt-repo.sh: " + served.out + served.err;
+  auto mirror = http(port, "POST", "/v1/templates",
+                     "name: mirror\nfiles:\n  - path: /etc/apt/sources.list\n"
+                     "    content: \"deb [trusted=yes] http://deb.test/ ./\\n\"\n",
+                     token);
+  if (mirror.body.find("\"template\"") == std::string::npos) return "mirror: " + mirror.body;
+  std::string recipe = code_interpreter_recipe(b.recipe_dir, b.pool_size);
+  if (recipe.empty()) return b.recipe_dir + "/recipe.yaml: not the recipe this expects";
+  auto started = std::chrono::steady_clock::now();
+  auto built = http(port, "POST", "/v1/templates", recipe, token);
+  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  b.reply = built.body;
+  if (built.body.find("\"template\"") == std::string::npos) return "build: " + built.body;
+  for (int i = 0; i < 1800 && pool_ready(port, token, kCodeInterpreterTemplate) < b.pool_size; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (pool_ready(port, token, kCodeInterpreterTemplate) < b.pool_size)
+    return "the pool of code-interpreter-v1 did not fill in 3 minutes";
+  return "";
+}
+
+}  // namespace pvs::test
