@@ -247,7 +247,7 @@ function cpuSince(a, b = cpuNow()) {
 }
 const cpuLine = (c, n) =>
   `CPU per iteration ${fmt(c.stack / n)} (client ${fmt(c.client / n)}, controller ` +
-  `${fmt(c.controller / n)}, node side ${fmt(c.rest / n)}); the stack kept ` +
+  `${fmt(c.controller / n)}, rest of the tree ${fmt(c.rest / n)}); the tree kept ` +
   `${((100 * c.stack) / (c.wall * CORES)).toFixed(0)}% of ${CORES} cores busy, other work ` +
   `${((100 * Math.max(0, c.other)) / (c.wall * CORES)).toFixed(0)}%`;
 
