@@ -26,6 +26,7 @@
 
 #include "pvesandbox/common/unique_fd.h"
 #include "pvesandbox/ssh_session.h"
+#include "support/eventually.h"
 #include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 #include "support/user_procs.h"
@@ -34,6 +35,7 @@ namespace pvs {
 namespace {
 
 using namespace std::chrono_literals;
+using test::eventually;
 using test::SshdFixture;
 using test::user_commands;
 
@@ -89,18 +91,6 @@ class Gate {
   std::string path_;
   int fd_ = -1;
 };
-
-// Polls `done` until it holds (true) or `limit` passes (false). The limit only keeps a failure
-// from hanging; a pass never depends on it.
-template <typename F>
-bool eventually(F done, std::chrono::milliseconds limit = 30s) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 ExecOptions timeout_opts(std::chrono::milliseconds t) {
   ExecOptions o;

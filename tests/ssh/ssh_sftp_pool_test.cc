@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "pvesandbox/ssh_session.h"
+#include "support/eventually.h"
 #include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
@@ -20,6 +21,7 @@ namespace pvs {
 namespace {
 
 using namespace std::chrono_literals;
+using test::eventually;
 
 class SftpPoolTest : public ::testing::Test {
  protected:
@@ -39,17 +41,6 @@ class SftpPoolTest : public ::testing::Test {
   }
 
   static SshConfig config() { return test::client_config(*sshd_); }
-
-  // Polls `done` until it holds or 30 s pass (a limit that only keeps a failure from hanging).
-  template <typename F>
-  static bool eventually(F done) {
-    auto until = std::chrono::steady_clock::now() + 30s;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= until) return false;
-      std::this_thread::sleep_for(10ms);
-    }
-    return true;
-  }
 
   // Whether an sftp-server in `home` (this fixture's: its cwd) is blocked in open(2), a FIFO's
   // waiting for a writer.

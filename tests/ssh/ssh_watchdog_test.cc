@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pvesandbox/ssh_session.h"
+#include "support/eventually.h"
 #include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 #include "support/user_procs.h"
@@ -24,19 +25,10 @@ namespace pvs {
 namespace {
 
 using namespace std::chrono_literals;
+using test::eventually;
 using test::SshdFixture;
 
 constexpr const char* kWatchdog = "pve-sandbox: the session's watchdog";
-
-template <typename F>
-bool eventually(F done, std::chrono::milliseconds limit = 30s) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 // A child of the test that sleeps; `leader`: in a process group of its own (as a login shell
 // under sshd), else in the test's.
