@@ -190,6 +190,10 @@ class Api : public Replies, public SandboxOps {
   E2bRoutes e2b_routes_{e2b_deps()};  // the E2B-compatible API (docs/e2b.md)
 };
 
+struct ServerLoad;  // app/http_server.cc
+
+// Poco's HTTPServer for an Api (app/http_server.cc): the listen address, plain or TLS, the
+// configured threads, queue and keep-alive (kept only while a worker is free).
 class HttpServer {
  public:
   HttpServer(const ServiceConfig& config, Api& api);
@@ -203,6 +207,7 @@ class HttpServer {
   const ServiceConfig& config_;
   Api& api_;
   std::unique_ptr<Poco::ThreadPool> pool_;
+  std::unique_ptr<ServerLoad> load_;
   std::unique_ptr<Poco::Net::HTTPServer> server_;
   std::uint16_t port_ = 0;
 };

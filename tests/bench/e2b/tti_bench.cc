@@ -12,7 +12,11 @@
 // counted instead of failing the iteration (PVS_TTI_REUSE_CHECK=0).
 //
 // Usage: tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
-//                  [--burst-rounds N] [--floor N] [--pool N] [--threads N]
+//                  [--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N]
+//
+// --nodes N (> 1): the stack as a cluster of N simulated nodes (stack_fixture.h, "Cluster":
+// each node its own namespace, bridge, ruleset and agent; the controller and the client in a
+// namespace of their own, reaching the sandboxes through each node's forward chain).
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,12 +30,12 @@ int main(int argc, char** argv) {
   bench::Args args(
       argc, argv,
       "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
-      "[--burst-rounds N] [--floor N] [--pool N] [--threads N]\n  time to interactive by "
+      "[--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N]\n  time to interactive by "
       "ComputeSDK's method through computesdk + @computesdk/e2b, with the floor "
-      "(netns stack, hot pool; root, node)",
+      "(netns stack or a cluster of N nodes, hot pool; root, node)",
       0,
       {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds", "--floor",
-       "--pool", "--threads"});
+       "--pool", "--threads", "--nodes"});
   std::vector<std::string> script_args;
   const std::pair<const char*, int> counts[] = {{"--sequential", 30},  {"--staggered", 30},
                                                 {"--stagger-ms", 200}, {"--burst", 8},
@@ -42,14 +46,16 @@ int main(int argc, char** argv) {
   }
   int pool = args.count("--pool", 8, 1, 256);
   int threads = args.count("--threads", 64, 1, 1024);  // http.threads
+  bench::BenchStack where;
+  where.options.nodes = args.count("--nodes", 1, 1, 8);
   const char* key = "e2b_7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e7e";
   // An admin token: the script reads the pool's claims and misses (GET /v1/pools).
   return bench::run_e2b_bench(
       PVS_TTI_BENCH_SCRIPT, script_args,
       "auth:\n  tokens:\n    - {name: tti, sha256: " + service::sha256_hex("tok-tti") +
-          ", e2b_key_sha256: " + service::sha256_hex(key) + ", max_sandboxes: 128, admin: true}\n" +
+          ", e2b_key_sha256: " + service::sha256_hex(key) + ", max_sandboxes: 512, admin: true}\n" +
           "http:\n  threads: " + std::to_string(threads) + "\nlog_level: error\n" +
           "hot_pool:\n  profiles:\n    - {name: small, size: " + std::to_string(pool) + "}\n",
       {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-tti", "PVS_TTI_REUSE_CHECK=0"},
-      {PVS_TTI_CLIENT_DIR, PVS_TTI_NODE_DIR, "@computesdk/e2b"});
+      {PVS_TTI_CLIENT_DIR, PVS_TTI_NODE_DIR, "@computesdk/e2b"}, where);
 }

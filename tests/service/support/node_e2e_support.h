@@ -70,14 +70,15 @@ inline std::string npm_install_once(const std::string& src, const std::string& d
 
 // The part of a controller.yaml that points the controller at `stack`: listen on `port`, the
 // audit log in `dir`, Proxmox (secret in PVS_E2E_PVE_SECRET, see start_controller), SSH with the
-// pinned host key, the agent socket. A test adds `auth:` and what else it needs.
+// pinned host key, the agent socket; a cluster's `nodes:` (each node's agent, network and
+// template). A test adds `auth:` and what else it needs.
 inline std::string stack_controller_yaml(Stack& stack, std::uint16_t port, const std::string& dir) {
   auto mc = stack.manager_config();
   std::ostringstream y;
   y << "listen:\n  address: 127.0.0.1\n  port: " << port << "\n"
     << "audit:\n  file: " << dir << "/audit.log\n"
     << "proxmox:\n  url: https://127.0.0.1:" << stack.port() << "\n"
-    << "  node: pve\n  token_id: " << Stack::kTokenId << "\n"
+    << (mc.nodes.empty() ? "  node: pve\n" : "") << "  token_id: " << Stack::kTokenId << "\n"
     << "  token_secret_env: PVS_E2E_PVE_SECRET\n"
     << "  fingerprint: \"" << stack.fingerprint() << "\"\n"
     << "  template_vmid: 9000\n  vmid_min: 10000\n  vmid_max: 10999\n"
@@ -85,7 +86,13 @@ inline std::string stack_controller_yaml(Stack& stack, std::uint16_t port, const
     << "  private_key_file: " << mc.ssh.private_key_file << "\n"
     << "  host_key_policy: pinned\n  host_key_fingerprint: \"" << mc.ssh.host_key_fingerprint
     << "\"\n"
-    << "agent:\n  socket: " << mc.agent.socket_path << "\n";
+    << (mc.nodes.empty() ? "agent:\n  socket: " + mc.agent.socket_path + "\n" : "nodes:\n");
+  for (const auto& n : mc.nodes) {
+    y << "  - name: " << n.name << "\n    agent: {socket: " << n.agent.socket_path
+      << "}\n    network: {cidr: " << n.sandbox_cidr.to_string()
+      << ", gateway: " << n.gateway.to_string() << "}\n    template_vmid: " << n.template_vmid
+      << "\n";
+  }
   return y.str();
 }
 
