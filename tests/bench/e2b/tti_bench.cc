@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
           ", e2b_key_sha256: " + service::sha256_hex(key) + ", max_sandboxes: 512, admin: true}\n" +
           "http:\n  threads: " + std::to_string(threads) + "\nlog_level: error\n" +
           "hot_pool:\n  profiles:\n    - {name: small, size: " + std::to_string(pool) + "}\n",
-      {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-tti", "PVS_TTI_REUSE_CHECK=0"},
+      {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-tti", "PVS_TTI_REUSE_CHECK=0",
+       "PVS_TTI_NODES=" + std::to_string(where.options.nodes)},
       {PVS_TTI_CLIENT_DIR, PVS_TTI_NODE_DIR, "@computesdk/e2b"}, where);
 }

@@ -83,7 +83,7 @@ struct ServiceConfig {
 
   // http
   int http_threads = 32;
-  int http_max_queued = 64;
+  int http_max_queued = 256;
   int http_keepalive_timeout_seconds = 5;
   int http_request_timeout_seconds = 30;
   int http_max_keepalive_requests = 100;

@@ -19,13 +19,15 @@
 // commands, and the hot pool's claims and misses per mode (GET /v1/pools with PVS_TOKEN, an
 // admin token), since a pool miss is a cold create; the CPU per iteration by process tree
 // (client, controller, node side) per mode and in each burst's window, and the CPU bound of a
-// burst (n x CPU per iteration / cores). Each mode and each burst round starts from a full pool.
+// burst (n x CPU per iteration / cores), and per part (client, controller, nodes) had each its
+// own cores. Each mode and each burst round starts from a full pool.
 //
 // Usage: node tti_bench.mjs [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
 //                           [--burst-rounds N] [--floor N]
 // Environment: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL; PVS_URL and PVS_TOKEN for the pool;
-// PVS_TTI_REUSE_CHECK=0 counts a marker left by an earlier sandbox instead of failing on it
-// (the netns stand-in's sandboxes share the host's /var/tmp).
+// PVS_TTI_NODES, the cluster's nodes (for the per-part bound); PVS_TTI_REUSE_CHECK=0 counts a
+// marker left by an earlier sandbox instead of failing on it (the netns stand-in's sandboxes
+// share the host's /var/tmp).
 import { compute } from 'computesdk';
 import { e2b } from '@computesdk/e2b';
 import { randomUUID } from 'node:crypto';
@@ -381,12 +383,23 @@ if (seq?.median && burst?.median)
   console.log(`burst median / sequential median: ${(burst.median / seq.median).toFixed(2)}x`);
 // What the cores allow: a burst of n whose iterations need c ms of CPU each cannot all be ready
 // before n c / cores, and with the cores shared fairly they finish together near it.
+const nodes = Number(process.env.PVS_TTI_NODES || 1);
 if (seq?.median && burstWindows.length) {
   const per = burstWindows.reduce((a, w) => a + w.stack, 0) / (burstWindows.length * cfg.burst);
   const bound = (cfg.burst * per) / CORES;
   console.log(`CPU bound of a burst of ${cfg.burst} on ${CORES} cores: ${cfg.burst} x ${fmt(per)} / ` +
     `${CORES} = ${fmt(bound)} = ${(bound / seq.median).toFixed(2)}x the sequential median ` +
-    `(target 2x; the CPU each iteration needs, in the burst's window)`);
+    `(target ${nodes > 1 ? 3 : 2}x; the CPU each iteration needs, in the burst's window)`);
+  // The same burst with each part on cores of its own (a real cluster: the client's machine,
+  // the controller's host, PVS_TTI_NODES nodes of as many cores as this machine): the part
+  // that needs the longest bounds it. The node side here is the tree's rest (pvesim, agents,
+  // the sandboxes' commands; their sshd daemons run outside the tree and are not counted).
+  const part = (key) => burstWindows.reduce((a, w) => a + w[key], 0) / (burstWindows.length * cfg.burst);
+  const parts = [['client (one process, one thread)', (cfg.burst * part('client')) / 1],
+    [`controller (${CORES} cores)`, (cfg.burst * part('controller')) / CORES],
+    [`node side (${nodes} x ${CORES} cores)`, (cfg.burst * part('rest')) / (nodes * CORES)]];
+  console.log(`each part on cores of its own: ${parts.map(([n, ms]) =>
+    `${n} ${fmt(ms)} = ${(ms / seq.median).toFixed(2)}x`).join('; ')}`);
 }
 if (seq?.median && floor)
   console.log(`sequential median - floor median (what a new sandbox adds): ${fmt(seq.median - floor.median)}`);
