@@ -98,8 +98,8 @@ Status HttpServer::start() {
     params->setServerName("pve-sandbox-controller");
     pool_ = std::make_unique<Poco::ThreadPool>(2, config_.http_threads + 2);
     load_->threads = config_.http_threads;
-    server_ =
-        std::make_unique<Poco::Net::HTTPServer>(new ApiFactory(api_, *load_), *pool_, socket, params);
+    server_ = std::make_unique<Poco::Net::HTTPServer>(new ApiFactory(api_, *load_), *pool_, socket,
+                                                      params);
     load_->server.store(server_.get(), std::memory_order_release);
     server_->start();
   } catch (const Poco::Exception& e) {

@@ -2,8 +2,8 @@
 // real agent and nftables) and the pve-sandbox-controller binary with a hot pool, installs the
 // pinned `e2b` SDK (tests/e2b/client/package-lock.json) into the build tree, and runs
 // e2b_bench.mjs, which prints the figures: commands.run('echo') through the SDK vs REST exec
-// (p50 ratio, target <= 1.5x), and create -> first command through the SDK on a hot pool
-// (target p50 <= 30 ms). Not a ctest; run it by hand as root.
+// (p50 ratio, target <= 1.2x, issue #50), and create -> first command through the SDK on a hot
+// pool (target p50 <= 10 ms) with its split. Not a ctest; run it by hand as root.
 //
 // Usage: bench_e2b [--runs N] [--creates N]
 #include <string>

@@ -27,15 +27,15 @@
 
 int main(int argc, char** argv) {
   using namespace pvs;
-  bench::Args args(
-      argc, argv,
-      "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
-      "[--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N]\n  time to interactive by "
-      "ComputeSDK's method through computesdk + @computesdk/e2b, with the floor "
-      "(netns stack or a cluster of N nodes, hot pool; root, node)",
-      0,
-      {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds", "--floor",
-       "--pool", "--threads", "--nodes"});
+  bench::Args args(argc, argv,
+                   "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
+                   "[--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N]\n  time to "
+                   "interactive by "
+                   "ComputeSDK's method through computesdk + @computesdk/e2b, with the floor "
+                   "(netns stack or a cluster of N nodes, hot pool; root, node)",
+                   0,
+                   {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds",
+                    "--floor", "--pool", "--threads", "--nodes"});
   std::vector<std::string> script_args;
   const std::pair<const char*, int> counts[] = {{"--sequential", 30},  {"--staggered", 30},
                                                 {"--stagger-ms", 200}, {"--burst", 8},

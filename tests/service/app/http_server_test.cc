@@ -38,7 +38,8 @@ class RawConnection {
     }
     std::string head = in.substr(0, end + 2);
     auto at = head.find("Content-Length: ");
-    std::size_t length = at == std::string::npos ? 0 : std::strtoul(head.c_str() + at + 16, nullptr, 10);
+    std::size_t length =
+        at == std::string::npos ? 0 : std::strtoul(head.c_str() + at + 16, nullptr, 10);
     while (in.size() < end + 4 + length) {
       if (!receive(in)) return "";
     }
