@@ -12,6 +12,7 @@
 
 #include "app/api.h"
 #include "core/config/config.h"
+#include "e2b/processes.h"
 #include "http/auth.h"
 #include "pvesandbox/common/log.h"
 #include "pvesandbox/version.h"
@@ -115,7 +116,11 @@ class Controller : public Poco::Util::ServerApplication {
       std::cout << pvs::service::describe(*config) << "configuration OK\n";
       return EXIT_OK;
     }
-    return serve(*config, config->manager);
+    pvs::ManagerConfig manager = config->manager;
+    // Hot pool members write the E2B login snapshot before they are ready (docs/e2b.md).
+    if (config->e2b_login_snapshot)
+      manager.hot_pool_warmup = pvs::service::e2b::login_warmup_command();
+    return serve(*config, manager);
   }
 
  private:

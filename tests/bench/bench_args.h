@@ -77,6 +77,17 @@ class Args {
     return i < positionals_.size() ? positionals_[i] : fallback;
   }
 
+  // The value of `option`, one of `allowed`, or `fallback`.
+  std::string choice(std::string_view option, std::string fallback,
+                     std::initializer_list<std::string_view> allowed) const {
+    auto it = options_.find(std::string(option));
+    if (it == options_.end()) return fallback;
+    if (std::find(allowed.begin(), allowed.end(), it->second) == allowed.end()) {
+      fail(std::string(option) + ": not one of the choices");
+    }
+    return it->second;
+  }
+
   // Prints `why` and the usage, exits 2.
   [[noreturn]] void fail(const std::string& why) const {
     std::fprintf(stderr, "%s\nusage: %.*s\n", why.c_str(), static_cast<int>(usage_.size()),

@@ -125,10 +125,29 @@ TEST_F(ProcessTest, OutputExitCodeAndEnvironment) {
   EXPECT_NE(c.raw.back().find("\"end\""), std::string::npos);
 }
 
-// `bash -l -c` as the E2B SDK sends it: the profile runs once, later commands reuse its
-// environment, a per-command env or a changed profile brings the login shell back.
-TEST_F(ProcessTest, LoginShellsRunFromTheSnapshotUntilAProfileChanges) {
-  const std::string home = sshd_->home(), runs = home + "/profile-runs";
+// `bash -l -c CMD` as the E2B SDK sends it, through `table` (default env A=sandbox): stdout.
+std::string run_login(ProcessTable& table, const std::string& cmd, bool snapshot = true,
+                      std::vector<std::pair<std::string, std::string>> envs = {},
+                      bool stdin_open = false, std::optional<int>* exit_code = nullptr) {
+  StartRequest r;
+  r.process = {"/bin/bash", {"-l", "-c", cmd}, std::move(envs), std::nullopt};
+  r.stdin_open = stdin_open;
+  StartOptions o;
+  o.default_env = {{"A", "sandbox"}};
+  o.timeout = 30s;
+  o.login_snapshot = snapshot;
+  auto q = std::make_shared<EventQueue>();
+  auto p = table.start(r, o, q);
+  EXPECT_TRUE(p) << p.error().message;
+  auto c = collect(*q);
+  if (exit_code) *exit_code = c.exit_code;
+  return c.stdout_text;
+}
+
+// The profile runs once, later commands reuse its environment, a per-command env or a changed
+// profile brings the login shell back; the snapshot is the user's alone (home: the user's).
+void expect_login_snapshot(ProcessTable& table, const std::string& home) {
+  const std::string runs = home + "/profile-runs";
   auto profile = [&](const std::string& value) {
     std::ofstream(home + "/.profile", std::ios::trunc)
         << "echo run >> \"$HOME/profile-runs\"\nexport FROM_PROFILE=" << value << "\n";
@@ -141,16 +160,7 @@ TEST_F(ProcessTest, LoginShellsRunFromTheSnapshotUntilAProfileChanges) {
   };
   auto login = [&](const std::string& cmd, bool snapshot = true,
                    std::vector<std::pair<std::string, std::string>> envs = {}) {
-    StartRequest r;
-    r.process = {"/bin/bash", {"-l", "-c", cmd}, std::move(envs), std::nullopt};
-    StartOptions o;
-    o.default_env = {{"A", "sandbox"}};
-    o.timeout = 30s;
-    o.login_snapshot = snapshot;
-    auto q = std::make_shared<EventQueue>();
-    auto p = table_->start(r, o, q);
-    EXPECT_TRUE(p) << p.error().message;
-    return collect(*q).stdout_text;
+    return run_login(table, cmd, snapshot, std::move(envs));
   };
   profile("one");
   EXPECT_EQ(login("echo $FROM_PROFILE $A"), "one sandbox\n");
@@ -180,6 +190,35 @@ TEST_F(ProcessTest, LoginShellsRunFromTheSnapshotUntilAProfileChanges) {
                 std::filesystem::perms::others_all,
             std::filesystem::perms::none);
   std::filesystem::remove(home + "/.profile");
+}
+
+// A user whose shell is /bin/sh: the command runs in an `exec`ed bash.
+TEST_F(ProcessTest, LoginShellsRunFromTheSnapshotUntilAProfileChanges) {
+  expect_login_snapshot(*table_, sshd_->home());
+}
+
+// A user whose shell is bash (root's in a container): from the snapshot the command runs in
+// the shell sshd started, with nothing of the launch script left in it, as bash -c would.
+TEST(ProcessBashUserTest, FromTheSnapshotTheCommandRunsInTheUsersBash) {
+  test::SshdOptions options;
+  options.login_shell = "/bin/bash";
+  test::SshdFixture sshd(options);
+  auto table =
+      std::make_shared<ProcessTable>(std::make_shared<SshSandbox>(test::client_config(sshd)));
+  expect_login_snapshot(*table, sshd.home());
+  // No second bash: the command's shell is the one sshd started with the launch script.
+  EXPECT_EQ(run_login(*table, "tr '\\0' ' ' </proc/$$/cmdline | grep -c '^k=login-'"), "1\n");
+  EXPECT_EQ(run_login(*table, "echo \"[$k$n$p]\" $FROM_PROFILE $A; echo \"$0\""),
+            "[] two sandbox\n/bin/bash\n");
+  std::optional<int> code;
+  EXPECT_EQ(run_login(*table, "echo a; false", true, {}, false, &code), "a\n");
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(run_login(*table, "exit 7", true, {}, false, &code), "");
+  EXPECT_EQ(code, 7);
+  EXPECT_EQ(run_login(*table, "f() { echo \"in $1\"; }; f x | tr a-z A-Z", true, {}, true, &code),
+            "IN X\n");  // with stdin open: in the FIFO's subshell
+  EXPECT_EQ(code, 0);
+  table->shutdown();
 }
 
 TEST_F(ProcessTest, StdinThroughTheFifoThenEof) {

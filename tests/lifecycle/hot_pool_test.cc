@@ -2,9 +2,11 @@
 // namespaces on the bridge with their own sshd, bound by the real agent in the real ruleset;
 // a claim hands over the member's live connection. The SIGKILL storm runs on the model backend.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -137,9 +139,19 @@ class HotPoolTest : public ::testing::Test {
 };
 
 TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
-  auto m = open(hot_config(2));
+  auto c = hot_config(2);
+  // Each member runs the warm-up once before it is ready; a failing one is only logged. (The
+  // netns stand-in's members share the stack user's home.)
+  const std::string warmups = stack_->home() + "/warmups";
+  c.hot_pool_warmup = "echo warm >> \"$HOME/warmups\"; exit 3";
+  auto m = open(c);
   ASSERT_TRUE(m);
   ASSERT_TRUE(pool_settles(*m, 2));
+  {
+    std::ifstream in(warmups);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(all, "warm\nwarm\n");
+  }
   // Members: running, bound, internet off, invisible.
   auto pooled = members(*m);
   ASSERT_EQ(pooled.size(), 2U);

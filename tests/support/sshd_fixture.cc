@@ -156,9 +156,9 @@ pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o)
   return rc == 0 ? pid : -1;
 }
 
-int add_test_user(const std::string& name, const std::string& home) {
+int add_test_user(const std::string& name, const std::string& home, const std::string& shell) {
   if (::getpwnam(name.c_str()) != nullptr) run_command({"userdel", "-f", name});
-  return run_command({"useradd", "-M", "-U", "-d", home, "-s", "/bin/sh", "-p", "*", name});
+  return run_command({"useradd", "-M", "-U", "-d", home, "-s", shell, "-p", "*", name});
 }
 
 int run_command(const std::vector<std::string>& argv, std::string* out) {
@@ -216,7 +216,7 @@ SshdFixture::SshdFixture(SshdOptions options) : options_(std::move(options)) {
     regenerate_host_key();
     if (options_.create_user) {
       user_ = "pvst" + std::to_string(::getpid()) + "x" + std::to_string(g_counter++);
-      if (add_test_user(user_, home_) != 0) {
+      if (add_test_user(user_, home_, options_.login_shell) != 0) {
         throw std::runtime_error("sshd fixture: useradd " + user_ + " failed");
       }
       user_created_ = true;

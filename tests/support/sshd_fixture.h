@@ -24,6 +24,7 @@ struct SshdOptions {
   int max_sessions = 64;                         // sshd MaxSessions (channels per connection)
   std::string extra_config;                      // appended to sshd_config verbatim
   std::string sftp_subsystem = "internal-sftp";  // sshd's `Subsystem sftp` command
+  std::string login_shell = "/bin/sh";           // the test user's shell (sshd runs commands in it)
 };
 
 class SshdFixture {
@@ -77,10 +78,11 @@ class SshdFixture {
 // Runs argv (no shell), returns the exit status (or -1); stdout is captured into *out if given.
 int run_command(const std::vector<std::string>& argv, std::string* out = nullptr);
 
-// Adds the throw-away login user `name` (its own group, /bin/sh, no password, `home` not
+// Adds the throw-away login user `name` (its own group, `shell`, no password, `home` not
 // created); the exit status of useradd. Test users are named after their process's pid, so a
 // user of that name is a leftover of a dead test process that had it: it is removed first.
-int add_test_user(const std::string& name, const std::string& home);
+int add_test_user(const std::string& name, const std::string& home,
+                  const std::string& shell = "/bin/sh");
 
 struct SpawnOptions {
   std::string stdin_file;        // "" = /dev/null

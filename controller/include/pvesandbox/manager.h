@@ -159,6 +159,10 @@ struct ManagerConfig {
   std::vector<HotPoolProfile> hot_pools;
   int hot_pool_refill_parallel = 2;  // members being made (or destroyed) at once: 1..16
   std::chrono::milliseconds hot_pool_check_interval{2000};  // each member's connection check
+  // A shell command each new hot pool member runs once it is up, before it is ready (the
+  // service sets what the E2B API's first command would otherwise do: the login snapshot,
+  // docs/e2b.md). A failure is logged; the member is ready all the same. Empty: none.
+  std::string hot_pool_warmup;
   std::uint32_t vmid_min = 10000;  // VMIDs the controller may use (inclusive)
   std::uint32_t vmid_max = 19999;
 

@@ -44,8 +44,9 @@ bool is_bash(std::string_view cmd) {
          cmd == "/usr/local/bin/bash";
 }
 
-// `exec`s `bash -l -c CMD` from the login snapshot when it is fresh, else a login shell that
-// (re)writes it first (process_script in processes.h). Variables that differ per connection
+// Runs `bash -l -c CMD` from the login snapshot when it is fresh (in the user's shell itself
+// when that is bash, else an `exec`ed `bash -c`), else a login shell that (re)writes it first
+// (process_script in processes.h). Variables that differ per connection
 // or terminal are left out of the snapshot. A profile file as new as the snapshot counts as
 // changed: file times here move in clock ticks, not nanoseconds.
 std::string login_launch(const ProcessConfig& c, const std::string& key) {
@@ -60,14 +61,24 @@ std::string login_launch(const ProcessConfig& c, const std::string& key) {
       "  [ -e \"$p\" ] && [ ! \"$p\" -ot \"$PVS_E2B_LOGIN\" ] && n=\n"
       "done\n";
   const std::string use = ". \"$PVS_E2B_LOGIN\"; unset PVS_E2B_LOGIN\n" + cmd;
+  const std::string use_here = ". \"$PVS_E2B_LOGIN\"; unset PVS_E2B_LOGIN; BASH_ARGV0=" + bash +
+                               "\neval " + shell_quote(cmd) + "\nexit";
   const std::string write =
       "{ mkdir -p -m 700 \"${PVS_E2B_LOGIN%/*}\" && (unset PWD OLDPWD SHLVL TERM LINES COLUMNS "
       "SSH_CLIENT SSH_CONNECTION SSH_TTY SSH_AUTH_SOCK PVS_E2B_LOGIN; export -p) "
       ">\"$PVS_E2B_LOGIN.$$\" && mv -f \"$PVS_E2B_LOGIN.$$\" \"$PVS_E2B_LOGIN\"; } 2>/dev/null\n"
       "unset PVS_E2B_LOGIN\n" +
       cmd;
-  return check + "if [ -n \"$n\" ]; then exec " + bash + " -c " + shell_quote(use) + "; fi\nexec " +
-         bash + " -l -c " + shell_quote(write) + "\n";
+  // sshd runs this script in the user's shell: when that is bash already (not in POSIX mode,
+  // as `sh` would be), the command runs in it from the snapshot, without starting a second bash
+  // (about 2 ms: root's shell in a container is bash). What the check set is unset first; $0
+  // is the bash asked for, as in `bash -c` (BASH_ARGV0, bash 5).
+  const std::string here =
+      "if [ -n \"$BASH_VERSION\" ] && ! shopt -qo posix; then\n"
+      "unset k n p\n" +
+      use_here + "\nfi\n";
+  return check + "if [ -n \"$n\" ]; then\n" + here + "exec " + bash + " -c " + shell_quote(use) +
+         "\nfi\nexec " + bash + " -l -c " + shell_quote(write) + "\n";
 }
 
 }  // namespace
@@ -79,6 +90,11 @@ std::string login_key(const std::map<std::string, std::string>& default_env) {
   std::snprintf(hex, sizeof hex, "%016llx",
                 static_cast<unsigned long long>(std::hash<std::string>{}(all)));
   return hex;
+}
+
+std::string login_warmup_command() {
+  return process_script({"/bin/bash", {"-l", "-c", "true"}, {}, std::nullopt}, false,
+                        login_key({}));
 }
 
 std::string process_script(const ProcessConfig& config, bool stdin_open,

@@ -185,8 +185,9 @@ class Process : public std::enable_shared_from_this<Process> {
 // With a `login_key` (non-empty), a login shell `bash -l -c CMD` without per-command envs runs
 // from a snapshot: the first such command's login shell writes its exported environment to
 // $HOME/.cache/pve-sandbox/login-<key>[-b][-l] (-b, -l: ~/bin, ~/.local/bin exist, which
-// Debian's ~/.profile puts on PATH), and later ones run `bash -c` on that file instead of the
-// profile files, as long as none of /etc/profile, /etc/profile.d, /etc/bash.bashrc,
+// Debian's ~/.profile puts on PATH), and later ones source that file instead of the profile
+// files (in the shell sshd started when that is bash, else in an exec'ed `bash -c`), as long as
+// none of /etc/profile, /etc/profile.d, /etc/bash.bashrc,
 // ~/.bash_profile, ~/.bash_login, ~/.profile and ~/.bashrc is newer than it. What a profile
 // does besides exporting (functions, aliases, output) is not replayed: docs/e2b.md.
 std::string process_script(const ProcessConfig& config, bool stdin_open,
@@ -194,6 +195,10 @@ std::string process_script(const ProcessConfig& config, bool stdin_open,
 // The snapshot key of a sandbox's default environment (its envVars): the same environment,
 // the same key.
 std::string login_key(const std::map<std::string, std::string>& default_env);
+// What a sandbox created without envVars would run at its first `bash -l -c`: a login shell
+// that writes the snapshot (key login_key({})) and exits. A hot pool member runs it before it
+// is ready (ManagerConfig::hot_pool_warmup), so that first command runs from the snapshot.
+std::string login_warmup_command();
 // The FIFO a stdin-open process reads, by pid.
 std::string stdin_fifo(std::uint32_t pid);
 

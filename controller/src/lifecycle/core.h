@@ -419,8 +419,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::optional<HotMember> take_hot(const CreateOptions& options, const Node& node, int* profile);
   Result<std::shared_ptr<SandboxImpl>> claim(Step& step, const CreateOptions& options,
                                              const HotMember& member);
-  Status fill_hot_once(int profile);      // not under mu_
-  void destroy_member(HotMember member);  // not under mu_: unbind, destroy, release
+  Status fill_hot_once(int profile);        // not under mu_
+  void warm_up(SshSession& ssh, int vmid);  // ManagerConfig::hot_pool_warmup, logged
+  void destroy_member(HotMember member);    // not under mu_: unbind, destroy, release
   void discard_member(HotMember member, std::string_view why);  // mu_ held
   void hot_loop();
   void check_hot_members();              // mu_ held: disconnected members to the discard list

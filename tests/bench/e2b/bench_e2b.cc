@@ -5,7 +5,10 @@
 // (p50 ratio, target <= 1.2x, issue #50), and create -> first command through the SDK on a hot
 // pool (target p50 <= 10 ms) with its split. Not a ctest; run it by hand as root.
 //
-// Usage: bench_e2b [--runs N] [--creates N]
+// --backend lxc: on real containers (pvesim's lxc backend, the rootfs of scripts/lxc-rootfs;
+// root's shell is bash there, the netns stand-in's user has /bin/sh).
+//
+// Usage: bench_e2b [--runs N] [--creates N] [--backend netns|lxc]
 #include <string>
 
 #include "bench_args.h"
@@ -14,13 +17,16 @@
 
 int main(int argc, char** argv) {
   using namespace pvs;
-  bench::Args args(argc, argv,
-                   "bench_e2b [--runs N] [--creates N]\n  commands.run('echo') through the e2b "
-                   "SDK vs REST exec, and create -> first command on a hot pool (netns stack; "
-                   "root, node)",
-                   0, {"--runs", "--creates"});
+  bench::Args args(
+      argc, argv,
+      "bench_e2b [--runs N] [--creates N] [--backend netns|lxc]\n  commands.run('echo') "
+      "through the e2b SDK vs REST exec, and create -> first command on a hot pool "
+      "(netns or lxc stack; root, node)",
+      0, {"--runs", "--creates", "--backend"});
   int runs = args.count("--runs", 200, 1, 100000);
   int creates = args.count("--creates", 20, 1, 1000);
+  bench::BenchStack where;
+  where.options.backend = args.choice("--backend", "netns", {"netns", "lxc"});
   const char* key = "e2b_00112233445566778899aabbccddeeff";
   return bench::run_e2b_bench(
       PVS_E2B_BENCH_SCRIPT, {std::to_string(runs), std::to_string(creates)},
@@ -28,5 +34,5 @@ int main(int argc, char** argv) {
           ", e2b_key_sha256: " + service::sha256_hex(key) + ", max_sandboxes: 16}\n" +
           "http:\n  threads: 64\nlog_level: error\n" +
           "hot_pool:\n  profiles:\n    - {name: small, size: 2}\n",
-      {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-bench", "PVS_PROFILE=small"});
+      {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-bench", "PVS_PROFILE=small"}, {}, where);
 }

@@ -158,6 +158,19 @@ std::optional<ManagerCore::HotMember> ManagerCore::take_hot(const CreateOptions&
   }
 }
 
+// ManagerConfig::hot_pool_warmup on a new member: what it prints and its status only logged.
+void ManagerCore::warm_up(SshSession& ssh, int vmid) {
+  ExecOptions o;
+  o.timeout = std::chrono::seconds(30);
+  o.max_output = 4096;
+  auto r = ssh.exec(cfg_.hot_pool_warmup, std::move(o));
+  if (r && r->exit_code == 0 && !r->timed_out) return;
+  log::warn("hot member " + std::to_string(vmid) + ": warm-up " +
+            (!r             ? "failed: " + r.error().message
+             : r->timed_out ? std::string("timed out")
+                            : "exited " + std::to_string(r->exit_code) + ": " + r->err));
+}
+
 // One config write makes the member the caller's sandbox; nothing waits on a Proxmox task.
 // take_hot() handed out only a member whose connection is up: a stopped container's sshd
 // closed it (docs/architecture.md, "Hot pool").
@@ -246,6 +259,7 @@ Status ManagerCore::fill_hot_once(int i) {
       if (!r) return r;
     }
     if (auto r = bring_up(s, o, binding); !r) return r;
+    if (!cfg_.hot_pool_warmup.empty() && s.ssh) warm_up(*s.ssh, s.vmid);
     md.phase = SandboxMetadata::Phase::kPooled;
     md.host_key = s.host_key;
     if (auto r = write_description(n, s.vmid, md); !r) return r;
