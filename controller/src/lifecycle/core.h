@@ -413,9 +413,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // A create placed on `node` with no member ready: a miss of the profile that would have
   // served it there (not under mu_).
   void count_hot_miss(const CreateOptions& options, const Node& node);
-  // A connected member on `node` of a profile that serves `options` (its VMID marked busy); a
-  // member found disconnected goes to the discard list. A miss is counted on the first fitting
-  // profile.
+  // A connected member on `node` of a profile serving `options` (its VMID marked busy); one found
+  // disconnected goes to the discard list. A miss counts on the first fitting profile.
   std::optional<HotMember> take_hot(const CreateOptions& options, const Node& node, int* profile);
   Result<std::shared_ptr<SandboxImpl>> claim(Step& step, const CreateOptions& options,
                                              const HotMember& member);
