@@ -258,6 +258,12 @@ check "LAN device -> ct102:22" blocked tcp "$NS_L" "$IP_B" 22
 check "controller host, CONTROLLER_ADDRESSES empty -> ct102:22" blocked tcp "$NS_C" "$IP_B" 22
 check "node -> ct101:22 (controller SSH)" ok tcp "$NS_NODE" "$IP_A" 22 2
 check "node -> ct102:22 (controller SSH)" ok tcp "$NS_NODE" "$IP_B" 22 2
+# A controller on the node itself reaches every port of a container, with no route: its packets
+# leave by output, which table inet sandbox does not hook, and the replies are established
+# ones in sandbox_to_host (the port proxy's route transport needs no element there).
+assert "proxy_routes is empty" \
+	bash -c '[[ $(ip netns exec "$1" nft list set inet sandbox proxy_routes) != *elements* ]]' _ "$NS_NODE"
+check "node -> ct102:80 (any port, no route: the node's own output)" ok tcp "$NS_NODE" "$IP_B" 80 2
 prop_end
 
 prop_begin "11 an unrelated guest on the uplink bridge keeps working"
@@ -280,7 +286,7 @@ check "control: the same LAN host with its own address is routed by the node" ok
 rig_in "$NS_L" ip addr del "$IP_A/32" dev eth0
 prop_end
 
-prop_begin "extra: a listed controller on another host gets SSH to sandboxes, and nothing else"
+prop_begin "extra: a listed controller on another host gets SSH to sandboxes, its routed ports, and nothing else"
 # ct101 has internet, ct102 has none; the controller's address is public, so to a sandbox with
 # internet it is "the internet" until it is listed.
 assert "ct102 holds no grant" bash -c '! ip netns exec "$1" nft get element inet sandbox internet_allowed "{ $2 }" >/dev/null 2>&1' _ "$NS_NODE" "$IP_B"
@@ -303,6 +309,33 @@ check "(d) ct102 -> controller $CTL:22" blocked tcp "$NS_B" "$CTL" 22
 check "(d) ct101 (internet) -> controller $CTL:443" blocked tcp "$NS_A" "$CTL" 443
 check "(d) ct101 (internet) from port 22 -> controller $CTL:443 (not a reply)" blocked \
 	rig_probe "$NS_A" tcp "$CTL" 443 --timeout "$T" --sport 22
+# The port proxy's routes (proxy_routes, filled by the agent's ROUTE): one container port for
+# the listed controller, while the element lives; removing it cuts the open connection.
+rig_in "$NS_NODE" nft add element inet sandbox proxy_routes "{ $IP_B . 80 timeout 1m }"
+check "(f) controller -> ct102:80, routed" ok tcp "$NS_C" "$IP_B" 80 2
+check "(f) controller -> ct101:80, not routed" blocked tcp "$NS_C" "$IP_A" 80
+check "(f) unlisted $CTL_UNLISTED -> ct102:80, routed" blocked \
+	rig_probe "$NS_C" tcp "$IP_B" 80 --timeout "$T" --src "$CTL_UNLISTED"
+check "(f) LAN device -> ct102:80, routed" blocked tcp "$NS_L" "$IP_B" 80
+check "(f) ct102 from port 80 -> controller $CTL:443 (not a reply)" blocked \
+	rig_probe "$NS_B" tcp "$CTL" 443 --timeout "$T" --sport 80
+flag="$RIG_TMP/unrouted"
+rig_probe "$NS_C" hold "$IP_B" 80 --flag "$flag" --duration 2.5 >"$RIG_TMP/hold-route.out" &
+hold_pid=$!
+for _ in $(seq 1 50); do
+	grep -q connected "$RIG_TMP/hold-route.out" 2>/dev/null && break
+	sleep 0.1
+done
+sleep 0.6
+rig_in "$NS_NODE" nft delete element inet sandbox proxy_routes "{ $IP_B . 80 }"
+touch "$flag"
+wait "$hold_pid" || true
+hold=$(tail -n1 "$RIG_TMP/hold-route.out")
+echo "    (routed connection round trips: $hold)"
+assert "(f) the routed connection echoed while routed" \
+	bash -c '[[ $1 =~ before=([0-9]+) && ${BASH_REMATCH[1]} -gt 0 ]]' _ "$hold"
+assert "(f) removing the route cut the open connection" bash -c '[[ $1 == *"after=0"* ]]' _ "$hold"
+check "(f) controller -> ct102:80, route removed" blocked tcp "$NS_C" "$IP_B" 80
 flag="$RIG_TMP/unlisted"
 rig_probe "$NS_C" hold "$IP_B" 22 --flag "$flag" --duration 2.5 >"$RIG_TMP/hold-ctl.out" &
 hold_pid=$!
