@@ -1,5 +1,5 @@
-// The port proxy (port_routes.h): one request to a service in the sandbox, through an SSH
-// direct-tcpip channel, streamed both ways.
+// The port proxy (port_routes.h): one request to a service in the sandbox, through a PortStream
+// (an SSH direct-tcpip channel, or a TCP connection over a route), streamed both ways.
 //
 // The request head and body go first (the body as it is read from the client, re-chunked when
 // the client chunked it), then the service's reply: its head (interim 1xx replies dropped), and
@@ -49,9 +49,30 @@ ApiError tunnel_error(const Error& e, std::uint16_t port, const std::string& id)
   return from_error(e);
 }
 
-// The service's side: what was read and not yet used, and the tunnel to read more from.
+// The way to the service (port_stream.h). With ports.transport `route`, a TCP connection over a
+// route; a service that refuses it (one on the sandbox's loopback only), or a node that cannot
+// give the route (an agent or ruleset without routes), is reached over SSH instead.
+std::unique_ptr<PortStream> open_stream(Sandbox& sandbox, std::uint16_t port, bool route,
+                                        const RequestContext& ctx) {
+  if (route) {
+    RouteOptions options;
+    options.port = port;
+    auto stream = sandbox.open_route(options);
+    if (stream) return std::move(*stream);
+    if (!stream.error().is(SshErrc::kConnectRefused))
+      log::warn("request " + ctx.request_id + ": no route to " + where(port, ctx.sandbox) + " (" +
+                stream.error().message + "): over SSH");
+  }
+  TunnelOptions options;
+  options.port = port;
+  auto tunnel = sandbox.open_tunnel(options);
+  if (!tunnel) throw tunnel_error(tunnel.error(), port, ctx.sandbox);
+  return std::move(*tunnel);
+}
+
+// The service's side: what was read and not yet used, and the stream to read more from.
 struct Upstream {
-  TcpTunnel& tunnel;
+  PortStream& tunnel;
   const RequestContext& client;
   std::string pending;
   // Appends what comes next: the bytes read, 0 at the service's EOF. Waits at most kIdleTimeout,
@@ -84,7 +105,7 @@ BodyFraming framing_of(const Poco::Net::HTTPServerRequest& req) {
 // Sends the request head and streams its body; the body bytes sent. A service that stops
 // taking the body (it closed its side, maybe after an early reply) ends the sending: its reply
 // is read next, and the rest of the body is drained after it (settle_body).
-std::uint64_t send_request(RequestContext& ctx, TcpTunnel& t, const std::string& head,
+std::uint64_t send_request(RequestContext& ctx, PortStream& t, const std::string& head,
                            BodyFraming body, const std::string& what) {
   auto check = [&](const Status& st) {
     if (st) return true;
@@ -320,16 +341,12 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
     }
   }
 
-  TunnelOptions options;
-  options.port = to.port;
-  auto tunnel = sandbox.open_tunnel(options);
-  if (!tunnel) throw tunnel_error(tunnel.error(), to.port, ctx.sandbox);
-  Upstream up{**tunnel, ctx, {}};
-  std::uint64_t sent =
-      send_request(ctx, **tunnel, ports::request_head(request), request.body, what);
+  std::unique_ptr<PortStream> stream = open_stream(sandbox, to.port, d_.route, ctx);
+  Upstream up{*stream, ctx, {}};
+  std::uint64_t sent = send_request(ctx, *stream, ports::request_head(request), request.body, what);
   ResponseHead head = read_head(up, ctx.method, ticket.has_value(), what);
   if (head.status == 101)
-    return splice(ctx, to, std::move(*tunnel), std::move(up.pending), head, std::move(*ticket),
+    return splice(ctx, to, std::move(stream), std::move(up.pending), head, std::move(*ticket),
                   sent);
 
   // One audit record at the end, with the bytes: the reply's beginning is not audited.
@@ -338,7 +355,7 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
   d_.replies.begin_reply(ctx, head.status, head.content_type);
   copy_headers(ctx, head, to.opaque_origin);
   BodyResult body = copy_body(ctx, up, head);
-  (*tunnel)->close();
+  stream->close();
   ctx.action = std::move(action);
   ctx.params_json =
       ports::audit_params(to.port, ctx.method, to.path, std::make_pair(sent, body.bytes));
