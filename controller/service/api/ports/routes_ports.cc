@@ -32,7 +32,8 @@ namespace {
 using ports::BodyFraming;
 using ports::ResponseHead;
 
-constexpr std::size_t kChunk = 64 << 10;
+constexpr std::size_t kChunk = 64 << 10;      // the client's request body, read at a time
+constexpr std::size_t kReadMost = 256 << 10;  // the service's bytes, read at a time
 constexpr std::size_t kMaxHead = 64 << 10;
 
 std::string where(std::uint16_t port, const std::string& id) {
@@ -80,14 +81,15 @@ struct Upstream {
   // wait (the tunnel is closed next, so the service sees its connection end too: E2B's code
   // interpreter interrupts the cell).
   Result<std::size_t> more() {
-    char buf[kChunk];
     const auto deadline = std::chrono::steady_clock::now() + PortRoutes::kIdleTimeout;
+    const std::size_t had = pending.size();
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      auto n = tunnel.read(buf, sizeof buf,
+      pending.resize(had + kReadMost);  // read in place: no copy on the way
+      auto n = tunnel.read(pending.data() + had, kReadMost,
                            std::clamp(left, std::chrono::milliseconds(1), kClientCheck));
-      if (n && *n > 0) pending.append(buf, *n);
+      pending.resize(had + (n ? *n : 0));
       if (n || !n.error().is(SshErrc::kTimeout) || left <= kClientCheck) return n;
       if (client_hung_up(client)) return fail(ErrorCode::kUnavailable, "the client went away");
     }
@@ -191,6 +193,8 @@ BodyResult copy_length(RequestContext& ctx, Upstream& up, std::uint64_t length) 
   BodyResult r;
   ctx.response->setContentLength64(static_cast<Poco::Int64>(length));
   std::ostream& out = ctx.response->send();
+  out.flush();  // Poco buffers the head of a Content-Length reply in the body's stream
+  ChunkFrames body(ctx, out, false);  // each piece one send, not Poco's 4 KiB ones
   while (r.bytes < length) {
     if (up.pending.empty()) {
       if ((r.failure = more_body(up, false))) return r;
@@ -198,10 +202,10 @@ BodyResult copy_length(RequestContext& ctx, Upstream& up, std::uint64_t length) 
     }
     auto take =
         static_cast<std::size_t>(std::min<std::uint64_t>(length - r.bytes, up.pending.size()));
-    out.write(up.pending.data(), static_cast<std::streamsize>(take));
+    bool sent = body.send(std::string_view(up.pending).substr(0, take));
     up.pending.erase(0, take);
     r.bytes += take;
-    if (!out) {
+    if (!sent) {
       r.failure = "the client went away";
       return r;
     }
