@@ -50,10 +50,8 @@ double ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// A TCP connection to 127.0.0.1:`port` made in the network namespace open at `ns_fd` (this
-// thread enters it for the connect and comes back); -1 on failure.
-int connect_in(int ns_fd, int self_fd, std::uint16_t port) {
-  if (setns(ns_fd, CLONE_NEWNET) != 0) return -1;
+// A TCP connection to 127.0.0.1:`port` in this thread's network namespace; -1 on failure.
+int connect_loopback(std::uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -63,6 +61,14 @@ int connect_in(int ns_fd, int self_fd, std::uint16_t port) {
     close(fd);
     fd = -1;
   }
+  return fd;
+}
+
+// The same made in the network namespace open at `ns_fd` (this thread enters it for the
+// connect and comes back).
+int connect_in(int ns_fd, int self_fd, std::uint16_t port) {
+  if (setns(ns_fd, CLONE_NEWNET) != 0) return -1;
+  int fd = connect_loopback(port);
   if (setns(self_fd, CLONE_NEWNET) != 0) {
     std::perror("setns back");
     std::exit(1);
@@ -95,17 +101,9 @@ std::size_t direct_get(int ns_fd, int self_fd, const std::string& path) {
 
 // GET `uri` from the controller listening on 127.0.0.1:`port`, read the same way.
 std::size_t proxied_get(std::uint16_t port, const std::string& uri) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    fd = -1;
-  }
-  return read_reply(fd, "GET " + uri + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
-                            pvs::bench::kBenchToken + "\r\nConnection: close\r\n\r\n");
+  return read_reply(connect_loopback(port),
+                    "GET " + uri + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                        pvs::bench::kBenchToken + "\r\nConnection: close\r\n\r\n");
 }
 
 std::string must_exec(pvs::bench::RestConn& c, const std::string& id, const std::string& cmd) {
@@ -159,11 +157,12 @@ void small_gets(const std::vector<Way>& ways, int rounds) {
       times[k].push_back(ms(Clock::now() - t0));
     }
   }
-  std::printf("small GET x%d                 p50      p99  (ms)   added p50   added p99\n", rounds);
+  std::printf("small GET x%d                  p50      p99  (ms)   added p50   added p99\n",
+              rounds);
   auto direct = pvs::bench::stats(times[0]);
   for (std::size_t k = 0; k < ways.size(); ++k) {
     auto s = pvs::bench::stats(times[k]);
-    std::printf("  %-26s %7.3f  %7.3f", ways[k].name.c_str(), s.p50, s.p99);
+    std::printf("  %-27s %7.3f  %7.3f", ways[k].name.c_str(), s.p50, s.p99);
     if (k > 0) std::printf("       %+7.3f     %+7.3f", s.p50 - direct.p50, s.p99 - direct.p99);
     std::printf("\n");
   }
@@ -197,11 +196,11 @@ void downloads(const std::vector<Way>& ways, int mib) {
       rates[k].push_back(static_cast<double>(mib) / (ms(Clock::now() - t0) / 1000));
     }
   }
-  std::printf("%d MiB download x3             MiB/s (median)   / direct   CPU ms/MiB here\n", mib);
+  std::printf("%d MiB download x3              MiB/s (median)   / direct   CPU ms/MiB here\n", mib);
   double direct = pvs::bench::stats(rates[0]).p50;
   for (std::size_t k = 0; k < ways.size(); ++k) {
     double r = pvs::bench::stats(rates[k]).p50;
-    std::printf("  %-26s %8.1f          %6.2fx     %6.3f\n", ways[k].name.c_str(), r, r / direct,
+    std::printf("  %-27s %8.1f          %6.2fx     %6.3f\n", ways[k].name.c_str(), r, r / direct,
                 cpu[k] / (3.0 * mib));
   }
   std::printf("  (target: at least 0.8x)\n");
