@@ -131,6 +131,25 @@ Result<Binding> parse_binding_fields(std::string_view port, std::string_view mac
   return Binding{*p, *m, *a};
 }
 
+// ROUTE <ipv4> <port> <seconds> / UNROUTE <ipv4> <port>.
+Result<Request> parse_route(const std::vector<std::string_view>& fields) {
+  bool route = fields[0] == "ROUTE";
+  if (auto ok = route ? expect_arity(fields, 3, 3, "ROUTE <ipv4> <port> <seconds>")
+                      : expect_arity(fields, 2, 2, "UNROUTE <ipv4> <port>");
+      !ok) {
+    return fail(ok.error());
+  }
+  auto address = Ipv4Address::parse(fields[1]);
+  if (!address) return fail(bad(address.error().message));
+  auto port = parse_decimal(fields[2], 1, 65535, "port");
+  if (!port) return fail(port.error());
+  if (!route) return UnrouteRequest{*address, static_cast<std::uint16_t>(*port)};
+  auto seconds = parse_decimal(fields[3], 1, kMaxRouteSeconds, "seconds");
+  if (!seconds) return fail(seconds.error());
+  return RouteRequest{*address, static_cast<std::uint16_t>(*port),
+                      static_cast<std::uint32_t>(*seconds)};
+}
+
 bool is_key_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -230,6 +249,7 @@ Result<Request> parse_request(std::string_view line) {
     if (auto ok = expect_arity(fields, 0, 0, "STATUS"); !ok) return fail(ok.error());
     return StatusRequest{};
   }
+  if (verb == "ROUTE" || verb == "UNROUTE") return parse_route(fields);
   if (auto egress = parse_egress_request(fields)) return std::move(*egress);
   return fail(bad("unknown verb " + pvs::quoted(verb, 16)));
 }
@@ -271,6 +291,13 @@ struct RequestFormatter {
   std::string operator()(const EgressRefusedQuery& r) const {
     return "EGRESSREFUSED " + r.address.to_string();
   }
+  std::string operator()(const RouteRequest& r) const {
+    return "ROUTE " + r.address.to_string() + " " + std::to_string(r.port) + " " +
+           std::to_string(r.seconds);
+  }
+  std::string operator()(const UnrouteRequest& r) const {
+    return "UNROUTE " + r.address.to_string() + " " + std::to_string(r.port);
+  }
 };
 
 }  // namespace
@@ -281,8 +308,9 @@ std::string format_request(const Request& request) {
 
 std::string_view verb_name(const Request& request) {
   static constexpr std::string_view kNames[] = {
-      "HELLO",  "ALLOW",  "REVOKE",   "SYNC", "LIST", "BIND", "UNBIND",    "BINDINGS",
-      "STATUS", "EGRESS", "EGRESSES", "ASK",  "PAIR", "ELOG", "EGRESSLOG", "EGRESSREFUSED"};
+      "HELLO",  "ALLOW",    "REVOKE",    "SYNC",          "LIST",     "BIND",
+      "UNBIND", "BINDINGS", "STATUS",    "EGRESS",        "EGRESSES", "ASK",
+      "PAIR",   "ELOG",     "EGRESSLOG", "EGRESSREFUSED", "ROUTE",    "UNROUTE"};
   static_assert(std::size(kNames) == std::variant_size_v<Request>);
   return kNames[request.index()];
 }

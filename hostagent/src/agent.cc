@@ -43,6 +43,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<SetBackend> backend)
   egress_refused_ = SetRef{config_.family_number(), config_.table, "egress_refused"};
   egress_refused_last_ = SetRef{config_.family_number(), config_.table, "egress_refused_last"};
   egress_refused_rate_ = SetRef{config_.family_number(), config_.table, "egress_refused_rate"};
+  proxy_routes_ = SetRef{config_.family_number(), config_.table, "proxy_routes"};
   started_ms_ = unix_now_ms();
 }
 
@@ -215,6 +216,10 @@ std::string Agent::handle(const Peer& peer, const proto::Request& request) {
           return do_egress_log_query(r);
         } else if constexpr (std::is_same_v<T, proto::EgressRefusedQuery>) {
           return do_egress_refused(r);
+        } else if constexpr (std::is_same_v<T, proto::RouteRequest>) {
+          return do_route(peer, r);
+        } else if constexpr (std::is_same_v<T, proto::UnrouteRequest>) {
+          return do_unroute(peer, r);
         } else {
           static_assert(std::is_same_v<T, proto::StatusRequest>);
           return do_status();

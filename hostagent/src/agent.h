@@ -74,6 +74,10 @@ class Agent {
   std::string do_bind(const Peer& peer, const proto::BindRequest& r);
   std::string do_unbind(const Peer& peer, const proto::UnbindRequest& r);
   std::string do_bindings();
+  // The port proxy's routes (agent_bindings.cc, docs/protocol.md "Routes"): an element of
+  // proxy_routes for an address bound to a sandbox port, with a timeout; kernel state only.
+  std::string do_route(const Peer& peer, const proto::RouteRequest& r);
+  std::string do_unroute(const Peer& peer, const proto::UnrouteRequest& r);
   std::string do_status();
   // Egress by domain (agent_egress.cc).
   bool resolver_only(const Peer& peer) const;
@@ -136,6 +140,7 @@ class Agent {
   SetRef egress_refused_;
   SetRef egress_refused_last_;
   SetRef egress_refused_rate_;
+  SetRef proxy_routes_;
   // The pairs the agent knows of: expiry (unix ms) and the listed names they were added for
   // (empty: added before a restart, names unknown). Mirrors the kernel's egress_pairs.
   struct PairInfo {

@@ -1,5 +1,7 @@
 // The agent's bridge-port bindings: BIND, UNBIND, BINDINGS, the kernel's port_mac/port_ip4
-// elements and the dnsmasq reservation mirror. The grant verbs are in agent.cc.
+// elements and the dnsmasq reservation mirror; and ROUTE/UNROUTE, the port proxy's routes to a
+// bound address. The grant verbs are in agent.cc.
+#include <algorithm>
 #include <map>
 
 #include "agent.h"
@@ -143,6 +145,51 @@ std::string Agent::do_bindings() {
   auto bindings = kernel_bindings(nullptr, nullptr);
   if (!bindings) return error_reply(bindings.error());
   return proto::format_ok(proto::format_bindings_payload(*bindings));
+}
+
+// A route is kernel state only (not journalled, not re-applied): it lives at most its timeout,
+// and the controller asks again for a connection that outlives half of it.
+std::string Agent::do_route(const Peer& peer, const proto::RouteRequest& r) {
+  std::string what = "verb=ROUTE address=" + r.address.to_string() +
+                     " port=" + std::to_string(r.port) + " seconds=" + std::to_string(r.seconds);
+  auto reply = [&]() -> std::string {
+    if (auto ok = check_address(r.address); !ok) return error_reply(ok.error());
+    bool bound = std::any_of(desired_.bindings.begin(), desired_.bindings.end(),
+                             [&](const auto& b) { return b.second.address == r.address; });
+    if (!bound) {
+      return error_reply(Error{
+          ErrorCode::kPermissionDenied,
+          "address not bound: " + r.address.to_string() + " is bound to no sandbox port (BIND)"});
+    }
+    RawElement element{route_key(r.address, r.port), std::uint64_t{r.seconds} * 1000};
+    // Destroy + add in one batch: a new timeout on every kernel, with no gap between.
+    Batch batch;
+    batch.destroy(proxy_routes_, {RawElement{element.key, std::nullopt}});
+    batch.add(proxy_routes_, {element});
+    if (auto ok = backend_->commit(batch); !ok) {
+      return error_reply(missing_error(ok.error(), proxy_routes_));
+    }
+    return proto::format_ok();
+  }();
+  log_change(peer, what, reply);
+  return reply;
+}
+
+// Idempotent, and allowed for an address no longer bound (its sandbox went first).
+std::string Agent::do_unroute(const Peer& peer, const proto::UnrouteRequest& r) {
+  std::string what =
+      "verb=UNROUTE address=" + r.address.to_string() + " port=" + std::to_string(r.port);
+  auto reply = [&]() -> std::string {
+    if (auto ok = check_address(r.address); !ok) return error_reply(ok.error());
+    Batch batch;
+    batch.destroy(proxy_routes_, {RawElement{route_key(r.address, r.port), std::nullopt}});
+    if (auto ok = backend_->commit(batch); !ok) {
+      return error_reply(missing_error(ok.error(), proxy_routes_));
+    }
+    return proto::format_ok();
+  }();
+  log_change(peer, what, reply);
+  return reply;
 }
 
 Status Agent::mirror_dhcp_hosts() {

@@ -49,6 +49,15 @@ ElementKey port_ip4_key(const std::string& port, Ipv4Address address) {
   return ElementKey(key, sizeof(key));
 }
 
+ElementKey route_key(Ipv4Address address, std::uint16_t port) {
+  std::uint8_t key[8] = {};
+  std::uint32_t be = htonl(address.to_uint());
+  std::uint16_t port_be = htons(port);
+  std::memcpy(key, &be, 4);
+  std::memcpy(key + 4, &port_be, 2);
+  return ElementKey(key, sizeof(key));
+}
+
 ElementKey pair_key(const PairKey& pair) {
   std::uint8_t key[12] = {};
   std::uint32_t src = htonl(pair.source.to_uint());

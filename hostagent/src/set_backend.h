@@ -84,6 +84,8 @@ ElementKey ipv4_key(Ipv4Address address);
 // `ifname . ether_addr` (16 + 8 bytes) and `ifname . ipv4_addr` (16 + 4 bytes).
 ElementKey port_mac_key(const std::string& port, const MacAddress& mac);
 ElementKey port_ip4_key(const std::string& port, Ipv4Address address);
+// `ipv4_addr . inet_service` (4 + 2 padded to 4 bytes): a port proxy's route (ROUTE).
+ElementKey route_key(Ipv4Address address, std::uint16_t port);
 // `ipv4_addr . ipv4_addr . inet_service` (4 + 4 + 2 padded to 4 bytes): an egress pair.
 struct PairKey {
   Ipv4Address source;

@@ -107,6 +107,52 @@ TEST_F(AgentServerTest, EveryVerb) {
       << log;
 }
 
+// ROUTE/UNROUTE (the port proxy's routes) against the kernel's proxy_routes: only for an
+// address bound to a sandbox port, a port 1-65535 and a life of 1-300 s; refreshed by asking
+// again; UNROUTE idempotent; every change logged; a ruleset without the set is a 409.
+TEST_F(AgentServerTest, RoutesOnlyToABoundAddressForABoundedTime) {
+  start();
+  LineClient c(agent_->socket());
+  auto routes = [&] { return ns_.output("nft list set inet sandbox proxy_routes"); };
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 8000 60").rfind("ERR 403 address not bound: 10.99.0.7", 0), 0u);
+  EXPECT_EQ(c.call("ROUTE 10.98.0.7 8000 60").rfind("ERR 403 address not allowed", 0), 0u);
+  ns_.run("ip link add veth100i0 type veth peer name ct100");
+  ASSERT_EQ(c.call("BIND veth100i0 bc:24:11:00:00:01 10.99.0.7"), "OK");
+  EXPECT_EQ(c.call("ROUTE 10.99.0.8 8000 60").rfind("ERR 403 address not bound", 0), 0u);
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 0 60").rfind("ERR 400 invalid port", 0), 0u);
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 65536 60").rfind("ERR 400 invalid port", 0), 0u);
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 8000 301").rfind("ERR 400 invalid seconds", 0), 0u);
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 8000 0").rfind("ERR 400 invalid seconds", 0), 0u);
+  EXPECT_EQ(routes().find("elements"), std::string::npos) << routes();
+
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 8000 5"), "OK");
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 22 300"), "OK");
+  std::string set = routes();
+  EXPECT_NE(set.find("10.99.0.7 . 8000 timeout 5s"), std::string::npos) << set;
+  EXPECT_NE(set.find("10.99.0.7 . 22 timeout 5m"), std::string::npos) << set;
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 8000 120"), "OK");  // a refresh: a new timeout
+  EXPECT_NE(routes().find("10.99.0.7 . 8000 timeout 2m"), std::string::npos) << routes();
+  EXPECT_EQ(c.call("UNROUTE 10.99.0.7 8000"), "OK");
+  EXPECT_EQ(c.call("UNROUTE 10.99.0.7 8000"), "OK");  // idempotent
+  EXPECT_EQ(routes().find(". 8000"), std::string::npos) << routes();
+  // Unbound: no new route, but the old one can still be removed.
+  EXPECT_EQ(c.call("UNBIND veth100i0"), "OK");
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 22 60").rfind("ERR 403 address not bound", 0), 0u);
+  EXPECT_EQ(c.call("UNROUTE 10.99.0.7 22"), "OK");
+  EXPECT_EQ(routes().find("elements"), std::string::npos) << routes();
+  std::string log = agent_->log_text();
+  EXPECT_NE(log.find("verb=ROUTE address=10.99.0.7 port=22 seconds=300 result=OK"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("verb=UNROUTE address=10.99.0.7 port=8000 result=OK"), std::string::npos);
+  EXPECT_NE(log.find("verb=ROUTE address=10.99.0.8 port=8000 seconds=60 result=ERR 403"),
+            std::string::npos);
+
+  ASSERT_EQ(c.call("BIND veth100i0 bc:24:11:00:00:01 10.99.0.7"), "OK");
+  ns_.run("nft delete set inet sandbox proxy_routes");
+  EXPECT_EQ(c.call("ROUTE 10.99.0.7 8000 60").rfind("ERR 409 ruleset missing", 0), 0u);
+}
+
 TEST_F(AgentServerTest, Idempotency) {
   start();
   LineClient c(agent_->socket());

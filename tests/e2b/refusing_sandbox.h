@@ -13,6 +13,7 @@ class RefusingSandbox : public pvs::Sandbox {
   Result<ExecResult> exec(std::string, ExecOptions) override { return no(); }
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions) override { return no(); }
   Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions) override { return no(); }
+  Result<std::unique_ptr<PortStream>> open_route(RouteOptions) override { return no(); }
   Status write_file(const std::string&, std::string_view, std::uint32_t) override { return no(); }
   Result<std::string> read_file(const std::string&, std::uint64_t) override { return no(); }
   Status upload(const std::string&, std::istream&, const UploadOptions&,

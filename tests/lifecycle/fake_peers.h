@@ -343,6 +343,11 @@ class FakeAgent final : public lifecycle::AgentApi {
     bound_.erase(port);
     return {};
   }
+  // Routes (the port proxy's) are not modelled: the netns tests have the real agent.
+  Status route(Ipv4Address, std::uint16_t, std::uint32_t) override {
+    return fail(ErrorCode::kUnavailable, "the fake agent has no routes");
+  }
+  Status unroute(Ipv4Address, std::uint16_t) override { return {}; }
   Result<std::vector<proto::Binding>> bindings() override {
     std::lock_guard lock(mu_);
     if (down) return fail(ErrorCode::kUnavailable, "agent down");

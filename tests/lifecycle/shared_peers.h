@@ -81,6 +81,10 @@ class SharedAgent final : public lifecycle::AgentApi {
   Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) override {
     return a_->egress_refused(address);
   }
+  Status route(Ipv4Address a, std::uint16_t p, std::uint32_t s) override {
+    return a_->route(a, p, s);
+  }
+  Status unroute(Ipv4Address a, std::uint16_t p) override { return a_->unroute(a, p); }
   Status hello() override { return a_->hello(); }
   std::uint64_t connections() const override { return a_->connections(); }
 

@@ -79,6 +79,28 @@ assert() { # assert DESCRIPTION CONDITION-COMMAND...
 		PROP_FAILS=$((PROP_FAILS + 1))
 	fi
 }
+# hold_and_cut NAME DURATION NS HOST PORT CUT...: a connection from NS to HOST:PORT echoing every
+# 0.2 s, and CUT run once it has echoed a while; HELD is then its "before=N after=M" (round trips
+# before and after CUT).
+hold_and_cut() {
+	local name=$1 duration=$2 ns=$3 host=$4 port=$5 pid
+	shift 5
+	local out="$RIG_TMP/hold-$name.out" flag="$RIG_TMP/cut-$name"
+	rig_probe "$ns" hold "$host" "$port" --flag "$flag" --duration "$duration" >"$out" &
+	pid=$!
+	for _ in $(seq 1 50); do
+		grep -q connected "$out" 2>/dev/null && break
+		sleep 0.1
+	done
+	sleep 0.6
+	"$@"
+	touch "$flag"
+	wait "$pid" || true
+	HELD=$(tail -n1 "$out")
+	echo "    ($name: round trips $HELD)"
+}
+held_before_cut() { [[ $HELD =~ before=([0-9]+) && ${BASH_REMATCH[1]} -gt 0 ]]; }
+none_after_cut() { [[ $HELD == *"after=0"* ]]; }
 tcp() { rig_probe "$1" tcp "$2" "$3" --timeout "${4:-$T}"; }
 udp() { rig_probe "$1" udp "$2" "$3" --timeout "${4:-$T}"; }
 
@@ -126,21 +148,9 @@ check "not allowed ct102 -> internet tcp/22" blocked tcp "$NS_B" "$INET" 22
 prop_end
 
 prop_begin "2 revoking an address cuts its established connections"
-flag="$RIG_TMP/revoked"
-rig_probe "$NS_A" hold "$INET" 80 --flag "$flag" --duration 3 >"$RIG_TMP/hold.out" &
-hold_pid=$!
-for _ in $(seq 1 50); do
-	grep -q connected "$RIG_TMP/hold.out" 2>/dev/null && break
-	sleep 0.1
-done
-sleep 0.6
-rig_revoke "$IP_A"
-touch "$flag"
-wait "$hold_pid" || true
-hold=$(tail -n1 "$RIG_TMP/hold.out")
-echo "    (round trips: $hold)"
-assert "round trips before the revoke" bash -c '[[ $1 =~ before=([0-9]+) && ${BASH_REMATCH[1]} -gt 0 ]]' _ "$hold"
-assert "no round trip after the revoke" bash -c '[[ $1 == *"after=0"* ]]' _ "$hold"
+hold_and_cut revoke 3 "$NS_A" "$INET" 80 rig_revoke "$IP_A"
+assert "round trips before the revoke" held_before_cut
+assert "no round trip after the revoke" none_after_cut
 check "new connection after the revoke" blocked tcp "$NS_A" "$INET" 80
 rig_allow "$IP_A"
 check "re-allowed: new connection works again" ok tcp "$NS_A" "$INET" 80 2
@@ -258,6 +268,12 @@ check "LAN device -> ct102:22" blocked tcp "$NS_L" "$IP_B" 22
 check "controller host, CONTROLLER_ADDRESSES empty -> ct102:22" blocked tcp "$NS_C" "$IP_B" 22
 check "node -> ct101:22 (controller SSH)" ok tcp "$NS_NODE" "$IP_A" 22 2
 check "node -> ct102:22 (controller SSH)" ok tcp "$NS_NODE" "$IP_B" 22 2
+# A controller on the node itself reaches every port of a container, with no route: its packets
+# leave by output, which table inet sandbox does not hook, and the replies are established
+# ones in sandbox_to_host (the port proxy's route transport needs no element there).
+assert "proxy_routes is empty" \
+	bash -c '[[ $(ip netns exec "$1" nft list set inet sandbox proxy_routes) != *elements* ]]' _ "$NS_NODE"
+check "node -> ct102:80 (any port, no route: the node's own output)" ok tcp "$NS_NODE" "$IP_B" 80 2
 prop_end
 
 prop_begin "11 an unrelated guest on the uplink bridge keeps working"
@@ -280,7 +296,7 @@ check "control: the same LAN host with its own address is routed by the node" ok
 rig_in "$NS_L" ip addr del "$IP_A/32" dev eth0
 prop_end
 
-prop_begin "extra: a listed controller on another host gets SSH to sandboxes, and nothing else"
+prop_begin "extra: a listed controller on another host gets SSH to sandboxes, its routed ports, and nothing else"
 # ct101 has internet, ct102 has none; the controller's address is public, so to a sandbox with
 # internet it is "the internet" until it is listed.
 assert "ct102 holds no grant" bash -c '! ip netns exec "$1" nft get element inet sandbox internet_allowed "{ $2 }" >/dev/null 2>&1' _ "$NS_NODE" "$IP_B"
@@ -303,22 +319,25 @@ check "(d) ct102 -> controller $CTL:22" blocked tcp "$NS_B" "$CTL" 22
 check "(d) ct101 (internet) -> controller $CTL:443" blocked tcp "$NS_A" "$CTL" 443
 check "(d) ct101 (internet) from port 22 -> controller $CTL:443 (not a reply)" blocked \
 	rig_probe "$NS_A" tcp "$CTL" 443 --timeout "$T" --sport 22
-flag="$RIG_TMP/unlisted"
-rig_probe "$NS_C" hold "$IP_B" 22 --flag "$flag" --duration 2.5 >"$RIG_TMP/hold-ctl.out" &
-hold_pid=$!
-for _ in $(seq 1 50); do
-	grep -q connected "$RIG_TMP/hold-ctl.out" 2>/dev/null && break
-	sleep 0.1
-done
-sleep 0.6
-assert "reload with the list empty again" rig_load_ruleset "$RULESET" ""
-touch "$flag"
-wait "$hold_pid" || true
-hold=$(tail -n1 "$RIG_TMP/hold-ctl.out")
-echo "    (controller session round trips: $hold)"
-assert "(a) the open session echoed before the controller was unlisted" \
-	bash -c '[[ $1 =~ before=([0-9]+) && ${BASH_REMATCH[1]} -gt 0 ]]' _ "$hold"
-assert "(e) unlisting the controller cut its open session" bash -c '[[ $1 == *"after=0"* ]]' _ "$hold"
+# The port proxy's routes (proxy_routes, filled by the agent's ROUTE): one container port for
+# the listed controller, while the element lives; removing it cuts the open connection.
+rig_in "$NS_NODE" nft add element inet sandbox proxy_routes "{ $IP_B . 80 timeout 1m }"
+check "(f) controller -> ct102:80, routed" ok tcp "$NS_C" "$IP_B" 80 2
+check "(f) controller -> ct101:80, not routed" blocked tcp "$NS_C" "$IP_A" 80
+check "(f) unlisted $CTL_UNLISTED -> ct102:80, routed" blocked \
+	rig_probe "$NS_C" tcp "$IP_B" 80 --timeout "$T" --src "$CTL_UNLISTED"
+check "(f) LAN device -> ct102:80, routed" blocked tcp "$NS_L" "$IP_B" 80
+check "(f) ct102 from port 80 -> controller $CTL:443 (not a reply)" blocked \
+	rig_probe "$NS_B" tcp "$CTL" 443 --timeout "$T" --sport 80
+hold_and_cut route 2.5 "$NS_C" "$IP_B" 80 \
+	rig_in "$NS_NODE" nft delete element inet sandbox proxy_routes "{ $IP_B . 80 }"
+assert "(f) the routed connection echoed while routed" held_before_cut
+assert "(f) removing the route cut the open connection" none_after_cut
+check "(f) controller -> ct102:80, route removed" blocked tcp "$NS_C" "$IP_B" 80
+hold_and_cut controller 2.5 "$NS_C" "$IP_B" 22 \
+	assert "reload with the list empty again" rig_load_ruleset "$RULESET" ""
+assert "(a) the open session echoed before the controller was unlisted" held_before_cut
+assert "(e) unlisting the controller cut its open session" none_after_cut
 assert "(e) controller_addresses is empty again" \
 	bash -c '[[ $(ip netns exec "$1" nft list set inet sandbox controller_addresses) != *elements* ]]' _ "$NS_NODE"
 check "(e) list empty: controller -> ct102:22" blocked tcp "$NS_C" "$IP_B" 22

@@ -92,6 +92,25 @@ TEST(ParseRequest, Unbind) {
   EXPECT_EQ(parse_ok("UNBIND veth100i3"), Request(UnbindRequest{"veth100i3"}));
 }
 
+// The port proxy's routes: a port 1-65535 and a life of 1-300 s, nothing else.
+TEST(ParseRequest, RouteAndUnroute) {
+  EXPECT_EQ(parse_ok("ROUTE 10.99.0.7 8000 60"), Request(RouteRequest{ip4("10.99.0.7"), 8000, 60}));
+  EXPECT_EQ(parse_ok("ROUTE 10.99.0.7 65535 300"),
+            Request(RouteRequest{ip4("10.99.0.7"), 65535, 300}));
+  EXPECT_EQ(parse_ok("UNROUTE 10.99.0.7 1"), Request(UnrouteRequest{ip4("10.99.0.7"), 1}));
+  expect_rejected("ROUTE 10.99.0.7 0 60", ErrorCode::kInvalidArgument, "invalid port \"0\"");
+  expect_rejected("ROUTE 10.99.0.7 65536 60", ErrorCode::kInvalidArgument, "must be 1-65535");
+  expect_rejected("ROUTE 10.99.0.7 080 60", ErrorCode::kInvalidArgument, "leading zeros");
+  expect_rejected("ROUTE 10.99.0.7 8000 0", ErrorCode::kInvalidArgument, "must be 1-300");
+  expect_rejected("ROUTE 10.99.0.7 8000 301", ErrorCode::kInvalidArgument, "must be 1-300");
+  expect_rejected("ROUTE 10.99.0.7 8000", ErrorCode::kInvalidArgument,
+                  "usage: ROUTE <ipv4> <port> <seconds>");
+  expect_rejected("ROUTE 10.99.0 8000 60", ErrorCode::kInvalidArgument, "");
+  expect_rejected("UNROUTE 10.99.0.7", ErrorCode::kInvalidArgument, "usage: UNROUTE <ipv4> <port>");
+  expect_rejected("UNROUTE 10.99.0.7 80 60", ErrorCode::kInvalidArgument, "usage: UNROUTE");
+  expect_rejected("UNROUTE 10.99.0.7 -1", ErrorCode::kInvalidArgument, "invalid port");
+}
+
 // ---- framing errors -------------------------------------------------------------------------
 
 TEST(ParseRequest, RejectsEmptyAndSpacing) {
@@ -251,6 +270,8 @@ TEST(FormatRequest, RoundTripsEveryVerb) {
       UnbindRequest{"fwpr120p1"},
       BindingsRequest{},
       StatusRequest{},
+      RouteRequest{ip4("10.99.0.7"), 8000, 60},
+      UnrouteRequest{ip4("10.99.0.7"), 8000},
   };
   for (const auto& request : requests) {
     std::string line = format_request(request);

@@ -83,6 +83,12 @@ class AgentClient {
   // rest (docs/protocol.md "Refused connections").
   Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address);
 
+  // The port proxy's routes (docs/protocol.md "Routes"): the controller addresses may open TCP
+  // connections to `port` of `address` (bound to a sandbox port) for `seconds`
+  // (1-proto::kMaxRouteSeconds; asking again gives it a new timeout), or no longer.
+  Status route(Ipv4Address address, std::uint16_t port, std::uint32_t seconds);
+  Status unroute(Ipv4Address address, std::uint16_t port);
+
   // Sends one request and returns the agent's reply payload (OK) or its error (ERR).
   Result<std::string> call(const proto::Request& request);
   // The same for a request line formatted by the caller (no newline).

@@ -46,6 +46,7 @@
 #include "pvesandbox/common/protocol.h"
 #include "pvesandbox/custom_templates.h"
 #include "pvesandbox/egress.h"
+#include "pvesandbox/port_stream.h"
 #include "pvesandbox/proxmox_client.h"
 #include "pvesandbox/sandbox_metadata.h"
 #include "pvesandbox/ssh_session.h"
@@ -351,6 +352,10 @@ class Sandbox {
   // A TCP connection to a port in the sandbox (by default on its loopback), made by its sshd on
   // the sandbox's SSH session (ssh_tunnel.h): what the port proxy streams through.
   virtual Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions options) = 0;
+  // A TCP connection from the controller to a port on the sandbox's own address, over a route
+  // its node's agent keeps in the ruleset while the stream lives (port_stream.h): no SSH on the
+  // way. kConnectRefused when nothing accepts connections there (a service on loopback only).
+  virtual Result<std::unique_ptr<PortStream>> open_route(RouteOptions options) = 0;
 
   // Changes the sandbox's egress, recorded in the metadata: on grants HTTP/HTTPS with a renewed
   // lease, an allowlist gives the agent the list (EGRESS), off revokes both. A change never

@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "pvesandbox/common/error.h"
+#include "pvesandbox/port_stream.h"
 
 namespace pvs {
 
@@ -38,24 +39,24 @@ struct TunnelOptions {
   std::size_t max_buffered = 256 << 10;  // per direction, bytes
 };
 
-class TcpTunnel {
+class TcpTunnel final : public PortStream {
  public:
   class Shared;  // the state shared with the I/O thread (ssh_tunnel.cc)
   TcpTunnel(std::shared_ptr<Shared> shared, std::function<void()> wake);
-  ~TcpTunnel();  // close()
+  ~TcpTunnel() override;  // close()
   TcpTunnel(const TcpTunnel&) = delete;
   TcpTunnel& operator=(const TcpTunnel&) = delete;
 
   // Queues `bytes` for the service, waiting (at most `timeout` in all) while the queue is full.
   // kClosed after shutdown_write() or close(), kTimeout, or the channel's error.
-  Status write(std::string_view bytes, std::chrono::milliseconds timeout);
+  Status write(std::string_view bytes, std::chrono::milliseconds timeout) override;
   // No more bytes for the service: EOF goes out once the queue is sent. Idempotent.
-  void shutdown_write();
+  void shutdown_write() override;
   // Up to `n` bytes from the service, waiting at most `timeout` for the first; 0 once the
   // service closed its side and everything was read. kTimeout, or the channel's error.
-  Result<std::size_t> read(char* buf, std::size_t n, std::chrono::milliseconds timeout);
+  Result<std::size_t> read(char* buf, std::size_t n, std::chrono::milliseconds timeout) override;
   // Closes the channel (the service sees its connection closed); returns at once. Idempotent.
-  void close();
+  void close() override;
   std::uint64_t bytes_sent() const;      // to the service
   std::uint64_t bytes_received() const;  // from the service
 

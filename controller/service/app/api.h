@@ -175,7 +175,8 @@ class Api : public Replies, public SandboxOps {
   PortRoutes port_routes_{
       {*this, *this, gate_, metrics_, audit_sink(),
        WsSessions::Limits{config_.ports_max_upgrades_per_token, config_.ports_max_upgrades},
-       tokens_, limits_, config_.ports_preview_max_seconds, config_.ports_preview_secret}};
+       tokens_, limits_, config_.ports_preview_max_seconds, config_.ports_preview_secret,
+       config_.ports_route}};
   TerminalRoutes terminal_routes_{{config_, *this, gate_, *terminals_, *this, audit_sink()}};
   McpRoutes mcp_routes_{{config_, limits_, *this, audit_sink(),
                          mcp::ToolOps{config_, gate_, *this, sandbox_routes_, file_routes_,

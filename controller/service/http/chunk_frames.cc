@@ -9,7 +9,8 @@
 
 namespace pvs::service {
 
-ChunkFrames::ChunkFrames(RequestContext& ctx, std::ostream& stream) : stream_(stream) {
+ChunkFrames::ChunkFrames(RequestContext& ctx, std::ostream& stream, bool chunked)
+    : stream_(stream), chunked_(chunked) {
   if (auto* impl = dynamic_cast<Poco::Net::HTTPServerRequestImpl*>(ctx.request))
     socket_ = &impl->socket();
 }
@@ -20,16 +21,19 @@ bool ChunkFrames::send(std::string_view data) {
     stream_.write(data.data(), static_cast<std::streamsize>(data.size()));
     return static_cast<bool>(stream_);
   }
-  char size[24];
-  int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-  frame_.assign(size, static_cast<std::size_t>(n));
-  frame_.append(data);
-  frame_.append("\r\n");
-  std::size_t sent = 0;
-  while (sent < frame_.size()) {
-    int w = socket_->sendBytes(frame_.data() + sent, static_cast<int>(frame_.size() - sent));
+  std::string_view out = data;
+  if (chunked_) {
+    char size[24];
+    int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    frame_.assign(size, static_cast<std::size_t>(n));
+    frame_.append(data);
+    frame_.append("\r\n");
+    out = frame_;
+  }
+  while (!out.empty()) {
+    int w = socket_->sendBytes(out.data(), static_cast<int>(out.size()));
     if (w <= 0) return false;
-    sent += static_cast<std::size_t>(w);
+    out.remove_prefix(static_cast<std::size_t>(w));
   }
   return true;
 }

@@ -322,6 +322,18 @@ Status AgentClient::unbind(std::string_view port) {
   return {};
 }
 
+Status AgentClient::route(Ipv4Address address, std::uint16_t port, std::uint32_t seconds) {
+  auto r = call(proto::RouteRequest{address, port, seconds});
+  if (!r) return fail(r.error());
+  return {};
+}
+
+Status AgentClient::unroute(Ipv4Address address, std::uint16_t port) {
+  auto r = call(proto::UnrouteRequest{address, port});
+  if (!r) return fail(r.error());
+  return {};
+}
+
 Result<std::vector<proto::Binding>> AgentClient::bindings() {
   auto r = call(proto::BindingsRequest{});
   if (!r) return fail(r.error());

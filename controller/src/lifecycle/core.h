@@ -117,6 +117,7 @@ class SandboxImpl final : public Sandbox {
   Result<std::string> realpath(const std::string& path) override;
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override;
   Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions options) override;
+  Result<std::unique_ptr<PortStream>> open_route(RouteOptions options) override;  // routes.h
 
   Status set_egress(const Egress& egress) override;
   Result<EgressLog> egress_log() override;
@@ -176,8 +177,7 @@ class SandboxImpl final : public Sandbox {
   Status wake_if_paused();     // OnExpiry::auto_resume
   Error paused_error() const;  // kConflict: "paused; resume it first"
   Result<bool> has_snapshot(const std::string& name);
-  // Writes md into the description (op_mu_ held).
-  Status write_metadata(const SandboxMetadata& md);
+  Status write_metadata(const SandboxMetadata& md);  // into the description (op_mu_ held)
 
   std::shared_ptr<ManagerCore> core_;
   Node& node_;

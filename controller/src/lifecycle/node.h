@@ -16,6 +16,7 @@
 #include "id_pool.h"
 #include "peers.h"
 #include "pvesandbox/manager.h"
+#include "routes.h"
 
 namespace pvs::lifecycle {
 
@@ -28,6 +29,7 @@ struct Node {
 
   const NodeConfig cfg;  // template_vmid resolved (never 0)
   TimedAgent agent;
+  RouteTable routes{agent};  // the port proxy's routes to this node's sandboxes
   const std::unique_ptr<AddressPool> addrs;
 
   // What the agent should hold for this node's sandboxes; agent_mu is held around agent calls.

@@ -106,6 +106,12 @@ class AgentClientPeer final : public AgentApi {
   Status unbind(const std::string& port) override { return client_.unbind(port); }
   Result<std::vector<proto::Binding>> bindings() override { return client_.bindings(); }
   Result<proto::StatusFields> status() override { return client_.status(); }
+  Status route(Ipv4Address address, std::uint16_t port, std::uint32_t seconds) override {
+    return client_.route(address, port, seconds);
+  }
+  Status unroute(Ipv4Address address, std::uint16_t port) override {
+    return client_.unroute(address, port);
+  }
   Status hello() override {
     auto r = client_.call(proto::HelloRequest{});
     if (!r) return fail(r.error());

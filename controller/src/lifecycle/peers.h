@@ -73,6 +73,9 @@ class AgentApi {
   virtual Result<std::map<Ipv4Address, EgressList>> egresses() = 0;
   virtual Result<std::vector<proto::EgressLogLine>> egress_log(Ipv4Address address) = 0;
   virtual Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) = 0;
+  // The port proxy's routes (ROUTE, UNROUTE).
+  virtual Status route(Ipv4Address address, std::uint16_t port, std::uint32_t seconds) = 0;
+  virtual Status unroute(Ipv4Address address, std::uint16_t port) = 0;
   virtual Status hello() = 0;                     // a HELLO on the (re)connected link
   virtual std::uint64_t connections() const = 0;  // links opened so far
 };
@@ -207,6 +210,12 @@ class TimedAgent {
   }
   Result<std::vector<proto::RefusedConnection>> egress_refused(Ipv4Address address) {
     return named("EGRESSREFUSED", timed(calls, [&] { return api_->egress_refused(address); }));
+  }
+  Status route(Ipv4Address address, std::uint16_t port, std::uint32_t seconds) {
+    return named("ROUTE", timed(calls, [&] { return api_->route(address, port, seconds); }));
+  }
+  Status unroute(Ipv4Address address, std::uint16_t port) {
+    return named("UNROUTE", timed(calls, [&] { return api_->unroute(address, port); }));
   }
   // Notices an agent that went away and came back.
   Status ping() {

@@ -323,4 +323,20 @@ Result<std::unique_ptr<TcpTunnel>> SandboxImpl::open_tunnel(TunnelOptions option
   return r;
 }
 
+// The route transport (routes.h): the node's agent opens (address, port) in the ruleset for the
+// controller while the stream lives; the stream is a plain TCP connection to the sandbox.
+Result<std::unique_ptr<PortStream>> SandboxImpl::open_route(RouteOptions options) {
+  if (destroyed_) return fail(ErrorCode::kNotFound, "sandbox " + id() + " is destroyed");
+  if (options.port == 0 || options.lease.count() < 1 ||
+      options.lease.count() > proto::kMaxRouteSeconds)
+    return ssh_fail(SshErrc::kInvalidArgument, "route: a port 1..65535 and a lease of 1..300 s");
+  if (auto woke = wake_if_paused(); !woke) return fail(woke.error());
+  auto md = metadata();
+  if (md.phase == SandboxMetadata::Phase::kPaused) return fail(paused_error());
+  if (!md.address) return fail(ErrorCode::kConflict, "sandbox " + id() + " has no address");
+  auto lease = node_.routes.acquire(*md.address, options.port, options.lease);
+  if (!lease) return fail(lease.error());
+  return open_routed_stream(*md.address, options, std::move(*lease), core_);
+}
+
 }  // namespace pvs::lifecycle

@@ -15,6 +15,8 @@
 //   EGRESSES                     -> OK <n> <ipv4>=<ports>/<names> ...
 //   ASK <ipv4> <name>            -> OK allow ports=<p>[,<p>...] | OK deny
 //   PAIR <ipv4> <name> <dst>[,<dst>...] ttl=<seconds> -> OK <n>
+//   ROUTE <ipv4> <tcp port> <seconds> -> OK
+//   UNROUTE <ipv4> <tcp port>    -> OK
 //   anything wrong               -> ERR <code> <message>
 //
 // The codec is strict: fields are separated by exactly one space, verbs are upper case, and any
@@ -110,6 +112,26 @@ struct StatusRequest {
   bool operator==(const StatusRequest&) const = default;
 };
 
+// ---- the port proxy's routes (docs/protocol.md "Routes") ---------------------------------
+
+// Longest life of a route element: a connection that lasts longer is refreshed by the
+// controller (ROUTE again) before its element ends.
+inline constexpr std::uint32_t kMaxRouteSeconds = 300;
+
+// ROUTE: the controller addresses may open TCP connections to `port` of `address` for
+// `seconds` (1-kMaxRouteSeconds); UNROUTE removes that at once.
+struct RouteRequest {
+  Ipv4Address address;
+  std::uint16_t port = 0;  // 1-65535
+  std::uint32_t seconds = 0;
+  bool operator==(const RouteRequest&) const = default;
+};
+struct UnrouteRequest {
+  Ipv4Address address;
+  std::uint16_t port = 0;
+  bool operator==(const UnrouteRequest&) const = default;
+};
+
 // ---- egress by domain (docs/protocol.md "Egress allowlists") ----------------------------
 
 inline constexpr std::size_t kMaxEgressPorts = 16;
@@ -184,7 +206,8 @@ struct EgressRefusedQuery {
 using Request =
     std::variant<HelloRequest, AllowRequest, RevokeRequest, SyncRequest, ListRequest, BindRequest,
                  UnbindRequest, BindingsRequest, StatusRequest, EgressRequest, EgressesRequest,
-                 AskRequest, PairRequest, EgressLogRequest, EgressLogQuery, EgressRefusedQuery>;
+                 AskRequest, PairRequest, EgressLogRequest, EgressLogQuery, EgressRefusedQuery,
+                 RouteRequest, UnrouteRequest>;
 
 // Parses one request line. Errors carry ErrorCode::kTooLarge for an overlong line and
 // kInvalidArgument otherwise, with a message fit to send back (see reply_code_for()).

@@ -1,7 +1,9 @@
 // Ports of a sandbox (room api/ports/, docs/design/ports.md): `/v1/sandboxes/{id}/ports/{port}/
-// {path...}` proxies one HTTP/1.1 request to the service listening at 127.0.0.1:<port> in the
-// sandbox, through an SSH direct-tcpip channel on the sandbox's session (ssh_tunnel.h), streamed
-// both ways; a request that upgrades (a WebSocket) becomes a two-way byte stream on a thread of
+// {path...}` proxies one HTTP/1.1 request to the service listening on <port> in the sandbox,
+// streamed both ways through a PortStream (port_stream.h): an SSH direct-tcpip channel on the
+// sandbox's session to its 127.0.0.1 (ssh_tunnel.h), or with ports.transport `route` a TCP
+// connection to its address over a route its node's agent opens (SSH for a service on loopback
+// only); a request that upgrades (a WebSocket) becomes a two-way byte stream on a thread of
 // its own (routes_ports_upgrade.cc). A handler class with narrow dependencies: the sandboxes a
 // caller may use (SandboxOps), the reply helpers, the metrics and the audit sink; the pure parts
 // are port_proxy.h.
@@ -49,6 +51,7 @@ class PortRoutes {
     TokenLimits& limits;               // ... within its requests in flight
     std::int64_t preview_max_seconds;  // ports.preview_max_seconds
     std::string preview_key;           // ports.preview_secret; "": a random key of this process
+    bool route = false;                // ports.transport: route (else ssh)
   };
   explicit PortRoutes(Deps deps);
 
@@ -98,7 +101,7 @@ class PortRoutes {
   bool admit(RequestContext& ctx, const Target& to, const std::string& upgrade);
   // Switches the client's connection to a two-way stream with the service's (the 101 reply
   // is sent here), run off the pool until either side closes.
-  void splice(RequestContext& ctx, const Target& to, std::unique_ptr<TcpTunnel> tunnel,
+  void splice(RequestContext& ctx, const Target& to, std::unique_ptr<PortStream> stream,
               std::string pending, const ports::ResponseHead& head, WsSessions::Ticket ticket,
               std::uint64_t sent);
 

@@ -1,5 +1,5 @@
-// The port proxy (port_routes.h): one request to a service in the sandbox, through an SSH
-// direct-tcpip channel, streamed both ways.
+// The port proxy (port_routes.h): one request to a service in the sandbox, through a PortStream
+// (an SSH direct-tcpip channel, or a TCP connection over a route), streamed both ways.
 //
 // The request head and body go first (the body as it is read from the client, re-chunked when
 // the client chunked it), then the service's reply: its head (interim 1xx replies dropped), and
@@ -32,7 +32,8 @@ namespace {
 using ports::BodyFraming;
 using ports::ResponseHead;
 
-constexpr std::size_t kChunk = 64 << 10;
+constexpr std::size_t kChunk = 64 << 10;      // the client's request body, read at a time
+constexpr std::size_t kReadMost = 256 << 10;  // the service's bytes, read at a time
 constexpr std::size_t kMaxHead = 64 << 10;
 
 std::string where(std::uint16_t port, const std::string& id) {
@@ -49,9 +50,30 @@ ApiError tunnel_error(const Error& e, std::uint16_t port, const std::string& id)
   return from_error(e);
 }
 
-// The service's side: what was read and not yet used, and the tunnel to read more from.
+// The way to the service (port_stream.h). With ports.transport `route`, a TCP connection over a
+// route; a service that refuses it (one on the sandbox's loopback only), or a node that cannot
+// give the route (an agent or ruleset without routes), is reached over SSH instead.
+std::unique_ptr<PortStream> open_stream(Sandbox& sandbox, std::uint16_t port, bool route,
+                                        const RequestContext& ctx) {
+  if (route) {
+    RouteOptions options;
+    options.port = port;
+    auto stream = sandbox.open_route(options);
+    if (stream) return std::move(*stream);
+    if (!stream.error().is(SshErrc::kConnectRefused))
+      log::warn("request " + ctx.request_id + ": no route to " + where(port, ctx.sandbox) + " (" +
+                stream.error().message + "): over SSH");
+  }
+  TunnelOptions options;
+  options.port = port;
+  auto tunnel = sandbox.open_tunnel(options);
+  if (!tunnel) throw tunnel_error(tunnel.error(), port, ctx.sandbox);
+  return std::move(*tunnel);
+}
+
+// The service's side: what was read and not yet used, and the stream to read more from.
 struct Upstream {
-  TcpTunnel& tunnel;
+  PortStream& tunnel;
   const RequestContext& client;
   std::string pending;
   // Appends what comes next: the bytes read, 0 at the service's EOF. Waits at most kIdleTimeout,
@@ -59,14 +81,15 @@ struct Upstream {
   // wait (the tunnel is closed next, so the service sees its connection end too: E2B's code
   // interpreter interrupts the cell).
   Result<std::size_t> more() {
-    char buf[kChunk];
     const auto deadline = std::chrono::steady_clock::now() + PortRoutes::kIdleTimeout;
+    const std::size_t had = pending.size();
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
-      auto n = tunnel.read(buf, sizeof buf,
+      pending.resize(had + kReadMost);  // read in place: no copy on the way
+      auto n = tunnel.read(pending.data() + had, kReadMost,
                            std::clamp(left, std::chrono::milliseconds(1), kClientCheck));
-      if (n && *n > 0) pending.append(buf, *n);
+      pending.resize(had + (n ? *n : 0));
       if (n || !n.error().is(SshErrc::kTimeout) || left <= kClientCheck) return n;
       if (client_hung_up(client)) return fail(ErrorCode::kUnavailable, "the client went away");
     }
@@ -84,7 +107,7 @@ BodyFraming framing_of(const Poco::Net::HTTPServerRequest& req) {
 // Sends the request head and streams its body; the body bytes sent. A service that stops
 // taking the body (it closed its side, maybe after an early reply) ends the sending: its reply
 // is read next, and the rest of the body is drained after it (settle_body).
-std::uint64_t send_request(RequestContext& ctx, TcpTunnel& t, const std::string& head,
+std::uint64_t send_request(RequestContext& ctx, PortStream& t, const std::string& head,
                            BodyFraming body, const std::string& what) {
   auto check = [&](const Status& st) {
     if (st) return true;
@@ -170,6 +193,8 @@ BodyResult copy_length(RequestContext& ctx, Upstream& up, std::uint64_t length) 
   BodyResult r;
   ctx.response->setContentLength64(static_cast<Poco::Int64>(length));
   std::ostream& out = ctx.response->send();
+  out.flush();  // Poco buffers the head of a Content-Length reply in the body's stream
+  ChunkFrames body(ctx, out, false);  // each piece one send, not Poco's 4 KiB ones
   while (r.bytes < length) {
     if (up.pending.empty()) {
       if ((r.failure = more_body(up, false))) return r;
@@ -177,10 +202,10 @@ BodyResult copy_length(RequestContext& ctx, Upstream& up, std::uint64_t length) 
     }
     auto take =
         static_cast<std::size_t>(std::min<std::uint64_t>(length - r.bytes, up.pending.size()));
-    out.write(up.pending.data(), static_cast<std::streamsize>(take));
+    bool sent = body.send(std::string_view(up.pending).substr(0, take));
     up.pending.erase(0, take);
     r.bytes += take;
-    if (!out) {
+    if (!sent) {
       r.failure = "the client went away";
       return r;
     }
@@ -320,16 +345,12 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
     }
   }
 
-  TunnelOptions options;
-  options.port = to.port;
-  auto tunnel = sandbox.open_tunnel(options);
-  if (!tunnel) throw tunnel_error(tunnel.error(), to.port, ctx.sandbox);
-  Upstream up{**tunnel, ctx, {}};
-  std::uint64_t sent =
-      send_request(ctx, **tunnel, ports::request_head(request), request.body, what);
+  std::unique_ptr<PortStream> stream = open_stream(sandbox, to.port, d_.route, ctx);
+  Upstream up{*stream, ctx, {}};
+  std::uint64_t sent = send_request(ctx, *stream, ports::request_head(request), request.body, what);
   ResponseHead head = read_head(up, ctx.method, ticket.has_value(), what);
   if (head.status == 101)
-    return splice(ctx, to, std::move(*tunnel), std::move(up.pending), head, std::move(*ticket),
+    return splice(ctx, to, std::move(stream), std::move(up.pending), head, std::move(*ticket),
                   sent);
 
   // One audit record at the end, with the bytes: the reply's beginning is not audited.
@@ -338,7 +359,7 @@ void PortRoutes::forward(RequestContext& ctx, Sandbox& sandbox, const Target& to
   d_.replies.begin_reply(ctx, head.status, head.content_type);
   copy_headers(ctx, head, to.opaque_origin);
   BodyResult body = copy_body(ctx, up, head);
-  (*tunnel)->close();
+  stream->close();
   ctx.action = std::move(action);
   ctx.params_json =
       ports::audit_params(to.port, ctx.method, to.path, std::make_pair(sent, body.bytes));

@@ -3,8 +3,9 @@
 // service's tunnel, both ways, on a thread of its own (http/ws_sessions.h: counted per token
 // and in all, so long-lived WebSockets never hold the HTTP pool).
 //
-// Two threads per connection: this session's thread reads the client and writes the tunnel, a
-// second reads the tunnel and writes the client. Every call on the client's socket happens
+// Two threads per connection: this session's thread reads the client and writes the stream to
+// the service (port_stream.h: the SSH tunnel or the route), a second reads it and writes the
+// client. Every call on the client's socket happens
 // under one mutex (TLS sockets are not safe for concurrent use), and reads only happen when
 // data is there (poll), so the writer is never held up long. When the service closes, the
 // client's side is shut for sending once everything reached it, and the connection ends; when
@@ -37,11 +38,11 @@ constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a service that stop
 
 // One upgraded connection.
 struct Splice {
-  Splice(Poco::Net::StreamSocket s, std::unique_ptr<TcpTunnel> t)
+  Splice(Poco::Net::StreamSocket s, std::unique_ptr<PortStream> t)
       : socket(std::move(s)), tunnel(std::move(t)) {}
 
   Poco::Net::StreamSocket socket;
-  std::unique_ptr<TcpTunnel> tunnel;
+  std::unique_ptr<PortStream> tunnel;
   std::mutex mu;  // every call on socket
   std::atomic<bool> done{false};
   std::atomic<bool> service_closed{false};
@@ -149,7 +150,7 @@ void run_splice(Splice& s) {
 
 }  // namespace
 
-void PortRoutes::splice(RequestContext& ctx, const Target& to, std::unique_ptr<TcpTunnel> tunnel,
+void PortRoutes::splice(RequestContext& ctx, const Target& to, std::unique_ptr<PortStream> tunnel,
                         std::string pending, const ports::ResponseHead& head,
                         WsSessions::Ticket ticket, std::uint64_t sent) {
   auto* impl = dynamic_cast<Poco::Net::HTTPServerRequestImpl*>(ctx.request);

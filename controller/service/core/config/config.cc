@@ -173,6 +173,11 @@ void parse_ports(yaml::Map s, const Env& env, ServiceConfig& c) {
   secret(s, "preview_secret", env, &c.ports_preview_secret, nullptr, false);
   if (s.ok() && !c.ports_preview_secret.empty() && c.ports_preview_secret.size() < 32)
     s.fail("preview_secret_file", "the preview secret must be at least 32 bytes");
+  std::string transport = c.ports_route ? "route" : "ssh";
+  s.string("transport", &transport);
+  if (s.ok() && transport != "ssh" && transport != "route")
+    s.fail("transport", "must be ssh or route, not " + yaml::quoted_value(transport));
+  c.ports_route = transport == "route";
   (void)s.finish();
 }
 

@@ -121,6 +121,10 @@ struct ServiceConfig {
   // ports.preview_secret_file/_env: the key preview links are sealed with; empty: a random key
   // per process (a restart ends every link).
   std::string ports_preview_secret;
+  // ports.transport: how the port proxy reaches a sandbox's port: "ssh" (a direct-tcpip channel
+  // on its SSH session) or "route" (a TCP connection over a route the node's agent opens, SSH
+  // for a service on the sandbox's loopback only; docs/design/ports.md, section 10).
+  bool ports_route = false;
   int terminal_max_wait_seconds = 60;     // a wait's timeout is capped at this
   bool audit_log_terminal_input = false;  // audit.log_terminal_input: record what was typed
 

@@ -229,11 +229,7 @@ namespace {
 TEST_F(PortsApiTest, AWebSocketGoesThroughBothWays) {
   start_ws_server();
   std::string out;
-  int rc = test::run_command(
-      {"/usr/bin/python3", PVS_SOURCE_DIR "/tests/service/api/ports/ws_port_client.py",
-       "ws://127.0.0.1:" + std::to_string(port_) + url("/ws?room=1", kWsPort), "tok-alice"},
-      &out);
-  ASSERT_EQ(rc, 0) << out;
+  ASSERT_EQ(ws_client("/ws?room=1", &out), 0) << out;
   auto r = json(out);
   EXPECT_EQ(r->getValue<std::string>("subprotocol"), "echo");
   auto seen = r->getObject("seen");

@@ -1,8 +1,9 @@
 // The fixture of the port proxy's end-to-end tests (ports_api_test.cc, ports_policy_test.cc):
 // the REST API in-process on the real Manager and the netns stack (each sandbox a network
 // namespace with its own sshd and its own /tmp), a real HTTP server (python3's http.server, plus
-// a few paths of its own) started in the sandbox on its loopback, serving only a temporary
-// directory the test made there.
+// a few paths of its own) started in the sandbox on its loopback (or on all its addresses, for
+// the route transport), serving only a temporary directory the test made there; the sandbox
+// known to the E2B API too (Sandbox.connect), with its traffic token, for E2B's routing.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include <Poco/Net/WebSocket.h>
 
 #include "service/support/api_fixture.h"
+#include "support/sshd_fixture.h"
 
 namespace pvs::service {
 
@@ -43,7 +45,7 @@ class H(http.server.SimpleHTTPRequestHandler):
         self.wfile.write(body)
     def do_GET(self):
         if self.path.startswith("/echo"):
-            seen = {"method": self.command, "path": self.path,
+            seen = {"method": self.command, "path": self.path, "client": self.client_address[0],
                     "headers": {k.lower(): v for k, v in self.headers.items()}}
             return self.reply(200, json.dumps(seen).encode(),
                               [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
@@ -94,7 +96,8 @@ class H(http.server.SimpleHTTPRequestHandler):
                 "te": self.headers.get("Transfer-Encoding", ""), "path": self.path}
         self.reply(201, json.dumps(seen).encode())
     do_PUT = do_POST
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+address = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
+http.server.ThreadingHTTPServer((address, int(sys.argv[1])), H).serve_forever()
 )PY";
 
 // Returns once something accepts connections on 127.0.0.1:<port> (at most 20 s).
@@ -112,6 +115,7 @@ sys.exit(1)
 inline constexpr int kPort = 8000;
 inline constexpr int kWsPort = 8001;
 inline constexpr const char* kPreviewKey = "a preview key of thirty-two bytes, at least";
+inline constexpr const char* kE2bKey = "e2b_0123456789abcdef";  // alice's E2B API key
 
 class PortsApiTest : public ApiTest {
  protected:
@@ -124,6 +128,8 @@ class PortsApiTest : public ApiTest {
     c.max_body_bytes = 64 << 10;  // the scripts
     c.ports_max_upgrades_per_token = 2;
     c.ports_preview_secret = kPreviewKey;
+    c.tokens[0].e2b_key_sha256 = sha256_hex(kE2bKey);
+    c.e2b_domain = "e2b.test";
   }
   void SetUp() override {
     ApiTest::SetUp();
@@ -142,25 +148,55 @@ class PortsApiTest : public ApiTest {
         "ok");
     start_service(kPort);
   }
-  // server.py serving www/ on `port` of the sandbox's loopback, once it accepts connections.
-  void start_service(int port) {
+  // server.py serving www/ on `port` of `address` in the sandbox (its loopback by default),
+  // once it accepts connections.
+  void start_service(int port, const std::string& address = "127.0.0.1") {
     const std::string p = std::to_string(port);
-    ASSERT_EQ(in_sandbox(sb_, "cd " + dir_ + " && (setsid python3 server.py " + p + " " + dir_ +
-                                  "/www > server-" + p + ".log 2>&1 < /dev/null &) && " +
-                                  "python3 wait.py " + p + " && echo up"),
-              "up");
+    ASSERT_EQ(
+        in_sandbox(sb_, "cd " + dir_ + " && (setsid python3 server.py " + p + " " + dir_ + "/www " +
+                            address + " > server-" + p + ".log 2>&1 < /dev/null &) && " +
+                            "python3 wait.py " + p + " && echo up"),
+        "up");
   }
-  // ws_echo_server.py, started in the sandbox on kWsPort.
-  void start_ws_server() {
+  // The sandbox known to the E2B API (Sandbox.connect): its traffic token in traffic_.
+  void connect_e2b() {
+    auto r = http(port_, "POST", "/e2b/sandboxes/" + sb_ + "/connect", R"({"timeout":300})", "",
+                  {{"X-API-Key", kE2bKey}});
+    ASSERT_EQ(r.status / 100, 2) << r.body;
+    traffic_ = json(r.body)->getValue<std::string>("trafficAccessToken");
+  }
+  // A request through E2B's routing to `port` (after connect_e2b): as E2B_SANDBOX_URL clients
+  // send it, or by Host (what getHost(port) gives).
+  HttpReply e2b(int port, const std::string& path, bool by_host = false) {
+    if (by_host)
+      return http(port_, "GET", path, "", "",
+                  {{"Host", std::to_string(port) + "-" + sb_ + ".e2b.test"},
+                   {"e2b-traffic-access-token", traffic_}});
+    return http(port_, "GET", "/e2b/envd" + path, "", "",
+                {{"E2b-Sandbox-Id", sb_},
+                 {"E2b-Sandbox-Port", std::to_string(port)},
+                 {"e2b-traffic-access-token", traffic_}});
+  }
+  // ws_echo_server.py, started in the sandbox on kWsPort of `address`.
+  void start_ws_server(const std::string& address = "127.0.0.1") {
     std::ifstream in(PVS_SOURCE_DIR "/tests/service/api/ports/ws_echo_server.py");
     std::stringstream text;
     text << in.rdbuf();
     ASSERT_EQ(in_sandbox(sb_, "cat > " + dir_ + "/ws.py <<'EOF'\n" + text.str() + "EOF\necho ok"),
               "ok");
-    ASSERT_EQ(in_sandbox(sb_, "cd " + dir_ + " && (setsid python3 ws.py " +
-                                  std::to_string(kWsPort) + " > ws.log 2>&1 < /dev/null &) && " +
-                                  "python3 wait.py " + std::to_string(kWsPort) + " && echo up"),
-              "up");
+    ASSERT_EQ(
+        in_sandbox(sb_, "cd " + dir_ + " && (setsid python3 ws.py " + std::to_string(kWsPort) +
+                            " " + address + " > ws.log 2>&1 < /dev/null &) && " +
+                            "python3 wait.py " + std::to_string(kWsPort) + " && echo up"),
+        "up");
+  }
+  // ws_port_client.py (python3-websockets, a client nobody here wrote) through the REST route
+  // to `path` on kWsPort: its exit code; what it printed (its JSON) in *out.
+  int ws_client(const std::string& path, std::string* out) {
+    return test::run_command(
+        {"/usr/bin/python3", PVS_SOURCE_DIR "/tests/service/api/ports/ws_port_client.py",
+         "ws://127.0.0.1:" + std::to_string(port_) + url(path, kWsPort), "tok-alice"},
+        out);
   }
   // A WebSocket to the sandbox's kWsPort with Poco's client; throws what Poco throws (a refused
   // upgrade: WebSocketException, its response in `resp`).
@@ -191,6 +227,7 @@ class PortsApiTest : public ApiTest {
 
   std::string sb_;
   std::string dir_;
+  std::string traffic_;
 };
 
 }  // namespace pvs::service

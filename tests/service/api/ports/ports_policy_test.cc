@@ -10,14 +10,11 @@ namespace pvs::service {
 namespace {
 
 constexpr int kDenied = 8002;  // a port alice's rules refuse, a service listening on it
-const char* kE2bKey = "e2b_0123456789abcdef";
 
 class PortsPolicyTest : public PortsApiTest {
  protected:
   void adjust_service(ServiceConfig& c) override {
     PortsApiTest::adjust_service(c);
-    c.tokens[0].e2b_key_sha256 = sha256_hex(kE2bKey);
-    c.e2b_domain = "e2b.test";
     c.approval_wait_seconds = 0;  // undecided at once: REST's 202, E2B's 503
     auto no_db =
         test::rule("policy.default[0]", {PolicyAction::kPorts}, Verdict::kDeny, "not that port");
@@ -31,23 +28,7 @@ class PortsPolicyTest : public PortsApiTest {
     PortsApiTest::SetUp();
     if (HasFatalFailure()) return;
     start_service(kDenied);
-    // The sandbox known to the E2B API (Sandbox.connect), with its traffic token.
-    auto r = http(port_, "POST", "/e2b/sandboxes/" + sb_ + "/connect", R"({"timeout":300})", "",
-                  {{"X-API-Key", kE2bKey}});
-    ASSERT_EQ(r.status / 100, 2) << r.body;
-    traffic_ = json(r.body)->getValue<std::string>("trafficAccessToken");
-  }
-  // A request through E2B's routing to `port`: as E2B_SANDBOX_URL clients send it, or by Host
-  // (what getHost(port) gives).
-  HttpReply e2b(int port, const std::string& path, bool by_host = false) {
-    if (by_host)
-      return http(port_, "GET", path, "", "",
-                  {{"Host", std::to_string(port) + "-" + sb_ + ".e2b.test"},
-                   {"e2b-traffic-access-token", traffic_}});
-    return http(port_, "GET", "/e2b/envd" + path, "", "",
-                {{"E2b-Sandbox-Id", sb_},
-                 {"E2b-Sandbox-Port", std::to_string(port)},
-                 {"e2b-traffic-access-token", traffic_}});
+    connect_e2b();
   }
   // The newest `sandbox.port` record with `status`, once there is one (a proxied reply's is
   // written when it has ended, maybe just after the client read it): at most 10 s.
@@ -63,7 +44,6 @@ class PortsPolicyTest : public PortsApiTest {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
-  std::string traffic_;
 };
 
 TEST_F(PortsPolicyTest, ADenyRuleOnOnePortRefusesItOnEverySurfaceWhileAnotherWorks) {

@@ -1,10 +1,11 @@
 """A WebSocket echo service for the port proxy's tests, run in the sandbox (stdlib only, so
 that it runs alike on Debian 12 and 13 whatever their python3-websockets).
 
-usage: ws_echo_server.py PORT
+usage: ws_echo_server.py PORT [ADDRESS]
 Answers an upgrade with 101 (the first subprotocol offered, if any), then sends one text frame:
-JSON of the request line's path and the headers it received; then echoes every text and binary
-frame, answers pings, and closes after a close frame. A request that is not an upgrade gets 400.
+JSON of the request line's path, the client's address and the headers it received; then echoes
+every text and binary frame, answers pings, and closes after a close frame. A request that is not
+an upgrade gets 400.
 """
 import base64
 import hashlib
@@ -50,7 +51,7 @@ class Conn:
         return out
 
 
-def handle(sock):
+def handle(sock, client):
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = sock.recv(4096)
@@ -75,7 +76,8 @@ def handle(sock):
     offered = [p.strip() for p in headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     if offered:
         reply += "Sec-WebSocket-Protocol: " + offered[0] + "\r\n"
-    seen = json.dumps({"path": lines[0].split(" ")[1], "headers": headers}).encode()
+    seen = json.dumps({"path": lines[0].split(" ")[1], "client": client,
+                       "headers": headers}).encode()
     sock.sendall(reply.encode() + b"\r\n" + frame(1, seen))
     conn = Conn(sock, rest)
     try:
@@ -100,11 +102,11 @@ def handle(sock):
 def main():
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.1", int(sys.argv[1])))
+    server.bind((sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1", int(sys.argv[1])))
     server.listen(64)
     while True:
-        sock, _ = server.accept()
-        threading.Thread(target=handle, args=(sock,), daemon=True).start()
+        sock, peer = server.accept()
+        threading.Thread(target=handle, args=(sock, peer[0]), daemon=True).start()
 
 
 main()

@@ -71,6 +71,21 @@ TEST(Config, TerminalsSectionAndAuditInput) {
             std::string::npos);
 }
 
+TEST(Config, PortsTransport) {
+  auto d = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_FALSE(d->ports_route);  // ssh by default
+  auto c = parse_config(minimal("ports:\n  transport: route\n"), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_TRUE(c->ports_route);
+  c = parse_config(minimal("ports:\n  transport: ssh\n"), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_FALSE(c->ports_route);
+  std::string e = error_of(minimal("ports:\n  transport: tcp\n"));
+  EXPECT_NE(e.find("ports.transport"), std::string::npos) << e;
+  EXPECT_NE(e.find("must be ssh or route"), std::string::npos) << e;
+}
+
 TEST(Config, E2bSection) {
   auto d = parse_config(minimal(), "controller.yaml", &kEnv);
   ASSERT_TRUE(d) << d.error().message;
