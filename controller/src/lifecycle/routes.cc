@@ -135,8 +135,8 @@ Result<std::unique_ptr<RouteTable::Lease>> RouteTable::acquire(Ipv4Address addre
   // The first user asks; a later one asks again if half the element's life has passed (the
   // others may be idle), so that it lives at least half its life from this lease on.
   if (e.users == 0 || Clock::now() >= e.asked + life / 2) {
-    auto seconds = static_cast<std::uint32_t>(life.count());
-    if (auto ok = agent_.route(address, port, seconds); !ok) {
+    auto life_s = static_cast<std::uint32_t>(life.count());
+    if (auto ok = agent_.route(address, port, life_s); !ok) {
       if (e.users == 0) entries_.erase({address, port});
       return fail(ok.error());
     }
