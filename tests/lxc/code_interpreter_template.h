@@ -72,29 +72,42 @@ inline int pool_ready(std::uint16_t port, const std::string& token, const std::s
   return 0;
 }
 
-// Serves the mirror, builds `mirror` and code-interpreter-v1 through the controller on `port`
-// (`token`: an admin's), and waits up to 3 minutes for the pool to be full. "" or what failed.
-inline std::string build_code_interpreter(Stack& stack, std::uint16_t port,
-                                          const std::string& token, CodeInterpreterBuild& b) {
-  auto served = run_captured({b.apt_repo_script, stack.www_dir(), b.debs}, stack.dir(), "", {});
+// A template built on the stack's package mirror (apt-repo.sh serves `debs` as
+// http://deb.test/): the template `mirror`, then `recipe` (its `base: mirror`) through the
+// controller on `port` (`token`: an admin's); waits up to 3 minutes for `pool_size` ready
+// members of the template `name`. "" or what failed; the build's reply and time in *reply,
+// *seconds.
+inline std::string build_on_mirror(Stack& stack, std::uint16_t port, const std::string& token,
+                                   const std::string& apt_repo_script, const std::string& debs,
+                                   const std::string& recipe, const std::string& name,
+                                   int pool_size, std::string* reply, double* seconds) {
+  auto served = run_captured({apt_repo_script, stack.www_dir(), debs}, stack.dir(), "", {});
   if (served.exit_code != 0) return "apt-repo.sh: " + served.out + served.err;
   auto mirror = http(port, "POST", "/v1/templates",
                      "name: mirror\nfiles:\n  - path: /etc/apt/sources.list\n"
                      "    content: \"deb [trusted=yes] http://deb.test/ ./\\n\"\n",
                      token);
   if (mirror.body.find("\"template\"") == std::string::npos) return "mirror: " + mirror.body;
-  std::string recipe = code_interpreter_recipe(b.recipe_dir, b.pool_size);
-  if (recipe.empty()) return b.recipe_dir + "/recipe.yaml: not the recipe this expects";
   auto started = std::chrono::steady_clock::now();
   auto built = http(port, "POST", "/v1/templates", recipe, token);
-  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  b.reply = built.body;
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  *reply = built.body;
   if (built.body.find("\"template\"") == std::string::npos) return "build: " + built.body;
-  for (int i = 0; i < 1800 && pool_ready(port, token, kCodeInterpreterTemplate) < b.pool_size; ++i)
+  for (int i = 0; i < 1800 && pool_ready(port, token, name) < pool_size; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (pool_ready(port, token, kCodeInterpreterTemplate) < b.pool_size)
-    return "the pool of code-interpreter-v1 did not fill in 3 minutes";
+  if (pool_ready(port, token, name) < pool_size)
+    return "the pool of " + name + " did not fill in 3 minutes";
   return "";
+}
+
+// Serves the mirror, builds `mirror` and code-interpreter-v1 through the controller on `port`
+// (`token`: an admin's), and waits up to 3 minutes for the pool to be full. "" or what failed.
+inline std::string build_code_interpreter(Stack& stack, std::uint16_t port,
+                                          const std::string& token, CodeInterpreterBuild& b) {
+  std::string recipe = code_interpreter_recipe(b.recipe_dir, b.pool_size);
+  if (recipe.empty()) return b.recipe_dir + "/recipe.yaml: not the recipe this expects";
+  return build_on_mirror(stack, port, token, b.apt_repo_script, b.debs, recipe,
+                         kCodeInterpreterTemplate, b.pool_size, &b.reply, &b.seconds);
 }
 
 }  // namespace pvs::test

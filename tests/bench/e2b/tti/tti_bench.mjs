@@ -25,9 +25,9 @@
 // Usage: node tti_bench.mjs [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
 //                           [--burst-rounds N] [--floor N]
 // Environment: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL; PVS_URL and PVS_TOKEN for the pool;
-// PVS_TTI_NODES, the cluster's nodes (for the per-part bound); PVS_TTI_REUSE_CHECK=0 counts a
-// marker left by an earlier sandbox instead of failing on it (the netns stand-in's sandboxes
-// share the host's /var/tmp).
+// PVS_TTI_TEMPLATE, the template to create; PVS_TTI_NODES, the cluster's nodes (for the
+// per-part bound); PVS_TTI_REUSE_CHECK=0 counts a marker left by an earlier sandbox instead of
+// failing on it (the netns stand-in's sandboxes share the host's /var/tmp).
 import { compute } from 'computesdk';
 import { e2b } from '@computesdk/e2b';
 import { randomUUID } from 'node:crypto';
@@ -146,6 +146,10 @@ async function firstCommands(sandbox, detector) {
 }
 
 const client = compute({ provider: e2b({ apiKey: process.env.E2B_API_KEY }) });
+// PVS_TTI_TEMPLATE: the template with node (a custom template on real containers), else the
+// default one.
+const createOptions = process.env.PVS_TTI_TEMPLATE
+  ? { templateId: process.env.PVS_TTI_TEMPLATE } : undefined;
 let nodeVersion = '';
 
 // One timed iteration: create -> probe -> node -v; destroy afterwards, not timed. `ready` (if
@@ -154,7 +158,8 @@ async function iteration(detector, ready) {
   let sandbox = null;
   try {
     const start = performance.now();
-    sandbox = await withTimeout(client.sandbox.create(), TIMEOUT_MS, 'Sandbox creation timed out');
+    sandbox = await withTimeout(client.sandbox.create(createOptions), TIMEOUT_MS,
+      'Sandbox creation timed out');
     const created = performance.now();
     nodeVersion = await firstCommands(sandbox, detector);
     const end = performance.now();
@@ -342,7 +347,7 @@ await runMode('burst', cfg.burst && cfg.burstRounds &&
 let floor = null;
 if (cfg.floor) {
   await waitPoolFull();
-  const sandbox = await client.sandbox.create().catch((e) => {
+  const sandbox = await client.sandbox.create(createOptions).catch((e) => {
     console.log(`\n--- floor: no sandbox: ${e.message} ---`);
     return null;
   });
