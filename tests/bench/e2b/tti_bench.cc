@@ -25,6 +25,7 @@
 //                  [--backend netns|lxc]
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,8 +74,9 @@ int main(int argc, char** argv) {
                                                 {"--stagger-ms", 200}, {"--burst", 8},
                                                 {"--burst-rounds", 3}, {"--floor", 30}};
   for (auto [option, fallback] : counts) {
+    const int max = std::string_view(option) == "--stagger-ms" ? 60000 : 1000;
     script_args.insert(script_args.end(),
-                       {option, std::to_string(args.count(option, fallback, 0, 1000))});
+                       {option, std::to_string(args.count(option, fallback, 0, max))});
   }
   int pool = args.count("--pool", 8, 1, 256);
   int threads = args.count("--threads", 64, 1, 1024);  // http.threads
