@@ -807,6 +807,28 @@ TEST(SshSessionLimits, MaxSessionsRefusalIsHandled) {
   EXPECT_EQ(*s.download(sshd.home() + "/f"), "x");
 }
 
+// Short commands at a small limit: sshd frees a session after the client has seen its channel
+// close, so a closed channel may still count there when the next open arrives, also when the client
+// has none open. Those refusals are retried, never returned (the first may come early and learn a
+// lower limit).
+TEST(SshSessionLimits, ChurnAtTheLimitNeverFails) {
+  test::SshdOptions opts;
+  opts.max_sessions = 2;
+  SshdFixture sshd(opts);
+  SshSession s(test::client_config(sshd));
+  for (int round = 0; round < 4; ++round) {
+    std::vector<std::future<Result<ExecResult>>> futures;
+    for (int i = 0; i < 16; ++i) futures.push_back(s.exec_async("echo " + std::to_string(i)));
+    for (int i = 0; i < 16; ++i) {
+      auto r = futures[static_cast<std::size_t>(i)].get();
+      ASSERT_TRUE(r) << "round " << round << ": " << r.error().to_string();
+      EXPECT_EQ(r->out, std::to_string(i) + "\n");
+    }
+  }
+  EXPECT_GE(s.stats().channel_limit, 1);
+  EXPECT_LE(s.stats().channel_limit, 2);
+}
+
 // The ciphers the linked libssh2 has, in its default order.
 std::vector<std::string> library_ciphers() {
   LIBSSH2_SESSION* s = libssh2_session_init();

@@ -108,8 +108,8 @@ std::optional<Step> ChannelOp::open(SshSession::Impl& io) {
       state_ = State::kWaitSlot;
       return Step::kIdle;
     }
-    if (kind_.retry_refused && rc == LIBSSH2_ERROR_CHANNEL_FAILURE && io.channels_open() > 0) {
-      io.learn_channel_limit();
+    if (kind_.retry_refused && rc == LIBSSH2_ERROR_CHANNEL_FAILURE &&
+        io.refusal_is_busy(lag_retries_)) {
       refused_ = true;
       refused_epoch_ = io.release_epoch();
       retry_at_ = Clock::now() + std::chrono::milliseconds(20);

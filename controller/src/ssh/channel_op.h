@@ -107,6 +107,7 @@ class ChannelOp : public SshSession::Impl::Op {
   bool force_reserved_ = false;
   bool refused_ = false;
   std::uint64_t refused_epoch_ = 0;
+  int lag_retries_ = 0;
   Clock::time_point retry_at_{};
 };
 

@@ -114,8 +114,11 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   // Channel accounting: reserve before opening, release after freeing / on failure.
   bool try_reserve_channel();
   void release_channel();
-  // The server refused a channel: remember that `open_channels` is its limit.
-  void learn_channel_limit();
+  // The server refused a channel. True if the opener should wait for a slot and retry: channels
+  // are open (their count is the server's limit, learned once), or none are and sshd is most
+  // likely still counting one we closed (it frees a session after the client has seen its
+  // channel close); `lag_retries` bounds the latter per opener.
+  bool refusal_is_busy(int& lag_retries);
   int channels_open() const { return channels_open_; }
   // Bumped whenever a channel is released (a refused opener waits for this to change).
   std::uint64_t release_epoch() const { return release_epoch_; }
@@ -228,6 +231,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   bool sftp_refused_ = false;
   std::uint64_t sftp_refused_epoch_ = 0;
   Clock::time_point sftp_retry_at_{};
+  int sftp_lag_retries_ = 0;
   std::vector<SftpSlot> sftp_slots_;         // a discarded one has sftp == nullptr until reused
   std::vector<LIBSSH2_SFTP*> sftp_zombies_;  // discarded, being shut down (channel counted)
   std::vector<std::pair<LIBSSH2_CHANNEL*, bool>> zombies_;  // channel, counted in channels_open_

@@ -46,8 +46,7 @@ Result<int> SshSession::Impl::acquire_sftp(const Op* op) {
       fatal(e);
       return -1;
     }
-    if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && channels_open_ > 0) {
-      learn_channel_limit();
+    if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE && refusal_is_busy(sftp_lag_retries_)) {
       sftp_refused_ = true;
       sftp_refused_epoch_ = release_epoch_;
       sftp_retry_at_ = Clock::now() + std::chrono::milliseconds(20);
@@ -56,6 +55,7 @@ Result<int> SshSession::Impl::acquire_sftp(const Op* op) {
     return tl::unexpected<Error>(std::move(e));
   }
   release_opener(op);
+  sftp_lag_retries_ = 0;
   for (std::size_t i = 0; i < sftp_slots_.size(); ++i) {
     if (sftp_slots_[i].sftp == nullptr) {
       sftp_slots_[i] = SftpSlot{sftp, true};

@@ -198,18 +198,25 @@ void SshSession::Impl::release_channel() {
   stat_channels_open_.store(channels_open_);
 }
 
-void SshSession::Impl::learn_channel_limit() {
+bool SshSession::Impl::refusal_is_busy(int& lag_retries) {
+  if (channels_open_ == 0) {
+    // 50 retries 20 ms apart: a second for sshd to free a session it still counts. A server
+    // that refuses every session is told apart by that second.
+    constexpr int kMaxLagRetries = 50;
+    return ++lag_retries <= kMaxLagRetries;
+  }
   // Only the first refusal sets the limit: later ones are usually sshd still counting a
   // session we already closed, and must not ratchet the limit down.
-  int limit = std::max(1, channels_open_);
-  if (!limit_learned_ && limit < channel_limit_) {
+  if (!limit_learned_ && channels_open_ < channel_limit_) {
     limit_learned_ = true;
     log::warn("ssh " + config_.host + ": server refused channel number " +
-              std::to_string(channels_open_ + 1) + ", using at most " + std::to_string(limit) +
+              std::to_string(channels_open_ + 1) + ", using at most " +
+              std::to_string(channels_open_) +
               " channels (raise MaxSessions in the sandbox's sshd_config)");
-    channel_limit_ = limit;
-    stat_channel_limit_.store(limit);
+    channel_limit_ = channels_open_;
+    stat_channel_limit_.store(channels_open_);
   }
+  return true;
 }
 
 void SshSession::Impl::fatal(Error error) {
