@@ -471,16 +471,26 @@ class NetnsBackend : public Backend {
     return "/etc/netns/" + o_.ns_prefix + std::to_string(vmid);
   }
 
+  // Makes etc_dir(vmid) this backend's. One it did not make is another process's leftover (one
+  // killed before its cleanup, whose prefix a later one reuses with its pid) and goes: a CT
+  // never starts with a /etc/ssh it was not given. False if it cannot be removed.
+  bool claim_etc_dir(int vmid) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!etc_dirs_.insert(vmid).second) return true;
+    }
+    std::string etc = etc_dir(vmid);
+    if (::access(etc.c_str(), F_OK) != 0) return true;
+    return run_command({"rm", "-rf", "--one-file-system", etc}) == 0;
+  }
+
   // A clone of a CT that ran (a sandbox captured as a template) starts with its /etc/ssh, as
   // its copied root file system would; a template's clones get the template's key at start.
   std::string clone(int src, int dst, bool /*full*/, const std::string& /*snapname*/,
                     const std::map<std::string, std::string>& /*config*/) override {
     std::string from = etc_dir(src) + "/ssh";
     if (::access((from + "/ssh_host_ed25519_key").c_str(), F_OK) != 0) return "";
-    {
-      std::lock_guard lock(mutex_);
-      etc_dirs_.insert(dst);
-    }
+    if (!claim_etc_dir(dst)) return "the clone's /etc/ssh: cannot remove a stale " + etc_dir(dst);
     std::string out;
     if (run_command({"mkdir", "-p", etc_dir(dst)}, &out) != 0 ||
         run_command({"cp", "-a", from, etc_dir(dst) + "/"}, &out) != 0)
@@ -492,10 +502,7 @@ class NetnsBackend : public Backend {
   // across stop and start. Returns "" or an error.
   std::string give_etc_ssh(int vmid) {
     std::string ssh = etc_dir(vmid) + "/ssh";
-    {
-      std::lock_guard lock(mutex_);
-      etc_dirs_.insert(vmid);
-    }
+    if (!claim_etc_dir(vmid)) return "the CT's /etc/ssh: cannot remove a stale " + etc_dir(vmid);
     if (::access((ssh + "/ssh_host_ed25519_key").c_str(), F_OK) == 0) return "";
     std::string out;
     if (run_command({"mkdir", "-p", ssh}, &out) != 0 ||

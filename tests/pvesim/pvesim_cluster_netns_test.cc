@@ -160,4 +160,21 @@ TEST_F(PvesimClusterNetns, EachContainerIsOnItsOwnNodesBridge) {
   EXPECT_NE(run_command({"ip", "-n", nodes_ns_[0], "link", "show", "dev", bridge_}), 0);
 }
 
+// A process killed before its cleanup leaves /etc/netns/<ns>; a later one whose pid (and so
+// prefix) is the same must not start its CT with that host key.
+TEST_F(PvesimClusterNetns, AStaleEtcNetnsIsNotTheNewContainers) {
+  std::string etc = "/etc/netns/pvc1-" + std::to_string(::getpid()) + "-103";
+  ASSERT_EQ(run_command({"mkdir", "-p", etc + "/ssh"}), 0);
+  ASSERT_EQ(run_command({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                         etc + "/ssh/ssh_host_ed25519_key"}),
+            0);
+  ASSERT_FALSE(start("node1", 9001, 103).empty());
+  std::string listing;
+  ASSERT_EQ(
+      run_command({"ssh-keygen", "-l", "-f", etc + "/ssh/ssh_host_ed25519_key.pub"}, &listing), 0);
+  EXPECT_NE(listing.find(sim_->ssh_host_key_fingerprint()), std::string::npos) << listing;
+  sim_.reset();
+  EXPECT_NE(::access(etc.c_str(), F_OK), 0);
+}
+
 }  // namespace

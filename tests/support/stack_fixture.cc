@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -224,6 +225,12 @@ void Stack::cleanup() {
     std::string rest;
     std::getline(in, rest);
   }
+  // And their /etc/netns/<ns> directories (a later stack whose pid is this one's must not find
+  // them).
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/etc/netns", ec))
+    if (entry.path().filename().string().rfind(id_ + "-", 0) == 0)
+      std::filesystem::remove_all(entry.path(), ec);
   if (user_created_) run_command({"userdel", "-f", user_});
   user_created_ = false;
   if (!dir_.empty()) run_command({"rm", "-rf", dir_});
