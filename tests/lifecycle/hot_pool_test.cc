@@ -155,7 +155,11 @@ TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
   // Members: running, bound, internet off, invisible.
   auto pooled = members(*m);
   ASSERT_EQ(pooled.size(), 2U);
-  for (int vmid : pooled) EXPECT_EQ(client_->status("pve", vmid)->status, "running");
+  for (int vmid : pooled) {
+    EXPECT_EQ(client_->status("pve", vmid)->status, "running");
+    // Made and waiting at the lowest CPU weight (pvesim's lxc test checks the cgroup).
+    EXPECT_EQ(client_->config("pve", vmid)->at("cpuunits"), "1");
+  }
   EXPECT_TRUE(m->list().empty());
   EXPECT_TRUE(stack_->internet_set().empty());
   EXPECT_EQ(stack_->bound_ports(), ports_of(*m, pooled));
@@ -184,6 +188,7 @@ TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
   auto conf = client_->config("pve", info.vmid);
   ASSERT_TRUE(conf);
   EXPECT_EQ(conf->at("memory"), "512");
+  EXPECT_EQ(conf->count("cpuunits"), 0U) << "the claim gives the sandbox the default weight";
   auto md = decode_description(conf->at("description"));
   ASSERT_TRUE(md);
   EXPECT_EQ(md->id, info.id);

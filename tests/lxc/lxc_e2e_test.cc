@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "lxc_config.h"
 #include "lxc_support.h"
 #include "manager_testing.h"
 #include "pvesandbox/manager.h"
@@ -190,28 +191,13 @@ TEST_F(LxcE2eTest, MemoryCpusAndDiskAreEnforced) {
   ASSERT_TRUE(sb.destroy());
 }
 
-// pids.max of the cgroup the node's process `pid` is in (the v1 pids hierarchy, or the unified
-// one), "" when there is none.
-std::string host_pids_max(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto a = line.find(':');
-    auto b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    std::vector<std::string> files;
-    if (controllers == "pids") files = {"/sys/fs/cgroup/pids" + path + "/pids.max"};
-    if (controllers.empty())
-      files = {"/sys/fs/cgroup" + path + "/pids.max",
-               "/sys/fs/cgroup/unified" + path + "/pids.max"};
-    for (const auto& f : files) {
-      std::ifstream file(f);
-      std::string value;
-      if (file && std::getline(file, value)) return value;
-    }
-  }
-  return "";
+// A file of the cgroup the node's process `pid` is in (pvesim's lookup: the v1 hierarchy that
+// has `controller`, else the unified one), "" when there is none.
+std::string host_cgroup(pid_t pid, const std::string& controller, const std::string& v1_file,
+                        const std::string& v2_file) {
+  std::ifstream file(pvesim::lxc::cgroup_file(pid, controller, v1_file, v2_file));
+  std::string value;
+  return file && std::getline(file, value) ? value : "";
 }
 
 // As on Proxmox, where the template's config carries lxc.cgroup2.pids.max (setup's
@@ -227,7 +213,7 @@ TEST_F(LxcE2eTest, ProcessesAreCappedAsOnProxmox) {
   auto& sb = **created;
   pid_t init = lxctest::init_pid(run_dir_, sb.info().vmid);
   ASSERT_GT(init, 0);
-  EXPECT_EQ(host_pids_max(init), "1024");
+  EXPECT_EQ(host_cgroup(init, "pids", "pids.max", "pids.max"), "1024");
   // Processes until the kernel refuses one (EAGAIN), well before 1100.
   EXPECT_EQ(run(sb,
                 "python3 -c '\n"
@@ -294,6 +280,9 @@ TEST_F(LxcE2eTest, HotPoolMembersArePristine) {
   p.memory_mb = 256;
   c.hot_pools = {p};
   c.hot_pool_check_interval = milliseconds(200);
+  // Any weight shows the plumbing; a high one keeps the member's boot clear of whatever else
+  // runs on the machine (a low one is for production, where it is the point).
+  c.hot_pool_member_cpuunits = 5000;
   auto m = open(c);
   ASSERT_TRUE(m);
   auto settled = [&] {
@@ -305,11 +294,23 @@ TEST_F(LxcE2eTest, HotPoolMembersArePristine) {
     return false;
   };
   ASSERT_TRUE(settled());
+  // The member runs at its own CPU weight (cpuunits, in its container's cgroup from the start);
+  // the claim gives the sandbox the default, in its running container's cgroup.
+  auto cpu_weight = [&](int vmid) {
+    pid_t init = lxctest::init_pid(run_dir_, vmid);
+    return init > 0 ? host_cgroup(init, "cpu", "cpu.shares", "cpu.weight") : "no init";
+  };
+  auto cts = stack_->containers();
+  ASSERT_EQ(cts.size(), 1U);
+  EXPECT_EQ(cpu_weight(cts[0]), "5000");
   CreateOptions o;
   o.profile = "small";
   auto first = m->create(o);
   ASSERT_TRUE(first) << first.error().message;
   int first_vmid = (*first)->info().vmid;
+  EXPECT_EQ(first_vmid, cts[0]);
+  EXPECT_TRUE(cpu_weight(first_vmid) == "1024" || cpu_weight(first_vmid) == "100")
+      << cpu_weight(first_vmid);
   ASSERT_EQ(
       run(**first, "echo dirty > /root/marker; (setsid sleep 302 >/dev/null 2>&1 &); echo ok"),
       "ok");

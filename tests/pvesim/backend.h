@@ -53,6 +53,8 @@ class Backend {
   virtual bool alive(int /*vmid*/) { return true; }
   // Memory the running CT uses now, in bytes (its memory cgroup); -1 = not measured.
   virtual long long memory_used(int /*vmid*/) { return -1; }
+  // A running CT's `cpuunits` changed (0: deleted, the default again): "" or an error.
+  virtual std::string set_cpu_units(int /*vmid*/, long long /*units*/) { return ""; }
   // The storage part of snapshot tasks ("" or an error); the CT is stopped for a rollback.
   virtual std::string snapshot(int /*vmid*/, const std::string& /*name*/) { return ""; }
   virtual std::string rollback(int /*vmid*/, const std::string& /*name*/) { return ""; }

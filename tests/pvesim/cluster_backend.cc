@@ -30,6 +30,9 @@ class ClusterBackend : public Backend {
     node_of_.erase(vmid);
   }
   std::vector<LiveInterface> interfaces(int vmid) override { return of(vmid).interfaces(vmid); }
+  std::string set_cpu_units(int vmid, long long units) override {
+    return of(vmid).set_cpu_units(vmid, units);
+  }
 
   void cleanup() override {
     // The first node's backend owns the host key the others copy: it goes last.

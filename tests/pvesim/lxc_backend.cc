@@ -171,6 +171,7 @@ class LxcBackend : public Backend {
     spec.memory_mb = number(config, "memory", 512);
     spec.swap_mb = number(config, "swap", 512);
     spec.cores = number(config, "cores", 0);
+    spec.cpu_units = number(config, "cpuunits", 0);
     if (auto e = seed(*c, gw.empty() ? o_.bridge_cidr.substr(0, o_.bridge_cidr.find('/')) : gw);
         !e.empty())
       return "rootfs: " + e;
@@ -240,6 +241,23 @@ class LxcBackend : public Backend {
       pid = c->running ? c->init : -1;
     }
     return pid > 0 ? lxc::cgroup_memory(pid) : -1;
+  }
+
+  // As pve-container's hotplug does: the value into the running container's cgroup file.
+  std::string set_cpu_units(int vmid, long long units) override {
+    auto c = find(vmid);
+    pid_t pid = -1;
+    if (c) {
+      std::scoped_lock state(mutex_);
+      pid = c->running ? c->init : -1;
+    }
+    auto [file, value] = lxc::cpu_weight(units);
+    if (pid <= 0 || file.empty()) return "";
+    std::string path = lxc::cgroup_file(pid, "cpu", "cpu.shares", "cpu.weight");
+    std::ofstream out(path);
+    if (path.empty() || !(out << value << std::flush))
+      return "cannot write " + file + " of the container's cgroup (" + path + ")";
+    return "";
   }
 
   std::string snapshot(int vmid, const std::string& snap) override {

@@ -80,6 +80,8 @@ std::string config_text(const CtSpec& s) {
   v = cgroup_version("pids");
   if (v == "2") add("lxc.cgroup2.pids.max", std::to_string(s.pids_max));
   if (v == "1") add("lxc.cgroup.pids.max", std::to_string(s.pids_max));
+  if (auto [file, value] = cpu_weight(s.cpu_units); s.cpu_units > 0 && !file.empty())
+    add(std::string(file == "cpu.weight" ? "lxc.cgroup2." : "lxc.cgroup.") + file, value);
   long long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   if (s.cores > 0 && s.cores < cpus) {
     std::string set = s.cores == 1 ? "0" : "0-" + std::to_string(s.cores - 1);
@@ -90,24 +92,42 @@ std::string config_text(const CtSpec& s) {
   return o.str();
 }
 
-long long cgroup_memory(pid_t pid) {
+std::pair<std::string, std::string> cpu_weight(long long cpu_units) {
+  std::string v = cgroup_version("cpu");
+  if (v == "2")
+    return {"cpu.weight",
+            std::to_string(cpu_units > 0 ? std::clamp(cpu_units, 1LL, 10000LL) : 100LL)};
+  if (v == "1") return {"cpu.shares", std::to_string(cpu_units > 0 ? cpu_units : 1024LL)};
+  return {"", ""};
+}
+
+std::string cgroup_file(pid_t pid, const std::string& controller, const std::string& v1_file,
+                        const std::string& v2_file) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
   std::string unified;
+  bool found = false;
   for (std::string line; std::getline(in, line);) {
     auto a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (("," + controllers + ",").find(",memory,") != std::string::npos) {
-      auto text = first_line("/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes");
-      return text.empty() ? -1 : std::stoll(text);
+    if (("," + controllers + ",").find("," + controller + ",") != std::string::npos) {
+      std::string file = "/sys/fs/cgroup/" + controllers + path + "/" + v1_file;
+      return exists(file) ? file : "";
     }
-    if (controllers.empty()) unified = path;
+    if (controllers.empty()) {
+      unified = path;
+      found = true;
+    }
   }
-  for (const char* root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-    auto text = first_line(root + unified + "/memory.current");
-    if (!text.empty()) return std::stoll(text);
-  }
-  return -1;
+  if (!found) return "";
+  for (const char* root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"})
+    if (exists(root + unified + "/" + v2_file)) return root + unified + "/" + v2_file;
+  return "";
+}
+
+long long cgroup_memory(pid_t pid) {
+  auto text = first_line(cgroup_file(pid, "memory", "memory.usage_in_bytes", "memory.current"));
+  return text.empty() ? -1 : std::stoll(text);
 }
 
 }  // namespace pvesim::lxc

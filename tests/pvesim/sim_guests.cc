@@ -1,5 +1,7 @@
 // pvesim's handlers for one CT: its config, resize, start/stop/shutdown/reboot, interfaces,
 // destroy.
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 
 #include "pvesandbox/common/log.h"
@@ -80,6 +82,11 @@ void Simulator::Impl::update_config(Call& c) {
     }
   }
   std::vector<std::string> log;
+  if (ct.running && (changes.count("cpuunits") ||
+                     std::find(deletes.begin(), deletes.end(), "cpuunits") != deletes.end())) {
+    auto units = ct.config.count("cpuunits") ? std::atoll(ct.config["cpuunits"].c_str()) : 0;
+    if (auto error = backend->set_cpu_units(ct.vmid, units); !error.empty()) log.push_back(error);
+  }
   auto e = volumes->apply(ct.node, ct.vmid, ct.config, volume_deletes, volume_changes, &log);
   warn_all(ct, log);
   if (e) throw ApiFail{e.status, e.message, e.errors};

@@ -196,7 +196,6 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
  public:
   // `nodes`: one per ManagerConfig::nodes entry (or the single node), in that order.
   ManagerCore(ManagerConfig config, TestPeers peers, std::vector<std::unique_ptr<Node>> nodes);
-
   ~ManagerCore() { stop_background(); }
 
   const ManagerConfig& config() const { return cfg_; }
@@ -333,7 +332,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void register_created(const Step& step, const std::shared_ptr<SandboxImpl>& sandbox,
                         const CreateOptions& options);
   Status configure(Step& step, const CreateOptions& options, const std::string& hostname,
-                   const proto::Binding& binding, const SandboxMetadata* pooled_md);
+                   const proto::Binding& binding, const SandboxMetadata* pooled_md, int cpuunits);
   Status bring_up(Step& step, const CreateOptions& options, const proto::Binding& binding);
   Status rollback(Step& step);
   // egress.cc: the create's egress (step 7, or a hot claim), hook "internet" first.
@@ -392,6 +391,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::string host_key;             // its own, pinned by ssh
     std::string digest;               // its config's digest once ready: a claim writes with it
     int cpus = 0, memory_mb = 0, disk_gb = 0;
+    bool low_weight = false;  // its config has cpuunits (the claim deletes it)
   };
   struct HotProfile {  // one profile on one node
     HotPoolProfile p;  // template_vmid resolved

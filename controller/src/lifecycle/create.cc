@@ -326,7 +326,7 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
   // BIND publishes it as the node dnsmasq's reservation for this MAC.
   proto::Binding binding{port_name(s.vmid, cfg_.firewall), mac_for(*s.address), *s.address};
   if (auto h = hook("configure"); !h) return fail(h.error());
-  if (auto r = configure(s, o, hostname, binding, pooled ? &md : nullptr); !r)
+  if (auto r = configure(s, o, hostname, binding, pooled ? &md : nullptr, 0); !r)
     return fail(r.error());
   s.container_id.clear();
   // 3. Resize (Proxmox refuses a resize to the size the disk has).
@@ -360,7 +360,8 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::build(Step& s, const CreateOpt
 // Resources, address and tag in one config write (never `features`); a pooled clone becomes
 // this sandbox in the same atomic write (`md` given: its description).
 Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string& hostname,
-                              const proto::Binding& binding, const SandboxMetadata* md) {
+                              const proto::Binding& binding, const SandboxMetadata* md,
+                              int cpuunits) {
   const NodeConfig& nc = s.node->cfg;
   std::string net0 = "name=eth0,bridge=" + nc.bridge + ",hwaddr=" + upper(binding.mac.to_string());
   if (cfg_.dhcp) {
@@ -378,6 +379,7 @@ Status ManagerCore::configure(Step& s, const CreateOptions& o, const std::string
                         {"net0", net0},
                         {"tags", std::string(kTag)}};
   if (md) params.emplace_back("description", encode_description(*md));
+  if (cpuunits > 0) params.emplace_back("cpuunits", std::to_string(cpuunits));
   if (!o.volumes.empty()) {
     auto mounts = mount_params(o.volumes);
     if (!mounts) return fail(mounts.error());

@@ -20,9 +20,13 @@
 // fetched once into the build tree with tests/lxc/apt-repo.sh and built on the stack's package
 // mirror, about a minute), hot-pooled with --pool members; the reuse check is on.
 //
+// --member-cpuunits N: hot_pool.member_cpuunits (the CPU weight pool members are made at; 0:
+// the default weight, as without the setting). On lxc it is what decides whether a refill
+// competes with the sandboxes just handed out.
+//
 // Usage: tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
 //                  [--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N]
-//                  [--backend netns|lxc]
+//                  [--backend netns|lxc] [--member-cpuunits N]
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -63,12 +67,13 @@ int main(int argc, char** argv) {
       argc, argv,
       "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
       "[--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N] "
-      "[--backend netns|lxc]\n  time to interactive by ComputeSDK's method through computesdk + "
+      "[--backend netns|lxc] [--member-cpuunits N]\n  time to interactive by ComputeSDK's method "
+      "through computesdk + "
       "@computesdk/e2b, with the floor (netns stack, a cluster of N nodes, or real containers; "
       "hot pool; root, node)",
       0,
       {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds", "--floor",
-       "--pool", "--threads", "--nodes", "--backend"});
+       "--pool", "--threads", "--nodes", "--backend", "--member-cpuunits"});
   std::vector<std::string> script_args;
   const std::pair<const char*, int> counts[] = {{"--sequential", 30},  {"--staggered", 30},
                                                 {"--stagger-ms", 200}, {"--burst", 8},
@@ -80,6 +85,7 @@ int main(int argc, char** argv) {
   }
   int pool = args.count("--pool", 8, 1, 256);
   int threads = args.count("--threads", 64, 1, 1024);  // http.threads
+  int cpuunits = args.count("--member-cpuunits", 1, 0, 10000);
   bench::BenchStack where;
   where.options.nodes = args.count("--nodes", 1, 1, 8);
   where.options.backend = args.choice("--backend", "netns", {"netns", "lxc"});
@@ -94,7 +100,8 @@ int main(int argc, char** argv) {
   std::string yaml = "auth:\n  tokens:\n    - {name: tti, sha256: " + service::sha256_hex(token) +
                      ", e2b_key_sha256: " + service::sha256_hex(key) +
                      ", max_sandboxes: 512, admin: true}\n" +
-                     "http:\n  threads: " + std::to_string(threads) + "\nlog_level: error\n";
+                     "http:\n  threads: " + std::to_string(threads) + "\nlog_level: error\n" +
+                     "hot_pool:\n  member_cpuunits: " + std::to_string(cpuunits) + "\n";
   if (lxc) {
     // nodejs and what it needs, on the host's network before the stack (whose internet takes
     // over the test addresses) starts.
@@ -111,7 +118,7 @@ int main(int argc, char** argv) {
     };
     env.push_back("PVS_TTI_TEMPLATE=node-v1");
   } else {
-    yaml += "hot_pool:\n  profiles:\n    - {name: small, size: " + std::to_string(pool) + "}\n";
+    yaml += "  profiles:\n    - {name: small, size: " + std::to_string(pool) + "}\n";
     env.push_back("PVS_TTI_REUSE_CHECK=0");
   }
   return bench::run_e2b_bench(PVS_TTI_BENCH_SCRIPT, script_args, yaml, env,

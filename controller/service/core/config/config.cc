@@ -350,6 +350,7 @@ void parse_volumes(yaml::Map s, ManagerConfig& m) {
 
 void parse_hot_pool(yaml::Map s, ManagerConfig& m) {
   s.integer("refill_parallel", &m.hot_pool_refill_parallel, 1, 16);
+  s.integer("member_cpuunits", &m.hot_pool_member_cpuunits, 0, 10000);
   {
     long long ms = m.hot_pool_check_interval.count();
     s.integer("check_interval_ms", &ms, 100, 600000);

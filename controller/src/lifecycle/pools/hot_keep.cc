@@ -94,7 +94,8 @@ std::optional<ManagerCore::HotMember> ManagerCore::adoptable_member(Node& n,
               conf.count("digest") ? conf.at("digest") : "",
               p.cpus,
               p.memory_mb,
-              disk_gb};
+              disk_gb,
+              conf.count("cpuunits") > 0};
   if (cfg_.wait_for_ssh) {
     if (cfg_.per_sandbox_host_keys && !is_sha256_fingerprint(md.host_key)) return std::nullopt;
     SshConfig sc = cfg_.ssh;

@@ -195,6 +195,8 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::claim(Step& s, const CreateOpt
   // Proxmox applies cores at once and memory through the cgroup on a running container.
   if (o.cpus != m.cpus) params.emplace_back("cores", std::to_string(o.cpus));
   if (o.memory_mb != m.memory_mb) params.emplace_back("memory", std::to_string(o.memory_mb));
+  // And the member's low CPU weight goes: the sandbox competes as any other (hot-applied too).
+  if (m.low_weight) params.emplace_back("delete", "cpuunits");
   if (auto r = pve_.update_config(m.node->cfg.name, m.vmid, params); !r)
     return fail(pve_error(r.error(), "claim"));
   s.container_id.clear();
@@ -252,7 +254,8 @@ Status ManagerCore::fill_hot_once(int i) {
         CloneQueue::Who::kRefill);
     if (!cloned) return cloned;
     proto::Binding binding{port_name(s.vmid, cfg_.firewall), mac_for(*s.address), *s.address};
-    if (auto r = configure(s, o, hostname, binding, nullptr); !r) return r;
+    if (auto r = configure(s, o, hostname, binding, nullptr, cfg_.hot_pool_member_cpuunits); !r)
+      return r;
     if (p.disk_gb > 0 && static_cast<double>(p.disk_gb) != *template_gib) {
       auto r = wait(pve_.resize(n.cfg.name, s.vmid, "rootfs", std::to_string(p.disk_gb) + "G"),
                     "resize");
@@ -274,7 +277,8 @@ Status ManagerCore::fill_hot_once(int i) {
                   conf->count("digest") ? conf->at("digest") : "",
                   p.cpus,
                   p.memory_mb,
-                  conf->count("rootfs") ? size_gb(conf->at("rootfs")) : 0};
+                  conf->count("rootfs") ? size_gb(conf->at("rootfs")) : 0,
+                  conf->count("cpuunits") > 0};
     return {};
   }();
   if (!made) {
