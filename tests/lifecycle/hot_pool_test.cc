@@ -144,6 +144,7 @@ TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
   // netns stand-in's members share the stack user's home.)
   const std::string warmups = stack_->home() + "/warmups";
   c.hot_pool_warmup = "echo warm >> \"$HOME/warmups\"; exit 3";
+  c.hot_pool_member_cpuunits = 1;
   auto m = open(c);
   ASSERT_TRUE(m);
   ASSERT_TRUE(pool_settles(*m, 2));

@@ -159,10 +159,9 @@ struct ManagerConfig {
   // answer on their own host key; the rest are destroyed. Members hold addresses and VMIDs.
   std::vector<HotPoolProfile> hot_pools;
   int hot_pool_refill_parallel = 2;  // members being made (or destroyed) at once: 1..16
-  // Proxmox `cpuunits` (CPU weight) of a hot pool member while it is made and while it waits:
-  // a refill then yields the node's CPU to the sandboxes already handed out. The claim's config
-  // write deletes it (the default weight again). 0: members get the default. 0..10000.
-  int hot_pool_member_cpuunits = 1;
+  // Proxmox `cpuunits` (CPU weight, 0..10000; 0: the default) of a member while it is made and
+  // waits, so a refill yields the CPU to sandboxes handed out; the claim's write deletes it.
+  int hot_pool_member_cpuunits = 0;
   std::chrono::milliseconds hot_pool_check_interval{2000};  // each member's connection check
   // A shell command each new hot pool member runs once it is up, before it is ready (the
   // service sets what the E2B API's first command would otherwise do: the login snapshot,

@@ -20,9 +20,9 @@
 // fetched once into the build tree with tests/lxc/apt-repo.sh and built on the stack's package
 // mirror, about a minute), hot-pooled with --pool members; the reuse check is on.
 //
-// --member-cpuunits N: hot_pool.member_cpuunits (the CPU weight pool members are made at; 0:
-// the default weight, as without the setting). On lxc it is what decides whether a refill
-// competes with the sandboxes just handed out.
+// --member-cpuunits N: hot_pool.member_cpuunits (the CPU weight pool members are made at; 10,
+// the packaged controller.yaml's, by default; 0: the default weight, as without the setting). On
+// lxc it is what decides whether a refill competes with the sandboxes just handed out.
 //
 // Usage: tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
 //                  [--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N]
@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
                        {option, std::to_string(args.count(option, fallback, 0, max))});
   }
   int pool = args.count("--pool", 8, 1, 256);
-  int threads = args.count("--threads", 64, 1, 1024);  // http.threads
-  int cpuunits = args.count("--member-cpuunits", 1, 0, 10000);
+  int threads = args.count("--threads", 64, 1, 1024);            // http.threads
+  int cpuunits = args.count("--member-cpuunits", 10, 0, 10000);  // the packaged value
   bench::BenchStack where;
   where.options.nodes = args.count("--nodes", 1, 1, 8);
   where.options.backend = args.choice("--backend", "netns", {"netns", "lxc"});

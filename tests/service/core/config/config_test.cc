@@ -114,7 +114,8 @@ TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
 }
 
 TEST(Config, HotPoolProfiles) {
-  auto c = parse_config(minimal("hot_pool:\n  refill_parallel: 3\n  profiles:\n"
+  auto c = parse_config(minimal("hot_pool:\n  refill_parallel: 3\n  member_cpuunits: 10\n"
+                                "  profiles:\n"
                                 "    - {name: small, size: 8}\n"
                                 "    - {name: big, size: 2, cpus: 4, memory_mb: 4096, disk_gb: "
                                 "32, template_vmid: 9001}\n"),
@@ -122,6 +123,8 @@ TEST(Config, HotPoolProfiles) {
   ASSERT_TRUE(c) << c.error().message;
   ASSERT_EQ(c->manager.hot_pools.size(), 2U);
   EXPECT_EQ(c->manager.hot_pool_refill_parallel, 3);
+  EXPECT_EQ(c->manager.hot_pool_member_cpuunits, 10);
+  EXPECT_EQ(parse_config(minimal(), "controller.yaml", &kEnv)->manager.hot_pool_member_cpuunits, 0);
   EXPECT_EQ(c->manager.hot_pools[0].name, "small");
   EXPECT_EQ(c->manager.hot_pools[0].size, 8);
   EXPECT_EQ(c->manager.hot_pools[0].cpus, 1);
@@ -136,6 +139,9 @@ TEST(Config, HotPoolProfiles) {
   EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: a, size: 1}\n"
                              "    - {name: a, size: 2}\n")),
             "controller.yaml: hot_pool.profiles[1].name: duplicate profile name a");
+  EXPECT_EQ(error_of(minimal("hot_pool:\n  member_cpuunits: 10001\n")),
+            "controller.yaml: hot_pool.member_cpuunits: must be an integer in [0, 10000], not "
+            "\"10001\"");
   EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: a}\n")),
             "controller.yaml: hot_pool.profiles[0].size: is required");
   EXPECT_EQ(error_of(minimal("hot_pool:\n  profiles:\n    - {name: a, size: 1, cpus: 99}\n")),
