@@ -102,6 +102,9 @@ done
 grep -A1 -E '^FAIL +network.ruleset-loaded ' <<<"$out" | grep -Fq "set controller_addresses holds 'nothing', CONTROLLER_ADDRESSES says '$CTL'" &&
 	pass "permissive ruleset: ruleset-loaded FAIL, controller_addresses is not setup.conf's" ||
 	fail "permissive ruleset: ruleset-loaded should FAIL on controller_addresses"
+grep -A1 -E '^FAIL +network.ruleset-loaded ' <<<"$out" | grep -Fq "inet sandbox/proxy_routes" &&
+	pass "permissive ruleset: ruleset-loaded names the missing proxy_routes (the port proxy's route)" ||
+	fail "permissive ruleset: ruleset-loaded should name the missing proxy_routes"
 grep -Eq '^ +evidence: ' <<<"$out" && grep -Eq '^summary: [0-9]+ PASS, [1-9][0-9]* FAIL, [0-9]+ SKIP$' <<<"$out" &&
 	pass "text output: PASS/FAIL lines with evidence and a summary" || fail "text output format"
 
