@@ -343,11 +343,21 @@ class FakeAgent final : public lifecycle::AgentApi {
     bound_.erase(port);
     return {};
   }
-  // Routes (the port proxy's) are not modelled: the netns tests have the real agent.
-  Status route(Ipv4Address, std::uint16_t, std::uint32_t) override {
-    return fail(ErrorCode::kUnavailable, "the fake agent has no routes");
+  // Routes (the port proxy's): refused unless `routes`; then each ROUTE and UNROUTE is only
+  // recorded in verbs() as "ROUTE address:port seconds" / "UNROUTE address:port" (the netns
+  // tests have the real agent and ruleset). `fail_route` refuses them again.
+  Status route(Ipv4Address a, std::uint16_t port, std::uint32_t seconds) override {
+    std::lock_guard lock(mu_);
+    if (!routes || fail_route) return fail(ErrorCode::kUnavailable, "the fake agent has no routes");
+    verbs_.push_back("ROUTE " + a.to_string() + ":" + std::to_string(port) + " " +
+                     std::to_string(seconds));
+    return {};
   }
-  Status unroute(Ipv4Address, std::uint16_t) override { return {}; }
+  Status unroute(Ipv4Address a, std::uint16_t port) override {
+    std::lock_guard lock(mu_);
+    if (routes) verbs_.push_back("UNROUTE " + a.to_string() + ":" + std::to_string(port));
+    return {};
+  }
   Result<std::vector<proto::Binding>> bindings() override {
     std::lock_guard lock(mu_);
     if (down) return fail(ErrorCode::kUnavailable, "agent down");
@@ -380,8 +390,9 @@ class FakeAgent final : public lifecycle::AgentApi {
 
   std::atomic<bool> down{false};  // every verb fails (kUnavailable)
   bool fail_allow = false, fail_revoke = false, fail_sync = false;
-  bool fail_egress = false;      // EGRESS fails (kUnavailable)
-  bool no_egress_verbs = false;  // an agent from before #20: 400 for EGRESS and EGRESSES
+  bool routes = false, fail_route = false;  // under mu_ once shared
+  bool fail_egress = false;                 // EGRESS fails (kUnavailable)
+  bool no_egress_verbs = false;             // an agent from before #20: 400 for EGRESS and EGRESSES
 
  private:
   void record(Ipv4Address a) {  // mu_ held
