@@ -234,29 +234,19 @@ class LxcBackend : public Backend {
   }
 
   long long memory_used(int vmid) override {
-    auto c = find(vmid);
-    pid_t pid = -1;
-    if (c) {
-      std::scoped_lock state(mutex_);
-      pid = c->running ? c->init : -1;
-    }
+    pid_t pid = running_init(vmid);
     return pid > 0 ? lxc::cgroup_memory(pid) : -1;
   }
 
   // As pve-container's hotplug does: the value into the running container's cgroup file.
   std::string set_cpu_units(int vmid, long long units) override {
-    auto c = find(vmid);
-    pid_t pid = -1;
-    if (c) {
-      std::scoped_lock state(mutex_);
-      pid = c->running ? c->init : -1;
-    }
+    pid_t pid = running_init(vmid);
     auto [file, value] = lxc::cpu_weight(units);
     if (pid <= 0 || file.empty()) return "";
     std::string path = lxc::cgroup_file(pid, "cpu", "cpu.shares", "cpu.weight");
+    if (path.empty()) return "no " + file + " in the container's cgroup";
     std::ofstream out(path);
-    if (path.empty() || !(out << value << std::flush))
-      return "cannot write " + file + " of the container's cgroup (" + path + ")";
+    if (!(out << value << std::flush)) return "cannot write " + path;
     return "";
   }
 
@@ -322,6 +312,13 @@ class LxcBackend : public Backend {
     std::string port, peer;
   };
 
+  // The pid of a running CT's init, else -1.
+  pid_t running_init(int vmid) {
+    auto c = find(vmid);
+    if (!c) return -1;
+    std::scoped_lock state(mutex_);
+    return c->running ? c->init : -1;
+  }
   std::shared_ptr<Ct> find(int vmid) {
     std::scoped_lock state(mutex_);
     auto it = cts_.find(vmid);
