@@ -21,7 +21,6 @@ from pve_sandbox import (
     ApprovalRequired,
     ApprovalsClient,
     Conflict,
-    Internal,
     InvalidArgument,
     LimitExceeded,
     NoMatch,
@@ -336,11 +335,6 @@ def test_approvals(stack: Stack, sb: Sandbox, workdir: str) -> None:
     admin.close()
 
 
-@pytest.mark.xfail(
-    raises=Internal,
-    reason="controller bug: wait_for_person (routes_approvals.cc) calls an empty progress "
-    "callback when approvals_.wait returns a moment before the deadline: 500 bad_function_call",
-)
 def test_approval_wait_held_by_the_server_then_202(sb: Sandbox) -> None:
     # Without Prefer: respond-async the controller holds the call approval_wait_seconds (1 s
     # here) for a decision, then answers 202 as with it.

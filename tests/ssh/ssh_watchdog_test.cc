@@ -53,27 +53,40 @@ bool ended(pid_t pid, int* signal) {
 // The script, run by /bin/sh with `lines` as its input, which then ends (the "connection").
 struct Script {
   explicit Script(const std::string& lines) {
-    int fds[2];
-    EXPECT_EQ(::pipe(fds), 0);
+    int in[2], out[2];
+    EXPECT_EQ(::pipe(in), 0);
+    EXPECT_EQ(::pipe(out), 0);
     pid = ::fork();
     if (pid == 0) {
-      ::dup2(fds[0], 0);
-      ::close(fds[0]);
-      ::close(fds[1]);
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
       const std::string script(ssh_detail::session_watchdog_script());
       ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    ::close(fds[0]);
-    EXPECT_EQ(::write(fds[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
-    ::close(fds[1]);
+    ::close(in[0]);
+    ::close(out[1]);
+    answers = out[0];
+    EXPECT_EQ(::write(in[1], lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+    ::close(in[1]);
+  }
+  ~Script() { ::close(answers); }
+  // What it printed, up to its end.
+  std::string printed() const {
+    std::string all;
+    char buf[256];
+    for (ssize_t n; (n = ::read(answers, buf, sizeof buf)) > 0;) all.append(buf, n);
+    return all;
   }
   pid_t pid = -1;
+  int answers = -1;
 };
 
 // After EOF the script kills a registered group whose leader outlives its guard, and nothing
 // else: not a group let go ("- PGID"), not a process that leads no group, not a group before
-// its guard; it exits once nothing is left to guard.
+// its guard; it exits once nothing is left to guard. It answers "+" to each registration it
+// holds (the session counts those as watched), none to a process that leads no group.
 TEST(WatchdogScript, KillsWhatOutlivesItsGuardAfterEofAndNothingElse) {
   const pid_t due = sleeper(true), let_go = sleeper(true), later = sleeper(true);
   const pid_t member = sleeper(false);
@@ -95,6 +108,7 @@ TEST(WatchdogScript, KillsWhatOutlivesItsGuardAfterEofAndNothingElse) {
   ASSERT_TRUE(eventually([&] { return ended(later, &signal); }));
   ASSERT_TRUE(eventually([&] { return ended(script.pid, &signal); }));
   EXPECT_EQ(signal, 0);
+  EXPECT_EQ(script.printed(), "+\n+\n+\n");
   for (pid_t p : {let_go, member}) {
     ::kill(p, SIGKILL);
     ::waitpid(p, nullptr, 0);
@@ -160,6 +174,8 @@ TEST_F(SshWatchdogTest, KillsTheGroupWhenTheControllerIsGone) {
   };
   auto f = s->exec_async("echo started; sh -c 'sleep 1001 & sleep 1001'", o);
   started.get_future().wait();
+  // The watchdog answered: it holds the registration (sshd drops what it has not yet passed on
+  // when the connection ends, so an unanswered one may never have reached it).
   ASSERT_TRUE(eventually([&] { return s->stats().watched >= 1; }));
   // The controller "dies": the connection goes away without the timeout's kill.
   s->close();

@@ -5,6 +5,8 @@
 // `kill -- -PGID`). The watchdog is for when it cannot: the controller died, or the connection
 // broke. Each timed command's login shell prints its pid (= its process group) first; the exec
 // op registers it here ("+ PGID GUARD"), and lets it go when its channel closes ("- PGID").
+// The script answers "+" for each registration it holds: sshd drops channel data it has not
+// yet written to the script when the connection ends, so only an answered one is guarded.
 // The remote script only reads those lines, with no process forked per command; at EOF (the
 // connection is gone) it kills every registered group whose leader still runs GUARD seconds
 // after the leader's start, polling once a second, and exits when none is left.
@@ -32,7 +34,7 @@ w(){ p=$1;S=;read -r S <"/proc/$p/stat"||return 1;S=${S##*) };set -- $S;[ "$3" =
 L=
 while read -r o p g;do
 case $o in
-+)w "$p" 2>/dev/null&&L="$L $p:$S:$g";;
++)w "$p" 2>/dev/null&&L="$L $p:$S:$g"&&echo +;;
 -)N=;for e in $L;do case $e in "$p":*);;*)N="$N $e";;esac;done;L=$N;;
 esac
 done
@@ -124,16 +126,18 @@ class WatchdogOp : public ChannelOp {
       progress = true;
     }
     if (off_ == out_.size() && !out_.empty()) {
-      io.count_watched(static_cast<std::uint64_t>(std::count(out_.begin(), out_.end(), '+')));
       out_.clear();
       off_ = 0;
     }
-    // It prints nothing; anything it does print is read and dropped, so the window stays open.
+    // It prints one "+" per registration it holds; anything else is read and dropped, so the
+    // window stays open.
     char buf[1024];
     for (int stream = 0; stream < 2; ++stream) {
       for (;;) {
         ssize_t r = libssh2_channel_read_ex(channel_, stream, buf, sizeof buf);
         if (r > 0) {
+          if (stream == 0)
+            io.count_watched(static_cast<std::uint64_t>(std::count(buf, buf + r, '+')));
           progress = true;
           continue;
         }
