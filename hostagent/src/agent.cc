@@ -147,6 +147,12 @@ Error Agent::missing_error(const Error& error, const SetRef& set) {
   return error;
 }
 
+Status Agent::commit(const Batch& batch, const SetRef& set) {
+  auto ok = backend_->commit(batch);
+  if (!ok) return fail(missing_error(ok.error(), set));
+  return ok;
+}
+
 std::string Agent::error_reply(const Error& error) {
   return proto::format_error(proto::reply_code_for(error), error.message);
 }
@@ -258,9 +264,7 @@ std::string Agent::do_allow(const Peer& peer, const proto::AllowRequest& r) {
     Batch batch;
     batch.destroy(set_, {RawElement{element.key, std::nullopt}});
     batch.add(set_, {element});
-    if (auto ok = backend_->commit(batch); !ok) {
-      return error_reply(missing_error(ok.error(), set_));
-    }
+    if (auto ok = commit(batch, set_); !ok) return error_reply(ok.error());
     std::optional<std::int64_t> expiry;
     if (grant.ttl_seconds) expiry = unix_now_ms() + std::int64_t{*grant.ttl_seconds} * 1000;
     desired_.grants[grant.address] = expiry;
@@ -284,9 +288,7 @@ std::string Agent::do_revoke(const Peer& peer, const proto::RevokeRequest& r) {
     }
     Batch batch;
     batch.destroy(set_, {RawElement{ipv4_key(r.address), std::nullopt}});
-    if (auto ok = backend_->commit(batch); !ok) {
-      return error_reply(missing_error(ok.error(), set_));
-    }
+    if (auto ok = commit(batch, set_); !ok) return error_reply(ok.error());
     return proto::format_ok();
   }();
   log_change(peer, what, reply);
@@ -329,9 +331,7 @@ std::string Agent::do_sync(const Peer& peer, const proto::SyncRequest& r) {
     Batch batch;
     batch.flush(set_);
     batch.add(set_, std::move(elements));
-    if (auto ok = backend_->commit(batch); !ok) {
-      return error_reply(missing_error(ok.error(), set_));
-    }
+    if (auto ok = commit(batch, set_); !ok) return error_reply(ok.error());
     std::int64_t now = unix_now_ms();
     // The new grants, sorted (the first of duplicates wins), go into the map in order, reusing
     // the old map's nodes: no allocation or rebalancing search per address.

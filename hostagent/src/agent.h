@@ -129,6 +129,8 @@ class Agent {
   Result<bool> drifted();
   void log_change(const Peer& peer, std::string_view what, const std::string& reply);
   Error missing_error(const Error& error, const SetRef& set);
+  // Commits `batch`; a refusal is mapped by missing_error against `set`, the set it names.
+  Status commit(const Batch& batch, const SetRef& set);
 
   AgentConfig config_;
   std::unique_ptr<SetBackend> backend_;

@@ -132,9 +132,7 @@ std::string Agent::do_unbind(const Peer& peer, const proto::UnbindRequest& r) {
     Batch batch;
     batch.destroy(port_mac_, std::move(old_macs));
     batch.destroy(port_ip4_, std::move(old_ips));
-    if (auto ok = backend_->commit(batch); !ok) {
-      return error_reply(missing_error(ok.error(), port_mac_));
-    }
+    if (auto ok = commit(batch, port_mac_); !ok) return error_reply(ok.error());
     return proto::format_ok();
   }();
   log_change(peer, what, reply);
@@ -166,9 +164,7 @@ std::string Agent::do_route(const Peer& peer, const proto::RouteRequest& r) {
     Batch batch;
     batch.destroy(proxy_routes_, {RawElement{element.key, std::nullopt}});
     batch.add(proxy_routes_, {element});
-    if (auto ok = backend_->commit(batch); !ok) {
-      return error_reply(missing_error(ok.error(), proxy_routes_));
-    }
+    if (auto ok = commit(batch, proxy_routes_); !ok) return error_reply(ok.error());
     return proto::format_ok();
   }();
   log_change(peer, what, reply);
@@ -183,9 +179,7 @@ std::string Agent::do_unroute(const Peer& peer, const proto::UnrouteRequest& r) 
     if (auto ok = check_address(r.address); !ok) return error_reply(ok.error());
     Batch batch;
     batch.destroy(proxy_routes_, {RawElement{route_key(r.address, r.port), std::nullopt}});
-    if (auto ok = backend_->commit(batch); !ok) {
-      return error_reply(missing_error(ok.error(), proxy_routes_));
-    }
+    if (auto ok = commit(batch, proxy_routes_); !ok) return error_reply(ok.error());
     return proto::format_ok();
   }();
   log_change(peer, what, reply);

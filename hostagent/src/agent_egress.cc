@@ -138,9 +138,7 @@ std::string Agent::do_egress(const Peer& peer, const proto::EgressRequest& r) {
     std::vector<PairKey> cut_keys;
     for (const auto& e : cut) cut_keys.push_back(*decode_pair_key(e.key));
     batch.destroy(egress_pairs_, std::move(cut));
-    if (auto ok = backend_->commit(batch); !ok) {
-      return error_reply(missing_error(ok.error(), egress_listed_));
-    }
+    if (auto ok = commit(batch, egress_listed_); !ok) return error_reply(ok.error());
     for (const auto& key : cut_keys) pairs_.erase(key);
     if (r.list) {
       desired_.egress[r.address] = *r.list;
@@ -236,9 +234,7 @@ std::string Agent::do_pair(const Peer& peer, const proto::PairRequest& r) {
   Batch batch;
   batch.destroy(egress_pairs_, std::move(old));
   batch.add(egress_pairs_, std::move(add));
-  if (auto ok = backend_->commit(batch); !ok) {
-    return error_reply(missing_error(ok.error(), egress_pairs_));
-  }
+  if (auto ok = commit(batch, egress_pairs_); !ok) return error_reply(ok.error());
   for (const auto& [key, until] : updates) {
     auto& info = pairs_[key];
     info.expiry_ms = until;
