@@ -854,23 +854,31 @@ SshConfig fixture_config(const SshdFixture& sshd) {
   return c;
 }
 
-// OpenSSH's sshd offers AES-GCM by default (after chacha20-poly1305, its own first choice): the
-// client's order decides, so a libssh2 with AES-GCM (1.11) negotiates aes256-gcm@openssh.com
-// (Debian 13's 1.11.1 would pick chacha20-poly1305, its own first, without the preference), and
-// one without (1.10) its own first cipher, as before.
-TEST_F(SshSessionTest, NegotiatesAesGcmWhereTheLibraryHasIt) {
+// OpenSSH's sshd offers chacha20-poly1305 and AES-GCM by default: the client's order decides,
+// so a libssh2 that has chacha20-poly1305 (1.11) negotiates it, one without (1.10) its own
+// first cipher, as before; SshConfig::prefer_ciphers picks AES-GCM where the library has it.
+TEST_F(SshSessionTest, NegotiatesChachaWhereTheLibraryHasItOrWhatIsPreferred) {
   const auto lib = library_ciphers();
   ASSERT_FALSE(lib.empty());
+  auto has = [&](const char* m) { return std::find(lib.begin(), lib.end(), m) != lib.end(); };
   SshSession s(config());
   ASSERT_EQ(run(s, "echo ok").out, "ok\n");
-  const bool has_gcm = std::find(lib.begin(), lib.end(), "aes256-gcm@openssh.com") != lib.end();
-  EXPECT_EQ(negotiated_cipher(s), has_gcm ? "aes256-gcm@openssh.com" : lib.front())
+  EXPECT_EQ(negotiated_cipher(s),
+            has("chacha20-poly1305@openssh.com") ? "chacha20-poly1305@openssh.com" : lib.front())
       << libssh2_version(0) << ": " << s.stats().methods;
+  SshConfig c = config();
+  c.prefer_ciphers = "aes256-gcm@openssh.com";
+  SshSession gcm(c);
+  ASSERT_EQ(run(gcm, "echo ok").out, "ok\n");
+  EXPECT_EQ(negotiated_cipher(gcm),
+            has("aes256-gcm@openssh.com") ? "aes256-gcm@openssh.com" : lib.front())
+      << libssh2_version(0) << ": " << gcm.stats().methods;
 }
 
-// A server that offers no AES-GCM: the first of the rest in the library's order that it offers,
+// A server that offers neither chacha20-poly1305 nor AES-GCM: the first of the rest in the
+// library's order that it offers,
 // and exec and SFTP work as before.
-TEST(SshSessionCiphers, ServerWithoutAesGcmGetsTheLibraryOrder) {
+TEST(SshSessionCiphers, ServerWithOnlyAesCtrGetsTheLibraryOrder) {
   test::SshdOptions opts;
   opts.extra_config = "Ciphers aes256-ctr,aes128-ctr\n";
   SshdFixture sshd(opts);

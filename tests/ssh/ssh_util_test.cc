@@ -21,19 +21,32 @@ TEST(SshUtil, FingerprintIsUnpaddedBase64) {
 }
 
 // libssh2 1.11.1's list as Debian 13 builds it (its default order: chacha20-poly1305 first) and
-// 1.10's (no AES-GCM).
-TEST(SshUtil, CipherPreferencePutsAesGcmFirstWhereTheLibraryHasIt) {
-  EXPECT_EQ(cipher_preference({"chacha20-poly1305@openssh.com", "aes256-gcm@openssh.com",
-                               "aes128-gcm@openssh.com", "aes256-ctr", "aes192-ctr", "aes128-ctr",
-                               "aes256-cbc"}),
-            "aes256-gcm@openssh.com,aes128-gcm@openssh.com,chacha20-poly1305@openssh.com,"
-            "aes256-ctr,aes192-ctr,aes128-ctr,aes256-cbc");
+// 1.10's (neither chacha20-poly1305 nor AES-GCM).
+TEST(SshUtil, CipherPreferencePutsChachaThenAesGcmFirstWhereTheLibraryHasThem) {
+  const std::vector<std::string> v1_11 = {"aes256-ctr",
+                                          "aes256-gcm@openssh.com",
+                                          "chacha20-poly1305@openssh.com",
+                                          "aes128-gcm@openssh.com",
+                                          "aes128-ctr",
+                                          "aes256-cbc"};
+  EXPECT_EQ(cipher_preference(v1_11),
+            "chacha20-poly1305@openssh.com,aes256-gcm@openssh.com,aes128-gcm@openssh.com,"
+            "aes256-ctr,aes128-ctr,aes256-cbc");
   EXPECT_EQ(cipher_preference({"aes128-gcm@openssh.com", "aes256-ctr"}),
             "aes128-gcm@openssh.com,aes256-ctr");
-  // No AES-GCM in the library: its own order, unchanged.
+  // None of them in the library: its own order, unchanged.
   EXPECT_EQ(cipher_preference({"aes128-ctr", "aes192-ctr", "aes256-ctr", "aes256-cbc"}),
             "aes128-ctr,aes192-ctr,aes256-ctr,aes256-cbc");
   EXPECT_EQ(cipher_preference({}), "");
+  // SshConfig::prefer_ciphers: those the library has, in the order given, each once; then the rest.
+  EXPECT_EQ(cipher_preference(v1_11,
+                              "aes128-gcm@openssh.com,none-such,aes256-ctr,aes128-gcm@openssh.com"),
+            "aes128-gcm@openssh.com,aes256-ctr,aes256-gcm@openssh.com,"
+            "chacha20-poly1305@openssh.com,aes128-ctr,aes256-cbc");
+  // Nothing the library has: its own order.
+  EXPECT_EQ(cipher_preference(v1_11, ",,"),
+            "aes256-ctr,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,"
+            "aes128-gcm@openssh.com,aes128-ctr,aes256-cbc");
 }
 
 TEST(SshUtil, ShellQuote) {

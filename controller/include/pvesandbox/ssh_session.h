@@ -84,6 +84,10 @@ struct SshConfig {
   // Host key algorithm preference. libssh2 would pick ECDSA if offered; pinning ed25519 keeps
   // the fingerprint stable. Sandboxes must have an ed25519 host key.
   std::string host_key_algorithms = "ssh-ed25519";
+  // Ciphers to offer before the rest of the linked libssh2's, comma-separated, most preferred
+  // first; ones the library lacks are skipped. Empty: chacha20-poly1305@openssh.com, then
+  // aes256-gcm@openssh.com and aes128-gcm@openssh.com (ssh_detail::cipher_preference).
+  std::string prefer_ciphers;
 
   std::chrono::milliseconds connect_timeout{10000};  // TCP connect + handshake + auth
   // SSH keepalive (want_reply=0, sent by the I/O thread) to keep NAT/conntrack state alive;
@@ -299,12 +303,14 @@ Result<std::string> build_remote_command(std::string_view command, const ExecOpt
 // the leader's start, and exits once none is left.
 std::string_view session_watchdog_script();
 // The cipher preference offered in the key exchange, given the ciphers the linked libssh2 has
-// (in its own order, its default preference): aes256-gcm@openssh.com and aes128-gcm@openssh.com
-// first where the library has them (libssh2 >= 1.11: one pass of authenticated encryption
-// instead of AES-CTR plus a separate MAC), then the rest in the library's order. Where the
-// library has no AES-GCM the result is its own order, unchanged; the server's list decides the
-// rest as usual (the first of ours that it also offers).
-std::string cipher_preference(const std::vector<std::string>& supported);
+// (in its own order, its default preference) and `prefer` (SshConfig::prefer_ciphers): the
+// preferred ones the library has, in that order, then the rest in the library's order. An
+// empty `prefer` means chacha20-poly1305, then AES-GCM (libssh2 >= 1.11: it encrypts a whole
+// packet per call for chacha20-poly1305 and 16 bytes per call for AES-GCM, which costs the
+// client more per MiB; docs/ssh.md). Where the library has none of them (1.10) the result is
+// its own order; the server's list decides as usual (the first of ours that it also offers).
+std::string cipher_preference(const std::vector<std::string>& supported,
+                              std::string_view prefer = {});
 }  // namespace ssh_detail
 
 }  // namespace pvs

@@ -120,15 +120,15 @@ void set_recv_callback(LIBSSH2_SESSION* session) {
 #endif
 }
 
-// AES-GCM first in both directions where the linked libssh2 has it (ssh_detail::cipher_preference).
-void prefer_aes_gcm(LIBSSH2_SESSION* session) {
+// The cipher preference in both directions (ssh_detail::cipher_preference).
+void prefer_ciphers(LIBSSH2_SESSION* session, std::string_view prefer) {
   for (int which : {LIBSSH2_METHOD_CRYPT_CS, LIBSSH2_METHOD_CRYPT_SC}) {
     const char** algs = nullptr;
     int n = libssh2_session_supported_algs(session, which, &algs);
     if (n <= 0 || algs == nullptr) continue;  // the library's default order stays
     std::vector<std::string> supported(algs, algs + n);
     libssh2_free(session, static_cast<void*>(algs));
-    const std::string pref = ssh_detail::cipher_preference(supported);
+    const std::string pref = ssh_detail::cipher_preference(supported, prefer);
     if (!pref.empty()) libssh2_session_method_pref(session, which, pref.c_str());
   }
 }
@@ -189,7 +189,7 @@ Status SshSession::Impl::do_connect() {
     libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY,
                                 config_.host_key_algorithms.c_str());
   }
-  prefer_aes_gcm(session_);
+  prefer_ciphers(session_, config_.prefer_ciphers);
   auto fail_teardown = [this](Error e) -> Status {
     teardown(false);
     return tl::unexpected<Error>(std::move(e));
@@ -284,9 +284,14 @@ void SshSession::Impl::start_session_timers() {
       const char* m = libssh2_session_methods(session_, which);
       return std::string(m != nullptr ? m : "?");
     };
-    std::string methods =
-        "kex=" + method(LIBSSH2_METHOD_KEX) + " hostkey=" + method(LIBSSH2_METHOD_HOSTKEY) +
-        " cipher=" + method(LIBSSH2_METHOD_CRYPT_CS) + " mac=" + method(LIBSSH2_METHOD_MAC_CS);
+    const std::string cipher = method(LIBSSH2_METHOD_CRYPT_CS);
+    // chacha20-poly1305 authenticates by itself: libssh2 still names the MAC it negotiated
+    // beside it, and does not use it.
+    const std::string mac = cipher.starts_with("chacha20-poly1305") ? std::string("<implicit>")
+                                                                    : method(LIBSSH2_METHOD_MAC_CS);
+    std::string methods = "kex=" + method(LIBSSH2_METHOD_KEX) +
+                          " hostkey=" + method(LIBSSH2_METHOD_HOSTKEY) + " cipher=" + cipher +
+                          " mac=" + mac;
     std::lock_guard<std::mutex> lock(mu_);
     methods_ = std::move(methods);
   }

@@ -304,22 +304,26 @@ std::string CappedBuffer::take() {
   return out;
 }
 
-std::string cipher_preference(const std::vector<std::string>& supported) {
-  static constexpr std::array<std::string_view, 2> kFirst = {"aes256-gcm@openssh.com",
-                                                             "aes128-gcm@openssh.com"};
-  auto has = [&](std::string_view m) {
-    return std::find(supported.begin(), supported.end(), m) != supported.end();
-  };
+std::string cipher_preference(const std::vector<std::string>& supported, std::string_view prefer) {
+  if (prefer.empty()) {
+    prefer = "chacha20-poly1305@openssh.com,aes256-gcm@openssh.com,aes128-gcm@openssh.com";
+  }
+  std::vector<std::string_view> first;
+  for (std::string_view rest = prefer; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view m = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const bool has = std::find(supported.begin(), supported.end(), m) != supported.end();
+    if (has && std::find(first.begin(), first.end(), m) == first.end()) first.push_back(m);
+  }
   std::string out;
   auto add = [&](std::string_view m) {
     if (!out.empty()) out += ',';
     out += m;
   };
-  for (std::string_view m : kFirst) {
-    if (has(m)) add(m);
-  }
+  for (std::string_view m : first) add(m);
   for (const auto& m : supported) {
-    if (std::find(kFirst.begin(), kFirst.end(), m) == kFirst.end()) add(m);
+    if (std::find(first.begin(), first.end(), m) == first.end()) add(m);
   }
   return out;
 }
