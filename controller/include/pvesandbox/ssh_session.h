@@ -217,9 +217,9 @@ struct SshStats {
   int channels_open = 0;
   int channel_limit = 0;     // learnt from the server's refusals, else max_channels
   int exec_connections = 1;  // connections open for execs (the first + extra pool members)
-  // Timed commands the session's watchdog, the remote guard for when the controller is gone
-  // (docs/ssh.md), answered that it holds; one that ended before its registration arrived is
-  // not counted.
+  // Timed commands whose registration the session's watchdog (the remote guard for when the
+  // controller is gone, docs/ssh.md) has answered; one that ended before its registration
+  // arrived is not counted.
   std::uint64_t watched = 0;
   // Negotiated algorithms of the current connection: "kex=... hostkey=... cipher=... mac=...".
   std::string methods;
