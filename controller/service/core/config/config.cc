@@ -270,6 +270,24 @@ void parse_network(yaml::Map s, bool cluster, ManagerConfig& m) {
   (void)s.finish();
 }
 
+// "name,name,...": SSH cipher names (lower-case letters, digits, '@', '.', '-'), none empty.
+bool cipher_list(std::string_view v) {
+  if (v.size() > 512) return false;
+  bool name = false;  // inside a name
+  for (char ch : v) {
+    if (ch == ',') {
+      if (!name) return false;
+      name = false;
+    } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '@' || ch == '.' ||
+               ch == '-') {
+      name = true;
+    } else {
+      return false;
+    }
+  }
+  return name || v.empty();
+}
+
 void parse_ssh(yaml::Map s, const Env& env, ManagerConfig& m) {
   SshConfig& ssh = m.ssh;
   s.string("user", &ssh.user);
@@ -293,6 +311,11 @@ void parse_ssh(yaml::Map s, const Env& env, ManagerConfig& m) {
   if (s.ok() && policy == "known_hosts" && ssh.known_hosts_file.empty())
     s.fail("known_hosts_file", "host_key_policy known_hosts needs it");
   seconds(s, "connect_timeout_seconds", &ssh.connect_timeout, 1, 600);
+  s.string("prefer_ciphers", &ssh.prefer_ciphers);
+  if (s.ok() && !cipher_list(ssh.prefer_ciphers))
+    s.fail("prefer_ciphers",
+           "must be cipher names separated by commas "
+           "(\"aes256-gcm@openssh.com,aes128-gcm@openssh.com\")");
   seconds(s, "ready_timeout_seconds", &m.ssh_ready_timeout, 1, 3600);
   s.boolean("wait_for_ready", &m.wait_for_ssh);
   s.boolean("per_sandbox_host_keys", &m.per_sandbox_host_keys);

@@ -316,6 +316,26 @@ TEST(Config, PerSandboxHostKeysByDefaultAndOnlyWithTheReadyWait) {
   EXPECT_FALSE(c->manager.per_sandbox_host_keys);
 }
 
+TEST(Config, PreferCiphersAreCipherNames) {
+  auto c = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.ssh.prefer_ciphers, "");  // the built-in order (chacha20-poly1305 first)
+  c = parse_config(minimal("  prefer_ciphers: aes256-gcm@openssh.com,aes128-gcm@openssh.com\n"),
+                   "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.ssh.prefer_ciphers, "aes256-gcm@openssh.com,aes128-gcm@openssh.com");
+  for (const char* bad :
+       {"aes256-ctr,", ",aes256-ctr", "a,,b", "AES256-CTR", "aes256 ctr", "aes256-ctr;rm"}) {
+    EXPECT_NE(error_of(minimal(std::string("  prefer_ciphers: \"") + bad + "\"\n"))
+                  .find("ssh.prefer_ciphers: must be cipher names separated by commas"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(error_of(minimal("  prefer_ciphers: " + std::string(600, 'a') + "\n"))
+                .find("ssh.prefer_ciphers"),
+            std::string::npos);
+}
+
 TEST(Config, TemplateReplicas) {
   auto d = parse_config(minimal(), "controller.yaml", &kEnv);
   ASSERT_TRUE(d) << d.error().message;
