@@ -511,6 +511,22 @@ int main(int argc, char** argv) {
       into.add(c1 - c0, s1 - s0);
       return r;
     };
+    // SshSession's SFTP transfers of the file, timed and metered into `ms` and `cpu`.
+    auto upload = [&](pvs::SshSession& via, std::vector<double>& ms, SideCpu& cpu) {
+      std::ifstream in(local, std::ios::binary);
+      auto t0 = Clock::now();
+      auto r = metered(cpu, true, [&] { return via.upload(remote, in, {}); });
+      ms.push_back(ms_since(t0));
+      if (!r) std::fprintf(stderr, "upload: %s\n", r.error().to_string().c_str()), ok = false;
+    };
+    auto download = [&](pvs::SshSession& via, std::vector<double>& ms, SideCpu& cpu) {
+      std::ofstream out(back, std::ios::binary | std::ios::trunc);
+      auto t0 = Clock::now();
+      auto r = metered(cpu, true, [&] { return via.download(remote, out); });
+      out.flush();
+      ms.push_back(ms_since(t0));
+      if (!r) std::fprintf(stderr, "download: %s\n", r.error().to_string().c_str()), ok = false;
+    };
     std::vector<std::string> sftp = {"sftp", "-q"};
     sftp.insert(sftp.end(), ssh_opts.begin(), ssh_opts.end());
     // Over the ControlMaster's connection: its sshd stays alive, so the server's CPU is in its
@@ -529,13 +545,7 @@ int main(int argc, char** argv) {
       return rc == 0 ? t : -1.0;
     };
     for (int round = 0; round < 3; ++round) {
-      {
-        std::ifstream in(local, std::ios::binary);
-        auto t0 = Clock::now();
-        auto r = metered(cpu_up_ours, true, [&] { return session.upload(remote, in, {}); });
-        up_ours.push_back(ms_since(t0));
-        if (!r) std::fprintf(stderr, "upload: %s\n", r.error().to_string().c_str()), ok = false;
-      }
+      upload(session, up_ours, cpu_up_ours);
       {
         pvs::ExecOptions o;
         o.stdin_data = content;
@@ -546,25 +556,10 @@ int main(int argc, char** argv) {
         up_exec.push_back(ms_since(t0));
         if (!r || r->exit_code != 0) std::fprintf(stderr, "exec upload failed\n"), ok = false;
       }
-      {
-        std::ofstream out(back, std::ios::binary | std::ios::trunc);
-        auto t0 = Clock::now();
-        auto r = metered(cpu_down_ours, true, [&] { return session.download(remote, out); });
-        out.flush();
-        down_ours.push_back(ms_since(t0));
-        if (!r) std::fprintf(stderr, "download: %s\n", r.error().to_string().c_str()), ok = false;
-      }
+      download(session, down_ours, cpu_down_ours);
       if (gcm_differs) {
-        std::ifstream in(local, std::ios::binary);
-        auto t0 = Clock::now();
-        auto r = metered(cpu_up_gcm, true, [&] { return gcm_session.upload(remote, in, {}); });
-        up_gcm.push_back(ms_since(t0));
-        std::ofstream out(back, std::ios::binary | std::ios::trunc);
-        t0 = Clock::now();
-        auto d = metered(cpu_down_gcm, true, [&] { return gcm_session.download(remote, out); });
-        out.flush();
-        down_gcm.push_back(ms_since(t0));
-        if (!r || !d) std::fprintf(stderr, "AES-GCM transfer failed\n"), ok = false;
+        upload(gcm_session, up_gcm, cpu_up_gcm);
+        download(gcm_session, down_gcm, cpu_down_gcm);
       }
       SideCpu setup_cpu;  // sftp's own start and a mux session, taken off the two below
       double setup = metered(setup_cpu, false, [&] { return sftp_batch("pwd\n"); });
