@@ -3,16 +3,24 @@
 #include "e2b/fs_ops.h"
 #include "e2b/processes.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include <Poco/JSON/Parser.h>
 
 #include "e2b/base64.h"
 #include "e2b/refusing_sandbox.h"
+#include "pvesandbox/common/unique_fd.h"
 #include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
@@ -351,6 +359,73 @@ TEST(ProcessScript, Shapes) {
   EXPECT_NE(login_key({{"A", "1"}}), login_key({{"A", "2"}}));
   c.envs = {{"B", "2"}};  // a per-command env: always the login shell itself
   EXPECT_EQ(process_script(c, false, login_key({})).find("PVS_E2B_LOGIN"), std::string::npos);
+}
+
+// The earliest a close can come is as soon as the controller has the pid: while the shell is
+// still writing the marker. Its stderr here is a full pipe, so it blocks in that write; the
+// input and the close (USR1) are sent then, and the pipe drained after. The command must still
+// read the input, then EOF.
+std::string cat_closed_at_the_marker(const std::string& shell) {
+  int err[2], out[2];
+  if (::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return "pipe failed";
+  UniqueFd err_r(err[0]), err_w(err[1]), out_r(out[0]), out_w(out[1]);
+  ::fcntl(err[1], F_SETFL, O_NONBLOCK);
+  const std::string fill(4096, 'x');
+  while (::write(err[1], fill.data(), fill.size()) > 0) {
+  }
+  ::fcntl(err[1], F_SETFL, 0);
+  const std::string script =
+      process_script({"/bin/sh", {"-c", "cat; echo done"}, {}, std::nullopt}, true);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group, to kill at the end
+  std::vector<char*> argv{const_cast<char*>(shell.c_str()), const_cast<char*>("-c"),
+                          const_cast<char*>(script.c_str()), nullptr};
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, shell.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return "spawn failed";
+  err_w.reset();
+  out_w.reset();
+  auto blocked_in_write = [&] {
+    std::ifstream w("/proc/" + std::to_string(pid) + "/wchan");
+    std::string s;
+    std::getline(w, s);
+    return s.find("pipe_write") != std::string::npos;
+  };
+  for (int i = 0; i < 10000 && !blocked_in_write(); ++i) std::this_thread::sleep_for(1ms);
+  if (!blocked_in_write()) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return "the shell did not block in writing its marker";
+  }
+  std::ofstream(stdin_fifo(static_cast<std::uint32_t>(pid))) << "ping\n";
+  ::kill(pid, SIGUSR1);
+  std::string marker = "\036e2b:" + std::to_string(pid) + "\036", seen;
+  char buf[4096];
+  ssize_t n;
+  while (seen.find(marker) == std::string::npos && (n = ::read(err[0], buf, sizeof buf)) > 0)
+    seen.append(buf, static_cast<std::size_t>(n));
+  int status = 0;
+  for (int i = 0; i < 10000 && ::waitpid(pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(1ms);
+  ::kill(-pid, SIGKILL);  // what is left, when the command hung
+  ::waitpid(pid, &status, 0);
+  std::filesystem::remove(stdin_fifo(static_cast<std::uint32_t>(pid)));  // a killed one's
+  std::string got;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<std::size_t>(n));
+  return got;
+}
+
+TEST(ProcessScript, InputAndACloseAsEarlyAsTheMarkerAreKept) {
+  for (const char* shell : {"/bin/sh", "/bin/bash"})
+    EXPECT_EQ(cat_closed_at_the_marker(shell), "ping\ndone\n") << shell;
 }
 
 }  // namespace

@@ -106,12 +106,16 @@ std::string process_script(const ProcessConfig& config, bool stdin_open,
   const std::string launch =
       from_snapshot ? login_launch(config, login_key) : "exec " + shell_line(config) + "\n";
   if (!stdin_open) return marker + launch;
+  // The marker (the pid the controller writes input to and signals) comes only once the command
+  // is forked: the command holds the FIFO from its fork on (fd 3 until it has opened it to read),
+  // so a close (USR1) as early as the marker allows cannot leave the FIFO with no one holding
+  // it, which would drop the input written so far and leave the command blocked in its open.
   return "f=/tmp/.pvs-e2b-stdin-$$\n"
          "rm -f \"$f\"; mkfifo -m 600 \"$f\" || exit 125\n"
          "exec 3<>\"$f\"\n"
-         "trap 'exec 3>&-' USR1\n" +
-         marker + "(exec 3>&-\n" + launch + ") <\"$f\" &\n" +
-         "c=$!\n"
+         "trap 'exec 3>&-' USR1\n"
+         "(exec 3>&-\n" +
+         launch + ") <\"$f\" &\n" + "c=$!\n" + marker +
          "while :; do wait \"$c\"; r=$?; kill -0 \"$c\" 2>/dev/null || break; done\n"
          "rm -f \"$f\"; exit \"$r\"\n";
 }
