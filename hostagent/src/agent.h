@@ -120,6 +120,10 @@ class Agent {
   Result<bool> egress_drifted();
   void prune_pairs(std::int64_t now_ms);
   std::size_t pairs_of(Ipv4Address source) const;
+  // Removes the proxy_routes elements of `address` (UNBIND of its last port: the next sandbox on
+  // the address starts with none), in a batch of its own; a failure (a ruleset without the
+  // set, say) is logged, not returned: the elements end with their timeouts anyway.
+  void drop_routes(Ipv4Address address);
   // The kernel's port_mac and port_ip4 elements of one port (what BIND replaces, UNBIND removes).
   Status kernel_port_elements(const std::string& port, std::vector<RawElement>* macs,
                               std::vector<RawElement>* ips);

@@ -112,6 +112,9 @@ std::string Agent::do_bind(const Peer& peer, const proto::BindRequest& r) {
 std::string Agent::do_unbind(const Peer& peer, const proto::UnbindRequest& r) {
   std::string what = "verb=UNBIND port=" + r.port;
   auto reply = [&]() -> std::string {
+    std::optional<Ipv4Address> address;
+    if (auto it = desired_.bindings.find(r.port); it != desired_.bindings.end())
+      address = it->second.address;
     if (desired_.bindings.erase(r.port) > 0) {
       ++changes_;
       journal_pending_ += "unbind " + r.port + "\n";
@@ -129,10 +132,16 @@ std::string Agent::do_unbind(const Peer& peer, const proto::UnbindRequest& r) {
     if (auto ok = kernel_port_elements(r.port, &old_macs, &old_ips); !ok) {
       return error_reply(ok.error());
     }
+    for (const auto& e : old_ips)
+      if (auto d = decode_port_ip4_key(e.key); d && !address) address = d->second;
     Batch batch;
     batch.destroy(port_mac_, std::move(old_macs));
     batch.destroy(port_ip4_, std::move(old_ips));
     if (auto ok = commit(batch, port_mac_); !ok) return error_reply(ok.error());
+    bool still_bound =
+        address && std::any_of(desired_.bindings.begin(), desired_.bindings.end(),
+                               [&](const auto& b) { return b.second.address == *address; });
+    if (address && !still_bound) drop_routes(*address);
     return proto::format_ok();
   }();
   log_change(peer, what, reply);
@@ -184,6 +193,25 @@ std::string Agent::do_unroute(const Peer& peer, const proto::UnrouteRequest& r) 
   }();
   log_change(peer, what, reply);
   return reply;
+}
+
+void Agent::drop_routes(Ipv4Address address) {
+  auto elements = backend_->list(proxy_routes_);
+  if (!elements) {
+    log::debug("proxy_routes of " + address.to_string() + " left to their timeouts: " +
+               missing_error(elements.error(), proxy_routes_).message);
+    return;
+  }
+  std::vector<RawElement> gone;
+  for (const auto& e : *elements)
+    if (auto d = decode_route_key(e.key); d && d->first == address)
+      gone.push_back({e.key, std::nullopt});
+  if (gone.empty()) return;
+  Batch batch;
+  batch.destroy(proxy_routes_, std::move(gone));
+  if (auto ok = commit(batch, proxy_routes_); !ok)
+    log::warn("proxy_routes of " + address.to_string() +
+              " left to their timeouts: " + ok.error().message);
 }
 
 Status Agent::mirror_dhcp_hosts() {

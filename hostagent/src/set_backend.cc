@@ -58,6 +58,15 @@ ElementKey route_key(Ipv4Address address, std::uint16_t port) {
   return ElementKey(key, sizeof(key));
 }
 
+std::optional<std::pair<Ipv4Address, std::uint16_t>> decode_route_key(const ElementKey& key) {
+  if (key.size() != 8) return std::nullopt;
+  std::uint32_t be;
+  std::uint16_t port_be;
+  std::memcpy(&be, key.data(), 4);
+  std::memcpy(&port_be, key.data() + 4, 2);
+  return std::make_pair(Ipv4Address(ntohl(be)), ntohs(port_be));
+}
+
 ElementKey pair_key(const PairKey& pair) {
   std::uint8_t key[12] = {};
   std::uint32_t src = htonl(pair.source.to_uint());

@@ -86,6 +86,7 @@ ElementKey port_mac_key(const std::string& port, const MacAddress& mac);
 ElementKey port_ip4_key(const std::string& port, Ipv4Address address);
 // `ipv4_addr . inet_service` (4 + 2 padded to 4 bytes): a port proxy's route (ROUTE).
 ElementKey route_key(Ipv4Address address, std::uint16_t port);
+std::optional<std::pair<Ipv4Address, std::uint16_t>> decode_route_key(const ElementKey& key);
 // `ipv4_addr . ipv4_addr . inet_service` (4 + 4 + 2 padded to 4 bytes): an egress pair.
 struct PairKey {
   Ipv4Address source;

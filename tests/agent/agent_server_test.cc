@@ -135,10 +135,17 @@ TEST_F(AgentServerTest, RoutesOnlyToABoundAddressForABoundedTime) {
   EXPECT_EQ(c.call("UNROUTE 10.99.0.7 8000"), "OK");
   EXPECT_EQ(c.call("UNROUTE 10.99.0.7 8000"), "OK");  // idempotent
   EXPECT_EQ(routes().find(". 8000"), std::string::npos) << routes();
-  // Unbound: no new route, but the old one can still be removed.
+  // Unbound: its routes go with it (the next sandbox on the address starts with none), another
+  // address's stay; no new route, and UNROUTE of a gone one is still OK.
+  ns_.run("ip link add veth101i0 type veth peer name ct101");
+  ASSERT_EQ(c.call("BIND veth101i0 bc:24:11:00:00:02 10.99.0.9"), "OK");
+  EXPECT_EQ(c.call("ROUTE 10.99.0.9 80 60"), "OK");
   EXPECT_EQ(c.call("UNBIND veth100i0"), "OK");
+  EXPECT_EQ(routes().find("10.99.0.7 ."), std::string::npos) << routes();
+  EXPECT_NE(routes().find("10.99.0.9 . 80"), std::string::npos) << routes();
   EXPECT_EQ(c.call("ROUTE 10.99.0.7 22 60").rfind("ERR 403 address not bound", 0), 0u);
   EXPECT_EQ(c.call("UNROUTE 10.99.0.7 22"), "OK");
+  EXPECT_EQ(c.call("UNBIND veth101i0"), "OK");
   EXPECT_EQ(routes().find("elements"), std::string::npos) << routes();
   std::string log = agent_->log_text();
   EXPECT_NE(log.find("verb=ROUTE address=10.99.0.7 port=22 seconds=300 result=OK"),
@@ -151,6 +158,7 @@ TEST_F(AgentServerTest, RoutesOnlyToABoundAddressForABoundedTime) {
   ASSERT_EQ(c.call("BIND veth100i0 bc:24:11:00:00:01 10.99.0.7"), "OK");
   ns_.run("nft delete set inet sandbox proxy_routes");
   EXPECT_EQ(c.call("ROUTE 10.99.0.7 8000 60").rfind("ERR 409 ruleset missing", 0), 0u);
+  EXPECT_EQ(c.call("UNBIND veth100i0"), "OK");  // without the set: nothing to drop
 }
 
 TEST_F(AgentServerTest, Idempotency) {

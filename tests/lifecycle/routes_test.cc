@@ -70,6 +70,25 @@ TEST_F(RouteTableTest, KeepAsksAgainOnceHalfTheLifeHasPassed) {
   EXPECT_EQ(verbs().back(), "UNROUTE 10.99.0.7:8080");
 }
 
+// The address was unbound (its sandbox destroyed; the agent dropped its elements) while a
+// connection to it still holds its entry: the next lease, for the next sandbox on the address,
+// asks again instead of sharing an element that is gone. Other addresses are untouched.
+TEST_F(RouteTableTest, AForgottenAddressIsAskedForAgain) {
+  auto old = table_->acquire(a_, 8080, seconds(60));
+  auto other = table_->acquire(*Ipv4Address::parse("10.99.0.8"), 8080, seconds(60));
+  ASSERT_TRUE(old && other);
+  table_->forget(a_);
+  auto next = table_->acquire(a_, 8080, seconds(60));
+  auto still = table_->acquire(*Ipv4Address::parse("10.99.0.8"), 8080, seconds(60));
+  ASSERT_TRUE(next && still);
+  EXPECT_EQ(verbs(), (std::vector<std::string>{"ROUTE 10.99.0.7:8080 60", "ROUTE 10.99.0.8:8080 60",
+                                               "ROUTE 10.99.0.7:8080 60"}));
+  old->reset();  // the gone sandbox's connection ends: the new one keeps the element
+  EXPECT_EQ(verbs().size(), 3U);
+  next->reset();
+  EXPECT_EQ(verbs().back(), "UNROUTE 10.99.0.7:8080");
+}
+
 // A refused first ROUTE is the caller's error (the proxy falls back to SSH) and leaves nothing;
 // a refused refresh keeps the lease (the element may still live) and is asked again later.
 TEST_F(RouteTableTest, RefusalsLeaveNothingBehind) {

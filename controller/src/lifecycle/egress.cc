@@ -133,10 +133,17 @@ Status ManagerCore::bind(Node& n, const proto::Binding& binding) {
 }
 
 void ManagerCore::unbind(Node& n, const std::string& port) {
-  std::lock_guard lock(n.agent_mu);
-  n.bound.erase(port);
-  if (auto r = n.agent.unbind(port); !r)
-    log::warn("unbind of " + port + " failed (reconcile retries): " + r.error().message);
+  std::optional<Ipv4Address> address;
+  {
+    std::lock_guard lock(n.agent_mu);
+    if (auto it = n.bound.find(port); it != n.bound.end()) address = it->second.address;
+    n.bound.erase(port);
+    if (auto r = n.agent.unbind(port); !r)
+      log::warn("unbind of " + port + " failed (reconcile retries): " + r.error().message);
+  }
+  // The agent dropped the address's routes. Not under agent_mu: the route table calls the agent
+  // under its own lock.
+  if (address) n.routes.forget(*address);
 }
 
 Status ManagerCore::sync_agent(Node& n, const std::set<std::string>& keep_ports) {

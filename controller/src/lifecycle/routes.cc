@@ -172,6 +172,12 @@ void RouteTable::release(const Key& key) {
               " (the element ends with its timeout)");
 }
 
+void RouteTable::forget(Ipv4Address address) {
+  std::lock_guard lock(mu_);
+  for (auto& [key, e] : entries_)
+    if (key.first == address) e.asked = Clock::time_point::min();
+}
+
 std::size_t RouteTable::in_use() const {
   std::lock_guard lock(mu_);
   return entries_.size();

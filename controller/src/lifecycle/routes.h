@@ -46,6 +46,9 @@ class RouteTable {
   Result<std::unique_ptr<Lease>> acquire(Ipv4Address address, std::uint16_t port,
                                          std::chrono::seconds life);
   std::size_t in_use() const;  // elements held now
+  // The agent dropped `address`'s elements (its sandbox was unbound): the next lease of one of
+  // its ports asks again, even while an older lease (a connection to the gone sandbox) lives.
+  void forget(Ipv4Address address);
 
  private:
   using Key = std::pair<Ipv4Address, std::uint16_t>;
