@@ -134,7 +134,9 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
         "ok move: the approval is not spent on moving other content in",
         "ok move: the approved move goes through",
         "ok create: the approval is not spent on another create",
-        "ok create: the approved create goes through"})
+        "ok create: the approved create goes through", "ok a signed upload URL writes",
+        "ok a signed download URL reads", "ok a signature is for its own path: 401",
+        "ok an expired signature: 401"})
     EXPECT_NE(r.out.find(check), std::string::npos) << check << "\n" << report(r);
 
   // Every call is on record under the key's token, never with the key itself.

@@ -77,5 +77,16 @@ TEST(FilesWire, UploadReply) {
             R"({"path":"/x","name":"x","type":"file"}])");
 }
 
+// The SDK's getSignature (and envd's generateSignature): the values below are Python's
+// hashlib + base64 of the same strings.
+TEST(FilesWire, SignatureAsTheSdkMakesIt) {
+  EXPECT_EQ(file_signature("/home/user/a.txt", "read", "", "tok123", std::nullopt),
+            "v1_byj2OB/vujgbES/1KAKCaR27E+9eOrB6PzeTnIL8L6M");
+  EXPECT_EQ(file_signature("/tmp/x", "write", "root", "tok123", 1764547200),
+            "v1_2rBE5hwhCgC91nc4EaOCjXR5rdh5zw+MUPywqLrJPbQ");
+  EXPECT_NE(file_signature("/tmp/x", "read", "root", "tok123", 1764547200),
+            file_signature("/tmp/x", "write", "root", "tok123", 1764547200));
+}
+
 }  // namespace
 }  // namespace pvs::service::e2b

@@ -142,6 +142,9 @@ constexpr Route kRoutes[] = {
       {"GET",    "/e2b/envd/files",                              on<&E2bRoutes::files_get>,             A::kPublic, ""},
       {"POST",   "/e2b/envd/files",                              on<&E2bRoutes::files_post>,            A::kPublic, "e2b.files.write"},
       {"GET",    "/e2b/envd/health",                             on<&E2bRoutes::health>,                A::kPublic, ""},
+      // E2B's signed file URLs as the SDK builds them under E2B_SANDBOX_URL (on its origin).
+      {"GET",    "/files",                                       on<&E2bRoutes::files_get>,             A::kPublic, ""},
+      {"POST",   "/files",                                       on<&E2bRoutes::files_post>,            A::kPublic, "e2b.files.write"},
       // E2B's template builds (admin tokens' keys; the upload link's token is its own key).
       {"POST",   "/e2b/v3/templates",                            on<&E2bRoutes::template_request>,      A::kPublic, ""},
       {"GET",    "/e2b/templates/{id}/files/{hash}",             on<&E2bRoutes::template_files>,        A::kPublic, ""},

@@ -139,8 +139,15 @@ class E2bRoutes {
   };
   void control(RequestContext& ctx, const std::function<void()>& work);
   void envd(RequestContext& ctx, bool stream, const std::function<void()>& work);
-  void files_call(RequestContext& ctx, const std::function<void(const Target&)>& work);
-  Target target(RequestContext& ctx);
+  // GET/POST /files: `operation` ("read", "write") is what a signed URL must have been signed
+  // for when the request carries no X-Access-Token.
+  void files_call(RequestContext& ctx, std::string_view operation,
+                  const std::function<void(const Target&)>& work);
+  // The sandbox the request names (Host or E2b-Sandbox-Id; for /files, `signed_operation` set,
+  // also a signed URL's signature), its caller proved by X-Access-Token or the signed URL.
+  Target target(RequestContext& ctx, std::string_view signed_operation = {});
+  void authenticate(const std::string& id, const std::optional<e2b::FileSignature>& signed_url,
+                    std::string_view token);
   void dispatch(RequestContext& ctx, const Target& t, const std::string& method,
                 const std::string& body);
   void filesystem(RequestContext& ctx, const Target& t, const std::string& method,

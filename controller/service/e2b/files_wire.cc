@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "e2b/base64.h"
+#include "http/auth.h"
 #include "http/json.h"
 #include "pvesandbox/common/text.h"
 
@@ -147,6 +149,17 @@ bool is_user_name(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
+}
+
+std::string file_signature(std::string_view path, std::string_view operation,
+                           std::string_view username, std::string_view access_token,
+                           std::optional<std::int64_t> expiration) {
+  std::string raw = std::string(path) + ':' + std::string(operation) + ':' + std::string(username) +
+                    ':' + std::string(access_token);
+  if (expiration) raw += ':' + std::to_string(*expiration);
+  std::string b64 = base64_encode(sha256_bytes(raw));
+  while (!b64.empty() && b64.back() == '=') b64.pop_back();
+  return "v1_" + b64;
 }
 
 std::string upload_reply(const std::vector<WrittenFile>& files) {

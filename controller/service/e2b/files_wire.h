@@ -42,6 +42,15 @@ ApiResult<std::string> resolve_path(std::string_view path, std::string_view home
 // with '-'); which user is a known limit (see docs/e2b.md).
 bool is_user_name(std::string_view name);
 
+// E2B's signed file URL (the SDK's downloadUrl/uploadUrl, envd's validateSigning): a `signature`
+// query value of "v1_" + base64 (standard alphabet, no padding) of
+// SHA-256("<path>:<operation>:<username>:<envd access token>[:<signature_expiration>]"), where
+// path and username are the query's own values ("" when absent), operation "read" (GET) or
+// "write" (POST), and signature_expiration (when the URL has one) Unix seconds.
+std::string file_signature(std::string_view path, std::string_view operation,
+                           std::string_view username, std::string_view access_token,
+                           std::optional<std::int64_t> expiration);
+
 struct WrittenFile {
   std::string path;
 };

@@ -7,6 +7,8 @@
 // here (docs/policy.md "The E2B API"): a Start as exec (a pty also as terminal.open and an
 // interactive terminal.attach), with the sandbox's envVars among its env names; stdin lines
 // under terminal.input rules; a Move once, both ends, its approval binding what lands.
+#include <charconv>
+
 #include <Poco/Net/HTTPServerRequest.h>
 #include <Poco/Net/HTTPServerResponse.h>
 
@@ -133,21 +135,62 @@ std::chrono::milliseconds header_ms(const Poco::Net::HTTPServerRequest& r, const
   return v && *v > 0 ? std::chrono::milliseconds(*v) : fallback;
 }
 
+// A signed URL's query, when it is what proves the caller: a request to /files
+// (`operation` set) without an X-Access-Token, with a `signature`. As envd, a request with the
+// header is judged by the header alone.
+std::optional<e2b::FileSignature> signed_query(RequestContext& ctx, std::string_view operation) {
+  if (operation.empty() || !ctx.request->get("X-Access-Token", "").empty() ||
+      ctx.query_value("signature").empty())
+    return std::nullopt;
+  e2b::FileSignature s{ctx.query_value("path"), std::string(operation), ctx.query_value("username"),
+                       ctx.query_value("signature"), std::nullopt};
+  if (std::string e = ctx.query_value("signature_expiration"); !e.empty()) {
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(e.data(), e.data() + e.size(), n);
+    if (ec != std::errc() || end != e.data() + e.size())
+      fail_with(ConnectCode::kInvalidArgument, "signature_expiration: not a number of seconds");
+    s.expiration = n;
+  }
+  return s;
+}
+
 }  // namespace
 
-E2bRoutes::Target E2bRoutes::target(RequestContext& ctx) {
+// 401 unless the X-Access-Token is the sandbox's, or the signed URL's signature is (for its
+// path, operation and user) and has not expired.
+void E2bRoutes::authenticate(const std::string& id,
+                             const std::optional<e2b::FileSignature>& signed_url,
+                             std::string_view token) {
+  if (!signed_url) {
+    if (!sessions_.token_matches(id, token))
+      fail_with(ConnectCode::kUnauthenticated, "missing or wrong X-Access-Token for " + id +
+                                                   " (the envdAccessToken of its create or "
+                                                   "connect; /files also takes a signed URL)");
+    return;
+  }
+  if (!sessions_.signature_matches(id, *signed_url))
+    fail_with(ConnectCode::kUnauthenticated,
+              "invalid signature for " + signed_url->operation + " of this path in " + id);
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  if (signed_url->expiration && *signed_url->expiration < now.count())
+    fail_with(ConnectCode::kUnauthenticated, "signature is already expired");
+}
+
+E2bRoutes::Target E2bRoutes::target(RequestContext& ctx, std::string_view signed_operation) {
+  auto signed_url = signed_query(ctx, signed_operation);
   std::string id =
       !ctx.e2b_sandbox.empty() ? ctx.e2b_sandbox : ctx.request->get("E2b-Sandbox-Id", "");
-  if (!is_sandbox_id(id)) fail_with(ConnectCode::kNotFound, "no sandbox named by E2b-Sandbox-Id");
+  if (id.empty() && signed_url) id = sessions_.signed_by(*signed_url);
+  if (!is_sandbox_id(id))
+    fail_with(ConnectCode::kNotFound,
+              "no sandbox named by E2b-Sandbox-Id (or the Host name, or a signed URL)");
   std::string port = ctx.request->get("E2b-Sandbox-Port", "49983");
   if (port != "49983")
     fail_with(ConnectCode::kUnimplemented,
               "port " + port.substr(0, 8) + ": pve-sandbox serves envd's port 49983 only");
   ctx.sandbox = id;
-  if (!sessions_.token_matches(id, ctx.request->get("X-Access-Token", "")))
-    fail_with(ConnectCode::kUnauthenticated, "missing or wrong X-Access-Token for " + id +
-                                                 " (the envdAccessToken of its create "
-                                                 "or connect)");
+  authenticate(id, signed_url, ctx.request->get("X-Access-Token", ""));
   auto session = sessions_.find(id);
   if (!session) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
   // The data plane acts for the sandbox's owner, whoever connected or listed it last (#46

@@ -24,13 +24,14 @@ constexpr std::uint64_t kMaxEnvdUpload = 64ull << 20;
 
 }  // namespace
 
-void E2bRoutes::files_call(RequestContext& ctx, const std::function<void(const Target&)>& work) {
+void E2bRoutes::files_call(RequestContext& ctx, std::string_view operation,
+                           const std::function<void(const Target&)>& work) {
   std::optional<ApiError> error;
   try {
     std::optional<Target> t;
     std::optional<TokenLimits::Slot> slot;  // the owner's request slot (#46 finding 2)
     envd(ctx, false, [&] {
-      auto found = target(ctx);
+      auto found = target(ctx, operation);
       slot.emplace(take_slot(ctx, TokenLimits::Kind::kRequest));
       t = std::move(found);
     });
@@ -46,7 +47,7 @@ void E2bRoutes::files_call(RequestContext& ctx, const std::function<void(const T
 }
 
 void E2bRoutes::files_get(RequestContext& ctx) {
-  files_call(ctx, [&](const Target& t) {
+  files_call(ctx, "read", [&](const Target& t) {
     auto user = ctx.query_value("username");
     if (!e2b::is_user_name(user)) throw bad_request("username: not a user name");
     auto path = e2b::resolve_path(ctx.query_value("path"), home());
@@ -69,7 +70,7 @@ void E2bRoutes::files_get(RequestContext& ctx) {
 }
 
 void E2bRoutes::files_post(RequestContext& ctx) {
-  files_call(ctx, [&](const Target& t) {
+  files_call(ctx, "write", [&](const Target& t) {
     auto user = ctx.query_value("username");
     if (!e2b::is_user_name(user)) throw bad_request("username: not a user name");
     std::string content_type = ctx.request->getContentType();

@@ -1,5 +1,6 @@
 #include "e2b/sessions.h"
 
+#include "e2b/files_wire.h"
 #include "http/auth.h"
 
 namespace pvs::service::e2b {
@@ -37,6 +38,29 @@ bool SessionRegistry::token_matches(const std::string& id, std::string_view toke
   auto s = find(id);
   return s && !token.empty() && token.size() == s->access_token.size() &&
          constant_time_equal(token, s->access_token);
+}
+
+namespace {
+
+bool signed_with(const FileSignature& u, const std::string& access_token) {
+  std::string expected =
+      file_signature(u.path, u.operation, u.username, access_token, u.expiration);
+  return u.signature.size() == expected.size() && constant_time_equal(u.signature, expected);
+}
+
+}  // namespace
+
+bool SessionRegistry::signature_matches(const std::string& id,
+                                        const FileSignature& signed_url) const {
+  auto s = find(id);
+  return s && signed_with(signed_url, s->access_token);
+}
+
+std::string SessionRegistry::signed_by(const FileSignature& signed_url) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, s] : sessions_)
+    if (signed_with(signed_url, s->access_token)) return id;
+  return "";
 }
 
 bool SessionRegistry::traffic_token_matches(const std::string& id, std::string_view token) const {

@@ -33,6 +33,13 @@ struct SandboxSession {
   std::string mask_host;  // network.maskRequestHost (PortAccess)
 };
 
+// A signed file URL's query (e2b::file_signature) and what it asks: "read" (GET /files) or
+// "write" (POST /files).
+struct FileSignature {
+  std::string path, operation, username, signature;
+  std::optional<std::int64_t> expiration;
+};
+
 // A fresh envd access token: 32 random bytes, base64url without padding.
 std::string mint_access_token();
 
@@ -47,6 +54,13 @@ class SessionRegistry {
   std::shared_ptr<SandboxSession> find(const std::string& id) const;
   // True when `token` is the sandbox's access token (constant time); false without a session.
   bool token_matches(const std::string& id, std::string_view token) const;
+  // True when `signed_url.signature` is file_signature(...) under the sandbox's access token
+  // (constant time); false without a session. The expiration is the caller's to check.
+  bool signature_matches(const std::string& id, const FileSignature& signed_url) const;
+  // The sandbox whose access token made `signed_url`'s signature, or "": for a signed URL that
+  // names no sandbox (under E2B_SANDBOX_URL the SDK builds it on that URL's origin). One hash
+  // per session.
+  std::string signed_by(const FileSignature& signed_url) const;
   // The same for its traffic token (false for a public one: nothing to match).
   bool traffic_token_matches(const std::string& id, std::string_view token) const;
   // Forgets the sandbox and ends its processes.

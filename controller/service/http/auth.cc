@@ -10,7 +10,9 @@
 
 namespace pvs::service {
 
-std::string sha256_hex(std::string_view text) {
+namespace {
+
+Poco::DigestEngine::Digest sha256(std::string_view text) {
   // Poco's OpenSSLInitializer is reference counted: every DigestEngine takes a reference, and
   // the last one to go tears OpenSSL's locks down, which races with a request thread taking
   // the first reference again (a controller under concurrent requests died of heap corruption
@@ -19,7 +21,18 @@ std::string sha256_hex(std::string_view text) {
   static const Poco::Crypto::OpenSSLInitializer keep_openssl_initialized;
   Poco::Crypto::DigestEngine engine("SHA256");
   engine.update(text.data(), static_cast<unsigned>(text.size()));
-  return Poco::DigestEngine::digestToHex(engine.digest());
+  return engine.digest();
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view text) {
+  return Poco::DigestEngine::digestToHex(sha256(text));
+}
+
+std::string sha256_bytes(std::string_view text) {
+  auto d = sha256(text);
+  return std::string(d.begin(), d.end());
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

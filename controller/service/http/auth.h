@@ -13,6 +13,8 @@ namespace pvs::service {
 
 // Lower-case hex SHA-256 of `text`.
 std::string sha256_hex(std::string_view text);
+// The same digest as 32 raw bytes.
+std::string sha256_bytes(std::string_view text);
 // Equal-length comparison whose time does not depend on where the inputs differ.
 bool constant_time_equal(std::string_view a, std::string_view b);
 // A fresh random token: 32 bytes from getrandom(2) (secure_random_bytes: fails closed, a

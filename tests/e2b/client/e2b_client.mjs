@@ -94,6 +94,38 @@ async function files(sbx) {
     (e) => e instanceof NotFoundError || e?.name === 'FileNotFoundError');
 }
 
+// Signed file URLs (downloadUrl/uploadUrl): what the SDK signs with the envdAccessToken is
+// enough, with no header at all. Under E2B_SANDBOX_URL the SDK builds the URL on that URL's
+// origin (/files), naming no sandbox: the signature finds it.
+async function signedUrls(sbx) {
+  const up = await sbx.uploadUrl('/tmp/e2b/signed.txt', { useSignatureExpiration: 60 });
+  check('uploadUrl is signed, with an expiration',
+    /[?&]signature=v1_/.test(up) && /[?&]signature_expiration=\d+/.test(up), up);
+  const body = new FormData();
+  body.append('file', new Blob(['by a signed URL']), 'signed.txt');
+  const posted = await fetch(up, { method: 'POST', body });
+  check('a signed upload URL writes', posted.status === 200, `${posted.status} ${await posted.text()}`);
+  const down = await sbx.downloadUrl('/tmp/e2b/signed.txt');
+  const got = await fetch(down);
+  check('a signed download URL reads', got.status === 200 &&
+    (await got.text()) === 'by a signed URL', `${got.status}`);
+  const other = new URL(down);
+  other.searchParams.set('path', '/etc/hostname');
+  check('a signature of another path finds no sandbox: 404', (await fetch(other)).status === 404);
+  const garbled = new URL(down);
+  garbled.searchParams.set('signature_expiration', 'soon');
+  check('a signature_expiration that is no number: 400', (await fetch(garbled)).status === 400);
+  const headers = { 'E2b-Sandbox-Id': sbx.sandboxId };
+  const moved = await fetch(other, { headers });
+  check('a signature is for its own path: 401', moved.status === 401, `${moved.status}`);
+  const asWrite = await fetch(down, { method: 'POST', headers, body });
+  check('a read signature does not write: 401', asWrite.status === 401, `${asWrite.status}`);
+  const expired = await sbx.downloadUrl('/tmp/e2b/signed.txt', { useSignatureExpiration: -5 });
+  const late = await fetch(expired);
+  check('an expired signature: 401', late.status === 401 &&
+    (await late.text()).includes('expired'), `${late.status}`);
+}
+
 async function lifecycle(sbx) {
   await sbx.setTimeout(600_000);
   const info = await sbx.getInfo();
@@ -407,6 +439,7 @@ async function main() {
   try {
     await commands(sbx);
     await files(sbx);
+    await signedUrls(sbx);
     await lifecycle(sbx);
     await ports(sbx);
     await pauseResume(sbx);
