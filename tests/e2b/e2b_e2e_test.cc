@@ -123,20 +123,26 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
   EXPECT_NE(r.out.find("ok a pty under terminal.input rules is refused"), std::string::npos)
       << report(r);
   // #46, findings 3 and 4: each check ran (and, by the FAIL check above, passed).
-  for (const char* check :
-       {"ok a port through E2b-Sandbox-Port with the traffic token",
-        "ok a port without the traffic token: 403", "ok a pty under terminal.open deny is refused",
-        "ok a pty under watch-only terminal.attach rules is refused",
-        "ok stdin: a line terminal.input rules deny is refused",
-        "ok stdin: only the judged lines reached the command",
-        "ok create: envVars BASH_ENV refused by an env_names rule",
-        "ok run: the sandbox's envVars are among a command's env names",
-        "ok move: the approval is not spent on moving other content in",
-        "ok move: the approved move goes through",
-        "ok create: the approval is not spent on another create",
-        "ok create: the approved create goes through", "ok a signed upload URL writes",
-        "ok a signed download URL reads", "ok a signature is for its own path: 401",
-        "ok an expired signature: 401"})
+  for (const char* check : {"ok a port through E2b-Sandbox-Port with the traffic token",
+                            "ok a port without the traffic token: 403",
+                            "ok a pty under terminal.open deny is refused",
+                            "ok a pty under watch-only terminal.attach rules is refused",
+                            "ok stdin: a line terminal.input rules deny is refused",
+                            "ok stdin: only the judged lines reached the command",
+                            "ok create: envVars BASH_ENV refused by an env_names rule",
+                            "ok run: the sandbox's envVars are among a command's env names",
+                            "ok move: the approval is not spent on moving other content in",
+                            "ok move: the approved move goes through",
+                            "ok create: the approval is not spent on another create",
+                            "ok create: the approved create goes through",
+                            "ok a signed upload URL writes",
+                            "ok a signed download URL reads",
+                            "ok a signature is for its own path: 401",
+                            "ok an expired signature: 401",
+                            "ok watchDir: a file written",
+                            "ok watchDir recursive: a file in the new directory",
+                            "ok watchDir: a rename",
+                            "ok watchDir: stop ends the watcher in the sandbox"})
     EXPECT_NE(r.out.find(check), std::string::npos) << check << "\n" << report(r);
 
   // Every call is on record under the key's token, never with the key itself.

@@ -4,7 +4,8 @@ namespace pvs::service::e2b {
 
 bool pump_events(std::ostream& out, EventQueue& events,
                  std::chrono::steady_clock::time_point deadline,
-                 std::chrono::milliseconds keepalive) {
+                 std::chrono::milliseconds keepalive, const std::string& keepalive_message,
+                 const std::function<bool()>& hung_up) {
   out.flush();
   auto quiet_since = std::chrono::steady_clock::now();
   while (out.good()) {
@@ -36,8 +37,9 @@ bool pump_events(std::ostream& out, EventQueue& events,
       out.flush();
       return out.good();
     }
+    if (hung_up && hung_up()) return false;
     if (std::chrono::steady_clock::now() - quiet_since >= keepalive) {
-      out << frame(0, keepalive_event());
+      out << frame(0, keepalive_message);
       out.flush();
       quiet_since = std::chrono::steady_clock::now();
     }

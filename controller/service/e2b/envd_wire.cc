@@ -248,6 +248,27 @@ std::string end_event(const EndInfo& end) {
   return event(w.str());
 }
 
+std::string watch_event(WatchEventType type, std::string_view name) {
+  static constexpr const char* kNames[] = {"EVENT_TYPE_UNSPECIFIED", "EVENT_TYPE_CREATE",
+                                           "EVENT_TYPE_WRITE",       "EVENT_TYPE_REMOVE",
+                                           "EVENT_TYPE_RENAME",      "EVENT_TYPE_CHMOD"};
+  JsonWriter w;
+  w.begin_object()
+      .key("filesystem")
+      .begin_object()
+      .key("name")
+      .value(std::string(name))
+      .key("type")
+      .value(kNames[static_cast<int>(type)])
+      .end_object()
+      .end_object();
+  return w.str();
+}
+
+std::string watch_keepalive_event() {
+  return "{\"keepalive\":{}}";
+}
+
 std::string keepalive_event() {
   return event("{\"keepalive\":{}}");
 }

@@ -121,6 +121,11 @@ struct EndInfo {
 };
 std::string end_event(const EndInfo& end);
 std::string keepalive_event();
+// The events of a WatchDir stream after its start (watch_start_event, below), each the whole
+// WatchDirResponse message.
+enum class WatchEventType { kCreate = 1, kWrite = 2, kRemove = 3, kRename = 4, kChmod = 5 };
+std::string watch_event(WatchEventType type, std::string_view name);
+std::string watch_keepalive_event();
 // EndInfo as envd reports it for an exit code, or a signal name ("KILL", "TERM", ...).
 EndInfo end_for_exit(int exit_code);
 EndInfo end_for_signal(std::string_view signal_name);

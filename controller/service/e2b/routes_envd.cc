@@ -16,11 +16,13 @@
 #include "api/ports/port_proxy.h"
 #include "e2b/connect_stream.h"
 #include "e2b/control_wire.h"
+#include "e2b/dir_watch.h"
 #include "e2b/e2b_routes.h"
 #include "e2b/files_wire.h"
 #include "e2b/fs_ops.h"
 #include "e2b/sessions.h"
 #include "http/auth.h"
+#include "http/chunk_frames.h"
 #include "http/json.h"
 #include "policy/canonical.h"
 #include "policy/typed_line.h"
@@ -335,6 +337,8 @@ void E2bRoutes::dispatch(RequestContext& ctx, const Target& t, const std::string
     if (u.pty) check(p->resize(u.pty->cols, u.pty->rows));
     return d_.replies.send_json(ctx, 200, "{}");
   }
+  if (method == "filesystem.Filesystem/WatchDir")
+    return watch(ctx, t, take(e2b::parse_watch_dir(body)));
   filesystem(ctx, t, method, body);
 }
 
@@ -483,13 +487,38 @@ void E2bRoutes::judge_stdin(RequestContext& ctx, const Target& t, std::uint32_t 
 }
 
 void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,
-                       std::chrono::milliseconds limit) {
+                       std::chrono::milliseconds limit, const std::string& keepalive_message) {
   d_.replies.begin_reply(ctx, 200, "application/connect+json");
   ctx.response->setChunkedTransferEncoding(true);
-  // At most a minute: a write is how a reader that went away is found (#46 finding 2).
+  // A reader that went away is found by a failed write, or while the stream is quiet by the
+  // socket's hang-up (within 0.5 s); keepalives at most a minute apart (#46 finding 2).
   auto keepalive = e2b::keepalive_interval(ctx.request->get("Keepalive-Ping-Interval", ""));
   std::ostream& out = ctx.response->send();
-  e2b::pump_events(out, events, std::chrono::steady_clock::now() + limit, keepalive);
+  e2b::pump_events(out, events, std::chrono::steady_clock::now() + limit, keepalive,
+                   keepalive_message, [&ctx] { return client_hung_up(ctx); });
+}
+
+// WatchDir: a watcher in the sandbox (e2b/dir_watch.h) for as long as the stream lasts, within
+// the call's timeout; a stream slot as a Start's. Reading is not judged by the policy (as Stat
+// and ListDir are not).
+void E2bRoutes::watch(RequestContext& ctx, const Target& t, const e2b::WatchDirRequest& req) {
+  auto path = e2b::resolve_path(req.path, home());
+  if (!path) fail_with(ConnectCode::kInvalidArgument, path.error().message);
+  JsonWriter p;
+  ctx.params_json = p.begin_object()
+                        .key("path")
+                        .value(*path)
+                        .key("recursive")
+                        .value(req.recursive)
+                        .end_object()
+                        .take();
+  auto slot = take_slot(ctx, TokenLimits::Kind::kStream);
+  auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
+  e2b::WatchOptions o{*path, req.recursive, header_ms(*ctx.request, "Connect-Timeout-Ms", max)};
+  auto events = std::make_shared<e2b::EventQueue>();
+  auto watcher = e2b::DirWatch::start(t.sandbox, o, events);
+  stream(ctx, *events, o.timeout + std::chrono::seconds(5), e2b::watch_keepalive_event());
+  watcher->stop();
 }
 
 // A slot of `kind` among the per-token limits of the token the call acts for; a limit_exceeded

@@ -126,6 +126,44 @@ async function signedUrls(sbx) {
     (await late.text()).includes('expired'), `${late.status}`);
 }
 
+// files.watchDir: inotify in the sandbox, streamed as envd's WatchDir events. Each step waits
+// for the event it caused, so a recursive watch has its new subdirectory's watch in place
+// before a file goes into it (the watcher watches a new directory before it reports it).
+async function watchDir(sbx) {
+  await sbx.files.makeDir('/tmp/e2b-watch');
+  const seen = [];
+  const handle = await sbx.files.watchDir('/tmp/e2b-watch', (e) => seen.push(e), { recursive: true });
+  const saw = async (name, type) => {
+    for (let i = 0; i < 200 && !seen.some((e) => e.name === name && e.type === type); i++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    return seen.some((e) => e.name === name && e.type === type);
+  };
+  await sbx.commands.run('echo x > /tmp/e2b-watch/new.txt');  // files.write renames a temp file in
+  check('watchDir: a file created', await saw('new.txt', 'create'), JSON.stringify(seen));
+  check('watchDir: a file written', await saw('new.txt', 'write'), JSON.stringify(seen));
+  await sbx.files.makeDir('/tmp/e2b-watch/sub');
+  check('watchDir: a directory created', await saw('sub', 'create'), JSON.stringify(seen));
+  await sbx.files.write('/tmp/e2b-watch/sub/deep.txt', 'y');
+  check('watchDir recursive: a file in the new directory', await saw('sub/deep.txt', 'create'),
+    JSON.stringify(seen));
+  await sbx.files.rename('/tmp/e2b-watch/new.txt', '/tmp/e2b-watch/moved.txt');
+  check('watchDir: a rename', await saw('new.txt', 'rename') && await saw('moved.txt', 'create'),
+    JSON.stringify(seen));
+  await sbx.files.remove('/tmp/e2b-watch/moved.txt');
+  check('watchDir: a file removed', await saw('moved.txt', 'remove'), JSON.stringify(seen));
+  await handle.stop();
+  let left = '';
+  for (let i = 0; i < 100; i++) {  // its process group is killed when the stream ends
+    left = (await sbx.commands.run('pgrep -f "import [c]types,os,struct" || true')).stdout.trim();
+    if (left === '') break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  check('watchDir: stop ends the watcher in the sandbox', left === '', left);
+  await expectError('watchDir of a missing directory', () =>
+    sbx.files.watchDir('/tmp/e2b-none', () => {}),
+  (e) => e instanceof NotFoundError || e?.name === 'FileNotFoundError');
+}
+
 async function lifecycle(sbx) {
   await sbx.setTimeout(600_000);
   const info = await sbx.getInfo();
@@ -440,6 +478,7 @@ async function main() {
     await commands(sbx);
     await files(sbx);
     await signedUrls(sbx);
+    await watchDir(sbx);
     await lifecycle(sbx);
     await ports(sbx);
     await pauseResume(sbx);
