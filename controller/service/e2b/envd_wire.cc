@@ -249,9 +249,9 @@ std::string end_event(const EndInfo& end) {
 }
 
 std::string watch_event(WatchEventType type, std::string_view name) {
-  static constexpr const char* kNames[] = {"EVENT_TYPE_UNSPECIFIED", "EVENT_TYPE_CREATE",
-                                           "EVENT_TYPE_WRITE",       "EVENT_TYPE_REMOVE",
-                                           "EVENT_TYPE_RENAME",      "EVENT_TYPE_CHMOD"};
+  static constexpr const char* kEventTypes[] = {"EVENT_TYPE_UNSPECIFIED", "EVENT_TYPE_CREATE",
+                                                "EVENT_TYPE_WRITE",       "EVENT_TYPE_REMOVE",
+                                                "EVENT_TYPE_RENAME",      "EVENT_TYPE_CHMOD"};
   JsonWriter w;
   w.begin_object()
       .key("filesystem")
@@ -259,7 +259,7 @@ std::string watch_event(WatchEventType type, std::string_view name) {
       .key("name")
       .value(std::string(name))
       .key("type")
-      .value(kNames[static_cast<int>(type)])
+      .value(kEventTypes[static_cast<int>(type)])
       .end_object()
       .end_object();
   return w.str();
