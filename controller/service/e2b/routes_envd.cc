@@ -514,7 +514,8 @@ void E2bRoutes::watch(RequestContext& ctx, const Target& t, const e2b::WatchDirR
                         .take();
   auto slot = take_slot(ctx, TokenLimits::Kind::kStream);
   auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
-  e2b::WatchOptions o{*path, req.recursive, header_ms(*ctx.request, "Connect-Timeout-Ms", max)};
+  e2b::WatchOptions o{*path, req.recursive,
+                      std::min(header_ms(*ctx.request, "Connect-Timeout-Ms", max), max)};
   auto events = std::make_shared<e2b::EventQueue>();
   auto watcher = e2b::DirWatch::start(t.sandbox, o, events);
   stream(ctx, *events, o.timeout + std::chrono::seconds(5), e2b::watch_keepalive_event());
