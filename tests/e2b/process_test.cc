@@ -1,5 +1,6 @@
 // The data plane's processes (controller/service/e2b/processes.h) on a real sshd: exec and pty,
 // the pid marker, stdin through the FIFO, signals to the process group, late subscribers.
+#include "e2b/dir_watch.h"
 #include "e2b/fs_ops.h"
 #include "e2b/processes.h"
 
@@ -342,6 +343,39 @@ TEST_F(ProcessTest, FilesystemCalls) {
   ASSERT_TRUE(remove(*sandbox_, root).value);
   EXPECT_EQ(remove(*sandbox_, root).error->code, ConnectCode::kNotFound);
   EXPECT_EQ(remove(*sandbox_, "/").error->code, ConnectCode::kInvalidArgument);
+}
+
+// DirWatch on the real sshd: what a path that cannot be watched ends with, and a watch that
+// is armed before its start event (the file made after it is reported) and ends at stop().
+TEST_F(ProcessTest, DirWatchRefusalsAndAnArmedWatch) {
+  auto ends_with = [&](const std::string& path) {
+    auto q = std::make_shared<EventQueue>();
+    auto w = DirWatch::start(sandbox_, {path, false, 20s}, q);
+    for (int i = 0; i < 200 && !q->finished(); ++i) q->next(100ms);
+    return q->error() ? std::optional<ConnectCode>(q->error()->code) : std::nullopt;
+  };
+  const std::string dir = sshd_->home() + "/watched";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/file") << "x";
+  EXPECT_EQ(ends_with(dir + "/none"), ConnectCode::kNotFound);
+  EXPECT_EQ(ends_with(dir + "/file"), ConnectCode::kInvalidArgument);
+
+  auto q = std::make_shared<EventQueue>();
+  auto w = DirWatch::start(sandbox_, {dir, false, 20s}, q);
+  auto first = q->next(20s);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, watch_start_event());
+  std::ofstream(dir + "/new") << "y";
+  std::optional<std::string> ev;
+  for (int i = 0; i < 100 && !(ev && ev->find("\"new\"") != std::string::npos); ++i)
+    ev = q->next(200ms);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(*ev, watch_event(WatchEventType::kCreate, "new"));
+  w->stop();
+  for (int i = 0; i < 100 && !q->finished(); ++i) q->next(100ms);
+  EXPECT_TRUE(q->finished());
+  EXPECT_FALSE(q->error());  // stopped: no error for a reader that is gone
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ProcessScript, Shapes) {
