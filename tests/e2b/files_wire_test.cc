@@ -1,4 +1,4 @@
-#include "e2b/files_wire.h"
+#include "e2b/filesystem/files_wire.h"
 
 #include <gtest/gtest.h>
 

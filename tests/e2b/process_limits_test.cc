@@ -6,7 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "e2b/fs_ops.h"
+#include "e2b/filesystem/fs_ops.h"
 #include "e2b/processes.h"
 #include "e2b/refusing_sandbox.h"
 

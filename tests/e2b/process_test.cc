@@ -1,7 +1,7 @@
 // The data plane's processes (controller/service/e2b/processes.h) on a real sshd: exec and pty,
 // the pid marker, stdin through the FIFO, signals to the process group, late subscribers.
-#include "e2b/dir_watch.h"
-#include "e2b/fs_ops.h"
+#include "e2b/filesystem/dir_watch.h"
+#include "e2b/filesystem/fs_ops.h"
 #include "e2b/processes.h"
 
 #include <fcntl.h>

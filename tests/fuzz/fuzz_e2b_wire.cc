@@ -18,7 +18,7 @@
 #include "e2b/connect_codec.h"
 #include "e2b/control_wire.h"
 #include "e2b/envd_wire.h"
-#include "e2b/files_wire.h"
+#include "e2b/filesystem/files_wire.h"
 #include "fuzz_check.h"
 
 namespace {

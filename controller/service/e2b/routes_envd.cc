@@ -16,10 +16,10 @@
 #include "api/ports/port_proxy.h"
 #include "e2b/connect_stream.h"
 #include "e2b/control_wire.h"
-#include "e2b/dir_watch.h"
 #include "e2b/e2b_routes.h"
-#include "e2b/files_wire.h"
-#include "e2b/fs_ops.h"
+#include "e2b/filesystem/dir_watch.h"
+#include "e2b/filesystem/files_wire.h"
+#include "e2b/filesystem/fs_ops.h"
 #include "e2b/sessions.h"
 #include "http/auth.h"
 #include "http/chunk_frames.h"
@@ -498,9 +498,9 @@ void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,
                    keepalive_message, [&ctx] { return client_hung_up(ctx); });
 }
 
-// WatchDir: a watcher in the sandbox (e2b/dir_watch.h) for as long as the stream lasts, within
-// the call's timeout; a stream slot as a Start's. Reading is not judged by the policy (as Stat
-// and ListDir are not).
+// WatchDir: a watcher in the sandbox (e2b/filesystem/dir_watch.h) for as long as the stream lasts,
+// within the call's timeout; a stream slot as a Start's. Reading is not judged by the policy (as
+// Stat and ListDir are not).
 void E2bRoutes::watch(RequestContext& ctx, const Target& t, const e2b::WatchDirRequest& req) {
   auto path = e2b::resolve_path(req.path, home());
   if (!path) fail_with(ConnectCode::kInvalidArgument, path.error().message);

@@ -13,7 +13,7 @@
 
 #include "core/observability/audit.h"
 #include "e2b/e2b_routes.h"
-#include "e2b/fs_ops.h"
+#include "e2b/filesystem/fs_ops.h"
 #include "e2b/volume_helpers.h"
 #include "http/json.h"
 #include "http/seal.h"

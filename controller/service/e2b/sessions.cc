@@ -1,6 +1,6 @@
 #include "e2b/sessions.h"
 
-#include "e2b/files_wire.h"
+#include "e2b/filesystem/files_wire.h"
 #include "http/auth.h"
 
 namespace pvs::service::e2b {

@@ -9,7 +9,7 @@
 
 #include "e2b/base64.h"
 #include "e2b/control_wire.h"
-#include "e2b/files_wire.h"
+#include "e2b/filesystem/files_wire.h"
 #include "e2b/templates/tar_reader.h"
 #include "e2b/templates/template_wire.h"
 #include "http/json.h"

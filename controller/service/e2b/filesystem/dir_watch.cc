@@ -1,4 +1,4 @@
-#include "e2b/dir_watch.h"
+#include "e2b/filesystem/dir_watch.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "e2b/fs_ops.h"
+#include "e2b/filesystem/fs_ops.h"
 
 #include "e2b/envd_wire.h"
 #include "pvesandbox/ssh_session.h"
