@@ -142,7 +142,10 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
                             "ok watchDir: a file written",
                             "ok watchDir recursive: a file in the new directory",
                             "ok watchDir: a rename",
-                            "ok watchDir: stop ends the watcher in the sandbox"})
+                            "ok watchDir: stop ends the watcher in the sandbox",
+                            "ok GetWatcherEvents: the file created",
+                            "ok GetWatcherEvents: each event once",
+                            "ok a removed watcher: not_found"})
     EXPECT_NE(r.out.find(check), std::string::npos) << check << "\n" << report(r);
 
   // Every call is on record under the key's token, never with the key itself.

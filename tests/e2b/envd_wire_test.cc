@@ -116,6 +116,25 @@ TEST(EnvdWire, SnakeCaseNullsAndUnknownFields) {
   EXPECT_FALSE(w.value->recursive);
 }
 
+// The polled watch's messages, as the Python SDK's ProtoJSONCodec sends and reads them.
+TEST(EnvdWire, PolledWatchMessages) {
+  auto id = parse_watcher_id(R"({"watcherId":"wAbc"})");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(*id.value, "wAbc");
+  EXPECT_EQ(*parse_watcher_id(R"({"watcher_id":"w1"})").value, "w1");
+  EXPECT_EQ(parse_watcher_id("{}").error->message, "watcherId: required");
+  EXPECT_FALSE(parse_watcher_id(R"({"watcherId":7})"));
+  EXPECT_FALSE(parse_watcher_id(R"({"watcherId":")" + std::string(65, 'w') + "\"}"));
+  EXPECT_EQ(watcher_created_reply("wAbc"), R"({"watcherId":"wAbc"})");
+  EXPECT_EQ(watcher_events_reply({}), R"({"events":[]})");
+  EXPECT_EQ(
+      watcher_events_reply({{WatchEventType::kCreate, "a \"b\""}, {WatchEventType::kChmod, "d/e"}}),
+      R"({"events":[{"name":"a \"b\"","type":"EVENT_TYPE_CREATE"},)"
+      R"({"name":"d/e","type":"EVENT_TYPE_CHMOD"}]})");
+  EXPECT_EQ(watch_event(WatchEventType::kWrite, "x"),
+            R"({"filesystem":{"name":"x","type":"EVENT_TYPE_WRITE"}})");
+}
+
 TEST(EnvdWire, Selectors) {
   auto p = parse_selector_request(R"({"process":{"pid":4242}})");
   ASSERT_TRUE(p);

@@ -2,6 +2,7 @@
 // the pid marker, stdin through the FIFO, signals to the process group, late subscribers.
 #include "e2b/filesystem/dir_watch.h"
 #include "e2b/filesystem/fs_ops.h"
+#include "e2b/filesystem/watchers.h"
 #include "e2b/processes.h"
 
 #include <fcntl.h>
@@ -375,6 +376,53 @@ TEST_F(ProcessTest, DirWatchRefusalsAndAnArmedWatch) {
   for (int i = 0; i < 100 && !q->finished(); ++i) q->next(100ms);
   EXPECT_TRUE(q->finished());
   EXPECT_FALSE(q->error());  // stopped: no error for a reader that is gone
+  std::filesystem::remove_all(dir);
+}
+
+// The polled watch on the real sshd: a watcher is armed when create answers, its events are
+// held (at most max_events) until taken, what it holds goes when its watch ends, and the end
+// is reported once its events are taken; the refusals.
+TEST_F(ProcessTest, PolledWatchersHoldEventsUntilTaken) {
+  const std::string dir = sshd_->home() + "/polled";
+  std::filesystem::create_directories(dir);
+  Watchers watchers(sandbox_, {2, 3});
+  auto hold = std::make_shared<int>(1);
+  std::weak_ptr<int> held = hold;
+  auto id = watchers.create({dir, false, 20s}, 20s, std::move(hold));
+  ASSERT_TRUE(id.value) << id.error->message;
+  EXPECT_EQ(watchers.take(*id.value).value->size(), 0u);  // armed, nothing yet
+  for (const char* name : {"a", "b", "c", "d"}) std::ofstream(dir + "/" + name) << "x";
+  std::filesystem::remove_all(dir);  // ends the watch, after its events
+  for (int i = 0; i < 800 && !held.expired(); ++i) std::this_thread::sleep_for(25ms);
+  ASSERT_TRUE(held.expired());
+  auto got = watchers.take(*id.value);
+  ASSERT_TRUE(got.value) << got.error->message;
+  ASSERT_EQ(got.value->size(), 3u);  // held at most 3: the later ones were dropped
+  EXPECT_EQ((*got.value)[0].type, WatchEventType::kCreate);
+  EXPECT_EQ((*got.value)[0].name, "a");
+  EXPECT_EQ((*got.value)[1].type, WatchEventType::kWrite);
+  EXPECT_EQ(watchers.take(*id.value).error->code, ConnectCode::kFailedPrecondition);
+
+  std::filesystem::create_directories(dir);
+  auto second = watchers.create({dir, true, 20s}, 20s);
+  ASSERT_TRUE(second.value) << second.error->message;
+  EXPECT_EQ(watchers.create({dir, false, 20s}, 20s).error->code, ConnectCode::kResourceExhausted);
+  EXPECT_TRUE(watchers.remove(*id.value).value);
+  EXPECT_EQ(watchers.remove(*id.value).error->code, ConnectCode::kNotFound);
+  EXPECT_EQ(watchers.take(*id.value).error->code, ConnectCode::kNotFound);
+  EXPECT_EQ(watchers.create({dir + "/none", false, 20s}, 20s).error->code, ConnectCode::kNotFound);
+  std::filesystem::create_directories(dir + "/sub");
+  std::vector<WatchEvent> seen;
+  for (int i = 0; i < 400 && seen.empty(); ++i) {
+    auto more = watchers.take(*second.value);
+    ASSERT_TRUE(more.value) << more.error->message;
+    seen = *more.value;
+    if (seen.empty()) std::this_thread::sleep_for(25ms);
+  }
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen[0].name, "sub");
+  watchers.stop_all();
+  EXPECT_EQ(watchers.size(), 0u);
   std::filesystem::remove_all(dir);
 }
 

@@ -38,7 +38,7 @@ void require_parsed(const Parsed<T>& p) {
 }
 
 void fuzz_envd(std::string_view input, unsigned which) {
-  switch (which % 9) {
+  switch (which % 10) {
     case 0: {
       auto s = parse_start(input);
       require_parsed(s);
@@ -63,6 +63,15 @@ void fuzz_envd(std::string_view input, unsigned which) {
     case 6: require_parsed(parse_list_dir(input)); break;
     case 7: require_parsed(parse_move(input)); break;
     case 8: require_parsed(parse_watch_dir(input)); break;
+    case 9: {
+      auto id = parse_watcher_id(input);
+      require_parsed(id);
+      if (id) {
+        require(valid_json(watcher_created_reply(*id.value)));
+        require(valid_json(watcher_events_reply({{WatchEventType::kRename, *id.value}})));
+      }
+      break;
+    }
   }
 }
 

@@ -156,6 +156,9 @@ class E2bRoutes {
   void stream(RequestContext& ctx, e2b::EventQueue& events, std::chrono::milliseconds limit,
               const std::string& keepalive_message = e2b::keepalive_event());
   void watch(RequestContext& ctx, const Target& t, const e2b::WatchDirRequest& req);
+  void polled_watch(RequestContext& ctx, const Target& t, const std::string& method,
+                    const std::string& body);
+  std::string watched_path(RequestContext& ctx, const e2b::WatchDirRequest& req);
   void audit_denied(RequestContext& ctx, const DeniedLog::Line& line, std::string_view reason);
   std::string home() const;
   TokenLimits::Slot take_slot(RequestContext& ctx, TokenLimits::Kind kind);

@@ -248,20 +248,48 @@ std::string end_event(const EndInfo& end) {
   return event(w.str());
 }
 
-std::string watch_event(WatchEventType type, std::string_view name) {
+namespace {
+// A FilesystemEvent message, {"name", "type"}, into `w`.
+void write_watch_event(JsonWriter& w, WatchEventType type, std::string_view name) {
   static constexpr const char* kEventTypes[] = {"EVENT_TYPE_UNSPECIFIED", "EVENT_TYPE_CREATE",
                                                 "EVENT_TYPE_WRITE",       "EVENT_TYPE_REMOVE",
                                                 "EVENT_TYPE_RENAME",      "EVENT_TYPE_CHMOD"};
-  JsonWriter w;
   w.begin_object()
-      .key("filesystem")
-      .begin_object()
       .key("name")
       .value(std::string(name))
       .key("type")
       .value(kEventTypes[static_cast<int>(type)])
-      .end_object()
       .end_object();
+}
+}  // namespace
+
+std::string watch_event(WatchEventType type, std::string_view name) {
+  JsonWriter w;
+  w.begin_object().key("filesystem");
+  write_watch_event(w, type, name);
+  w.end_object();
+  return w.str();
+}
+
+Parsed<std::string> parse_watcher_id(std::string_view json) {
+  ProtoReader r(json);
+  if (!r.ok()) return failed<std::string>(r);
+  std::string id = r.string(r.root(), "", "watcherId", kMaxWatcherId, "watcher_id").value_or("");
+  if (r.ok() && id.empty()) r.fail("watcherId", "required");
+  return done(r, std::move(id));
+}
+
+std::string watcher_created_reply(std::string_view watcher_id) {
+  JsonWriter w;
+  w.begin_object().key("watcherId").value(std::string(watcher_id)).end_object();
+  return w.str();
+}
+
+std::string watcher_events_reply(const std::vector<WatchEvent>& events) {
+  JsonWriter w;
+  w.begin_object().key("events").begin_array();
+  for (const auto& e : events) write_watch_event(w, e.type, e.name);
+  w.end_array().end_object();
   return w.str();
 }
 

@@ -126,6 +126,18 @@ std::string keepalive_event();
 enum class WatchEventType { kCreate = 1, kWrite = 2, kRemove = 3, kRename = 4, kChmod = 5 };
 std::string watch_event(WatchEventType type, std::string_view name);
 std::string watch_keepalive_event();
+// The polled watch (CreateWatcher, GetWatcherEvents, RemoveWatcher: the Python SDK's sync
+// files.watch_dir). CreateWatcher's request is WatchDir's (parse_watch_dir); the other two
+// name the watcher, {"watcherId"}; CreateWatcher answers {"watcherId"}, GetWatcherEvents
+// {"events": [{"name", "type"}]}.
+inline constexpr std::size_t kMaxWatcherId = 64;
+struct WatchEvent {
+  WatchEventType type = WatchEventType::kCreate;
+  std::string name;
+};
+Parsed<std::string> parse_watcher_id(std::string_view json);
+std::string watcher_created_reply(std::string_view watcher_id);
+std::string watcher_events_reply(const std::vector<WatchEvent>& events);
 // EndInfo as envd reports it for an exit code, or a signal name ("KILL", "TERM", ...).
 EndInfo end_for_exit(int exit_code);
 EndInfo end_for_signal(std::string_view signal_name);

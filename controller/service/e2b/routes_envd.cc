@@ -339,6 +339,8 @@ void E2bRoutes::dispatch(RequestContext& ctx, const Target& t, const std::string
   }
   if (method == "filesystem.Filesystem/WatchDir")
     return watch(ctx, t, take(e2b::parse_watch_dir(body)));
+  if (method.ends_with("Watcher") || method.ends_with("WatcherEvents"))
+    return polled_watch(ctx, t, method, body);
   filesystem(ctx, t, method, body);
 }
 
@@ -499,9 +501,48 @@ void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,
 }
 
 // WatchDir: a watcher in the sandbox (e2b/filesystem/dir_watch.h) for as long as the stream lasts,
-// within the call's timeout; a stream slot as a Start's. Reading is not judged by the policy (as
-// Stat and ListDir are not).
+// within the call's timeout; a stream slot as a Start's.
 void E2bRoutes::watch(RequestContext& ctx, const Target& t, const e2b::WatchDirRequest& req) {
+  auto slot = take_slot(ctx, TokenLimits::Kind::kStream);
+  auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
+  e2b::WatchOptions o{watched_path(ctx, req), req.recursive,
+                      std::min(header_ms(*ctx.request, "Connect-Timeout-Ms", max), max)};
+  auto events = std::make_shared<e2b::EventQueue>();
+  auto watcher = e2b::DirWatch::start(t.sandbox, o, events);
+  stream(ctx, *events, o.timeout + std::chrono::seconds(5), e2b::watch_keepalive_event());
+  watcher->stop();
+}
+
+// The polled watch (e2b/filesystem/watchers.h): a watcher kept in the sandbox's session between
+// calls. It holds one of the owner's stream slots until it ends (RemoveWatcher, the session's
+// end, or max_exec_timeout_seconds), and CreateWatcher answers once the watch is in place.
+void E2bRoutes::polled_watch(RequestContext& ctx, const Target& t, const std::string& method,
+                             const std::string& body) {
+  auto& watchers = *t.session->watchers;
+  if (method == "filesystem.Filesystem/CreateWatcher") {
+    auto req = take(e2b::parse_watch_dir(body));
+    auto hold = std::make_shared<TokenLimits::Slot>(take_slot(ctx, TokenLimits::Kind::kStream));
+    e2b::WatchOptions o{watched_path(ctx, req), req.recursive,
+                        std::chrono::seconds(d_.config.max_exec_timeout_seconds)};
+    auto wait = std::min(header_ms(*ctx.request, "Connect-Timeout-Ms", std::chrono::seconds(30)),
+                         std::chrono::milliseconds(std::chrono::seconds(30)));
+    auto id = take(watchers.create(o, wait, std::move(hold)));
+    return d_.replies.send_json(ctx, 200, e2b::watcher_created_reply(id));
+  }
+  auto id = take(e2b::parse_watcher_id(body));
+  if (method == "filesystem.Filesystem/GetWatcherEvents")
+    return d_.replies.send_json(ctx, 200, e2b::watcher_events_reply(take(watchers.take(id))));
+  if (method == "filesystem.Filesystem/RemoveWatcher") {
+    take(watchers.remove(id));
+    return d_.replies.send_json(ctx, 200, "{}");
+  }
+  fail_with(ConnectCode::kUnimplemented,
+            method.substr(0, 100) + " is not supported by pve-sandbox's envd (docs/e2b.md)");
+}
+
+// The directory a WatchDir or CreateWatcher names, resolved (and in the audit record). Reading
+// is not judged by the policy, as Stat and ListDir are not.
+std::string E2bRoutes::watched_path(RequestContext& ctx, const e2b::WatchDirRequest& req) {
   auto path = e2b::resolve_path(req.path, home());
   if (!path) fail_with(ConnectCode::kInvalidArgument, path.error().message);
   JsonWriter p;
@@ -512,14 +553,7 @@ void E2bRoutes::watch(RequestContext& ctx, const Target& t, const e2b::WatchDirR
                         .value(req.recursive)
                         .end_object()
                         .take();
-  auto slot = take_slot(ctx, TokenLimits::Kind::kStream);
-  auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
-  e2b::WatchOptions o{*path, req.recursive,
-                      std::min(header_ms(*ctx.request, "Connect-Timeout-Ms", max), max)};
-  auto events = std::make_shared<e2b::EventQueue>();
-  auto watcher = e2b::DirWatch::start(t.sandbox, o, events);
-  stream(ctx, *events, o.timeout + std::chrono::seconds(5), e2b::watch_keepalive_event());
-  watcher->stop();
+  return *path;
 }
 
 // A slot of `kind` among the per-token limits of the token the call acts for; a limit_exceeded

@@ -21,6 +21,7 @@ std::shared_ptr<SandboxSession> SessionRegistry::ensure(
     slot->template_id = template_id;
     slot->env_vars = env;
     slot->processes = std::make_shared<ProcessTable>(sandbox);
+    slot->watchers = std::make_shared<Watchers>(sandbox);
     slot->owner = sandbox->info().owner;
     if (!ports.public_traffic) slot->traffic_token = mint_access_token();
     slot->mask_host = ports.mask_host;
@@ -79,6 +80,7 @@ void SessionRegistry::erase(const std::string& id) {
     sessions_.erase(it);
   }
   gone->processes->shutdown();
+  gone->watchers->stop_all();
 }
 
 void SessionRegistry::clear() {
@@ -87,7 +89,10 @@ void SessionRegistry::clear() {
     std::lock_guard lock(mu_);
     all.swap(sessions_);
   }
-  for (auto& [id, s] : all) s->processes->shutdown();
+  for (auto& [id, s] : all) {
+    s->processes->shutdown();
+    s->watchers->stop_all();
+  }
 }
 
 }  // namespace pvs::service::e2b

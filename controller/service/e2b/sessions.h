@@ -12,6 +12,7 @@
 #include <string>
 
 #include "e2b/control_wire.h"
+#include "e2b/filesystem/watchers.h"
 #include "e2b/processes.h"
 
 namespace pvs::service::e2b {
@@ -22,6 +23,7 @@ struct SandboxSession {
   std::string template_id;
   std::map<std::string, std::string> env_vars;
   std::shared_ptr<ProcessTable> processes;
+  std::shared_ptr<Watchers> watchers;  // the polled watch's (CreateWatcher)
   // Who the data plane acts for: the sandbox's owner as the Manager records it (the token that
   // created it), never the caller of connect, show or list (an admin's list must not make a
   // tenant's calls run as the admin: #46 finding 1). E2bRoutes looks its Principal up by name
@@ -63,7 +65,7 @@ class SessionRegistry {
   std::string signed_by(const FileSignature& signed_url) const;
   // The same for its traffic token (false for a public one: nothing to match).
   bool traffic_token_matches(const std::string& id, std::string_view token) const;
-  // Forgets the sandbox and ends its processes.
+  // Forgets the sandbox and ends its processes and watchers.
   void erase(const std::string& id);
   void clear();
 

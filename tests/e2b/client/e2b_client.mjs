@@ -164,6 +164,58 @@ async function watchDir(sbx) {
   (e) => e instanceof NotFoundError || e?.name === 'FileNotFoundError');
 }
 
+// The polled watch (CreateWatcher, GetWatcherEvents, RemoveWatcher): what the Python SDK's sync
+// files.watch_dir and its WatchHandle send (connectrpc's ProtoJSONCodec: unary Connect calls,
+// application/json), made here by hand since the JS SDK streams WatchDir instead.
+async function polledWatch(sbx) {
+  const call = async (method, message) => {
+    const res = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/${method}`, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json', 'Connect-Protocol-Version': '1',
+        'Connect-Timeout-Ms': '30000', 'E2b-Sandbox-Id': sbx.sandboxId,
+        'E2b-Sandbox-Port': '49983', 'X-Access-Token': sbx.envdAccessToken,
+      },
+      body: JSON.stringify(message),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  await sbx.files.makeDir('/tmp/e2b-polled');
+  const created = await call('CreateWatcher', { path: '/tmp/e2b-polled', recursive: false });
+  const id = created.body.watcherId;
+  check('CreateWatcher answers a watcherId', created.status === 200 && typeof id === 'string',
+    JSON.stringify(created));
+  await sbx.commands.run('echo x > /tmp/e2b-polled/one.txt');
+  let events = [];
+  for (let i = 0; i < 200 && !events.some((e) => e.name === 'one.txt'); i++) {
+    const got = await call('GetWatcherEvents', { watcherId: id });
+    if (got.status !== 200) { events = [got]; break; }
+    events.push(...(got.body.events ?? []));
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  check('GetWatcherEvents: the file created', events.some((e) => e.name === 'one.txt' &&
+    e.type === 'EVENT_TYPE_CREATE'), JSON.stringify(events));
+  const again = await call('GetWatcherEvents', { watcherId: id });
+  check('GetWatcherEvents: each event once', again.status === 200 &&
+    !(again.body.events ?? []).some((e) => e.type === 'EVENT_TYPE_CREATE'), JSON.stringify(again));
+  const removed = await call('RemoveWatcher', { watcherId: id });
+  check('RemoveWatcher', removed.status === 200, JSON.stringify(removed));
+  const gone = await call('GetWatcherEvents', { watcherId: id });
+  check('a removed watcher: not_found', gone.status === 404 && gone.body.code === 'not_found',
+    JSON.stringify(gone));
+  const missing = await call('CreateWatcher', { path: '/tmp/e2b-none' });
+  check('CreateWatcher of a missing directory: not_found', missing.status === 404,
+    JSON.stringify(missing));
+  const stranger = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/CreateWatcher`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId,
+      'X-Access-Token': 'not-the-token' },
+    body: JSON.stringify({ path: '/tmp/e2b-polled' }),
+  });
+  check('CreateWatcher without the access token: 401', stranger.status === 401,
+    `${stranger.status}`);
+}
+
 async function lifecycle(sbx) {
   await sbx.setTimeout(600_000);
   const info = await sbx.getInfo();
@@ -479,6 +531,7 @@ async function main() {
     await files(sbx);
     await signedUrls(sbx);
     await watchDir(sbx);
+    await polledWatch(sbx);
     await lifecycle(sbx);
     await ports(sbx);
     await pauseResume(sbx);

@@ -60,6 +60,20 @@ std::optional<std::string> unhex(std::string_view hex) {
   return out;
 }
 
+// The WatchDir stream's sink: envd's messages into the stream's queue.
+class QueueSink final : public WatchSink {
+ public:
+  explicit QueueSink(std::shared_ptr<EventQueue> events) : events_(std::move(events)) {}
+  void armed() override { events_->push(watch_start_event(), false); }
+  void event(WatchEventType type, std::string name) override {
+    events_->push(watch_event(type, name), true);
+  }
+  void ended(std::optional<ConnectError> error) override { events_->finish(std::move(error)); }
+
+ private:
+  std::shared_ptr<EventQueue> events_;
+};
+
 std::optional<WatchEventType> event_type(char c) {
   switch (c) {
     case 'c': return WatchEventType::kCreate;
@@ -81,7 +95,13 @@ std::string DirWatch::script(const WatchOptions& options) {
 std::unique_ptr<DirWatch> DirWatch::start(std::shared_ptr<pvs::Sandbox> sandbox,
                                           const WatchOptions& options,
                                           std::shared_ptr<EventQueue> events) {
-  std::unique_ptr<DirWatch> w(new DirWatch(sandbox, std::move(events)));
+  return start(std::move(sandbox), options, std::make_shared<QueueSink>(std::move(events)));
+}
+
+std::unique_ptr<DirWatch> DirWatch::start(std::shared_ptr<pvs::Sandbox> sandbox,
+                                          const WatchOptions& options,
+                                          std::shared_ptr<WatchSink> sink) {
+  std::unique_ptr<DirWatch> w(new DirWatch(sandbox, std::move(sink)));
   w->path_ = options.path;
   ExecOptions o;
   o.timeout = options.timeout;
@@ -134,13 +154,13 @@ void DirWatch::on_line(std::string_view line) {
     std::from_chars(line.data() + 4, line.data() + line.size(), pid_);
   } else if (!ready_ && line == "ready") {
     ready_ = true;
-    events_->push(watch_start_event(), false);
+    sink_->armed();
   } else if (!ready_ && line.rfind("error ", 0) == 0) {
     first_error_ = std::string(line.substr(6, 200));
   } else if (ready_ && line.size() > 2 && line[1] == ' ') {
     auto type = event_type(line[0]);
     auto name = unhex(line.substr(2));
-    if (type && name) events_->push(watch_event(*type, *name), true);
+    if (type && name) sink_->event(*type, std::move(*name));
   }
 }
 
@@ -168,7 +188,7 @@ void DirWatch::on_exit(const Result<ExecResult>& r) {
     }
   }
   finished_ = true;
-  events_->finish(error);
+  sink_->ended(std::move(error));
 }
 
 }  // namespace pvs::service::e2b

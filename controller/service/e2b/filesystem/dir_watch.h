@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "e2b/envd_wire.h"
 #include "e2b/processes.h"
 
 namespace pvs::service::e2b {
@@ -28,11 +29,25 @@ struct WatchOptions {
   std::chrono::milliseconds timeout{0};  // the call's; 0: none
 };
 
+// Where a watch's news go, from the watch's own thread: armed() once every watch is in place,
+// then event() per filesystem event, and ended() last, with an error when the watcher could not
+// start (NotFound: no such directory; InvalidArgument: not a directory; FailedPrecondition: no
+// python3) and none when it ran and ended (stopped, its time up, the directory gone).
+class WatchSink {
+ public:
+  virtual ~WatchSink() = default;
+  virtual void armed() = 0;
+  virtual void event(WatchEventType type, std::string name) = 0;
+  virtual void ended(std::optional<ConnectError> error) = 0;
+};
+
 class DirWatch {
  public:
-  // Starts watching; `events` gets the start event once the watch is in place, then the
-  // filesystem events, and finishes with an error when the watcher cannot start (NotFound: no
-  // such directory; InvalidArgument: not a directory; FailedPrecondition: no python3) or ends.
+  static std::unique_ptr<DirWatch> start(std::shared_ptr<pvs::Sandbox> sandbox,
+                                         const WatchOptions& options,
+                                         std::shared_ptr<WatchSink> sink);
+  // The WatchDir stream's form: `events` gets the start event once the watch is in place, then
+  // the filesystem events (each a WatchDirResponse), and finishes as ended() says.
   static std::unique_ptr<DirWatch> start(std::shared_ptr<pvs::Sandbox> sandbox,
                                          const WatchOptions& options,
                                          std::shared_ptr<EventQueue> events);
@@ -46,14 +61,14 @@ class DirWatch {
   static std::string script(const WatchOptions& options);
 
  private:
-  DirWatch(std::shared_ptr<pvs::Sandbox> sandbox, std::shared_ptr<EventQueue> events)
-      : sandbox_(std::move(sandbox)), events_(std::move(events)) {}
+  DirWatch(std::shared_ptr<pvs::Sandbox> sandbox, std::shared_ptr<WatchSink> sink)
+      : sandbox_(std::move(sandbox)), sink_(std::move(sink)) {}
   void on_stdout(std::string_view bytes);
   void on_line(std::string_view line);
   void on_exit(const Result<ExecResult>& r);
 
   std::shared_ptr<pvs::Sandbox> sandbox_;
-  std::shared_ptr<EventQueue> events_;
+  std::shared_ptr<WatchSink> sink_;
   std::mutex mu_;
   std::string pending_;  // a line not yet complete
   std::uint32_t pid_ = 0;
