@@ -174,7 +174,7 @@ class E2bOwnerE2eTest : public test::ControllerOnStackTest {
 
   // `agent` (the tenant, with rules of its own) is left out to show what its sandbox does once
   // its token is gone from the configuration.
-  static std::string config(bool with_agent) {
+  std::string config(bool with_agent) const {
     std::string y = "auth:\n  max_requests_per_token: 3\n  max_streams_per_token: 2\n  tokens:\n";
     if (with_agent)
       y += "    - {name: agent, sha256: " + sha256_hex("tok-agent") +
@@ -182,6 +182,7 @@ class E2bOwnerE2eTest : public test::ControllerOnStackTest {
     y += "    - {name: ops, sha256: " + sha256_hex("tok-ops") +
          ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n";
     y += "    - {name: oncall, sha256: " + sha256_hex("tok-oncall") + ", approver: true}\n";
+    y += "e2b:\n  sessions_file: " + dir_ + "/e2b-sessions.json\n";
     y += "http:\n  threads: 64\npolicy:\n  approval_wait_seconds: 120\n";
     if (with_agent)
       y += "  tokens:\n    - token: agent\n      rules:\n"
@@ -191,13 +192,13 @@ class E2bOwnerE2eTest : public test::ControllerOnStackTest {
   }
 
   test::ProcessResult client(const std::string& phase, const std::string& key,
-                             const std::string& sandbox = "") {
+                             const std::string& sandbox = "", const std::string& token = "") {
     std::string base = "http://127.0.0.1:" + std::to_string(port_);
     return test::run_captured(
         {"node", std::string(PVS_E2B_NODE_DIR) + "/e2b_owner_client.mjs", phase}, dir_, "",
         {"E2B_API_URL=" + base + "/e2b", "E2B_SANDBOX_URL=" + base + "/e2b/envd",
          "E2B_API_KEY=" + key, std::string("PVS_E2B_ADMIN_KEY=") + kAdminKey, "PVS_URL=" + base,
-         "PVS_APPROVER=tok-oncall", "PVS_SANDBOX=" + sandbox});
+         "PVS_APPROVER=tok-oncall", "PVS_SANDBOX=" + sandbox, "PVS_ENVD_TOKEN=" + token});
   }
 
   void SetUp() override {
@@ -236,11 +237,24 @@ TEST_F(E2bOwnerE2eTest, DataPlaneActsForTheOwnerWithinItsLimits) {
     }
   }
 
+  // A restart with the same configuration: the sessions file keeps the agent's handle working.
+  at = r.out.find("TOKEN ");
+  ASSERT_NE(at, std::string::npos) << report(r);
+  std::string token = r.out.substr(at + 6, r.out.find('\n', at) - at - 6);
+  test::stop_controller(pid_);
+  std::string why;
+  pid_ = test::start_controller(PVS_CONTROLLER_BIN, dir_ + "/controller.yaml", dir_, port_, &why);
+  ASSERT_GT(pid_, 0) << why;
+  auto k = client("kept", kAgentKey, id, token);
+  EXPECT_EQ(k.exit_code, 0) << report(k);
+  EXPECT_EQ(k.out.find("FAIL"), std::string::npos) << report(k);
+  EXPECT_NE(k.out.find("ok after a restart the envVars still apply"), std::string::npos)
+      << report(k);
+
   // The owner's token removed from the configuration: its sandbox's data plane fails closed.
   test::stop_controller(pid_);
   std::ofstream(dir_ + "/controller.yaml")
       << test::stack_controller_yaml(*stack_, port_, dir_) << config(false);
-  std::string why;
   pid_ = test::start_controller(PVS_CONTROLLER_BIN, dir_ + "/controller.yaml", dir_, port_, &why);
   ASSERT_GT(pid_, 0) << why;
   auto o = client("orphan", kAdminKey, id);

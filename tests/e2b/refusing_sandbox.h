@@ -8,8 +8,13 @@ namespace pvs::service::e2b {
 
 class RefusingSandbox : public pvs::Sandbox {
  public:
-  RefusingSandbox() : Sandbox("sb-000000000001") {}
-  SandboxInfo info() const override { return {}; }
+  explicit RefusingSandbox(std::string id = "sb-000000000001", std::string owner = "")
+      : Sandbox(std::move(id)), owner_(std::move(owner)) {}
+  SandboxInfo info() const override {
+    SandboxInfo i;
+    i.owner = owner_;
+    return i;
+  }
   Result<ExecResult> exec(std::string, ExecOptions) override { return no(); }
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions) override { return no(); }
   Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions) override { return no(); }
@@ -42,6 +47,9 @@ class RefusingSandbox : public pvs::Sandbox {
 
  protected:
   static tl::unexpected<Error> no() { return fail(ErrorCode::kInternal, "not in this test"); }
+
+ private:
+  std::string owner_;
 };
 
 }  // namespace pvs::service::e2b

@@ -1,8 +1,9 @@
 // Fuzzes what the E2B-compatible API (controller/service/e2b) parses from a client before any
 // sandbox is touched: envd's Connect messages (JSON, and the envelope of a server-stream
 // request), the control plane's bodies and list query, multipart uploads, paths and Host
-// names. Whatever the bytes, a parser returns a value or an error with a message; replies
-// built from what was parsed are valid JSON; framing round-trips.
+// names; and the sessions file it reads at start (e2b.sessions_file). Whatever the bytes, a
+// parser returns a value or an error with a message; replies built from what was parsed are
+// valid JSON; framing and the sessions file round-trip.
 //
 // Input: the first byte picks the target, the rest is its input.
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "e2b/control_wire.h"
 #include "e2b/envd_wire.h"
 #include "e2b/filesystem/files_wire.h"
+#include "e2b/session_store.h"
 #include "fuzz_check.h"
 
 namespace {
@@ -116,7 +118,7 @@ void fuzz_framing(std::string_view input) {
 }
 
 void fuzz_files(std::string_view input, unsigned which) {
-  switch (which % 3) {
+  switch (which % 4) {
     case 0: {
       auto parts = parse_multipart(input, "b");
       if (parts) {
@@ -138,6 +140,16 @@ void fuzz_files(std::string_view input, unsigned which) {
       (void)classify_content_type(input);
       (void)parse_timeout_ms(input);
       break;
+    case 3: {
+      auto records = SessionStore::decode(input);
+      if (!records) {
+        require(!records.error().message.empty());
+        break;
+      }
+      auto again = SessionStore::decode(SessionStore::encode(*records));
+      require(again && again->size() == records->size());
+      break;
+    }
   }
 }
 

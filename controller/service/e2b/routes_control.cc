@@ -12,6 +12,7 @@
 #include "http/seal.h"
 #include "policy/canonical.h"
 #include "policy/egress_access.h"
+#include "pvesandbox/common/log.h"
 
 namespace pvs::service {
 
@@ -70,11 +71,16 @@ std::string template_profile(const std::string& template_id) {
 
 E2bRoutes::E2bRoutes(Deps deps)
     : d_(std::move(deps)),
+      sessions_(d_.config.e2b_sessions_file),
       denied_({std::chrono::seconds(d_.config.audit_denied_interval_seconds), 1024}),
-      volume_key_(new_seal_key()) {}
+      volume_key_(new_seal_key()) {
+  if (!sessions_.load_error().empty())
+    log::error("e2b.sessions_file: " + sessions_.load_error() +
+               ": starting without the kept sessions (Sandbox.connect mints new tokens)");
+}
 
 E2bRoutes::~E2bRoutes() {
-  sessions_.clear();
+  sessions_.shutdown();
 }
 
 std::string E2bRoutes::admit(const Principal& who, const std::string& sandbox,

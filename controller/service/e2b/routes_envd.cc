@@ -194,16 +194,19 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx, std::string_view signed
   ctx.sandbox = id;
   authenticate(id, signed_url, ctx.request->get("X-Access-Token", ""));
   auto session = sessions_.find(id);
-  if (!session) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
+  const std::string owner = session ? session->owner : sessions_.kept_owner(id);
+  if (owner.empty()) fail_with(ConnectCode::kNotFound, "no sandbox " + id);
   // The data plane acts for the sandbox's owner, whoever connected or listed it last (#46
   // finding 1); an owner whose token is gone from the configuration acts no more.
-  ctx.principal = d_.tokens.find(session->owner);
+  ctx.principal = d_.tokens.find(owner);
   if (!ctx.principal)
     fail_with(ConnectCode::kPermissionDenied,
-              "the token that owns " + id + " (" + session->owner.substr(0, 64) +
+              "the token that owns " + id + " (" + owner.substr(0, 64) +
                   ") is no longer configured: its data plane is refused (docs/e2b.md)");
   try {
-    return {session, d_.sandbox_for(*ctx.principal, id)};
+    auto sandbox = d_.sandbox_for(*ctx.principal, id);
+    if (!session) session = sessions_.ensure(sandbox);  // kept from before a restart
+    return {session, sandbox};
   } catch (const ApiError& e) {
     // Destroyed through another door (REST, MCP, its TTL): the session goes with it.
     if (e.status == 404) sessions_.erase(id);
@@ -215,10 +218,20 @@ E2bRoutes::PortTarget E2bRoutes::port_target(RequestContext& ctx, const std::str
                                              std::uint16_t port) {
   ctx.sandbox = id;
   auto session = sessions_.find(id);
+  if (!session && !sessions_.kept_owner(id).empty()) {  // kept from before a restart
+    auto owner = d_.tokens.find(sessions_.kept_owner(id));
+    if (owner) {
+      try {
+        session = sessions_.ensure(d_.sandbox_for(*owner, id));
+      } catch (const ApiError& e) {
+        if (e.status == 404) sessions_.erase(id);  // gone meanwhile: answered below
+      }
+    }
+  }
   if (!session)
     throw not_found("no sandbox " + id +
-                    " known to the E2B API here (after a controller restart: Sandbox.connect "
-                    "first)");
+                    " known to the E2B API here (after a controller restart without "
+                    "e2b.sessions_file: Sandbox.connect first)");
   if (!session->traffic_token.empty()) {
     std::string token = ctx.request->get("e2b-traffic-access-token", "");
     if (token.empty())

@@ -1,46 +1,10 @@
 #include "e2b/sessions.h"
 
 #include "e2b/filesystem/files_wire.h"
+#include "e2b/session_store.h"
 #include "http/auth.h"
 
 namespace pvs::service::e2b {
-
-std::string mint_access_token() {
-  return generate_token("");
-}
-
-std::shared_ptr<SandboxSession> SessionRegistry::ensure(
-    const std::shared_ptr<pvs::Sandbox>& sandbox, const std::string& template_id,
-    const std::map<std::string, std::string>& env, const PortAccess& ports) {
-  std::lock_guard lock(mu_);
-  auto& slot = sessions_[sandbox->id()];
-  if (!slot) {
-    slot = std::make_shared<SandboxSession>();
-    slot->id = sandbox->id();
-    slot->access_token = mint_access_token();
-    slot->template_id = template_id;
-    slot->env_vars = env;
-    slot->processes = std::make_shared<ProcessTable>(sandbox);
-    slot->watchers = std::make_shared<Watchers>(sandbox);
-    slot->owner = sandbox->info().owner;
-    if (!ports.public_traffic) slot->traffic_token = mint_access_token();
-    slot->mask_host = ports.mask_host;
-  }
-  return slot;
-}
-
-std::shared_ptr<SandboxSession> SessionRegistry::find(const std::string& id) const {
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second;
-}
-
-bool SessionRegistry::token_matches(const std::string& id, std::string_view token) const {
-  auto s = find(id);
-  return s && !token.empty() && token.size() == s->access_token.size() &&
-         constant_time_equal(token, s->access_token);
-}
-
 namespace {
 
 bool signed_with(const FileSignature& u, const std::string& access_token) {
@@ -49,50 +13,152 @@ bool signed_with(const FileSignature& u, const std::string& access_token) {
   return u.signature.size() == expected.size() && constant_time_equal(u.signature, expected);
 }
 
+bool same_secret(std::string_view given, const std::string& secret) {
+  return !given.empty() && given.size() == secret.size() && constant_time_equal(given, secret);
+}
+
 }  // namespace
+
+std::string mint_access_token() {
+  return generate_token("");
+}
+
+SessionRegistry::SessionRegistry(const std::string& sessions_file) {
+  if (sessions_file.empty()) return;
+  store_ = std::make_unique<SessionStore>(sessions_file, [this] { return records(); });
+  auto loaded = store_->load();
+  if (!loaded) {
+    load_error_ = loaded.error().message;
+    return;
+  }
+  for (auto& r : *loaded) kept_.emplace(r.id, std::move(r));
+}
+
+SessionRegistry::~SessionRegistry() {
+  store_.reset();  // its last write, while the sessions are still here
+}
+
+std::shared_ptr<SandboxSession> SessionRegistry::ensure(
+    const std::shared_ptr<pvs::Sandbox>& sandbox, const std::string& template_id,
+    const std::map<std::string, std::string>& env, const PortAccess& ports) {
+  std::shared_ptr<SandboxSession> made;
+  {
+    std::lock_guard lock(mu_);
+    auto& slot = sessions_[sandbox->id()];
+    if (slot) return slot;
+    slot = std::make_shared<SandboxSession>();
+    if (auto kept = kept_.find(sandbox->id()); kept != kept_.end()) {
+      static_cast<SessionRecord&>(*slot) = std::move(kept->second);
+      kept_.erase(kept);
+    } else {
+      slot->id = sandbox->id();
+      slot->access_token = mint_access_token();
+      slot->template_id = template_id;
+      slot->env_vars = env;
+      slot->owner = sandbox->info().owner;
+      if (!ports.public_traffic) slot->traffic_token = mint_access_token();
+      slot->mask_host = ports.mask_host;
+    }
+    slot->processes = std::make_shared<ProcessTable>(sandbox);
+    slot->watchers = std::make_shared<Watchers>(sandbox);
+    made = slot;
+  }
+  changed();
+  return made;
+}
+
+std::shared_ptr<SandboxSession> SessionRegistry::find(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+std::string SessionRegistry::kept_owner(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  auto it = kept_.find(id);
+  return it == kept_.end() ? "" : it->second.owner;
+}
+
+const SessionRecord* SessionRegistry::record(const std::string& id) const {
+  if (auto it = sessions_.find(id); it != sessions_.end()) return it->second.get();
+  if (auto it = kept_.find(id); it != kept_.end()) return &it->second;
+  return nullptr;
+}
+
+bool SessionRegistry::token_matches(const std::string& id, std::string_view token) const {
+  std::lock_guard lock(mu_);
+  const SessionRecord* r = record(id);
+  return r && same_secret(token, r->access_token);
+}
 
 bool SessionRegistry::signature_matches(const std::string& id,
                                         const FileSignature& signed_url) const {
-  auto s = find(id);
-  return s && signed_with(signed_url, s->access_token);
+  std::lock_guard lock(mu_);
+  const SessionRecord* r = record(id);
+  return r && signed_with(signed_url, r->access_token);
 }
 
 std::string SessionRegistry::signed_by(const FileSignature& signed_url) const {
   std::lock_guard lock(mu_);
   for (const auto& [id, s] : sessions_)
     if (signed_with(signed_url, s->access_token)) return id;
+  for (const auto& [id, r] : kept_)
+    if (signed_with(signed_url, r.access_token)) return id;
   return "";
 }
 
 bool SessionRegistry::traffic_token_matches(const std::string& id, std::string_view token) const {
-  auto s = find(id);
-  return s && !s->traffic_token.empty() && token.size() == s->traffic_token.size() &&
-         constant_time_equal(token, s->traffic_token);
+  std::lock_guard lock(mu_);
+  const SessionRecord* r = record(id);
+  return r && same_secret(token, r->traffic_token);
 }
 
 void SessionRegistry::erase(const std::string& id) {
   std::shared_ptr<SandboxSession> gone;
   {
     std::lock_guard lock(mu_);
+    bool was_kept = kept_.erase(id) > 0;
     auto it = sessions_.find(id);
-    if (it == sessions_.end()) return;
-    gone = std::move(it->second);
-    sessions_.erase(it);
+    if (it != sessions_.end()) {
+      gone = std::move(it->second);
+      sessions_.erase(it);
+    } else if (!was_kept) {
+      return;
+    }
   }
+  changed();
+  if (!gone) return;
   gone->processes->shutdown();
   gone->watchers->stop_all();
 }
 
-void SessionRegistry::clear() {
+void SessionRegistry::shutdown() {
   std::map<std::string, std::shared_ptr<SandboxSession>> all;
   {
     std::lock_guard lock(mu_);
-    all.swap(sessions_);
+    all = sessions_;  // the file keeps them: the sandboxes run on
   }
   for (auto& [id, s] : all) {
     s->processes->shutdown();
     s->watchers->stop_all();
   }
+}
+
+void SessionRegistry::flush() {
+  if (store_) store_->flush();
+}
+
+std::vector<SessionRecord> SessionRegistry::records() const {
+  std::lock_guard lock(mu_);
+  std::vector<SessionRecord> out;
+  out.reserve(sessions_.size() + kept_.size());
+  for (const auto& [id, s] : sessions_) out.push_back(*s);
+  for (const auto& [id, r] : kept_) out.push_back(r);
+  return out;
+}
+
+void SessionRegistry::changed() {
+  if (store_) store_->changed();
 }
 
 }  // namespace pvs::service::e2b

@@ -2,9 +2,11 @@
 // and the per-token limits on it. Run by e2b_e2e_test's OwnerAndLimits in two phases:
 //   node e2b_owner_client.mjs tenant   E2B_API_KEY is the tenant's (token `agent`); prints
 //                                      "SANDBOX <id>" and leaves that sandbox running
+//   node e2b_owner_client.mjs kept     after a restart with the same configuration
 //   node e2b_owner_client.mjs orphan   after the controller restarted without `agent`
 // Environment: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY; PVS_E2B_ADMIN_KEY (an admin token's
-// key), PVS_URL and PVS_APPROVER (an approver's bearer token), PVS_SANDBOX (phase orphan).
+// key), PVS_URL and PVS_APPROVER (an approver's bearer token), PVS_SANDBOX (phases kept and
+// orphan), PVS_ENVD_TOKEN (phase kept: the sandbox's envdAccessToken before the restart).
 // The controller's config (e2b_e2e_test.cc): auth.max_requests_per_token 3,
 // max_streams_per_token 2; `agent`'s own rules deny `echo owner-rule` and ask a person for
 // writes under /tmp/guarded; the admin has no rule of its own.
@@ -75,10 +77,32 @@ async function limits(sbx) {
 }
 
 async function tenant() {
-  const sbx = await Sandbox.create({ timeoutMs: 600_000 });
+  const sbx = await Sandbox.create({ timeoutMs: 600_000, envs: { KEPT: 'across-restarts' } });
   console.log(`SANDBOX ${sbx.sandboxId}`);
+  console.log(`TOKEN ${sbx.envdAccessToken}`);
   await ownerAfterAdminLooks(sbx);
   await limits(sbx);
+}
+
+// After a restart with e2b.sessions_file, as the same agent process would go on: its
+// envdAccessToken still opens the data plane (here by hand, as the SDK sends it), connect
+// answers that same token, and the sandbox's envVars still apply.
+async function kept() {
+  const id = process.env.PVS_SANDBOX;
+  const res = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/Stat`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1',
+      'E2b-Sandbox-Id': id, 'X-Access-Token': process.env.PVS_ENVD_TOKEN },
+    body: JSON.stringify({ path: '/tmp' }),
+  });
+  check('after a restart the old envdAccessToken still works', res.status === 200,
+    `${res.status} ${await res.text()}`);
+  const sbx = await Sandbox.connect(id);
+  check('after a restart connect answers the same envdAccessToken',
+    sbx.envdAccessToken === process.env.PVS_ENVD_TOKEN);
+  const r = await sbx.commands.run('echo "$KEPT"');
+  check('after a restart the envVars still apply', r.stdout === 'across-restarts\n',
+    JSON.stringify(r));
 }
 
 // The owner's token is gone from the configuration: the admin may still see and kill the
@@ -95,5 +119,5 @@ async function orphan() {
 }
 
 const phase = process.argv[2];
-(phase === 'orphan' ? orphan() : tenant())
+({ orphan, kept }[phase] ?? tenant)()
   .catch(unexpected).finally(() => process.exit(exitCode()));

@@ -467,6 +467,9 @@ Result<ServiceConfig> parse_config(const std::string& yaml_text, const std::stri
     yaml::Map e2b = top.map("e2b");
     e2b.string("domain", &c.e2b_domain);
     e2b.boolean("login_snapshot", &c.e2b_login_snapshot);
+    e2b.string("sessions_file", &c.e2b_sessions_file);
+    if (e2b.ok() && !c.e2b_sessions_file.empty() && c.e2b_sessions_file[0] != '/')
+      e2b.fail("sessions_file", "must be an absolute path");
     if (e2b.ok() && !c.e2b_domain.empty() && !validate_egress_name(c.e2b_domain))
       e2b.fail("domain", "must be a DNS name such as sandbox.example.org");
     (void)e2b.finish();

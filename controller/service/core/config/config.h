@@ -147,6 +147,9 @@ struct ServiceConfig {
   // sandbox while no profile file changed (docs/e2b.md, "Login shells"); false: a login shell
   // for every command.
   bool e2b_login_snapshot = true;
+  // e2b.sessions_file: where the E2B sessions (access tokens, envVars) are kept across
+  // restarts (mode 0600); empty: in memory only (docs/e2b.md, "Sessions across restarts").
+  std::string e2b_sessions_file;
 
   // proxmox, network, ssh, agent and limits: the Manager's configuration.
   ManagerConfig manager;

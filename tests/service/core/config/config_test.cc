@@ -98,6 +98,14 @@ TEST(Config, E2bSection) {
   EXPECT_EQ(c->e2b_domain, "sandbox.example.org");
   EXPECT_NE(error_of(minimal("e2b:\n  login_snapshot: sometimes\n")).find("login_snapshot"),
             std::string::npos);
+  EXPECT_TRUE(d->e2b_sessions_file.empty());  // in memory unless asked
+  auto f = parse_config(minimal("e2b:\n  sessions_file: /var/lib/x/e2b-sessions.json\n"),
+                        "controller.yaml", &kEnv);
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->e2b_sessions_file, "/var/lib/x/e2b-sessions.json");
+  EXPECT_NE(error_of(minimal("e2b:\n  sessions_file: sessions.json\n"))
+                .find("sessions_file: must be an absolute path"),
+            std::string::npos);
 }
 
 TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {

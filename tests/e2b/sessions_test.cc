@@ -1,0 +1,108 @@
+// E2B sessions kept across a restart (e2b/session_store.h): what a registry with a sessions
+// file writes, what a new registry on that file takes up, and what a bad file does.
+#include "e2b/sessions.h"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "e2b/filesystem/files_wire.h"
+#include "e2b/refusing_sandbox.h"
+#include "e2b/session_store.h"
+
+namespace pvs::service::e2b {
+namespace {
+
+class SessionsFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        std::filesystem::temp_directory_path() / ("pvs-e2b-sessions-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    file_ = (dir_ / "sessions.json").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  static std::shared_ptr<pvs::Sandbox> sandbox(const std::string& id) {
+    return std::make_shared<RefusingSandbox>(id, "agent");
+  }
+  std::filesystem::path dir_;
+  std::string file_;
+};
+
+TEST_F(SessionsFileTest, ARestartKeepsTokensEnvAndOwner) {
+  std::string token, traffic;
+  {
+    SessionRegistry first(file_);
+    auto a = first.ensure(sandbox("sb-00000000000a"), "base", {{"KEPT", "yes"}},
+                          {false, "h-${PORT}.example.org"});
+    first.ensure(sandbox("sb-00000000000b"));
+    token = a->access_token;
+    traffic = a->traffic_token;
+    first.erase("sb-00000000000b");
+    first.flush();
+    struct stat st {};
+    ASSERT_EQ(::stat(file_.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);  // it holds the access tokens
+    first.shutdown();                     // the controller stops: the file keeps them
+  }
+  SessionRegistry second(file_);
+  EXPECT_EQ(second.load_error(), "");
+  EXPECT_FALSE(second.find("sb-00000000000a"));  // not live until its next call
+  EXPECT_EQ(second.kept_owner("sb-00000000000a"), "agent");
+  EXPECT_EQ(second.kept_owner("sb-00000000000b"), "");  // erased before the restart
+  EXPECT_TRUE(second.token_matches("sb-00000000000a", token));
+  std::string wrong = token;
+  wrong[0] = wrong[0] == 'x' ? 'y' : 'x';
+  EXPECT_FALSE(second.token_matches("sb-00000000000a", wrong));
+  EXPECT_TRUE(second.traffic_token_matches("sb-00000000000a", traffic));
+  FileSignature u{"/tmp/f", "read", "", file_signature("/tmp/f", "read", "", token, std::nullopt),
+                  std::nullopt};
+  EXPECT_EQ(second.signed_by(u), "sb-00000000000a");
+  auto live = second.ensure(sandbox("sb-00000000000a"));
+  EXPECT_EQ(live->access_token, token);
+  EXPECT_EQ(live->env_vars.at("KEPT"), "yes");
+  EXPECT_EQ(live->mask_host, "h-${PORT}.example.org");
+  EXPECT_EQ(live->owner, "agent");
+  EXPECT_EQ(second.kept_owner("sb-00000000000a"), "");  // live now
+  second.erase("sb-00000000000a");
+  second.flush();
+  auto left = SessionStore(file_, [] { return std::vector<SessionRecord>{}; }).load();
+  ASSERT_TRUE(left);
+  EXPECT_TRUE(left->empty());
+}
+
+TEST_F(SessionsFileTest, ABadFileIsReportedAndReplaced) {
+  std::ofstream(file_) << R"({"version":1,"sessions":[{"id":"sb-00000000000a"}]})";
+  SessionRegistry r(file_);
+  EXPECT_NE(r.load_error().find("sessions[0]: id, access_token and owner are required"),
+            std::string::npos)
+      << r.load_error();
+  EXPECT_NE(r.load_error().find(file_), std::string::npos);
+  r.ensure(sandbox("sb-00000000000c"));
+  r.flush();
+  auto now = SessionStore(file_, [] { return std::vector<SessionRecord>{}; }).load();
+  ASSERT_TRUE(now) << now.error().message;
+  ASSERT_EQ(now->size(), 1u);
+  EXPECT_EQ((*now)[0].id, "sb-00000000000c");
+}
+
+TEST(SessionStoreText, RoundTripAndRefusals) {
+  SessionRecord r{"sb-1", "tok", "base", {{"A", "1 \"2\""}}, "agent", "", "m"};
+  auto back = SessionStore::decode(SessionStore::encode({r}));
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].env_vars.at("A"), "1 \"2\"");
+  EXPECT_EQ((*back)[0].mask_host, "m");
+  for (const char* bad : {"", "[]", R"({"version":2,"sessions":[]})", R"({"version":"1"})",
+                          R"({"version":1})", R"({"version":1,"sessions":[7]})",
+                          R"({"version":1,"sessions":[{"id":"a","access_token":"t","owner":1}]})",
+                          R"({"version":1,"sessions":[{"id":"a","access_token":"t",)"
+                          R"("owner":"o","env_vars":{"A":1}}]})"})
+    EXPECT_FALSE(SessionStore::decode(bad)) << bad;
+}
+
+}  // namespace
+}  // namespace pvs::service::e2b
