@@ -2,7 +2,9 @@
 //   1. commands.run('echo hi') through the unmodified e2b SDK vs POST /v1/sandboxes/{id}/exec
 //      (REST, keep-alive fetch) on the same sandbox, interleaved: p50, p90, ratio (target <= 1.2x);
 //      beside them the SDK with a login shell every time and REST running `bash -l -c`
-//   2. Sandbox.create() then commands.run('echo hi') through the SDK on a hot pool: p50, p90
+//   2. watching a directory: files.write -> watchDir's create event, beside the write's reply;
+//      one poll of the polled watch (GetWatcherEvents) beside a Stat
+//   3. Sandbox.create() then commands.run('echo hi') through the SDK on a hot pool: p50, p90
 //      (target p50 <= 10 ms) with its split and the CPU of each part, a second commands.run
 //      in the same sandbox, and the peer: REST create + exec from the same pool; each sandbox
 //      killed after (not timed) and the pool refilled.
@@ -91,6 +93,51 @@ console.log(`  E2B, login shell   ${fmt(tSdkLogin)}  ${cpuOf('sdkLogin')} (with 
 console.log(`  REST bash -l -c    ${fmt(tLogin)}  ${cpuOf('login')} (the SDK's command line)`);
 console.log(`  ratio p50          ${(pct(tSdk, 50) / pct(tRest, 50)).toFixed(2)}x (target <= 1.2x)`);
 console.log(`  ratio p50, login shell each time  ${(pct(tSdkLogin, 50) / pct(tRest, 50)).toFixed(2)}x; vs REST bash -l -c ${(pct(tSdkLogin, 50) / pct(tLogin, 50)).toFixed(2)}x`);
+
+// Watching a directory (docs/e2b.md): files.write of a new file, then its create event in the
+// client (the stream, watchDir), measured from the write's start, beside the write's own reply;
+// and one poll of the polled watch (GetWatcherEvents, what the Python SDK's get_new_events
+// sends), beside a Stat, the cheapest other unary call.
+const watches = Math.min(runs, 100);
+await sbx.files.makeDir('/tmp/bench-watch');
+const seen = new Map();
+const handle = await sbx.files.watchDir('/tmp/bench-watch', (e) => {
+  if (e.type === 'create' && !seen.has(e.name)) seen.set(e.name, performance.now());
+});
+const tWrite = [], tEvent = [];
+for (let i = 0; i < watches; i++) {
+  const name = `f${i}`;
+  const t = performance.now();
+  await sbx.files.write(`/tmp/bench-watch/${name}`, 'x');
+  tWrite.push(performance.now() - t);
+  while (!seen.has(name)) await new Promise((r) => setTimeout(r, 0));
+  tEvent.push(seen.get(name) - t);
+}
+await handle.stop();
+const unary = async (method, message) => {
+  const r = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/${method}`, {
+    method: 'POST', body: JSON.stringify(message),
+    headers: { 'Content-Type': 'application/json', 'Connect-Protocol-Version': '1',
+      'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': sbx.envdAccessToken },
+  });
+  if (!r.ok) throw new Error(`${method}: ${r.status} ${await r.text()}`);
+  return r.json();
+};
+const { watcherId } = await unary('CreateWatcher', { path: '/tmp/bench-watch' });
+const tPoll = [], tStat = [];
+for (let i = 0; i < watches; i++) {
+  let t = performance.now();
+  await unary('GetWatcherEvents', { watcherId });
+  tPoll.push(performance.now() - t);
+  t = performance.now();
+  await unary('Stat', { path: '/tmp/bench-watch' });
+  tStat.push(performance.now() - t);
+}
+await unary('RemoveWatcher', { watcherId });
+console.log(`watching a directory, ${watches} files`);
+console.log(`  files.write (its reply)          ${fmt(tWrite)}`);
+console.log(`  files.write -> watchDir's event  ${fmt(tEvent)}`);
+console.log(`  GetWatcherEvents (one poll)      ${fmt(tPoll)}  vs Stat ${fmt(tStat)}`);
 await sbx.kill();
 
 const tCreate = [], tCreateOnly = [], tFirst = [], tSecond = [], tRestCreate = [];
