@@ -74,6 +74,30 @@ TEST_F(SessionsFileTest, ARestartKeepsTokensEnvAndOwner) {
   EXPECT_TRUE(left->empty());
 }
 
+TEST_F(SessionsFileTest, KeptSessionsOfGoneSandboxesArePruned) {
+  {
+    SessionRegistry first(file_);
+    first.ensure(sandbox("sb-00000000000d"));
+    first.ensure(sandbox("sb-00000000000e"));
+    first.shutdown();
+  }
+  SessionRegistry second(file_);
+  second.ensure(sandbox("sb-00000000000e"));  // live again: not the pruner's to judge
+  std::vector<std::string> asked;
+  auto n = second.prune_kept([&](const SessionRecord& r) {
+    asked.push_back(r.id);
+    return true;
+  });
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(asked, std::vector<std::string>{"sb-00000000000d"});
+  EXPECT_EQ(second.kept_owner("sb-00000000000d"), "");
+  second.flush();
+  auto left = SessionStore(file_, [] { return std::vector<SessionRecord>{}; }).load();
+  ASSERT_TRUE(left);
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ((*left)[0].id, "sb-00000000000e");
+}
+
 TEST_F(SessionsFileTest, ABadFileIsReportedAndReplaced) {
   std::ofstream(file_) << R"({"version":1,"sessions":[{"id":"sb-00000000000a"}]})";
   SessionRegistry r(file_);

@@ -138,6 +138,7 @@ class E2bRoutes {
     std::shared_ptr<Sandbox> sandbox;
   };
   void control(RequestContext& ctx, const std::function<void()>& work);
+  void prune_kept_sessions();
   void envd(RequestContext& ctx, bool stream, const std::function<void()>& work);
   // GET/POST /files: `operation` ("read", "write") is what a signed URL must have been signed
   // for when the request carries no X-Access-Token.
@@ -190,6 +191,7 @@ class E2bRoutes {
 
   Deps d_;
   e2b::SessionRegistry sessions_;
+  std::once_flag prune_once_;
   DeniedLog denied_;
   std::once_flag builds_once_;
   const std::string volume_key_;  // seals volume tokens (this process's)

@@ -129,7 +129,26 @@ void E2bRoutes::audit_denied(RequestContext& ctx, const DeniedLog::Line& line,
   d_.audit(r);
 }
 
+// Once, at the first E2B call (the Manager has recovered its sandboxes by then): the kept
+// sessions of sandboxes destroyed while the controller was down go from the file. A session
+// whose owner is no longer configured stays (its sandbox may still be listed and killed).
+void E2bRoutes::prune_kept_sessions() {
+  std::call_once(prune_once_, [this] {
+    sessions_.prune_kept([this](const e2b::SessionRecord& r) {
+      auto owner = d_.tokens.find(r.owner);
+      if (!owner) return false;
+      try {
+        d_.sandbox_for(*owner, r.id);
+        return false;
+      } catch (const ApiError& e) {
+        return e.status == 404;
+      }
+    });
+  });
+}
+
 void E2bRoutes::control(RequestContext& ctx, const std::function<void()>& work) {
+  prune_kept_sessions();
   try {
     std::string key = ctx.request->get("X-API-Key", "");
     ctx.principal = d_.tokens.authenticate_e2b_key(key);

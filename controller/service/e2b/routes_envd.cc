@@ -180,6 +180,7 @@ void E2bRoutes::authenticate(const std::string& id,
 }
 
 E2bRoutes::Target E2bRoutes::target(RequestContext& ctx, std::string_view signed_operation) {
+  prune_kept_sessions();
   auto signed_url = signed_query(ctx, signed_operation);
   std::string id =
       !ctx.e2b_sandbox.empty() ? ctx.e2b_sandbox : ctx.request->get("E2b-Sandbox-Id", "");
@@ -216,6 +217,7 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx, std::string_view signed
 
 E2bRoutes::PortTarget E2bRoutes::port_target(RequestContext& ctx, const std::string& id,
                                              std::uint16_t port) {
+  prune_kept_sessions();
   ctx.sandbox = id;
   auto session = sessions_.find(id);
   if (!session && !sessions_.kept_owner(id).empty()) {  // kept from before a restart

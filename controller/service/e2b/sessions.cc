@@ -144,6 +144,22 @@ void SessionRegistry::shutdown() {
   }
 }
 
+std::size_t SessionRegistry::prune_kept(const std::function<bool(const SessionRecord&)>& gone) {
+  std::map<std::string, SessionRecord> kept;
+  {
+    std::lock_guard lock(mu_);
+    kept = kept_;
+  }
+  std::size_t n = 0;
+  for (const auto& [id, r] : kept) {
+    if (!gone(r)) continue;  // outside the lock: it may ask the Manager
+    std::lock_guard lock(mu_);
+    n += kept_.erase(id);
+  }
+  if (n > 0) changed();
+  return n;
+}
+
 void SessionRegistry::flush() {
   if (store_) store_->flush();
 }

@@ -6,6 +6,7 @@
 // Sandbox.connect mints a new token and the environment starts empty (see docs/e2b.md).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,9 @@ class SessionRegistry {
   // Ends every session's processes and watchers; the file keeps them (the controller stops,
   // its sandboxes run on).
   void shutdown();
+  // Forgets the kept sessions (from the file, not live yet) for which `gone` says true: those
+  // of sandboxes destroyed while the controller was down. Returns how many went.
+  std::size_t prune_kept(const std::function<bool(const SessionRecord&)>& gone);
   // Waits until the file holds every change made so far (tests).
   void flush();
 
