@@ -518,9 +518,10 @@ void E2bRoutes::stream(RequestContext& ctx, e2b::EventQueue& events,
 // WatchDir: a watcher in the sandbox (e2b/filesystem/dir_watch.h) for as long as the stream lasts,
 // within the call's timeout; a stream slot as a Start's.
 void E2bRoutes::watch(RequestContext& ctx, const Target& t, const e2b::WatchDirRequest& req) {
+  std::string path = watched_path(ctx, req);
   auto slot = take_slot(ctx, TokenLimits::Kind::kStream);
   auto max = std::chrono::milliseconds(std::chrono::seconds(d_.config.max_exec_timeout_seconds));
-  e2b::WatchOptions o{watched_path(ctx, req), req.recursive,
+  e2b::WatchOptions o{path, req.recursive,
                       std::min(header_ms(*ctx.request, "Connect-Timeout-Ms", max), max)};
   auto events = std::make_shared<e2b::EventQueue>();
   auto watcher = e2b::DirWatch::start(t.sandbox, o, events);
@@ -536,9 +537,9 @@ void E2bRoutes::polled_watch(RequestContext& ctx, const Target& t, const std::st
   auto& watchers = *t.session->watchers;
   if (method == "filesystem.Filesystem/CreateWatcher") {
     auto req = take(e2b::parse_watch_dir(body));
-    auto hold = std::make_shared<TokenLimits::Slot>(take_slot(ctx, TokenLimits::Kind::kStream));
     e2b::WatchOptions o{watched_path(ctx, req), req.recursive,
                         std::chrono::seconds(d_.config.max_exec_timeout_seconds)};
+    auto hold = std::make_shared<TokenLimits::Slot>(take_slot(ctx, TokenLimits::Kind::kStream));
     auto wait = std::min(header_ms(*ctx.request, "Connect-Timeout-Ms", std::chrono::seconds(30)),
                          std::chrono::milliseconds(std::chrono::seconds(30)));
     auto id = take(watchers.create(o, wait, std::move(hold)));
