@@ -69,9 +69,22 @@ TEST_F(SessionsFileTest, ARestartKeepsTokensEnvAndOwner) {
   EXPECT_EQ(second.kept_owner("sb-00000000000a"), "");  // live now
   second.erase("sb-00000000000a");
   second.flush();
-  auto left = SessionStore(file_, [] { return std::vector<SessionRecord>{}; }).load();
+  auto left = SessionStore(file_, [] { return SessionFile{}; }).load();
   ASSERT_TRUE(left);
-  EXPECT_TRUE(left->empty());
+  EXPECT_TRUE(left->sessions.empty());
+}
+
+// The key volume tokens are sealed with outlives a restart with the file (a Volume handle keeps
+// working); without a file each registry has a key of its own.
+TEST_F(SessionsFileTest, TheVolumeKeyIsKept) {
+  std::string key;
+  {
+    SessionRegistry first(file_);
+    key = first.volume_key();
+    EXPECT_EQ(key.size(), 32u);
+  }  // no session was made: the key alone was written
+  EXPECT_EQ(SessionRegistry(file_).volume_key(), key);
+  EXPECT_NE(SessionRegistry().volume_key(), SessionRegistry().volume_key());
 }
 
 TEST_F(SessionsFileTest, KeptSessionsOfGoneSandboxesArePruned) {
@@ -92,10 +105,10 @@ TEST_F(SessionsFileTest, KeptSessionsOfGoneSandboxesArePruned) {
   EXPECT_EQ(asked, std::vector<std::string>{"sb-00000000000d"});
   EXPECT_EQ(second.kept_owner("sb-00000000000d"), "");
   second.flush();
-  auto left = SessionStore(file_, [] { return std::vector<SessionRecord>{}; }).load();
+  auto left = SessionStore(file_, [] { return SessionFile{}; }).load();
   ASSERT_TRUE(left);
-  ASSERT_EQ(left->size(), 1u);
-  EXPECT_EQ((*left)[0].id, "sb-00000000000e");
+  ASSERT_EQ(left->sessions.size(), 1u);
+  EXPECT_EQ(left->sessions[0].id, "sb-00000000000e");
 }
 
 TEST_F(SessionsFileTest, ABadFileIsReportedAndReplaced) {
@@ -107,24 +120,27 @@ TEST_F(SessionsFileTest, ABadFileIsReportedAndReplaced) {
   EXPECT_NE(r.load_error().find(file_), std::string::npos);
   r.ensure(sandbox("sb-00000000000c"));
   r.flush();
-  auto now = SessionStore(file_, [] { return std::vector<SessionRecord>{}; }).load();
+  auto now = SessionStore(file_, [] { return SessionFile{}; }).load();
   ASSERT_TRUE(now) << now.error().message;
-  ASSERT_EQ(now->size(), 1u);
-  EXPECT_EQ((*now)[0].id, "sb-00000000000c");
+  ASSERT_EQ(now->sessions.size(), 1u);
+  EXPECT_EQ(now->sessions[0].id, "sb-00000000000c");
 }
 
 TEST(SessionStoreText, RoundTripAndRefusals) {
   SessionRecord r{"sb-1", "tok", "base", {{"A", "1 \"2\""}}, "agent", "", "m"};
-  auto back = SessionStore::decode(SessionStore::encode({r}));
+  auto back = SessionStore::decode(SessionStore::encode({{r}, std::string(32, '\x01')}));
   ASSERT_TRUE(back) << back.error().message;
-  ASSERT_EQ(back->size(), 1u);
-  EXPECT_EQ((*back)[0].env_vars.at("A"), "1 \"2\"");
-  EXPECT_EQ((*back)[0].mask_host, "m");
+  ASSERT_EQ(back->sessions.size(), 1u);
+  EXPECT_EQ(back->sessions[0].env_vars.at("A"), "1 \"2\"");
+  EXPECT_EQ(back->sessions[0].mask_host, "m");
+  EXPECT_EQ(back->volume_key, std::string(32, '\x01'));
   for (const char* bad : {"", "[]", R"({"version":2,"sessions":[]})", R"({"version":"1"})",
                           R"({"version":1})", R"({"version":1,"sessions":[7]})",
                           R"({"version":1,"sessions":[{"id":"a","access_token":"t","owner":1}]})",
                           R"({"version":1,"sessions":[{"id":"a","access_token":"t",)"
-                          R"("owner":"o","env_vars":{"A":1}}]})"})
+                          R"("owner":"o","env_vars":{"A":1}}]})",
+                          R"({"version":1,"volume_key":"c2hvcnQ=","sessions":[]})",
+                          R"({"version":1,"volume_key":7,"sessions":[]})"})
     EXPECT_FALSE(SessionStore::decode(bad)) << bad;
 }
 

@@ -194,7 +194,7 @@ class E2bRoutes {
   std::once_flag prune_once_;
   DeniedLog denied_;
   std::once_flag builds_once_;
-  const std::string volume_key_;  // seals volume tokens (this process's)
+  const std::string volume_key_;  // seals volume tokens (kept in e2b.sessions_file, if set)
   std::once_flag helpers_once_;
   std::unique_ptr<e2b::VolumeHelpers> helpers_;
   std::atomic<bool> helpers_made_{false};        // no content call yet: no helper to release

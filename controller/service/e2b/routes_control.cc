@@ -73,7 +73,7 @@ E2bRoutes::E2bRoutes(Deps deps)
     : d_(std::move(deps)),
       sessions_(d_.config.e2b_sessions_file),
       denied_({std::chrono::seconds(d_.config.audit_denied_interval_seconds), 1024}),
-      volume_key_(new_seal_key()) {
+      volume_key_(sessions_.volume_key()) {
   if (!sessions_.load_error().empty())
     log::error("e2b.sessions_file: " + sessions_.load_error() +
                ": starting without the kept sessions (Sandbox.connect mints new tokens)");

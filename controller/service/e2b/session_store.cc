@@ -6,6 +6,7 @@
 #include <Poco/JSON/Parser.h>
 
 #include "core/json/json_writer.h"
+#include "e2b/base64.h"
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/log.h"
 
@@ -54,7 +55,7 @@ Result<SessionRecord> record_of(const Poco::JSON::Object& o, std::size_t index) 
 
 }  // namespace
 
-SessionStore::SessionStore(std::string path, std::function<std::vector<SessionRecord>()> snapshot)
+SessionStore::SessionStore(std::string path, std::function<SessionFile()> snapshot)
     : path_(std::move(path)), snapshot_(std::move(snapshot)) {
   writer_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
@@ -65,10 +66,12 @@ SessionStore::~SessionStore() {
   if (writer_.joinable()) writer_.join();
 }
 
-std::string SessionStore::encode(const std::vector<SessionRecord>& records) {
+std::string SessionStore::encode(const SessionFile& file) {
   JsonWriter w;
-  w.begin_object().key("version").value(1).key("sessions").begin_array();
-  for (const auto& r : records) {
+  w.begin_object().key("version").value(1);
+  if (!file.volume_key.empty()) w.key("volume_key").value(base64_encode(file.volume_key));
+  w.key("sessions").begin_array();
+  for (const auto& r : file.sessions) {
     w.begin_object()
         .key("id")
         .value(r.id)
@@ -90,7 +93,7 @@ std::string SessionStore::encode(const std::vector<SessionRecord>& records) {
   return w.take();
 }
 
-Result<std::vector<SessionRecord>> SessionStore::decode(std::string_view text) {
+Result<SessionFile> SessionStore::decode(std::string_view text) {
   Poco::JSON::Object::Ptr top;
   try {
     top = Poco::JSON::Parser().parse(std::string(text)).extract<Poco::JSON::Object::Ptr>();
@@ -103,9 +106,17 @@ Result<std::vector<SessionRecord>> SessionStore::decode(std::string_view text) {
     if (!top || !top->has("version") || !top->get("version").isInteger() ||
         top->getValue<int>("version") != 1)
       return fail(ErrorCode::kInvalidArgument, "version: 1 expected");
+    SessionFile out;
+    if (auto key = string_member(*top, "volume_key"); !key) {
+      return fail(ErrorCode::kInvalidArgument, "volume_key: not a string");
+    } else if (!key->empty()) {
+      auto raw = base64_decode(*key);
+      if (!raw || raw->size() != 32)
+        return fail(ErrorCode::kInvalidArgument, "volume_key: not 32 bytes in base64");
+      out.volume_key = std::move(*raw);
+    }
     auto list = top->getArray("sessions");
     if (!list) return fail(ErrorCode::kInvalidArgument, "sessions: an array expected");
-    std::vector<SessionRecord> out;
     for (std::size_t i = 0; i < list->size(); ++i) {
       auto o = list->getObject(static_cast<unsigned>(i));
       if (!o)
@@ -113,7 +124,7 @@ Result<std::vector<SessionRecord>> SessionStore::decode(std::string_view text) {
                     "sessions[" + std::to_string(i) + "]: an object expected");
       auto r = record_of(*o, i);
       if (!r) return tl::unexpected(r.error());
-      out.push_back(std::move(*r));
+      out.sessions.push_back(std::move(*r));
     }
     return out;
   } catch (const Poco::Exception& e) {
@@ -121,16 +132,16 @@ Result<std::vector<SessionRecord>> SessionStore::decode(std::string_view text) {
   }
 }
 
-Result<std::vector<SessionRecord>> SessionStore::load() const {
+Result<SessionFile> SessionStore::load() const {
   std::ifstream in(path_, std::ios::binary);
-  if (!in) return std::vector<SessionRecord>{};  // none yet
+  if (!in) return SessionFile{};  // none yet
   std::ostringstream text;
   text << in.rdbuf();
   if (text.str().size() > kMaxFileBytes)
     return fail(ErrorCode::kInvalidArgument, path_ + ": larger than 64 MiB");
-  auto records = decode(text.str());
-  if (!records) return fail(ErrorCode::kInvalidArgument, path_ + ": " + records.error().message);
-  return records;
+  auto file = decode(text.str());
+  if (!file) return fail(ErrorCode::kInvalidArgument, path_ + ": " + file.error().message);
+  return file;
 }
 
 void SessionStore::changed() {

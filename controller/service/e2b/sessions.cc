@@ -3,6 +3,7 @@
 #include "e2b/filesystem/files_wire.h"
 #include "e2b/session_store.h"
 #include "http/auth.h"
+#include "http/seal.h"
 
 namespace pvs::service::e2b {
 namespace {
@@ -24,14 +25,21 @@ std::string mint_access_token() {
 }
 
 SessionRegistry::SessionRegistry(const std::string& sessions_file) {
-  if (sessions_file.empty()) return;
-  store_ = std::make_unique<SessionStore>(sessions_file, [this] { return records(); });
-  auto loaded = store_->load();
-  if (!loaded) {
-    load_error_ = loaded.error().message;
-    return;
+  if (!sessions_file.empty()) {
+    store_ = std::make_unique<SessionStore>(sessions_file, [this] { return contents(); });
+    if (auto loaded = store_->load(); !loaded) {
+      load_error_ = loaded.error().message;
+    } else {
+      volume_key_ = std::move(loaded->volume_key);
+      for (auto& r : loaded->sessions) kept_.emplace(r.id, std::move(r));
+    }
   }
-  for (auto& r : *loaded) kept_.emplace(r.id, std::move(r));
+  if (volume_key_.empty()) {
+    volume_key_ = new_seal_key();
+    // Kept before the first volume token is handed out; a file that could not be read stays
+    // as it is until the next change, for the operator to look at.
+    if (load_error_.empty()) changed();
+  }
 }
 
 SessionRegistry::~SessionRegistry() {
@@ -164,12 +172,13 @@ void SessionRegistry::flush() {
   if (store_) store_->flush();
 }
 
-std::vector<SessionRecord> SessionRegistry::records() const {
+SessionFile SessionRegistry::contents() const {
   std::lock_guard lock(mu_);
-  std::vector<SessionRecord> out;
-  out.reserve(sessions_.size() + kept_.size());
-  for (const auto& [id, s] : sessions_) out.push_back(*s);
-  for (const auto& [id, r] : kept_) out.push_back(r);
+  SessionFile out;
+  out.volume_key = volume_key_;
+  out.sessions.reserve(sessions_.size() + kept_.size());
+  for (const auto& [id, s] : sessions_) out.sessions.push_back(*s);
+  for (const auto& [id, r] : kept_) out.sessions.push_back(r);
   return out;
 }
 

@@ -54,6 +54,7 @@ struct FileSignature {
 std::string mint_access_token();
 
 class SessionStore;
+struct SessionFile;
 
 class SessionRegistry {
  public:
@@ -64,6 +65,10 @@ class SessionRegistry {
   ~SessionRegistry();
   // Why the file's sessions could not be taken up ("" when they were, or there is no file).
   const std::string& load_error() const { return load_error_; }
+  // The key E2B volume tokens are sealed with: the file's (kept with the sessions, so that a
+  // Volume handle outlives a restart too), else a new one (written to the file when there is
+  // one).
+  const std::string& volume_key() const { return volume_key_; }
   // The session of `sandbox`, made if there is none: the one kept from before a restart, else
   // with a new token and its owner from sandbox->info(). Who calls does not change it.
   std::shared_ptr<SandboxSession> ensure(const std::shared_ptr<pvs::Sandbox>& sandbox,
@@ -98,13 +103,14 @@ class SessionRegistry {
  private:
   // The session record of `id`, live or kept; nullptr for none. Under mu_.
   const SessionRecord* record(const std::string& id) const;
-  std::vector<SessionRecord> records() const;
+  SessionFile contents() const;
   void changed();
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<SandboxSession>> sessions_;
   std::map<std::string, SessionRecord> kept_;  // from the file, not live yet
   std::string load_error_;
+  std::string volume_key_;
   std::unique_ptr<SessionStore> store_;  // last: its writer stops before the rest goes
 };
 
