@@ -126,6 +126,17 @@ TEST_F(SessionsFileTest, ABadFileIsReportedAndReplaced) {
   EXPECT_EQ(now->sessions[0].id, "sb-00000000000c");
 }
 
+// A file that cannot be written (its directory is missing): the sessions still work in memory.
+TEST_F(SessionsFileTest, AnUnwritableFileLeavesTheSessionsInMemory) {
+  const std::string missing = (dir_ / "none" / "sessions.json").string();
+  SessionRegistry r(missing);
+  EXPECT_EQ(r.load_error(), "");  // nothing to read yet
+  auto s = r.ensure(sandbox("sb-00000000000f"));
+  r.flush();
+  EXPECT_TRUE(r.token_matches("sb-00000000000f", s->access_token));
+  EXPECT_FALSE(std::filesystem::exists(missing));
+}
+
 TEST(SessionStoreText, RoundTripAndRefusals) {
   SessionRecord r{"sb-1", "tok", "base", {{"A", "1 \"2\""}}, "agent", "", "m"};
   auto back = SessionStore::decode(SessionStore::encode({{r}, std::string(32, '\x01')}));

@@ -165,8 +165,15 @@ void SessionStore::run(std::stop_token stop) {
       if (asked_ == written_) return;  // stopped with nothing left to write
       upto = asked_;
     }
-    if (auto st = write_file_atomic(path_, encode(snapshot_()), {.mode = 0600}); !st)
-      log::error("e2b.sessions_file: " + st.error().message);
+    // Said once when writes start failing (a missing directory, a full disk) and once when
+    // they work again, not at every create.
+    auto st = write_file_atomic(path_, encode(snapshot_()), {.mode = 0600});
+    if (!st && !failing_)
+      log::error("e2b.sessions_file: " + st.error().message +
+                 ": the E2B sessions are not kept across a restart until it is written again");
+    else if (st && failing_)
+      log::info("e2b.sessions_file: written again (" + path_ + ")");
+    failing_ = !st;
     std::lock_guard lock(mu_);
     written_ = upto;
     cv_.notify_all();

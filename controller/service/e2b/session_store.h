@@ -53,6 +53,7 @@ class SessionStore {
   std::condition_variable_any cv_;
   std::uint64_t asked_ = 0;    // changes reported
   std::uint64_t written_ = 0;  // changes the file holds
+  bool failing_ = false;       // the last write failed (the writer's own)
   std::jthread writer_;        // last: stops first
 };
 
