@@ -147,6 +147,10 @@ class E2bRoutes {
   // The sandbox the request names (Host or E2b-Sandbox-Id; for /files, `signed_operation` set,
   // also a signed URL's signature), its caller proved by X-Access-Token or the signed URL.
   Target target(RequestContext& ctx, std::string_view signed_operation = {});
+  // The sandbox `id` for its owner, with its session (`session`, or the one kept from before a
+  // restart made live). The Manager's 404 forgets the session too, and is thrown on.
+  Target owned(const Principal& owner, const std::string& id,
+               std::shared_ptr<e2b::SandboxSession> session);
   void authenticate(const std::string& id, const std::optional<e2b::FileSignature>& signed_url,
                     std::string_view token);
   void dispatch(RequestContext& ctx, const Target& t, const std::string& method,
@@ -194,7 +198,6 @@ class E2bRoutes {
   std::once_flag prune_once_;
   DeniedLog denied_;
   std::once_flag builds_once_;
-  const std::string volume_key_;  // seals volume tokens (kept in e2b.sessions_file, if set)
   std::once_flag helpers_once_;
   std::unique_ptr<e2b::VolumeHelpers> helpers_;
   std::atomic<bool> helpers_made_{false};        // no content call yet: no helper to release

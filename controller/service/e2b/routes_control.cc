@@ -9,7 +9,6 @@
 #include "e2b/e2b_routes.h"
 #include "e2b/sessions.h"
 #include "http/json.h"
-#include "http/seal.h"
 #include "policy/canonical.h"
 #include "policy/egress_access.h"
 #include "pvesandbox/common/log.h"
@@ -72,8 +71,7 @@ std::string template_profile(const std::string& template_id) {
 E2bRoutes::E2bRoutes(Deps deps)
     : d_(std::move(deps)),
       sessions_(d_.config.e2b_sessions_file),
-      denied_({std::chrono::seconds(d_.config.audit_denied_interval_seconds), 1024}),
-      volume_key_(sessions_.volume_key()) {
+      denied_({std::chrono::seconds(d_.config.audit_denied_interval_seconds), 1024}) {
   if (!sessions_.load_error().empty())
     log::error("e2b.sessions_file: " + sessions_.load_error() +
                ": starting without the kept sessions (Sandbox.connect mints new tokens)");

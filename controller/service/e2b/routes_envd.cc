@@ -204,10 +204,15 @@ E2bRoutes::Target E2bRoutes::target(RequestContext& ctx, std::string_view signed
     fail_with(ConnectCode::kPermissionDenied,
               "the token that owns " + id + " (" + owner.substr(0, 64) +
                   ") is no longer configured: its data plane is refused (docs/e2b.md)");
+  return owned(*ctx.principal, id, std::move(session));
+}
+
+E2bRoutes::Target E2bRoutes::owned(const Principal& owner, const std::string& id,
+                                   std::shared_ptr<e2b::SandboxSession> session) {
   try {
-    auto sandbox = d_.sandbox_for(*ctx.principal, id);
+    auto sandbox = d_.sandbox_for(owner, id);
     if (!session) session = sessions_.ensure(sandbox);  // kept from before a restart
-    return {session, sandbox};
+    return {std::move(session), std::move(sandbox)};
   } catch (const ApiError& e) {
     // Destroyed through another door (REST, MCP, its TTL): the session goes with it.
     if (e.status == 404) sessions_.erase(id);
@@ -221,12 +226,10 @@ E2bRoutes::PortTarget E2bRoutes::port_target(RequestContext& ctx, const std::str
   ctx.sandbox = id;
   auto session = sessions_.find(id);
   if (!session && !sessions_.kept_owner(id).empty()) {  // kept from before a restart
-    auto owner = d_.tokens.find(sessions_.kept_owner(id));
-    if (owner) {
+    if (auto owner = d_.tokens.find(sessions_.kept_owner(id))) {
       try {
-        session = sessions_.ensure(d_.sandbox_for(*owner, id));
-      } catch (const ApiError& e) {
-        if (e.status == 404) sessions_.erase(id);  // gone meanwhile: answered below
+        session = owned(*owner, id, nullptr).session;
+      } catch (const ApiError&) {  // gone meanwhile: answered below
       }
     }
   }
@@ -248,13 +251,9 @@ E2bRoutes::PortTarget E2bRoutes::port_target(RequestContext& ctx, const std::str
   if (!ctx.principal)
     throw from_error(Error{ErrorCode::kPermissionDenied,
                            "the token that owns " + id + " is no longer configured"});
-  try {
-    return {d_.sandbox_for(*ctx.principal, id),
-            session->mask_host.empty() ? "" : ports::expand_host_mask(session->mask_host, port)};
-  } catch (const ApiError& e) {
-    if (e.status == 404) sessions_.erase(id);
-    throw;
-  }
+  auto t = owned(*ctx.principal, id, session);
+  return {std::move(t.sandbox),
+          session->mask_host.empty() ? "" : ports::expand_host_mask(session->mask_host, port)};
 }
 
 void E2bRoutes::envd(RequestContext& ctx, bool stream, const std::function<void()>& work) {

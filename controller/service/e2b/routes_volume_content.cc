@@ -102,7 +102,7 @@ void apply(Sandbox& sb, const std::string& real, const Ownership& o) {
 std::string E2bRoutes::volume_token(const VolumeInfo& v) {
   JsonWriter w;
   w.begin_object().key("v").value(v.id).key("o").value(v.owner);
-  return seal(kVolumeTokenPrefix, w.end_object().take(), volume_key_);
+  return seal(kVolumeTokenPrefix, w.end_object().take(), sessions_.volume_key());
 }
 
 void E2bRoutes::volume_content(RequestContext& ctx) {
@@ -110,7 +110,7 @@ void E2bRoutes::volume_content(RequestContext& ctx) {
     const std::string& id = ctx.params.at("id");
     std::string auth = ctx.request->get("Authorization", "");
     auto payload = auth.rfind("Bearer ", 0) == 0
-                       ? unseal(kVolumeTokenPrefix, auth.substr(7), volume_key_)
+                       ? unseal(kVolumeTokenPrefix, auth.substr(7), sessions_.volume_key())
                        : std::nullopt;
     if (!payload) throw unauthenticated("missing or unknown volume token (Authorization: Bearer)");
     auto o = Poco::JSON::Parser().parse(*payload).extract<Poco::JSON::Object::Ptr>();
