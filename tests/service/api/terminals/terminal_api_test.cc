@@ -213,7 +213,9 @@ TEST_F(TerminalApiTest, ShellCtrlCResizeTopLimitsAndDestroy) {
   input(shell, R"([{"text":"stty size; tput cols"},{"key":"Enter"}])");
   expect_match(shell, "33 120\\n120");
   auto top = open(R"({"command":"top -d 1"})");
+  // top writes its summary before the task table: wait for the table's header, not the summary.
   expect_match(top, "load average");
+  expect_match(top, "PID +USER");
   auto lines = json(call("GET", top + "/screen").body)->getArray("lines");
   std::string text;
   for (std::size_t i = 0; i < lines->size(); ++i) text += lines->getElement<std::string>(i) + "\n";
