@@ -14,6 +14,7 @@
 #include "http/auth.h"
 #include "service/support/controller_fixture.h"
 #include "service/support/node_e2e_support.h"
+#include "sim.h"
 #include "support/stack_fixture.h"
 
 #ifndef PVS_CONTROLLER_BIN
@@ -71,6 +72,7 @@ class E2bE2eTest : public test::ControllerOnStackTest {
               "    - token: watcher\n      rules:\n" +
               "        - {action: terminal.attach, command: '^interactive$', decision: deny, "
               "message: watch only}\n");
+    stack_->sim().set_rrd_step_seconds(1);  // getMetrics' history within a second
   }
 };
 
@@ -145,7 +147,12 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
                             "ok watchDir: stop ends the watcher in the sandbox",
                             "ok GetWatcherEvents: the file created",
                             "ok GetWatcherEvents: each event once",
-                            "ok a removed watcher: not_found"})
+                            "ok a removed watcher: not_found",
+                            "ok getMetrics: the history, then the live sample",
+                            "ok getMetrics: a window before the sandbox began is empty",
+                            "ok getMetrics: end cuts the live sample off",
+                            "ok getMetrics: start after end is refused",
+                            "ok getMetrics: another key cannot read them"})
     EXPECT_NE(r.out.find(check), std::string::npos) << check << "\n" << report(r);
 
   // Every call is on record under the key's token, never with the key itself.

@@ -35,6 +35,7 @@ class RefusingSandbox : public pvs::Sandbox {
   Status set_egress(const Egress&) override { return no(); }
   Result<EgressLog> egress_log() override { return no(); }
   Result<pve::ContainerStatus> status() override { return no(); }
+  Result<std::vector<UsageSample>> usage(std::int64_t, std::int64_t) override { return no(); }
   bool is_connected() const override { return true; }
   Status snapshot(const std::string&, const std::string&) override { return no(); }
   Result<std::vector<SnapshotInfo>> snapshots() override { return no(); }

@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(envelope);
   if (!envelope) return 0;
   const auto& v = *envelope;
-  switch ((data[0] >> 4) % 13) {
+  switch ((data[0] >> 4) % 14) {
     case 0: check(decode::next_id(v)); break;
     case 1: check(decode::resources(v)); break;
     case 2: check(decode::containers(v)); break;
@@ -42,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 9: check(decode::task_status(v)); break;
     case 10: check(decode::task_log(v)); break;
     case 11: check(decode::upid(v)); break;
+    case 12: check(decode::rrddata(v)); break;
     default: (void)decode::json_text(v); break;
   }
   return 0;

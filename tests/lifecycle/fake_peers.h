@@ -172,6 +172,10 @@ class FakeProxmox final : public lifecycle::ProxmoxApi {
     s.status = running_.count(vmid) ? "running" : "stopped";
     return s;
   }
+  pve::Result<std::vector<pve::RrdPoint>> rrddata(std::string_view, int,
+                                                  std::string_view) override {
+    return std::vector<pve::RrdPoint>{};
+  }
   pve::Result<std::string> destroy(std::string_view node, int vmid,
                                    const pve::DestroyOptions&) override {
     std::lock_guard lock(mu_);

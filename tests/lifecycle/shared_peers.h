@@ -36,6 +36,10 @@ class SharedProxmox final : public lifecycle::ProxmoxApi {
   pve::Result<pve::ContainerStatus> status(std::string_view n, int v) override {
     return f_->status(n, v);
   }
+  pve::Result<std::vector<pve::RrdPoint>> rrddata(std::string_view n, int v,
+                                                  std::string_view t) override {
+    return f_->rrddata(n, v, t);
+  }
   pve::Result<std::string> destroy(std::string_view n, int v,
                                    const pve::DestroyOptions& o) override {
     return f_->destroy(n, v, o);

@@ -500,6 +500,26 @@ TEST_F(ClientTest, ResourcesAreStaleForNewGuests) {
   EXPECT_EQ(client_->status(kNode, 280)->status, "stopped");  // status/current is live
 }
 
+// rrddata: 70 AVERAGE rows a step apart, oldest first; the template never ran, so none holds
+// values (the lifecycle's usage tests cover rows with values).
+TEST_F(ClientTest, RrdDataRowsOldestFirst) {
+  expect_rejections_ = true;
+  auto rows = client_->rrddata(kNode, 9000, "hour");
+  ASSERT_TRUE(rows) << rows.error().to_string();
+  ASSERT_EQ(rows->size(), 70u);
+  for (std::size_t i = 1; i < rows->size(); ++i) {
+    EXPECT_EQ((*rows)[i].time - (*rows)[i - 1].time, 60);
+    EXPECT_FALSE((*rows)[i].has_data);
+  }
+  auto week = client_->rrddata(kNode, 9000, "week");
+  ASSERT_TRUE(week);
+  EXPECT_EQ((*week)[1].time - (*week)[0].time, 10800);
+  auto bad = client_->rrddata(kNode, 9000, "minute");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().proxmox->kind, ErrorKind::kInvalidParameters);
+  EXPECT_EQ(sim_->schema_rejections(), 1u);
+}
+
 TEST_F(ClientTest, TaskListByVmid) {
   clone_ok(290);
   task_ok(client_->start(kNode, 290));

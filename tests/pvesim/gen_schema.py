@@ -13,9 +13,10 @@ import json
 import sys
 
 # Endpoints pvesim models beyond the reference subset (pve-api-subset.json): the cluster
-# model's storage listing, and converting a CT into a template (the controller's template
-# replicas).
-EXTRA = [("GET", "/nodes/{node}/storage"), ("POST", "/nodes/{node}/lxc/{vmid}/template")]
+# model's storage listing, converting a CT into a template (the controller's template
+# replicas), and a CT's RRD history (what a sandbox used over time).
+EXTRA = [("GET", "/nodes/{node}/storage"), ("POST", "/nodes/{node}/lxc/{vmid}/template"),
+         ("GET", "/nodes/{node}/lxc/{vmid}/rrddata")]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "default",
         "renderer", "title", "requires"}
@@ -73,7 +74,7 @@ def main():
     out = {
         "source": {
             "schema": subset["meta"]["schema_source"],
-            "generated_by": "tests/pvesim/gen_schema.py from /work/shared/reference/pve-apidata.json",
+            "generated_by": "tests/pvesim/gen_schema.py from the reference pve-apidata.json",
             "extra": [method + " " + path for method, path in EXTRA],
         },
         "endpoints": endpoints,

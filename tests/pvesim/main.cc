@@ -44,6 +44,7 @@ const char* kUsage = R"(usage: pvesim [options]
   --lock VMID=LOCK         a stuck lock on a CT present at start (e.g. 9000=backup)
   --interfaces-delay-ms N  started CTs report no IPv4 for N ms (DHCP)
   --rrd-delay-ms N         new guests show status 'unknown' in /cluster/resources for N ms
+  --rrd-step-seconds N     rrddata's step for timeframe=hour (60; the others scale with it)
   --template VMID          template CT present at start (repeatable; default 9000)
   --no-template            start without any template
   --template-disk SIZE     rootfs size of the templates present at start (8G)
@@ -243,6 +244,8 @@ int main(int argc, char** argv) {
         options.interfaces_delay_ms = std::stoi(next());
       else if (arg == "--rrd-delay-ms")
         options.rrd_delay_ms = std::stoi(next());
+      else if (arg == "--rrd-step-seconds")
+        options.rrd_step_seconds = std::stoi(next());
       else if (arg == "--template-disk")
         options.template_disk = next();
       else if (arg == "--template") {

@@ -2,6 +2,7 @@
 // Connection: close after errors, schema validation messages, the control endpoint.
 #include <gtest/gtest.h>
 
+#include <Poco/JSON/Parser.h>
 #include <Poco/Net/AcceptCertificateHandler.h>
 #include <Poco/Net/Context.h>
 #include <Poco/Net/HTTPRequest.h>
@@ -33,6 +34,7 @@ class PvesimTest : public ::testing::Test {
     options.tokens["root@pam!test"] = "secret-uuid";
     options.auth_delay_ms = 10;
     options.default_task_ms = 10;
+    options.rrd_step_seconds = 1;
     auto sim = pvesim::Simulator::start(options);
     ASSERT_TRUE(sim) << sim.error().to_string();
     sim_ = std::move(*sim);
@@ -169,6 +171,52 @@ TEST_F(PvesimTest, RunningContainerKeepsNonHotplugChangesPending) {
   wait();
   applied = request("GET", "/api2/json/nodes/pve/lxc/100/config?current=1").body;
   EXPECT_NE(applied.find(R"("nameserver":"10.0.0.53")"), std::string::npos) << applied;
+}
+
+// rrddata: 70 rows a step apart, the newest at the last whole step; values only for the time
+// a CT has run, its time alone otherwise (the template never ran).
+TEST_F(PvesimTest, RrdDataHoldsValuesSinceTheStart) {
+  EXPECT_EQ(request("GET", "/api2/json/nodes/pve/lxc/9000/rrddata").status, 400);  // timeframe
+  EXPECT_EQ(request("GET", "/api2/json/nodes/pve/lxc/9000/rrddata?timeframe=minute").status, 400);
+  auto rows = [&](const std::string& query) {
+    auto a = request("GET", "/api2/json/nodes/pve/lxc/" + query);
+    EXPECT_EQ(a.status, 200) << a.body;
+    return Poco::JSON::Parser().parse(a.body).extract<Poco::JSON::Object::Ptr>()->getArray("data");
+  };
+  auto idle = rows("9000/rrddata?timeframe=hour&cf=AVERAGE");
+  ASSERT_EQ(idle->size(), 70u);
+  for (std::size_t i = 0; i < idle->size(); ++i) {
+    auto row = idle->getObject(static_cast<unsigned>(i));
+    EXPECT_EQ(row->size(), 1u);  // {time}
+    if (i == 0) continue;
+    auto before = idle->getObject(static_cast<unsigned>(i - 1));
+    EXPECT_EQ(row->getValue<Poco::Int64>("time") - before->getValue<Poco::Int64>("time"), 1);
+  }
+  auto day = rows("9000/rrddata?timeframe=day");
+  EXPECT_EQ(day->getObject(1)->getValue<Poco::Int64>("time") -
+                day->getObject(0)->getValue<Poco::Int64>("time"),
+            30);
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=100").status, 200);
+  auto poll = [&](const std::string& path, const std::string& needle, bool unlocked = false) {
+    for (int i = 0; i < 100; ++i) {
+      auto body = request("GET", "/api2/json/nodes/pve/lxc/" + path).body;
+      if (body.find(needle) != std::string::npos &&
+          (!unlocked || body.find(R"("lock")") == std::string::npos))
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  ASSERT_TRUE(poll("100/status/current", R"("status":"stopped")", true));  // the clone ended
+  ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/start").status, 200);
+  ASSERT_TRUE(poll("100/status/current", R"("status":"running")", true));
+  // The step after the start ends within a second: then the newest row has the values.
+  ASSERT_TRUE(poll("100/rrddata?timeframe=hour", R"("maxmem":536870912)"));
+  auto ran = rows("100/rrddata?timeframe=hour");
+  auto newest = ran->getObject(69);
+  EXPECT_EQ(newest->getValue<int>("maxcpu"), 1);
+  EXPECT_TRUE(newest->has("cpu") && newest->has("mem") && newest->has("maxdisk"));
+  EXPECT_EQ(ran->getObject(0)->size(), 1u);  // 69 s before: not started yet
 }
 
 TEST(PvesimSchema, PropertyStringsAndFormats) {

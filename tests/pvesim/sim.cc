@@ -246,6 +246,11 @@ void Simulator::set_rrd_delay_ms(int ms) {
   impl_->options.rrd_delay_ms = ms;
 }
 
+void Simulator::set_rrd_step_seconds(int seconds) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->options.rrd_step_seconds = seconds;
+}
+
 void Simulator::set_task_ms(const std::string& type, int ms) {
   std::lock_guard lock(impl_->mutex);
   impl_->options.task_ms[type] = ms;

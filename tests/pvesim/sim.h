@@ -98,11 +98,12 @@ struct Options {
   std::vector<FaultRule> faults;
   std::map<std::string, std::string> fail_tasks;  // task type -> exit message
   int interfaces_delay_ms = 0;                    // a started CT has no IPv4 for this long (DHCP)
-  int rrd_delay_ms = 0;                    // new guests show status 'unknown' in /cluster/resources
-  std::vector<int> templates{9000};        // template CTs present at start
-  std::string template_disk = "8G";        // their rootfs size
-  std::vector<std::string> pools;          // pools present at start
-  std::map<int, std::string> locks;        // stuck locks at start, e.g. {9000, "backup"}
+  int rrd_delay_ms = 0;              // new guests show status 'unknown' in /cluster/resources
+  int rrd_step_seconds = 60;         // rrddata's step for timeframe=hour (pvestatd's RRD: 60 s)
+  std::vector<int> templates{9000};  // template CTs present at start
+  std::string template_disk = "8G";  // their rootfs size
+  std::vector<std::string> pools;    // pools present at start
+  std::map<int, std::string> locks;  // stuck locks at start, e.g. {9000, "backup"}
   std::string dhcp_cidr = "10.99.0.0/16";  // simulated DHCP leases for ip=dhcp
   bool nextid_as_number = false;  // answer nextid as a JSON number (real servers: a string)
   std::string backend = "model";  // "model" | "netns" | "lxc"
@@ -143,6 +144,7 @@ class Simulator {
   void set_interfaces_delay_ms(int ms);
   void set_task_ms(const std::string& type, int ms);
   void set_rrd_delay_ms(int ms);
+  void set_rrd_step_seconds(int seconds);
   // A gate for tests: while held, tasks of `type` that are due do not end (they stay running,
   // their locks held) until released; then they end at once.
   void hold_tasks(const std::string& type, bool held);

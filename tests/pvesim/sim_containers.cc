@@ -170,6 +170,36 @@ Object::Ptr Simulator::Impl::vmstatus(const Container& ct) {
   return o;
 }
 
+// GET .../rrddata: the 70 rows of the timeframe's step (pve2-vm's RRAs: 1 min, 30 min, 3 h,
+// 12 h, 1 week, scaled by rrd_step_seconds), the newest ending at the last whole step. As
+// pvestatd fills them, a row holds values only for a time the CT ran (here: since its start,
+// while it runs), else its time alone; the values are the status's own figures.
+Array::Ptr Simulator::Impl::rrddata(const Container& ct, const std::string& timeframe) {
+  static const std::map<std::string, int64_t> kFactor = {
+      {"hour", 1}, {"day", 30}, {"week", 180}, {"month", 720}, {"year", 10080}};
+  int64_t step = std::max(1, options.rrd_step_seconds) * kFactor.at(timeframe);
+  auto seconds = [](auto d) { return std::chrono::duration_cast<std::chrono::seconds>(d).count(); };
+  int64_t now = seconds(std::chrono::system_clock::now().time_since_epoch());
+  int64_t started = now - seconds(Clock::now() - ct.started);
+  Object::Ptr status = vmstatus(ct);
+  Array::Ptr rows = new Array;
+  for (int64_t i = 69; i >= 0; --i) {
+    int64_t t = now / step * step - i * step;
+    Object::Ptr row = new Object;
+    row->set("time", t);
+    if (ct.running && t >= started) {
+      row->set("cpu", status->get("cpu"));
+      row->set("maxcpu", status->get("cpus"));
+      for (const char* k : {"mem", "maxmem", "disk", "maxdisk", "netin", "netout"})
+        row->set(k, status->get(k));
+      row->set("diskread", 0);
+      row->set("diskwrite", 0);
+    }
+    rows->add(row);
+  }
+  return rows;
+}
+
 const Endpoint* Simulator::Impl::config_endpoint() {
   if (!config_schema) config_schema = schema.match("PUT", "/nodes/x/lxc/100/config", nullptr);
   return config_schema;

@@ -228,6 +228,7 @@ struct Simulator::Impl {
   uint64_t rootfs_size(const Container& ct);
   int64_t config_int(const Container& ct, const std::string& key, int64_t fallback);
   Object::Ptr vmstatus(const Container& ct);
+  Array::Ptr rrddata(const Container& ct, const std::string& timeframe);
   const Endpoint* config_endpoint();
   Object::Ptr render_config(const std::map<std::string, std::string>& config);
   static std::string normalize_tags(const std::string& text);

@@ -122,6 +122,8 @@ Simulator::Impl::Reply Simulator::Impl::dispatch(Call& c) {
     o->set("ha", ha);
     return {o};
   }
+  if (key == "GET /nodes/{node}/lxc/{vmid}/rrddata")
+    return {rrddata(need(c, vmid_param(c)), param(c, "timeframe"))};
   if (key == "GET /nodes/{node}/lxc/{vmid}/interfaces") return {interfaces(need(c, vmid_param(c)))};
   if (key == "DELETE /nodes/{node}/lxc/{vmid}") return {destroy(c)};
   if (key == "GET /nodes/{node}/lxc/{vmid}/snapshot")

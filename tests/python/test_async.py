@@ -174,6 +174,8 @@ def test_internet_snapshots(stack: Stack) -> None:
             assert [s.name for s in await sb.snapshots.list()] == ["s1"]
             assert (await sb.snapshots.rollback("s1")).id == sb.id
             await sb.snapshots.delete("s1")
+            usage = await sb.usage()
+            assert usage and usage[-1].live and usage[-1].maxdisk > 0
 
     run(go)
 

@@ -80,6 +80,14 @@ def test_info_ttl_health(sb: Sandbox) -> None:
     assert sb.health().status == "ok"
 
 
+def test_usage(sb: Sandbox) -> None:
+    now = sb.usage()  # the stack's Proxmox steps a minute: the live sample at least
+    assert now and now[-1].live and now[-1].cpus >= 1 and now[-1].maxmem > 0
+    assert sb.usage(since=1, until=2) == []  # before it began
+    with pytest.raises(InvalidArgument):
+        sb.usage(since=5, until=4)
+
+
 def test_pause_and_auto_resume(stack: Stack) -> None:
     with Sandbox.create(ttl=600, on_expiry="pause", auto_resume=True) as sb:
         assert (sb.info.on_expiry, sb.info.auto_resume) == ("pause", True)

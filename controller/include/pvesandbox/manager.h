@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pvesandbox/call_stats.h"
 #include "pvesandbox/common/error.h"
 #include "pvesandbox/common/io.h"
 #include "pvesandbox/common/ipv4.h"
@@ -51,6 +52,7 @@
 #include "pvesandbox/sandbox_metadata.h"
 #include "pvesandbox/ssh_session.h"
 #include "pvesandbox/template_recipe.h"
+#include "pvesandbox/usage.h"
 #include "pvesandbox/volumes.h"
 
 namespace pvs {
@@ -373,6 +375,8 @@ class Sandbox {
   virtual Result<EgressLog> egress_log() = 0;
   // Live status from Proxmox.
   virtual Result<pve::ContainerStatus> status() = 0;
+  // What the sandbox used in [since, until] (unix seconds), oldest first (usage.h).
+  virtual Result<std::vector<UsageSample>> usage(std::int64_t since, std::int64_t until) = 0;
   virtual bool is_connected() const = 0;
 
   virtual Status snapshot(const std::string& name, const std::string& description = "") = 0;
@@ -403,19 +407,6 @@ class Sandbox {
 
  private:
   std::string id_;
-};
-
-// Calls to one peer (the Proxmox API, Proxmox tasks or the agent), for /metrics.
-struct CallStats {
-  // Upper bounds of the latency histogram's buckets in milliseconds; one more bucket is +Inf.
-  static constexpr std::array<std::uint32_t, 11> kBucketBoundsMs{1,   5,   10,   25,   50,  100,
-                                                                 250, 500, 1000, 2500, 5000};
-  std::uint64_t count = 0;   // calls completed
-  std::uint64_t errors = 0;  // of which failed (any error, including "not found")
-  double sum_seconds = 0;    // total latency of all calls
-  // Cumulative, as Prometheus wants them: buckets[i] = calls that took <= kBucketBoundsMs[i]
-  // milliseconds; buckets[11] (le="+Inf") == count.
-  std::array<std::uint64_t, kBucketBoundsMs.size() + 1> buckets{};
 };
 
 // Counters for /metrics and /v1/health.

@@ -119,6 +119,15 @@ struct ClusterResource {  // an item of GET /cluster/resources
   std::int64_t uptime = 0;
 };
 
+// A row of GET .../lxc/{vmid}/rrddata: pvestatd's averages over the step that ends at `time`.
+// A row from before the guest existed, or while it was stopped, holds its time alone.
+struct RrdPoint {
+  std::int64_t time = 0;  // unix seconds
+  bool has_data = false;
+  double cpu = 0, maxcpu = 0;                         // cpu: share of maxcpu in use (0..1)
+  double mem = 0, maxmem = 0, disk = 0, maxdisk = 0;  // bytes
+};
+
 struct TaskStatus {
   std::string upid, node, type, id, user;
   std::string status;      // "running" | "stopped"
@@ -218,6 +227,10 @@ class Client {
   Result<std::string> shutdown(std::string_view node, int vmid, int timeout_seconds = 60,
                                bool force_stop = false);
   Result<ContainerStatus> status(std::string_view node, int vmid);
+  // The container's RRD history, oldest first: `timeframe` "hour" (a row a minute), "day",
+  // "week", "month" or "year" (70 rows each); AVERAGE rows.
+  Result<std::vector<RrdPoint>> rrddata(std::string_view node, int vmid,
+                                        std::string_view timeframe);
   // std::nullopt while the container is stopped.
   Result<std::optional<std::vector<Interface>>> interfaces(std::string_view node, int vmid);
   Result<std::string> destroy(std::string_view node, int vmid, const DestroyOptions& options = {});

@@ -86,6 +86,7 @@ constexpr Route kRoutes[] = {
       {"OPTIONS","/v1/previews/{token}/{path...}",               on<&PortRoutes::preview>,              A::kPublic, "sandbox.port"},
       {"PUT",    "/v1/sandboxes/{id}/internet",                  on<&SandboxRoutes::internet>,          A::kToken,  "sandbox.internet"},
       {"GET",    "/v1/sandboxes/{id}/egress/log",                on<&SandboxRoutes::egress_log>,        A::kToken,  ""},
+      {"GET",    "/v1/sandboxes/{id}/usage",                     on<&SandboxRoutes::usage>,             A::kToken,  ""},
       {"POST",   "/v1/sandboxes/{id}/ttl",                       on<&SandboxRoutes::ttl>,               A::kToken,  "sandbox.ttl"},
       {"POST",   "/v1/sandboxes/{id}/pause",                     on<&SandboxRoutes::pause>,             A::kToken,  "sandbox.pause"},
       {"POST",   "/v1/sandboxes/{id}/resume",                    on<&SandboxRoutes::resume>,            A::kToken,  "sandbox.resume"},

@@ -384,6 +384,22 @@ ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::stri
   return q;
 }
 
+ApiResult<MetricsQuery> parse_metrics_query(const std::multimap<std::string, std::string>& query) {
+  MetricsQuery q;
+  for (const auto& [key, value] : query) {
+    if (key != "start" && key != "end")
+      return tl::unexpected(bad_request(key + ": unknown query parameter"));
+    bool digits =
+        !value.empty() && value.size() <= 12 &&
+        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) return tl::unexpected(bad_request(key + ": expected unix seconds"));
+    (key == "start" ? q.start : q.end) = std::stoll(value);
+  }
+  if (q.start && q.end && *q.start > *q.end)
+    return tl::unexpected(bad_request("start: after end (no time range)"));
+  return q;
+}
+
 std::string next_token(std::size_t offset) {
   return std::to_string(offset);
 }

@@ -91,6 +91,12 @@ struct ListQuery {
   std::size_t offset = 0;  // from nextToken
 };
 ApiResult<ListQuery> parse_list_query(const std::multimap<std::string, std::string>& query);
+// GET /sandboxes/{id}/metrics's query: `start`, `end` (unix seconds; absent: the sandbox's
+// creation, and now).
+struct MetricsQuery {
+  std::optional<std::int64_t> start, end;
+};
+ApiResult<MetricsQuery> parse_metrics_query(const std::multimap<std::string, std::string>& query);
 // The nextToken of the page after one ending at `offset`.
 std::string next_token(std::size_t offset);
 

@@ -4,6 +4,8 @@
 // to a token (auth.tokens[].e2b_key_sha256); every error answers in E2B's shape {code, message}.
 // A create's approval binds the whole create (template, timeout, metadata, envVars, egress) and
 // a network change's shows what the sandbox was refused, as REST's do (docs/policy.md).
+#include <limits>
+
 #include "api/sandboxes/egress_log_view.h"
 #include "e2b/control_wire.h"
 #include "e2b/e2b_routes.h"
@@ -323,22 +325,29 @@ void E2bRoutes::network(RequestContext& ctx) {
   });
 }
 
+// Proxmox's history of the container (usage.h): a sample a minute over the last hour, coarser
+// further back, and the live one when the window reaches the present.
 void E2bRoutes::metrics(RequestContext& ctx) {
   control(ctx, [&] {
+    auto q = e2b::parse_metrics_query(ctx.query);
+    if (!q) throw q.error();
     auto sandbox = d_.sandbox_for(*ctx.principal, ctx.params.at("id"));
-    auto status = sandbox->status();
-    if (!status) throw from_error(status.error());
-    e2b::MetricView m;
-    m.timestamp = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
-    m.cpus = static_cast<int>(status->cpus);
-    m.cpu_used_pct = status->cpu * 100.0;
-    m.mem_used = status->mem;
-    m.mem_total = status->maxmem;
-    m.disk_used = status->disk;
-    m.disk_total = status->maxdisk;
-    d_.replies.send_json(ctx, 200, e2b::metrics_reply({m}));
+    auto samples = sandbox->usage(q->start.value_or(0),
+                                  q->end.value_or(std::numeric_limits<std::int64_t>::max()));
+    if (!samples) throw from_error(samples.error());
+    std::vector<e2b::MetricView> out;
+    for (const auto& s : *samples) {
+      e2b::MetricView m;
+      m.timestamp = s.time;
+      m.cpus = static_cast<int>(s.cpus);
+      m.cpu_used_pct = s.cpu * 100.0;
+      m.mem_used = s.mem;
+      m.mem_total = s.maxmem;
+      m.disk_used = s.disk;
+      m.disk_total = s.maxdisk;
+      out.push_back(m);
+    }
+    d_.replies.send_json(ctx, 200, e2b::metrics_reply(out));
   });
 }
 

@@ -7,7 +7,7 @@
 //   container.cc  task waits, description writes, destroying a container, waiting for SSH
 //   reconcile.cc  recovery and reconciliation against Proxmox
 //   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL; pause.cc: pause
-//                 (stop, disk kept) and resume (start, SSH on its own key)
+//                 (stop, disk kept) and resume (start, SSH on its own key); usage.cc: usage()
 //   manager.cc    destroy, lookups, health, stats, the loop, Manager::open; helpers.cc: helpers
 //   pools/replicas.cc template replicas: made, checked, rebuilt; the clone source picked
 //   ../templates/ custom templates on this core: recipe.cc (the recipe: parser, canonical form,
@@ -118,10 +118,10 @@ class SandboxImpl final : public Sandbox {
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override;
   Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions options) override;
   Result<std::unique_ptr<PortStream>> open_route(RouteOptions options) override;  // routes.h
-
   Status set_egress(const Egress& egress) override;
   Result<EgressLog> egress_log() override;
   Result<pve::ContainerStatus> status() override;
+  Result<std::vector<UsageSample>> usage(std::int64_t since, std::int64_t until) override;
   bool is_connected() const override {
     std::lock_guard lock(mu_);
     return ssh_ && ssh_->is_connected();

@@ -42,6 +42,10 @@ class PveClientPeer final : public ProxmoxApi {
   pve::Result<pve::ContainerStatus> status(std::string_view node, int vmid) override {
     return c_->status(node, vmid);
   }
+  pve::Result<std::vector<pve::RrdPoint>> rrddata(std::string_view node, int vmid,
+                                                  std::string_view timeframe) override {
+    return c_->rrddata(node, vmid, timeframe);
+  }
   pve::Result<std::string> destroy(std::string_view node, int vmid,
                                    const pve::DestroyOptions& options) override {
     return c_->destroy(node, vmid, options);

@@ -42,6 +42,8 @@ class ProxmoxApi {
   virtual pve::Result<std::string> start(std::string_view node, int vmid) = 0;
   virtual pve::Result<std::string> stop(std::string_view node, int vmid) = 0;
   virtual pve::Result<pve::ContainerStatus> status(std::string_view node, int vmid) = 0;
+  virtual pve::Result<std::vector<pve::RrdPoint>> rrddata(std::string_view node, int vmid,
+                                                          std::string_view timeframe) = 0;
   virtual pve::Result<std::string> destroy(std::string_view node, int vmid,
                                            const pve::DestroyOptions& options) = 0;
   virtual pve::Result<std::vector<pve::Snapshot>> snapshots(std::string_view node, int vmid) = 0;
@@ -139,6 +141,10 @@ class TimedPve {
   }
   pve::Result<pve::ContainerStatus> status(std::string_view node, int vmid) {
     return timed(calls, [&] { return api_->status(node, vmid); });
+  }
+  pve::Result<std::vector<pve::RrdPoint>> rrddata(std::string_view node, int vmid,
+                                                  std::string_view timeframe) {
+    return timed(calls, [&] { return api_->rrddata(node, vmid, timeframe); });
   }
   pve::Result<std::string> destroy(std::string_view node, int vmid,
                                    const pve::DestroyOptions& options) {

@@ -177,6 +177,12 @@ Result<ContainerStatus> Client::status(std::string_view node, int vmid) {
                  decode::status);
 }
 
+Result<std::vector<RrdPoint>> Client::rrddata(std::string_view node, int vmid,
+                                              std::string_view timeframe) {
+  Params params{{"timeframe", std::string(timeframe)}, {"cf", "AVERAGE"}};
+  return decoded(PVS_REQ("GET", ct_path(node, vmid, "/rrddata"), params, nullptr), decode::rrddata);
+}
+
 Result<std::optional<std::vector<Interface>>> Client::interfaces(std::string_view node, int vmid) {
   return decoded(PVS_REQ("GET", ct_path(node, vmid, "/interfaces"), {}, nullptr),
                  decode::interfaces);

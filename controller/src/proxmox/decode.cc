@@ -251,6 +251,37 @@ Result<ContainerStatus> status(const Var& data) {
   return decode_status_object(o);
 }
 
+// Each row must be an object with a numeric `time`; its values count only when every one is
+// a finite number, none negative (a row with a gap in it reads as no data).
+Result<std::vector<RrdPoint>> rrddata(const Var& data) {
+  auto array = as_array(data);
+  if (!array) return tl::unexpected(protocol_error("rrddata: expected an array"));
+  std::vector<RrdPoint> out;
+  for (const auto& item : *array) {
+    auto o = as_object(item);
+    if (!o || !o->has("time") || !o->get("time").isNumeric())
+      return tl::unexpected(protocol_error("rrddata: a row without a numeric time"));
+    RrdPoint p;
+    p.time = i64(o, "time");
+    double* fields[] = {&p.cpu, &p.maxcpu, &p.mem, &p.maxmem, &p.disk, &p.maxdisk};
+    const char* names[] = {"cpu", "maxcpu", "mem", "maxmem", "disk", "maxdisk"};
+    p.has_data = true;
+    for (std::size_t i = 0; i < std::size(names); ++i) {
+      if (!o->has(names[i]) || !o->get(names[i]).isNumeric()) {
+        p.has_data = false;
+        break;
+      }
+      *fields[i] = o->getValue<double>(names[i]);
+      if (!std::isfinite(*fields[i]) || *fields[i] < 0) p.has_data = false;
+    }
+    if (!p.has_data) p = RrdPoint{p.time};
+    out.push_back(p);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RrdPoint& a, const RrdPoint& b) { return a.time < b.time; });
+  return out;
+}
+
 Result<Config> config(const Var& data) {
   if (!as_object(data)) return tl::unexpected(protocol_error("config: expected an object"));
   return decode_config_object(data);

@@ -28,6 +28,7 @@ Result<int> next_id(const Var& data);
 Result<std::vector<ClusterResource>> resources(const Var& data);
 Result<std::vector<ContainerStatus>> containers(const Var& data);
 Result<ContainerStatus> status(const Var& data);
+Result<std::vector<RrdPoint>> rrddata(const Var& data);  // oldest first
 Result<Config> config(const Var& data);  // an object of scalars (config, firewall options)
 Result<std::optional<std::vector<Interface>>> interfaces(const Var& data);  // null: stopped
 Result<std::vector<Snapshot>> snapshots(const Var& data);

@@ -42,6 +42,7 @@ from .models import (
     SnapshotInfo,
     TemplateInfo,
     TerminalInfo,
+    UsageSample,
     VolumeInfo,
     VolumeMount,
     WaitResult,
@@ -212,6 +213,19 @@ def list_ports(config: ClientConfig, sandbox_id: str) -> Call[List[PortInfo]]:
         return [PortInfo.from_json(p, config.url) for p in j.get("ports") or []]
 
     return Call("GET", sb_path(sandbox_id, "ports"), parse)
+
+
+def get_usage(
+    sandbox_id: str, since: Optional[int], until: Optional[int]
+) -> Call[List[UsageSample]]:
+    """``GET /sandboxes/{id}/usage``: samples oldest first, in a window of unix seconds."""
+    params = [(k, str(v)) for k, v in (("since", since), ("until", until)) if v is not None]
+    return Call(
+        "GET",
+        sb_path(sandbox_id, "usage"),
+        lambda j: [UsageSample.from_json(s) for s in j.get("samples") or []],
+        params=params,
+    )
 
 
 def make_preview(

@@ -42,6 +42,7 @@ from .models import (
     TemplateInfo,
     VolumeInfo,
     TerminalInfo,
+    UsageSample,
     WaitResult,
     WriteInfo,
 )
@@ -693,6 +694,12 @@ class AsyncSandbox:
     async def preview(self, port: int, expires_in: Optional[int] = None) -> PreviewLink:
         """A link to ``port`` a browser opens without the token (see the sync client)."""
         return await self._t.call(P.make_preview(self._t.config, self.id, port, expires_in))
+
+    async def usage(
+        self, since: Optional[int] = None, until: Optional[int] = None
+    ) -> List[UsageSample]:
+        """What it used over time, oldest first (see the blocking ``Sandbox.usage``)."""
+        return await self._t.call(P.get_usage(self.id, since, until))
 
     async def pause(self) -> SandboxInfo:
         """Stops it with its files kept (processes end)."""

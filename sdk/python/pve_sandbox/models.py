@@ -183,6 +183,42 @@ class PortInfo:
 
 
 @dataclass
+class UsageSample:
+    """What a sandbox used over one step of Proxmox's history, or now (``Sandbox.usage()``)."""
+
+    time: int
+    """Unix seconds: the end of the step averaged, or the moment of the live sample."""
+    cpu: float
+    """The share of ``cpus`` in use, 0..1."""
+    cpus: float
+    """Cores it may use."""
+    mem: int
+    """Memory in use, bytes."""
+    maxmem: int
+    """Its memory limit, bytes."""
+    disk: int
+    """Bytes used on its root file system."""
+    maxdisk: int
+    """The root file system's size, bytes."""
+    live: bool = False
+    """The current status rather than a step of the history."""
+
+    @classmethod
+    def from_json(cls, j: Json) -> "UsageSample":
+        """Parses one item of ``GET /v1/sandboxes/{id}/usage``."""
+        return cls(
+            time=int(j.get("time", 0)),
+            cpu=float(j.get("cpu", 0)),
+            cpus=float(j.get("cpus", 0)),
+            mem=int(j.get("mem", 0)),
+            maxmem=int(j.get("maxmem", 0)),
+            disk=int(j.get("disk", 0)),
+            maxdisk=int(j.get("maxdisk", 0)),
+            live=bool(j.get("live", False)),
+        )
+
+
+@dataclass
 class PreviewLink:
     """A link to a sandbox's port that opens without the token (``Sandbox.preview()``)."""
 

@@ -28,6 +28,7 @@ from .models import (
     TemplateInfo,
     VolumeInfo,
     TerminalInfo,
+    UsageSample,
     WaitResult,
     WriteInfo,
 )
@@ -674,6 +675,12 @@ class Sandbox:
     def ports(self) -> List[PortInfo]:
         """What listens in the sandbox: each TCP port with its addresses and preview URL."""
         return self._t.call(P.list_ports(self._t.config, self.id))
+
+    def usage(self, since: Optional[int] = None, until: Optional[int] = None) -> List[UsageSample]:
+        """What it used over time, oldest first: Proxmox's history of its container (a sample
+        a minute over the last hour, coarser further back) since it was created, then the live
+        sample. ``since``/``until``: unix seconds (``until`` before now leaves the live one out)."""
+        return self._t.call(P.get_usage(self.id, since, until))
 
     def get_host(self, port: int) -> str:
         """The preview URL of ``port`` on the controller (E2B's ``get_host`` gives a host

@@ -234,6 +234,34 @@ async function lifecycle(sbx) {
   check('Sandbox.list by metadata', !filtered.some((s) => s.sandboxId === sbx.sandboxId));
 }
 
+// getMetrics: Proxmox's RRD history of the container (pvesim's step is 1 s in this test), then
+// the live sample; a window is start/end in seconds. Polled until a whole step has passed since
+// the create, so nothing here depends on how fast the machine is.
+async function metrics(sbx) {
+  let ms = [];
+  for (let i = 0; i < 100 && ms.filter((m) => m.timestamp < Date.now() - 1000).length < 1; i++) {
+    ms = await sbx.getMetrics();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const times = ms.map((m) => m.timestamp.getTime());
+  check('getMetrics: the history, then the live sample', ms.length >= 2 &&
+    times.every((t, i) => i === 0 || t > times[i - 1]) &&
+    ms.every((m) => m.cpuCount >= 1 && m.memTotal > 0 && m.diskTotal > 0 && m.cpuUsedPct >= 0),
+  JSON.stringify(ms));
+  const hourAgo = new Date(Date.now() - 3600_000);
+  const before = await sbx.getMetrics({ start: hourAgo, end: new Date(hourAgo.getTime() + 60_000) });
+  check('getMetrics: a window before the sandbox began is empty', before.length === 0,
+    JSON.stringify(before));
+  const ended = await sbx.getMetrics({ end: new Date(times[0] + 500) });
+  check('getMetrics: end cuts the live sample off', ended.length >= 1 &&
+    ended.every((m) => m.timestamp.getTime() <= times[0] + 500), JSON.stringify(ended));
+  await expectError('getMetrics: start after end is refused',
+    () => sbx.getMetrics({ start: new Date(), end: hourAgo }), (e) => /start/.test(e?.message ?? ''));
+  await expectError('getMetrics: another key cannot read them',
+    () => Sandbox.getMetrics(sbx.sandboxId, { apiKey: process.env.PVS_E2B_OTHER_KEY }),
+    (e) => e instanceof NotFoundError);
+}
+
 // Pause keeps the file system, not the processes (docs/design/pause.md); connect resumes a
 // paused sandbox and answers 201 (200 for a running one), which the SDK does not show: that
 // call is made by hand, as the SDK makes it. The file goes to the user's home: this stack's
@@ -533,6 +561,7 @@ async function main() {
     await watchDir(sbx);
     await polledWatch(sbx);
     await lifecycle(sbx);
+    await metrics(sbx);
     await ports(sbx);
     await pauseResume(sbx);
     await otherToken(sbx);

@@ -1,7 +1,8 @@
 // Sandboxes: create, list, show, destroy, internet (on, off or an allowlist) and its egress
-// log, TTL.
+// log, usage over time, TTL.
 #include "api/sandboxes/egress_log_view.h"
 #include "api/sandboxes/sandbox_routes.h"
+#include "api/sandboxes/usage_view.h"
 #include "http/json.h"
 #include "http/requests.h"
 #include "policy/canonical.h"
@@ -137,6 +138,15 @@ void SandboxRoutes::egress_log(RequestContext& ctx) {
   auto log = sandbox->egress_log();
   if (!log) throw from_error(log.error());
   d_.replies.send_json(ctx, 200, egress_log_json(*log, *filter));
+}
+
+void SandboxRoutes::usage(RequestContext& ctx) {
+  auto window = parse_usage_window(ctx.query_value("since"), ctx.query_value("until"));
+  if (!window) throw window.error();
+  auto sandbox = d_.sandboxes.find(ctx);
+  auto samples = sandbox->usage(window->since, window->until);
+  if (!samples) throw from_error(samples.error());
+  d_.replies.send_json(ctx, 200, usage_json(*samples));
 }
 
 void SandboxRoutes::ttl(RequestContext& ctx) {

@@ -51,6 +51,7 @@ class SandboxRoutes {
   void destroy(RequestContext& ctx);
   void internet(RequestContext& ctx);
   void egress_log(RequestContext& ctx);
+  void usage(RequestContext& ctx);
   void ttl(RequestContext& ctx);
   void pause(RequestContext& ctx);  // routes_pause.cc
   void resume(RequestContext& ctx);

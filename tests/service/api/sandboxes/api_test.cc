@@ -11,6 +11,7 @@
 #include <Poco/Net/StreamSocket.h>
 
 #include "service/support/api_fixture.h"
+#include "sim.h"
 
 namespace pvs::service {
 namespace {
@@ -305,6 +306,47 @@ TEST_F(ApiTest, InternetTtlAndSnapshots) {
   EXPECT_EQ(std::count(names.begin(), names.end(), "sandbox.internet"), 2);
   EXPECT_EQ(std::count(names.begin(), names.end(), "sandbox.snapshot"), 1);
   EXPECT_EQ(std::count(names.begin(), names.end(), "sandbox.rollback"), 2);
+}
+
+// Usage over time: Proxmox's RRD rows since the create (pvesim's step cut to a second), then
+// the live sample; a window cuts either off; bad windows are 400; another's sandbox is 404.
+TEST_F(ApiTest, UsageOverTime) {
+  stack_->sim().set_rrd_step_seconds(1);
+  std::string id = create();
+  std::string path = "/v1/sandboxes/" + id + "/usage";
+  Poco::JSON::Array::Ptr samples;
+  for (int i = 0; i < 100; ++i) {  // until a whole step has passed since the create
+    auto r = call("GET", path);
+    ASSERT_EQ(r.status, 200) << r.body;
+    samples = json(r.body)->getArray("samples");
+    if (samples->size() >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(samples->size(), 2u);
+  auto sample = [&](std::size_t i) { return samples->getObject(static_cast<unsigned>(i)); };
+  for (std::size_t i = 0; i < samples->size(); ++i) {
+    EXPECT_EQ(sample(i)->getValue<bool>("live"), i + 1 == samples->size());
+    EXPECT_EQ(sample(i)->getValue<double>("cpus"), 1);
+    EXPECT_EQ(sample(i)->getValue<Poco::Int64>("maxmem"), 512LL << 20);
+    EXPECT_GT(sample(i)->getValue<Poco::Int64>("maxdisk"), 0);
+    if (i > 0)
+      EXPECT_GT(sample(i)->getValue<Poco::Int64>("time"),
+                sample(i - 1)->getValue<Poco::Int64>("time"));
+  }
+  std::string first = std::to_string(sample(0)->getValue<Poco::Int64>("time"));
+  auto cut = json(call("GET", path + "?until=" + first).body)->getArray("samples");
+  ASSERT_EQ(cut->size(), 1u);
+  EXPECT_FALSE(cut->getObject(0)->getValue<bool>("live"));
+  std::string later = std::to_string(sample(0)->getValue<Poco::Int64>("time") + 3600);
+  auto live = json(call("GET", path + "?since=" + later).body)->getArray("samples");
+  EXPECT_EQ(live->size(), 0u);  // from after now: not even the live sample
+  EXPECT_EQ(json(call("GET", path + "?since=1&until=2").body)->getArray("samples")->size(), 0u);
+  for (const char* bad : {"?since=x", "?until=-1", "?since=5&until=4"}) {
+    auto r = call("GET", path + bad);
+    EXPECT_EQ(r.status, 400) << bad << r.body;
+    EXPECT_EQ(error_code(r), "invalid_argument") << r.body;
+  }
+  EXPECT_EQ(call("GET", path, "", "tok-bob").status, 404);
 }
 
 TEST_F(ApiTest, ThirtyTwoClientsAtOnce) {
