@@ -150,7 +150,7 @@ TEST_F(E2bE2eTest, UnmodifiedSdkDrivesTheStack) {
                             "ok a removed watcher: not_found",
                             "ok getMetrics: the history, then the live sample",
                             "ok getMetrics: a window before the sandbox began is empty",
-                            "ok getMetrics: end cuts the live sample off",
+                            "ok getMetrics: end bounds the window",
                             "ok getMetrics: start after end is refused",
                             "ok getMetrics: another key cannot read them"})
     EXPECT_NE(r.out.find(check), std::string::npos) << check << "\n" << report(r);

@@ -56,7 +56,7 @@ Result<std::vector<UsageSample>> SandboxImpl::usage(std::int64_t since, std::int
   if (!live) return fail(live.error());
   if (live->status != "running") return out;  // paused: nothing runs, nothing to sample
   UsageSample s;
-  s.time = now;
+  s.time = now_unix();  // after the history was read: never older than its newest row
   s.cpu = std::clamp(live->cpu, 0.0, 1.0);
   s.cpus = live->cpus;
   s.mem = live->mem;
