@@ -205,6 +205,28 @@ TEST(ControlWire, ListQuery) {
   EXPECT_FALSE(parse_list_query({{"bogus", "1"}}));
 }
 
+// getMetrics' window: unix seconds, each optional, start not after end.
+TEST(ControlWire, MetricsQuery) {
+  auto both = parse_metrics_query({{"start", "100"}, {"end", "200"}});
+  ASSERT_TRUE(both) << both.error().message;
+  EXPECT_EQ(both->start, 100);
+  EXPECT_EQ(both->end, 200);
+  auto none = parse_metrics_query({});
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->start || none->end);
+  EXPECT_TRUE(parse_metrics_query({{"start", "5"}, {"end", "5"}}));
+  for (auto q : std::vector<std::multimap<std::string, std::string>>{{{"start", "6"}, {"end", "5"}},
+                                                                     {{"start", "-1"}},
+                                                                     {{"end", "1.5"}},
+                                                                     {{"start", ""}},
+                                                                     {{"start", "9999999999999"}},
+                                                                     {{"step", "5"}}}) {
+    auto r = parse_metrics_query(q);
+    ASSERT_FALSE(r) << q.begin()->first << "=" << q.begin()->second;
+    EXPECT_EQ(r.error().status, 400);
+  }
+}
+
 // POST /sandboxes/{id}/pause: the SDK sends {"memory": keepMemory} only when keepMemory is
 // given; the file-system mode is the only one (docs/design/pause.md).
 TEST(ControlWire, PauseKeepsTheFileSystemOnly) {

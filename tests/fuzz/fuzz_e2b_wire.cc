@@ -99,6 +99,9 @@ void fuzz_control(std::string_view input, unsigned which) {
       q.emplace(std::string(input.substr(0, eq)),
                 eq == std::string_view::npos ? "" : std::string(input.substr(eq + 1)));
       check(parse_list_query(q));
+      auto m = parse_metrics_query(q);
+      check(m);
+      if (m && m->start && m->end) require(*m->start <= *m->end);
       break;
     }
   }

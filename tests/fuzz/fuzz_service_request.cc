@@ -148,8 +148,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       require(r->description.size() <= kMaxSnapshotDescription);
       break;
     }
-    case 5:
-    case 6: fuzz_uri(input); break;
+    case 5: fuzz_uri(input); break;
+    case 6: {
+      auto nl = input.find('\n');
+      auto w = parse_usage_window(std::string_view(input).substr(0, nl),
+                                  nl == std::string::npos ? "" : input.substr(nl + 1));
+      if (check_error(w)) require(w->since >= 0 && w->since <= w->until);
+      break;
+    }
     case 7: {
       // Any bytes, escaped, are one valid JSON string.
       std::string out;

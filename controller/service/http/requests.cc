@@ -309,6 +309,21 @@ ApiResult<int> parse_ttl(std::string_view text, const ServiceConfig& config) {
   return finish(*body, static_cast<int>(v.value_or(0)));
 }
 
+ApiResult<UsageWindow> parse_usage_window(std::string_view since, std::string_view until) {
+  UsageWindow w;
+  auto read = [](std::string_view text, std::int64_t* out) {
+    if (text.empty()) return true;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+    return ec == std::errc() && end == text.data() + text.size() && *out >= 0;
+  };
+  if (!read(since, &w.since))
+    return tl::unexpected(bad_request("since: unix seconds (a non-negative integer)"));
+  if (!read(until, &w.until))
+    return tl::unexpected(bad_request("until: unix seconds (a non-negative integer)"));
+  if (w.since > w.until) return tl::unexpected(bad_request("since: after until"));
+  return w;
+}
+
 ApiResult<PauseMode> parse_pause(std::string_view text) {
   auto body = JsonBody::parse(text);
   if (!body) return tl::unexpected(body.error());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -83,6 +84,14 @@ ApiResult<ExecRequest> parse_exec(std::string_view body, const ServiceConfig& co
 // PUT .../internet: {"enabled": bool}, {"allow": [...], "ports": [...]} or {"list": "..."}.
 ApiResult<EgressRequest> parse_internet(std::string_view body);
 ApiResult<int> parse_ttl(std::string_view body, const ServiceConfig& config);  // {"ttl_seconds"}
+// GET .../usage?since=&until=.
+struct UsageWindow {
+  std::int64_t since = 0;  // unix seconds; 0: since the sandbox was created
+  std::int64_t until = std::numeric_limits<std::int64_t>::max();  // to now, the live sample too
+};
+
+// Each empty or unix seconds (a non-negative integer), `since` not after `until`; 400 otherwise.
+ApiResult<UsageWindow> parse_usage_window(std::string_view since, std::string_view until);
 // POST .../pause: {"mode": "filesystem" | "memory"}, optional (filesystem). The Manager refuses
 // memory with the reason (docs/design/pause.md).
 ApiResult<PauseMode> parse_pause(std::string_view body);

@@ -104,6 +104,23 @@ TEST(Requests, SmallBodies) {
   EXPECT_FALSE(parse_snapshot(R"({})"));
 }
 
+TEST(Requests, UsageWindow) {
+  auto all = parse_usage_window("", "");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->since, 0);
+  EXPECT_EQ(all->until, std::numeric_limits<std::int64_t>::max());
+  auto w = parse_usage_window("100", "100");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->since, 100);
+  EXPECT_EQ(w->until, 100);
+  EXPECT_EQ(parse_usage_window("x", "").error().message,
+            "since: unix seconds (a non-negative integer)");
+  EXPECT_EQ(parse_usage_window("", "-1").error().message,
+            "until: unix seconds (a non-negative integer)");
+  EXPECT_EQ(parse_usage_window("5", "4").error().message, "since: after until");
+  EXPECT_EQ(parse_usage_window("99999999999999999999", "").error().status, 400);
+}
+
 TEST(Requests, Parameters) {
   EXPECT_TRUE(is_sandbox_id("sb-0123456789ab"));
   EXPECT_FALSE(is_sandbox_id("sb-0123456789aB"));
