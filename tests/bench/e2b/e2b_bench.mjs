@@ -3,7 +3,8 @@
 //      (REST, keep-alive fetch) on the same sandbox, interleaved: p50, p90, ratio (target <= 1.2x);
 //      beside them the SDK with a login shell every time and REST running `bash -l -c`
 //   2. watching a directory: files.write -> watchDir's create event, beside the write's reply;
-//      one poll of the polled watch (GetWatcherEvents) beside a Stat
+//      one poll of the polled watch (GetWatcherEvents) beside a Stat; getMetrics and REST's
+//      usage (Proxmox's RRD history and the live status) beside getInfo and REST's show
 //   3. Sandbox.create() then commands.run('echo hi') through the SDK on a hot pool: p50, p90
 //      (target p50 <= 10 ms) with its split and the CPU of each part, a second commands.run
 //      in the same sandbox, and the peer: REST create + exec from the same pool; each sandbox
@@ -138,6 +139,28 @@ console.log(`watching a directory, ${watches} files`);
 console.log(`  files.write (its reply)          ${fmt(tWrite)}`);
 console.log(`  files.write -> watchDir's event  ${fmt(tEvent)}`);
 console.log(`  GetWatcherEvents (one poll)      ${fmt(tPoll)}  vs Stat ${fmt(tStat)}`);
+
+// Usage over time (docs/api.md "Usage"): getMetrics and REST's usage each read Proxmox's RRD
+// history and the live status (two Proxmox requests), beside getInfo and REST's show, which
+// answer from the controller's registry.
+const restGet = async (path) => {
+  const r = await fetch(`${process.env.PVS_URL}/v1/sandboxes/${sbx.sandboxId}${path}`, {
+    headers: { Authorization: `Bearer ${process.env.PVS_TOKEN}` },
+  });
+  if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  return r.json();
+};
+const tMetrics = [], tInfo = [], tUsage = [], tShow = [];
+const lap = async (series, call) => { const t = performance.now(); await call(); series.push(performance.now() - t); };
+for (let i = 0; i < watches; i++) {
+  await lap(tMetrics, () => sbx.getMetrics());
+  await lap(tInfo, () => sbx.getInfo());
+  await lap(tUsage, () => restGet('/usage'));
+  await lap(tShow, () => restGet(''));
+}
+console.log(`usage over time, ${watches} calls each, interleaved`);
+console.log(`  E2B getMetrics   ${fmt(tMetrics)}  vs getInfo ${fmt(tInfo)}  (${(pct(tMetrics, 50) / pct(tInfo, 50)).toFixed(2)}x)`);
+console.log(`  REST usage       ${fmt(tUsage)}  vs show ${fmt(tShow)}  (${(pct(tUsage, 50) / pct(tShow, 50)).toFixed(2)}x)`);
 await sbx.kill();
 
 const tCreate = [], tCreateOnly = [], tFirst = [], tSecond = [], tRestCreate = [];
