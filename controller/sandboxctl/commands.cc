@@ -1,5 +1,6 @@
 // The commands on sandboxes: create, list, show, internet, ttl, snapshots, destroy; pool and
 // health.
+#include <cstdio>
 #include <iostream>
 #include <sstream>
 
@@ -194,6 +195,38 @@ int cmd_ports(Client& c, Args& a) {
     std::string base = c.options().url;
     while (!base.empty() && base.back() == '/') base.pop_back();
     rows.push_back({std::to_string(o->getValue<int>("port")), addrs, base + str(o, "url")});
+  }
+  print_table(rows);
+  return 0;
+}
+
+// usage ID [--since S] [--until U]: a line per sample, oldest first, the live one marked "now".
+int cmd_usage(Client& c, Args& a) {
+  std::string id = a.next("ID");
+  std::string query;
+  while (a.more()) {
+    std::string f = a.next("flag");
+    if (f != "--since" && f != "--until") throw UsageError("usage: unknown option " + f);
+    query += (query.empty() ? "?" : "&") + f.substr(2) + "=" + url_encode(a.next(f));
+  }
+  auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id) + "/usage" + query);
+  check(r);
+  if (c.options().json) {
+    print_json(r.body);
+    return 0;
+  }
+  auto mib = [](const Poco::JSON::Object::Ptr& o, const char* k) {
+    return std::to_string(o->getValue<Poco::Int64>(k) >> 20);
+  };
+  auto list = parse_object(r.body)->getArray("samples");
+  std::vector<std::vector<std::string>> rows{{"TIME", "CPU%", "CPUS", "MEM_MIB", "DISK_MIB"}};
+  for (std::size_t i = 0; list && i < list->size(); ++i) {
+    auto o = list->getObject(static_cast<unsigned>(i));
+    char cpu[32];
+    std::snprintf(cpu, sizeof cpu, "%.1f", o->getValue<double>("cpu") * 100);
+    rows.push_back({str(o, "time") + (o->getValue<bool>("live") ? " (now)" : ""), cpu,
+                    str(o, "cpus"), mib(o, "mem") + "/" + mib(o, "maxmem"),
+                    mib(o, "disk") + "/" + mib(o, "maxdisk")});
   }
   print_table(rows);
   return 0;

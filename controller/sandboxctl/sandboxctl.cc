@@ -49,6 +49,8 @@ commands:
   list [--label KEY=VALUE]...
   show ID
   ports ID                   what listens in the sandbox, with each port's preview path
+  usage ID [--since S] [--until U]
+                             what it used over time (Proxmox's history; unix seconds)
   preview ID PORT [--expires SECONDS]
                              a link to the port a browser opens without the token
   pause ID                   stop it with its files kept (processes end)
@@ -191,6 +193,7 @@ int main(int argc, char** argv) {
         {"list", cmd_list},
         {"show", cmd_show},
         {"ports", cmd_ports},
+        {"usage", cmd_usage},
         {"preview", cmd_preview},
         {"pause", cmd_pause},
         {"resume", cmd_resume},

@@ -93,6 +93,7 @@ int cmd_create(Client& c, Args& a);
 int cmd_list(Client& c, Args& a);
 int cmd_show(Client& c, Args& a);
 int cmd_ports(Client& c, Args& a);
+int cmd_usage(Client& c, Args& a);
 int cmd_preview(Client& c, Args& a);
 int cmd_pause(Client& c, Args& a);
 int cmd_resume(Client& c, Args& a);

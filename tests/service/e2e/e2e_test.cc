@@ -145,6 +145,10 @@ TEST_F(ServiceE2eTest, DemoFlowWithSandboxctl) {
   EXPECT_NE(table.out.find("ID"), std::string::npos);
   EXPECT_NE(table.out.find(id), std::string::npos);
   EXPECT_NE(ctl({"show", id}).out.find("demo=1"), std::string::npos);
+  auto usage = ctl({"usage", id});  // a new sandbox: the live sample at least
+  EXPECT_EQ(usage.exit_code, 0) << usage.err;
+  EXPECT_NE(usage.out.find("(now)"), std::string::npos) << usage.out;
+  EXPECT_NE(ctl({"usage", id, "--since", "later"}).exit_code, 0);
   auto pools = ctl({"pool"});  // the demo token is no admin
   EXPECT_NE(pools.exit_code, 0);
   EXPECT_NE(pools.err.find("admin token"), std::string::npos) << pools.err;
