@@ -218,6 +218,30 @@ TEST_F(HotPoolTest, AClaimServesARunningMemberOnItsPooledConnection) {
   EXPECT_EQ(stack_->bound_ports(), ports_of(*m, members(*m)));
 }
 
+// hot_pool_refill_delay: a claim that leaves the pool half full or more starts no refill until
+// claims stop for the delay (a minute here: the test runs inside it); one that leaves it below
+// half refills at once, up to half (one worker, so each member is made after the last).
+TEST_F(HotPoolTest, ARefillWaitsForQuietWhileThePoolIsHalfFull) {
+  auto c = hot_config(2);
+  c.hot_pool_refill_delay = std::chrono::minutes(1);
+  c.hot_pool_refill_parallel = 1;
+  auto m = open(c);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(pool_settles(*m, 2));
+  auto a = m->create({});
+  ASSERT_TRUE(a) << a.error().message;
+  auto p = m->pools();
+  EXPECT_EQ(p[0].ready, 1);
+  EXPECT_EQ(p[0].filling, 0) << "half full: the refill waits for a quiet minute";
+  auto b = m->create({});
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_TRUE(pool_settles(*m, 1)) << "below half: refilled at once, up to half";
+  EXPECT_EQ(m->pools()[0].claims, 2U);
+  EXPECT_EQ(m->pools()[0].misses, 0U);
+  ASSERT_TRUE((*a)->destroy());
+  ASSERT_TRUE((*b)->destroy());
+}
+
 // A claim adds no memory to its node (the member already runs and counts there), so a node
 // whose free memory keeps a new container out still hands out its hot members.
 TEST_F(HotPoolTest, AClaimNeedsNoFreeMemoryOnItsNodeANewContainerDoes) {

@@ -164,6 +164,10 @@ struct ManagerConfig {
   // Proxmox `cpuunits` (CPU weight, 0..10000; 0: the default) of a member while it is made and
   // waits, so a refill yields the CPU to sandboxes handed out; the claim's write deletes it.
   int hot_pool_member_cpuunits = 0;
+  // After a claim, a profile still at least half full starts its refill only once no claim came
+  // for this long: the new sandbox's first commands do not share the node with a clone, a start
+  // and a new member's SSH. Below half, it refills at once. 0: at once always.
+  std::chrono::milliseconds hot_pool_refill_delay{0};
   std::chrono::milliseconds hot_pool_check_interval{2000};  // each member's connection check
   // A shell command each new hot pool member runs once it is up, before it is ready (the
   // service sets what the E2B API's first command would otherwise do: the login snapshot,

@@ -8,7 +8,9 @@
 // --backend lxc: on real containers (pvesim's lxc backend, the rootfs of scripts/lxc-rootfs;
 // root's shell is bash there, the netns stand-in's user has /bin/sh).
 //
-// Usage: bench_e2b [--runs N] [--creates N] [--backend netns|lxc]
+// --refill-delay-ms N: hot_pool.refill_delay_ms (0: a claim starts its refill at once).
+//
+// Usage: bench_e2b [--runs N] [--creates N] [--backend netns|lxc] [--refill-delay-ms N]
 #include <string>
 
 #include "bench_args.h"
@@ -19,12 +21,14 @@ int main(int argc, char** argv) {
   using namespace pvs;
   bench::Args args(
       argc, argv,
-      "bench_e2b [--runs N] [--creates N] [--backend netns|lxc]\n  commands.run('echo') "
+      "bench_e2b [--runs N] [--creates N] [--backend netns|lxc] [--refill-delay-ms N]\n"
+      "  commands.run('echo') "
       "through the e2b SDK vs REST exec, and create -> first command on a hot pool "
       "(netns or lxc stack; root, node)",
-      0, {"--runs", "--creates", "--backend"});
+      0, {"--runs", "--creates", "--backend", "--refill-delay-ms"});
   int runs = args.count("--runs", 200, 1, 100000);
   int creates = args.count("--creates", 20, 1, 1000);
+  int refill_delay = args.count("--refill-delay-ms", 0, 0, 60000);
   bench::BenchStack where;
   where.options.backend = args.choice("--backend", "netns", {"netns", "lxc"});
   const char* key = "e2b_00112233445566778899aabbccddeeff";
@@ -33,6 +37,7 @@ int main(int argc, char** argv) {
       "auth:\n  tokens:\n    - {name: bench, sha256: " + service::sha256_hex("tok-bench") +
           ", e2b_key_sha256: " + service::sha256_hex(key) + ", max_sandboxes: 16}\n" +
           "http:\n  threads: 64\nlog_level: error\n" +
-          "hot_pool:\n  profiles:\n    - {name: small, size: 2}\n",
+          "hot_pool:\n  refill_delay_ms: " + std::to_string(refill_delay) +
+          "\n  profiles:\n    - {name: small, size: 2}\n",
       {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-bench", "PVS_PROFILE=small"}, {}, where);
 }

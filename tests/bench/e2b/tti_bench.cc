@@ -23,10 +23,12 @@
 // --member-cpuunits N: hot_pool.member_cpuunits (the CPU weight pool members are made at; 10,
 // the packaged controller.yaml's, by default; 0: the default weight, as without the setting). On
 // lxc it is what decides whether a refill competes with the sandboxes just handed out.
+// --refill-delay-ms N: hot_pool.refill_delay_ms (100, the packaged value, by default; 0: a claim
+// starts its refill at once).
 //
 // Usage: tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N]
 //                  [--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N]
-//                  [--backend netns|lxc] [--member-cpuunits N]
+//                  [--backend netns|lxc] [--member-cpuunits N] [--refill-delay-ms N]
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -67,13 +69,14 @@ int main(int argc, char** argv) {
       argc, argv,
       "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
       "[--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N] "
-      "[--backend netns|lxc] [--member-cpuunits N]\n  time to interactive by ComputeSDK's method "
+      "[--backend netns|lxc] [--member-cpuunits N] [--refill-delay-ms N]\n  time to interactive by ComputeSDK's method "
       "through computesdk + "
       "@computesdk/e2b, with the floor (netns stack, a cluster of N nodes, or real containers; "
       "hot pool; root, node)",
       0,
       {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds", "--floor",
-       "--pool", "--threads", "--nodes", "--backend", "--member-cpuunits"});
+       "--pool", "--threads", "--nodes", "--backend", "--member-cpuunits",
+       "--refill-delay-ms"});
   std::vector<std::string> script_args;
   const std::pair<const char*, int> counts[] = {{"--sequential", 30},  {"--staggered", 30},
                                                 {"--stagger-ms", 200}, {"--burst", 8},
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
   int pool = args.count("--pool", 8, 1, 256);
   int threads = args.count("--threads", 64, 1, 1024);            // http.threads
   int cpuunits = args.count("--member-cpuunits", 10, 0, 10000);  // the packaged value
+  int refill_delay = args.count("--refill-delay-ms", 100, 0, 60000);  // the packaged value
   bench::BenchStack where;
   where.options.nodes = args.count("--nodes", 1, 1, 8);
   where.options.backend = args.choice("--backend", "netns", {"netns", "lxc"});
@@ -101,7 +105,8 @@ int main(int argc, char** argv) {
                      ", e2b_key_sha256: " + service::sha256_hex(key) +
                      ", max_sandboxes: 512, admin: true}\n" +
                      "http:\n  threads: " + std::to_string(threads) + "\nlog_level: error\n" +
-                     "hot_pool:\n  member_cpuunits: " + std::to_string(cpuunits) + "\n";
+                     "hot_pool:\n  member_cpuunits: " + std::to_string(cpuunits) +
+                     "\n  refill_delay_ms: " + std::to_string(refill_delay) + "\n";
   if (lxc) {
     // nodejs and what it needs, on the host's network before the stack (whose internet takes
     // over the test addresses) starts.

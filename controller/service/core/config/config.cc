@@ -375,6 +375,11 @@ void parse_hot_pool(yaml::Map s, ManagerConfig& m) {
   s.integer("refill_parallel", &m.hot_pool_refill_parallel, 1, 16);
   s.integer("member_cpuunits", &m.hot_pool_member_cpuunits, 0, 10000);
   {
+    long long ms = m.hot_pool_refill_delay.count();
+    s.integer("refill_delay_ms", &ms, 0, 60000);
+    m.hot_pool_refill_delay = std::chrono::milliseconds(ms);
+  }
+  {
     long long ms = m.hot_pool_check_interval.count();
     s.integer("check_interval_ms", &ms, 100, 600000);
     m.hot_pool_check_interval = std::chrono::milliseconds(ms);

@@ -146,6 +146,7 @@ std::optional<ManagerCore::HotMember> ManagerCore::take_hot(const CreateOptions&
     auto& h = hot_[i];
     HotMember m = std::move(h.ready.front());
     h.ready.pop_front();
+    h.quiet_until = Clock::now() + cfg_.hot_pool_refill_delay;
     hot_cv_.notify_all();  // refill
     if (m.ssh && !m.ssh->is_connected()) {
       ++h.replaced;
@@ -359,6 +360,8 @@ void ManagerCore::hot_loop() {
       if (d <= 0 || !h.node->online || !h.node->agent_ok || h.node->drained) continue;
       if (h.not_before > now) {
         wake = std::min(wake, h.not_before);
+      } else if (h.quiet_until > now && 2 * static_cast<int>(h.ready.size()) >= h.p.size) {
+        wake = std::min(wake, h.quiet_until);  // just claimed, half full or more: when quiet
       } else if (d > deficit) {
         best = static_cast<int>(i);
         deficit = d;

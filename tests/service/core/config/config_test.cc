@@ -123,7 +123,7 @@ TEST(Config, ShippedDefaultFileIsValidOnceFilledIn) {
 
 TEST(Config, HotPoolProfiles) {
   auto c = parse_config(minimal("hot_pool:\n  refill_parallel: 3\n  member_cpuunits: 10\n"
-                                "  profiles:\n"
+                                "  refill_delay_ms: 250\n  profiles:\n"
                                 "    - {name: small, size: 8}\n"
                                 "    - {name: big, size: 2, cpus: 4, memory_mb: 4096, disk_gb: "
                                 "32, template_vmid: 9001}\n"),
@@ -133,6 +133,12 @@ TEST(Config, HotPoolProfiles) {
   EXPECT_EQ(c->manager.hot_pool_refill_parallel, 3);
   EXPECT_EQ(c->manager.hot_pool_member_cpuunits, 10);
   EXPECT_EQ(parse_config(minimal(), "controller.yaml", &kEnv)->manager.hot_pool_member_cpuunits, 0);
+  EXPECT_EQ(c->manager.hot_pool_refill_delay, std::chrono::milliseconds(250));
+  EXPECT_EQ(parse_config(minimal(), "controller.yaml", &kEnv)->manager.hot_pool_refill_delay,
+            std::chrono::milliseconds(0));
+  EXPECT_EQ(error_of(minimal("hot_pool:\n  refill_delay_ms: 60001\n")),
+            "controller.yaml: hot_pool.refill_delay_ms: must be an integer in [0, 60000], not "
+            "\"60001\"");
   EXPECT_EQ(c->manager.hot_pools[0].name, "small");
   EXPECT_EQ(c->manager.hot_pools[0].size, 8);
   EXPECT_EQ(c->manager.hot_pools[0].cpus, 1);
