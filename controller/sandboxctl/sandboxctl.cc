@@ -133,6 +133,42 @@ void load_file_config(Options& o, std::string path) {
   }
 }
 
+// Each COMMAND and what runs it.
+const std::map<std::string, int (*)(Client&, Args&)>& commands() {
+  static const std::map<std::string, int (*)(Client&, Args&)> table = {
+      {"create", cmd_create},
+      {"list", cmd_list},
+      {"show", cmd_show},
+      {"ports", cmd_ports},
+      {"usage", cmd_usage},
+      {"preview", cmd_preview},
+      {"pause", cmd_pause},
+      {"resume", cmd_resume},
+      {"exec", cmd_exec},
+      {"shell", cmd_shell},
+      {"cp", cmd_cp},
+      {"ls", cmd_ls},
+      {"edit", cmd_edit},
+      {"internet", cmd_internet},
+      {"ttl", cmd_ttl},
+      {"snapshot", cmd_snapshot},
+      {"snapshots", cmd_snapshots},
+      {"rollback", cmd_rollback},
+      {"capture", cmd_capture},
+      {"fork", cmd_fork},
+      {"delete-snapshot", cmd_delete_snapshot},
+      {"destroy", cmd_destroy},
+      {"health", cmd_health},
+      {"pool", cmd_pool},
+      {"nodes", cmd_nodes},
+      {"node", cmd_node},
+      {"template", cmd_template},
+      {"audit", cmd_audit},
+      {"approvals", cmd_approvals},
+      {"volume", cmd_volume}};
+  return table;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,39 +224,8 @@ int main(int argc, char** argv) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     Client client(options);
     std::string cmd = args.next("COMMAND");
-    static const std::map<std::string, int (*)(Client&, Args&)> commands = {
-        {"create", cmd_create},
-        {"list", cmd_list},
-        {"show", cmd_show},
-        {"ports", cmd_ports},
-        {"usage", cmd_usage},
-        {"preview", cmd_preview},
-        {"pause", cmd_pause},
-        {"resume", cmd_resume},
-        {"exec", cmd_exec},
-        {"shell", cmd_shell},
-        {"cp", cmd_cp},
-        {"ls", cmd_ls},
-        {"edit", cmd_edit},
-        {"internet", cmd_internet},
-        {"ttl", cmd_ttl},
-        {"snapshot", cmd_snapshot},
-        {"snapshots", cmd_snapshots},
-        {"rollback", cmd_rollback},
-        {"capture", cmd_capture},
-        {"fork", cmd_fork},
-        {"delete-snapshot", cmd_delete_snapshot},
-        {"destroy", cmd_destroy},
-        {"health", cmd_health},
-        {"pool", cmd_pool},
-        {"nodes", cmd_nodes},
-        {"node", cmd_node},
-        {"template", cmd_template},
-        {"audit", cmd_audit},
-        {"approvals", cmd_approvals},
-        {"volume", cmd_volume}};
-    auto it = commands.find(cmd);
-    if (it == commands.end()) throw UsageError("unknown command " + cmd);
+    auto it = commands().find(cmd);
+    if (it == commands().end()) throw UsageError("unknown command " + cmd);
     std::cout.flush();
     int rc = it->second(client, args);
     std::cout.flush();
