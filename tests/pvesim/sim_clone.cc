@@ -249,6 +249,7 @@ std::string Simulator::Impl::snapshot_rollback(Call& c) {
                         if (!error.empty()) return error;
                         n->running = true;
                         n->started = Clock::now();
+                        n->started_unix = unix_now();
                       }
                       return std::string();
                     });

@@ -178,16 +178,14 @@ Array::Ptr Simulator::Impl::rrddata(const Container& ct, const std::string& time
   static const std::map<std::string, int64_t> kFactor = {
       {"hour", 1}, {"day", 30}, {"week", 180}, {"month", 720}, {"year", 10080}};
   int64_t step = std::max(1, options.rrd_step_seconds) * kFactor.at(timeframe);
-  auto seconds = [](auto d) { return std::chrono::duration_cast<std::chrono::seconds>(d).count(); };
-  int64_t now = seconds(std::chrono::system_clock::now().time_since_epoch());
-  int64_t started = now - seconds(Clock::now() - ct.started);
+  int64_t now = unix_now();
   Object::Ptr status = vmstatus(ct);
   Array::Ptr rows = new Array;
   for (int64_t i = 69; i >= 0; --i) {
     int64_t t = now / step * step - i * step;
     Object::Ptr row = new Object;
     row->set("time", t);
-    if (ct.running && t >= started) {
+    if (ct.running && t >= ct.started_unix) {
       row->set("cpu", status->get("cpu"));
       row->set("maxcpu", status->get("cpus"));
       for (const char* k : {"mem", "maxmem", "disk", "maxdisk", "netin", "netout"})

@@ -184,6 +184,7 @@ std::string Simulator::Impl::start(Call& c) {
     if (!st->skip) {
       n->running = true;
       n->started = Clock::now();
+      n->started_unix = unix_now();
     }
     return std::string();
   };
@@ -237,6 +238,7 @@ std::string Simulator::Impl::stop_like(Call& c) {
         return error;
       }
       n->started = Clock::now();
+      n->started_unix = unix_now();
       return std::string();
     }
     n->running = false;

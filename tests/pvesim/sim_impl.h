@@ -39,6 +39,13 @@ using Poco::JSON::Array;
 using Poco::JSON::Object;
 using Clock = std::chrono::steady_clock;
 
+// Wall-clock unix seconds (RRD rows' times).
+inline int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // An error a handler raises: status, reason phrase, optional per-parameter errors.
 struct ApiFail {
   int status;
@@ -99,6 +106,7 @@ struct Container {
   bool running = false;
   Clock::time_point created{};
   Clock::time_point started{};
+  int64_t started_unix = 0;  // the same start on the wall clock, in seconds (rrddata's rows)
   std::vector<Snapshot> snapshots;
   std::map<std::string, std::string> firewall;
   std::string lease;  // DHCP address when ip=dhcp

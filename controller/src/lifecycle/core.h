@@ -398,7 +398,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     Node* node = nullptr;
     std::deque<HotMember> ready;
     int filling = 0;
-    int disk_gb = 0;                 // the members' disk, once one was made (0: unknown)
+    int disk_gb = 0;  // the members' disk, once one was made (0: unknown)
     Clock::time_point not_before{}, quiet_until{};  // next fill: after a failure; a claim
     milliseconds backoff{500};
     std::uint64_t claims = 0, misses = 0, refill_failures = 0, replaced = 0;

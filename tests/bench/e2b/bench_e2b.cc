@@ -36,8 +36,7 @@ int main(int argc, char** argv) {
       PVS_E2B_BENCH_SCRIPT, {std::to_string(runs), std::to_string(creates)},
       "auth:\n  tokens:\n    - {name: bench, sha256: " + service::sha256_hex("tok-bench") +
           ", e2b_key_sha256: " + service::sha256_hex(key) + ", max_sandboxes: 16}\n" +
-          "http:\n  threads: 64\nlog_level: error\n" +
-          "hot_pool:\n  refill_delay_ms: " + std::to_string(refill_delay) +
-          "\n  profiles:\n    - {name: small, size: 2}\n",
+          "http:\n  threads: 64\nlog_level: error\n" + "hot_pool:\n  refill_delay_ms: " +
+          std::to_string(refill_delay) + "\n  profiles:\n    - {name: small, size: 2}\n",
       {std::string("E2B_API_KEY=") + key, "PVS_TOKEN=tok-bench", "PVS_PROFILE=small"}, {}, where);
 }

@@ -69,14 +69,14 @@ int main(int argc, char** argv) {
       argc, argv,
       "tti_bench [--sequential N] [--staggered N] [--stagger-ms N] [--burst N] "
       "[--burst-rounds N] [--floor N] [--pool N] [--threads N] [--nodes N] "
-      "[--backend netns|lxc] [--member-cpuunits N] [--refill-delay-ms N]\n  time to interactive by ComputeSDK's method "
+      "[--backend netns|lxc] [--member-cpuunits N] [--refill-delay-ms N]\n  time to interactive by "
+      "ComputeSDK's method "
       "through computesdk + "
       "@computesdk/e2b, with the floor (netns stack, a cluster of N nodes, or real containers; "
       "hot pool; root, node)",
       0,
       {"--sequential", "--staggered", "--stagger-ms", "--burst", "--burst-rounds", "--floor",
-       "--pool", "--threads", "--nodes", "--backend", "--member-cpuunits",
-       "--refill-delay-ms"});
+       "--pool", "--threads", "--nodes", "--backend", "--member-cpuunits", "--refill-delay-ms"});
   std::vector<std::string> script_args;
   const std::pair<const char*, int> counts[] = {{"--sequential", 30},  {"--staggered", 30},
                                                 {"--stagger-ms", 200}, {"--burst", 8},
@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
                        {option, std::to_string(args.count(option, fallback, 0, max))});
   }
   int pool = args.count("--pool", 8, 1, 256);
-  int threads = args.count("--threads", 64, 1, 1024);            // http.threads
-  int cpuunits = args.count("--member-cpuunits", 10, 0, 10000);  // the packaged value
+  int threads = args.count("--threads", 64, 1, 1024);                 // http.threads
+  int cpuunits = args.count("--member-cpuunits", 10, 0, 10000);       // the packaged value
   int refill_delay = args.count("--refill-delay-ms", 100, 0, 60000);  // the packaged value
   bench::BenchStack where;
   where.options.nodes = args.count("--nodes", 1, 1, 8);
