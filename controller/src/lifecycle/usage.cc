@@ -56,7 +56,9 @@ Result<std::vector<UsageSample>> SandboxImpl::usage(std::int64_t since, std::int
   if (!live) return fail(live.error());
   if (live->status != "running") return out;  // paused: nothing runs, nothing to sample
   UsageSample s;
-  s.time = now_unix();  // after the history was read: never older than its newest row
+  // Never older than the history's newest row: Proxmox's clock is not ours (another host, or
+  // here std::time's coarse clock a few milliseconds behind the one pvesim reads).
+  s.time = out.empty() ? now_unix() : std::max(now_unix(), out.back().time);
   s.cpu = std::clamp(live->cpu, 0.0, 1.0);
   s.cpus = live->cpus;
   s.mem = live->mem;
