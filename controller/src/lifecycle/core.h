@@ -7,7 +7,7 @@
 //   container.cc  task waits, description writes, destroying a container, waiting for SSH
 //   reconcile.cc  recovery and reconciliation against Proxmox
 //   sandbox.cc    SandboxImpl: exec and files over SSH, internet, snapshots, TTL; pause.cc: pause
-//                 (stop, disk kept) and resume (start, SSH on its own key); usage.cc: usage()
+//                 (stop, disk kept) and resume (start, SSH on its own key)
 //   manager.cc    destroy, lookups, health, stats, the loop, Manager::open; helpers.cc: helpers
 //   pools/replicas.cc template replicas: made, checked, rebuilt; the clone source picked
 //   ../templates/ custom templates on this core: recipe.cc (the recipe: parser, canonical form,
