@@ -102,6 +102,18 @@ std::string url_encode(const std::string& s) {
   return out;
 }
 
+std::string Args::query(const std::string& command, std::initializer_list<std::string_view> names) {
+  std::string q;
+  while (more()) {
+    std::string f = next("option");
+    bool known = false;
+    for (auto n : names) known = known || f == n;
+    if (!known) throw UsageError(command + ": unknown option " + f);
+    q += (q.empty() ? "?" : "&") + f.substr(2) + "=" + url_encode(next(f));
+  }
+  return q;
+}
+
 std::string json_string(const std::string& s) {
   std::ostringstream out;
   Poco::JSON::Stringifier::formatString(s, out);

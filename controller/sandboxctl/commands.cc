@@ -109,12 +109,7 @@ int cmd_create(Client& c, Args& a) {
 }
 
 int cmd_list(Client& c, Args& a) {
-  std::string query;
-  while (a.more()) {
-    std::string f = a.next("flag");
-    if (f != "--label") throw UsageError("list: unknown option " + f);
-    query += (query.empty() ? "?" : "&") + std::string("label=") + url_encode(a.next(f));
-  }
+  std::string query = a.query("list", {"--label"});
   auto r = c.request("GET", "/v1/sandboxes" + query);
   check(r);
   if (c.options().json) {
@@ -192,9 +187,8 @@ int cmd_ports(Client& c, Args& a) {
     auto a2 = o->getArray("addresses");
     for (std::size_t j = 0; a2 && j < a2->size(); ++j)
       addrs += (j ? "," : "") + a2->getElement<std::string>(static_cast<unsigned>(j));
-    std::string base = c.options().url;
-    while (!base.empty() && base.back() == '/') base.pop_back();
-    rows.push_back({std::to_string(o->getValue<int>("port")), addrs, base + str(o, "url")});
+    rows.push_back(
+        {std::to_string(o->getValue<int>("port")), addrs, c.options().url + str(o, "url")});
   }
   print_table(rows);
   return 0;
@@ -203,12 +197,7 @@ int cmd_ports(Client& c, Args& a) {
 // usage ID [--since S] [--until U]: a line per sample, oldest first, the live one marked "now".
 int cmd_usage(Client& c, Args& a) {
   std::string id = a.next("ID");
-  std::string query;
-  while (a.more()) {
-    std::string f = a.next("flag");
-    if (f != "--since" && f != "--until") throw UsageError("usage: unknown option " + f);
-    query += (query.empty() ? "?" : "&") + f.substr(2) + "=" + url_encode(a.next(f));
-  }
+  std::string query = a.query("usage", {"--since", "--until"});
   auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id) + "/usage" + query);
   check(r);
   if (c.options().json) {
@@ -255,9 +244,8 @@ int cmd_preview(Client& c, Args& a) {
     return 0;
   }
   auto o = parse_object(r.body);
-  std::string base = c.options().url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  std::cout << base << str(o, "path") << "\n"
+  // The client keeps the URL without a trailing '/'.
+  std::cout << c.options().url << str(o, "path") << "\n"
             << "(no token needed; anyone with the link reaches port " << port << " until "
             << str(o, "expires_at") << ")\n";
   return 0;
@@ -301,12 +289,7 @@ std::string allowlist_json(Args& a) {
 // internet ID log [--since MS] [--limit N]: the sandbox's egress log, one line per name and
 // window, oldest first.
 int internet_log(Client& c, const std::string& id, Args& a) {
-  std::string query;
-  while (a.more()) {
-    std::string f = a.next("flag");
-    if (f != "--since" && f != "--limit") throw UsageError("internet log: unknown option " + f);
-    query += (query.empty() ? "?" : "&") + f.substr(2) + "=" + url_encode(a.next(f));
-  }
+  std::string query = a.query("internet log", {"--since", "--limit"});
   auto r = c.request("GET", "/v1/sandboxes/" + url_encode(id) + "/egress/log" + query);
   check(r);
   if (c.options().json) {

@@ -77,13 +77,7 @@ int cmd_node(Client& c, Args& a) {
 
 // audit [--limit N] [--action A] [--sandbox ID]: the audit log's tail, oldest first.
 int cmd_audit(Client& c, Args& a) {
-  std::string query;
-  while (a.more()) {
-    std::string f = a.next("option");
-    if (f != "--limit" && f != "--action" && f != "--sandbox")
-      throw UsageError("audit: unknown option " + f);
-    query += (query.empty() ? "?" : "&") + f.substr(2) + "=" + url_encode(a.next(f));
-  }
+  std::string query = a.query("audit", {"--limit", "--action", "--sandbox"});
   auto r = c.request("GET", "/v1/audit" + query);
   check(r);
   if (c.options().json) {

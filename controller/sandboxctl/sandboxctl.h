@@ -80,6 +80,9 @@ struct Args {
   void done() const {
     if (more()) throw UsageError("unexpected argument " + v[i]);
   }
+  // The remaining `--name VALUE` pairs as a query string ("?since=1&until=2", "" when none),
+  // values URL-encoded; a flag not among `names` is a UsageError naming `command`.
+  std::string query(const std::string& command, std::initializer_list<std::string_view> names);
 };
 
 // A sandbox's "internet": "yes", "no", or "allow a.org,b.org ports 80,443 (list L)".
