@@ -45,11 +45,20 @@ inline std::string npm_install_once(const std::string& src, const std::string& d
     return "cannot lock " + dir + "/.install-lock";
   }
   std::string error;
-  fs::copy_file(src + "/" + script, dir + "/" + script, fs::copy_options::overwrite_existing);
+  // Another test may be running these scripts while this one installs them: each is replaced
+  // whole (a copy beside it, renamed over it) and only when it changed, so that no node
+  // process ever imports a half-written module (run63: a SyntaxError for an export of
+  // checks.mjs that the copy had not written yet).
+  auto install = [&](const fs::path& from) {
+    std::string to = dir + "/" + from.filename().string();
+    if (fs::exists(to) && slurp(to) == slurp(from.string())) return;
+    std::string part = to + ".part" + std::to_string(::getpid());
+    fs::copy_file(from, part, fs::copy_options::overwrite_existing);
+    fs::rename(part, to);
+  };
+  install(src + "/" + script);
   for (const auto& e : fs::directory_iterator(src))  // the modules it imports (./checks.mjs)
-    if (e.path().extension() == ".mjs" && e.path().filename() != script)
-      fs::copy_file(e.path(), dir + "/" + e.path().filename().string(),
-                    fs::copy_options::overwrite_existing);
+    if (e.path().extension() == ".mjs" && e.path().filename() != script) install(e.path());
   const std::string lock = src + "/package-lock.json";
   if (slurp(dir + "/installed.lock") != slurp(lock) ||
       !fs::exists(dir + "/node_modules/" + marker + "/package.json")) {
