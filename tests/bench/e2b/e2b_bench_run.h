@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -53,7 +54,10 @@ inline int run_e2b_bench(const std::string& script, const std::vector<std::strin
   std::string config = stack.dir() + "/controller.yaml";
   std::ofstream(config) << test::stack_controller_yaml(stack, port, stack.dir()) << extra_yaml;
   std::string why;
-  pid_t pid = test::start_controller(PVS_CONTROLLER_BIN, config, stack.dir(), port, &why);
+  // PVS_CONTROLLER_BIN in the environment runs another build's controller (before/after runs).
+  const char* bin = std::getenv("PVS_CONTROLLER_BIN");
+  pid_t pid = test::start_controller(bin && *bin ? bin : PVS_CONTROLLER_BIN, config, stack.dir(),
+                                     port, &why);
   if (pid <= 0) {
     std::fprintf(stderr, "%s\n", why.c_str());
     return 1;
