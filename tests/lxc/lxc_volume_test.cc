@@ -163,12 +163,25 @@ TEST_F(LxcVolumeTest, AHoldersVolumeOutlivesTheContainersThatMountIt) {
   EXPECT_NE(run("PUT", "/lxc/300/resize", "disk=mp0&size=%2B100M").find("is in use"),
             std::string::npos);
   ASSERT_EQ(run("POST", "/lxc/101/status/stop"), "OK");
+  // A mount of the image that outlives its CT (made here on the node) keeps its loop device,
+  // which `mount -o loop` would reuse at the old size (read-only, even, after ro=1): the resize
+  // and the next CT's start are refused instead, and go through once it is gone.
+  ASSERT_EQ(sh("mkdir -p " + dir_ + "/linger && mount -o loop,ro " + image + " " + dir_ + "/linger",
+               &out),
+            0)
+      << out;
+  EXPECT_NE(run("PUT", "/lxc/300/resize", "disk=mp0&size=%2B100M").find("is still attached"),
+            std::string::npos);
+  EXPECT_NE(run("POST", "/lxc/102/status/start").find("is still attached"), std::string::npos);
+  ASSERT_EQ(sh("umount " + dir_ + "/linger", &out), 0) << out;
   ASSERT_EQ(run("PUT", "/lxc/300/resize", "disk=mp0&size=%2B100M"), "OK");
   EXPECT_EQ(config(300, "mp0"), "local-lvm:vm-300-disk-1,mp=/volume,backup=1,size=202M");
   ASSERT_EQ(run("POST", "/lxc/102/status/start"), "OK");
-  std::string df = in_ct(102, "df -m --output=size /mnt/data | tail -n1 && cat /mnt/data/u/f");
+  std::string df = in_ct(102,
+                         "df -m --output=size /mnt/data | tail -n1 && cat /mnt/data/u/f && "
+                         "touch /mnt/data/rw && echo writable");
   EXPECT_GT(std::atoi(df.c_str()), 150) << df;
-  EXPECT_NE(df.find("user"), std::string::npos) << df;
+  EXPECT_NE(df.find("user\nwritable"), std::string::npos) << df;
   ASSERT_EQ(run("POST", "/lxc/102/status/stop"), "OK");
 
   // Destroying the holder frees the volume.

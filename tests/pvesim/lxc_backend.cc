@@ -512,6 +512,14 @@ class LxcBackend : public Backend {
         }
       }
       const std::string& path = mp.options.at("mp");
+      // `mount -o loop` reuses a loop device still attached to the image (even a read-only
+      // one, mounting read-only then): none may be left from an earlier mount.
+      error = lxc::release_loops(image, std::chrono::seconds(1));
+      if (!error.empty()) {  // not this CT's mount: unmount_volumes must not wait for it again
+        std::scoped_lock state(mutex_);
+        mounted_.erase(mp.volume);
+        break;
+      }
       error = lxc::make_dir_inside(c.disk.rootfs(), path);
       std::string out;
       if (error.empty() && run_command({"mount", "-o", mp.read_only() ? "loop,ro" : "loop", image,
@@ -524,9 +532,21 @@ class LxcBackend : public Backend {
     return error;
   }
   // What mount_volumes mounted (everything under the root file system on the node).
+  // A volume counts as unmounted once its loop device is gone too: a resize or the next CT's
+  // mount would otherwise meet the old device (a CT that mounted the volume after a resize saw
+  // its old size: an lxc_volume_test run under the sanitizers' load).
   void unmount_volumes(Ct& c) {
     for (const auto& p : lxc::mounts_under(c.disk.rootfs()))
       if (run_command({"umount", p}) != 0) run_command({"umount", "-l", p});
+    std::vector<std::string> volumes;
+    {
+      std::scoped_lock state(mutex_);
+      for (const auto& [volid, vmid] : mounted_)
+        if (vmid == c.vmid) volumes.push_back(volid);
+    }
+    for (const auto& volid : volumes)
+      if (auto e = lxc::release_loops(image_of(volid), std::chrono::seconds(5)); !e.empty())
+        pvs::log::warn("CT " + std::to_string(c.vmid) + ": " + e);
     std::scoped_lock state(mutex_);
     for (auto it = mounted_.begin(); it != mounted_.end();)
       it = it->second == c.vmid ? mounted_.erase(it) : std::next(it);

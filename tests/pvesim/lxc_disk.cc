@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "backend.h"
 
@@ -291,7 +293,29 @@ std::string make_volume(const std::string& image, std::uint64_t bytes) {
   return err;
 }
 
+std::string release_loops(const std::string& image, std::chrono::milliseconds wait) {
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    std::string out;
+    if (run_command(
+            {"losetup", "--list", "--noheadings", "--output", "NAME", "--associated", image},
+            &out) != 0)
+      return "losetup --associated " + image + ": " + out;
+    std::istringstream lines(out);
+    std::vector<std::string> devices;
+    for (std::string dev; std::getline(lines, dev);)
+      if (!dev.empty()) devices.push_back(dev);
+    if (devices.empty()) return "";
+    if (std::chrono::steady_clock::now() >= deadline)
+      return "volume image " + image + " is still attached to " + devices.front() +
+             " (a mount of it lingers)";
+    for (const auto& dev : devices) run_command({"losetup", "--detach", dev});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 std::string grow_volume(const std::string& image, std::uint64_t bytes) {
+  if (auto e = release_loops(image, std::chrono::seconds(1)); !e.empty()) return e;
   if (auto e = run({"truncate", "-s", std::to_string(bytes), image}); !e.empty()) return e;
   std::string out;
   // e2fsck: 0 clean, 1 errors corrected.

@@ -12,6 +12,7 @@
 // Owners in the trees are shifted by kShift (the containers' idmap). Not thread-safe per Disk.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -69,6 +70,11 @@ std::string make_dir_inside(const std::string& root, const std::string& path);
 // (-E root_owner=kShift:kShift, with a journal; not -O mmp, whose mount waits about 11 s: the
 // backend refuses a second mount itself). Returns "" or an error.
 std::string make_volume(const std::string& image, std::uint64_t bytes);
+// Waits (up to `wait`) until no loop device is attached to `image`, detaching what is left: the
+// kernel drops the loop device of a `mount -o loop` only once the last reference to its file
+// system is gone, and a new mount of the image meanwhile reuses that device at its old size.
+// Returns "" or an error naming the device.
+std::string release_loops(const std::string& image, std::chrono::milliseconds wait);
 // Grows an unmounted volume image and its ext4 (e2fsck -f -y, resize2fs), as pct resize does
 // for a stopped CT's raw volume.
 std::string grow_volume(const std::string& image, std::uint64_t bytes);
