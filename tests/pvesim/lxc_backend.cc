@@ -545,7 +545,7 @@ class LxcBackend : public Backend {
         if (vmid == c.vmid) volumes.push_back(volid);
     }
     for (const auto& volid : volumes)
-      if (auto e = lxc::release_loops(image_of(volid), std::chrono::seconds(5)); !e.empty())
+      if (auto e = lxc::release_loops(image_of(volid), std::chrono::seconds(10)); !e.empty())
         pvs::log::warn("CT " + std::to_string(c.vmid) + ": " + e);
     std::scoped_lock state(mutex_);
     for (auto it = mounted_.begin(); it != mounted_.end();)

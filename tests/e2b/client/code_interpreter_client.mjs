@@ -67,7 +67,8 @@ try {
     (e) => e.name === 'TimeoutError');
   t0 = performance.now();
   const after = await sbx.runCode('1 + 1');
-  check('the kernel is free after the interrupt', after.text === '2' && ms(t0) < 20000, `${ms(t0)} ms`);
+  check('the kernel is free after the interrupt', after.text === '2' && ms(t0) < 20000,
+    `${ms(t0)} ms: ${JSON.stringify({ text: after.text, error: after.error, logs: after.logs })}`);
 
   const runs = [];
   for (let i = 0; i < 15; i++) {
