@@ -4,6 +4,7 @@
 // ro=1 is read-only, the size is the limit, one running CT mounts a volume at a time, resize
 // grows it, destroy frees it only with its owner.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,10 +129,23 @@ TEST_F(LxcVolumeTest, AHoldersVolumeOutlivesTheContainersThatMountIt) {
                   "/mnt/data/u && setpriv --reuid=1000 --regid=1000 --clear-groups "
                   "sh -c \"echo user > /mnt/data/u/f\" && stat -c %u:%U /mnt/data/r"),
             "0:root\n");
+  // A mount namespace made meanwhile (as `ip netns exec` makes one for each program it runs,
+  // an LXC monitor among them) holds a copy of the volume's mount; the CT's stop must still
+  // free the volume while that process lives.
+  std::string holder;
+  ASSERT_EQ(sh("unshare --mount --propagation slave sleep 300 </dev/null >/dev/null 2>&1 & "
+               "echo $!",
+               &holder),
+            0)
+      << holder;
   std::string full = in_ct(100, "dd if=/dev/zero of=/mnt/data/big bs=1M count=200");
   EXPECT_NE(full.find("No space left on device"), std::string::npos) << full;
   EXPECT_EQ(in_ct(100, "rm /mnt/data/big"), "");
   ASSERT_EQ(run("POST", "/lxc/100/status/stop"), "OK");
+  std::string loops;
+  EXPECT_EQ(sh("losetup -j " + image, &loops), 0);
+  EXPECT_EQ(loops, "") << "the copy in the other namespace kept the volume";
+  ::kill(std::atoi(holder.c_str()), SIGKILL);
   ASSERT_EQ(run("DELETE", "/lxc/100"), "OK");
   EXPECT_EQ(log_, (std::vector<std::string>{
                       "ignore deletion of 'local-lvm:vm-300-disk-1', CT 100 isn't the owner!",

@@ -122,6 +122,12 @@ std::string mount_disk(Disk& d, std::uint64_t bytes) {
                    "lowerdir=" + lower + ",upperdir=" + d.top() + ",workdir=" + disk + "/work",
                    d.rootfs()});
     }
+    // Shared: what is mounted under the root file system (the volumes) and unmounted again
+    // reaches the copies every mount namespace made meanwhile holds (`ip netns exec`'s, an LXC
+    // monitor's among them, as slaves). On a node whose root is private such a copy kept a
+    // volume's file system, and its loop device, for as long as that process lived. LXC makes
+    // the container's own copy a slave, so nothing mounted inside comes back.
+    if (err.empty()) err = run({"mount", "--make-shared", d.rootfs()});
     if (!err.empty()) {
       unmount_disk(d);
       return err;
