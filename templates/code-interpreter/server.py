@@ -53,6 +53,13 @@ MIME_FIELDS = {
 }
 # Run once at a kernel's start, before the server says it is ready: the first plot of a session
 # does not pay for matplotlib's import, nor its first cell for the first formatting of a result.
+# What a cell the kernel aborted (its reply status "aborted") returns instead of outputs.
+ABORTED = {
+    "type": "error",
+    "name": "CellAborted",
+    "value": "the kernel aborted the cell before it ran",
+    "traceback": "",
+}
 WARM_UP = "import matplotlib\nimport matplotlib.pyplot\nget_ipython().display_formatter.format(0)\n"
 
 
@@ -107,7 +114,12 @@ class Context:
     ) -> None:
         """Runs `code`, passing each output to `emit` as E2B's messages; interrupts the cell
         when `gone()` says the client left, and raises ClientGone once the kernel is idle."""
-        msg_id = self.client.execute(code, silent=silent, store_history=history, allow_stdin=False)
+        # stop_on_error=False: each request is a cell of its own (the lock orders them), so one
+        # cell's error must not make the kernel abort the next one (ipykernel aborts what reaches
+        # it before it ends the error's abort window, a race a loaded machine loses).
+        msg_id = self.client.execute(
+            code, silent=silent, store_history=history, allow_stdin=False, stop_on_error=False
+        )
         interrupted = False
         while True:
             try:
@@ -134,6 +146,9 @@ class Context:
             reply = self.client.get_shell_msg(timeout=30)
         if interrupted:
             raise ClientGone()
+        if reply["content"].get("status") == "aborted":  # never ran: say so, not an empty result
+            emit(ABORTED)
+            return
         count = reply["content"].get("execution_count")
         if count is not None:
             emit({"type": "number_of_executions", "execution_count": count})

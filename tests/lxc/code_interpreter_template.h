@@ -37,21 +37,35 @@ struct CodeInterpreterBuild {
   std::string apt_repo_script;  // tests/lxc/apt-repo.sh
   std::string debs;             // the fixture lxc_debs' packages
   int pool_size;                // the recipe's pool_size, replaced
+  std::string kernel_config;    // "": none; else /etc/ipython/ipython_kernel_config.py's text
   std::string reply;            // out: the build's reply (its log)
   double seconds = 0;           // out: the build's time
 };
 
-// The shipped recipe as a client sends it: its src file inline, on the mirror template,
-// `pool_size` pool members. "" when the recipe no longer has a line this replaces.
-inline std::string code_interpreter_recipe(const std::string& dir, int pool_size) {
-  std::string recipe = slurp(dir + "/recipe.yaml");
-  std::ostringstream server;
-  Poco::Base64Encoder enc(server);
+inline std::string base64(const std::string& text) {
+  std::ostringstream out;
+  Poco::Base64Encoder enc(out);
   enc.rdbuf()->setLineLength(0);
-  enc << slurp(dir + "/server.py");
+  enc << text;
   enc.close();
+  return out.str();
+}
+
+// The shipped recipe as a client sends it: its src file inline, on the mirror template,
+// `pool_size` pool members, and the Jupyter kernels' system-wide configuration `kernel_config`
+// when given. "" when the recipe no longer has a line this replaces.
+inline std::string code_interpreter_recipe(const std::string& dir, int pool_size,
+                                           const std::string& kernel_config = "") {
+  std::string recipe = slurp(dir + "/recipe.yaml");
+  std::string files = "files:\n";
+  if (!kernel_config.empty()) {
+    files += "  - path: /etc/ipython/ipython_kernel_config.py\n    content_base64: \"" +
+             base64(kernel_config) + "\"\n";
+  }
   const std::pair<std::string, std::string> edits[] = {
-      {"    src: server.py\n", "    content_base64: \"" + server.str() + "\"\n"},
+      {"    src: server.py\n",
+       "    content_base64: \"" + base64(slurp(dir + "/server.py")) + "\"\n"},
+      {"files:\n", files},
       {"name: code-interpreter-v1\n", "name: code-interpreter-v1\nbase: mirror\n"},
       {"pool_size: 2\n", "pool_size: " + std::to_string(pool_size) + "\n"}};
   for (const auto& [from, to] : edits) {
@@ -104,7 +118,7 @@ inline std::string build_on_mirror(Stack& stack, std::uint16_t port, const std::
 // (`token`: an admin's), and waits up to 3 minutes for the pool to be full. "" or what failed.
 inline std::string build_code_interpreter(Stack& stack, std::uint16_t port,
                                           const std::string& token, CodeInterpreterBuild& b) {
-  std::string recipe = code_interpreter_recipe(b.recipe_dir, b.pool_size);
+  std::string recipe = code_interpreter_recipe(b.recipe_dir, b.pool_size, b.kernel_config);
   if (recipe.empty()) return b.recipe_dir + "/recipe.yaml: not the recipe this expects";
   return build_on_mirror(stack, port, token, b.apt_repo_script, b.debs, recipe,
                          kCodeInterpreterTemplate, b.pool_size, &b.reply, &b.seconds);

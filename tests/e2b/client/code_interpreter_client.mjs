@@ -37,6 +37,9 @@ try {
     failed.error.value === 'division by zero' &&
     failed.error.traceback.replace(/\x1b\[[0-9;]*m/g, '').includes('----> 1 1/0'),
   JSON.stringify(failed.error));
+  const next = await sbx.runCode('x + 2');
+  check('an error does not abort the next cell', next.text === '43' && !next.error,
+    JSON.stringify({ text: next.text, error: next.error }));
 
   const plot = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()');
   const png = plot.results.find((r) => r.png);
