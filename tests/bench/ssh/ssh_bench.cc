@@ -265,6 +265,26 @@ struct SideCpu {
   void add(double c, double s) { client.push_back(c), server.push_back(s); }
 };
 
+// CPU ms per MiB moved, each side.
+struct CpuPerMib {
+  double client, server;
+  double both() const { return client + server; }
+};
+
+// A transfer's rate at a given share of the machine is that share over its CPU per MiB (both
+// sides). At the share OpenSSH's `sftp` got (`theirs` at `their_rate` MiB/s), what does
+// SshSession's CPU per MiB (`ours`) allow, as a ratio to sftp's rate, and what would its client
+// have to cost for `target`x? Printed for one direction.
+void print_cpu_share(const char* direction, double their_rate, CpuPerMib ours, CpuPerMib theirs,
+                     double target) {
+  std::printf(
+      "  %s: sftp kept %.2f cores busy; at that share SshSession's CPU per MiB allows %.2fx "
+      "sftp's rate; %.1fx needs its client at <= %.2f ms per MiB (it spends %.2f, sftp's "
+      "client %.2f)\n",
+      direction, theirs.both() * their_rate / 1000.0, theirs.both() / ours.both(), target,
+      theirs.both() / target - ours.server, ours.client, theirs.client);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -621,6 +641,11 @@ int main(int argc, char** argv) {
           per_mib(cpu_down_ours.server), per_mib(cpu_up_theirs.client),
           per_mib(cpu_up_theirs.server), per_mib(cpu_down_theirs.client),
           per_mib(cpu_down_theirs.server));
+      auto sides = [&](const SideCpu& c) {
+        return CpuPerMib{per_mib(c.client), per_mib(c.server)};
+      };
+      print_cpu_share("upload", tu, sides(cpu_up_ours), sides(cpu_up_theirs), sftp_target);
+      print_cpu_share("download", td, sides(cpu_down_ours), sides(cpu_down_theirs), sftp_target);
       const double eu = mibs(median(up_exec));
       std::printf(
           "  upload as one exec channel's stdin (cat, then mv): %.1f MiB/s = %.2fx SshSession's "
