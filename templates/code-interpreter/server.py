@@ -96,6 +96,26 @@ class Context:
             self.shutdown()
             self._start()
 
+    def died(self, when: str = "while the cell ran") -> dict[str, Any] | None:
+        """None while the kernel runs; once its process has ended, a new kernel takes its place
+        (as Jupyter's own restarter does) and this is the error that tells the cell's client."""
+        if self.manager.is_alive():
+            return None
+        process = getattr(self.manager.provisioner, "process", None)
+        status = getattr(process, "returncode", None)
+        how = "ended"
+        if status is not None:
+            how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        self.shutdown()
+        self._start()
+        return {
+            "type": "error",
+            "name": "DeadKernelError",
+            "value": f"the kernel {how} {when}; a new kernel has started "
+            "(the context's variables and imports are gone)",
+            "traceback": "",
+        }
+
     def shutdown(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
@@ -113,7 +133,8 @@ class Context:
         history: bool = True,
     ) -> None:
         """Runs `code`, passing each output to `emit` as E2B's messages; interrupts the cell
-        when `gone()` says the client left, and raises ClientGone once the kernel is idle."""
+        when `gone()` says the client left, and raises ClientGone once the kernel is idle.
+        A kernel that dies meanwhile is replaced; its error is the cell's last output."""
         # stop_on_error=False: each request is a cell of its own (the lock orders them), so one
         # cell's error must not make the kernel abort the next one (ipykernel aborts what reaches
         # it before it ends the error's abort window, a race a loaded machine loses).
@@ -125,6 +146,12 @@ class Context:
             try:
                 msg = self.client.get_iopub_msg(timeout=0.5)
             except queue.Empty:
+                dead = self.died()
+                if dead is not None:
+                    if interrupted:
+                        raise ClientGone() from None
+                    emit(dead)
+                    return
                 if not interrupted and gone():
                     self.manager.interrupt_kernel()
                     interrupted = True
@@ -372,18 +399,28 @@ class Handler(BaseHTTPRequestHandler):
 
         with context.lock:
             try:
-                if env:
-                    before, after = env_prologue(env)
-                    context.quietly(before)
-                try:
-                    context.run(code, emit, self._gone)
-                finally:
-                    if env:
-                        context.quietly(after)
+                dead = context.died("since the last cell, and this one did not run")
+                if dead is not None:
+                    emit(dead)
+                else:
+                    self._run(context, code, env, emit)
                 emit({"type": "end_of_execution"})
                 self.wfile.write(b"0\r\n\r\n")
             except (ClientGone, OSError):
                 self.close_connection = True
+
+    def _run(
+        self, context: Context, code: str, env: dict[str, str], emit: Callable[[dict], None]
+    ) -> None:
+        """Runs `code` in `context` with `env` set for this cell only."""
+        if env:
+            before, after = env_prologue(env)
+            context.quietly(before)
+        try:
+            context.run(code, emit, self._gone)
+        finally:
+            if env:
+                context.quietly(after)
 
 
 def main() -> None:

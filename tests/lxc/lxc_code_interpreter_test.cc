@@ -75,6 +75,7 @@ TEST_F(LxcCodeInterpreterTest, TheSdkRunsCodeInASandboxOfTheShippedTemplate) {
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << report;
   EXPECT_NE(r.out.find("ok the kernel is free after the interrupt"), std::string::npos) << report;
   EXPECT_NE(r.out.find("ok an error does not abort the next cell"), std::string::npos) << report;
+  EXPECT_NE(r.out.find("ok and its context runs cells again"), std::string::npos) << report;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("[ figure ]", 0) == 0) std::printf("%s\n", line.c_str());

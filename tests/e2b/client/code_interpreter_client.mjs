@@ -2,8 +2,9 @@
 // pinned by package-lock.json) creates a sandbox of its default template, code-interpreter-v1
 // (templates/code-interpreter, built by tests/lxc/lxc_code_interpreter_test.cc), and drives
 // its Jupyter kernels through the controller's port proxy: results, streams, errors, a plot,
-// a DataFrame, per-run environment variables, contexts, and a cell interrupted by the client's
-// timeout. Prints "ok <check>" or "FAIL <check>: <why>" (checks.mjs) and "[ figure ]" lines.
+// a DataFrame, per-run environment variables, contexts, a kernel that dies, and a cell
+// interrupted by the client's timeout. Prints "ok <check>" or "FAIL <check>: <why>" (checks.mjs)
+// and "[ figure ]" lines.
 //
 //   E2B_API_URL=.../e2b E2B_SANDBOX_URL=.../e2b/envd E2B_API_KEY=... node code_interpreter_client.mjs
 import { Sandbox } from '@e2b/code-interpreter';
@@ -63,6 +64,19 @@ try {
   check('a restart forgets', (await sbx.runCode('y', { context: ctx })).error?.name === 'NameError');
   await sbx.removeCodeContext(ctx);
   check('a removed context is gone', !(await sbx.listCodeContexts()).some((c) => c.id === ctx.id));
+
+  // A kernel that dies (os._exit, a crash, the OOM killer) is replaced, and the cell says so.
+  const doomed = await sbx.createCodeContext();
+  const died = await sbx.runCode('import os\nos._exit(3)', { context: doomed });
+  check('a cell that ends its kernel is a DeadKernelError', died.error?.name === 'DeadKernelError' &&
+    died.error.value.includes('exited with status 3'), JSON.stringify(died.error));
+  check('the next cell runs on a new kernel', (await sbx.runCode('1 + 1', { context: doomed })).text === '2');
+  const pid = (await sbx.runCode('import os\nos.getpid()', { context: doomed })).text;
+  await sbx.commands.run(`kill -9 ${pid}`);
+  const killed = await sbx.runCode('1 + 1', { context: doomed });
+  check('a kernel killed between cells is a DeadKernelError', killed.error?.name === 'DeadKernelError' &&
+    killed.error.value.includes('killed by signal 9'), JSON.stringify(killed.error));
+  check('and its context runs cells again', (await sbx.runCode('2 + 2', { context: doomed })).text === '4');
 
   // The client's timeout ends the request; the cell is interrupted, the kernel is free again.
   await expectError('a cell past its timeout is a TimeoutError',
