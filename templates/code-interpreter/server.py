@@ -20,6 +20,7 @@ through SSH (docs/e2b.md). Python 3 standard library and jupyter_client only.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -60,6 +61,13 @@ ABORTED = {
     "value": "the kernel aborted the cell before it ran",
     "traceback": "",
 }
+# What a cell of a context removed meanwhile returns.
+REMOVED = {
+    "type": "error",
+    "name": "ContextRemoved",
+    "value": "the context was removed; its kernel has stopped",
+    "traceback": "",
+}
 WARM_UP = "import matplotlib\nimport matplotlib.pyplot\nget_ipython().display_formatter.format(0)\n"
 
 
@@ -75,6 +83,7 @@ class Context:
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
+        self.removed = False  # set before the kernel stops for good
         self._start()
 
     def _start(self) -> None:
@@ -96,9 +105,12 @@ class Context:
             self.shutdown()
             self._start()
 
-    def died(self, when: str = "while the cell ran") -> dict[str, Any] | None:
-        """None while the kernel runs; once its process has ended, a new kernel takes its place
-        (as Jupyter's own restarter does) and this is the error that tells the cell's client."""
+    def ended(self, when: str) -> dict[str, Any] | None:
+        """None while the kernel runs; else the error that tells a cell's client: the context
+        was removed, or its kernel's process ended (`when`), and a new kernel took its place (as
+        Jupyter's own restarter does)."""
+        if self.removed:
+            return REMOVED
         if self.manager.is_alive():
             return None
         process = getattr(self.manager.provisioner, "process", None)
@@ -134,7 +146,8 @@ class Context:
     ) -> None:
         """Runs `code`, passing each output to `emit` as E2B's messages; interrupts the cell
         when `gone()` says the client left, and raises ClientGone once the kernel is idle.
-        A kernel that dies meanwhile is replaced; its error is the cell's last output."""
+        A kernel that dies meanwhile is replaced; that (or the context's removal) is then the
+        cell's error and last output."""
         # stop_on_error=False: each request is a cell of its own (the lock orders them), so one
         # cell's error must not make the kernel abort the next one (ipykernel aborts what reaches
         # it before it ends the error's abort window, a race a loaded machine loses).
@@ -145,12 +158,15 @@ class Context:
         while True:
             try:
                 msg = self.client.get_iopub_msg(timeout=0.5)
-            except queue.Empty:
-                dead = self.died()
-                if dead is not None:
+            # queue.Empty; once removed, what its stopped channels raise (CancelledError here)
+            except (Exception, asyncio.CancelledError) as e:
+                if not isinstance(e, queue.Empty) and not self.removed:
+                    raise
+                ended = self.ended("while the cell ran")
+                if ended is not None:
                     if interrupted:
                         raise ClientGone() from None
-                    emit(dead)
+                    emit(ended)
                     return
                 if not interrupted and gone():
                     self.manager.interrupt_kernel()
@@ -253,6 +269,7 @@ class Contexts:
             context = self._all.pop(context_id, None)
         if context is None:
             return False
+        context.removed = True  # a cell running in it ends with REMOVED, not a broken stream
         context.shutdown()
         return True
 
@@ -399,9 +416,9 @@ class Handler(BaseHTTPRequestHandler):
 
         with context.lock:
             try:
-                dead = context.died("since the last cell, and this one did not run")
-                if dead is not None:
-                    emit(dead)
+                ended = context.ended("since the last cell, and this one did not run")
+                if ended is not None:
+                    emit(ended)
                 else:
                     self._run(context, code, env, emit)
                 emit({"type": "end_of_execution"})

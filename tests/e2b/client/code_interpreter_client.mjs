@@ -67,7 +67,9 @@ try {
 
   // A kernel that dies (os._exit, a crash, the OOM killer) is replaced, and the cell says so.
   const doomed = await sbx.createCodeContext();
+  t0 = performance.now();
   const died = await sbx.runCode('import os\nos._exit(3)', { context: doomed });
+  console.log(`[ figure ] a cell that ends its kernel: ${ms(t0).toFixed(0)} ms (the new kernel's start)`);
   check('a cell that ends its kernel is a DeadKernelError', died.error?.name === 'DeadKernelError' &&
     died.error.value.includes('exited with status 3'), JSON.stringify(died.error));
   check('the next cell runs on a new kernel', (await sbx.runCode('1 + 1', { context: doomed })).text === '2');
@@ -77,6 +79,16 @@ try {
   check('a kernel killed between cells is a DeadKernelError', killed.error?.name === 'DeadKernelError' &&
     killed.error.value.includes('killed by signal 9'), JSON.stringify(killed.error));
   check('and its context runs cells again', (await sbx.runCode('2 + 2', { context: doomed })).text === '4');
+  // Removed while a cell runs (once the cell has printed): the cell ends with the reason.
+  let started;
+  const begun = new Promise((resolve) => { started = resolve; });
+  const running = sbx.runCode('print("started", flush=True)\nimport time\ntime.sleep(60)',
+    { context: doomed, onStdout: () => started() });
+  await begun;
+  await sbx.removeCodeContext(doomed);
+  const removed = await running;
+  check('a cell of a context removed meanwhile ends with ContextRemoved',
+    removed.error?.name === 'ContextRemoved', JSON.stringify(removed.error));
 
   // The client's timeout ends the request; the cell is interrupted, the kernel is free again.
   await expectError('a cell past its timeout is a TimeoutError',
