@@ -83,7 +83,9 @@ class Context:
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
-        self.removed = False  # set before the kernel stops for good
+        # Held to replace a dead kernel (its warm-up runs cells, so re-entered) or to end it.
+        self._life = threading.RLock()
+        self.removed = False
         self._start()
 
     def _start(self) -> None:
@@ -109,17 +111,20 @@ class Context:
         """None while the kernel runs; else the error that tells a cell's client: the context
         was removed, or its kernel's process ended (`when`), and a new kernel took its place (as
         Jupyter's own restarter does)."""
-        if self.removed:
-            return REMOVED
-        if self.manager.is_alive():
-            return None
-        process = getattr(self.manager.provisioner, "process", None)
-        status = getattr(process, "returncode", None)
-        how = "ended"
-        if status is not None:
-            how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
-        self.shutdown()
-        self._start()
+        with self._life:
+            if self.removed:
+                return REMOVED
+            if self.manager.is_alive():
+                return None
+            process = getattr(self.manager.provisioner, "process", None)
+            status = getattr(process, "returncode", None)
+            how = "ended"
+            if status is not None and status < 0:
+                how = f"was killed by signal {-status}"
+            elif status is not None:
+                how = f"exited with status {status}"
+            self.shutdown()
+            self._start()
         return {
             "type": "error",
             "name": "DeadKernelError",
@@ -131,6 +136,12 @@ class Context:
     def shutdown(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
+
+    def remove(self) -> None:
+        """Stops the kernel for good; a cell running in it ends with REMOVED."""
+        with self._life:
+            self.removed = True
+            self.shutdown()
 
     def quietly(self, code: str) -> None:
         """Runs the server's own `code`: no output, no execution count, no history."""
@@ -269,8 +280,7 @@ class Contexts:
             context = self._all.pop(context_id, None)
         if context is None:
             return False
-        context.removed = True  # a cell running in it ends with REMOVED, not a broken stream
-        context.shutdown()
+        context.remove()
         return True
 
     def list(self) -> list[dict[str, str]]:
