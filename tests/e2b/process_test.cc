@@ -241,9 +241,10 @@ TEST_F(ProcessTest, StdinThroughTheFifoThenEof) {
   auto c = collect(*q);
   EXPECT_EQ(c.stdout_text, "ping\npong\ndone\n");
   EXPECT_EQ(c.exit_code, 0);
-  auto left = sandbox_->exec("ls /tmp/.pvs-e2b-stdin-" + std::to_string(c.pid) + " 2>&1", {});
+  const std::string fifo = stdin_fifo(c.pid);
+  auto left = sandbox_->exec("ls " + fifo + " " + fifo + ".close 2>/dev/null", {});
   ASSERT_TRUE(left);
-  EXPECT_NE(left->exit_code, 0) << "the FIFO is removed at the end";
+  EXPECT_EQ(left->out, "") << "the FIFOs are removed at the end";
 }
 
 TEST_F(ProcessTest, InputWithoutStdinIsRefused) {
@@ -433,7 +434,8 @@ TEST(ProcessScript, Shapes) {
       << plain;
   std::string with_stdin = process_script(c, true);
   EXPECT_NE(with_stdin.find("mkfifo -m 600"), std::string::npos);
-  EXPECT_NE(with_stdin.find("trap 'exec 3>&-' USR1"), std::string::npos);
+  EXPECT_NE(with_stdin.find("(read -r _ <&4)"), std::string::npos) << with_stdin;
+  EXPECT_EQ(with_stdin.find("trap"), std::string::npos) << "the waiting shell takes no signal";
   EXPECT_EQ(stdin_fifo(42), "/tmp/.pvs-e2b-stdin-42");
   std::string login = process_script(c, false, login_key({{"A", "1"}}));
   EXPECT_NE(login.find("-c '. \"$PVS_E2B_LOGIN\""), std::string::npos) << login;
@@ -445,8 +447,9 @@ TEST(ProcessScript, Shapes) {
 
 // The earliest a close can come is as soon as the controller has the pid: while the shell is
 // still writing the marker. Its stderr here is a full pipe, so it blocks in that write; the
-// input and the close (USR1) are sent then, and the pipe drained after. The command must still
-// read the input, then EOF.
+// input and the close (a line on the close FIFO, as CloseStdin writes it) are sent then, and
+// the pipe drained after. The command must still read the input, then EOF, and its exit
+// status is the command's own.
 std::string cat_closed_at_the_marker(const std::string& shell) {
   int err[2], out[2];
   if (::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return "pipe failed";
@@ -487,8 +490,9 @@ std::string cat_closed_at_the_marker(const std::string& shell) {
     ::waitpid(pid, nullptr, 0);
     return "the shell did not block in writing its marker";
   }
-  std::ofstream(stdin_fifo(static_cast<std::uint32_t>(pid))) << "ping\n";
-  ::kill(pid, SIGUSR1);
+  const std::string fifo = stdin_fifo(static_cast<std::uint32_t>(pid));
+  std::ofstream(fifo) << "ping\n";
+  std::ofstream(fifo + ".close") << "\n";
   std::string marker = "\036e2b:" + std::to_string(pid) + "\036", seen;
   char buf[4096];
   ssize_t n;
@@ -499,9 +503,11 @@ std::string cat_closed_at_the_marker(const std::string& shell) {
     std::this_thread::sleep_for(1ms);
   ::kill(-pid, SIGKILL);  // what is left, when the command hung
   ::waitpid(pid, &status, 0);
-  std::filesystem::remove(stdin_fifo(static_cast<std::uint32_t>(pid)));  // a killed one's
+  std::filesystem::remove(fifo);  // a killed one's
+  std::filesystem::remove(fifo + ".close");
   std::string got;
   while ((n = ::read(out[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<std::size_t>(n));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) got += "(not exit 0)";
   return got;
 }
 

@@ -106,18 +106,21 @@ std::string process_script(const ProcessConfig& config, bool stdin_open,
   const std::string launch =
       from_snapshot ? login_launch(config, login_key) : "exec " + shell_line(config) + "\n";
   if (!stdin_open) return marker + launch;
-  // The marker (the pid the controller writes input to and signals) comes only once the command
-  // is forked: the command holds the FIFO from its fork on (fd 3 until it has opened it to read),
-  // so a close (USR1) as early as the marker allows cannot leave the FIFO with no one holding
-  // it, which would drop the input written so far and leave the command blocked in its open.
+  // The FIFO's writer end is held by a holder of its own, a subshell that ends at the first line
+  // on the close FIFO (CloseStdin writes one): the shell that waits for the command takes no
+  // signal, so its wait always ends with the command's own status. The holder has both FIFOs
+  // from its fork on, and the command the FIFO from its own fork until it has opened it to
+  // read; the marker comes only after both forks, so input and a close sent as early as the
+  // marker allows are kept, and the command sees EOF once the holder is gone.
   return "f=/tmp/.pvs-e2b-stdin-$$\n"
-         "rm -f \"$f\"; mkfifo -m 600 \"$f\" || exit 125\n"
-         "exec 3<>\"$f\"\n"
-         "trap 'exec 3>&-' USR1\n"
+         "rm -f \"$f\" \"$f.close\"; mkfifo -m 600 \"$f\" \"$f.close\" || exit 125\n"
+         "exec 3<>\"$f\" 4<>\"$f.close\"\n"
+         "(read -r _ <&4) </dev/null >/dev/null 2>&1 &\n"
+         "exec 4>&-\n"
          "(exec 3>&-\n" +
-         launch + ") <\"$f\" &\n" + "c=$!\n" + marker +
-         "while :; do wait \"$c\"; r=$?; kill -0 \"$c\" 2>/dev/null || break; done\n"
-         "rm -f \"$f\"; exit \"$r\"\n";
+         launch + ") <\"$f\" &\n" + "c=$!\n" + "exec 3>&-\n" + marker +
+         "wait \"$c\"; r=$?\n"
+         "echo 1<>\"$f.close\"; rm -f \"$f\" \"$f.close\"; exit \"$r\"\n";
 }
 
 // --- EventQueue ---
@@ -345,8 +348,8 @@ Status Process::close_stdin(pvs::Sandbox& sandbox) {
   if (!stdin_open_) return {};  // its stdin is closed already
   std::uint32_t pid = pid_;
   lock.unlock();
-  return side_exec(sandbox,
-                   "[ -p " + stdin_fifo(pid) + " ] && kill -s USR1 " + std::to_string(pid));
+  const std::string close = stdin_fifo(pid) + ".close";
+  return side_exec(sandbox, "[ -p " + close + " ] && echo 1<>" + close);
 }
 
 Status Process::signal(pvs::Sandbox& sandbox, int signal) {

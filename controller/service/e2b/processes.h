@@ -4,8 +4,9 @@
 // Each process announces its pid first (a marker on stderr, or on the pty, that is taken out
 // of the output): the login shell's pid, which is also its process group (sshd makes it a
 // session leader), so SendSignal signals the whole group. A process started with `stdin: true`
-// (and no pty) reads a FIFO in /tmp that its shell holds open; SendInput writes to it with a
-// side exec, CloseStdin lets go of it (SIGUSR1 to the shell), and the command sees EOF.
+// (and no pty) reads a FIFO in /tmp that a holder of its shell keeps open; SendInput writes to
+// it with a side exec, CloseStdin ends the holder (a line on the FIFO's `.close` FIFO), and the
+// command sees EOF.
 //
 // Events (the JSON messages of a Start/Connect stream) go to every subscriber's queue; a queue
 // over kMaxQueued bytes drops output (never blocks the SSH thread). A subscriber leaves when its
