@@ -52,8 +52,6 @@ MIME_FIELDS = {
     "application/json": "json",
     "application/javascript": "javascript",
 }
-# Run once at a kernel's start, before the server says it is ready: the first plot of a session
-# does not pay for matplotlib's import, nor its first cell for the first formatting of a result.
 # What a cell the kernel aborted (its reply status "aborted") returns instead of outputs.
 ABORTED = {
     "type": "error",
@@ -68,6 +66,8 @@ REMOVED = {
     "value": "the context was removed; its kernel has stopped",
     "traceback": "",
 }
+# Run once at a kernel's start, before the server says it is ready: the first plot of a session
+# does not pay for matplotlib's import, nor its first cell for the first formatting of a result.
 WARM_UP = "import matplotlib\nimport matplotlib.pyplot\nget_ipython().display_formatter.format(0)\n"
 
 
