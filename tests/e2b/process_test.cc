@@ -238,6 +238,10 @@ TEST_F(ProcessTest, StdinThroughTheFifoThenEof) {
   ASSERT_TRUE(p->send_input(*sandbox_, "ping\n", false));
   ASSERT_TRUE(p->send_input(*sandbox_, "pong\n", false));
   ASSERT_TRUE(p->close_stdin(*sandbox_));
+  auto late = p->send_input(*sandbox_, "late\n", false);
+  ASSERT_FALSE(late) << "input after CloseStdin is refused";
+  EXPECT_EQ(late.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(p->close_stdin(*sandbox_)) << "a second close is a no-op";
   auto c = collect(*q);
   EXPECT_EQ(c.stdout_text, "ping\npong\ndone\n");
   EXPECT_EQ(c.exit_code, 0);

@@ -337,6 +337,8 @@ Status Process::send_input(pvs::Sandbox& sandbox, std::string_view bytes, bool p
   if (!stdin_open_)
     return fail(ErrorCode::kInvalidArgument,
                 "the process was started without stdin (start it with stdin: true)");
+  if (stdin_closed_)
+    return fail(ErrorCode::kInvalidArgument, "the process's stdin is closed (CloseStdin)");
   std::uint32_t pid = pid_;
   lock.unlock();
   std::string fifo = stdin_fifo(pid);
@@ -345,11 +347,16 @@ Status Process::send_input(pvs::Sandbox& sandbox, std::string_view bytes, bool p
 
 Status Process::close_stdin(pvs::Sandbox& sandbox) {
   std::unique_lock lock(mu_);
-  if (!stdin_open_) return {};  // its stdin is closed already
+  if (!stdin_open_ || stdin_closed_) return {};  // no stdin, or closed already
   std::uint32_t pid = pid_;
   lock.unlock();
   const std::string close = stdin_fifo(pid) + ".close";
-  return side_exec(sandbox, "[ -p " + close + " ] && echo 1<>" + close);
+  auto done = side_exec(sandbox, "[ -p " + close + " ] && echo 1<>" + close);
+  if (done) {
+    lock.lock();
+    stdin_closed_ = true;  // later input would reach a command that has seen EOF
+  }
+  return done;
 }
 
 Status Process::signal(pvs::Sandbox& sandbox, int signal) {

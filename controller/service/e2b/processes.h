@@ -166,6 +166,7 @@ class Process : public std::enable_shared_from_this<Process> {
   std::optional<std::string> tag_;
   bool pty_mode_;
   bool stdin_open_;
+  bool stdin_closed_ = false;  // by CloseStdin: SendInput is refused from then on
   std::size_t max_subscribers_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
