@@ -171,6 +171,7 @@ class LxcBackend : public Backend {
     spec.memory_mb = number(config, "memory", 512);
     spec.swap_mb = number(config, "swap", 512);
     spec.cores = number(config, "cores", 0);
+    spec.first_cpu = vmid;
     spec.cpu_units = number(config, "cpuunits", 0);
     if (auto e = seed(*c, gw.empty() ? o_.bridge_cidr.substr(0, o_.bridge_cidr.find('/')) : gw);
         !e.empty())

@@ -84,7 +84,11 @@ std::string config_text(const CtSpec& s) {
     add(std::string(file == "cpu.weight" ? "lxc.cgroup2." : "lxc.cgroup.") + file, value);
   long long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   if (s.cores > 0 && s.cores < cpus) {
-    std::string set = s.cores == 1 ? "0" : "0-" + std::to_string(s.cores - 1);
+    // N CPUs from first_cpu on, wrapping: CTs spread over the node as Proxmox's balancing of
+    // cpusets spreads them (not all on CPU 0, where a burst of CTs would share one core).
+    std::string set;
+    for (long long k = 0; k < s.cores; ++k)
+      set += (k ? "," : "") + std::to_string((s.first_cpu + k) % cpus);
     v = cgroup_version("cpuset");
     if (v == "2") add("lxc.cgroup2.cpuset.cpus", set);
     if (v == "1") add("lxc.cgroup.cpuset.cpus", set);

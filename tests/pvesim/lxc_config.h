@@ -20,7 +20,9 @@ struct CtSpec {
   std::string ipv4;      // "addr/prefix" set by LXC, "" = none (DHCP inside)
   std::string gateway;   // default route with ipv4
   long long memory_mb = 512, swap_mb = 512;
-  long long cores = 0;      // 0 = every CPU of the node
+  long long cores = 0;  // 0 = every CPU of the node
+  long long first_cpu =
+      0;  // where its cpuset starts (mod the node's CPUs): the vmid, so CTs spread
   long long cpu_units = 0;  // Proxmox cpuunits, the CPU weight; 0 = the cgroup's default
   // The pids cgroup's cap: what `pve-sandbox-setup template` appends to the template's config
   // (`lxc.cgroup2.pids.max: TEMPLATE_PIDS_MAX`, default 1024) and every clone inherits.
