@@ -104,8 +104,14 @@ class Context:
 
     def restart(self) -> None:
         with self.lock:
-            self.shutdown()
-            self._start()
+            self._replace()
+
+    def _replace(self) -> None:
+        """A new kernel in place of the current one; none for a removed context."""
+        with self._life:
+            if not self.removed:
+                self.shutdown()
+                self._start()
 
     def ended(self, when: str) -> dict[str, Any] | None:
         """None while the kernel runs; else the error that tells a cell's client: the context
@@ -123,8 +129,7 @@ class Context:
                 how = f"was killed by signal {-status}"
             elif status is not None:
                 how = f"exited with status {status}"
-            self.shutdown()
-            self._start()
+            self._replace()
         return {
             "type": "error",
             "name": "DeadKernelError",

@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -173,9 +171,8 @@ TEST_F(LxcE2eTest, MemoryCpusAndDiskAreEnforced) {
   EXPECT_EQ(run(sb, "nproc"), "1");
   // Its one CPU is the vmid's (mod the node's), so CTs spread over the node as Proxmox's
   // balancing spreads them, not all on CPU 0.
-  const long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   EXPECT_EQ(run(sb, "grep Cpus_allowed_list /proc/self/status | cut -f2"),
-            std::to_string(sb.info().vmid % cpus));
+            std::to_string(sb.info().vmid % pvesim::lxc::node_cpus()));
 
   // The root file system is the size asked for; writing past it fails with ENOSPC, which an
   // upload reports as disk_full (the REST API's 507 insufficient_storage).

@@ -523,10 +523,9 @@ class LxcBackend : public Backend {
       }
       error = lxc::make_dir_inside(c.disk.rootfs(), path);
       std::string out;
-      const std::string target = c.disk.rootfs() + "/" + path;
-      if (error.empty() &&
-          run_command({"mount", "-o", mp.read_only() ? "loop,ro" : "loop", image, target}, &out) !=
-              0)
+      if (error.empty() && run_command({"mount", "-o", mp.read_only() ? "loop,ro" : "loop", image,
+                                        c.disk.rootfs() + "/" + path},
+                                       &out) != 0)
         error = "mount " + key + " (" + mp.volume + "): " + out;
       if (!error.empty()) break;
     }

@@ -82,7 +82,7 @@ std::string config_text(const CtSpec& s) {
   if (v == "1") add("lxc.cgroup.pids.max", std::to_string(s.pids_max));
   if (auto [file, value] = cpu_weight(s.cpu_units); s.cpu_units > 0 && !file.empty())
     add(std::string(file == "cpu.weight" ? "lxc.cgroup2." : "lxc.cgroup.") + file, value);
-  long long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  const long long cpus = node_cpus();
   if (s.cores > 0 && s.cores < cpus) {
     // N CPUs from first_cpu on, wrapping: CTs spread over the node as Proxmox's balancing of
     // cpusets spreads them (not all on CPU 0, where a burst of CTs would share one core).
@@ -94,6 +94,10 @@ std::string config_text(const CtSpec& s) {
     if (v == "1") add("lxc.cgroup.cpuset.cpus", set);
   }
   return o.str();
+}
+
+long long node_cpus() {
+  return std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 std::pair<std::string, std::string> cpu_weight(long long cpu_units) {

@@ -21,8 +21,8 @@ struct CtSpec {
   std::string gateway;   // default route with ipv4
   long long memory_mb = 512, swap_mb = 512;
   long long cores = 0;  // 0 = every CPU of the node
-  long long first_cpu =
-      0;  // where its cpuset starts (mod the node's CPUs): the vmid, so CTs spread
+  // Where its cpuset starts (mod the node's CPUs): the vmid, so CTs spread over the node.
+  long long first_cpu = 0;
   long long cpu_units = 0;  // Proxmox cpuunits, the CPU weight; 0 = the cgroup's default
   // The pids cgroup's cap: what `pve-sandbox-setup template` appends to the template's config
   // (`lxc.cgroup2.pids.max: TEMPLATE_PIDS_MAX`, default 1024) and every clone inherits.
@@ -33,6 +33,9 @@ struct CtSpec {
 // userns.conf (capabilities, seccomp, devices), no nesting, AppArmor when the kernel has it,
 // sshd as init, the memory cgroup limits, the pids cap and the cpuset.
 std::string config_text(const CtSpec& spec);
+
+// The node's online CPUs (at least 1).
+long long node_cpus();
 
 // The CPU weight's cgroup file and value for Proxmox `cpuunits` (0: the default), as
 // pve-container writes them: cgroup v2 "cpu.weight" (default 100, clamped to 1..10000), v1
