@@ -26,13 +26,15 @@ from pve_sandbox import (
 )
 from pve_sandbox import _protocol as P
 from pve_sandbox._shared import BackgroundWrapper, body_chunks
+from pve_sandbox._transport import PollingApprovalWaiter
 
 CFG = resolve_config("http://127.0.0.1:1", "pvs_x")
+WAITER = PollingApprovalWaiter(CFG)
 
 
 def err(status: int, body: bytes, **headers: str) -> PvsError:
     return P.error_from_reply(
-        status, {k.replace("_", "-"): v for k, v in headers.items()}, body, CFG
+        status, {k.replace("_", "-"): v for k, v in headers.items()}, body, WAITER
     )
 
 
@@ -58,11 +60,12 @@ def test_errors_by_code_and_status() -> None:
         b'{"approval":{"id":"ap-1","state":"pending","action":"exec","message":"m"}}',
     )
     assert isinstance(a, ApprovalRequired) and a.approval.id == "ap-1" and a.approval.pending
+    assert a.approval._waiter is WAITER  # what its wait() asks
 
 
 def test_exec_events_fold() -> None:
     out: List[str] = []
-    ev = P.ExecEvents(out.append, None, CFG)
+    ev = P.ExecEvents(out.append, None)
     for line in [
         '{"type":"start","sandbox":"sb-1"}',
         '{"type":"stdout","data":"a"}',
@@ -74,11 +77,11 @@ def test_exec_events_fold() -> None:
     r = ev.finish()
     assert (out, r.stdout, r.stderr, r.exit_code) == (["a", "b"], "ab", "e", 2)
     with pytest.raises(Unavailable):
-        P.ExecEvents(None, None, CFG).feed_line(
+        P.ExecEvents(None, None).feed_line(
             '{"type":"error","error":{"code":"unavailable","message":"ssh dropped"}}'
         )
     with pytest.raises(PvsError):
-        P.ExecEvents(None, None, CFG).finish()
+        P.ExecEvents(None, None).finish()
 
 
 def test_bodies_and_headers() -> None:

@@ -12,18 +12,25 @@ Configuration comes from ``PVS_URL``/``PVS_TOKEN`` (or ``SANDBOXCTL_URL``/
 from ._config import ClientConfig, InsecureTokenWarning, resolve_config
 from ._terminal_ws import AsyncTerminalConnection, TerminalConnection
 from ._version import VERSION as __version__
-from .aio import (
-    AsyncApprovalsClient,
+from ._aio_parts import (
     AsyncCommandHandle,
     AsyncCommands,
     AsyncFiles,
     AsyncInternetAccess,
-    AsyncSandbox,
     AsyncSnapshots,
     AsyncTerminal,
     AsyncTerminals,
-    AsyncVolumesClient,
 )
+from ._sandbox_parts import (
+    CommandHandle,
+    Commands,
+    Files,
+    InternetAccess,
+    Snapshots,
+    Terminal,
+    Terminals,
+)
+from .aio import AsyncApprovalsClient, AsyncSandbox, AsyncVolumesClient
 from .errors import (
     AlreadyExists,
     AmbiguousMatch,
@@ -70,18 +77,7 @@ from .models import (
     WaitResult,
     WriteInfo,
 )
-from .sandbox import (
-    ApprovalsClient,
-    CommandHandle,
-    Commands,
-    Files,
-    InternetAccess,
-    Sandbox,
-    Snapshots,
-    Terminal,
-    Terminals,
-    VolumesClient,
-)
+from .sandbox import ApprovalsClient, Sandbox, VolumesClient
 
 __all__ = [
     "AlreadyExists",

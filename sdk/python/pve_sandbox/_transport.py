@@ -1,7 +1,8 @@
 """Two thin transports over httpx, one blocking and one asyncio, sending :class:`Call` s.
 
 They share everything but the I/O: request assembly, error mapping and the 429 retry policy
-are the functions below; the API itself is in ``_protocol.py``.
+are the functions below; the API itself is in ``_protocol.py``. Waiting for an approval
+(:class:`PollingApprovalWaiter`) is here too: it is the one thing a reply keeps of its client.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any, AsyncIterator, Dict, Iterator, Optional, TypeVar, Union
 import httpx
 
 from ._config import ClientConfig
-from ._protocol import Call, ExecEvents, error_from_reply
-from .errors import ConnectionFailed, LimitExceeded, PvsError
-from .models import CommandResult
+from ._protocol import Call, ExecEvents, error_from_reply, get_approval
+from .errors import ApprovalDenied, ConnectionFailed, LimitExceeded, PvsError
+from .models import Approval, CommandResult
 
 T = TypeVar("T")
 SyncBody = Union[bytes, Iterator[bytes], None]
@@ -120,6 +121,7 @@ class SyncTransport:
     def __init__(self, config: ClientConfig, client: Optional[httpx.Client] = None) -> None:
         self.config = config
         self.client = client or httpx.Client(**_client_kwargs(config))
+        self.approvals = PollingApprovalWaiter(config)
 
     def __enter__(self) -> "SyncTransport":
         return self
@@ -150,7 +152,7 @@ class SyncTransport:
                 r.read()
             finally:
                 r.close()
-            err = error_from_reply(r.status_code, r.headers, r.content, self.config)
+            err = error_from_reply(r.status_code, r.headers, r.content, self.approvals)
             wait = _retry_after(err, attempt, self.config, replayable)
             if wait < 0:
                 raise err
@@ -180,6 +182,7 @@ class AsyncTransport:
     def __init__(self, config: ClientConfig, client: Optional[httpx.AsyncClient] = None) -> None:
         self.config = config
         self.client = client or httpx.AsyncClient(**_client_kwargs(config, True))
+        self.approvals = PollingApprovalWaiter(config)
 
     async def __aenter__(self) -> "AsyncTransport":
         return self
@@ -209,7 +212,7 @@ class AsyncTransport:
                 await r.aread()
             finally:
                 await r.aclose()
-            err = error_from_reply(r.status_code, r.headers, r.content, self.config)
+            err = error_from_reply(r.status_code, r.headers, r.content, self.approvals)
             wait = _retry_after(err, attempt, self.config, replayable)
             if wait < 0:
                 raise err
@@ -231,3 +234,46 @@ class AsyncTransport:
         finally:
             await r.aclose()
         return events.finish()
+
+
+def _settled(approval: Approval, fresh: Approval, deadline: float) -> bool:
+    """Takes ``fresh``'s state into ``approval``: True once approved, False while pending;
+    raises when denied (or expired) or past ``deadline``."""
+    approval.__dict__.update({k: v for k, v in fresh.__dict__.items() if k != "_waiter"})
+    if approval.state == "approved":
+        return True
+    if approval.state != "pending":
+        who = f" by {approval.decided_by}" if approval.decided_by else ""
+        why = f": {approval.reason}" if approval.reason else ""
+        raise ApprovalDenied(
+            f"approval {approval.id} was {approval.state}{who}{why}",
+            status=403,
+            code="permission_denied",
+        )
+    if time.monotonic() >= deadline:
+        raise TimeoutError(f"approval {approval.id} is still pending")
+    return False
+
+
+class PollingApprovalWaiter:
+    """Waits for a person's decision: ``GET /approvals/{id}`` every ``poll_interval`` seconds,
+    on connections of its own with the config of the client that got the approval."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+
+    def wait(self, approval: Approval, timeout: Optional[float], poll_interval: float) -> None:
+        """Blocks until ``approval`` is approved (see :meth:`Approval.wait`)."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        with SyncTransport(self.config) as t:
+            while not _settled(approval, t.call(get_approval(approval.id, self)), deadline):
+                time.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
+
+    async def wait_async(
+        self, approval: Approval, timeout: Optional[float], poll_interval: float
+    ) -> None:
+        """:meth:`wait` for asyncio code."""
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        async with AsyncTransport(self.config) as t:
+            while not _settled(approval, await t.call(get_approval(approval.id, self)), deadline):
+                await asyncio.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))

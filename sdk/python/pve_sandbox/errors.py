@@ -7,10 +7,9 @@ controller's audit and service logs). Catch a subclass for one case, ``PvsError`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Optional, Type
+from typing import Dict, Optional, Type
 
-if TYPE_CHECKING:
-    from .models import Approval
+from .models.approvals import Approval
 
 
 class PvsError(Exception):
