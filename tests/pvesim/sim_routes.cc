@@ -50,149 +50,213 @@ void Simulator::Impl::reap_dead() {
   }
 }
 
+namespace {
+
+using Impl = Simulator::Impl;
+using Call = Impl::Call;
+using Reply = Impl::Reply;
+using Route = Reply (*)(Impl&, Call&);
+
+// Handlers of more than a line; the one-line ones are in the table below.
+Reply version(Impl&, Call&) {
+  Object::Ptr o = new Object;
+  o->set("version", "9.1.3");
+  o->set("release", "9.1");
+  o->set("repoid", "5c9e4ea7");
+  return {o};
+}
+
+Reply node_list(Impl& s, Call&) {
+  Array::Ptr a = new Array;
+  auto loads = s.node_loads();
+  for (const auto& node : s.cluster->nodes()) {
+    auto n = s.cluster->node_entry(node.name, loads[node.name]);
+    n->set("ssl_fingerprint", s.fingerprint);  // one endpoint, one certificate
+    a->add(n);
+  }
+  return {a};
+}
+
+Reply next_id(Impl& s, Call& c) {
+  if (c.params.count("vmid")) {
+    int vmid = s.vmid_param(c);
+    if (s.cts.count(vmid)) throw fail400("vmid", "VM " + std::to_string(vmid) + " already exists");
+    return {std::to_string(vmid)};
+  }
+  for (int id = 100; id < 1000000; ++id) {
+    if (s.cts.count(id)) continue;
+    if (s.options.nextid_as_number) return {id};
+    return {std::to_string(id)};  // a string on the wire, as real servers send it
+  }
+  throw fail500("unable to get any free VMID in range [100, 1000000]");
+}
+
+Reply ct_list(Impl& s, Call& c) {
+  Array::Ptr a = new Array;
+  for (const auto& [vmid, ct] : s.cts)
+    if (ct.node == s.node_of(c)) a->add(s.vmstatus(ct));
+  return {a};
+}
+
+Reply ct_config(Impl& s, Call& c) {
+  Container& ct = s.need(c, s.vmid_param(c));
+  bool current = c.params.count("current") && s.param(c, "current") == "1";
+  auto o = s.render_config(current ? ct.config : s.with_pending(ct));
+  o->set("digest", s.digest_of(ct));
+  return {o};
+}
+
+Reply ct_status(Impl& s, Call& c) {
+  auto o = s.vmstatus(s.need(c, s.vmid_param(c)));
+  Object::Ptr ha = new Object;
+  ha->set("managed", 0);
+  o->set("ha", ha);
+  return {o};
+}
+
+Reply task_stop(Impl& s, Call& c) {
+  Task& t = s.need_task(c);
+  if (t.running) {
+    t.killed = true;
+    t.log.push_back("received interrupt");
+    s.finish_task(t, "unexpected status");
+  }
+  return {Var()};
+}
+
+Reply pool_get(Impl& s, Call& c) {
+  auto o = s.pool_list(c)->getObject(0);
+  o->remove("poolid");
+  return {o};
+}
+
+Reply pool_create(Impl& s, Call& c) {
+  std::string id = s.param(c, "poolid");
+  if (!std::isalpha(static_cast<unsigned char>(id[0])))
+    throw fail400("poolid", "invalid format - pool ID must start with a letter");
+  if (s.pools.count(id)) throw fail500("pool '" + id + "' already exists");
+  s.pools[id].comment = s.param(c, "comment");
+  return {Var()};
+}
+
+Reply pool_delete(Impl& s, Call& c) {
+  std::string id = s.param(c, "poolid");
+  auto it = s.pools.find(id);
+  if (it == s.pools.end()) throw fail500("pool '" + id + "' does not exist");
+  if (!it->second.members.empty())
+    throw fail500("pool '" + id + "' is not empty (contains VM " +
+                  std::to_string(*it->second.members.begin()) + ")");
+  s.pools.erase(it);
+  return {Var()};
+}
+
+Reply firewall_set(Impl& s, Call& c) {
+  Container& ct = s.need(c, s.vmid_param(c));
+  for (const auto& name : split_list(s.param(c, "delete"))) ct.firewall.erase(name);
+  for (const auto& [k, v] : c.params)
+    if (k != "node" && k != "vmid" && k != "delete" && k != "digest") ct.firewall[k] = v;
+  return {Var()};
+}
+
+// The route table: "METHOD /path" as the API schema writes the path -> its handler.
+const std::map<std::string, Route>& routes() {
+  static const std::map<std::string, Route> table{
+      {"GET /version", version},
+      {"GET /nodes", node_list},
+      {"GET /cluster/nextid", next_id},
+      {"GET /cluster/resources",
+       [](Impl& s, Call& c) -> Reply { return {s.resources(s.param(c, "type"))}; }},
+      {"GET /nodes/{node}/lxc", ct_list},
+      {"GET /nodes/{node}/storage",
+       [](Impl& s, Call& c) -> Reply { return {s.cluster->node_storage(s.node_of(c), c.params)}; }},
+      {"POST /nodes/{node}/lxc/{vmid}/clone",
+       [](Impl& s, Call& c) -> Reply { return {s.clone(c)}; }},
+      {"GET /nodes/{node}/lxc/{vmid}/config", ct_config},
+      {"PUT /nodes/{node}/lxc/{vmid}/config",
+       [](Impl& s, Call& c) -> Reply {
+         s.update_config(c);
+         return {Var()};
+       }},
+      {"PUT /nodes/{node}/lxc/{vmid}/resize",
+       [](Impl& s, Call& c) -> Reply { return {s.resize(c)}; }},
+      // The worker's UPID is not returned (pve-container returns null).
+      {"POST /nodes/{node}/lxc/{vmid}/template",
+       [](Impl& s, Call& c) -> Reply {
+         s.make_template(c);
+         return {Var()};
+       }},
+      {"POST /nodes/{node}/lxc/{vmid}/status/start",
+       [](Impl& s, Call& c) -> Reply { return {s.start(c)}; }},
+      {"POST /nodes/{node}/lxc/{vmid}/status/stop",
+       [](Impl& s, Call& c) -> Reply { return {s.stop_like(c)}; }},
+      {"POST /nodes/{node}/lxc/{vmid}/status/shutdown",
+       [](Impl& s, Call& c) -> Reply { return {s.stop_like(c)}; }},
+      {"POST /nodes/{node}/lxc/{vmid}/status/reboot",
+       [](Impl& s, Call& c) -> Reply { return {s.stop_like(c)}; }},
+      {"GET /nodes/{node}/lxc/{vmid}/status/current", ct_status},
+      {"GET /nodes/{node}/lxc/{vmid}/rrddata",
+       [](Impl& s, Call& c) -> Reply {
+         return {s.rrddata(s.need(c, s.vmid_param(c)), s.param(c, "timeframe"))};
+       }},
+      {"GET /nodes/{node}/lxc/{vmid}/interfaces",
+       [](Impl& s, Call& c) -> Reply { return {s.interfaces(s.need(c, s.vmid_param(c)))}; }},
+      {"DELETE /nodes/{node}/lxc/{vmid}", [](Impl& s, Call& c) -> Reply { return {s.destroy(c)}; }},
+      {"GET /nodes/{node}/lxc/{vmid}/snapshot",
+       [](Impl& s, Call& c) -> Reply { return {s.snapshot_list(s.need(c, s.vmid_param(c)))}; }},
+      {"POST /nodes/{node}/lxc/{vmid}/snapshot",
+       [](Impl& s, Call& c) -> Reply { return {s.snapshot_create(c)}; }},
+      {"DELETE /nodes/{node}/lxc/{vmid}/snapshot/{snapname}",
+       [](Impl& s, Call& c) -> Reply { return {s.snapshot_delete(c)}; }},
+      {"POST /nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback",
+       [](Impl& s, Call& c) -> Reply { return {s.snapshot_rollback(c)}; }},
+      {"GET /nodes/{node}/tasks", [](Impl& s, Call& c) -> Reply { return s.task_list(c); }},
+      {"GET /nodes/{node}/tasks/{upid}/status",
+       [](Impl& s, Call& c) -> Reply { return {s.task_status(c)}; }},
+      {"GET /nodes/{node}/tasks/{upid}/log",
+       [](Impl& s, Call& c) -> Reply { return s.task_log(c); }},
+      {"DELETE /nodes/{node}/tasks/{upid}", task_stop},
+      {"GET /pools", [](Impl& s, Call& c) -> Reply { return {s.pool_list(c)}; }},
+      {"GET /pools/{poolid}", pool_get},
+      {"POST /pools", pool_create},
+      {"PUT /pools",
+       [](Impl& s, Call& c) -> Reply {
+         s.pool_update(c);
+         return {Var()};
+       }},
+      {"PUT /pools/{poolid}",
+       [](Impl& s, Call& c) -> Reply {
+         s.pool_update(c);
+         return {Var()};
+       }},
+      {"DELETE /pools", pool_delete},
+      {"GET /nodes/{node}/lxc/{vmid}/firewall/options",
+       [](Impl& s, Call& c) -> Reply {
+         return {s.render_firewall(s.need(c, s.vmid_param(c)).firewall)};
+       }},
+      {"PUT /nodes/{node}/lxc/{vmid}/firewall/options", firewall_set},
+      {"GET /nodes/{node}/lxc/{vmid}/firewall/rules",
+       [](Impl& s, Call& c) -> Reply {
+         s.need(c, s.vmid_param(c));
+         return {Var(Array::Ptr(new Array))};
+       }},
+      {"POST /nodes/{node}/lxc/{vmid}/firewall/rules",
+       [](Impl& s, Call& c) -> Reply {
+         s.need(c, s.vmid_param(c));
+         return {Var()};
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
 Simulator::Impl::Reply Simulator::Impl::dispatch(Call& c) {
-  const std::string key = c.method + " " + c.endpoint->path;
   check_node(c);
   if (c.method == "GET") reap_dead();
-  if (key == "GET /version") {
-    Object::Ptr o = new Object;
-    o->set("version", "9.1.3");
-    o->set("release", "9.1");
-    o->set("repoid", "5c9e4ea7");
-    return {o};
-  }
-  if (key == "GET /nodes") {
-    Array::Ptr a = new Array;
-    auto loads = node_loads();
-    for (const auto& node : cluster->nodes()) {
-      auto n = cluster->node_entry(node.name, loads[node.name]);
-      n->set("ssl_fingerprint", fingerprint);  // one endpoint, one certificate
-      a->add(n);
-    }
-    return {a};
-  }
-  if (key == "GET /cluster/nextid") {
-    if (c.params.count("vmid")) {
-      int vmid = vmid_param(c);
-      if (cts.count(vmid)) throw fail400("vmid", "VM " + std::to_string(vmid) + " already exists");
-      return {std::to_string(vmid)};
-    }
-    for (int id = 100; id < 1000000; ++id) {
-      if (cts.count(id)) continue;
-      if (options.nextid_as_number) return {id};
-      return {std::to_string(id)};  // a string on the wire, as real servers send it
-    }
-    throw fail500("unable to get any free VMID in range [100, 1000000]");
-  }
-  if (key == "GET /cluster/resources") return {resources(param(c, "type"))};
-  if (key == "GET /nodes/{node}/lxc") {
-    Array::Ptr a = new Array;
-    for (const auto& [vmid, ct] : cts)
-      if (ct.node == node_of(c)) a->add(vmstatus(ct));
-    return {a};
-  }
-  if (key == "GET /nodes/{node}/storage") return {cluster->node_storage(node_of(c), c.params)};
-  if (key == "POST /nodes/{node}/lxc/{vmid}/clone") return {clone(c)};
-  if (key == "GET /nodes/{node}/lxc/{vmid}/config") {
-    Container& ct = need(c, vmid_param(c));
-    bool current = c.params.count("current") && param(c, "current") == "1";
-    auto o = render_config(current ? ct.config : with_pending(ct));
-    o->set("digest", digest_of(ct));
-    return {o};
-  }
-  if (key == "PUT /nodes/{node}/lxc/{vmid}/config") {
-    update_config(c);
-    return {Var()};
-  }
-  if (key == "PUT /nodes/{node}/lxc/{vmid}/resize") return {resize(c)};
-  if (key == "POST /nodes/{node}/lxc/{vmid}/template") {
-    make_template(c);
-    return {Var()};  // the worker's UPID is not returned (pve-container returns null)
-  }
-  if (key == "POST /nodes/{node}/lxc/{vmid}/status/start") return {start(c)};
-  if (key == "POST /nodes/{node}/lxc/{vmid}/status/stop" ||
-      key == "POST /nodes/{node}/lxc/{vmid}/status/shutdown" ||
-      key == "POST /nodes/{node}/lxc/{vmid}/status/reboot")
-    return {stop_like(c)};
-  if (key == "GET /nodes/{node}/lxc/{vmid}/status/current") {
-    Container& ct = need(c, vmid_param(c));
-    auto o = vmstatus(ct);
-    Object::Ptr ha = new Object;
-    ha->set("managed", 0);
-    o->set("ha", ha);
-    return {o};
-  }
-  if (key == "GET /nodes/{node}/lxc/{vmid}/rrddata")
-    return {rrddata(need(c, vmid_param(c)), param(c, "timeframe"))};
-  if (key == "GET /nodes/{node}/lxc/{vmid}/interfaces") return {interfaces(need(c, vmid_param(c)))};
-  if (key == "DELETE /nodes/{node}/lxc/{vmid}") return {destroy(c)};
-  if (key == "GET /nodes/{node}/lxc/{vmid}/snapshot")
-    return {snapshot_list(need(c, vmid_param(c)))};
-  if (key == "POST /nodes/{node}/lxc/{vmid}/snapshot") return {snapshot_create(c)};
-  if (key == "DELETE /nodes/{node}/lxc/{vmid}/snapshot/{snapname}") return {snapshot_delete(c)};
-  if (key == "POST /nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback")
-    return {snapshot_rollback(c)};
-  if (key == "GET /nodes/{node}/tasks") return task_list(c);
-  if (key == "GET /nodes/{node}/tasks/{upid}/status") return {task_status(c)};
-  if (key == "GET /nodes/{node}/tasks/{upid}/log") return task_log(c);
-  if (key == "DELETE /nodes/{node}/tasks/{upid}") {
-    Task& t = need_task(c);
-    if (t.running) {
-      t.killed = true;
-      t.log.push_back("received interrupt");
-      finish_task(t, "unexpected status");
-    }
-    return {Var()};
-  }
-  if (key == "GET /pools") return {pool_list(c)};
-  if (key == "GET /pools/{poolid}") {
-    auto list = pool_list(c);
-    auto o = list->getObject(0);
-    o->remove("poolid");
-    return {o};
-  }
-  if (key == "POST /pools") {
-    std::string id = param(c, "poolid");
-    if (!std::isalpha(static_cast<unsigned char>(id[0])))
-      throw fail400("poolid", "invalid format - pool ID must start with a letter");
-    if (pools.count(id)) throw fail500("pool '" + id + "' already exists");
-    pools[id].comment = param(c, "comment");
-    return {Var()};
-  }
-  if (key == "PUT /pools" || key == "PUT /pools/{poolid}") {
-    pool_update(c);
-    return {Var()};
-  }
-  if (key == "DELETE /pools") {
-    std::string id = param(c, "poolid");
-    auto it = pools.find(id);
-    if (it == pools.end()) throw fail500("pool '" + id + "' does not exist");
-    if (!it->second.members.empty())
-      throw fail500("pool '" + id + "' is not empty (contains VM " +
-                    std::to_string(*it->second.members.begin()) + ")");
-    pools.erase(it);
-    return {Var()};
-  }
-  if (key == "GET /nodes/{node}/lxc/{vmid}/firewall/options") {
-    Container& ct = need(c, vmid_param(c));
-    return {render_firewall(ct.firewall)};
-  }
-  if (key == "PUT /nodes/{node}/lxc/{vmid}/firewall/options") {
-    Container& ct = need(c, vmid_param(c));
-    for (const auto& name : split_list(param(c, "delete"))) ct.firewall.erase(name);
-    for (const auto& [k, v] : c.params)
-      if (k != "node" && k != "vmid" && k != "delete" && k != "digest") ct.firewall[k] = v;
-    return {Var()};
-  }
-  if (key == "GET /nodes/{node}/lxc/{vmid}/firewall/rules") {
-    need(c, vmid_param(c));
-    return {Var(Array::Ptr(new Array))};
-  }
-  if (key == "POST /nodes/{node}/lxc/{vmid}/firewall/rules") {
-    need(c, vmid_param(c));
-    return {Var()};
-  }
-  throw ApiFail{501, "Method '" + c.method + " " + c.path + "' not implemented", {}};
+  auto route = routes().find(c.method + " " + c.endpoint->path);
+  if (route == routes().end())
+    throw ApiFail{501, "Method '" + c.method + " " + c.path + "' not implemented", {}};
+  return route->second(*this, c);
 }
 
 Object::Ptr Simulator::Impl::render_firewall(const std::map<std::string, std::string>& fw) {
