@@ -81,4 +81,18 @@ class SimTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
+// SimTest for ProxmoxClient's tests (client_*_test.cc): every request the client sent passed the
+// real schema, unless a test sent junk on purpose.
+class ClientTest : public SimTest {
+ protected:
+  void TearDown() override {
+    // Every request the client sent passed the real schema (unless a test sent junk on purpose).
+    if (!expect_rejections_) {
+      EXPECT_EQ(sim_->schema_rejections(), 0u);
+    }
+    SimTest::TearDown();
+  }
+  bool expect_rejections_ = false;
+};
+
 }  // namespace pvs::pve::testing
