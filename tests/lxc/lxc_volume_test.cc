@@ -103,6 +103,19 @@ class LxcVolumeTest : public ::testing::Test {
     return set(vmid, "mp0", mp0) == 200 ? "OK" : "config";
   }
 
+  // What the volume's image holds, seen from the node (mounted read-only): the owners of r and
+  // u/f, and u/f's text.
+  std::string owners_on_node(const std::string& image) {
+    std::string out;
+    EXPECT_EQ(sh("mkdir " + dir_ + "/look && mount -o loop,ro " + image + " " + dir_ +
+                     "/look && stat -c '%u %n' " + dir_ + "/look/r " + dir_ + "/look/u/f && cat " +
+                     dir_ + "/look/u/f; umount " + dir_ + "/look",
+                 &out),
+              0)
+        << out;
+    return out;
+  }
+
   std::string dir_, ns_, run_;
   std::unique_ptr<pvesim::Simulator> sim_;
   std::unique_ptr<pvesim::testing::Https> api_;
@@ -153,14 +166,9 @@ TEST_F(LxcVolumeTest, AHoldersVolumeOutlivesTheContainersThatMountIt) {
 
   // The bytes and their owners on the node (100000 + the uid inside).
   ASSERT_EQ(::access(image.c_str(), F_OK), 0);
+  EXPECT_EQ(owners_on_node(image),
+            "100000 " + dir_ + "/look/r\n101000 " + dir_ + "/look/u/f\nuser\n");
   std::string out;
-  ASSERT_EQ(sh("mkdir " + dir_ + "/look && mount -o loop,ro " + image + " " + dir_ +
-                   "/look && stat -c '%u %n' " + dir_ + "/look/r " + dir_ + "/look/u/f && cat " +
-                   dir_ + "/look/u/f; umount " + dir_ + "/look",
-               &out),
-            0)
-      << out;
-  EXPECT_EQ(out, "100000 " + dir_ + "/look/r\n101000 " + dir_ + "/look/u/f\nuser\n");
 
   // ro=1: read-only inside; meanwhile no other CT mounts the volume.
   ASSERT_EQ(clone_with_volume(101, volume + ",ro=1"), "OK");

@@ -235,10 +235,10 @@ void reset_peak_rss(pid_t pid) {
   std::ofstream("/proc/" + std::to_string(pid) + "/clear_refs") << "5";
 }
 
-int bench_upload(int mib) {
-  pvs::test::Stack stack;  // netns backend: real sshd per sandbox
-  auto mc = stack.manager_config();
-  std::uint16_t port = pvs::test::free_port();
+// The controller's configuration for the upload bench: the stack's Proxmox, SSH and agent, and
+// bodies up to `mib` MiB each way. Returns its path.
+std::string write_upload_config(pvs::test::Stack& stack, const pvs::ManagerConfig& mc,
+                                std::uint16_t port, int mib) {
   std::string config = stack.dir() + "/controller.yaml";
   std::ofstream(config) << "listen:\n  port: " << port << "\nhttp:\n  threads: 8\n"
                         << "  max_upload_bytes: " << (std::uint64_t(mib) << 20) << "\n"
@@ -258,6 +258,14 @@ int bench_upload(int mib) {
                         << "\n  host_key_policy: pinned\n  host_key_fingerprint: \""
                         << mc.ssh.host_key_fingerprint << "\"\n"
                         << "agent:\n  socket: " << mc.agent.socket_path << "\n";
+  return config;
+}
+
+int bench_upload(int mib) {
+  pvs::test::Stack stack;  // netns backend: real sshd per sandbox
+  auto mc = stack.manager_config();
+  std::uint16_t port = pvs::test::free_port();
+  std::string config = write_upload_config(stack, mc, port, mib);
   pid_t pid = fork();
   if (pid == 0) {
     setenv("PVS_BENCH_SECRET", pvs::test::Stack::kTokenSecret, 1);
