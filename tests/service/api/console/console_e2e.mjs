@@ -7,104 +7,23 @@
 //        --user-token OTHER [--chromium /usr/bin/chromium]
 import fs from 'node:fs';
 import path from 'node:path';
-import puppeteer from 'puppeteer-core';
-
-const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
-  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
-  return acc;
-}, []));
-const base = args.url;
-const shots = args.shots;
-fs.mkdirSync(shots, { recursive: true });
-for (const f of fs.readdirSync(shots)) if (f.endsWith('.png')) fs.rmSync(path.join(shots, f));  // this run's only
-let failures = 0;
-const pass = (name) => console.log(`PASS ${name}`);
-const fail = (name, why) => { failures++; console.log(`FAIL ${name}: ${why}`); };
-let page;
-// Each check has a deadline (a hung step fails its check, named, and the run goes on) and the
-// whole run one more, below ctest's 600 s: a run that stops early says where it was.
-const started = Date.now();
-const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
-let current = 'launching chromium';
-setTimeout(() => {
-  console.log(`FAIL watchdog: still in "${current}" after ${elapsed()}`);
-  process.exit(3);  // puppeteer closes the browser it launched on exit
-}, 540000).unref();
-function deadline(name, ms) {
-  let timer;
-  const expired = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no end after ${ms / 1000} s`)), ms);
-  });
-  return { expired, clear: () => clearTimeout(timer) };
-}
-async function check(name, fn, ms = 90000) {
-  current = name;
-  console.log(`START ${name} at ${elapsed()}`);
-  const limit = deadline(name, ms);
-  try {
-    await Promise.race([fn(), limit.expired]);
-    pass(name);
-  } catch (e) {
-    fail(name, e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e);
-    try {  // what the page showed, for the report
-      await page.screenshot({ path: path.join(shots, `failed-${name.replace(/[^a-z0-9]+/gi, '-')}.png`) });
-      const seen = await page.evaluate(() => ({ hash: location.hash, view: document.querySelector('#view')?.innerText.slice(0, 1500) }));
-      console.log(`  page ${seen.hash}: ${JSON.stringify(seen.view)}`);
-    } catch { /* the page is gone */ }
-  } finally {
-    limit.clear();
-  }
-}
-const assert = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-async function rest(method, p, { body, headers = {}, token = args.token } = {}) {
-  const r = await fetch(base + p, {
-    method, body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...headers },
-    signal: AbortSignal.timeout(60000),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, json, text };
-}
-
-const browser = await puppeteer.launch({
-  executablePath: args.chromium || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-    '--window-size=1280,900'],
-  defaultViewport: { width: 1280, height: 900 },
-});
-page = await browser.newPage();
-page.setDefaultTimeout(30000);
-const problems = [];
-let allow401 = false;
-let allow403 = false;
-let allow400 = false;
-page.on('console', (m) => {
-  if (m.type() !== 'error' && m.type() !== 'warning') return;
-  const text = m.text();
-  if (allow401 && /status of 401/.test(text)) return;
-  if (allow403 && /status of 403/.test(text)) return;
-  if (allow400 && /status of 400/.test(text)) return;
-  const where = m.location()?.url ? ` (${m.location().url})` : '';
-  problems.push(`console.${m.type()}: ${text}${where}`);
-});
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-await page.evaluateOnNewDocument(() => {
-  document.addEventListener('securitypolicyviolation', (e) => {
-    console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
-  });
-});
-const shot = (name) => page.screenshot({ path: path.join(shots, `${name}.png`) });
-const waitText = (selector, re) => page.waitForFunction(
-  (s, src) => { const el = document.querySelector(s); return el && new RegExp(src).test(el.textContent); },
-  {}, selector, re.source);
-const go = async (hash, readySelector) => {
-  await page.evaluate((h) => { location.hash = h; }, hash);
-  await page.waitForSelector(readySelector);
-};
+import {
+  allow,
+  args,
+  assert,
+  base,
+  browser,
+  check,
+  failed,
+  finish,
+  go,
+  page,
+  problems,
+  rest,
+  shot,
+  shots,
+  waitText,
+} from './console_harness.mjs';
 
 // ---- sign in -----------------------------------------------------------------------------
 let resp;
@@ -119,14 +38,14 @@ await check('console served with CSP', async () => {
 });
 
 await check('wrong token shows a clear message', async () => {
-  allow401 = true;
+  allow[401] = true;
   await page.type('#token', 'pvs_0000000000000000wrong');
   await page.click('#signin-form button[type=submit]');
   await waitText('#signin-error', /not accepted/);
   await shot('signin-wrong-token');
   assert(await page.$eval('#nav', (n) => getComputedStyle(n).display === 'none'), 'navigation shown after a wrong token');
   assert(await page.evaluate(() => sessionStorage.getItem('pvs.token')) === null, 'wrong token stored');
-  allow401 = false;
+  allow[401] = false;
 });
 
 await check('sign in', async () => {
@@ -140,7 +59,7 @@ await check('sign in', async () => {
   assert(state.cookie === '', `cookie set: ${state.cookie}`);
   assert(!state.url.includes(args.token), 'token in the URL');
 });
-if (failures) {  // nothing after this can work
+if (failed()) {  // nothing after this can work
   console.log(`problems so far: ${problems.join(' || ')}`);
   await browser.close();
   process.exit(1);
@@ -265,11 +184,11 @@ await check('internet allowlist', async () => {
   // The form holds the list it shows; a bad name is the API's clear 400, the list unchanged.
   assert(await page.$eval('#allow-names', (el) => el.value) === '*.github.com, pypi.org', 'form not refilled');
   await shot('sandbox-allowlist');
-  allow400 = true;
+  allow[400] = true;
   await page.$eval('#allow-names', (el) => { el.value = 'not a name'; });
   await page.click('#allow-set');
   await waitText('#toast', /invalid_argument/);
-  allow400 = false;
+  allow[400] = false;
   await waitText('#internet-state', /^allowlist$/);
   console.log('ALLOWLIST SET');
   await page.click('#internet-toggle');
@@ -503,7 +422,7 @@ await check('audit tail', async () => {
 // By construction: the audit view's read is held until the sandboxes view has rendered, then
 // answered 403 (what a non-admin token gets); the audit view's late error page must land nowhere.
 await check('a late view never covers the next one', async () => {
-  allow403 = true;
+  allow[403] = true;
   let held = null;
   let sawHeld;
   const seen = new Promise((resolve) => { sawHeld = resolve; });
@@ -529,13 +448,13 @@ await check('a late view never covers the next one', async () => {
   } finally {
     page.off('request', onRequest);
     await page.setRequestInterception(false);
-    allow403 = false;
+    allow[403] = false;
   }
 });
 
 // ---- another token: its own sandboxes only, no nodes ---------------------------------------
 await check('a non-admin token sees only its own', async () => {
-  allow403 = true;
+  allow[403] = true;
   await page.click('#signout');
   await waitText('#signin-error', /Signed out/);
   assert(await page.evaluate(() => sessionStorage.getItem('pvs.token')) === null, 'token kept after sign-out');
@@ -560,7 +479,7 @@ await check('a non-admin token sees only its own', async () => {
   await page.type('#token', args.token);
   await page.click('#signin-form button[type=submit]');
   await page.waitForSelector('#audit-list table');  // back where it was, as an admin
-  allow403 = false;
+  allow[403] = false;
 });
 
 // ---- nodes, pools, metrics ---------------------------------------------------------------
@@ -609,6 +528,4 @@ await check('no console errors or CSP violations', async () => {
   assert(problems.length === 0, problems.join(' || '));
 });
 
-await browser.close();
-console.log(failures ? `${failures} FAILED` : 'ALL PASSED');
-process.exit(failures ? 1 : 0);
+await finish();
