@@ -13,7 +13,6 @@ from ._config import ClientConfig, InsecureTokenWarning, resolve_config
 from ._terminal_ws import AsyncTerminalConnection, TerminalConnection
 from ._version import VERSION as __version__
 from ._aio_parts import (
-    AsyncCommandHandle,
     AsyncCommands,
     AsyncFiles,
     AsyncInternetAccess,
@@ -22,7 +21,6 @@ from ._aio_parts import (
     AsyncTerminals,
 )
 from ._sandbox_parts import (
-    CommandHandle,
     Commands,
     Files,
     InternetAccess,
@@ -30,6 +28,8 @@ from ._sandbox_parts import (
     Terminal,
     Terminals,
 )
+from ._io_async import AsyncCommandHandle
+from ._io_sync import CommandHandle
 from .aio import AsyncApprovalsClient, AsyncSandbox, AsyncVolumesClient
 from .errors import (
     AlreadyExists,

@@ -1,31 +1,18 @@
-"""The parts of an :class:`~pve_sandbox.AsyncSandbox`: its commands, files, terminals,
-internet access and snapshots, as in ``_sandbox_parts.py`` with ``await``."""
-
+"""The parts of an :class:`AsyncSandbox`: its commands, files, terminals, internet access and
+snapshots (``sb.commands``, ``sb.files``, ...). ``_sandbox_parts.py`` is generated from this
+file by ``scripts/gen-sync-sdk``: change this one, then run the script."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import (
-    AsyncIterable,
-    AsyncIterator,
-    Iterable,
-    List,
-    Literal,
-    Mapping,
-    Optional,
-    Sequence,
-    Union,
-    overload,
-)
-
-import httpx
+from typing import AsyncIterator, List, Literal, Mapping, Optional, Sequence, Union, overload
 
 from . import _protocol as P
+from ._io_async import AsyncCommandHandle, AsyncFileData, request_body, response_bytes
 from ._protocol import ApprovalArg, OutputCallback
-from ._shared import BackgroundWrapper, FileData, body_chunks
+from ._shared import BackgroundWrapper
 from ._terminal_ws import AsyncTerminalConnection
 from ._transport import AsyncTransport
-from .errors import ConnectionFailed, InvalidArgument, NotFound, PvsError, TooLarge
+from .errors import InvalidArgument, NotFound, PvsError, TooLarge
 from .models import (
     CommandResult,
     DirListing,
@@ -39,89 +26,8 @@ from .models import (
 )
 
 
-AsyncFileData = Union[FileData, AsyncIterable[bytes]]
-"""What ``files.write`` takes here: as for the blocking client, or an async iterable."""
-
-
-async def _async_body(data: AsyncFileData) -> Union[bytes, AsyncIterator[bytes]]:
-    if hasattr(data, "__aiter__"):
-        src: AsyncIterable[bytes] = data  # type: ignore[assignment]
-
-        async def pieces() -> AsyncIterator[bytes]:
-            async for piece in src:
-                if piece:
-                    yield bytes(piece)
-
-        return pieces()
-    body = body_chunks(data)
-    if isinstance(body, bytes):
-        return body
-    sync_pieces: Iterable[bytes] = body
-
-    async def from_sync() -> AsyncIterator[bytes]:
-        for piece in sync_pieces:
-            yield piece
-
-    return from_sync()
-
-
-class AsyncCommandHandle:
-    """A background command: ``await wait()`` or ``await kill()``."""
-
-    def __init__(self, commands: "AsyncCommands", wrapper: BackgroundWrapper) -> None:
-        self._commands = commands
-        self._wrapper = wrapper
-        self._task: Optional["asyncio.Task[CommandResult]"] = None
-        self._started = asyncio.Event()
-        self._out: List[str] = []
-        self._err: List[str] = []
-
-    @property
-    def stdout(self) -> str:
-        """Standard output so far."""
-        return "".join(self._out)
-
-    @property
-    def stderr(self) -> str:
-        """Standard error so far."""
-        return "".join(self._err)
-
-    @property
-    def done(self) -> bool:
-        """True once the command ended."""
-        return self._task is not None and self._task.done()
-
-    async def wait(self, timeout: Optional[float] = None) -> CommandResult:
-        """Its result once it ended; ``TimeoutError`` after ``timeout`` seconds."""
-        assert self._task is not None
-        try:
-            return await asyncio.wait_for(asyncio.shield(self._task), timeout)
-        except asyncio.TimeoutError:
-            raise TimeoutError("the background command is still running") from None
-
-    async def kill(self) -> bool:
-        """Kills its process group (SIGKILL). False if it had already ended."""
-        if self.done:
-            return False
-        c = self._commands
-        r = await c._t.call(
-            P.exec_call(
-                c._t.config,
-                c._sandbox_id,
-                self._wrapper.kill_command,
-                cwd=None,
-                env=None,
-                stdin=None,
-                timeout=30,
-                approval=None,
-                stream=False,
-            )
-        )
-        return r.exit_code == 0
-
-
 class AsyncCommands:
-    """``sb.commands``: see :class:`pve_sandbox.sandbox.Commands`."""
+    """``sb.commands``: run commands in the sandbox (``sh -c``)."""
 
     def __init__(self, transport: AsyncTransport, sandbox_id: str) -> None:
         self._t = transport
@@ -175,11 +81,18 @@ class AsyncCommands:
         on_stderr: Optional[OutputCallback] = None,
         approval: ApprovalArg = None,
     ) -> Union[CommandResult, AsyncCommandHandle]:
-        """Runs ``cmd``; see :meth:`pve_sandbox.sandbox.Commands.run`."""
+        """Runs ``cmd`` with ``sh -c`` and returns its :class:`CommandResult` (a non-zero exit
+        is a result, not an error).
+
+        ``cwd``: absolute directory; ``env`` (or E2B's ``envs``): variables; ``stdin``: text
+        written to its stdin; ``timeout``: seconds, then its process group is killed
+        (``timed_out``). With ``on_stdout``/``on_stderr`` the output is streamed (NDJSON) and
+        each piece is passed on as it arrives. ``background=True`` returns a
+        :class:`CommandHandle` at once. ``approval``: see :class:`ApprovalRequired`."""
         env = env if env is not None else envs
         if background:
             wrapper = BackgroundWrapper(cmd)
-            handle = AsyncCommandHandle(self, wrapper)
+            handle = AsyncCommandHandle(self._t, self._sandbox_id, wrapper)
             call = P.exec_call(
                 self._t.config,
                 self._sandbox_id,
@@ -191,25 +104,7 @@ class AsyncCommands:
                 approval=approval,
                 stream=True,
             )
-
-            def out(s: str) -> None:
-                handle._out.append(s)
-                if on_stdout:
-                    on_stdout(s)
-
-            def err(s: str) -> None:
-                handle._err.append(s)
-                if on_stderr:
-                    on_stderr(s)
-
-            events = P.ExecEvents(out, err, on_start=handle._started.set)
-            task = asyncio.ensure_future(self._t.exec_stream(call, events))
-            handle._task = task
-            started = asyncio.ensure_future(handle._started.wait())
-            await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
-            started.cancel()
-            if task.done() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            await handle.start(call, on_stdout, on_stderr)
             return handle
         stream = on_stdout is not None or on_stderr is not None
         call = P.exec_call(
@@ -230,7 +125,7 @@ class AsyncCommands:
 
 
 class AsyncFiles:
-    """``sb.files``: see :class:`pve_sandbox.sandbox.Files`."""
+    """``sb.files``: read, write, list and edit files in the sandbox (absolute paths)."""
 
     def __init__(self, transport: AsyncTransport, sandbox_id: str, commands: AsyncCommands) -> None:
         self._t = transport
@@ -245,9 +140,10 @@ class AsyncFiles:
         mode: Union[int, str, None] = None,
         approval: ApprovalArg = None,
     ) -> WriteInfo:
-        """Writes ``data`` (text, bytes, a file object, an iterable or async iterable of
-        chunks: streamed) to ``path`` atomically."""
-        body = await _async_body(data)
+        """Writes ``data`` to ``path`` atomically, creating parent directories. ``data`` is
+        text, bytes, a file object or an iterable of byte chunks; the last two are streamed
+        (64 KiB pieces, chunked upload), never held whole. ``mode``: e.g. ``0o755``."""
+        body = request_body(data)
         call = P.put_file(self._t.config, self._sandbox_id, path, mode, approval, body)
         return await self._t.call(call, body)
 
@@ -261,15 +157,16 @@ class AsyncFiles:
 
     @overload
     async def read(self, path: str, format: Literal["stream"]) -> AsyncIterator[bytes]:
-        """The file as an async iterator of chunks."""
+        """The file as an iterator of chunks."""
 
     async def read(
         self, path: str, format: Literal["text", "bytes", "stream"] = "text"
     ) -> Union[str, bytes, AsyncIterator[bytes]]:
-        """Reads ``path`` as text, bytes, or ``format="stream"``: an async iterator of chunks."""
+        """Reads ``path``: as text (UTF-8), bytes, or ``format="stream"``: an iterator of
+        chunks as they arrive (a missing file raises before the first chunk)."""
         r = await self._t.send(P.get_file(self._sandbox_id, path), stream=True)
         if format == "stream":
-            return _aiter_response(r)
+            return response_bytes(r)
         try:
             data = await r.aread()
         finally:
@@ -277,11 +174,11 @@ class AsyncFiles:
         return data.decode("utf-8") if format == "text" else data
 
     async def iter_bytes(self, path: str) -> AsyncIterator[bytes]:
-        """``await read(path, format="stream")``."""
+        """``read(path, format="stream")``."""
         return await self.read(path, format="stream")
 
     async def list(self, path: str, *, limit: Optional[int] = None) -> DirListing:
-        """Lists a directory."""
+        """Lists a directory (at most ``limit`` entries; ``truncated`` says when cut)."""
         return await self._t.call(P.list_dir(self._sandbox_id, path, limit))
 
     async def exists(self, path: str) -> bool:
@@ -302,7 +199,8 @@ class AsyncFiles:
                 return False
 
     async def remove(self, path: str, *, approval: ApprovalArg = None) -> None:
-        """Removes a file or directory tree (``rm -rf``, run as a command)."""
+        """Removes a file or a directory tree (``rm -rf``; the API has no delete call, so this
+        runs a command and the policy judges it as ``exec``)."""
         await self._run(f"rm -rf -- {P.shell_quote(path)}", approval)
 
     async def make_dir(self, path: str, *, approval: ApprovalArg = None) -> None:
@@ -323,24 +221,16 @@ class AsyncFiles:
         replace_all: bool = False,
         approval: ApprovalArg = None,
     ) -> EditResult:
-        """Replaces ``old`` by ``new`` in a text file; returns the diff."""
+        """Replaces the text ``old`` by ``new`` in a text file (exactly once unless
+        ``replace_all``); raises :class:`NoMatch` / :class:`AmbiguousMatch` /
+        :class:`BinaryFile` when it cannot. Returns the diff."""
         return await self._t.call(
             P.edit_file(self._t.config, self._sandbox_id, path, old, new, replace_all, approval)
         )
 
 
-async def _aiter_response(r: httpx.Response) -> AsyncIterator[bytes]:
-    try:
-        async for piece in r.aiter_bytes():
-            yield piece
-    except httpx.TransportError as e:
-        raise ConnectionFailed(f"download broke off: {e}") from e
-    finally:
-        await r.aclose()
-
-
 class AsyncTerminal:
-    """A terminal: see :class:`pve_sandbox.sandbox.Terminal`."""
+    """An interactive program on a pseudo-terminal in the sandbox (``sb.terminals.open``)."""
 
     def __init__(self, transport: AsyncTransport, info: TerminalInfo) -> None:
         self._t = transport
@@ -361,18 +251,18 @@ class AsyncTerminal:
     async def send(
         self, items: Sequence[Mapping[str, str]], *, approval: ApprovalArg = None
     ) -> TerminalInfo:
-        """Sends input items in one write."""
+        """Sends input items (``{"text": ...}`` or ``{"key": ...}``) in one write."""
         self.info = await self._t.call(
             P.terminal_input(self._t.config, self.info.sandbox, self.id, items, approval)
         )
         return self.info
 
     async def type(self, text: str, *, approval: ApprovalArg = None) -> TerminalInfo:
-        """Types ``text``."""
+        """Types ``text`` as is (``\\r`` is Enter)."""
         return await self.send([{"text": text}], approval=approval)
 
     async def press(self, *keys: str, approval: ApprovalArg = None) -> TerminalInfo:
-        """Presses named keys."""
+        """Presses named keys: ``"Enter"``, ``"Escape"``, ``"C-c"``, ``"Up"``, ``"F1"``, ..."""
         return await self.send(P.key_items(keys), approval=approval)
 
     async def wait(
@@ -383,7 +273,9 @@ class AsyncTerminal:
         timeout: Optional[float] = None,
         scrollback: int = 0,
     ) -> WaitResult:
-        """Waits for ``pattern``, the end, quiet, or the timeout."""
+        """Waits until ``pattern`` (ECMAScript regex, multiline) is on the screen, the program
+        ended, no output came for ``quiet_ms``, or ``timeout`` seconds (default 10) passed.
+        """
         r = await self._t.call(
             P.terminal_wait(self.info.sandbox, self.id, pattern, quiet_ms, timeout, scrollback)
         )
@@ -391,28 +283,29 @@ class AsyncTerminal:
         return r
 
     async def screen(self, *, scrollback: int = 0) -> Screen:
-        """The screen now."""
+        """The screen now: ``lines``, ``cursor``, ``title``, ``alternate_screen``."""
         return await self._t.call(P.terminal_screen(self.info.sandbox, self.id, scrollback))
 
     async def resize(self, cols: int, rows: int) -> TerminalInfo:
-        """Changes the size."""
+        """Changes the terminal's size."""
         self.info = await self._t.call(P.resize_terminal(self.info.sandbox, self.id, cols, rows))
         return self.info
 
     async def refresh(self) -> TerminalInfo:
-        """Fetches the terminal's state."""
+        """Fetches the terminal's state (``state``, ``exit_code``, ...)."""
         self.info = await self._t.call(P.get_terminal(self.info.sandbox, self.id))
         return self.info
 
     async def close(self) -> None:
-        """Hangs up."""
+        """Hangs up (SIGHUP to its session, SIGKILL 2 s later). Closing twice is fine."""
         try:
             await self._t.call(P.close_terminal(self.info.sandbox, self.id))
         except NotFound:
             pass
 
     def attach(self, *, watch: bool = False) -> AsyncTerminalConnection:
-        """Attaches over the WebSocket; use as ``async with``."""
+        """Attaches over the WebSocket (raw pty bytes both ways); ``watch``: read-only.
+        Use as a context manager."""
         return AsyncTerminalConnection(
             P.terminal_ws_url(self._t.config, self.info.sandbox, self.id, watch),
             self._t.config.token,
@@ -420,7 +313,7 @@ class AsyncTerminal:
 
 
 class AsyncTerminals:
-    """``sb.terminals``."""
+    """``sb.terminals``: interactive programs on pseudo-terminals."""
 
     def __init__(self, transport: AsyncTransport, sandbox_id: str) -> None:
         self._t = transport
@@ -440,7 +333,7 @@ class AsyncTerminals:
         return AsyncTerminal(self._t, info)
 
     async def list(self) -> List[TerminalInfo]:
-        """The sandbox's terminals."""
+        """The sandbox's terminals, oldest first (ended ones stay listed for a while)."""
         return await self._t.call(P.list_terminals(self._sandbox_id))
 
     async def get(self, terminal_id: str) -> AsyncTerminal:
@@ -451,7 +344,7 @@ class AsyncTerminals:
 
 
 class AsyncInternetAccess:
-    """``sb.internet``."""
+    """``sb.internet``: the sandbox's egress (all HTTP/HTTPS, an allowlist, or none)."""
 
     def __init__(self, transport: AsyncTransport, sandbox_id: str) -> None:
         self._t = transport
@@ -475,34 +368,35 @@ class AsyncInternetAccess:
         ports: Optional[Sequence[int]] = None,
         approval: ApprovalArg = None,
     ) -> SandboxInfo:
-        """Egress only to these DNS names on ``ports``."""
+        """Egress only to these DNS names (``*.example.org``: its subdomains) on ``ports``
+        (default 80 and 443)."""
         body: P.Json = {"allow": list(names)}
         if ports is not None:
             body["ports"] = list(ports)
         return await self._set(body, approval)
 
     async def use_list(self, name: str, *, approval: ApprovalArg = None) -> SandboxInfo:
-        """An operator's named allowlist."""
+        """An operator's named allowlist (``egress.lists``)."""
         return await self._set({"list": name}, approval)
 
 
 class AsyncSnapshots:
-    """``sb.snapshots``."""
+    """``sb.snapshots``: save and restore the sandbox's state."""
 
     def __init__(self, transport: AsyncTransport, sandbox_id: str) -> None:
         self._t = transport
         self._sandbox_id = sandbox_id
 
     async def create(self, name: str, *, description: Optional[str] = None) -> SnapshotInfo:
-        """Takes a snapshot."""
+        """Takes a snapshot (a letter, then 1-39 of ``[A-Za-z0-9_-]``)."""
         return await self._t.call(P.create_snapshot(self._sandbox_id, name, description))
 
     async def list(self) -> List[SnapshotInfo]:
-        """The snapshots."""
+        """The sandbox's snapshots."""
         return await self._t.call(P.list_snapshots(self._sandbox_id))
 
     async def rollback(self, name: str) -> SandboxInfo:
-        """Restores a snapshot."""
+        """Restores a snapshot (the sandbox restarts; commands work again when it returns)."""
         return await self._t.call(P.rollback_snapshot(self._sandbox_id, name))
 
     async def delete(self, name: str) -> None:

@@ -1,19 +1,19 @@
-"""The parts of a blocking :class:`~pve_sandbox.Sandbox`: its commands, files, terminals,
-internet access and snapshots."""
-
+# Generated from _aio_parts.py by scripts/gen-sync-sdk: change that file and run the
+# script; do not edit this one.
+"""The parts of a :class:`Sandbox`: its commands, files, terminals, internet access and
+snapshots (``sb.commands``, ``sb.files``, ...)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Iterator, List, Literal, Mapping, Optional, Sequence, Union, overload
 
-import httpx
-
 from . import _protocol as P
+from ._io_sync import CommandHandle, FileData, request_body, response_bytes
 from ._protocol import ApprovalArg, OutputCallback
-from ._shared import BackgroundWrapper, FileData, body_chunks
+from ._shared import BackgroundWrapper
 from ._terminal_ws import TerminalConnection
-from .errors import ConnectionFailed, InvalidArgument, NotFound, PvsError, TooLarge
+from ._transport import SyncTransport
+from .errors import InvalidArgument, NotFound, PvsError, TooLarge
 from .models import (
     CommandResult,
     DirListing,
@@ -25,75 +25,6 @@ from .models import (
     WaitResult,
     WriteInfo,
 )
-from ._transport import SyncTransport
-
-
-class CommandHandle:
-    """A command started with ``run(..., background=True)``: ``wait()`` for its result or
-    ``kill()`` it. Its output so far is in ``stdout`` / ``stderr``."""
-
-    def __init__(self, commands: "Commands", wrapper: BackgroundWrapper) -> None:
-        self._commands = commands
-        self._wrapper = wrapper
-        self._started = threading.Event()
-        self._done = threading.Event()
-        self._result: Optional[CommandResult] = None
-        self._error: Optional[BaseException] = None
-        self._out: List[str] = []
-        self._err: List[str] = []
-
-    @property
-    def stdout(self) -> str:
-        """Standard output so far."""
-        return "".join(self._out)
-
-    @property
-    def stderr(self) -> str:
-        """Standard error so far."""
-        return "".join(self._err)
-
-    @property
-    def done(self) -> bool:
-        """True once the command ended (or its stream failed)."""
-        return self._done.is_set()
-
-    def _run(self, call: "P.Call[CommandResult]", events: "P.ExecEvents") -> None:
-        try:
-            self._result = self._commands._t.exec_stream(call, events)
-        except BaseException as e:  # handed to wait()
-            self._error = e
-        finally:
-            self._started.set()
-            self._done.set()
-
-    def wait(self, timeout: Optional[float] = None) -> CommandResult:
-        """Blocks until the command ended and returns its result; ``TimeoutError`` if it still
-        runs after ``timeout`` seconds."""
-        if not self._done.wait(timeout):
-            raise TimeoutError("the background command is still running")
-        if self._error is not None:
-            raise self._error
-        assert self._result is not None
-        return self._result
-
-    def kill(self) -> bool:
-        """Kills the command's process group (SIGKILL). False if it had already ended."""
-        if self._done.is_set():
-            return False
-        r = self._commands._t.call(
-            P.exec_call(
-                self._commands._t.config,
-                self._commands._sandbox_id,
-                self._wrapper.kill_command,
-                cwd=None,
-                env=None,
-                stdin=None,
-                timeout=30,
-                approval=None,
-                stream=False,
-            )
-        )
-        return r.exit_code == 0
 
 
 class Commands:
@@ -162,7 +93,7 @@ class Commands:
         env = env if env is not None else envs
         if background:
             wrapper = BackgroundWrapper(cmd)
-            handle = CommandHandle(self, wrapper)
+            handle = CommandHandle(self._t, self._sandbox_id, wrapper)
             call = P.exec_call(
                 self._t.config,
                 self._sandbox_id,
@@ -174,22 +105,7 @@ class Commands:
                 approval=approval,
                 stream=True,
             )
-
-            def out(s: str) -> None:
-                handle._out.append(s)
-                if on_stdout:
-                    on_stdout(s)
-
-            def err(s: str) -> None:
-                handle._err.append(s)
-                if on_stderr:
-                    on_stderr(s)
-
-            events = P.ExecEvents(out, err, on_start=handle._started.set)
-            threading.Thread(target=handle._run, args=(call, events), daemon=True).start()
-            handle._started.wait()
-            if handle._error is not None:
-                raise handle._error  # refused before it started: policy, not found, ...
+            handle.start(call, on_stdout, on_stderr)
             return handle
         stream = on_stdout is not None or on_stderr is not None
         call = P.exec_call(
@@ -205,7 +121,8 @@ class Commands:
         )
         if stream:
             return self._t.exec_stream(call, P.ExecEvents(on_stdout, on_stderr))
-        return self._t.call(call)
+        result: CommandResult = self._t.call(call)
+        return result
 
 
 class Files:
@@ -227,7 +144,7 @@ class Files:
         """Writes ``data`` to ``path`` atomically, creating parent directories. ``data`` is
         text, bytes, a file object or an iterable of byte chunks; the last two are streamed
         (64 KiB pieces, chunked upload), never held whole. ``mode``: e.g. ``0o755``."""
-        body = body_chunks(data)
+        body = request_body(data)
         call = P.put_file(self._t.config, self._sandbox_id, path, mode, approval, body)
         return self._t.call(call, body)
 
@@ -250,7 +167,7 @@ class Files:
         chunks as they arrive (a missing file raises before the first chunk)."""
         r = self._t.send(P.get_file(self._sandbox_id, path), stream=True)
         if format == "stream":
-            return _iter_response(r)
+            return response_bytes(r)
         try:
             data = r.read()
         finally:
@@ -275,7 +192,7 @@ class Files:
             return False
         except TooLarge:
             return True
-        except InvalidArgument:  # a directory is not a file to download
+        except InvalidArgument:
             try:
                 self._t.call(P.list_dir(self._sandbox_id, path, 1))
                 return True
@@ -311,16 +228,6 @@ class Files:
         return self._t.call(
             P.edit_file(self._t.config, self._sandbox_id, path, old, new, replace_all, approval)
         )
-
-
-def _iter_response(r: httpx.Response) -> Iterator[bytes]:
-    try:
-        for piece in r.iter_bytes():
-            yield piece
-    except httpx.TransportError as e:  # the server reset: never a partial file as a whole
-        raise ConnectionFailed(f"download broke off: {e}") from e
-    finally:
-        r.close()
 
 
 class Terminal:

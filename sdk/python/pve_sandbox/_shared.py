@@ -1,11 +1,15 @@
-"""Pieces both clients use that are not API calls: background command wrappers, file bodies."""
+"""Pieces both clients use that are not API calls: background command wrappers and their
+output, file bodies."""
 
 from __future__ import annotations
 
 import secrets
-from typing import IO, Any, Iterable, Iterator, Union
+from typing import IO, Any, Callable, Iterable, Iterator, List, Optional, Union
 
-from ._protocol import shell_quote
+from . import _protocol as P
+from ._config import ClientConfig
+from ._protocol import OutputCallback, shell_quote
+from .models import CommandResult
 
 CHUNK = 64 * 1024
 """Upload and download piece size (the controller's SFTP piece is 64 KiB too)."""
@@ -62,3 +66,58 @@ class BackgroundWrapper:
             'if [ -n "$g" ] && [ "$g" -gt 1 ]; then kill -9 -$g || kill -9 $p; '
             "else kill -9 $p; fi"
         )
+
+
+def kill_call(
+    config: ClientConfig, sandbox_id: str, wrapper: BackgroundWrapper
+) -> "P.Call[CommandResult]":
+    """The exec that kills a background command (see :class:`BackgroundWrapper`)."""
+    return P.exec_call(
+        config,
+        sandbox_id,
+        wrapper.kill_command,
+        cwd=None,
+        env=None,
+        stdin=None,
+        timeout=30,
+        approval=None,
+        stream=False,
+    )
+
+
+class HandleOutput:
+    """A background command's output so far, as both clients' handles keep it."""
+
+    def __init__(self) -> None:
+        self._out: List[str] = []
+        self._err: List[str] = []
+
+    @property
+    def stdout(self) -> str:
+        """Standard output so far."""
+        return "".join(self._out)
+
+    @property
+    def stderr(self) -> str:
+        """Standard error so far."""
+        return "".join(self._err)
+
+    def _events(
+        self,
+        on_stdout: Optional[OutputCallback],
+        on_stderr: Optional[OutputCallback],
+        on_start: Callable[[], None],
+    ) -> P.ExecEvents:
+        """The stream's events, kept here and passed on to the callbacks."""
+
+        def out(s: str) -> None:
+            self._out.append(s)
+            if on_stdout:
+                on_stdout(s)
+
+        def err(s: str) -> None:
+            self._err.append(s)
+            if on_stderr:
+                on_stderr(s)
+
+        return P.ExecEvents(out, err, on_start=on_start)

@@ -1,14 +1,22 @@
-"""The asyncio client: :class:`AsyncSandbox`, the same surface as :class:`~pve_sandbox.Sandbox`
-with ``async with`` and ``await``. Requests and replies are the same :mod:`._protocol` calls;
-only the transport differs."""
+"""The asyncio client: :class:`AsyncSandbox` and its parts (commands, files, terminals,
+internet, snapshots), :class:`AsyncApprovalsClient` for the people who decide approvals, and
+:class:`AsyncVolumesClient`. The blocking client (``sandbox.py``) is generated from this file by
+``scripts/gen-sync-sdk``: change this one, then run the script."""
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence, Union
-
+from typing import List, Mapping, Optional, Sequence, Union
 
 from . import _protocol as P
+from ._aio_parts import (
+    AsyncCommands,
+    AsyncFiles,
+    AsyncInternetAccess,
+    AsyncSnapshots,
+    AsyncTerminals,
+)
 from ._config import ClientConfig, resolve_config
+from ._io_async import Creating, creating  # sync: from ._io_sync import creating
 from ._protocol import ApprovalArg, Internet, VolumeArg
 from ._transport import AsyncTransport
 from .errors import NotFound
@@ -19,36 +27,29 @@ from .models import (
     PreviewLink,
     SandboxInfo,
     TemplateInfo,
-    VolumeInfo,
     UsageSample,
-)
-from ._aio_parts import (
-    AsyncCommands,
-    AsyncFiles,
-    AsyncTerminals,
-    AsyncInternetAccess,
-    AsyncSnapshots,
+    VolumeInfo,
 )
 
 
 class AsyncSandbox:
-    """A sandbox for asyncio code: ``async with await AsyncSandbox.create() as sb`` (or
-    ``async with AsyncSandbox.create() as sb``)."""
+    """A sandbox: a disposable LXC container. Make one with :meth:`create` (``with`` destroys
+    it on exit unless ``keep=True``) or reach one with :meth:`connect`."""
 
     def __init__(self, info: SandboxInfo, transport: AsyncTransport, *, keep: bool = False) -> None:
         self.info = info
-        """The sandbox as last seen."""
+        """The sandbox as last seen (refresh with :meth:`get_info`)."""
         self.keep = keep
-        """When True, leaving ``async with`` keeps the sandbox."""
+        """When True, leaving the ``with`` block (or :meth:`close`) keeps the sandbox."""
         self._t = transport
         self.commands = AsyncCommands(transport, info.id)
         """Run commands."""
         self.files = AsyncFiles(transport, info.id, self.commands)
-        """Files."""
+        """Read, write, list and edit files."""
         self.terminals = AsyncTerminals(transport, info.id)
-        """Terminals."""
+        """Interactive programs."""
         self.internet = AsyncInternetAccess(transport, info.id)
-        """Egress."""
+        """Egress: on, off, an allowlist."""
         self.snapshots = AsyncSnapshots(transport, info.id)
         """Snapshots."""
 
@@ -92,9 +93,17 @@ class AsyncSandbox:
         request_timeout: Optional[float] = None,
         max_retries: Optional[int] = None,
         approval_wait: Optional[bool] = None,
-    ) -> "_Creating":
-        """Creates a sandbox (see :meth:`pve_sandbox.Sandbox.create`). Await it, or use it
-        directly in ``async with``."""
+    ) -> "Creating[AsyncSandbox]":  # sync: ) -> "Sandbox":
+        """Creates a sandbox and returns when it is ready.
+
+        ``internet``: ``True``, ``False`` or ``{"allow": ["example.org"], "ports": [443]}`` /
+        ``{"list": "name"}``; ``ttl``: seconds until it is destroyed (or, with
+        ``on_expiry="pause"``, paused with its files kept; ``auto_resume=True`` then lets the
+        next call on it resume it); ``labels``: for
+        :meth:`list`; ``template``: a custom template's name (an operator's, or one of your
+        :meth:`capture` s); ``volumes``: your volumes to mount (:class:`VolumeMount`,
+        :class:`VolumesClient`). ``url``/``token`` default to ``PVS_URL``/``PVS_TOKEN`` (or
+        ``SANDBOXCTL_URL``/``SANDBOXCTL_TOKEN``)."""
         config = resolve_config(
             url,
             token,
@@ -131,7 +140,7 @@ class AsyncSandbox:
                 raise
             return cls(info, t, keep=keep)
 
-        return _Creating(make())
+        return creating(make())
 
     @classmethod
     async def connect(
@@ -145,7 +154,8 @@ class AsyncSandbox:
         max_retries: Optional[int] = None,
         approval_wait: Optional[bool] = None,
     ) -> "AsyncSandbox":
-        """An existing sandbox by id."""
+        """An existing sandbox by id (:class:`NotFound` if there is none, or not yours).
+        ``keep`` defaults to True here: leaving ``with`` only closes the connections."""
         config = resolve_config(
             url,
             token,
@@ -168,24 +178,24 @@ class AsyncSandbox:
         url: Optional[str] = None,
         token: Optional[str] = None,
     ) -> List[SandboxInfo]:
-        """Your sandboxes, oldest first."""
+        """Your sandboxes (an admin token: all), oldest first; ``labels`` must all match."""
         async with AsyncTransport(resolve_config(url, token)) as t:
             return await t.call(P.list_sandboxes(labels))
 
     async def get_info(self) -> SandboxInfo:
-        """Fetches the sandbox's state."""
+        """Fetches the sandbox's state (and updates :attr:`info`)."""
         self.info = await self._t.call(P.get_sandbox(self.id))
         return self.info
 
     async def is_running(self) -> bool:
-        """True while it exists and runs."""
+        """True while the sandbox exists and its container runs."""
         try:
             return (await self.get_info()).status == "running"
         except NotFound:
             return False
 
     async def set_ttl(self, seconds: int) -> SandboxInfo:
-        """Expires ``seconds`` from now."""
+        """The sandbox now expires ``seconds`` from now."""
         self.info = await self._t.call(P.set_ttl(self.id, seconds))
         return self.info
 
@@ -203,39 +213,45 @@ class AsyncSandbox:
         return P.preview_url(self._t.config, self.id, port)
 
     async def preview(self, port: int, expires_in: Optional[int] = None) -> PreviewLink:
-        """A link to ``port`` a browser opens without the token (see the sync client)."""
+        """A link to ``port`` a browser opens without the token, for ``expires_in`` seconds
+        (default an hour). Anyone holding the link reaches that port until it expires."""
         return await self._t.call(P.make_preview(self._t.config, self.id, port, expires_in))
 
     async def usage(
         self, since: Optional[int] = None, until: Optional[int] = None
     ) -> List[UsageSample]:
-        """What it used over time, oldest first (see the blocking ``Sandbox.usage``)."""
+        """What it used over time, oldest first: Proxmox's history of its container (a sample
+        a minute over the last hour, coarser further back) since it was created, then the live
+        sample. ``since``/``until``: unix seconds (``until`` before now leaves the live one out)."""
         return await self._t.call(P.get_usage(self.id, since, until))
 
     async def pause(self) -> SandboxInfo:
-        """Stops it with its files kept (processes end)."""
+        """Stops it with its files kept (processes end); ``state`` becomes ``"paused"``."""
         self.info = await self._t.call(P.pause_sandbox(self.id))
         return self.info
 
     async def resume(self, ttl: Optional[int] = None) -> SandboxInfo:
-        """Starts a paused sandbox again; returns once its SSH answers."""
+        """Starts a paused sandbox again; returns once its SSH answers. ``ttl``: its new
+        lifetime (default: what it had left, or its TTL of creation after an expiry pause)."""
         self.info = await self._t.call(P.resume_sandbox(self.id, ttl))
         return self.info
 
     async def capture(self, name: Optional[str] = None) -> TemplateInfo:
-        """A template of its files as they are now, owned by your token (see
-        :meth:`pve_sandbox.Sandbox.capture`)."""
+        """A template of its files as they are now (processes and memory are not kept), owned
+        by your token: ``Sandbox.create(template=name)`` starts from it. ``name``: 1-32 of
+        ``[a-z0-9-]``, a letter first (default: ``snap-`` and 12 hex digits). E2B's snapshot."""
         return await self._t.call(P.capture_sandbox(self.id, name))
 
     async def fork(
         self, count: int = 1, *, ttl: Optional[int] = None, approval: ApprovalArg = None
     ) -> List["AsyncSandbox"]:
-        """``count`` new sandboxes of its files as they are now (all or none)."""
+        """``count`` new sandboxes of its files as they are now, with its size, labels and
+        internet (all or none); each is yours to destroy (``with`` each, or ``destroy()``)."""
         infos = await self._t.call(P.fork_sandbox(self._t.config, self.id, count, ttl, approval))
         return [AsyncSandbox(info, AsyncTransport(self._t.config)) for info in infos]
 
     async def destroy(self) -> None:
-        """Destroys the sandbox. Idempotent."""
+        """Destroys the sandbox (internet revoked first, container purged). Idempotent."""
         try:
             await self._t.call(P.destroy_sandbox(self.id))
         except NotFound:
@@ -246,11 +262,11 @@ class AsyncSandbox:
         await self.destroy()
 
     async def health(self) -> Health:
-        """The controller's health."""
+        """The controller's health (with this token: its peers too)."""
         return await self._t.call(P.health())
 
     async def close(self) -> None:
-        """Destroys unless :attr:`keep`, then closes the connections."""
+        """Destroys the sandbox unless :attr:`keep`, then closes the connections."""
         try:
             if not self.keep:
                 await self.destroy()
@@ -267,28 +283,9 @@ class AsyncSandbox:
         return f"AsyncSandbox({self.id!r}, address={self.info.address!r})"
 
 
-class _Creating:
-    """``AsyncSandbox.create(...)``: awaitable, and an async context manager."""
-
-    def __init__(self, coro: Any) -> None:
-        self._coro = coro
-        self._sb: Optional[AsyncSandbox] = None
-
-    def __await__(self) -> Any:
-        return self._coro.__await__()
-
-    async def __aenter__(self) -> AsyncSandbox:
-        sb: AsyncSandbox = await self._coro
-        self._sb = sb
-        return sb
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._sb is not None:
-            await self._sb.close()
-
-
 class AsyncApprovalsClient:
-    """:class:`pve_sandbox.ApprovalsClient` for asyncio code."""
+    """For the people who decide approvals (an admin token or one with ``approver: true``);
+    any token may list and read its own."""
 
     def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
         self._t = AsyncTransport(resolve_config(url, token))
@@ -304,7 +301,7 @@ class AsyncApprovalsClient:
         await self._t.close()
 
     async def list(self, state: Optional[str] = None) -> List[Approval]:
-        """Approvals (``state="pending"``: those waiting)."""
+        """Approvals (``state="pending"``: only those waiting)."""
         return await self._t.call(P.list_approvals(self._t.approvals, state))
 
     async def get(self, approval_id: str) -> Approval:
@@ -314,20 +311,22 @@ class AsyncApprovalsClient:
     async def approve(
         self, approval: Union[Approval, str], *, reason: Optional[str] = None
     ) -> Approval:
-        """Approves."""
+        """Approves (``Conflict`` if it is no longer pending)."""
         aid = approval if isinstance(approval, str) else approval.id
         return await self._t.call(P.decide_approval(self._t.approvals, aid, True, reason))
 
     async def deny(
         self, approval: Union[Approval, str], *, reason: Optional[str] = None
     ) -> Approval:
-        """Denies."""
+        """Denies, with a reason the caller sees."""
         aid = approval if isinstance(approval, str) else approval.id
         return await self._t.call(P.decide_approval(self._t.approvals, aid, False, reason))
 
 
 class AsyncVolumesClient:
-    """:class:`pve_sandbox.VolumesClient` for asyncio code."""
+    """Your volumes: named disks that outlive the sandboxes that mount them
+    (``Sandbox.create(volumes=[VolumeMount("work", "/mnt/work")])``). One sandbox at a time
+    holds a volume, from its create until it is destroyed."""
 
     def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
         self._t = AsyncTransport(resolve_config(url, token))
@@ -345,7 +344,8 @@ class AsyncVolumesClient:
     async def create(
         self, name: str, *, size_gb: Optional[int] = None, node: Optional[str] = None
     ) -> VolumeInfo:
-        """A new volume of yours (see :meth:`pve_sandbox.VolumesClient.create`)."""
+        """A new volume: ``name`` 1-63 of ``[a-z0-9_-]`` (``Conflict`` if yours has it),
+        ``size_gb`` the controller's default if None."""
         return await self._t.call(P.create_volume(name, size_gb, node))
 
     async def list(self) -> List[VolumeInfo]:
@@ -357,7 +357,7 @@ class AsyncVolumesClient:
         return await self._t.call(P.get_volume(volume_id))
 
     async def delete(self, volume_id: str) -> None:
-        """Deletes it (``Conflict`` while a sandbox holds it)."""
+        """Deletes it and its files (``Conflict`` while a sandbox holds it)."""
         await self._t.call(P.delete_volume(volume_id))
 
     async def resize(self, volume_id: str, size_gb: int) -> VolumeInfo:

@@ -1,14 +1,25 @@
+# Generated from aio.py by scripts/gen-sync-sdk: change that file and run the
+# script; do not edit this one.
 """The blocking client: :class:`Sandbox` and its parts (commands, files, terminals, internet,
-snapshots), plus :class:`ApprovalsClient` for the people who decide approvals."""
+snapshots), :class:`ApprovalsClient` for the people who decide approvals, and
+:class:`VolumesClient`."""
 
 from __future__ import annotations
 
 from typing import List, Mapping, Optional, Sequence, Union
 
-
 from . import _protocol as P
+from ._sandbox_parts import (
+    Commands,
+    Files,
+    InternetAccess,
+    Snapshots,
+    Terminals,
+)
 from ._config import ClientConfig, resolve_config
+from ._io_sync import creating
 from ._protocol import ApprovalArg, Internet, VolumeArg
+from ._transport import SyncTransport
 from .errors import NotFound
 from .models import (
     Approval,
@@ -17,11 +28,9 @@ from .models import (
     PreviewLink,
     SandboxInfo,
     TemplateInfo,
-    VolumeInfo,
     UsageSample,
+    VolumeInfo,
 )
-from ._transport import SyncTransport
-from ._sandbox_parts import Commands, Files, Terminals, InternetAccess, Snapshots
 
 
 class Sandbox:
@@ -103,32 +112,36 @@ class Sandbox:
             max_retries=max_retries,
             approval_wait=approval_wait,
         )
-        t = SyncTransport(config)
-        try:
-            info = t.call(
-                P.create_sandbox(
-                    config,
-                    cpus=cpus,
-                    memory_mb=memory_mb,
-                    disk_gb=disk_gb,
-                    internet=internet,
-                    ttl=ttl,
-                    on_expiry=on_expiry,
-                    auto_resume=auto_resume,
-                    labels=labels,
-                    hostname=hostname,
-                    profile=profile,
-                    template=template,
-                    volumes=volumes,
-                    node=node,
-                    node_selector=node_selector,
-                    approval=approval,
+
+        def make() -> "Sandbox":
+            t = SyncTransport(config)
+            try:
+                info = t.call(
+                    P.create_sandbox(
+                        config,
+                        cpus=cpus,
+                        memory_mb=memory_mb,
+                        disk_gb=disk_gb,
+                        internet=internet,
+                        ttl=ttl,
+                        on_expiry=on_expiry,
+                        auto_resume=auto_resume,
+                        labels=labels,
+                        hostname=hostname,
+                        profile=profile,
+                        template=template,
+                        volumes=volumes,
+                        node=node,
+                        node_selector=node_selector,
+                        approval=approval,
+                    )
                 )
-            )
-        except BaseException:
-            t.close()
-            raise
-        return cls(info, t, keep=keep)
+            except BaseException:
+                t.close()
+                raise
+            return cls(info, t, keep=keep)
+
+        return creating(make())
 
     @classmethod
     def connect(
@@ -178,7 +191,7 @@ class Sandbox:
     def is_running(self) -> bool:
         """True while the sandbox exists and its container runs."""
         try:
-            return self.get_info().status == "running"
+            return (self.get_info()).status == "running"
         except NotFound:
             return False
 
@@ -195,12 +208,6 @@ class Sandbox:
         """What listens in the sandbox: each TCP port with its addresses and preview URL."""
         return self._t.call(P.list_ports(self._t.config, self.id))
 
-    def usage(self, since: Optional[int] = None, until: Optional[int] = None) -> List[UsageSample]:
-        """What it used over time, oldest first: Proxmox's history of its container (a sample
-        a minute over the last hour, coarser further back) since it was created, then the live
-        sample. ``since``/``until``: unix seconds (``until`` before now leaves the live one out)."""
-        return self._t.call(P.get_usage(self.id, since, until))
-
     def get_host(self, port: int) -> str:
         """The preview URL of ``port`` on the controller (E2B's ``get_host`` gives a host
         name; here the port is reached through the API with the bearer token)."""
@@ -210,6 +217,12 @@ class Sandbox:
         """A link to ``port`` a browser opens without the token, for ``expires_in`` seconds
         (default an hour). Anyone holding the link reaches that port until it expires."""
         return self._t.call(P.make_preview(self._t.config, self.id, port, expires_in))
+
+    def usage(self, since: Optional[int] = None, until: Optional[int] = None) -> List[UsageSample]:
+        """What it used over time, oldest first: Proxmox's history of its container (a sample
+        a minute over the last hour, coarser further back) since it was created, then the live
+        sample. ``since``/``until``: unix seconds (``until`` before now leaves the live one out)."""
+        return self._t.call(P.get_usage(self.id, since, until))
 
     def pause(self) -> SandboxInfo:
         """Stops it with its files kept (processes end); ``state`` becomes ``"paused"``."""
