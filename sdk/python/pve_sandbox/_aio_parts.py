@@ -157,12 +157,12 @@ class AsyncFiles:
 
     @overload
     async def read(self, path: str, format: Literal["stream"]) -> AsyncIterator[bytes]:
-        """The file as an iterator of chunks."""
+        """The file as an async iterator of chunks."""
 
     async def read(
         self, path: str, format: Literal["text", "bytes", "stream"] = "text"
     ) -> Union[str, bytes, AsyncIterator[bytes]]:
-        """Reads ``path``: as text (UTF-8), bytes, or ``format="stream"``: an iterator of
+        """Reads ``path``: as text (UTF-8), bytes, or ``format="stream"``: an async iterator of
         chunks as they arrive (a missing file raises before the first chunk)."""
         r = await self._t.send(P.get_file(self._sandbox_id, path), stream=True)
         if format == "stream":

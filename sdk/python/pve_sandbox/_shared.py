@@ -52,8 +52,9 @@ class BackgroundWrapper:
 
     The command runs under a small ``sh`` wrapper that writes its PID to a marker file in
     ``/tmp`` and removes it when the command ends. ``kill`` runs a second command that reads
-    the marker and sends SIGKILL (`kill -9 -PGID`, which dash, bash and busybox sh all take) to the wrapper's process group (the exec's own session, so
-    nothing outside it) and removes the marker."""
+    the marker and sends SIGKILL (`kill -9 -PGID`, which dash, bash and busybox sh all take) to
+    the wrapper's process group (the exec's own session, so nothing outside it) and removes the
+    marker."""
 
     def __init__(self, command: str) -> None:
         self.marker = f"/tmp/.pvs-bg-{secrets.token_hex(8)}"

@@ -33,14 +33,14 @@ from .models import (
 
 
 class AsyncSandbox:
-    """A sandbox: a disposable LXC container. Make one with :meth:`create` (``with`` destroys
-    it on exit unless ``keep=True``) or reach one with :meth:`connect`."""
+    """A sandbox: a disposable LXC container. Make one with :meth:`create` (``async with``
+    destroys it on exit unless ``keep=True``) or reach one with :meth:`connect`."""
 
     def __init__(self, info: SandboxInfo, transport: AsyncTransport, *, keep: bool = False) -> None:
         self.info = info
         """The sandbox as last seen (refresh with :meth:`get_info`)."""
         self.keep = keep
-        """When True, leaving the ``with`` block (or :meth:`close`) keeps the sandbox."""
+        """When True, leaving the ``async with`` block (or :meth:`close`) keeps the sandbox."""
         self._t = transport
         self.commands = AsyncCommands(transport, info.id)
         """Run commands."""
@@ -155,7 +155,7 @@ class AsyncSandbox:
         approval_wait: Optional[bool] = None,
     ) -> "AsyncSandbox":
         """An existing sandbox by id (:class:`NotFound` if there is none, or not yours).
-        ``keep`` defaults to True here: leaving ``with`` only closes the connections."""
+        ``keep`` defaults to True here: leaving ``async with`` only closes the connections."""
         config = resolve_config(
             url,
             token,
@@ -246,7 +246,7 @@ class AsyncSandbox:
         self, count: int = 1, *, ttl: Optional[int] = None, approval: ApprovalArg = None
     ) -> List["AsyncSandbox"]:
         """``count`` new sandboxes of its files as they are now, with its size, labels and
-        internet (all or none); each is yours to destroy (``with`` each, or ``destroy()``)."""
+        internet (all or none); each is yours to destroy (``async with`` each, or ``destroy()``)."""
         infos = await self._t.call(P.fork_sandbox(self._t.config, self.id, count, ttl, approval))
         return [AsyncSandbox(info, AsyncTransport(self._t.config)) for info in infos]
 

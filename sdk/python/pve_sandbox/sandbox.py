@@ -34,8 +34,8 @@ from .models import (
 
 
 class Sandbox:
-    """A sandbox: a disposable LXC container. Make one with :meth:`create` (``with`` destroys
-    it on exit unless ``keep=True``) or reach one with :meth:`connect`."""
+    """A sandbox: a disposable LXC container. Make one with :meth:`create` (``with``
+    destroys it on exit unless ``keep=True``) or reach one with :meth:`connect`."""
 
     def __init__(self, info: SandboxInfo, transport: SyncTransport, *, keep: bool = False) -> None:
         self.info = info
