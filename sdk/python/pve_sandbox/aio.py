@@ -5,7 +5,7 @@ internet, snapshots), :class:`AsyncApprovalsClient` for the people who decide ap
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Sequence, Union
+from typing import List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _protocol as P
 from ._aio_parts import (
@@ -283,14 +283,17 @@ class AsyncSandbox:
         return f"AsyncSandbox({self.id!r}, address={self.info.address!r})"
 
 
-class AsyncApprovalsClient:
-    """For the people who decide approvals (an admin token or one with ``approver: true``);
-    any token may list and read its own."""
+C = TypeVar("C", bound="AsyncServiceClient")
+
+
+class AsyncServiceClient:
+    """A client of the service itself rather than of one sandbox: its connections, closed by
+    :meth:`close` or on leaving ``async with``."""
 
     def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
         self._t = AsyncTransport(resolve_config(url, token))
 
-    async def __aenter__(self) -> "AsyncApprovalsClient":
+    async def __aenter__(self: C) -> C:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -299,6 +302,11 @@ class AsyncApprovalsClient:
     async def close(self) -> None:
         """Closes the connections."""
         await self._t.close()
+
+
+class AsyncApprovalsClient(AsyncServiceClient):
+    """For the people who decide approvals (an admin token or one with ``approver: true``);
+    any token may list and read its own."""
 
     async def list(self, state: Optional[str] = None) -> List[Approval]:
         """Approvals (``state="pending"``: only those waiting)."""
@@ -323,23 +331,10 @@ class AsyncApprovalsClient:
         return await self._t.call(P.decide_approval(self._t.approvals, aid, False, reason))
 
 
-class AsyncVolumesClient:
+class AsyncVolumesClient(AsyncServiceClient):
     """Your volumes: named disks that outlive the sandboxes that mount them
     (``Sandbox.create(volumes=[VolumeMount("work", "/mnt/work")])``). One sandbox at a time
     holds a volume, from its create until it is destroyed."""
-
-    def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
-        self._t = AsyncTransport(resolve_config(url, token))
-
-    async def __aenter__(self) -> "AsyncVolumesClient":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        """Closes the connections."""
-        await self._t.close()
 
     async def create(
         self, name: str, *, size_gb: Optional[int] = None, node: Optional[str] = None

@@ -6,7 +6,7 @@ snapshots), :class:`ApprovalsClient` for the people who decide approvals, and
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Sequence, Union
+from typing import List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _protocol as P
 from ._sandbox_parts import (
@@ -282,14 +282,17 @@ class Sandbox:
         return f"Sandbox({self.id!r}, address={self.info.address!r})"
 
 
-class ApprovalsClient:
-    """For the people who decide approvals (an admin token or one with ``approver: true``);
-    any token may list and read its own."""
+C = TypeVar("C", bound="ServiceClient")
+
+
+class ServiceClient:
+    """A client of the service itself rather than of one sandbox: its connections, closed by
+    :meth:`close` or on leaving ``with``."""
 
     def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
         self._t = SyncTransport(resolve_config(url, token))
 
-    def __enter__(self) -> "ApprovalsClient":
+    def __enter__(self: C) -> C:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -298,6 +301,11 @@ class ApprovalsClient:
     def close(self) -> None:
         """Closes the connections."""
         self._t.close()
+
+
+class ApprovalsClient(ServiceClient):
+    """For the people who decide approvals (an admin token or one with ``approver: true``);
+    any token may list and read its own."""
 
     def list(self, state: Optional[str] = None) -> List[Approval]:
         """Approvals (``state="pending"``: only those waiting)."""
@@ -318,23 +326,10 @@ class ApprovalsClient:
         return self._t.call(P.decide_approval(self._t.approvals, aid, False, reason))
 
 
-class VolumesClient:
+class VolumesClient(ServiceClient):
     """Your volumes: named disks that outlive the sandboxes that mount them
     (``Sandbox.create(volumes=[VolumeMount("work", "/mnt/work")])``). One sandbox at a time
     holds a volume, from its create until it is destroyed."""
-
-    def __init__(self, *, url: Optional[str] = None, token: Optional[str] = None) -> None:
-        self._t = SyncTransport(resolve_config(url, token))
-
-    def __enter__(self) -> "VolumesClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Closes the connections."""
-        self._t.close()
 
     def create(
         self, name: str, *, size_gb: Optional[int] = None, node: Optional[str] = None
