@@ -114,6 +114,15 @@ struct SshConfig {
   int exec_connections = 3;
   // Bytes handed to each libssh2_sftp_read/write call: the pipeline depth is about this /30000.
   std::size_t sftp_buffer_size = 1 << 20;
+  // An upload longer than transfer_chunk bytes goes in chunks of that size over up to
+  // transfer_connections connections at once (this one and the extras execs also use, opened
+  // for it when missing): one SFTP channel keeps at most its window (2 MiB with OpenSSH) in
+  // flight, so over a link with a round trip one upload is bound by window / round trip; chunks
+  // on several connections multiply that (docs/ssh.md, "Large uploads"). The source is still
+  // read once, in order; each connection holds one chunk in memory. Downloads are one stream.
+  // 1 (or a chunk of 0): every upload is one stream on this connection.
+  int transfer_connections = 3;
+  std::size_t transfer_chunk = 8 << 20;
 
   // After an exec timeout the process group is killed; wait this long for the channel to close
   // before returning the partial result anyway.
@@ -282,6 +291,9 @@ class SshSession {
 
  private:
   void grow_pool_locked();  // REQUIRES: pool_->mu held
+  // The connections a large transfer spreads over: this one, then up to
+  // transfer_connections - 1 extras (connected now when they are not).
+  std::vector<std::shared_ptr<Impl>> connections_for_transfer();
 
   std::shared_ptr<Impl> impl_;
   std::shared_ptr<ExecPool> pool_;

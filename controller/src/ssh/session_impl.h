@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -293,12 +294,35 @@ std::shared_ptr<SshSession::Impl::Op> make_sftp_call_op(SftpCall call, std::stri
                                                         SftpPromise promise);
 std::shared_ptr<SshSession::Impl::Op> make_list_op(std::string path, const ListOptions& options,
                                                    SftpPromise promise);
-std::shared_ptr<SshSession::Impl::Op> make_upload_op(std::string path, std::uint32_t mode,
-                                                     bool fsync, Source source,
-                                                     SftpPromise promise);
+// What an upload op writes: the file is created with `mode` if missing; `truncate` empties it
+// first (a whole file, or the creation before a chunked upload); the source's bytes go to the
+// file from `offset` on.
+struct UploadPart {
+  std::uint32_t mode = 0644;
+  std::uint64_t offset = 0;
+  bool truncate = true;
+  bool fsync = false;  // fsync@openssh.com before the close
+};
+std::shared_ptr<SshSession::Impl::Op> make_upload_op(std::string path, const UploadPart& part,
+                                                     Source source, SftpPromise promise);
 std::shared_ptr<SshSession::Impl::Op> make_download_op(std::string path,
                                                        const DownloadOptions& options, Sink sink,
                                                        SftpPromise promise);
+
+// Submits the op `make` builds around a fresh promise to `impl` and waits for its result.
+Result<SftpOpResult> run_sftp_op(
+    SshSession::Impl& impl,
+    const std::function<std::shared_ptr<SshSession::Impl::Op>(SftpPromise)>& make);
+
+// Large uploads (ssh_transfer.cc): a source longer than SshConfig::transfer_chunk goes in
+// chunks of that size, each on the next free one of the connections `connections` returns (the
+// session's own first; called once an upload turns out to need more than one chunk).
+using Connections = std::function<std::vector<std::shared_ptr<SshSession::Impl>>()>;
+// Writes `source` to `path` (created with `part.mode`, truncated; fsync'd when `part.fsync`);
+// the number of bytes written.
+Result<std::uint64_t> chunked_upload(SshSession::Impl& first, const Connections& connections,
+                                     const std::string& path, const UploadPart& part,
+                                     Source source);
 
 }  // namespace ssh_detail
 }  // namespace pvs

@@ -81,7 +81,8 @@ class BackgroundConnectOp : public SshSession::Impl::Op {
 }  // namespace
 
 // The connections execs are spread over (SshConfig::exec_connections): the primary (impl_)
-// and extras opened in the background when execs pile up.
+// and extras opened in the background when execs pile up. Large transfers use the first
+// transfer_connections - 1 extras as well (opening them when needed).
 struct SshSession::ExecPool {
   struct Member {
     std::shared_ptr<Impl> impl;
@@ -91,6 +92,19 @@ struct SshSession::ExecPool {
   std::mutex mu;
   std::shared_ptr<std::atomic<int>> primary_inflight = std::make_shared<std::atomic<int>>(0);
   std::vector<Member> extras;  // GUARDED_BY(mu)
+
+  // A new, unconnected member with the primary's configuration.
+  Member& add(const Impl& primary) {  // REQUIRES: mu held
+    SshConfig cfg = primary.config();
+    // The extra connection must meet the key the primary accepted (for TOFU: not a new first).
+    if (cfg.host_key_policy == HostKeyPolicy::kTrustOnFirstUse) {
+      cfg.host_key_fingerprint = primary.fingerprint();
+    }
+    Member m;
+    m.impl = std::make_shared<Impl>(std::move(cfg));
+    extras.push_back(std::move(m));
+    return extras.back();
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -495,7 +509,9 @@ std::future<Result<ExecResult>> SshSession::exec_async(std::string command, Exec
     int load = counter->load();
     if (cfg.exec_connections > 1 && load > 0) {
       // The least busy connected member; the primary wins ties.
-      for (auto& m : pool_->extras) {
+      const auto usable = static_cast<std::size_t>(cfg.exec_connections - 1);
+      for (std::size_t i = 0; i < pool_->extras.size() && i < usable; ++i) {
+        auto& m = pool_->extras[i];
         if (!m.impl->connected()) continue;
         int l = m.inflight->load();
         if (l < load) {
@@ -517,28 +533,49 @@ void SshSession::grow_pool_locked() {
   for (const auto& m : pool_->extras) {
     if (m.connecting->load()) return;  // one at a time
   }
+  // The first exec_connections - 1 extras are the execs' (transfers may have opened more).
+  const auto usable = static_cast<std::size_t>(impl_->config().exec_connections - 1);
   ExecPool::Member* member = nullptr;
-  for (auto& m : pool_->extras) {
-    if (!m.impl->connected()) {
-      member = &m;
+  for (std::size_t i = 0; i < pool_->extras.size() && i < usable; ++i) {
+    if (!pool_->extras[i].impl->connected()) {
+      member = &pool_->extras[i];
       break;
     }
   }
   if (member == nullptr) {
-    if (static_cast<int>(pool_->extras.size()) + 1 >= impl_->config().exec_connections) return;
-    SshConfig cfg = impl_->config();
-    // The extra connection must meet the key the primary accepted (for TOFU: not a new first).
-    if (cfg.host_key_policy == HostKeyPolicy::kTrustOnFirstUse) {
-      cfg.host_key_fingerprint = impl_->fingerprint();
-    }
-    ExecPool::Member m;
-    m.impl = std::make_shared<Impl>(std::move(cfg));
-    pool_->extras.push_back(std::move(m));
-    member = &pool_->extras.back();
+    if (pool_->extras.size() >= usable) return;
+    member = &pool_->add(*impl_);
   }
   member->connecting->store(true);
   member->impl->submit(std::make_shared<BackgroundConnectOp>(
       [flag = member->connecting](bool) { flag->store(false); }));
+}
+
+std::vector<std::shared_ptr<SshSession::Impl>> SshSession::connections_for_transfer() {
+  std::vector<std::shared_ptr<Impl>> all{impl_};
+  {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    const auto want = static_cast<std::size_t>(impl_->config().transfer_connections);
+    while (pool_->extras.size() + 1 < want) pool_->add(*impl_);
+    for (std::size_t i = 0; i + 1 < want; ++i) all.push_back(pool_->extras[i].impl);
+  }
+  // Connect the missing ones together; one that cannot connect is left out (the transfer
+  // goes over the others).
+  std::vector<std::pair<std::shared_ptr<Impl>, std::future<Status>>> pending;
+  std::vector<std::shared_ptr<Impl>> ready{impl_};
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    if (all[i]->connected()) {
+      ready.push_back(all[i]);
+      continue;
+    }
+    auto promise = std::make_shared<std::promise<Status>>();
+    pending.emplace_back(all[i], promise->get_future());
+    all[i]->submit(std::make_shared<ConnectOp>(promise));
+  }
+  for (auto& [impl, connected] : pending) {
+    if (connected.get()) ready.push_back(impl);
+  }
+  return ready;
 }
 
 Result<ExecResult> SshSession::exec(std::string command, ExecOptions options) {

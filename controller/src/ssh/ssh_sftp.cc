@@ -12,12 +12,11 @@
 
 namespace pvs {
 
+using ssh_detail::run_sftp_op;
 using ssh_detail::SftpCall;
 using ssh_detail::SftpOpResult;
 
-namespace {
-
-Result<SftpOpResult> run_op(
+Result<SftpOpResult> ssh_detail::run_sftp_op(
     SshSession::Impl& impl,
     const std::function<std::shared_ptr<SshSession::Impl::Op>(ssh_detail::SftpPromise)>& make) {
   auto promise = std::make_shared<std::promise<Result<SftpOpResult>>>();
@@ -26,9 +25,11 @@ Result<SftpOpResult> run_op(
   return future.get();
 }
 
+namespace {
+
 Result<SftpOpResult> call(SshSession::Impl& impl, SftpCall c, const std::string& path,
                           const std::string& path2 = {}, std::uint32_t mode = 0) {
-  return run_op(impl, [&](ssh_detail::SftpPromise p) {
+  return run_sftp_op(impl, [&](ssh_detail::SftpPromise p) {
     return ssh_detail::make_sftp_call_op(c, path, path2, mode, std::move(p));
   });
 }
@@ -67,7 +68,7 @@ Result<DirListing> SshSession::list_dir(const std::string& remote_path,
                                         const ListOptions& options) {
   if (options.max_entries == 0)
     return ssh_fail(SshErrc::kInvalidArgument, "list_dir: max_entries must be at least 1");
-  auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
+  auto r = run_sftp_op(*impl_, [&](ssh_detail::SftpPromise p) {
     return ssh_detail::make_list_op(remote_path, options, std::move(p));
   });
   if (!r) return tl::unexpected<Error>(r.error());
@@ -106,8 +107,9 @@ Status SshSession::mkdir(const std::string& remote_path, std::uint32_t mode, boo
 
 namespace {
 
-Status do_upload(SshSession& self, SshSession::Impl& impl, const std::string& remote_path,
-                 ssh_detail::Source source, const UploadOptions& options) {
+Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Connections& conns,
+                 const std::string& remote_path, ssh_detail::Source source,
+                 const UploadOptions& options) {
   if (remote_path.empty() || remote_path.back() == '/') {
     return ssh_fail(SshErrc::kInvalidArgument, "upload: bad remote path " + remote_path);
   }
@@ -118,10 +120,10 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const std::string& re
   const std::string target =
       options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" + random_suffix()
                      : remote_path;
-  auto r = run_op(impl, [&](ssh_detail::SftpPromise p) {
-    return ssh_detail::make_upload_op(target, options.mode, options.fsync, std::move(source),
-                                      std::move(p));
-  });
+  ssh_detail::UploadPart part;
+  part.mode = options.mode;
+  part.fsync = options.fsync;
+  auto r = ssh_detail::chunked_upload(impl, conns, target, part, std::move(source));
   if (!r) {
     Error e = r.error();
     if (e.is(SshErrc::kSftpFailure)) {
@@ -173,7 +175,9 @@ Status SshSession::upload(const std::string& remote_path, std::string_view data,
     *pos += k;
     return k;
   };
-  return do_upload(*this, *impl_, remote_path, std::move(src), options);
+  return do_upload(
+      *this, *impl_, [this] { return connections_for_transfer(); }, remote_path, std::move(src),
+      options);
 }
 
 Status SshSession::upload(const std::string& remote_path, std::istream& in,
@@ -189,7 +193,9 @@ Status SshSession::upload(const std::string& remote_path, std::istream& in,
       return ssh_fail(SshErrc::kLocalIo, "upload: reading the source failed");
     return got;
   };
-  return do_upload(*this, *impl_, remote_path, std::move(src), options);
+  return do_upload(
+      *this, *impl_, [this] { return connections_for_transfer(); }, remote_path, std::move(src),
+      options);
 }
 
 Result<std::string> SshSession::download(const std::string& remote_path,
@@ -199,7 +205,7 @@ Result<std::string> SshSession::download(const std::string& remote_path,
     data->append(chunk);
     return {};
   };
-  auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
+  auto r = run_sftp_op(*impl_, [&](ssh_detail::SftpPromise p) {
     return ssh_detail::make_download_op(remote_path, options, std::move(sink), std::move(p));
   });
   if (!r) return tl::unexpected<Error>(r.error());
@@ -217,7 +223,7 @@ Result<std::uint64_t> SshSession::download(const std::string& remote_path, std::
     if (!out) return ssh_fail(SshErrc::kLocalIo, "download: writing the destination failed");
     return {};
   };
-  auto r = run_op(*impl_, [&](ssh_detail::SftpPromise p) {
+  auto r = run_sftp_op(*impl_, [&](ssh_detail::SftpPromise p) {
     return ssh_detail::make_download_op(remote_path, options, std::move(sink), std::move(p));
   });
   if (!r) return tl::unexpected<Error>(r.error());

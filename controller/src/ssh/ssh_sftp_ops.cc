@@ -279,26 +279,24 @@ class ListOp : public SftpOp {
   SftpOpResult result_;
 };
 
-// Upload: open (create/truncate) -> write the source in sftp_buffer_size blocks -> [fsync] ->
-// close. libssh2_sftp_write must be called again with the same unacknowledged bytes until the
-// whole block is acknowledged, so the block is kept untouched until then.
+// Upload: open (create, truncated unless it writes a later chunk) -> [seek to the chunk] ->
+// write the source in sftp_buffer_size blocks -> [fsync] -> close. libssh2_sftp_write must be
+// called again with the same unacknowledged bytes until the whole block is acknowledged, so the
+// block is kept untouched until then.
 class UploadOp : public SftpOp {
  public:
-  UploadOp(std::string path, std::uint32_t mode, bool fsync, Source source, SftpPromise p)
-      : SftpOp(std::move(p)),
-        path_(std::move(path)),
-        mode_(mode),
-        fsync_(fsync),
-        source_(std::move(source)) {}
+  UploadOp(std::string path, const UploadPart& part, Source source, SftpPromise p)
+      : SftpOp(std::move(p)), path_(std::move(path)), part_(part), source_(std::move(source)) {}
 
   Step step(SshSession::Impl& io) override {
     if (done_) return Step::kDone;
     if (!acquire(io)) return done_ ? Step::kDone : Step::kIdle;
     switch (state_) {
       case State::kOpen: {
+        const unsigned long flags =
+            LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | (part_.truncate ? LIBSSH2_FXF_TRUNC : 0);
         handle_ = libssh2_sftp_open_ex(sftp(io), path_.c_str(), static_cast<unsigned>(path_.size()),
-                                       LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC,
-                                       static_cast<long>(mode_), LIBSSH2_SFTP_OPENFILE);
+                                       flags, static_cast<long>(part_.mode), LIBSSH2_SFTP_OPENFILE);
         if (handle_ == nullptr) {
           int rc = libssh2_session_last_errno(io.session());
           if (rc == LIBSSH2_ERROR_EAGAIN) {
@@ -308,6 +306,7 @@ class UploadOp : public SftpOp {
           return fail_call(io, rc, "open " + path_ + " for writing");
         }
         sent_ = true;
+        if (part_.offset > 0) libssh2_sftp_seek64(handle_, part_.offset);
         block_ = std::max<std::size_t>(io.config().sftp_buffer_size, 32768);
         buffer_.resize(2 * block_);
         state_ = State::kWrite;
@@ -340,7 +339,7 @@ class UploadOp : public SftpOp {
         }
         if (off_ == len_) {
           if (source_eof_) {
-            state_ = fsync_ ? State::kFsync : State::kClose;
+            state_ = part_.fsync ? State::kFsync : State::kClose;
             return Step::kProgress;
           }
           return Step::kProgress;
@@ -385,8 +384,7 @@ class UploadOp : public SftpOp {
  private:
   enum class State { kOpen, kWrite, kFsync, kClose };
   std::string path_;
-  std::uint32_t mode_;
-  bool fsync_;
+  UploadPart part_;
   Source source_;
   State state_ = State::kOpen;
   std::vector<char> buffer_;
@@ -506,10 +504,9 @@ std::shared_ptr<Op> make_list_op(std::string path, const ListOptions& options,
   return std::make_shared<ListOp>(std::move(path), options, std::move(promise));
 }
 
-std::shared_ptr<Op> make_upload_op(std::string path, std::uint32_t mode, bool fsync, Source source,
+std::shared_ptr<Op> make_upload_op(std::string path, const UploadPart& part, Source source,
                                    SftpPromise promise) {
-  return std::make_shared<UploadOp>(std::move(path), mode, fsync, std::move(source),
-                                    std::move(promise));
+  return std::make_shared<UploadOp>(std::move(path), part, std::move(source), std::move(promise));
 }
 
 std::shared_ptr<Op> make_download_op(std::string path, const DownloadOptions& options, Sink sink,

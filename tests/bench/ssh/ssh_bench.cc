@@ -1,8 +1,9 @@
 // SshSession versus OpenSSH, in the same run, against one private sshd on loopback
 // (tests/support), logged in as a throw-away user whose shell is /bin/sh.
 //
-//   ssh_bench [--runs N] [--mib M] [--rounds R] [--pool C] [--help]   (--mib 0 skips SFTP;
-//             C = SshConfig::exec_connections, default 3)
+//   ssh_bench [--runs N] [--mib M] [--rounds R] [--pool C] [--split S] [--chunk-mib K] [--help]
+//             (--mib 0 skips SFTP; C = SshConfig::exec_connections, S = transfer_connections,
+//             K = transfer_chunk in MiB, their defaults)
 //
 // 1. `true` round trip: warm SshSession (untimed, with a 60 s timeout, and with the previous
 //    per-command watchdog) vs `ssh` through a running ControlMaster; the "floor" is a local
@@ -26,9 +27,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "bench_args.h"
+#include "delay_proxy.h"
 #include "ssh_bench_proc.h"
 #include "support/sshd_client.h"
 #include "support/user_procs.h"
@@ -286,15 +289,35 @@ void bench_concurrent(Bench& b) {
 }  // namespace ssh_bench
 
 int main(int argc, char** argv) {
-  pvs::bench::Args cli(argc, argv,
-                       "ssh_bench [--runs N=200] [--mib M=256] [--rounds R=5] [--pool C=3]\n"
-                       "  SshSession vs OpenSSH against a private sshd on loopback: exec round\n"
-                       "  trip over R rounds of N, SFTP of an M MiB file (0 skips it), 32\n"
-                       "  concurrent execs over C connections (SshConfig::exec_connections)",
-                       0, {"--runs", "--mib", "--rounds", "--pool"});
+  pvs::bench::Args cli(
+      argc, argv,
+      "ssh_bench [--runs N=200] [--mib M=256] [--rounds R=5] [--pool C=3]\n"
+      "          [--split S=3] [--chunk-mib K=8] [--rtt-ms T=0]\n"
+      "  SshSession vs OpenSSH against a private sshd on loopback: exec round\n"
+      "  trip over R rounds of N, SFTP of an M MiB file (0 skips it) in K MiB\n"
+      "  chunks over S connections, 32 concurrent execs over C connections\n"
+      "  (SshConfig::exec_connections, transfer_connections, transfer_chunk);\n"
+      "  T > 0: every connection through a relay that adds T ms of round trip",
+      0, {"--runs", "--mib", "--rounds", "--pool", "--split", "--chunk-mib", "--rtt-ms"});
   pvs::test::SshdFixture sshd;
   pvs::SshConfig cfg = pvs::test::client_config(sshd);
+  // Before any thread starts: the relay is a child process.
+  const int rtt = cli.count("--rtt-ms", 0, 0, 1000);
+  std::optional<ssh_bench::DelayProxy> relay;
+  std::vector<std::string> alias;
+  if (rtt > 0) {
+    relay.emplace(sshd.port(), std::chrono::milliseconds(rtt) / 2);
+    cfg.port = relay->port();
+    // OpenSSH checks the host key under the sshd's own address.
+    alias = {"-o", "HostKeyAlias=[" + sshd.host() + "]:" + std::to_string(sshd.port())};
+    std::printf("every connection through a relay adding %d ms of round trip\n", rtt);
+  }
   cfg.exec_connections = cli.count("--pool", pvs::SshConfig{}.exec_connections, 1, 64);
+  cfg.transfer_connections = cli.count("--split", pvs::SshConfig{}.transfer_connections, 1, 64);
+  cfg.transfer_chunk =
+      static_cast<std::size_t>(cli.count(
+          "--chunk-mib", static_cast<int>(pvs::SshConfig{}.transfer_chunk >> 20), 1, 1024))
+      << 20;
   pvs::SshSession session(cfg);
   if (auto c = session.connect(); !c) {
     std::fprintf(stderr, "connect: %s\n", c.error().to_string().c_str());
@@ -308,12 +331,13 @@ int main(int argc, char** argv) {
       .mib = static_cast<std::size_t>(cli.count("--mib", 256, 0, 65536)),
       .rounds = cli.count("--rounds", 5),
       .dir = sshd.dir(),
-      .port = std::to_string(sshd.port()),
+      .port = std::to_string(cfg.port),
       .target = sshd.user() + "@" + sshd.host(),
       .ssh_opts = {"-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i",
                    sshd.client_key_path(), "-o", "UserKnownHostsFile=" + sshd.known_hosts_path(),
                    "-o", "StrictHostKeyChecking=yes"},
   };
+  b.ssh_opts.insert(b.ssh_opts.end(), alias.begin(), alias.end());
   ssh_bench::bench_exec(b);
   if (b.mib > 0) ssh_bench::bench_sftp(b);
   ssh_bench::bench_concurrent(b);

@@ -316,6 +316,10 @@ void parse_ssh(yaml::Map s, const Env& env, ManagerConfig& m) {
     s.fail("prefer_ciphers",
            "must be cipher names separated by commas "
            "(\"aes256-gcm@openssh.com,aes128-gcm@openssh.com\")");
+  s.integer("transfer_connections", &ssh.transfer_connections, 1, 16);
+  std::size_t chunk_mib = ssh.transfer_chunk >> 20;
+  s.integer("transfer_chunk_mib", &chunk_mib, 1, 1024);
+  ssh.transfer_chunk = chunk_mib << 20;
   seconds(s, "ready_timeout_seconds", &m.ssh_ready_timeout, 1, 3600);
   s.boolean("wait_for_ready", &m.wait_for_ssh);
   s.boolean("per_sandbox_host_keys", &m.per_sandbox_host_keys);

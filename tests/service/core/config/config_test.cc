@@ -350,6 +350,22 @@ TEST(Config, PreferCiphersAreCipherNames) {
             std::string::npos);
 }
 
+TEST(Config, LargeUploadsInChunks) {
+  auto c = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.ssh.transfer_connections, 3);
+  EXPECT_EQ(c->manager.ssh.transfer_chunk, std::size_t{8} << 20);
+  c = parse_config(minimal("  transfer_connections: 1\n  transfer_chunk_mib: 32\n"),
+                   "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.ssh.transfer_connections, 1);
+  EXPECT_EQ(c->manager.ssh.transfer_chunk, std::size_t{32} << 20);
+  EXPECT_NE(error_of(minimal("  transfer_connections: 0\n")).find("ssh.transfer_connections"),
+            std::string::npos);
+  EXPECT_NE(error_of(minimal("  transfer_chunk_mib: 2048\n")).find("ssh.transfer_chunk_mib"),
+            std::string::npos);
+}
+
 TEST(Config, TemplateReplicas) {
   auto d = parse_config(minimal(), "controller.yaml", &kEnv);
   ASSERT_TRUE(d) << d.error().message;

@@ -1,0 +1,171 @@
+// Large uploads in chunks over several connections (SshConfig::transfer_chunk and
+// transfer_connections; docs/ssh.md, "Large uploads").
+//
+// One SFTP upload keeps at most its channel's window in flight (OpenSSH's sshd grants 2 MiB),
+// so over a link with a round trip it is bound by window / round trip, whatever the cores (and
+// OpenSSH's `sftp` is bound the same way). A source longer than a chunk is split instead: one
+// worker per connection takes the next chunk (read from the source in order, under a lock, so a
+// stream that cannot seek works), writes it at its offset with an op of its own (open, seek,
+// write, close) and takes the next, so faster connections take more chunks. The first chunk
+// decides: a source that ends within it is written by one op, as before. Downloads stay one
+// stream: libssh2 reads four buffers ahead, more than `sftp` keeps in flight, and chunks only
+// cost (measured in docs/ssh.md).
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "session_impl.h"
+
+namespace pvs::ssh_detail {
+namespace {
+
+using Impl = SshSession::Impl;
+
+Result<std::uint64_t> upload_op(Impl& conn, const std::string& path, const UploadPart& part,
+                                Source source) {
+  auto r = run_sftp_op(conn, [&](SftpPromise p) {
+    return make_upload_op(path, part, std::move(source), std::move(p));
+  });
+  if (!r) return tl::unexpected<Error>(r.error());
+  return r->bytes;
+}
+
+Source source_of(const std::string& bytes) {
+  auto pos = std::make_shared<std::size_t>(0);
+  return [&bytes, pos](char* buf, std::size_t n) -> Result<std::size_t> {
+    std::size_t k = std::min(n, bytes.size() - *pos);
+    std::memcpy(buf, bytes.data() + *pos, k);
+    *pos += k;
+    return k;
+  };
+}
+
+Result<std::size_t> nothing(char*, std::size_t) {
+  return 0;
+}
+
+// Fills `into` with up to `chunk` bytes of `source` (fewer only at its end).
+Status read_chunk(const Source& source, std::size_t chunk, std::string& into) {
+  into.resize(chunk);
+  std::size_t got = 0;
+  while (got < chunk) {
+    auto n = source(into.data() + got, chunk - got);
+    if (!n) return tl::unexpected<Error>(n.error());
+    if (*n == 0) break;
+    got += *n;
+  }
+  into.resize(got);
+  return {};
+}
+
+// The upload's source, handed out one chunk at a time; the first failure stops every worker.
+class Chunks {
+ public:
+  // `source` has already given `offset` bytes (the first chunk).
+  Chunks(Source source, std::size_t chunk, std::uint64_t offset)
+      : source_(std::move(source)), chunk_(chunk), offset_(offset) {}
+
+  // The next chunk into `into` and its offset; an empty chunk when the source is done or a
+  // worker failed.
+  Result<std::uint64_t> next(std::string& into) {
+    std::lock_guard<std::mutex> lock(mu_);
+    into.clear();
+    if (failed_ || done_) return offset_;
+    if (auto st = read_chunk(source_, chunk_, into); !st) {
+      failed_ = true;
+      return tl::unexpected<Error>(st.error());
+    }
+    done_ = into.size() < chunk_;
+    std::uint64_t at = offset_;
+    offset_ += into.size();
+    return at;
+  }
+  void fail() {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_ = true;
+  }
+  std::uint64_t total() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return offset_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Source source_;
+  const std::size_t chunk_;
+  std::uint64_t offset_;  // GUARDED_BY(mu_)
+  bool done_ = false;     // GUARDED_BY(mu_)
+  bool failed_ = false;   // GUARDED_BY(mu_)
+};
+
+Status upload_worker(Impl& conn, Chunks& chunks, const std::string& path, UploadPart part,
+                     std::string first) {
+  part.truncate = false;
+  part.fsync = false;
+  std::string bytes = std::move(first);
+  std::uint64_t offset = 0;
+  for (;;) {
+    if (bytes.empty()) {
+      auto at = chunks.next(bytes);
+      if (!at) return tl::unexpected<Error>(at.error());
+      if (bytes.empty()) return {};
+      offset = *at;
+    }
+    part.offset = offset;
+    if (auto r = upload_op(conn, path, part, source_of(bytes)); !r) {
+      chunks.fail();
+      return tl::unexpected<Error>(r.error());
+    }
+    bytes.clear();
+  }
+}
+
+// Runs `work(conn, index)` for every connection at once, the first on the calling thread; the
+// first error, if any.
+template <typename Work>
+Status on_each(const std::vector<std::shared_ptr<Impl>>& conns, Work work) {
+  std::vector<Status> results(conns.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < conns.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = work(*conns[i], i); });
+  }
+  results[0] = work(*conns[0], 0);
+  for (auto& t : threads) t.join();
+  for (auto& r : results) {
+    if (!r) return r;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections,
+                                     const std::string& path, const UploadPart& part,
+                                     Source source) {
+  const std::size_t chunk = first.config().transfer_chunk;
+  if (first.config().transfer_connections <= 1 || chunk == 0) {
+    return upload_op(first, path, part, std::move(source));
+  }
+  std::string head;
+  if (auto st = read_chunk(source, chunk, head); !st) return tl::unexpected<Error>(st.error());
+  if (head.size() < chunk) return upload_op(first, path, part, source_of(head));
+  // Longer than a chunk: create (or empty) the file before any chunk lands in it.
+  UploadPart create = part;
+  create.fsync = false;
+  if (auto r = upload_op(first, path, create, nothing); !r) return r;
+  Chunks chunks(std::move(source), chunk, head.size());
+  const auto conns = connections();
+  auto st = on_each(conns, [&](Impl& conn, std::size_t i) {
+    return upload_worker(conn, chunks, path, part, i == 0 ? std::move(head) : std::string());
+  });
+  if (!st) return tl::unexpected<Error>(st.error());
+  if (part.fsync) {
+    UploadPart sync = part;
+    sync.truncate = false;
+    if (auto r = upload_op(first, path, sync, nothing); !r) return r;
+  }
+  return chunks.total();
+}
+
+}  // namespace pvs::ssh_detail

@@ -1,0 +1,124 @@
+// SshSession's large uploads (SshConfig::transfer_chunk / transfer_connections) against a real
+// OpenSSH sshd: chunks over several connections keep every byte in place, at every size around
+// a chunk's, and fail as a single upload would.
+#include "ssh_session_fixture.h"
+
+namespace pvs {
+namespace {
+
+constexpr std::size_t kChunk = 64 << 10;
+
+SshConfig chunked(SshConfig c, int connections = 4) {
+  c.transfer_chunk = kChunk;
+  c.transfer_connections = connections;
+  return c;
+}
+
+// An input stream that yields `data` and then fails (badbit) instead of ending.
+class FailingBuf : public std::streambuf {
+ public:
+  explicit FailingBuf(std::string data) : data_(std::move(data)) {
+    setg(data_.data(), data_.data(), data_.data() + data_.size());
+  }
+
+ protected:
+  int_type underflow() override { throw std::runtime_error("the source broke"); }
+
+ private:
+  std::string data_;
+};
+
+std::vector<std::string> names_in(SshSession& s, const std::string& dir) {
+  std::vector<std::string> names;
+  auto list = s.list_dir(dir);
+  EXPECT_TRUE(list) << list.error().to_string();
+  if (list) {
+    for (const auto& e : list->entries) names.push_back(e.name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_F(SshSessionTest, ChunkedUploadsKeepEveryByteAtEverySize) {
+  SshSession s(chunked(config()));
+  const std::string dir = sshd_->home() + "/chunks";
+  ASSERT_TRUE(s.mkdir(dir, 0755, true));
+  const std::size_t sizes[] = {0,          1,          kChunk - 1,     kChunk,
+                               kChunk + 1, 3 * kChunk, 7 * kChunk / 2, 40 * kChunk + 7};
+  int seed = 1;
+  for (std::size_t size : sizes) {
+    SCOPED_TRACE("size " + std::to_string(size));
+    const std::string data = random_bytes(size, seed++);
+    const std::string remote = dir + "/f.bin";
+    ASSERT_TRUE(s.upload(remote, data, upload_opts(0600)));
+    EXPECT_EQ(run(s, "sha256sum " + remote).out.substr(0, 64), local_sha256(data));
+    EXPECT_EQ(s.stat(remote)->mode & 0777, 0600u);
+    auto down = s.download(remote);
+    ASSERT_TRUE(down) << down.error().to_string();
+    EXPECT_TRUE(*down == data) << "downloaded " << down->size() << " bytes, differ";
+    // From a stream (it does not seek), with fsync.
+    std::istringstream in(data);
+    UploadOptions synced;
+    synced.fsync = true;
+    ASSERT_TRUE(s.upload(remote, in, synced));
+    std::ostringstream out;
+    auto n = s.download(remote, out);
+    ASSERT_TRUE(n) << n.error().to_string();
+    EXPECT_EQ(*n, size);
+    EXPECT_TRUE(out.str() == data);
+  }
+  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{"f.bin"});  // no temporary files
+  EXPECT_EQ(s.stats().exec_connections, 4);
+}
+
+// Many chunks per connection, two uploads at once: each chunk lands at its offset however the
+// connections interleave.
+TEST_F(SshSessionTest, ChunkedUploadsLandInPlaceRepeatedly) {
+  SshSession s(chunked(config(), 3));
+  const std::string home = sshd_->home();
+  for (int i = 0; i < 5; ++i) {
+    const std::string a = random_bytes(150 * kChunk + 123, 77 + i),
+                      b = random_bytes(60 * kChunk, i);
+    auto other = std::async(std::launch::async, [&] { return s.upload(home + "/b.bin", b); });
+    ASSERT_TRUE(s.upload(home + "/a.bin", a));
+    ASSERT_TRUE(other.get());
+    ASSERT_TRUE(*s.download(home + "/a.bin") == a) << "round " << i;
+    ASSERT_TRUE(*s.download(home + "/b.bin") == b) << "round " << i;
+  }
+  ASSERT_TRUE(s.remove(home + "/a.bin"));
+  ASSERT_TRUE(s.remove(home + "/b.bin"));
+}
+
+TEST_F(SshSessionTest, ChunkedUploadsFailAsOneWould) {
+  SshSession s(chunked(config()));
+  const std::string dir = sshd_->home() + "/chunk-errors";
+  ASSERT_TRUE(s.mkdir(dir, 0755, true));
+  const std::string remote = dir + "/f.bin";
+  const std::string data = random_bytes(10 * kChunk, 5);
+  ASSERT_TRUE(s.upload(remote, data));
+  // A source that breaks after some chunks: kLocalIo, the old file stays, nothing is left over.
+  FailingBuf broken(random_bytes(4 * kChunk + 99, 6));
+  std::istream from_broken(&broken);
+  auto up = s.upload(remote, from_broken);
+  ASSERT_FALSE(up);
+  EXPECT_EQ(up.error().ssh, SshErrc::kLocalIo);
+  EXPECT_TRUE(*s.download(remote) == data);
+  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{"f.bin"});
+  // A missing directory.
+  auto no_dir = s.upload(dir + "/nope/f.bin", data);
+  ASSERT_FALSE(no_dir);
+  EXPECT_EQ(no_dir.error().ssh, SshErrc::kNoSuchFile);
+}
+
+TEST_F(SshSessionTest, OneTransferConnectionStaysOnOne) {
+  SshSession s(chunked(config(), 1));
+  const std::string data = random_bytes(20 * kChunk, 9);
+  const std::string remote = sshd_->home() + "/one.bin";
+  ASSERT_TRUE(s.upload(remote, data));
+  EXPECT_TRUE(*s.download(remote) == data);
+  EXPECT_EQ(s.stats().exec_connections, 1);
+  ASSERT_TRUE(s.remove(remote));
+}
+
+}  // namespace
+}  // namespace pvs
