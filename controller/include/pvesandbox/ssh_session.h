@@ -121,8 +121,8 @@ struct SshConfig {
   // on several connections multiply that (docs/ssh.md, "Large uploads"). The source is still
   // read once, in order; each connection holds one chunk in memory. Downloads are one stream.
   // 1 (or a chunk of 0): every upload is one stream on this connection.
-  int transfer_connections = 3;
-  std::size_t transfer_chunk = 8 << 20;
+  int transfer_connections = 4;
+  std::size_t transfer_chunk = 16 << 20;
 
   // After an exec timeout the process group is killed; wait this long for the channel to close
   // before returning the partial result anyway.

@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
   pvs::bench::Args cli(
       argc, argv,
       "ssh_bench [--runs N=200] [--mib M=256] [--rounds R=5] [--pool C=3]\n"
-      "          [--split S=3] [--chunk-mib K=8] [--rtt-ms T=0]\n"
+      "          [--split S=4] [--chunk-mib K=16] [--rtt-ms T=0]\n"
       "  SshSession vs OpenSSH against a private sshd on loopback: exec round\n"
       "  trip over R rounds of N, SFTP of an M MiB file (0 skips it) in K MiB\n"
       "  chunks over S connections, 32 concurrent execs over C connections\n"

@@ -353,8 +353,8 @@ TEST(Config, PreferCiphersAreCipherNames) {
 TEST(Config, LargeUploadsInChunks) {
   auto c = parse_config(minimal(), "controller.yaml", &kEnv);
   ASSERT_TRUE(c) << c.error().message;
-  EXPECT_EQ(c->manager.ssh.transfer_connections, 3);
-  EXPECT_EQ(c->manager.ssh.transfer_chunk, std::size_t{8} << 20);
+  EXPECT_EQ(c->manager.ssh.transfer_connections, 4);
+  EXPECT_EQ(c->manager.ssh.transfer_chunk, std::size_t{16} << 20);
   c = parse_config(minimal("  transfer_connections: 1\n  transfer_chunk_mib: 32\n"),
                    "controller.yaml", &kEnv);
   ASSERT_TRUE(c) << c.error().message;
