@@ -81,8 +81,9 @@ TEST_F(ServiceE2eTest, StreamedUploads) {
   EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big;
   EXPECT_EQ(get("b.bin").body, two);
 
-  // A body that breaks off: 400, and a.bin is unchanged.
-  auto cut = raw_put("a.bin", 1 << 20, pattern(512 << 10, 5));
+  // A body that breaks off (after two 1 MiB chunks, ssh.transfer_chunk_mib): 400, and a.bin
+  // is unchanged.
+  auto cut = raw_put("a.bin", 3 << 20, pattern((2 << 20) + 4096, 5));
   EXPECT_EQ(cut.rfind("HTTP/1.1 400", 0), 0u) << cut;
   EXPECT_NE(cut.find("shorter than its Content-Length"), std::string::npos) << cut;
   EXPECT_EQ(get("a.bin").body, three);

@@ -67,6 +67,8 @@ class ServiceE2eTest : public ::testing::Test {
                            << "  host_key_policy: pinned\n  host_key_fingerprint: \""
                            << mc.ssh.host_key_fingerprint << "\"\n  connect_timeout_seconds: 15\n"
                            << "  ready_timeout_seconds: 20\n"
+                           // Uploads over 1 MiB go in chunks over several connections.
+                           << "  transfer_chunk_mib: 1\n"
                            << "agent:\n  socket: " << mc.agent.socket_path << "\n"
                            << "limits:\n  reconcile_interval_seconds: 5\n"
                            << "http:\n  max_upload_bytes: " << kMaxUpload << "\n"
