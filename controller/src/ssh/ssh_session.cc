@@ -81,7 +81,7 @@ class BackgroundConnectOp : public SshSession::Impl::Op {
 }  // namespace
 
 // The connections execs are spread over (SshConfig::exec_connections): the primary (impl_)
-// and extras opened in the background when execs pile up. Large transfers use the first
+// and extras opened in the background when execs pile up. Large uploads use the first
 // transfer_connections - 1 extras as well (opening them when needed).
 struct SshSession::ExecPool {
   struct Member {
