@@ -225,7 +225,7 @@ struct SshStats {
   std::int64_t libssh2_live_allocations = 0;  // of the current connection (leak watch)
   int channels_open = 0;
   int channel_limit = 0;     // learnt from the server's refusals, else max_channels
-  int exec_connections = 1;  // connections open for execs (the first + extra pool members)
+  int exec_connections = 1;  // connections open (the first + the extras execs and uploads use)
   // Timed commands whose registration the session's watchdog (the remote guard for when the
   // controller is gone, docs/ssh.md) has answered; one that ended before its registration
   // arrived is not counted.
@@ -291,7 +291,7 @@ class SshSession {
 
  private:
   void grow_pool_locked();  // REQUIRES: pool_->mu held
-  // The connections a large transfer spreads over: this one, then up to
+  // The connections a large upload spreads over: this one, then up to
   // transfer_connections - 1 extras (connected now when they are not).
   std::vector<std::shared_ptr<Impl>> connections_for_transfer();
 
