@@ -110,6 +110,24 @@ TEST_F(SshSessionTest, ChunkedUploadsFailAsOneWould) {
   EXPECT_EQ(no_dir.error().ssh, SshErrc::kNoSuchFile);
 }
 
+// The process's budget for chunks bounds the connections an upload gets: room for two chunks
+// gives two, room for one (or none) one stream.
+TEST_F(SshSessionTest, ChunkedUploadsStayWithinTheMemoryBudget) {
+  const std::string data = random_bytes(10 * kChunk + 5, 11);
+  const std::string remote = sshd_->home() + "/budget.bin";
+  for (std::uint64_t chunks : {0, 1, 2}) {
+    SCOPED_TRACE("room for " + std::to_string(chunks) + " chunks");
+    SshConfig c = chunked(config());
+    c.transfer_memory = chunks * kChunk;
+    SshSession s(c);
+    ASSERT_TRUE(s.upload(remote, data));
+    EXPECT_TRUE(*s.download(remote) == data);
+    EXPECT_EQ(s.stats().exec_connections, chunks == 2 ? 2 : 1);
+  }
+  SshSession s(config());
+  ASSERT_TRUE(s.remove(remote));
+}
+
 TEST_F(SshSessionTest, OneTransferConnectionStaysOnOne) {
   SshSession s(chunked(config(), 1));
   const std::string data = random_bytes(20 * kChunk, 9);

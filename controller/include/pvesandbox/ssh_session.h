@@ -123,6 +123,10 @@ struct SshConfig {
   // 1 (or a chunk of 0): every upload is one stream on this connection.
   int transfer_connections = 4;
   std::size_t transfer_chunk = 16 << 20;
+  // What all chunked uploads of the process may hold in chunks at once (each session checks
+  // against its own value): an upload gets as many connections as chunks fit, and one that
+  // finds no room for two goes as one stream (in bounded memory, as before). 0: never chunks.
+  std::uint64_t transfer_memory = std::uint64_t{256} << 20;
 
   // After an exec timeout the process group is killed; wait this long for the channel to close
   // before returning the partial result anyway.
@@ -292,8 +296,8 @@ class SshSession {
  private:
   void grow_pool_locked();  // REQUIRES: pool_->mu held
   // The connections a large upload spreads over: this one, then up to
-  // transfer_connections - 1 extras (connected now when they are not).
-  std::vector<std::shared_ptr<Impl>> connections_for_transfer();
+  // min(at_most, transfer_connections) - 1 extras (connected now when they are not).
+  std::vector<std::shared_ptr<Impl>> connections_for_transfer(int at_most);
 
   std::shared_ptr<Impl> impl_;
   std::shared_ptr<ExecPool> pool_;

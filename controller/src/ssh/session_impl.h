@@ -315,9 +315,10 @@ Result<SftpOpResult> run_sftp_op(
     const std::function<std::shared_ptr<SshSession::Impl::Op>(SftpPromise)>& make);
 
 // Large uploads (ssh_transfer.cc): a source longer than SshConfig::transfer_chunk goes in
-// chunks of that size, each on the next free one of the connections `connections` returns (the
-// session's own first; called once an upload turns out to need more than one chunk).
-using Connections = std::function<std::vector<std::shared_ptr<SshSession::Impl>>()>;
+// chunks of that size, each on the next free one of the connections `connections(n)` returns
+// (at most n, the session's own first; called once an upload turns out to need more than one
+// chunk and the budget allows n workers).
+using Connections = std::function<std::vector<std::shared_ptr<SshSession::Impl>>(int at_most)>;
 // Writes `source` to `path` (created with `part.mode`, truncated; fsync'd when `part.fsync`);
 // the number of bytes written.
 Result<std::uint64_t> chunked_upload(SshSession::Impl& first, const Connections& connections,

@@ -551,11 +551,12 @@ void SshSession::grow_pool_locked() {
       [flag = member->connecting](bool) { flag->store(false); }));
 }
 
-std::vector<std::shared_ptr<SshSession::Impl>> SshSession::connections_for_transfer() {
+std::vector<std::shared_ptr<SshSession::Impl>> SshSession::connections_for_transfer(int at_most) {
   std::vector<std::shared_ptr<Impl>> all{impl_};
   {
     std::lock_guard<std::mutex> lock(pool_->mu);
-    const auto want = static_cast<std::size_t>(impl_->config().transfer_connections);
+    const auto want =
+        static_cast<std::size_t>(std::min(at_most, impl_->config().transfer_connections));
     while (pool_->extras.size() + 1 < want) pool_->add(*impl_);
     for (std::size_t i = 0; i + 1 < want; ++i) all.push_back(pool_->extras[i].impl);
   }

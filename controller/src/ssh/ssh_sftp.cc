@@ -176,8 +176,8 @@ Status SshSession::upload(const std::string& remote_path, std::string_view data,
     return k;
   };
   return do_upload(
-      *this, *impl_, [this] { return connections_for_transfer(); }, remote_path, std::move(src),
-      options);
+      *this, *impl_, [this](int n) { return connections_for_transfer(n); }, remote_path,
+      std::move(src), options);
 }
 
 Status SshSession::upload(const std::string& remote_path, std::istream& in,
@@ -194,8 +194,8 @@ Status SshSession::upload(const std::string& remote_path, std::istream& in,
     return got;
   };
   return do_upload(
-      *this, *impl_, [this] { return connections_for_transfer(); }, remote_path, std::move(src),
-      options);
+      *this, *impl_, [this](int n) { return connections_for_transfer(n); }, remote_path,
+      std::move(src), options);
 }
 
 Result<std::string> SshSession::download(const std::string& remote_path,

@@ -7,11 +7,14 @@
 // worker per connection takes the next chunk (read from the source in order, under a lock, so a
 // stream that cannot seek works), writes it at its offset with an op of its own (open, seek,
 // write, close) and takes the next, so faster connections take more chunks. The first chunk
-// decides: a source that ends within it is written by one op, as before. Downloads stay one
+// decides: a source that ends within it is written by one op, as before; so is one that finds no
+// room in the process's budget for chunks (transfer_memory). Downloads stay one
 // stream: libssh2 reads four buffers ahead, more than `sftp` keeps in flight, and chunks only
 // cost (measured in docs/ssh.md).
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -121,6 +124,51 @@ Status upload_worker(Impl& conn, Chunks& chunks, const std::string& path, Upload
   }
 }
 
+// `head`, then the rest of `rest`.
+Source then(std::string head, Source rest) {
+  auto bytes = std::make_shared<std::string>(std::move(head));
+  auto pos = std::make_shared<std::size_t>(0);
+  return [bytes, pos, rest = std::move(rest)](char* buf, std::size_t n) -> Result<std::size_t> {
+    if (*pos == bytes->size()) return rest(buf, n);
+    std::size_t k = std::min(n, bytes->size() - *pos);
+    std::memcpy(buf, bytes->data() + *pos, k);
+    *pos += k;
+    return k;
+  };
+}
+
+// The bytes every chunked upload of the process holds in chunks (SshConfig::transfer_memory):
+// a burst of large uploads must not hold transfer_connections chunks each without bound.
+std::atomic<std::uint64_t> g_chunk_bytes{0};
+
+// Chunks taken from that budget, given back when it goes.
+class ChunkBudget {
+ public:
+  ChunkBudget(std::size_t chunk, std::uint64_t limit) : chunk_(chunk), limit_(limit) {}
+  ~ChunkBudget() { g_chunk_bytes.fetch_sub(held_ * chunk_); }
+  ChunkBudget(const ChunkBudget&) = delete;
+  ChunkBudget& operator=(const ChunkBudget&) = delete;
+
+  // Takes up to `n` chunks; how many it got.
+  int take(int n) {
+    int got = 0;
+    std::uint64_t used = g_chunk_bytes.load();
+    while (got < n) {
+      if (used + chunk_ > limit_) break;
+      if (!g_chunk_bytes.compare_exchange_weak(used, used + chunk_)) continue;
+      used += chunk_;
+      ++got;
+    }
+    held_ += static_cast<std::uint64_t>(got);
+    return got;
+  }
+
+ private:
+  const std::size_t chunk_;
+  const std::uint64_t limit_;
+  std::uint64_t held_ = 0;
+};
+
 // Runs `work(conn, index)` for every connection at once, the first on the calling thread; the
 // first error, if any.
 template <typename Work>
@@ -143,19 +191,26 @@ Status on_each(const std::vector<std::shared_ptr<Impl>>& conns, Work work) {
 Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections,
                                      const std::string& path, const UploadPart& part,
                                      Source source) {
-  const std::size_t chunk = first.config().transfer_chunk;
-  if (first.config().transfer_connections <= 1 || chunk == 0) {
+  const SshConfig& cfg = first.config();
+  const std::size_t chunk = cfg.transfer_chunk;
+  if (cfg.transfer_connections <= 1 || chunk == 0) {
     return upload_op(first, path, part, std::move(source));
   }
+  // The first chunk, and one more per further connection, as far as the process's budget for
+  // chunks allows; without room for two, the upload is one stream.
+  ChunkBudget budget(chunk, cfg.transfer_memory);
+  if (!budget.take(1)) return upload_op(first, path, part, std::move(source));
   std::string head;
   if (auto st = read_chunk(source, chunk, head); !st) return tl::unexpected<Error>(st.error());
   if (head.size() < chunk) return upload_op(first, path, part, source_of(head));
+  const int more = budget.take(cfg.transfer_connections - 1);
+  if (more == 0) return upload_op(first, path, part, then(std::move(head), std::move(source)));
   // Longer than a chunk: create (or empty) the file before any chunk lands in it.
   UploadPart create = part;
   create.fsync = false;
   if (auto r = upload_op(first, path, create, nothing); !r) return r;
   Chunks chunks(std::move(source), chunk, head.size());
-  const auto conns = connections();
+  const auto conns = connections(1 + more);
   auto st = on_each(conns, [&](Impl& conn, std::size_t i) {
     return upload_worker(conn, chunks, path, part, i == 0 ? std::move(head) : std::string());
   });

@@ -320,6 +320,9 @@ void parse_ssh(yaml::Map s, const Env& env, ManagerConfig& m) {
   std::size_t chunk_mib = ssh.transfer_chunk >> 20;
   s.integer("transfer_chunk_mib", &chunk_mib, 1, 1024);
   ssh.transfer_chunk = chunk_mib << 20;
+  std::uint64_t memory_mib = ssh.transfer_memory >> 20;
+  s.integer("transfer_memory_mib", &memory_mib, 0, 65536);
+  ssh.transfer_memory = memory_mib << 20;
   seconds(s, "ready_timeout_seconds", &m.ssh_ready_timeout, 1, 3600);
   s.boolean("wait_for_ready", &m.wait_for_ssh);
   s.boolean("per_sandbox_host_keys", &m.per_sandbox_host_keys);

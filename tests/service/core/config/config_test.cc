@@ -355,14 +355,19 @@ TEST(Config, LargeUploadsInChunks) {
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->manager.ssh.transfer_connections, 4);
   EXPECT_EQ(c->manager.ssh.transfer_chunk, std::size_t{16} << 20);
-  c = parse_config(minimal("  transfer_connections: 1\n  transfer_chunk_mib: 32\n"),
-                   "controller.yaml", &kEnv);
+  EXPECT_EQ(c->manager.ssh.transfer_memory, std::uint64_t{256} << 20);
+  c = parse_config(
+      minimal("  transfer_connections: 1\n  transfer_chunk_mib: 32\n  transfer_memory_mib: 0\n"),
+      "controller.yaml", &kEnv);
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->manager.ssh.transfer_connections, 1);
   EXPECT_EQ(c->manager.ssh.transfer_chunk, std::size_t{32} << 20);
+  EXPECT_EQ(c->manager.ssh.transfer_memory, 0u);
   EXPECT_NE(error_of(minimal("  transfer_connections: 0\n")).find("ssh.transfer_connections"),
             std::string::npos);
   EXPECT_NE(error_of(minimal("  transfer_chunk_mib: 2048\n")).find("ssh.transfer_chunk_mib"),
+            std::string::npos);
+  EXPECT_NE(error_of(minimal("  transfer_memory_mib: -1\n")).find("ssh.transfer_memory_mib"),
             std::string::npos);
 }
 
