@@ -124,7 +124,16 @@ TEST_F(SshSessionTest, ChunkedUploadsStayWithinTheMemoryBudget) {
     EXPECT_TRUE(*s.download(remote) == data);
     EXPECT_EQ(s.stats().exec_connections, chunks == 2 ? 2 : 1);
   }
-  SshSession s(config());
+  // A chunk above 2 MiB without room: the first 2 MiB read, then the rest, as one stream.
+  SshConfig c = config();
+  c.transfer_chunk = 4 << 20;
+  c.transfer_memory = 0;
+  SshSession s(c);
+  const std::string big = random_bytes(10 << 20, 12);
+  std::istringstream in(big);
+  ASSERT_TRUE(s.upload(remote, in));
+  EXPECT_TRUE(*s.download(remote) == big);
+  EXPECT_EQ(s.stats().exec_connections, 1);
   ASSERT_TRUE(s.remove(remote));
 }
 

@@ -149,6 +149,7 @@ class ChunkBudget {
   ChunkBudget(const ChunkBudget&) = delete;
   ChunkBudget& operator=(const ChunkBudget&) = delete;
 
+  std::uint64_t held() const { return held_; }
   // Takes up to `n` chunks; how many it got.
   int take(int n) {
     int got = 0;
@@ -168,6 +169,29 @@ class ChunkBudget {
   const std::uint64_t limit_;
   std::uint64_t held_ = 0;
 };
+
+// Reads up to `chunk` bytes of `source` into `head`, growing it as they come (a small upload
+// allocates what it is). Beyond 2 MiB (what one stream's op holds anyway) the head needs a chunk
+// of the budget: without one it stops there and says false (the upload is then one stream).
+Result<bool> read_head(const Source& source, std::size_t chunk, ChunkBudget& budget,
+                       std::string& head) {
+  constexpr std::size_t kSmall = 2 << 20;
+  std::size_t cap = std::min(chunk, std::size_t{64} << 10);
+  while (head.size() < chunk) {
+    if (head.size() == cap) {
+      const std::size_t next = std::min(chunk, 2 * cap);
+      if (next > kSmall && budget.held() == 0 && budget.take(1) == 0) return false;
+      cap = next;
+    }
+    const std::size_t at = head.size();
+    head.resize(cap);
+    auto n = source(head.data() + at, cap - at);
+    if (!n) return tl::unexpected<Error>(n.error());
+    head.resize(at + *n);
+    if (*n == 0) break;
+  }
+  return true;
+}
 
 // Runs `work(conn, index)` for every connection at once, the first on the calling thread; the
 // first error, if any.
@@ -199,11 +223,13 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
   // The first chunk, and one more per further connection, as far as the process's budget for
   // chunks allows; without room for two, the upload is one stream.
   ChunkBudget budget(chunk, cfg.transfer_memory);
-  if (!budget.take(1)) return upload_op(first, path, part, std::move(source));
   std::string head;
-  if (auto st = read_chunk(source, chunk, head); !st) return tl::unexpected<Error>(st.error());
-  if (head.size() < chunk) return upload_op(first, path, part, source_of(head));
-  const int more = budget.take(cfg.transfer_connections - 1);
+  auto room = read_head(source, chunk, budget, head);
+  if (!room) return tl::unexpected<Error>(room.error());
+  if (head.size() < chunk && *room) return upload_op(first, path, part, source_of(head));
+  const int more = *room && (budget.held() > 0 || budget.take(1) == 1)
+                       ? budget.take(cfg.transfer_connections - 1)
+                       : 0;
   if (more == 0) return upload_op(first, path, part, then(std::move(head), std::move(source)));
   // Longer than a chunk: create (or empty) the file before any chunk lands in it.
   UploadPart create = part;
