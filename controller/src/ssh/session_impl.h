@@ -287,7 +287,10 @@ enum class SftpCall {
   kRmdir,
   kRename,
   kStatvfsFree,
-  kRealpath  // the canonical absolute path, symbolic links resolved (SSH_FXP_REALPATH)
+  kRealpath,  // the canonical absolute path, symbolic links resolved (SSH_FXP_REALPATH)
+  // path -> path2 by posix-rename@openssh.com: rename(2), replacing path2 (libssh2 >= 1.11;
+  // older ones fail it with kProtocol)
+  kReplace
 };
 std::shared_ptr<SshSession::Impl::Op> make_sftp_call_op(SftpCall call, std::string path,
                                                         std::string path2, std::uint32_t mode,

@@ -147,8 +147,16 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Con
     }
   }
   if (options.atomic) {
-    // SFTPv3 rename (libssh2 1.10) refuses to replace an existing file; mv -f is rename(2),
-    // and -T never moves the file into a directory of the target's name.
+    // posix-rename@openssh.com is rename(2): it replaces the target in one SFTP round trip
+    // (libssh2 >= 1.11). Where it fails (libssh2 1.10 has no such call, a server without the
+    // extension, or the rename itself failed), `mv` as before, with its errors: SFTPv3 rename
+    // refuses to replace an existing file; mv -f is rename(2), and -T never moves the file into
+    // a directory of the target's name.
+    auto replaced = call(impl, SftpCall::kReplace, target, remote_path);
+    if (replaced) return {};
+    if (replaced.error().is(SshErrc::kDisconnected) || replaced.error().is(SshErrc::kClosed)) {
+      return tl::unexpected<Error>(replaced.error());
+    }
     ExecOptions o;
     o.timeout = std::chrono::seconds(60);
     auto mv = self.exec(

@@ -298,7 +298,8 @@ void report(Bench& b, const Transfers& t, const pvs::SshSession& gcm, bool gcm_d
 }
 
 // Small files: what an agent's file writes and reads mostly are. An atomic upload is an SFTP
-// open, write and close plus the `mv` exec; a download an open, read and close.
+// open, write and close plus posix-rename (libssh2 >= 1.11) or the `mv` exec; a download an
+// open, read and close.
 void small_files(Bench& b) {
   const std::string remote = b.sshd.home() + "/small.txt", data(1024, 'x');
   std::vector<double> up, down;
@@ -312,7 +313,8 @@ void small_files(Bench& b) {
     if (!u || !d || *d != data) std::fprintf(stderr, "small file failed\n"), b.ok = false;
   }
   std::printf(
-      "1 KiB files (n=%d): upload p50 %.2f ms p90 %.2f (atomic: SFTP + mv), download p50 "
+      "1 KiB files (n=%d): upload p50 %.2f ms p90 %.2f (atomic: SFTP write, then posix-rename or, "
+      "without it, mv), download p50 "
       "%.2f ms p90 %.2f\n",
       b.runs, median(up), percentile(up, 0.9), median(down), percentile(down, 0.9));
   (void)b.session.remove(remote);
