@@ -73,6 +73,15 @@ TEST_F(SshSessionTest, SftpFilesDirectoriesAndErrors) {
   auto no_parent = s.upload(base + "/missing/dir/f", "x");
   ASSERT_FALSE(no_parent);
   EXPECT_EQ(no_parent.error().ssh, SshErrc::kNoSuchFile);
+  // Onto a directory (posix-rename and mv both refuse): the directory stays, no temporary file.
+  ASSERT_TRUE(s.mkdir(base + "/d", 0755));
+  EXPECT_FALSE(s.upload(base + "/d", "x"));
+  EXPECT_TRUE(s.stat(base + "/d")->is_dir());
+  auto left = s.list_dir(base);
+  ASSERT_TRUE(left);
+  for (const auto& e : left->entries) {
+    EXPECT_EQ(e.name.find("pvs-tmp"), std::string::npos) << e.name;
+  }
 }
 
 // A listing is bounded: by entries (in batches, so it reads past one step) and by time.
