@@ -269,6 +269,8 @@ std::shared_ptr<SshSession::Impl::Op> make_tunnel_op(TunnelOptions options,
 // A source yields up to n bytes into buf and returns how many (0 at the end).
 using Source = std::function<Result<std::size_t>(char* buf, std::size_t n)>;
 using Sink = std::function<Status(std::string_view data)>;
+// The bytes of `data`, which must outlive the source.
+Source source_of(std::string_view data);
 
 struct SftpOpResult {
   std::uint64_t bytes = 0;

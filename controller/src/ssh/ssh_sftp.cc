@@ -1,6 +1,5 @@
 // The public SFTP methods of SshSession (caller threads): each queues an op for the I/O thread
 // (ssh_sftp_ops.cc) and waits for it. Uploads are atomic: a temporary name, then mv -T.
-#include <cstring>
 #include <functional>
 #include <future>
 #include <istream>
@@ -176,16 +175,9 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Con
 
 Status SshSession::upload(const std::string& remote_path, std::string_view data,
                           const UploadOptions& options) {
-  auto pos = std::make_shared<std::size_t>(0);
-  ssh_detail::Source src = [data, pos](char* buf, std::size_t n) -> Result<std::size_t> {
-    std::size_t k = std::min(n, data.size() - *pos);
-    std::memcpy(buf, data.data() + *pos, k);
-    *pos += k;
-    return k;
-  };
   return do_upload(
       *this, *impl_, [this](int n) { return connections_for_transfer(n); }, remote_path,
-      std::move(src), options);
+      ssh_detail::source_of(data), options);
 }
 
 Status SshSession::upload(const std::string& remote_path, std::istream& in,

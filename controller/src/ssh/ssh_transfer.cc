@@ -34,16 +34,6 @@ Result<std::uint64_t> upload_op(Impl& conn, const std::string& path, const Uploa
   return r->bytes;
 }
 
-Source source_of(const std::string& bytes) {
-  auto pos = std::make_shared<std::size_t>(0);
-  return [&bytes, pos](char* buf, std::size_t n) -> Result<std::size_t> {
-    std::size_t k = std::min(n, bytes.size() - *pos);
-    std::memcpy(buf, bytes.data() + *pos, k);
-    *pos += k;
-    return k;
-  };
-}
-
 Result<std::size_t> nothing(char*, std::size_t) {
   return 0;
 }
@@ -127,13 +117,11 @@ Status upload_worker(Impl& conn, Chunks& chunks, const std::string& path, Upload
 // `head`, then the rest of `rest`.
 Source then(std::string head, Source rest) {
   auto bytes = std::make_shared<std::string>(std::move(head));
-  auto pos = std::make_shared<std::size_t>(0);
-  return [bytes, pos, rest = std::move(rest)](char* buf, std::size_t n) -> Result<std::size_t> {
-    if (*pos == bytes->size()) return rest(buf, n);
-    std::size_t k = std::min(n, bytes->size() - *pos);
-    std::memcpy(buf, bytes->data() + *pos, k);
-    *pos += k;
-    return k;
+  return [bytes, first = source_of(*bytes), rest = std::move(rest)](
+             char* buf, std::size_t n) -> Result<std::size_t> {
+    auto k = first(buf, n);
+    if (!k || *k > 0) return k;
+    return rest(buf, n);
   };
 }
 
@@ -211,6 +199,16 @@ Status on_each(const std::vector<std::shared_ptr<Impl>>& conns, Work work) {
 }
 
 }  // namespace
+
+Source source_of(std::string_view data) {
+  auto pos = std::make_shared<std::size_t>(0);
+  return [data, pos](char* buf, std::size_t n) -> Result<std::size_t> {
+    std::size_t k = std::min(n, data.size() - *pos);
+    std::memcpy(buf, data.data() + *pos, k);
+    *pos += k;
+    return k;
+  };
+}
 
 Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections,
                                      const std::string& path, const UploadPart& part,
