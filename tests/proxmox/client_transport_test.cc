@@ -1,8 +1,6 @@
 // ProxmoxClient against pvesim over real HTTPS: the transport (authentication, TLS modes,
 // retries, timeouts, concurrent use) and the helpers that need no server.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include "pvesandbox/common/ipv4.h"
 #include "pvesandbox/common/log.h"
 #include "sim_fixture.h"
+#include "support/loopback.h"
 
 namespace pvs::pve::testing {
 namespace {
@@ -145,16 +144,8 @@ TEST_F(ClientTest, MutationsAreRetriedOnlyOn595) {
 }
 
 TEST_F(ClientTest, ConnectFailuresAreRetriedAndAreTransport) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-  socklen_t len = sizeof sa;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);  // nothing listens there now
-  auto o = client_options();
-  o.base_url = "https://127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  auto o = client_options();  // nothing listens on a free port
+  o.base_url = "https://127.0.0.1:" + std::to_string(pvs::test::free_port());
   auto client = make_client(o);
   auto r = client->clone(kNode, CloneRequest{kTemplate, 280, "", "", "", "", "", {}, ""});
   ASSERT_FALSE(r);

@@ -1,6 +1,7 @@
 // SshSession's connection against a real OpenSSH sshd: host key policies, authentication and
 // connect errors, reconnects, leaks, keepalives, and the ciphers it negotiates.
 #include "ssh_session_fixture.h"
+#include "support/loopback.h"
 
 namespace pvs {
 namespace {
@@ -127,26 +128,22 @@ TEST_F(SshSessionTest, AuthenticationErrors) {
 
 TEST_F(SshSessionTest, ConnectErrors) {
   // Refused: a port nobody listens on (bound to reserve it, not listening).
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::uint16_t port = 0;
+  UniqueFd fd = test::loopback_listen(&port, 0);
+  ASSERT_TRUE(fd);
   {
     auto c = config();
-    c.port = ntohs(a.sin_port);
+    c.port = port;
     SshSession s(c);
     auto r = s.connect();
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().ssh, SshErrc::kConnectRefused);
   }
   // Timeout: the port accepts TCP but never speaks SSH.
-  ASSERT_EQ(::listen(fd, 4), 0);
+  ASSERT_EQ(::listen(fd.get(), 4), 0);
   {
     auto c = config();
-    c.port = ntohs(a.sin_port);
+    c.port = port;
     c.connect_timeout = 500ms;
     SshSession s(c);
     auto r = s.connect();
@@ -154,7 +151,6 @@ TEST_F(SshSessionTest, ConnectErrors) {
     // The peer never speaks: only the timeout can end the connect.
     EXPECT_EQ(r.error().ssh, SshErrc::kConnectTimeout);
   }
-  ::close(fd);
 }
 
 TEST_F(SshSessionTest, ReconnectsAfterSshdRestart) {

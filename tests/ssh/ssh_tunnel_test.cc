@@ -1,8 +1,6 @@
 // TcpTunnel (SshSession::open_tunnel) against a real OpenSSH sshd on 127.0.0.1 and TCP services
 // the test runs on loopback: what the service receives and sends crosses a direct-tcpip channel.
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +11,7 @@
 #include <thread>
 
 #include "pvesandbox/ssh_session.h"
+#include "support/loopback.h"
 #include "support/sshd_client.h"
 #include "support/sshd_fixture.h"
 
@@ -26,37 +25,28 @@ using test::SshdFixture;
 class OneShotServer {
  public:
   explicit OneShotServer(std::function<void(int fd)> serve) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::listen(listen_fd_, 4) != 0 ||
-        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    listen_fd_ = test::loopback_listen(&port_, 4);
+    if (!listen_fd_) {
       ADD_FAILURE() << "cannot listen on 127.0.0.1";
       return;
     }
-    port_ = ntohs(a.sin_port);
     thread_ = std::thread([this, serve = std::move(serve)] {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) return;
+      UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!fd) return;
       accepted_ = true;
-      serve(fd);
-      ::close(fd);
+      serve(fd.get());
     });
   }
   ~OneShotServer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);  // wakes an accept that never got a connection
+    ::shutdown(listen_fd_.get(), SHUT_RDWR);  // wakes an accept that never got a connection
     if (thread_.joinable()) thread_.join();
-    ::close(listen_fd_);
   }
   std::uint16_t port() const { return port_; }
   void join() { thread_.join(); }
   bool accepted() const { return accepted_; }
 
  private:
-  int listen_fd_ = -1;
+  UniqueFd listen_fd_;
   std::uint16_t port_ = 0;
   std::atomic<bool> accepted_{false};
   std::thread thread_;

@@ -1,13 +1,10 @@
 #include "support/sshd_fixture.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +19,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "support/loopback.h"
 
 extern char** environ;
 
@@ -44,14 +43,7 @@ void write_file(const std::string& path, const std::string& text, mode_t mode) {
 }
 
 bool port_accepts(std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
+  return static_cast<bool>(loopback_connect(port));
 }
 
 // Every process whose parent chain leads to `root` (not root itself).
@@ -104,22 +96,6 @@ std::set<pid_t> processes_of_uid(uid_t uid) {
 std::atomic<int> g_counter{0};
 
 }  // namespace
-
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("test support: cannot find a free port");
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 pid_t spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) {
   std::vector<char*> args;

@@ -14,10 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace pvs::test {
+#include "support/loopback.h"  // free_port()
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
-std::uint16_t free_port();
+namespace pvs::test {
 
 struct SshdOptions {
   bool create_user = true;                       // false: log in as root (whose shell may be heavy)

@@ -17,12 +17,9 @@
 // Prints the small GET's p50/p99 each way and the latency each adds over direct (target: under
 // 1 ms p50), and the large download's MiB/s each way and the ratio to direct (target: at least
 // 0.8x).
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -40,6 +37,7 @@
 #include "bench_stats.h"
 #include "rest_conn.h"
 #include "service/support/in_process_service.h"
+#include "support/loopback.h"
 #include "support/stack_fixture.h"
 
 using Clock = std::chrono::steady_clock;
@@ -50,25 +48,11 @@ double ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
-// A TCP connection to 127.0.0.1:`port` in this thread's network namespace; -1 on failure.
-int connect_loopback(std::uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    fd = -1;
-  }
-  return fd;
-}
-
-// The same made in the network namespace open at `ns_fd` (this thread enters it for the
-// connect and comes back).
-int connect_in(int ns_fd, int self_fd, std::uint16_t port) {
-  if (setns(ns_fd, CLONE_NEWNET) != 0) return -1;
-  int fd = connect_loopback(port);
+// A TCP connection to 127.0.0.1:`port` in the network namespace open at `ns_fd` (this thread
+// enters it for the connect and comes back).
+pvs::UniqueFd connect_in(int ns_fd, int self_fd, std::uint16_t port) {
+  if (setns(ns_fd, CLONE_NEWNET) != 0) return {};
+  pvs::UniqueFd fd = pvs::test::loopback_connect(port);
   if (setns(self_fd, CLONE_NEWNET) != 0) {
     std::perror("setns back");
     std::exit(1);
@@ -78,17 +62,17 @@ int connect_in(int ns_fd, int self_fd, std::uint16_t port) {
 
 // Sends `request` on the connection `fd` and reads the reply to its end (the request says
 // `Connection: close`), 256 KiB at a time, keeping nothing; the bytes read (head and body).
-std::size_t read_reply(int fd, const std::string& request) {
-  if (fd < 0) {
+std::size_t read_reply(pvs::UniqueFd fd, const std::string& request) {
+  if (!fd) {
     std::perror("connect");
     std::exit(1);
   }
-  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size()))
+  if (write(fd.get(), request.data(), request.size()) != static_cast<ssize_t>(request.size()))
     std::exit(1);
   std::vector<char> buf(256 << 10);
   std::size_t total = 0;
-  for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) total += static_cast<std::size_t>(n);
-  close(fd);
+  for (ssize_t n; (n = read(fd.get(), buf.data(), buf.size())) > 0;)
+    total += static_cast<std::size_t>(n);
   return total;
 }
 
@@ -101,7 +85,7 @@ std::size_t direct_get(int ns_fd, int self_fd, const std::string& path) {
 
 // GET `uri` from the controller listening on 127.0.0.1:`port`, read the same way.
 std::size_t proxied_get(std::uint16_t port, const std::string& uri) {
-  return read_reply(connect_loopback(port),
+  return read_reply(pvs::test::loopback_connect(port),
                     "GET " + uri + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
                         pvs::bench::kBenchToken + "\r\nConnection: close\r\n\r\n");
 }

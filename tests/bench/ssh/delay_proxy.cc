@@ -18,8 +18,12 @@
 #include <string>
 #include <thread>
 
+#include "support/loopback.h"
+
 namespace ssh_bench {
 namespace {
+
+using pvs::UniqueFd;
 
 using Clock = std::chrono::steady_clock;
 
@@ -62,38 +66,19 @@ void pump(int from, int to, std::chrono::milliseconds delay) {
   writer.join();
 }
 
-int connect_to(std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-[[noreturn]] void serve(int listener, std::uint16_t target, std::chrono::milliseconds delay) {
+[[noreturn]] void serve(UniqueFd listener, std::uint16_t target, std::chrono::milliseconds delay) {
   for (;;) {
-    int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    int server = connect_to(target);
-    if (server < 0) {
-      ::close(client);
-      continue;
-    }
-    for (int fd : {client, server}) {
+    UniqueFd client(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    UniqueFd server = client ? pvs::test::loopback_connect(target) : UniqueFd();
+    if (!server) continue;
+    for (int fd : {client.get(), server.get()}) {
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
-    std::thread([client, server, delay] {
-      std::thread back([&] { pump(server, client, delay); });
-      pump(client, server, delay);
+    std::thread([client = std::move(client), server = std::move(server), delay] {
+      std::thread back([&] { pump(server.get(), client.get(), delay); });
+      pump(client.get(), server.get(), delay);
       back.join();
-      ::close(client);
-      ::close(server);
     }).detach();
   }
 }
@@ -101,21 +86,13 @@ int connect_to(std::uint16_t port) {
 }  // namespace
 
 DelayProxy::DelayProxy(std::uint16_t target_port, std::chrono::milliseconds one_way) {
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::listen(listener, 64) != 0 ||
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+  UniqueFd listener = pvs::test::loopback_listen(&port_);
+  if (!listener) {
     std::perror("delay proxy");
     std::exit(2);
   }
-  port_ = ntohs(a.sin_port);
   pid_ = ::fork();
-  if (pid_ == 0) serve(listener, target_port, one_way);
-  ::close(listener);
+  if (pid_ == 0) serve(std::move(listener), target_port, one_way);
 }
 
 DelayProxy::~DelayProxy() {
