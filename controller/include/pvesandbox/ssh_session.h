@@ -206,8 +206,9 @@ struct DirListing {
 struct UploadOptions {
   std::uint32_t mode = 0644;
   bool create_parents = false;  // mkdir -p the parent directory first (mode 0755)
-  // Write to a temporary name beside the target, then rename over it (mv -f, since SFTPv3
-  // rename cannot replace a file): readers see the old or the new file, never a partial one.
+  // Write to a temporary name beside the target, then rename over it (posix-rename@openssh.com
+  // where libssh2 has it, else mv -fT, since SFTPv3 rename cannot replace a file): readers see
+  // the old or the new file, never a partial one.
   bool atomic = true;
   bool fsync = false;  // fsync@openssh.com before the rename
   // Called once the content is written, before the rename (or the return when not atomic):
