@@ -39,6 +39,11 @@ TEST_F(SshSessionTest, SftpFilesDirectoriesAndErrors) {
   synced.fsync = true;
   ASSERT_TRUE(s.upload(base + "/a/b/c.txt", "two", synced));
   EXPECT_EQ(*s.download(base + "/a/b/c.txt"), "two");
+  // Parents that are there already; a parent that is a file is an error.
+  ASSERT_TRUE(s.upload(base + "/a/b/c.txt", "two", upload_opts(0644, true)));
+  auto under_file = s.upload(base + "/a/b/c.txt/d.txt", "x", upload_opts(0644, true));
+  ASSERT_FALSE(under_file);
+  EXPECT_EQ(under_file.error().ssh, SshErrc::kAlreadyExists) << under_file.error().message;
   std::istringstream in("from a stream");
   ASSERT_TRUE(s.upload(base + "/a/s.txt", in, upload_opts(0640)));
   EXPECT_EQ(*s.download(base + "/a/s.txt"), "from a stream");

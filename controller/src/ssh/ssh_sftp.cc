@@ -114,7 +114,12 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Con
   }
   auto [dir, base] = split_path(remote_path);
   if (options.create_parents && dir != "/" && dir != ".") {
-    if (auto st = self.mkdir(dir, 0755, true); !st) return st;
+    // The parent is there more often than not: one stat then, where mkdir first would have
+    // cost a failed mkdir and a stat.
+    auto there = self.stat(dir);
+    if (!there || !there->is_dir()) {
+      if (auto st = self.mkdir(dir, 0755, true); !st) return st;
+    }
   }
   const std::string target =
       options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" + random_suffix()
