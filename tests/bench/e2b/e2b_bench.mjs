@@ -2,7 +2,8 @@
 //   1. commands.run('echo hi') through the unmodified e2b SDK vs POST /v1/sandboxes/{id}/exec
 //      (REST, keep-alive fetch) on the same sandbox, interleaved: p50, p90, ratio (target <= 1.2x);
 //      beside them the SDK with a login shell every time and REST running `bash -l -c`
-//   2. watching a directory: files.write -> watchDir's create event, beside the write's reply;
+//   2. watching a directory: files.write -> watchDir's create event, beside the write's reply,
+//      and files.read of the files written;
 //      one poll of the polled watch (GetWatcherEvents) beside a Stat; getMetrics and REST's
 //      usage (Proxmox's RRD history and the live status) beside getInfo and REST's show
 //   3. Sandbox.create() then commands.run('echo hi') through the SDK on a hot pool: p50, p90
@@ -119,6 +120,14 @@ for (let i = 0; i < watches; i++) {
   tEvent.push(seen.get(name) - t);
 }
 await handle.stop();
+// Reading one of those files back (a 1-byte file: an SFTP open, read and close).
+const tRead = [];
+for (let i = 0; i < watches; i++) {
+  const t = performance.now();
+  const got = await sbx.files.read(`/tmp/bench-watch/f${i}`);
+  tRead.push(performance.now() - t);
+  if (got !== 'x') throw new Error(`files.read: ${JSON.stringify(got)}`);
+}
 const unary = async (method, message) => {
   const r = await fetch(`${process.env.E2B_SANDBOX_URL}/filesystem.Filesystem/${method}`, {
     method: 'POST', body: JSON.stringify(message),
@@ -142,6 +151,7 @@ await unary('RemoveWatcher', { watcherId });
 console.log(`watching a directory, ${watches} files`);
 console.log(`  files.write (its reply)          ${fmt(tWrite)}`);
 console.log(`  files.write -> watchDir's event  ${fmt(tEvent)}`);
+console.log(`  files.read (the same files)      ${fmt(tRead)}`);
 console.log(`  GetWatcherEvents (one poll)      ${fmt(tPoll)}  vs Stat ${fmt(tStat)}`);
 
 // Usage over time (docs/api.md "Usage"): getMetrics and REST's usage each read Proxmox's RRD
