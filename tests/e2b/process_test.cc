@@ -38,6 +38,9 @@ class SshSandbox : public RefusingSandbox {
   Result<ExecResult> exec(std::string command, ExecOptions options) override {
     return ssh_.exec(std::move(command), std::move(options));
   }
+  void exec_then(std::string command, ExecOptions options, ExecDone done) override {
+    ssh_.exec_then(std::move(command), std::move(options), std::move(done));
+  }
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions options) override {
     return ssh_.open_pty(std::move(options));
   }

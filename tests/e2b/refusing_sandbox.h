@@ -2,6 +2,10 @@
 // test derives from it and overrides only what its processes use (exec, open_pty, ...).
 #pragma once
 
+#include <mutex>
+#include <thread>
+#include <vector>
+
 #include "pvesandbox/manager.h"
 
 namespace pvs::service::e2b {
@@ -16,6 +20,13 @@ class RefusingSandbox : public pvs::Sandbox {
     return i;
   }
   Result<ExecResult> exec(std::string, ExecOptions) override { return no(); }
+  // exec (a test's own, blocking) on a thread of its own; joined when the sandbox goes.
+  void exec_then(std::string command, ExecOptions options, ExecDone done) override {
+    std::lock_guard lock(runners_mu_);
+    runners_.emplace_back(
+        [this, command = std::move(command), options = std::move(options),
+         done = std::move(done)]() mutable { done(exec(std::move(command), std::move(options))); });
+  }
   Result<std::unique_ptr<PtyChannel>> open_pty(PtyOptions) override { return no(); }
   Result<std::unique_ptr<TcpTunnel>> open_tunnel(TunnelOptions) override { return no(); }
   Result<std::unique_ptr<PortStream>> open_route(RouteOptions) override { return no(); }
@@ -51,6 +62,8 @@ class RefusingSandbox : public pvs::Sandbox {
 
  private:
   std::string owner_;
+  std::mutex runners_mu_;
+  std::vector<std::jthread> runners_;  // GUARDED_BY(runners_mu_)
 };
 
 }  // namespace pvs::service::e2b

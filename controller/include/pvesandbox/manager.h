@@ -341,6 +341,10 @@ class Sandbox {
 
   // Commands and files go over the sandbox's SSH session (reconnects transparently).
   virtual Result<ExecResult> exec(std::string command, ExecOptions options = {}) = 0;
+  // As exec, without holding the caller or a thread: `done` gets the result once, on the SSH
+  // session's I/O thread (SshSession::exec_then), or at once on the calling thread when the
+  // command cannot be sent (E2B's processes: no thread per command).
+  virtual void exec_then(std::string command, ExecOptions options, ExecDone done) = 0;
   virtual Status write_file(const std::string& path, std::string_view data,
                             std::uint32_t mode = 0644) = 0;
   virtual Result<std::string> read_file(const std::string& path,

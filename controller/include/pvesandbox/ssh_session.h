@@ -161,6 +161,10 @@ struct ExecOptions {
   std::function<void(ExecStream, std::string_view)> on_output;
 };
 
+struct ExecResult;
+// Called once with an exec's result (SshSession::exec_then).
+using ExecDone = std::function<void(Result<ExecResult>)>;
+
 struct ExecResult {
   int exit_code = -1;           // the exit status; -1 when the command died of a signal
   std::string exit_signal;      // "KILL", "TERM", ... (no "SIG" prefix); empty if exited normally
@@ -263,6 +267,10 @@ class SshSession {
   // run at once. A non-zero exit is a result; errors are connection/channel failures.
   Result<ExecResult> exec(std::string command, ExecOptions options = {});
   std::future<Result<ExecResult>> exec_async(std::string command, ExecOptions options = {});
+  // As exec, without holding the caller or a thread of its own: `done` gets the result on the
+  // session's I/O thread (keep it short and never call back into this SshSession from it; what
+  // it throws is dropped), or at once on the calling thread when the command cannot be sent.
+  void exec_then(std::string command, ExecOptions options, ExecDone done);
 
   // SFTP. Paths are remote paths as the server sees them (relative ones from the login dir).
   Status upload(const std::string& remote_path, std::string_view data,

@@ -25,14 +25,6 @@ ProcessTable::~ProcessTable() {
 }
 
 void ProcessTable::reap_locked() {
-  for (auto it = runners_.begin(); it != runners_.end();) {
-    if (it->done->load()) {
-      if (it->thread.joinable()) it->thread.join();
-      it = runners_.erase(it);
-    } else {
-      ++it;
-    }
-  }
   for (auto it = by_pid_.begin(); it != by_pid_.end();)
     it = it->second->running() ? std::next(it) : by_pid_.erase(it);
 }
@@ -90,21 +82,22 @@ Result<std::shared_ptr<Process>> ProcessTable::start(const StartRequest& request
     o.on_output = [proc](ExecStream s, std::string_view b) {
       proc->on_output(s == ExecStream::kStdout ? Stream::kStdout : Stream::kStderr, b);
     };
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    std::jthread runner(
-        [sandbox = sandbox_, proc, script = std::move(script), o = std::move(o), done]() mutable {
-          auto r = sandbox->exec(std::move(script), std::move(o));
-          if (!r)
-            proc->on_error(r.error().message);
-          else if (!r->exit_signal.empty())
-            proc->on_end(end_for_signal(r->exit_signal));
-          else
-            proc->on_end(end_for_exit(r->exit_code));
-          done->store(true);
-        });
-    std::lock_guard lock(mu_);
-    reap_locked();
-    runners_.push_back({done, std::move(runner)});
+    {
+      std::lock_guard lock(mu_);
+      reap_locked();
+    }
+    // The command's end comes on the SSH session's I/O thread: no thread per command.
+    execs_->begin();
+    sandbox_->exec_then(std::move(script), std::move(o),
+                        [proc, execs = execs_](Result<ExecResult> r) {
+                          if (!r)
+                            proc->on_error(r.error().message);
+                          else if (!r->exit_signal.empty())
+                            proc->on_end(end_for_signal(r->exit_signal));
+                          else
+                            proc->on_end(end_for_exit(r->exit_code));
+                          execs->end();
+                        });
   }
   if (!proc->wait_started(kStartWait))
     return fail(ErrorCode::kTimeout, "the command did not start within 30 s");
@@ -146,21 +139,33 @@ std::vector<std::shared_ptr<Process>> ProcessTable::running() const {
 }
 
 void ProcessTable::shutdown() {
-  std::vector<Runner> runners;
   std::vector<std::shared_ptr<Process>> alive;
   {
     std::lock_guard lock(mu_);
-    runners.swap(runners_);
     for (const auto& [pid, p] : by_pid_)
       if (p->running()) alive.push_back(p);
     by_pid_.clear();
   }
-  // A runner's thread returns when its command ends: a background command (a server, a sleep)
-  // would hold the caller (a kill, a destroy) for as long as it runs. Kill each group first;
-  // where the sandbox is already gone, its SSH session is too and the threads end anyway.
+  // Waiting for every command's end would hold the caller (a kill, a destroy) for as long as a
+  // background command (a server, a sleep) runs: each group is killed first; where the sandbox
+  // is already gone, its SSH session is too and every exec is answered anyway.
   for (const auto& p : alive) (void)p->signal(*sandbox_, 9);
-  for (auto& r : runners)
-    if (r.thread.joinable()) r.thread.join();
+  execs_->wait_idle();
+}
+
+void ProcessTable::Execs::begin() {
+  std::lock_guard lock(mu);
+  ++running;
+}
+
+void ProcessTable::Execs::end() {
+  std::lock_guard lock(mu);
+  if (--running == 0) idle.notify_all();
+}
+
+void ProcessTable::Execs::wait_idle() {
+  std::unique_lock lock(mu);
+  idle.wait(lock, [&] { return running == 0; });
 }
 
 }  // namespace pvs::service::e2b

@@ -102,7 +102,7 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   std::vector<std::shared_ptr<Process>> running() const;
   // Processes started and not ended (also those still starting): what max_processes counts.
   std::size_t live() const;
-  // Kills every process (the sandbox goes away) and waits for their threads.
+  // Kills every process (the sandbox goes away) and waits until each exec has ended.
   void shutdown();
 
   pvs::Sandbox& sandbox() { return *sandbox_; }
@@ -115,11 +115,16 @@ class ProcessTable : public std::enable_shared_from_this<ProcessTable> {
   mutable std::mutex mu_;
   std::vector<std::weak_ptr<Process>> live_;  // every process started, pruned as they end
   std::map<std::uint32_t, std::shared_ptr<Process>> by_pid_;
-  struct Runner {
-    std::shared_ptr<std::atomic<bool>> done;
-    std::jthread thread;  // joined however it goes away (shutdown unwinding included)
+  // The execs started and not yet answered (their callbacks hold this).
+  struct Execs {
+    std::mutex mu;
+    std::condition_variable idle;
+    int running = 0;  // GUARDED_BY(mu)
+    void begin();
+    void end();
+    void wait_idle();
   };
-  std::vector<Runner> runners_;
+  std::shared_ptr<Execs> execs_ = std::make_shared<Execs>();
 };
 
 class Process : public std::enable_shared_from_this<Process> {

@@ -106,6 +106,7 @@ class SandboxImpl final : public Sandbox {
 
   SandboxInfo info() const override;
   Result<ExecResult> exec(std::string command, ExecOptions options) override;
+  void exec_then(std::string command, ExecOptions options, ExecDone done) override;
   Status write_file(const std::string& path, std::string_view data, std::uint32_t mode) override;
   Result<std::string> read_file(const std::string& path, std::uint64_t max_size) override;
   Status upload(const std::string& path, std::istream& in, const UploadOptions& options,

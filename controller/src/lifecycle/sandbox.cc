@@ -247,6 +247,12 @@ Result<ExecResult> SandboxImpl::exec(std::string command, ExecOptions options) {
   return std::move(*r);
 }
 
+void SandboxImpl::exec_then(std::string command, ExecOptions options, ExecDone done) {
+  auto ssh = session();
+  if (!ssh) return done(fail(ssh.error()));
+  (*ssh)->exec_then(std::move(command), std::move(options), std::move(done));
+}
+
 Status SandboxImpl::write_file(const std::string& path, std::string_view data, std::uint32_t mode) {
   auto ssh = session();
   if (!ssh) return fail(ssh.error());

@@ -250,10 +250,9 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
 // Op factories (ssh_exec.cc, ssh_sftp.cc).
 namespace ssh_detail {
 
-// `inflight` (optional) is decremented once when the exec delivers its result or error.
+// `done` gets the result or the error, once; `inflight` (optional) is decremented just before.
 std::shared_ptr<SshSession::Impl::Op> make_exec_op(
-    std::string remote_command, ExecOptions options,
-    std::shared_ptr<std::promise<Result<ExecResult>>> promise,
+    std::string remote_command, ExecOptions options, ExecDone done,
     std::shared_ptr<std::atomic<int>> inflight = nullptr);
 
 // An interactive pty channel (ssh_pty.cc); `started` gets the start's outcome.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "channel_op.h"
 #include "pvesandbox/common/log.h"
@@ -24,15 +25,14 @@ constexpr int kMaxReadsPerStep = 16;  // fairness between channels
 
 class ExecOp : public ChannelOp {
  public:
-  ExecOp(std::string command, ExecOptions options,
-         std::shared_ptr<std::promise<Result<ExecResult>>> promise, bool internal)
+  ExecOp(std::string command, ExecOptions options, ExecDone done, bool internal)
       : ChannelOp({.what = "ssh exec",
                    .window = LIBSSH2_CHANNEL_WINDOW_DEFAULT * 2,
                    .internal = internal,
                    .retry_refused = true}),
         command_(std::move(command)),
         options_(std::move(options)),
-        promise_(std::move(promise)),
+        done_(std::move(done)),
         out_(options_.max_output),
         err_(options_.max_output),
         want_marker_(!internal && options_.timeout.count() > 0) {
@@ -40,7 +40,11 @@ class ExecOp : public ChannelOp {
     if (options_.timeout.count() > 0) deadline_ = start_ + options_.timeout;
   }
 
-  ~ExecOp() override { count_done(); }
+  ~ExecOp() override {
+    count_done();
+    // Every exec is answered once, even one whose session went without telling it.
+    if (done_) deliver(ssh_fail(SshErrc::kClosed, "ssh session closed"));
+  }
 
   void set_inflight_counter(std::shared_ptr<std::atomic<int>> c) { inflight_ = std::move(c); }
 
@@ -167,12 +171,13 @@ class ExecOp : public ChannelOp {
     if (kill_sent_ || pgid_ <= 1 || !timed_out_) return;
     kill_sent_ = true;
     std::string pg = std::to_string(pgid_);
-    auto p = std::make_shared<std::promise<Result<ExecResult>>>();
     ExecOptions o;
     o.timeout = io.config().kill_grace;
     o.max_output = 4096;
-    io.spawn(std::make_shared<ExecOp>("kill -s KILL -- -" + pg + " 2>/dev/null || kill -9 -" + pg,
-                                      std::move(o), std::move(p), /*internal=*/true));
+    io.spawn(std::make_shared<ExecOp>(
+        "kill -s KILL -- -" + pg + " 2>/dev/null || kill -9 -" + pg, std::move(o),
+        [](Result<ExecResult>) {},
+        /*internal=*/true));
   }
 
   void consume(int stream, std::string_view data, SshSession::Impl& io) {
@@ -262,7 +267,7 @@ class ExecOp : public ChannelOp {
     r.timed_out = timed_out_;
     r.duration = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_);
     count_done();  // before the caller wakes up (and perhaps picks a connection for the next)
-    promise_->set_value(std::move(r));
+    deliver(std::move(r));
     return Step::kDone;
   }
 
@@ -270,8 +275,16 @@ class ExecOp : public ChannelOp {
     if (state_ == State::kDone) return Step::kDone;
     state_ = State::kDone;
     count_done();
-    promise_->set_value(tl::unexpected<Error>(std::move(e)));
+    deliver(tl::unexpected<Error>(std::move(e)));
     return Step::kDone;
+  }
+
+  void deliver(Result<ExecResult> r) {
+    ExecDone done = std::exchange(done_, nullptr);
+    try {
+      done(std::move(r));
+    } catch (...) {  // the caller's: it must not end the session's I/O thread
+    }
   }
 
   void count_done() {
@@ -281,7 +294,7 @@ class ExecOp : public ChannelOp {
 
   std::string command_;
   ExecOptions options_;
-  std::shared_ptr<std::promise<Result<ExecResult>>> promise_;
+  ExecDone done_;
   std::shared_ptr<std::atomic<int>> inflight_;
   std::size_t stdin_off_ = 0;
   bool eof_sent_ = false;
@@ -300,12 +313,11 @@ class ExecOp : public ChannelOp {
 
 }  // namespace
 
-std::shared_ptr<SshSession::Impl::Op> make_exec_op(
-    std::string remote_command, ExecOptions options,
-    std::shared_ptr<std::promise<Result<ExecResult>>> promise,
-    std::shared_ptr<std::atomic<int>> inflight) {
-  auto op = std::make_shared<ExecOp>(std::move(remote_command), std::move(options),
-                                     std::move(promise), false);
+std::shared_ptr<SshSession::Impl::Op> make_exec_op(std::string remote_command, ExecOptions options,
+                                                   ExecDone done,
+                                                   std::shared_ptr<std::atomic<int>> inflight) {
+  auto op = std::make_shared<ExecOp>(std::move(remote_command), std::move(options), std::move(done),
+                                     false);
   op->set_inflight_counter(std::move(inflight));
   return op;
 }

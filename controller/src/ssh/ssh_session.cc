@@ -496,10 +496,16 @@ SshStats SshSession::stats() const {
 std::future<Result<ExecResult>> SshSession::exec_async(std::string command, ExecOptions options) {
   auto promise = std::make_shared<std::promise<Result<ExecResult>>>();
   auto future = promise->get_future();
+  exec_then(std::move(command), std::move(options),
+            [promise](Result<ExecResult> r) { promise->set_value(std::move(r)); });
+  return future;
+}
+
+void SshSession::exec_then(std::string command, ExecOptions options, ExecDone done) {
   auto remote = ssh_detail::build_remote_command(command, options);
   if (!remote) {
-    promise->set_value(tl::unexpected<Error>(remote.error()));
-    return future;
+    done(tl::unexpected<Error>(remote.error()));
+    return;
   }
   std::shared_ptr<Impl> target = impl_;
   std::shared_ptr<std::atomic<int>> counter = pool_->primary_inflight;
@@ -525,8 +531,7 @@ std::future<Result<ExecResult>> SshSession::exec_async(std::string command, Exec
     counter->fetch_add(1);
   }
   target->submit(
-      ssh_detail::make_exec_op(std::move(*remote), std::move(options), promise, counter));
-  return future;
+      ssh_detail::make_exec_op(std::move(*remote), std::move(options), std::move(done), counter));
 }
 
 void SshSession::grow_pool_locked() {
