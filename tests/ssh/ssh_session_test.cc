@@ -300,6 +300,37 @@ TEST_F(SshSessionTest, CloseFailsRunningCommands) {
   EXPECT_EQ(r.error().ssh, SshErrc::kClosed);
 }
 
+// exec_then answers once, on the session's I/O thread (no thread of the caller's waits); a
+// command that cannot be sent is answered at once on the caller's thread; a callback that throws
+// does not take the session down.
+TEST_F(SshSessionTest, ExecThenAnswersOnceOnTheIoThread) {
+  SshSession s(config());
+  std::promise<std::pair<std::thread::id, Result<ExecResult>>> answered;
+  std::atomic<int> calls{0};
+  s.exec_then("echo hi", {}, [&](Result<ExecResult> r) {
+    if (calls++ == 0) answered.set_value({std::this_thread::get_id(), std::move(r)});
+  });
+  auto [where, r] = answered.get_future().get();
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->out, "hi\n");
+  EXPECT_NE(where, std::this_thread::get_id());
+  std::optional<Result<ExecResult>> refused;
+  s.exec_then(std::string("echo a\0b", 8), {}, [&](Result<ExecResult> got) { refused = got; });
+  ASSERT_TRUE(refused.has_value());  // before exec_then returned
+  ASSERT_FALSE(*refused);
+  EXPECT_EQ(refused->error().ssh, SshErrc::kInvalidArgument);
+  std::promise<void> thrown;
+  s.exec_then("true", {}, [&](Result<ExecResult>) {
+    thrown.set_value();
+    throw std::runtime_error("the caller's");
+  });
+  thrown.get_future().wait();
+  auto after = s.exec("echo still");
+  ASSERT_TRUE(after) << after.error().to_string();
+  EXPECT_EQ(after->out, "still\n");
+  EXPECT_EQ(calls.load(), 1);
+}
+
 // A server with a small MaxSessions: the session learns the limit and queues.
 TEST(SshSessionLimits, MaxSessionsRefusalIsHandled) {
   test::SshdOptions opts;
