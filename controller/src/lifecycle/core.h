@@ -406,8 +406,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
     std::shared_ptr<LatencyRecorder> claim_latency = std::make_shared<LatencyRecorder>();
     bool implicit = false;  // made by a custom template's pool_size (sync_template_pools)
   };
-  // The profile on `node` that may serve `options` (-1: none); `ready`: only one with a member
-  // ready.
+  // The profile on `node` that may serve `options` (-1: none); `ready`: one with a member ready.
   int hot_profile_for(const CreateOptions& options, const Node& node, bool ready) const;
   // Nodes with a ready member that serves `options` (mu_ held).
   std::set<const Node*> hot_nodes(const CreateOptions& options) const;
