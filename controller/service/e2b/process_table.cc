@@ -43,6 +43,7 @@ Result<std::shared_ptr<Process>> ProcessTable::start(const StartRequest& request
       auto p = w.lock();
       return !p || !p->running();
     });
+    reap_locked();
     if (std::size_t n = live_.size(); n >= limits_.max_processes)
       return fail(ErrorCode::kTooLarge,
                   "this sandbox runs " + std::to_string(n) + " processes already (at most " +
@@ -82,10 +83,6 @@ Result<std::shared_ptr<Process>> ProcessTable::start(const StartRequest& request
     o.on_output = [proc](ExecStream s, std::string_view b) {
       proc->on_output(s == ExecStream::kStdout ? Stream::kStdout : Stream::kStderr, b);
     };
-    {
-      std::lock_guard lock(mu_);
-      reap_locked();
-    }
     // The command's end comes on the SSH session's I/O thread: no thread per command.
     execs_->begin();
     sandbox_->exec_then(std::move(script), std::move(o),

@@ -1,5 +1,6 @@
 // The public SFTP methods of SshSession (caller threads): each queues an op for the I/O thread
-// (ssh_sftp_ops.cc) and waits for it. Uploads are atomic: a temporary name, then mv -T.
+// (ssh_sftp_ops.cc) and waits for it. Uploads are atomic: a temporary name, then posix-rename
+// (or mv -T where libssh2 has none).
 #include <functional>
 #include <future>
 #include <istream>
