@@ -107,9 +107,14 @@ class LxcVolumeTest : public ::testing::Test {
   // u/f, and u/f's text.
   std::string owners_on_node(const std::string& image) {
     std::string out;
-    EXPECT_EQ(sh("mkdir " + dir_ + "/look && mount -o loop,ro " + image + " " + dir_ +
-                     "/look && stat -c '%u %n' " + dir_ + "/look/r " + dir_ + "/look/u/f && cat " +
-                     dir_ + "/look/u/f; umount " + dir_ + "/look",
+    // In a mount namespace of its own, which ends with the shell: a mount made on the node
+    // would be copied by any mount namespace a parallel test made meanwhile (and its loop
+    // device kept past our unmount).
+    EXPECT_EQ(sh("mkdir " + dir_ +
+                     "/look && unshare --mount --propagation private sh -c \"mount "
+                     "-o loop,ro " +
+                     image + " " + dir_ + "/look && stat -c '%u %n' " + dir_ + "/look/r " + dir_ +
+                     "/look/u/f && cat " + dir_ + "/look/u/f\"",
                  &out),
               0)
         << out;
@@ -185,20 +190,32 @@ TEST_F(LxcVolumeTest, AHoldersVolumeOutlivesTheContainersThatMountIt) {
   EXPECT_NE(run("PUT", "/lxc/300/resize", "disk=mp0&size=%2B100M").find("is in use"),
             std::string::npos);
   ASSERT_EQ(run("POST", "/lxc/101/status/stop"), "OK");
-  // A mount of the image that outlives its CT (made here on the node) keeps its loop device,
-  // which `mount -o loop` would reuse at the old size (read-only, even, after ro=1): the resize
-  // and the next CT's start are refused instead, and go through once it is gone.
-  ASSERT_EQ(sh("mkdir -p " + dir_ + "/linger && mount -o loop,ro " + image + " " + dir_ + "/linger",
-               &out),
+  // A mount of the image that outlives its CT keeps its loop device, which `mount -o loop`
+  // would reuse at the old size (read-only, even, after ro=1): the resize and the next CT's
+  // start are refused instead, and go through once it is gone. The mount is made in a mount
+  // namespace of its own, held by a process: one made on the node would be copied by any mount
+  // namespace a parallel test made meanwhile, and kept past our unmount.
+  std::string linger;
+  ASSERT_EQ(sh("mkdir -p " + dir_ +
+                   "/linger && (unshare --mount --propagation private sh -c "
+                   "'mount -o loop,ro " +
+                   image + " " + dir_ + "/linger && touch " + dir_ +
+                   "/linger.up && exec sleep 300' </dev/null >/dev/null 2>&1 & echo $!) && "
+                   "for i in $(seq 200); do [ -e " +
+                   dir_ +
+                   "/linger.up ] && exit 0; "
+                   "sleep 0.05; done; exit 1",
+               &linger),
             0)
-      << out;
+      << linger;
   EXPECT_NE(run("PUT", "/lxc/300/resize", "disk=mp0&size=%2B100M").find("is still attached"),
             std::string::npos);
   EXPECT_NE(run("POST", "/lxc/102/status/start").find("is still attached"), std::string::npos);
-  // Gone once its loop device is (the kernel runs a device down after the last unmount, later
-  // under load), as a CT's stop waits for it.
-  ASSERT_EQ(sh("umount " + dir_ + "/linger && for i in $(seq 200); do [ -z \"$(losetup -j " +
-                   image + ")\" ] && exit 0; sleep 0.05; done; exit 1",
+  // Gone once its loop device is (the kernel runs a device down after the last unmount, here
+  // the namespace's end, later under load), as a CT's stop waits for it.
+  ::kill(std::atoi(linger.c_str()), SIGKILL);
+  ASSERT_EQ(sh("for i in $(seq 200); do [ -z \"$(losetup -j " + image +
+                   ")\" ] && exit 0; sleep 0.05; done; exit 1",
                &out),
             0)
       << out;
