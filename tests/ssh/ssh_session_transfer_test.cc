@@ -137,6 +137,35 @@ TEST_F(SshSessionTest, ChunkedUploadsStayWithinTheMemoryBudget) {
   ASSERT_TRUE(s.remove(remote));
 }
 
+// create_parents opens first and makes the parent only when the open finds none: every way an
+// upload's first op starts (one op for a small source, the creation before chunks, one stream
+// for want of room, one connection) keeps every byte of a stream read once.
+TEST_F(SshSessionTest, ParentsAreMadeWhenTheFirstOpenFindsNone) {
+  struct Way {
+    const char* name;
+    std::size_t bytes;
+    int connections;
+    std::uint64_t memory;
+  };
+  const Way ways[] = {{"small", kChunk / 2, 4, 256 << 20},
+                      {"chunks", 3 * kChunk + 1, 4, 256 << 20},
+                      {"no room", 3 * kChunk + 1, 4, 0},
+                      {"one connection", 3 * kChunk + 1, 1, 256 << 20}};
+  int n = 0;
+  for (const Way& way : ways) {
+    SCOPED_TRACE(way.name);
+    SshConfig c = chunked(config(), way.connections);
+    c.transfer_memory = way.memory;
+    SshSession s(c);
+    const std::string data = random_bytes(way.bytes, 20 + n);
+    const std::string remote = sshd_->home() + "/made-" + std::to_string(n++) + "/a/b/f.bin";
+    std::istringstream in(data);
+    ASSERT_TRUE(s.upload(remote, in, upload_opts(0600, true)));
+    EXPECT_TRUE(*s.download(remote) == data);
+    EXPECT_EQ(names_in(s, remote.substr(0, remote.size() - 6)), std::vector<std::string>{"f.bin"});
+  }
+}
+
 TEST_F(SshSessionTest, OneTransferConnectionStaysOnOne) {
   SshSession s(chunked(config(), 1));
   const std::string data = random_bytes(20 * kChunk, 9);

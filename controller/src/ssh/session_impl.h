@@ -323,11 +323,14 @@ Result<SftpOpResult> run_sftp_op(
 // (at most n, the session's own first; called once an upload turns out to need more than one
 // chunk and the budget allows n workers).
 using Connections = std::function<std::vector<std::shared_ptr<SshSession::Impl>>(int at_most)>;
+// Makes the directory an upload goes into (UploadOptions::create_parents).
+using MakeParent = std::function<Status()>;
 // Writes `source` to `path` (created with `part.mode`, truncated; fsync'd when `part.fsync`);
-// the number of bytes written.
+// the number of bytes written. With `make_parent`, an open that finds no parent directory makes
+// it and opens once more (the parent is there more often than not: no round trip asks first).
 Result<std::uint64_t> chunked_upload(SshSession::Impl& first, const Connections& connections,
-                                     const std::string& path, const UploadPart& part,
-                                     Source source);
+                                     const std::string& path, const UploadPart& part, Source source,
+                                     const MakeParent& make_parent);
 
 }  // namespace ssh_detail
 }  // namespace pvs

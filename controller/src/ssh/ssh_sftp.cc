@@ -114,13 +114,9 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Con
     return ssh_fail(SshErrc::kInvalidArgument, "upload: bad remote path " + remote_path);
   }
   auto [dir, base] = split_path(remote_path);
+  ssh_detail::MakeParent make_parent;
   if (options.create_parents && dir != "/" && dir != ".") {
-    // The parent is there more often than not: one stat then, where mkdir first would have
-    // cost a failed mkdir and a stat.
-    auto there = self.stat(dir);
-    if (!there || !there->is_dir()) {
-      if (auto st = self.mkdir(dir, 0755, true); !st) return st;
-    }
+    make_parent = [&self, dir = dir] { return self.mkdir(dir, 0755, true); };
   }
   const std::string target =
       options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" + random_suffix()
@@ -128,7 +124,7 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Con
   ssh_detail::UploadPart part;
   part.mode = options.mode;
   part.fsync = options.fsync;
-  auto r = ssh_detail::chunked_upload(impl, conns, target, part, std::move(source));
+  auto r = ssh_detail::chunked_upload(impl, conns, target, part, std::move(source), make_parent);
   if (!r) {
     Error e = r.error();
     if (e.is(SshErrc::kSftpFailure)) {

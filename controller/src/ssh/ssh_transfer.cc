@@ -38,6 +38,25 @@ Result<std::size_t> nothing(char*, std::size_t) {
   return 0;
 }
 
+// An upload's first op: where its open finds no parent directory (SFTP's "no such file"; OpenSSH
+// says so for a parent that is a file too) and `make_parent` is given, makes it and runs the op
+// once more, on the same source: an op reads nothing of it before its open succeeds, and the
+// retry happens only if the source was indeed not read.
+Result<std::uint64_t> first_op(Impl& conn, const std::string& path, const UploadPart& part,
+                               Source source, const MakeParent& make_parent) {
+  if (!make_parent) return upload_op(conn, path, part, std::move(source));
+  auto shared = std::make_shared<Source>(std::move(source));
+  auto read = std::make_shared<bool>(false);
+  Source tracked = [shared, read](char* buf, std::size_t n) {
+    *read = true;
+    return (*shared)(buf, n);
+  };
+  auto r = upload_op(conn, path, part, tracked);
+  if (r || *read || !r.error().is(SshErrc::kNoSuchFile)) return r;
+  if (auto made = make_parent(); !made) return tl::unexpected<Error>(made.error());
+  return upload_op(conn, path, part, std::move(tracked));
+}
+
 // Fills `into` with up to `chunk` bytes of `source` (fewer only at its end).
 Status read_chunk(const Source& source, std::size_t chunk, std::string& into) {
   into.resize(chunk);
@@ -211,12 +230,12 @@ Source source_of(std::string_view data) {
 }
 
 Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections,
-                                     const std::string& path, const UploadPart& part,
-                                     Source source) {
+                                     const std::string& path, const UploadPart& part, Source source,
+                                     const MakeParent& make_parent) {
   const SshConfig& cfg = first.config();
   const std::size_t chunk = cfg.transfer_chunk;
   if (cfg.transfer_connections <= 1 || chunk == 0) {
-    return upload_op(first, path, part, std::move(source));
+    return first_op(first, path, part, std::move(source), make_parent);
   }
   // The first chunk, and one more per further connection, as far as the process's budget for
   // chunks allows; without room for two, the upload is one stream.
@@ -224,15 +243,17 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
   std::string head;
   auto room = read_head(source, chunk, budget, head);
   if (!room) return tl::unexpected<Error>(room.error());
-  if (head.size() < chunk && *room) return upload_op(first, path, part, source_of(head));
+  if (head.size() < chunk && *room)
+    return first_op(first, path, part, source_of(head), make_parent);
   const int more = *room && (budget.held() > 0 || budget.take(1) == 1)
                        ? budget.take(cfg.transfer_connections - 1)
                        : 0;
-  if (more == 0) return upload_op(first, path, part, then(std::move(head), std::move(source)));
+  if (more == 0)
+    return first_op(first, path, part, then(std::move(head), std::move(source)), make_parent);
   // Longer than a chunk: create (or empty) the file before any chunk lands in it.
   UploadPart create = part;
   create.fsync = false;
-  if (auto r = upload_op(first, path, create, nothing); !r) return r;
+  if (auto r = first_op(first, path, create, nothing, make_parent); !r) return r;
   Chunks chunks(std::move(source), chunk, head.size());
   const auto conns = connections(1 + more);
   auto st = on_each(conns, [&](Impl& conn, std::size_t i) {
