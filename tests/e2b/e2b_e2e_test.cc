@@ -190,7 +190,8 @@ class E2bOwnerE2eTest : public test::ControllerOnStackTest {
          ", e2b_key_sha256: " + sha256_hex(kAdminKey) + ", admin: true}\n";
     y += "    - {name: oncall, sha256: " + sha256_hex("tok-oncall") + ", approver: true}\n";
     y += "e2b:\n  sessions_file: " + dir_ + "/e2b-sessions.json\n";
-    y += "http:\n  threads: 64\npolicy:\n  approval_wait_seconds: 120\n";
+    y += "http:\n  threads: 64\nlimits:\n  reconcile_interval_seconds: 1\n";
+    y += "policy:\n  approval_wait_seconds: 120\n";
     if (with_agent)
       y += "  tokens:\n    - token: agent\n      rules:\n"
            "        - {action: exec, command: 'owner-rule', decision: deny, message: no}\n"
@@ -245,13 +246,26 @@ TEST_F(E2bOwnerE2eTest, DataPlaneActsForTheOwnerWithinItsLimits) {
   }
 
   // A restart with the same configuration: the sessions file keeps the agent's handle working.
+  // Its recovery is cut short first (every container's configuration read fails, so the
+  // sandbox is not adopted yet): the E2B calls meanwhile must not take the kept session for
+  // that of a sandbox destroyed while the controller was down.
   at = r.out.find("TOKEN ");
   ASSERT_NE(at, std::string::npos) << report(r);
   std::string token = r.out.substr(at + 6, r.out.find('\n', at) - at - 6);
   test::stop_controller(pid_);
+  stack_->sim().set_faults(
+      {pvesim::FaultRule{"GET", "/nodes/{node}/lxc/{vmid}/config", 500, "simulated", 1.0, -1}});
   std::string why;
   pid_ = test::start_controller(PVS_CONTROLLER_BIN, dir_ + "/controller.yaml", dir_, port_, &why);
   ASSERT_GT(pid_, 0) << why;
+  auto early = test::http(port_, "GET", "/e2b/v2/sandboxes", "", "", {{"X-API-Key", kAgentKey}});
+  EXPECT_EQ(early.status, 200) << early.body;
+  EXPECT_EQ(early.body.find(id), std::string::npos) << "adopted before its config could be read";
+  stack_->sim().set_faults({});
+  int adopted = 0;
+  for (int i = 0; i < 200 && adopted != 200; ++i, usleep(100000))
+    adopted = test::http(port_, "GET", "/v1/sandboxes/" + id, "", "tok-agent").status;
+  ASSERT_EQ(adopted, 200);
   auto k = client("kept", kAgentKey, id, token);
   EXPECT_EQ(k.exit_code, 0) << report(k);
   EXPECT_EQ(k.out.find("FAIL"), std::string::npos) << report(k);

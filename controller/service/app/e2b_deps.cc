@@ -54,6 +54,12 @@ E2bRoutes::Deps Api::e2b_deps() {
       [this](const Principal&, const std::string& id) {
         if (auto st = require_manager()->delete_volume(id); !st) throw from_error(st.error());
       },
+      [this] {
+        auto m = manager();
+        if (!m) return false;
+        auto s = m->stats();
+        return s.reconciles > s.reconcile_failures;
+      },
   };
 }
 

@@ -76,6 +76,9 @@ class E2bRoutes {
     std::function<std::vector<VolumeInfo>(const Principal&)> volumes_for = nullptr;
     std::function<VolumeInfo(const Principal&, const std::string&)> create_volume_for = nullptr;
     std::function<void(const Principal&, const std::string&)> delete_volume_for = nullptr;
+    // True once the Manager has recovered every sandbox Proxmox holds (a reconcile pass ended
+    // without error): until then its 404 does not prove a kept session's sandbox gone.
+    std::function<bool()> recovered = nullptr;
   };
   explicit E2bRoutes(Deps deps);
   ~E2bRoutes();
@@ -195,7 +198,8 @@ class E2bRoutes {
 
   Deps d_;
   e2b::SessionRegistry sessions_;
-  std::once_flag prune_once_;
+  std::mutex prune_mu_;
+  std::atomic<bool> pruned_{false};  // the kept sessions were pruned after a full recovery
   DeniedLog denied_;
   std::once_flag builds_once_;
   std::once_flag helpers_once_;

@@ -129,22 +129,26 @@ void E2bRoutes::audit_denied(RequestContext& ctx, const DeniedLog::Line& line,
   d_.audit(r);
 }
 
-// Once, at the first E2B call (the Manager has recovered its sandboxes by then): the kept
-// sessions of sandboxes destroyed while the controller was down go from the file. A session
+// Once, at the first E2B call after the Manager recovered every sandbox Proxmox holds: the kept
+// sessions of sandboxes destroyed while the controller was down go from the file. Before that
+// (the Manager not open yet, or its first pass cut short by a failed Proxmox read) a sandbox
+// not yet adopted answers 404 too, so the calls until then leave the file alone. A session
 // whose owner is no longer configured stays (its sandbox may still be listed and killed).
 void E2bRoutes::prune_kept_sessions() {
-  std::call_once(prune_once_, [this] {
-    sessions_.prune_kept([this](const e2b::SessionRecord& r) {
-      auto owner = d_.tokens.find(r.owner);
-      if (!owner) return false;
-      try {
-        d_.sandbox_for(*owner, r.id);
-        return false;
-      } catch (const ApiError& e) {
-        return e.status == 404;
-      }
-    });
+  if (pruned_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(prune_mu_);
+  if (pruned_.load(std::memory_order_relaxed) || (d_.recovered && !d_.recovered())) return;
+  sessions_.prune_kept([this](const e2b::SessionRecord& r) {
+    auto owner = d_.tokens.find(r.owner);
+    if (!owner) return false;
+    try {
+      d_.sandbox_for(*owner, r.id);
+      return false;
+    } catch (const ApiError& e) {
+      return e.status == 404;
+    }
   });
+  pruned_.store(true, std::memory_order_release);
 }
 
 void E2bRoutes::control(RequestContext& ctx, const std::function<void()>& work) {
