@@ -103,6 +103,29 @@ class LxcVolumeTest : public ::testing::Test {
     return set(vmid, "mp0", mp0) == 200 ? "OK" : "config";
   }
 
+  // A process that holds a read-only mount of `image` in a mount namespace of its own (its pid,
+  // or -1): one made on the node would be copied by any mount namespace a parallel test made
+  // meanwhile, and kept past our unmount.
+  pid_t hold_a_mount(const std::string& image) {
+    const std::string at = dir_ + "/linger", up = dir_ + "/linger.up";
+    std::string pid;
+    int rc = sh("mkdir -p " + at + " && (unshare --mount --propagation private sh -c 'mount -o " +
+                    "loop,ro " + image + " " + at + " && touch " + up + " && exec sleep 300' " +
+                    "</dev/null >/dev/null 2>&1 & echo $!) && for i in $(seq 200); do [ -e " + up +
+                    " ] && exit 0; sleep 0.05; done; exit 1",
+                &pid);
+    EXPECT_EQ(rc, 0) << pid;
+    return rc == 0 ? std::atoi(pid.c_str()) : -1;
+  }
+  // Whether every loop device of `image` is gone within 10 s (the kernel runs a device down
+  // after its last unmount, later under load).
+  bool loops_gone(const std::string& image) {
+    std::string out;
+    return sh("for i in $(seq 200); do [ -z \"$(losetup -j " + image +
+                  ")\" ] && exit 0; sleep 0.05; done; exit 1",
+              &out) == 0;
+  }
+
   // What the volume's image holds, seen from the node (mounted read-only): the owners of r and
   // u/f, and u/f's text.
   std::string owners_on_node(const std::string& image) {
@@ -192,33 +215,15 @@ TEST_F(LxcVolumeTest, AHoldersVolumeOutlivesTheContainersThatMountIt) {
   ASSERT_EQ(run("POST", "/lxc/101/status/stop"), "OK");
   // A mount of the image that outlives its CT keeps its loop device, which `mount -o loop`
   // would reuse at the old size (read-only, even, after ro=1): the resize and the next CT's
-  // start are refused instead, and go through once it is gone. The mount is made in a mount
-  // namespace of its own, held by a process: one made on the node would be copied by any mount
-  // namespace a parallel test made meanwhile, and kept past our unmount.
-  std::string linger;
-  ASSERT_EQ(sh("mkdir -p " + dir_ +
-                   "/linger && (unshare --mount --propagation private sh -c "
-                   "'mount -o loop,ro " +
-                   image + " " + dir_ + "/linger && touch " + dir_ +
-                   "/linger.up && exec sleep 300' </dev/null >/dev/null 2>&1 & echo $!) && "
-                   "for i in $(seq 200); do [ -e " +
-                   dir_ +
-                   "/linger.up ] && exit 0; "
-                   "sleep 0.05; done; exit 1",
-               &linger),
-            0)
-      << linger;
+  // start are refused instead, and go through once it is gone.
+  pid_t linger = hold_a_mount(image);
+  ASSERT_GT(linger, 0);
   EXPECT_NE(run("PUT", "/lxc/300/resize", "disk=mp0&size=%2B100M").find("is still attached"),
             std::string::npos);
   EXPECT_NE(run("POST", "/lxc/102/status/start").find("is still attached"), std::string::npos);
-  // Gone once its loop device is (the kernel runs a device down after the last unmount, here
-  // the namespace's end, later under load), as a CT's stop waits for it.
-  ::kill(std::atoi(linger.c_str()), SIGKILL);
-  ASSERT_EQ(sh("for i in $(seq 200); do [ -z \"$(losetup -j " + image +
-                   ")\" ] && exit 0; sleep 0.05; done; exit 1",
-               &out),
-            0)
-      << out;
+  // Gone once its loop device is (after the holder's namespace ends), as a CT's stop waits for it.
+  ::kill(linger, SIGKILL);
+  ASSERT_TRUE(loops_gone(image));
   ASSERT_EQ(run("PUT", "/lxc/300/resize", "disk=mp0&size=%2B100M"), "OK");
   EXPECT_EQ(config(300, "mp0"), "local-lvm:vm-300-disk-1,mp=/volume,backup=1,size=202M");
   ASSERT_EQ(run("POST", "/lxc/102/status/start"), "OK");
