@@ -116,7 +116,7 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Con
   auto [dir, base] = split_path(remote_path);
   ssh_detail::MakeParent make_parent;
   if (options.create_parents && dir != "/" && dir != ".") {
-    make_parent = [&self, dir = dir] { return self.mkdir(dir, 0755, true); };
+    make_parent = [&self, parent = dir] { return self.mkdir(parent, 0755, true); };
   }
   const std::string target =
       options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" + random_suffix()
