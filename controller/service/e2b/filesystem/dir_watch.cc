@@ -3,6 +3,8 @@
 #include <charconv>
 
 namespace pvs::service::e2b {
+
+using ssh_detail::shell_quote;  // pvesandbox/ssh_session.h
 namespace {
 
 // inotify through ctypes. Masks: MODIFY 0x2, ATTRIB 0x4, MOVED_FROM 0x40, MOVED_TO 0x80,

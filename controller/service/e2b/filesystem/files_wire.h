@@ -9,6 +9,7 @@
 //   errors: {"code": <status>, "message": "..."} (as the control plane's, e2b_error_body)
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
