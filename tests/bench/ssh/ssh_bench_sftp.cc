@@ -299,10 +299,14 @@ void report(Bench& b, const Transfers& t, const pvs::SshSession& gcm, bool gcm_d
 
 // Small files: what an agent's file writes and reads mostly are. An atomic upload is an SFTP
 // open, write and close plus posix-rename (libssh2 >= 1.11) or the `mv` exec; a download an
-// open, read and close.
+// open, read and close. Beside them, interleaved: an upload that asks for its parents (as every
+// E2B, REST and MCP write does; the parent is there, so it should cost no round trip of its
+// own) and a stat, one SFTP round trip, for scale.
 void small_files(Bench& b) {
   const std::string remote = b.sshd.home() + "/small.txt", data(1024, 'x');
-  std::vector<double> up, down;
+  pvs::UploadOptions parents;
+  parents.create_parents = true;
+  std::vector<double> up, down, up_parents, stat;
   for (int i = 0; i < b.runs; ++i) {
     auto t0 = Clock::now();
     auto u = b.session.upload(remote, data);
@@ -310,13 +314,25 @@ void small_files(Bench& b) {
     t0 = Clock::now();
     auto d = b.session.download(remote);
     down.push_back(ms_since(t0));
-    if (!u || !d || *d != data) std::fprintf(stderr, "small file failed\n"), b.ok = false;
+    t0 = Clock::now();
+    auto p = b.session.upload(remote, data, parents);
+    up_parents.push_back(ms_since(t0));
+    t0 = Clock::now();
+    auto st = b.session.stat(b.sshd.home());
+    stat.push_back(ms_since(t0));
+    if (!u || !d || *d != data || !p || !st)
+      std::fprintf(stderr, "small file failed\n"), b.ok = false;
   }
   std::printf(
       "1 KiB files (n=%d): upload p50 %.2f ms p90 %.2f (atomic: SFTP write, then posix-rename or, "
       "without it, mv), download p50 "
       "%.2f ms p90 %.2f\n",
       b.runs, median(up), percentile(up, 0.9), median(down), percentile(down, 0.9));
+  std::printf(
+      "  upload with create_parents (the parent there) p50 %.2f ms p90 %.2f, %+.2f ms; a stat "
+      "(one SFTP round trip) p50 %.2f ms\n",
+      median(up_parents), percentile(up_parents, 0.9), median(up_parents) - median(up),
+      median(stat));
   (void)b.session.remove(remote);
 }
 
