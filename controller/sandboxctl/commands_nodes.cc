@@ -22,6 +22,7 @@ std::string memory_text(const Poco::JSON::Object::Ptr& o) {
 std::string health_text(const Poco::JSON::Object::Ptr& o) {
   if (!o->optValue<bool>("online", false)) return "offline";
   if (!o->optValue<bool>("agent_ok", false)) return "agent-down";
+  if (!o->optValue<bool>("recovered", true)) return "recovering";
   return o->optValue<bool>("drained", false) ? "drained" : "ok";
 }
 

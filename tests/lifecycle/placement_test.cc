@@ -39,21 +39,22 @@ TEST(Placement, MostFreeMemoryThenFewestSandboxesThenName) {
 }
 
 TEST(Placement, FiltersSayWhy) {
-  std::vector<NodeView> nodes = {node("pve1", 0), node("pve2", 0), node("pve3", 0), node("pve4", 0),
-                                 node("pve5", 63)};
+  std::vector<NodeView> nodes = {node("pve1", 0), node("pve2", 0),  node("pve3", 0),
+                                 node("pve4", 0), node("pve5", 63), node("pve6", 0)};
   nodes[0].online = false;
   nodes[1].agent_ok = false;
   nodes[2].drained = true;
   nodes[3].max_sandboxes = 2;
   nodes[3].sandboxes = 2;
   nodes[4].min_free_memory = kGiB;
+  nodes[5].recovered = false;
   auto none = place(nodes, request("", {}, kGiB / 2));
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().code, ErrorCode::kUnavailable);
   EXPECT_EQ(none.error().message,
             "no node can take the sandbox: pve1: offline; pve2: agent unreachable; pve3: drained; "
             "pve4: full (2 of 2 sandboxes); pve5: 0.5 GiB free after the sandbox, 1.0 GiB must "
-            "stay free");
+            "stay free; pve6: recovering (not every container on it read yet)");
   EXPECT_EQ(place({}, {}).error().message, "no node can take the sandbox: no nodes");
 }
 

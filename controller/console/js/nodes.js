@@ -19,6 +19,7 @@ export async function render(el) {
       { title: 'Node', cell: (n) => h('strong', { text: n.name }) },
       { title: 'Health', cell: (n) => [badge(n.online ? 'online' : 'offline', n.online ? 'ok' : 'bad'), ' ',
         badge(n.agent_ok ? 'agent ok' : 'agent down', n.agent_ok ? 'ok' : 'bad'), n.drained ? [' ', badge('drained', 'warn')] : '',
+        n.recovered === false ? [' ', badge('recovering', 'warn')] : '',
         n.error ? h('div', { class: 'error', text: n.error }) : ''] },
       { title: 'Sandboxes', cell: (n) => `${n.sandboxes ?? 0}${n.max_sandboxes ? ` / ${n.max_sandboxes}` : ''}${n.creating ? ` (+${n.creating} creating)` : ''}` },
       { title: 'Memory', cell: (n) => (n.memory_total_bytes ? `${fmtBytes(n.memory_used_bytes)} / ${fmtBytes(n.memory_total_bytes)}` : '') },

@@ -463,10 +463,11 @@ struct PoolInfo {
 // One node as Manager::nodes() reports it (for operators: GET /v1/nodes, metrics).
 struct NodeInfo {
   std::string name;
-  bool online = false;    // /cluster/resources said "online" and its containers were listed
-  bool agent_ok = false;  // its agent answered the last ping
-  bool drained = false;   // no new sandboxes (Manager::drain)
-  std::string error;      // why it is offline or its agent is down; empty when both are fine
+  bool online = false;     // /cluster/resources said "online" and its containers were listed
+  bool agent_ok = false;   // its agent answered the last ping
+  bool drained = false;    // no new sandboxes (Manager::drain)
+  bool recovered = false;  // each container on it read since start; until then nothing new on it
+  std::string error;  // why it is offline, its agent down or not recovered; empty when all fine
   Labels labels;
   std::string bridge;
   Cidr sandbox_cidr;

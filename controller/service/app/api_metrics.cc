@@ -66,6 +66,8 @@ void Api::declare_metrics(Metrics& m) {
   m.declare_gauge("pvs_node_online", "1 when Proxmox lists the node online and it answers.");
   m.declare_gauge("pvs_node_agent_ok", "1 when the node's agent answered its last ping.");
   m.declare_gauge("pvs_node_drained", "1 while the node takes no new sandboxes.");
+  m.declare_gauge("pvs_node_recovered",
+                  "1 once every container on the node was read since the controller started.");
   m.declare_gauge("pvs_node_sandboxes", "Live sandboxes on the node.");
   m.declare_gauge("pvs_node_creating", "Creates placed on the node and in flight.");
   m.declare_gauge("pvs_node_memory_total_bytes", "The node's memory (/cluster/resources).");
@@ -103,6 +105,7 @@ void collect_nodes(Metrics& m, const std::vector<NodeInfo>& nodes) {
     m.set("pvs_node_online", l, n.online ? 1 : 0);
     m.set("pvs_node_agent_ok", l, n.agent_ok ? 1 : 0);
     m.set("pvs_node_drained", l, n.drained ? 1 : 0);
+    m.set("pvs_node_recovered", l, n.recovered ? 1 : 0);
     m.set("pvs_node_sandboxes", l, n.sandboxes);
     m.set("pvs_node_creating", l, n.creating);
     m.set("pvs_node_memory_total_bytes", l, static_cast<double>(n.mem_total));

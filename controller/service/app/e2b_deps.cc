@@ -1,4 +1,6 @@
 // What the E2B routes get from the Api: the REST API's sandbox operations and services.
+#include <algorithm>
+
 #include "app/api.h"
 
 namespace pvs::service {
@@ -57,8 +59,9 @@ E2bRoutes::Deps Api::e2b_deps() {
       [this] {
         auto m = manager();
         if (!m) return false;
-        auto s = m->stats();
-        return s.reconciles > s.reconcile_failures;
+        auto nodes = m->nodes();
+        return std::all_of(nodes.begin(), nodes.end(),
+                           [](const NodeInfo& n) { return n.recovered; });
       },
   };
 }

@@ -76,8 +76,8 @@ class E2bRoutes {
     std::function<std::vector<VolumeInfo>(const Principal&)> volumes_for = nullptr;
     std::function<VolumeInfo(const Principal&, const std::string&)> create_volume_for = nullptr;
     std::function<void(const Principal&, const std::string&)> delete_volume_for = nullptr;
-    // True once the Manager has recovered every sandbox Proxmox holds (a reconcile pass ended
-    // without error): until then its 404 does not prove a kept session's sandbox gone.
+    // True once the Manager has recovered every sandbox Proxmox holds (every node's containers
+    // read: NodeInfo::recovered): until then its 404 does not prove a kept session's sandbox gone.
     std::function<bool()> recovered = nullptr;
   };
   explicit E2bRoutes(Deps deps);

@@ -286,8 +286,8 @@ Result<std::shared_ptr<SandboxImpl>> ManagerCore::create_cold(Step& s, const Cre
   s.template_vmid = template_for(o, *s.node);
   auto template_gib = template_disk(o, *s.node, s.template_vmid);
   if (!template_gib) return fail(template_gib.error());
-  auto address = s.node->addrs->acquire();
-  if (!address) return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
+  auto address = s.node->new_address();
+  if (!address) return fail(address.error());
   s.address = *address;
   return build(s, o, *template_gib);
 }

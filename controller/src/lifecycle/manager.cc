@@ -267,8 +267,15 @@ void ManagerCore::loop() {
   auto reconcile_period = std::max(seconds(1), cfg_.reconcile_interval);
   auto tick = std::min(lease_period, reconcile_period);
   tick = std::min<seconds>(tick, seconds(5));  // notice agent reconnects soon enough
+  // A node left unrecovered by a pass (a container's config refused) takes no new sandboxes:
+  // it is read again sooner, after a tick, then twice as long each time, up to the period.
+  auto unrecovered = [&] {
+    return std::any_of(nodes_.begin(), nodes_.end(),
+                       [](const auto& n) { return n->online && !n->recovered; });
+  };
+  auto retry = tick;
   auto next_lease = Clock::now() + lease_period;
-  auto next_reconcile = Clock::now() + reconcile_period;
+  auto next_reconcile = Clock::now() + (unrecovered() ? retry : reconcile_period);
   for (auto& n : nodes_) n->agent_connects = n->agent.connects();
   for (;;) {
     {
@@ -291,7 +298,13 @@ void ManagerCore::loop() {
         if (auto st = n->agent.status()) n->note_status(*st);
       }
       for (auto& n : nodes_) n->agent_connects = n->agent.connects();
-      next_reconcile = now + reconcile_period;
+      if (unrecovered()) {
+        next_reconcile = now + retry;
+        retry = std::min<seconds>(retry * 2, reconcile_period);
+      } else {
+        next_reconcile = now + reconcile_period;
+        retry = tick;
+      }
       next_lease = now + lease_period;
     } else if (now >= next_lease) {
       for (auto& n : nodes_) {

@@ -49,6 +49,21 @@ struct Node {
   std::atomic<bool> online{true};    // in /cluster/resources and its containers listed
   std::atomic<bool> agent_ok{true};  // its agent answered the last ping
   std::atomic<bool> drained{false};
+  // Every container listed on it has been read since the controller started (a reconcile pass
+  // went through its whole listing). Until then its address pool does not know every address
+  // in use (a live sandbox not yet adopted holds one), so nothing new is placed on it.
+  std::atomic<bool> recovered{false};
+  bool placeable() const { return online && agent_ok && recovered && !drained; }
+  // A free address of its sandbox network for a new sandbox or pool member: refused until the
+  // node is recovered.
+  Result<Ipv4Address> new_address() {
+    if (!recovered)
+      return fail(ErrorCode::kUnavailable,
+                  cfg.name + " is recovering: not every container on it has been read yet");
+    auto a = addrs->acquire();
+    if (!a) return fail(ErrorCode::kUnavailable, "no free address: " + a.error().message);
+    return a;
+  }
   std::uint64_t agent_connects = 0;  // the loop's: a reconnected agent gets a reconcile
   // The agent's egress totals (STATUS, read by health and reconcile), kept monotonic across
   // agent restarts: a total below the last one read counts from zero again. NodeInfo's.

@@ -136,6 +136,7 @@ Result<Node*> ManagerCore::place_create(const CreateOptions& o, const std::set<c
     v.name = n->cfg.name;
     v.online = n->online;
     v.agent_ok = n->agent_ok;
+    v.recovered = n->recovered;
     v.drained = n->drained;
     v.labels = n->cfg.labels;
     v.mem_total = n->mem_total;
@@ -183,7 +184,10 @@ std::vector<NodeInfo> ManagerCore::nodes() const {
     i.online = n->online;
     i.agent_ok = n->agent_ok;
     i.drained = n->drained;
+    i.recovered = n->recovered;
     if (!i.online || !i.agent_ok) i.error = n->error.empty() ? "agent unreachable" : n->error;
+    if (i.error.empty() && !i.recovered)
+      i.error = n->error.empty() ? "recovering: not every container on it read yet" : n->error;
     i.labels = n->cfg.labels;
     i.bridge = n->cfg.bridge;
     i.sandbox_cidr = n->cfg.sandbox_cidr;

@@ -23,6 +23,7 @@ struct NodeView {
   std::string name;
   bool online = false;    // /cluster/resources says "online"
   bool agent_ok = false;  // its agent answered the last ping
+  bool recovered = true;  // every container on it read since start (Node::recovered)
   bool drained = false;   // an operator drained it: no new sandboxes
   std::map<std::string, std::string> labels;
   std::uint64_t mem_total = 0;        // bytes (/cluster/resources maxmem); 0: unknown, not checked

@@ -79,15 +79,32 @@ Status ManagerCore::reconcile_node(Node& n) {
   Scan scan;
   scan.node = &n;
   auto now = now_unix();
+  // A container whose config Proxmox refuses to give does not stop the scan: the others are
+  // adopted still. But the node is recovered (placeable) only once a pass has read them all,
+  // and an incomplete view neither SYNCs the agent (a sandbox not adopted yet would lose its
+  // grant) nor reaps.
+  Status scanned;
   for (auto& ct : *cts) {
     if (ct.vmid < static_cast<int>(cfg_.vmid_min) || ct.vmid > static_cast<int>(cfg_.vmid_max))
       continue;
     scan.present.insert(ct.vmid);
-    if (auto r = scan_container(ct, now, scan); !r) return r;
+    auto r = scan_container(ct, now, scan);
+    if (!r && r.error().is(pve::ErrorKind::kTransport)) return r;  // Proxmox went: next pass
+    if (!r && scanned) scanned = std::move(r);
   }
   forget_vanished(n, registered_before, pooled_before, scan.present);
   forget_vanished_members(n, hot_before, scan.present);
   forget_vanished_holders(n, holders_before, scan.present);
+  if (!scanned) {
+    std::lock_guard lock(mu_);
+    n.error = scanned.error().message;
+    return scanned;
+  }
+  if (!n.recovered.exchange(true)) {
+    log::info(n.cfg.name + " recovered: every container on it read");
+    pool_cv_.notify_all();
+    hot_cv_.notify_all();
+  }
   // Agent: the set is exactly the live sandboxes with internet, the lists those with an
   // allowlist (orphans are in neither).
   Status agent_status = sync_agent(n, busy_orphans(n, scan.orphans));
@@ -145,7 +162,7 @@ Status ManagerCore::scan_container(const pve::ContainerStatus& ct, std::int64_t 
   auto conf = pve_.config(n.cfg.name, ct.vmid);
   if (!conf) {
     if (conf.error().is(pve::ErrorKind::kNotFound)) return {};
-    return fail(pve_error(conf.error(), "read config"));
+    return fail(pve_error(conf.error(), "read config of " + std::to_string(ct.vmid)));
   }
   vmids_.mark_used(static_cast<std::uint32_t>(ct.vmid));
   auto d = conf->find("description");

@@ -10,7 +10,7 @@ namespace {
 void write_node(JsonWriter& w, const NodeInfo& n, const std::vector<PoolInfo>& pools) {
   w.begin_object();
   w.key("name").value(n.name).key("online").value(n.online).key("agent_ok").value(n.agent_ok);
-  w.key("drained").value(n.drained);
+  w.key("drained").value(n.drained).key("recovered").value(n.recovered);
   w.key("error");
   if (n.error.empty()) {
     w.null();

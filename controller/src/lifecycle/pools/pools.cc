@@ -61,12 +61,12 @@ void ManagerCore::pool_loop() {
     Node* short_of = nullptr;
     {
       std::unique_lock lock(mu_);
-      // The node short of the most that may take clones (online, agent up, not drained).
+      // The node short of the most that may take clones (Node::placeable).
       auto pick = [&] {
         int deficit = 0;
         for (auto& n : nodes_) {
           int d = cfg_.warm_pool - pooled_on(*n);
-          if (d > deficit && n->online && n->agent_ok && !n->drained) {
+          if (d > deficit && n->placeable()) {
             deficit = d;
             short_of = n.get();
           }
@@ -233,9 +233,8 @@ Status ManagerCore::fill_hot_once(int i) {
   auto made = [&]() -> Status {
     auto template_gib = template_disk(o, n, p.template_vmid);
     if (!template_gib) return fail(template_gib.error());
-    auto address = n.addrs->acquire();
-    if (!address)
-      return fail(ErrorCode::kUnavailable, "no free address: " + address.error().message);
+    auto address = n.new_address();
+    if (!address) return fail(address.error());
     s.address = *address;
     SandboxMetadata md;
     md.id = s.id;
@@ -357,7 +356,7 @@ void ManagerCore::hot_loop() {
     for (std::size_t i = 0; i < hot_.size(); ++i) {
       auto& h = hot_[i];
       int d = h.p.size - static_cast<int>(h.ready.size()) - h.filling;
-      if (d <= 0 || !h.node->online || !h.node->agent_ok || h.node->drained) continue;
+      if (d <= 0 || !h.node->placeable()) continue;
       if (h.not_before > now) {
         wake = std::min(wake, h.not_before);
       } else if (h.quiet_until > now && 2 * static_cast<int>(h.ready.size()) >= h.p.size) {
