@@ -46,6 +46,7 @@ TEST_F(ApiClusterTest, NodesDrainPinsSelectorsMetricsAndAudit) {
   EXPECT_TRUE(pve1->getValue<bool>("online")) << nodes.body;
   EXPECT_TRUE(pve1->getValue<bool>("agent_ok")) << nodes.body;
   EXPECT_FALSE(pve1->getValue<bool>("drained"));
+  EXPECT_TRUE(pve1->getValue<bool>("recovered")) << nodes.body;
   EXPECT_TRUE(pve1->isNull("error"));
   EXPECT_EQ(pve1->getValue<std::string>("sandbox_cidr"), "10.91.0.0/16");
   EXPECT_EQ(pve1->getObject("labels")->getValue<std::string>("zone"), "a");
@@ -79,6 +80,8 @@ TEST_F(ApiClusterTest, NodesDrainPinsSelectorsMetricsAndAudit) {
   EXPECT_EQ(call("POST", "/v1/nodes/pve9/drain", "", "tok-root").status, 404);
   EXPECT_EQ(call("POST", "/v1/nodes/-x/drain", "", "tok-root").status, 400);
   auto metrics = call("GET", "/metrics", "", "");
+  EXPECT_NE(metrics.body.find("pvs_node_recovered{node=\"pve2\"} 1"), std::string::npos)
+      << metrics.body;
   EXPECT_NE(metrics.body.find("pvs_node_drained{node=\"pve2\"} 1"), std::string::npos)
       << metrics.body;
   EXPECT_NE(metrics.body.find("pvs_node_online{node=\"pve1\"} 1"), std::string::npos);
