@@ -52,4 +52,51 @@ TEST_F(ManagerModelTest, ANodeTakesNothingNewUntilEveryContainerOnItWasRead) {
   expect_clean();
 }
 
+// The background loop renews the leases of a node it has not read whole by ALLOW, one grant at a
+// time: a SYNC would make the agent's set exactly what it knows, and take the grant, the list and
+// the binding of every sandbox it has not adopted yet away.
+TEST_F(ManagerModelTest, ANodeNotRecoveredKeepsWhatItHasNotReadYet) {
+  {
+    auto m = open();
+    ASSERT_TRUE(m);
+    CreateOptions o;
+    o.internet = true;
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(m->create(o));
+  }
+  stack_->sim().set_faults(
+      {{"GET", "/nodes/pve/lxc/10000/config", 500, "config refused", 1.0, -1}});
+  auto seen = stack_->agent_log().size();
+  auto config = stack_->manager_config();
+  config.background = true;
+  config.internet_lease = std::chrono::seconds(2);  // renewed every second
+  auto m = open(config);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(addresses(*m), std::vector<std::string>{"10.99.0.3"});
+  // Two renewals of 10001's grant (or whatever the loop does instead).
+  std::string log;
+  auto renewals = [&] {
+    log = stack_->agent_log().substr(seen);
+    std::size_t n = 0;
+    for (auto at = log.find("verb=ALLOW address=10.99.0.3 "); at != std::string::npos;
+         at = log.find("verb=ALLOW address=10.99.0.3 ", at + 1))
+      ++n;
+    return n;
+  };
+  for (int i = 0; i < 600 && renewals() < 2 && log.find("verb=SYNC") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_GE(renewals(), 2u) << log;
+  for (const char* verb : {"verb=SYNC", "verb=REVOKE", "verb=UNBIND", "verb=EGRESS "})
+    EXPECT_EQ(log.find(verb), std::string::npos) << verb << " in\n" << log;
+  EXPECT_EQ(stack_->internet_set(), (std::set<std::string>{"10.99.0.2", "10.99.0.3"}));
+  EXPECT_EQ(stack_->bound_ports().size(), 2u);
+  EXPECT_FALSE(m->nodes().at(0).recovered);
+
+  stack_->sim().set_faults({});
+  ASSERT_TRUE(m->reconcile());
+  EXPECT_TRUE(m->nodes().at(0).recovered);
+  EXPECT_EQ(addresses(*m), (std::vector<std::string>{"10.99.0.2", "10.99.0.3"}));
+  for (auto& info : m->list()) ASSERT_TRUE(m->destroy_by_id(info.id));
+  expect_clean();
+}
+
 }  // namespace pvs

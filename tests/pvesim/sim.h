@@ -19,7 +19,8 @@
 namespace pvesim {
 
 // Answer `status message` instead of handling a matching request, with probability `rate`,
-// at most `count` times (-1: unlimited). path is a schema template or "*".
+// at most `count` times (-1: unlimited). path is a schema template ("/nodes/{node}/lxc/{vmid}/
+// config"), a path of the API ("/nodes/pve/lxc/10000/config": that container only) or "*".
 struct FaultRule {
   std::string method = "*";
   std::string path = "*";

@@ -217,7 +217,7 @@ void Simulator::Impl::handle(Poco::Net::HTTPServerRequest& req,
     for (std::size_t i = 0; i < options.faults.size(); ++i) {
       auto& rule = options.faults[i];
       if (rule.method != "*" && rule.method != method) continue;
-      if (rule.path != "*" && rule.path != endpoint->path) continue;
+      if (rule.path != "*" && rule.path != endpoint->path && rule.path != api_path) continue;
       if (rule.count == 0) continue;
       if (std::uniform_real_distribution<double>(0, 1)(rng) >= rule.rate) continue;
       if (rule.count > 0) --rule.count;

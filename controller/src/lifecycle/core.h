@@ -440,8 +440,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void unbind(Node& node, const std::string& port);
   void quarantine(Node& node, Ipv4Address address);  // node.agent_mu held
   // Makes the node agent's set exactly node.granted (renewing every lease), its lists exactly
-  // node.listed, its bindings exactly node.bound, and frees quarantined addresses that neither
-  // the set nor the lists hold.
+  // node.listed, its bindings exactly node.bound, and frees quarantined addresses neither holds;
+  // on a node not recovered (a partial view) it only renews node.granted's leases.
   Status sync_agent(Node& node, const std::set<std::string>& keep_ports = {});
   Status sync_lists(Node& node);  // node.agent_mu held
   // The effective egress of a create (kInvalidArgument for internet and an egress at once).

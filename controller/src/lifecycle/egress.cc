@@ -150,6 +150,13 @@ Status ManagerCore::sync_agent(Node& n, const std::set<std::string>& keep_ports)
   std::lock_guard lock(n.agent_mu);
   std::vector<proto::Grant> grants;
   auto ttl = static_cast<std::uint32_t>(cfg_.internet_lease.count());
+  if (!n.recovered) {
+    // A sandbox not adopted yet is in none of granted, listed and bound: a SYNC would take its
+    // grant, its list and its binding away (docs/architecture.md, "Recovery").
+    for (auto a : n.granted)
+      if (auto r = n.agent.allow(a, ttl); !r) return r;
+    return {};
+  }
   for (auto a : n.granted) grants.push_back(proto::Grant{a, ttl});
   if (auto r = n.agent.sync(grants); !r) return fail(r.error());
   if (auto r = sync_lists(n); !r) return r;
