@@ -99,4 +99,48 @@ TEST_F(ManagerModelTest, ANodeNotRecoveredKeepsWhatItHasNotReadYet) {
   expect_clean();
 }
 
+// A fork base goes once no sandbox uses it, which only a view of every node tells: a fork not
+// adopted yet would count as none.
+TEST_F(ManagerModelTest, AForkBaseStaysWhileANodeIsNotReadWhole) {
+  auto bases = [](Manager& m) {
+    auto all = m.custom_templates();
+    return std::count_if(all.begin(), all.end(),
+                         [](const CustomTemplate& t) { return t.fork_base; });
+  };
+  int fork_vmid = 0;
+  std::string fork_id;
+  {
+    auto m = open();
+    ASSERT_TRUE(m);
+    CreateOptions o;
+    o.owner = "tok";
+    auto source = m->create(o);
+    ASSERT_TRUE(source);
+    auto forks = m->fork((*source)->id(), 1, "tok", [&](const std::string& base) {
+      CreateOptions f;
+      f.owner = "tok";
+      f.template_name = base;
+      return m->create(f);
+    });
+    ASSERT_TRUE(forks) << forks.error().message;
+    fork_vmid = (*forks)[0]->info().vmid;
+    fork_id = (*forks)[0]->id();
+    EXPECT_EQ(bases(*m), 1);
+  }
+  stack_->sim().set_faults({{"GET", "/nodes/pve/lxc/" + std::to_string(fork_vmid) + "/config", 500,
+                             "config refused", 1.0, -1}});
+  auto m = open();
+  ASSERT_TRUE(m);
+  EXPECT_FALSE(m->reconcile());
+  EXPECT_EQ(bases(*m), 1);
+  stack_->sim().set_faults({});
+  ASSERT_TRUE(m->reconcile());
+  EXPECT_EQ(bases(*m), 1);  // its fork is adopted: in use
+  ASSERT_TRUE(m->destroy_by_id(fork_id));
+  ASSERT_TRUE(m->reconcile());
+  EXPECT_EQ(bases(*m), 0);
+  for (auto& info : m->list()) ASSERT_TRUE(m->destroy_by_id(info.id));
+  expect_clean();
+}
+
 }  // namespace pvs

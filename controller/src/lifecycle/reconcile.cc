@@ -42,7 +42,10 @@ Status ManagerCore::reconcile() {
     }
   }
   nodes_reached_ = reached;
-  drop_unused_fork_bases();  // after the nodes: their sandboxes count as the bases' users
+  // After the nodes, whose sandboxes are the bases' users: only when every node was read whole
+  // (a fork not adopted yet would count as none).
+  if (std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) { return n->recovered.load(); }))
+    drop_unused_fork_bases();
   sync_replicas();  // its failures are the replicas' (Manager::templates()), not the pass's
   return count(result);
 }
