@@ -143,4 +143,56 @@ TEST_F(ManagerModelTest, AForkBaseStaysWhileANodeIsNotReadWhole) {
   expect_clean();
 }
 
+class ManagerVolumeRecoveryTest : public ManagerModelTest {
+ protected:
+  void SetUp() override {
+    test::StackOptions o;
+    o.backend = "model";
+    o.volume_holder = true;
+    stack_ = std::make_unique<test::Stack>(o);
+  }
+};
+
+// A volume goes (or grows) only when no sandbox mounts it, which a node not read whole cannot
+// tell: the sandbox that mounts it may be the one not adopted yet.
+TEST_F(ManagerVolumeRecoveryTest, AVolumeStaysWhileItsNodeIsNotReadWhole) {
+  auto config = stack_->manager_config();
+  config.volumes.holder_template_vmid = test::kVolumeHolderTemplate;
+  std::string volume, user;
+  int user_vmid = 0;
+  {
+    auto m = open(config);
+    ASSERT_TRUE(m);
+    auto v = m->create_volume({"data", 1, "tok", ""});
+    ASSERT_TRUE(v) << v.error().message;
+    volume = v->id;
+    CreateOptions o;
+    o.owner = "tok";
+    o.volumes = {{volume, "/data", false}};
+    auto sb = m->create(o);
+    ASSERT_TRUE(sb) << sb.error().message;
+    user = (*sb)->id();
+    user_vmid = (*sb)->info().vmid;
+  }
+  stack_->sim().set_faults({{"GET", "/nodes/pve/lxc/" + std::to_string(user_vmid) + "/config", 500,
+                             "config refused", 1.0, -1}});
+  auto m = open(config);
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->volumes().size(), 1u);  // its holder was read, the sandbox that mounts it not
+  for (auto st : {m->delete_volume(volume), m->resize_volume(volume, 2).map([](auto&&) {})}) {
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
+    EXPECT_NE(st.error().message.find("pve is recovering"), std::string::npos)
+        << st.error().message;
+  }
+  stack_->sim().set_faults({});
+  ASSERT_TRUE(m->reconcile());
+  auto held = m->delete_volume(volume);
+  ASSERT_FALSE(held);
+  EXPECT_EQ(held.error().code, ErrorCode::kConflict) << held.error().message;
+  ASSERT_TRUE(m->destroy_by_id(user));
+  ASSERT_TRUE(m->delete_volume(volume));
+  expect_clean();
+}
+
 }  // namespace pvs

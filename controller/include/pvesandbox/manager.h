@@ -588,9 +588,9 @@ class Manager {
                                                              const ForkCreate& create) = 0;
 
   // Volumes (volumes.h); kUnavailable without VolumeConfig::holder_template_vmid. Create:
-  // kInvalidArgument (name, size, node), kConflict (the owner's name is taken, or it keeps
-  // max_per_owner). Delete: kNotFound, kConflict while a sandbox holds it. Resize: grows only
-  // (kInvalidArgument), kConflict while held (Proxmox resizes a stopped owner's volume).
+  // kInvalidArgument (name, size, node), kConflict (name taken, or max_per_owner). Delete:
+  // kNotFound, kConflict while a sandbox holds it. Resize: grows only (kInvalidArgument),
+  // kConflict while held. Both kUnavailable while its node is not NodeInfo::recovered.
   virtual Result<VolumeInfo> create_volume(const VolumeRequest& request) = 0;
   virtual std::vector<VolumeInfo> volumes() const = 0;  // every owner's, oldest first
   virtual Status delete_volume(const std::string& id) = 0;

@@ -19,6 +19,15 @@ Error volumes_off() {
           "volumes are not configured (volumes.holder_template_vmid; docs/operations.md)"};
 }
 
+// A sandbox on a node not read whole (Node::recovered) may mount a volume of it without
+// holder_of knowing: what needs the volume unmounted waits until the node is recovered.
+Status read_whole(const Node* node, const std::string& volume) {
+  if (!node || node->recovered) return {};
+  return fail(ErrorCode::kUnavailable,
+              node->cfg.name + " is recovering (not every container on it read yet): a sandbox " +
+                  "not adopted yet may mount volume " + volume + "; try again shortly");
+}
+
 std::string storage_of(const std::string& volid) {
   return volid.substr(0, volid.find(':'));
 }
@@ -182,6 +191,7 @@ Status ManagerCore::delete_volume(const std::string& id) {
     if (auto by = holder_of(id); !by.empty())
       return fail(ErrorCode::kConflict, "volume " + id + " is mounted by " + by +
                                             " (running or paused); destroy that sandbox first");
+    if (auto st = read_whole(find_node(it->second.first.node), id); !st) return st;
     v = it->second;
     volumes_.erase(it);  // no claim finds it from here on
     busy_vmids_.insert(v.first.holder_vmid);
@@ -209,6 +219,7 @@ Result<VolumeInfo> ManagerCore::resize_volume(const std::string& id, int size) {
     if (auto by = holder_of(id); !by.empty())
       return fail(ErrorCode::kConflict, "volume " + id + " is mounted by " + by +
                                             "; Proxmox resizes a volume its holder owns offline");
+    if (auto st = read_whole(find_node(it->second.first.node), id); !st) return fail(st.error());
     v = it->second.first;
     if (size <= v.size_gb || size > cfg_.volumes.max_size_gb)
       return fail(ErrorCode::kInvalidArgument, "size_gb must be " + std::to_string(v.size_gb + 1) +
