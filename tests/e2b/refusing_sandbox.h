@@ -12,11 +12,13 @@ namespace pvs::service::e2b {
 
 class RefusingSandbox : public pvs::Sandbox {
  public:
-  explicit RefusingSandbox(std::string id = "sb-000000000001", std::string owner = "")
-      : Sandbox(std::move(id)), owner_(std::move(owner)) {}
+  explicit RefusingSandbox(std::string id = "sb-000000000001", std::string owner = "",
+                           std::string node = "")
+      : Sandbox(std::move(id)), owner_(std::move(owner)), node_(std::move(node)) {}
   SandboxInfo info() const override {
     SandboxInfo i;
     i.owner = owner_;
+    i.node = node_;
     return i;
   }
   Result<ExecResult> exec(std::string, ExecOptions) override { return no(); }
@@ -61,7 +63,7 @@ class RefusingSandbox : public pvs::Sandbox {
   static tl::unexpected<Error> no() { return fail(ErrorCode::kInternal, "not in this test"); }
 
  private:
-  std::string owner_;
+  std::string owner_, node_;
   std::mutex runners_mu_;
   std::vector<std::jthread> runners_;  // GUARDED_BY(runners_mu_)
 };

@@ -111,6 +111,29 @@ TEST_F(SessionsFileTest, KeptSessionsOfGoneSandboxesArePruned) {
   EXPECT_EQ(left->sessions[0].id, "sb-00000000000e");
 }
 
+// A kept session names its sandbox's node, so that the prune goes on for the nodes read whole
+// while another is still down (kept_prunable); one from an older file waits for every node.
+TEST_F(SessionsFileTest, AKeptSessionNamesItsNodeForThePrune) {
+  {
+    SessionRegistry first(file_);
+    first.ensure(std::make_shared<RefusingSandbox>("sb-00000000000c", "agent", "pve2"));
+    first.flush();
+    first.shutdown();
+  }
+  auto left = SessionStore(file_, [] { return SessionFile{}; }).load();
+  ASSERT_TRUE(left);
+  ASSERT_EQ(left->sessions.size(), 1u);
+  const SessionRecord& r = left->sessions[0];
+  EXPECT_EQ(r.node, "pve2");
+  EXPECT_TRUE(kept_prunable(r, {}));
+  EXPECT_TRUE(kept_prunable(r, {"pve1"}));
+  EXPECT_FALSE(kept_prunable(r, {"pve2"}));
+  SessionRecord older = r;
+  older.node.clear();
+  EXPECT_FALSE(kept_prunable(older, {"pve1"}));
+  EXPECT_TRUE(kept_prunable(older, {}));
+}
+
 TEST_F(SessionsFileTest, ABadFileIsReportedAndReplaced) {
   std::ofstream(file_) << R"({"version":1,"sessions":[{"id":"sb-00000000000a"}]})";
   SessionRegistry r(file_);
@@ -138,12 +161,13 @@ TEST_F(SessionsFileTest, AnUnwritableFileLeavesTheSessionsInMemory) {
 }
 
 TEST(SessionStoreText, RoundTripAndRefusals) {
-  SessionRecord r{"sb-1", "tok", "base", {{"A", "1 \"2\""}}, "agent", "", "m"};
+  SessionRecord r{"sb-1", "tok", "base", {{"A", "1 \"2\""}}, "agent", "", "m", "pve"};
   auto back = SessionStore::decode(SessionStore::encode({{r}, std::string(32, '\x01')}));
   ASSERT_TRUE(back) << back.error().message;
   ASSERT_EQ(back->sessions.size(), 1u);
   EXPECT_EQ(back->sessions[0].env_vars.at("A"), "1 \"2\"");
   EXPECT_EQ(back->sessions[0].mask_host, "m");
+  EXPECT_EQ(back->sessions[0].node, "pve");
   EXPECT_EQ(back->volume_key, std::string(32, '\x01'));
   for (const char* bad : {"", "[]", R"({"version":2,"sessions":[]})", R"({"version":"1"})",
                           R"({"version":1})", R"({"version":1,"sessions":[7]})",

@@ -1,6 +1,4 @@
 // What the E2B routes get from the Api: the REST API's sandbox operations and services.
-#include <algorithm>
-
 #include "app/api.h"
 
 namespace pvs::service {
@@ -57,11 +55,14 @@ E2bRoutes::Deps Api::e2b_deps() {
         if (auto st = require_manager()->delete_volume(id); !st) throw from_error(st.error());
       },
       [this] {
+        E2bRoutes::Deps::Recovery r;
         auto m = manager();
-        if (!m) return false;
-        auto nodes = m->nodes();
-        return std::all_of(nodes.begin(), nodes.end(),
-                           [](const NodeInfo& n) { return n.recovered; });
+        if (!m) return r;
+        r.open = true;
+        r.passes = m->stats().reconciles;
+        for (const NodeInfo& n : m->nodes())
+          if (!n.recovered) r.unrecovered.insert(n.name);
+        return r;
       },
   };
 }

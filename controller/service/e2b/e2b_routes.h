@@ -7,9 +7,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,9 +78,14 @@ class E2bRoutes {
     std::function<std::vector<VolumeInfo>(const Principal&)> volumes_for = nullptr;
     std::function<VolumeInfo(const Principal&, const std::string&)> create_volume_for = nullptr;
     std::function<void(const Principal&, const std::string&)> delete_volume_for = nullptr;
-    // True once the Manager has recovered every sandbox Proxmox holds (every node's containers
-    // read: NodeInfo::recovered): until then its 404 does not prove a kept session's sandbox gone.
-    std::function<bool()> recovered = nullptr;
+    // How far the Manager has recovered what Proxmox holds: a kept session's 404 proves its
+    // sandbox gone only once its node has been read whole (e2b::kept_prunable).
+    struct Recovery {
+      bool open = false;                  // the Manager is open (before: nothing is known)
+      std::uint64_t passes = 0;           // its reconcile passes so far
+      std::set<std::string> unrecovered;  // configured nodes not NodeInfo::recovered yet
+    };
+    std::function<Recovery()> recovery = nullptr;  // null: all is known
   };
   explicit E2bRoutes(Deps deps);
   ~E2bRoutes();
@@ -200,6 +207,7 @@ class E2bRoutes {
   e2b::SessionRegistry sessions_;
   std::mutex prune_mu_;
   std::atomic<bool> pruned_{false};  // the kept sessions were pruned after a full recovery
+  std::uint64_t pruned_pass_ = 0;    // the pass the last partial prune followed (prune_mu_)
   DeniedLog denied_;
   std::once_flag builds_once_;
   std::once_flag helpers_once_;

@@ -129,16 +129,21 @@ void E2bRoutes::audit_denied(RequestContext& ctx, const DeniedLog::Line& line,
   d_.audit(r);
 }
 
-// Once, at the first E2B call after the Manager recovered every sandbox Proxmox holds: the kept
-// sessions of sandboxes destroyed while the controller was down go from the file. Before that
-// (the Manager not open yet, or its first pass cut short by a failed Proxmox read) a sandbox
-// not yet adopted answers 404 too, so the calls until then leave the file alone. A session
-// whose owner is no longer configured stays (its sandbox may still be listed and killed).
+// The kept sessions of sandboxes destroyed while the controller was down go from the file, at
+// an E2B call: those of a node once a reconcile pass has read it whole, at most once per pass,
+// and for good once every node has been. Before (the Manager not open yet, or a pass cut short
+// by a refused Proxmox read) a sandbox not adopted yet answers 404 too, so its session stays. A
+// session whose owner is no longer configured stays (its sandbox may still be listed and killed).
 void E2bRoutes::prune_kept_sessions() {
   if (pruned_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(prune_mu_);
-  if (pruned_.load(std::memory_order_relaxed) || (d_.recovered && !d_.recovered())) return;
-  sessions_.prune_kept([this](const e2b::SessionRecord& r) {
+  if (pruned_.load(std::memory_order_relaxed)) return;
+  Deps::Recovery now{true, pruned_pass_ + 1, {}};
+  if (d_.recovery) now = d_.recovery();
+  if (!now.open || now.passes == pruned_pass_) return;
+  pruned_pass_ = now.passes;
+  sessions_.prune_kept([this, &now](const e2b::SessionRecord& r) {
+    if (!e2b::kept_prunable(r, now.unrecovered)) return false;
     auto owner = d_.tokens.find(r.owner);
     if (!owner) return false;
     try {
@@ -148,7 +153,7 @@ void E2bRoutes::prune_kept_sessions() {
       return e.status == 404;
     }
   });
-  pruned_.store(true, std::memory_order_release);
+  if (now.unrecovered.empty()) pruned_.store(true, std::memory_order_release);
 }
 
 void E2bRoutes::control(RequestContext& ctx, const std::function<void()>& work) {

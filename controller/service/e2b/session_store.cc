@@ -34,7 +34,8 @@ Result<SessionRecord> record_of(const Poco::JSON::Object& o, std::size_t index) 
   SessionRecord r;
   std::pair<const char*, std::string*> fields[] = {
       {"id", &r.id},       {"access_token", &r.access_token}, {"traffic_token", &r.traffic_token},
-      {"owner", &r.owner}, {"template_id", &r.template_id},   {"mask_host", &r.mask_host}};
+      {"owner", &r.owner}, {"template_id", &r.template_id},   {"mask_host", &r.mask_host},
+      {"node", &r.node}};
   for (auto& [name, out] : fields) {
     auto v = string_member(o, name);
     if (!v) return bad(std::string(name) + ": not a string of at most 4096 bytes");
@@ -85,6 +86,8 @@ std::string SessionStore::encode(const SessionFile& file) {
         .value(r.template_id)
         .key("mask_host")
         .value(r.mask_host)
+        .key("node")
+        .value(r.node)
         .key("env_vars")
         .value(r.env_vars)
         .end_object();

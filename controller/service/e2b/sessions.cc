@@ -67,6 +67,7 @@ std::shared_ptr<SandboxSession> SessionRegistry::ensure(
       if (!ports.public_traffic) slot->traffic_token = mint_access_token();
       slot->mask_host = ports.mask_host;
     }
+    if (slot->node.empty()) slot->node = sandbox->info().node;  // also a kept one's from before
     slot->processes = std::make_shared<ProcessTable>(sandbox);
     slot->watchers = std::make_shared<Watchers>(sandbox);
     made = slot;
@@ -150,6 +151,10 @@ void SessionRegistry::shutdown() {
     s->processes->shutdown();
     s->watchers->stop_all();
   }
+}
+
+bool kept_prunable(const SessionRecord& record, const std::set<std::string>& unrecovered) {
+  return unrecovered.empty() || (!record.node.empty() && !unrecovered.count(record.node));
 }
 
 std::size_t SessionRegistry::prune_kept(const std::function<bool(const SessionRecord&)>& gone) {

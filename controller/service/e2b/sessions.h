@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,15 @@ struct SessionRecord {
   // e2b-traffic-access-token; empty for a sandbox created with network.allowPublicTraffic.
   std::string traffic_token;
   std::string mask_host;  // network.maskRequestHost (PortAccess)
+  // The sandbox's node (empty in a file from before 2026-12-02): a kept session is pruned once
+  // that node has been read whole since the restart (kept_prunable), not every node.
+  std::string node;
 };
+
+// Whether a kept session's 404 now proves its sandbox gone: its node has been read whole since
+// the controller started (not among `unrecovered`, the configured nodes not NodeInfo::recovered),
+// or every node has when the record names none.
+bool kept_prunable(const SessionRecord& record, const std::set<std::string>& unrecovered);
 
 struct SandboxSession : SessionRecord {
   std::shared_ptr<ProcessTable> processes;
