@@ -54,13 +54,19 @@ std::string str(const Object::Ptr& o, const std::string& key) {
   return o && o->has(key) ? text_of(o->get(key)) : std::string();
 }
 
+// 2^63: a double at or past it (or NaN) has no int64_t, and converting it is undefined.
+constexpr double kInt64Limit = 9223372036854775808.0;
+
 int64_t i64(const Object::Ptr& o, const std::string& key) {
   if (!o || !o->has(key)) return 0;
   Var v = o->get(key);
   if (v.isEmpty()) return 0;
   try {
     if (v.isString()) return std::stoll(v.extract<std::string>());
-    if (v.isNumeric() && !v.isInteger()) return static_cast<int64_t>(v.convert<double>());
+    if (v.isNumeric() && !v.isInteger()) {
+      double d = v.convert<double>();
+      return d >= -kInt64Limit && d < kInt64Limit ? static_cast<int64_t>(d) : 0;
+    }
     if (v.isBoolean()) return v.convert<bool>() ? 1 : 0;
     return v.convert<int64_t>();
   } catch (const std::exception&) {
@@ -272,7 +278,8 @@ Result<std::vector<RrdPoint>> rrddata(const Var& data) {
         break;
       }
       *fields[i] = o->getValue<double>(names[i]);
-      if (!std::isfinite(*fields[i]) || *fields[i] < 0) p.has_data = false;
+      // Bytes and counts as Proxmox has them: finite, not negative, within int64_t (UsageSample).
+      if (!(*fields[i] >= 0 && *fields[i] < kInt64Limit)) p.has_data = false;
     }
     if (!p.has_data) p = RrdPoint{p.time};
     out.push_back(p);
