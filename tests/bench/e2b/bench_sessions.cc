@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
                                  {{"A", "1"}},
                                  "bench",
                                  std::string(43, 'u'),
-                                 ""});
+                                 "",
+                                 "pve"});
   std::vector<double> write_us;
   std::size_t bytes = 0;
   for (int i = 0; i < 20; ++i) {
