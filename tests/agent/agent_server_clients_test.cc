@@ -3,8 +3,18 @@
 // no acknowledged change is lost (kill -9, a full file system).
 #include "agent/agent_server_fixture.h"
 
+#include <chrono>
+#include <thread>
+
 namespace pvs::test {
 namespace {
+
+// Waits (10 s at most) until another thread's counter reaches `at_least`; returns its value.
+int await_at_least(const std::atomic<int>& counter, int at_least) {
+  for (int i = 0; i < 10000 && counter.load() < at_least; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return counter.load();
+}
 
 std::string reply_as(const std::string& socket, uid_t uid, gid_t gid) {
   int pipe_fds[2];
@@ -77,6 +87,10 @@ TEST_F(AgentServerTest, MalformedInputIsAnsweredWhileAnotherClientKeepsWorking) 
     }
   });
 
+  // The other client's progress is awaited, not assumed: it has answers before the
+  // malformed input starts and more after the pipelined batch ends.
+  ASSERT_GE(await_at_least(good, 2), 2);
+
   LineClient c(agent_->socket());
   // Overlong line: 413, and the connection carries on with the next line.
   c.send_raw(std::string(70 * 1024, 'A') + "\nHELLO 1\n");
@@ -119,10 +133,11 @@ TEST_F(AgentServerTest, MalformedInputIsAnsweredWhileAnotherClientKeepsWorking) 
   }
   EXPECT_EQ(oks, 1000);
   EXPECT_EQ(c.call("HELLO 1"), "OK pve-sandbox-agent " PVS_VERSION " proto=1");
+  const int before = good.load();
+  EXPECT_GE(await_at_least(good, before + 2), before + 2);
 
   done = true;
   other.join();
-  EXPECT_GT(good.load(), 0);
   EXPECT_EQ(bad.load(), 0);
 }
 
@@ -152,12 +167,16 @@ TEST_F(AgentServerTest, SyncIsAtomicForAConcurrentList) {
   // several netlink messages, and that dump is not a snapshot of one generation (a full run saw
   // one listing of five that was neither set while nft reported success), although each commit
   // is atomic for the packet path. What nft can check is where the syncs end.
+  // Each sync waits for a listing that ended after the sync before, so the reader's LISTs
+  // interleave with the writer's SYNCs by construction, not by the scheduler's luck.
+  int seen = 0;
   for (int i = 0; i < 20; ++i) {
+    ASSERT_GT(await_at_least(lists, seen + 1), seen);
+    seen = lists.load();
     ASSERT_EQ(writer.call(i % 2 == 0 ? sync_b : sync_a, 10000), "OK 3000");
   }
   done = true;
   reader.join();
-  EXPECT_GT(lists.load(), 0);
   EXPECT_EQ(torn.load(), 0) << "LIST replies that were neither set, of " << lists.load();
   // The last sync was sync_a: the kernel's set is exactly it.
   const std::string listing = "nft list set inet sandbox internet_allowed | grep -o ";
