@@ -53,13 +53,13 @@ struct Node {
   // went through its whole listing). Until then its address pool does not know every address
   // in use (a live sandbox not yet adopted holds one), so nothing new is placed on it.
   std::atomic<bool> recovered{false};
+  // How every refusal and report words a node that is not recovered yet.
+  static constexpr const char* kRecovering = "recovering (not every container on it read yet)";
   bool placeable() const { return online && agent_ok && recovered && !drained; }
   // A free address of its sandbox network for a new sandbox or pool member: refused until the
   // node is recovered.
   Result<Ipv4Address> new_address() {
-    if (!recovered)
-      return fail(ErrorCode::kUnavailable,
-                  cfg.name + " is recovering: not every container on it has been read yet");
+    if (!recovered) return fail(ErrorCode::kUnavailable, cfg.name + ": " + kRecovering);
     auto a = addrs->acquire();
     if (!a) return fail(ErrorCode::kUnavailable, "no free address: " + a.error().message);
     return a;

@@ -186,8 +186,7 @@ std::vector<NodeInfo> ManagerCore::nodes() const {
     i.drained = n->drained;
     i.recovered = n->recovered;
     if (!i.online || !i.agent_ok) i.error = n->error.empty() ? "agent unreachable" : n->error;
-    if (i.error.empty() && !i.recovered)
-      i.error = n->error.empty() ? "recovering: not every container on it read yet" : n->error;
+    if (i.error.empty() && !i.recovered) i.error = n->error.empty() ? Node::kRecovering : n->error;
     i.labels = n->cfg.labels;
     i.bridge = n->cfg.bridge;
     i.sandbox_cidr = n->cfg.sandbox_cidr;

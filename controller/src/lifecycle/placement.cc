@@ -15,7 +15,7 @@ std::string gib(std::uint64_t bytes) {
 std::string refusal(const NodeView& n, const PlacementRequest& r, std::uint64_t* free_after) {
   if (!n.online) return "offline";
   if (!n.agent_ok) return "agent unreachable";
-  if (!n.recovered) return "recovering (not every container on it read yet)";
+  if (!n.recovered) return Node::kRecovering;
   if (n.drained) return "drained";
   for (const auto& [key, value] : r.node_selector) {
     auto it = n.labels.find(key);
