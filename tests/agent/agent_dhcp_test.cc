@@ -175,7 +175,7 @@ TEST_F(AgentDhcpTest, UnwritableDirectoryFailsBindAndChangesNothing) {
     EXPECT_NE(c.call("STATUS").find(" dhcp_hosts=error"), std::string::npos);
   }
   // Once the directory is writable again, the agent tidies it up by itself.
-  for (int i = 0; i < 100 && !listing(hosts_).empty(); ++i) {
+  for (int i = 0; i < 400 && !listing(hosts_).empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(listing(hosts_).empty());

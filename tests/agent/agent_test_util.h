@@ -157,7 +157,7 @@ class LineClient {
     }
   }
   // Next line without '\n'; nullopt on EOF or timeout.
-  std::optional<std::string> read_line(int timeout_ms = 5000) {
+  std::optional<std::string> read_line(int timeout_ms = 15000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
       auto nl = buf_.find('\n');
@@ -196,7 +196,7 @@ class LineClient {
       if (n > 0) buf_.append(tmp, static_cast<std::size_t>(n));
     }
   }
-  std::string call(const std::string& request, int timeout_ms = 5000) {
+  std::string call(const std::string& request, int timeout_ms = 15000) {
     send_raw(request + "\n");
     auto line = read_line(timeout_ms);
     return line ? *line : "<no reply>";

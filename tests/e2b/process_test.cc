@@ -273,7 +273,7 @@ TEST_F(ProcessTest, SignalKillsTheGroupAndLateSubscribers) {
   auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(p->signal(*sandbox_, 9));
   auto c = collect(*late);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 45s);  // well short of the 60 s sleep
   EXPECT_EQ(c.pid, p->pid());
   EXPECT_EQ(c.exit_code, -1);
   EXPECT_EQ(c.status, "signal: killed");

@@ -216,7 +216,7 @@ ResolverProcess::ResolverProcess(const std::string& dir, const FakeAgent& agent,
     ::_exit(127);
   }
   // Ready when the TCP port accepts.
-  for (int i = 0; i < 200 && !started_; ++i) {
+  for (int i = 0; i < 800 && !started_; ++i) {
     UniqueFd probe = tcp_connect("127.0.0.1", port_);
     if (probe) {
       started_ = true;

@@ -101,7 +101,7 @@ TEST_F(ResolverLoad, AnOutsiderHoldsNoTcpSlot) {
   start("sandbox_cidr: 127.0.0.0/30\nmax_tcp_clients: 2\n");
   std::vector<UniqueFd> outsiders;
   for (int i = 0; i < 2; ++i) outsiders.push_back(tcp_connect("127.0.0.9", port()));
-  for (auto& fd : outsiders) EXPECT_TRUE(tcp_closed(fd.get(), 1s)) << "outsider kept open";
+  for (auto& fd : outsiders) EXPECT_TRUE(tcp_closed(fd.get(), 10s)) << "outsider kept open";
   UniqueFd inside = tcp_connect("127.0.0.2", port());
   ASSERT_TRUE(tcp_send_query(inside.get(), "fast.test", 9));
   EXPECT_TRUE(tcp_read_answer(inside.get(), 5s)) << "a sandbox was refused: outsiders hold slots";

@@ -362,7 +362,7 @@ class NetnsBackend : public Backend {
                             "Subsystem=sftp internal-sftp"},
                            o_.private_tmp, keep, -1);
       if (pid < 0) return fail("spawn sshd");
-      if (!wait_port(ip, o_.ssh_port, 5000, o_.node_netns)) {
+      if (!wait_port(ip, o_.ssh_port, 20000, o_.node_netns)) {
         teardown(vmid, ns, port, pid);
         forget();
         return "sshd did not start in " + ns;

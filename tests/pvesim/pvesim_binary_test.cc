@@ -58,7 +58,7 @@ TEST(PvesimBinary, FlagsInfoFileAndCleanExit) {
   pid_t pid = -1;
   ASSERT_EQ(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
   std::map<std::string, std::string> info;
-  for (int i = 0; i < 100 && info.count("fingerprint") == 0; ++i) {
+  for (int i = 0; i < 400 && info.count("fingerprint") == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     info = read_info(info_file);
   }
@@ -131,7 +131,7 @@ TEST(PvesimBinary, NodeDefsMakeACluster) {
   pid_t pid = -1;
   ASSERT_EQ(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
   std::map<std::string, std::string> info;
-  for (int i = 0; i < 100 && info.count("fingerprint") == 0; ++i) {
+  for (int i = 0; i < 400 && info.count("fingerprint") == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     info = read_info(info_file);
   }

@@ -11,6 +11,7 @@
 #include <Poco/StreamCopier.h>
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 #include <thread>
 
@@ -67,6 +68,23 @@ class PvesimTest : public ::testing::Test {
     Poco::StreamCopier::copyStream(in, os);
     a.body = os.str();
     return a;
+  }
+
+  // Polls GET `path` (under /api2/json/nodes/pve/lxc/) until its body has `needle` and, when
+  // asked, no lock: a task's end is awaited, never assumed after a sleep. 30 s at most.
+  bool await_body(const std::string& path, const std::string& needle, bool unlocked = false) {
+    std::string body;
+    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         std::chrono::steady_clock::now() < end;
+         std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+      body = request("GET", "/api2/json/nodes/pve/lxc/" + path).body;
+      if (body.find(needle) != std::string::npos &&
+          (!unlocked || body.find(R"("lock")") == std::string::npos))
+        return true;
+    }
+    ADD_FAILURE() << path << " never showed " << needle << (unlocked ? " unlocked: " : ": ")
+                  << body;
+    return false;
   }
 
   std::unique_ptr<pvesim::Simulator> sim_;
@@ -150,11 +168,11 @@ TEST_F(PvesimTest, ControlEndpoint) {
 
 // A running CT gets at once only what Proxmox hot-plugs; the rest waits for the next start.
 TEST_F(PvesimTest, RunningContainerKeepsNonHotplugChangesPending) {
-  auto wait = [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); };
+  const std::string running = R"("status":"running")", stopped = R"("status":"stopped")";
   ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=100").status, 200);
-  wait();
+  ASSERT_TRUE(await_body("100/status/current", stopped, true));  // the clone ended
   ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/start").status, 200);
-  wait();
+  ASSERT_TRUE(await_body("100/status/current", running, true));
   auto put = request("PUT", "/api2/json/nodes/pve/lxc/100/config",
                      "cores=2&memory=1024&description=claimed&nameserver=10.0.0.53");
   ASSERT_EQ(put.status, 200) << put.body;
@@ -166,9 +184,9 @@ TEST_F(PvesimTest, RunningContainerKeepsNonHotplugChangesPending) {
   auto shown = request("GET", "/api2/json/nodes/pve/lxc/100/config").body;
   EXPECT_NE(shown.find(R"("nameserver":"10.0.0.53")"), std::string::npos) << shown;
   ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/stop").status, 200);
-  wait();
+  ASSERT_TRUE(await_body("100/status/current", stopped, true));
   ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/start").status, 200);
-  wait();
+  ASSERT_TRUE(await_body("100/status/current", running, true));
   applied = request("GET", "/api2/json/nodes/pve/lxc/100/config?current=1").body;
   EXPECT_NE(applied.find(R"("nameserver":"10.0.0.53")"), std::string::npos) << applied;
 }
@@ -197,21 +215,11 @@ TEST_F(PvesimTest, RrdDataHoldsValuesSinceTheStart) {
                 day->getObject(0)->getValue<Poco::Int64>("time"),
             30);
   ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=100").status, 200);
-  auto poll = [&](const std::string& path, const std::string& needle, bool unlocked = false) {
-    for (int i = 0; i < 100; ++i) {
-      auto body = request("GET", "/api2/json/nodes/pve/lxc/" + path).body;
-      if (body.find(needle) != std::string::npos &&
-          (!unlocked || body.find(R"("lock")") == std::string::npos))
-        return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
-  };
-  ASSERT_TRUE(poll("100/status/current", R"("status":"stopped")", true));  // the clone ended
+  ASSERT_TRUE(await_body("100/status/current", R"("status":"stopped")", true));  // the clone ended
   ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/100/status/start").status, 200);
-  ASSERT_TRUE(poll("100/status/current", R"("status":"running")", true));
+  ASSERT_TRUE(await_body("100/status/current", R"("status":"running")", true));
   // The step after the start ends within a second: then the newest row has the values.
-  ASSERT_TRUE(poll("100/rrddata?timeframe=hour", R"("maxmem":536870912)"));
+  ASSERT_TRUE(await_body("100/rrddata?timeframe=hour", R"("maxmem":536870912)"));
   auto ran = rows("100/rrddata?timeframe=hour");
   auto newest = ran->getObject(69);
   EXPECT_EQ(newest->getValue<int>("maxcpu"), 1);
@@ -249,30 +257,13 @@ TEST(PvesimSchema, PropertyStringsAndFormats) {
 // POST .../template answers null and a vztemplate task makes the CT a template; the clone
 // lock is per source: a second clone of one source is refused while one of another runs.
 TEST_F(PvesimTest, TemplateConversionAndTheCloneLockPerSource) {
-  auto until = [&](const std::string& path, const std::string& needle) {
-    std::string body;
-    for (int i = 0; i < 1000; ++i) {
-      body = request("GET", path).body;
-      if (body.find(needle) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ADD_FAILURE() << path << " never showed " << needle << ": " << body;
-    return false;
-  };
-  auto unlocked = [&](const std::string& vmid) {
-    for (int i = 0; i < 1000; ++i) {
-      auto body = request("GET", "/api2/json/nodes/pve/lxc/" + vmid + "/config").body;
-      if (body.find("\"lock\"") == std::string::npos) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ADD_FAILURE() << vmid << " stays locked";
-  };
+  auto unlocked = [&](const std::string& vmid) { await_body(vmid + "/config", "{", true); };
   ASSERT_EQ(request("POST", "/api2/json/nodes/pve/lxc/9000/clone", "newid=100").status, 200);
   unlocked("100");
   auto t = request("POST", "/api2/json/nodes/pve/lxc/100/template");
   ASSERT_EQ(t.status, 200) << t.body;
   EXPECT_EQ(t.body, R"({"data":null})");
-  ASSERT_TRUE(until("/api2/json/nodes/pve/lxc/100/config", R"("template":1)"));
+  ASSERT_TRUE(await_body("100/config", R"("template":1)"));
   EXPECT_NE(
       request("GET", "/api2/json/nodes/pve/lxc/100/config").body.find("local-lvm:base-100-disk-0"),
       std::string::npos);

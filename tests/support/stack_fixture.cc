@@ -248,7 +248,7 @@ void Stack::start_agent(int node) {
       in_node(node, {PVS_STACK_AGENT_BIN, "--config", dir_ + "/agent" + suffix + ".yaml"}), so);
   must(pid > 0, "start the agent");
   slot = pid;
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 800; ++i) {
     if (::access(agent_socket(node).c_str(), F_OK) == 0) return;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
@@ -291,7 +291,7 @@ void Stack::start_dnsmasq() {
   must(pid > 0, "start dnsmasq (is dnsmasq-base installed?)");
   dnsmasq_pid_ = pid;
   // Ready once it logs that it watches the reservation directory.
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 800; ++i) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       dnsmasq_pid_ = -1;

@@ -124,9 +124,11 @@ TEST_F(TerminalTest, LessRendersReadableLinesAndCtrlCInterrupts) {
   expect_screen(*t, "line 40 of the file");
   type(*t, {InputItem::text("q")});
   expect_screen(*t, kPrompt);
-  // C-c interrupts a foreground sleep; the shell reports 130.
-  type(*t, {InputItem::text("sleep 100"), InputItem::key("Enter")});
-  t->wait({std::nullopt, 300ms, 2s});
+  // C-c interrupts a foreground sleep; the shell reports 130. The command says when it runs (the
+  // typed line does not show "ready42"), so C-c cannot come before it.
+  type(*t,
+       {InputItem::text("sh -c 'echo ready$((6*7)); exec sleep 100'"), InputItem::key("Enter")});
+  expect_screen(*t, "ready42");
   type(*t, {InputItem::key("C-c")});
   type(*t, {InputItem::text("echo status=$?"), InputItem::key("Enter")});
   expect_screen(*t, "status=130", 5s);
@@ -221,8 +223,8 @@ TEST_F(TerminalTest, WaitForQuietAndTimeout) {
   expect_screen(*t, kPrompt);
   type(*t, {InputItem::text("sleep 0.3; echo late"), InputItem::key("Enter")});
   WaitCondition quiet;
-  quiet.quiet = 1000ms;
-  quiet.timeout = 5s;
+  quiet.quiet = 2000ms;  // well past the 0.3 s gap, however slow the fork of sleep is
+  quiet.timeout = 10s;
   auto r = t->wait(quiet);
   EXPECT_EQ(r.outcome, WaitOutcome::kQuiet);
   EXPECT_NE(t->screen().text().find("late"), std::string::npos);

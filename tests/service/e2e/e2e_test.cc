@@ -211,12 +211,17 @@ TEST_F(ServiceE2eTest, StreamingExecsPerTokenAreLimited) {
   auto created = test::http(port_, "POST", "/v1/sandboxes", "{}", "tok-demo");
   ASSERT_EQ(created.status, 201) << created.body;
   std::string exec = "/v1/sandboxes/" + json(created.body)->getValue<std::string>("id") + "/exec";
+  // The first stream holds its slot from before its command starts until it ends: once the
+  // command has left its mark, the slot is taken (awaited, not assumed after a sleep).
+  const std::string mark = stack_->home() + "/stream-started";
   std::thread first([&] {
-    auto r = test::http(port_, "POST", exec, R"({"command":"sleep 2"})", "tok-demo",
-                        {{"Accept", "application/x-ndjson"}});
+    auto r = test::http(port_, "POST", exec, R"({"command":"touch )" + mark + R"(; sleep 3"})",
+                        "tok-demo", {{"Accept", "application/x-ndjson"}});
     EXPECT_EQ(r.status, 200);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  for (int i = 0; i < 600 && ::access(mark.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(::access(mark.c_str(), F_OK), 0) << "the first stream's command never ran";
   auto second = test::http(port_, "POST", exec, R"({"command":"true"})", "tok-demo",
                            {{"Accept", "application/x-ndjson"}});
   EXPECT_EQ(second.status, 429) << second.body;

@@ -3,6 +3,7 @@
 // a repeated call using its approval once, 100 pending at once, and a restart failing closed.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "service/support/api_fixture.h"
@@ -37,7 +38,8 @@ class ApiPolicyTest : public ApiTest {
     spec.default_rules.push_back(hooks);
     c.policy = test::compiled(spec);
     c.approval_wait_seconds = 10;
-    c.approval_timeout_seconds = 3;
+    // Long enough for 100 approvals made one after another under the sanitizers' load.
+    c.approval_timeout_seconds = 6;
   }
   // The first pending approval's id, as the approver sees it (waits up to 5 s).
   std::string pending_id() {
@@ -140,7 +142,7 @@ TEST_F(ApiPolicyTest, AsyncApprovalIsUsedOnceDeadlineDeniesAndARestartFailsClose
   EXPECT_EQ(twice.status, 403) << twice.body;
   EXPECT_NE(twice.body.find("was used"), std::string::npos) << twice.body;
 
-  // 100 pending at once; undecided ones expire (3 s here) and count as denied.
+  // 100 pending at once; undecided ones expire (6 s here) and count as denied.
   for (int i = 0; i < 100; ++i)
     ASSERT_EQ(call("POST", "/v1/sandboxes", R"({"cpus":2})", "tok-bob", async).status, 202);
   auto list = call("GET", "/v1/approvals?state=pending", "", "tok-root");
@@ -149,8 +151,12 @@ TEST_F(ApiPolicyTest, AsyncApprovalIsUsedOnceDeadlineDeniesAndARestartFailsClose
   EXPECT_NE(metrics.body.find("pvs_approvals_pending 100"), std::string::npos);
   std::string last =
       json(list.body)->getArray("approvals")->getObject(99)->getValue<std::string>("id");
-  std::this_thread::sleep_for(std::chrono::milliseconds(3200));
-  auto expired = call("GET", "/v1/approvals/" + last, "", "tok-bob");
+  HttpReply expired;
+  for (int i = 0; i < 300; ++i) {  // its deadline, awaited (15 s at most)
+    expired = call("GET", "/v1/approvals/" + last, "", "tok-bob");
+    if (json(expired.body)->getValue<std::string>("state") != "pending") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_EQ(json(expired.body)->getValue<std::string>("state"), "expired") << expired.body;
 
   // A restart: approvals of the old instance are denied, and say why.
@@ -192,9 +198,11 @@ TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
   on.action = PolicyAction::kInternet;
   on.internet = true;
   on.egress = "on";
+  std::atomic<int> reports{0};
   std::thread approver([&] {
     std::string id = pending_id();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2200));  // two progress reports
+    for (int i = 0; i < 180 && reports < 2; ++i)  // two progress reports, awaited (9 s at most)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
   });
   std::vector<std::pair<double, std::string>> told;
@@ -202,6 +210,7 @@ TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
       api_->gate().admit_tool(alice, sb, on, [&](double s, double total, auto& m) {
         EXPECT_EQ(total, 10);  // approval_wait_seconds
         told.emplace_back(s, m);
+        ++reports;
       });  // waits for carol, telling progress once a second
   approver.join();
   EXPECT_NE(decided.find("\"decided_by\":\"carol\""), std::string::npos) << decided;

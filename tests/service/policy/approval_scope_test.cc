@@ -38,7 +38,7 @@ class ApprovalScopeTest : public ApprovalApiTest {
     spec.default_rules.push_back(write);
     c.policy = test::compiled(spec);
     c.approval_wait_seconds = 10;
-    c.approval_use_seconds = 2;
+    c.approval_use_seconds = 5;  // every test's uses fit, under the sanitizers' load too
   }
 };
 
@@ -183,10 +183,10 @@ TEST_F(ApprovalScopeTest, NobodyDecidesTheirOwnAndAnUnusedApprovalExpires) {
   auto carol = ask("POST", "/v1/sandboxes", R"({"cpus":2})", {}, "tok-carol");  // approver
   EXPECT_EQ(call("POST", "/v1/approvals/" + carol + "/deny", "", "tok-carol").status, 403);
 
-  // Approved, not used within approval_use_seconds (2): expired unused.
+  // Approved, not used within approval_use_seconds (5): expired unused.
   std::string late = ask("POST", "/v1/sandboxes", R"({"cpus":2})");
   ASSERT_TRUE(approve(late));
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5500));
   auto r = call("POST", "/v1/sandboxes", R"({"cpus":2})", "tok-alice", {{"Approval", late}});
   EXPECT_EQ(r.status, 403) << r.body;
   EXPECT_NE(r.body.find("expired unused"), std::string::npos) << r.body;

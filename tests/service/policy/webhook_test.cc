@@ -79,7 +79,7 @@ TEST(Webhook, AFinal4xxIsNotRetriedAndARefusedConnectionIs) {
   {
     Webhook hook(config_for(closed), refused.fn());
     hook.post("approval.pending", "{}");
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 3000; ++i) {  // 30 s at most
       {
         std::lock_guard lock(refused.mu);
         if (refused.seen.size() == 4) break;
