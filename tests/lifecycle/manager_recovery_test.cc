@@ -182,8 +182,7 @@ TEST_F(ManagerVolumeRecoveryTest, AVolumeStaysWhileItsNodeIsNotReadWhole) {
   for (auto st : {m->delete_volume(volume), m->resize_volume(volume, 2).map([](auto&&) {})}) {
     ASSERT_FALSE(st);
     EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
-    EXPECT_NE(st.error().message.find("pve: recovering"), std::string::npos)
-        << st.error().message;
+    EXPECT_NE(st.error().message.find("pve: recovering"), std::string::npos) << st.error().message;
   }
   stack_->sim().set_faults({});
   ASSERT_TRUE(m->reconcile());
