@@ -36,6 +36,13 @@ class Args {
         std::exit(0);
       }
     }
+#ifndef __OPTIMIZE__
+    // The clang 19 pass builds the benchmarks at -O0 to keep them warning-free; figures from
+    // there are not the product's (and what they start, built alike, is slower too).
+    std::printf(
+        "NOTE: built without optimisation: these figures are not the product's; measure with "
+        "an optimised build (docs/development.md, \"Benchmarks\")\n");
+#endif
     for (int i = 1; i < argc; ++i) {
       std::string_view a = argv[i];
       if (a.size() > 1 && a[0] == '-') {
