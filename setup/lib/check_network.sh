@@ -132,11 +132,10 @@ check_network() {
 	if [[ $MODE == rig ]]; then
 		probe 1 hold "$inet" 80 --flag "$flag" --duration 3 >"$flag.out" 2>/dev/null &
 		local hp=$! _
-		for _ in $(seq 1 50); do
-			grep -q connected "$flag.out" 2>/dev/null && break
+		for _ in $(seq 1 200); do
+			grep -q echoed "$flag.out" 2>/dev/null && break
 			sleep 0.1
 		done
-		sleep 0.6
 		revoke "$IP1"
 		touch "$flag"
 		wait "$hp" || true

@@ -136,16 +136,24 @@ def cmd_hold(args):
         return 1
     s.settimeout(0.3)
     print("connected", flush=True)
-    end = time.time() + args.duration
+    # "echoed" once the first round trip is back (callers cut after it, not after a sleep);
+    # the duration counts from then, and a connection that never echoes ends 10 s later.
+    end = time.time() + args.duration + 10
+    seq = 0
     while time.time() < end:
         flagged = os.path.exists(args.flag)
+        seq = seq % 255 + 1
         try:
-            s.sendall(b"x")
-            if s.recv(16):
+            s.sendall(bytes([seq]))
+            # Only this send's echo counts: one late from before the cut is no round trip after.
+            if s.recv(16).endswith(bytes([seq])):
                 if flagged:
                     after += 1
                 else:
                     before += 1
+                    if before == 1:
+                        print("echoed", flush=True)
+                        end = time.time() + args.duration
         except OSError:
             pass
         time.sleep(0.2)

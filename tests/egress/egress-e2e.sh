@@ -67,7 +67,7 @@ start_agent() {
 	ip netns exec "$NS_NODE" "$AGENT" serve --config "$RIG_TMP/agent.yaml" >>"$RIG_TMP/agent.log" 2>&1 &
 	AGENT_PID=$!
 	RIG_PIDS+=("$AGENT_PID")
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 400); do
 		[[ -S $RIG_TMP/run/agent.sock ]] && agent HELLO 1 >/dev/null 2>&1 && return 0
 		sleep 0.05
 	done
@@ -155,10 +155,10 @@ expect "EGRESSES" "OK 2 $IP_A=80/" agent EGRESSES
 echo "--- an allowed name is reachable on its ports, nothing else is"
 expect "ct101 resolves a.allowed.test" "NOERROR 203.0.113.20" in_a dns $GW a.allowed.test
 expect "ct101 -> a.allowed.test:80" open in_a connect 203.0.113.20 80
-expect "ct101 -> a.allowed.test:443 (port not listed) fails at once" "reset 0.0" in_a connect 203.0.113.20 443
+expect "ct101 -> a.allowed.test:443 (port not listed) fails at once" "reset 0." in_a connect 203.0.113.20 443
 expect "ct101 resolves b.other.test (not listed)" REFUSED in_a dns $GW b.other.test
-expect "ct101 -> 203.0.113.21:80 (direct IP) fails at once" "reset 0.0" in_a connect 203.0.113.21 80
-expect "ct101 -> 203.0.113.10:80 (direct IP)" "reset 0.0" in_a connect 203.0.113.10 80
+expect "ct101 -> 203.0.113.21:80 (direct IP) fails at once" "reset 0." in_a connect 203.0.113.21 80
+expect "ct101 -> 203.0.113.10:80 (direct IP)" "reset 0." in_a connect 203.0.113.10 80
 expect "ct101 TXT a.allowed.test" REFUSED in_a dns $GW a.allowed.test --type TXT
 expect "ct101 AAAA a.allowed.test: empty" "NOERROR" in_a dns $GW a.allowed.test --type AAAA
 expect "ct101 resolves over TCP" "NOERROR 203.0.113.20" in_a dns $GW a.allowed.test --tcp
@@ -177,7 +177,7 @@ echo "--- wildcard and CNAME"
 expect "ct101 x.wild.test" "NOERROR 203.0.113.22" in_a dns $GW x.wild.test
 expect "ct101 -> x.wild.test:80" open in_a connect 203.0.113.22 80
 expect "ct101 wild.test (apex, not matched by *.wild.test)" REFUSED in_a dns $GW wild.test
-expect "ct101 -> 203.0.113.23:80" "reset 0.0" in_a connect 203.0.113.23 80
+expect "ct101 -> 203.0.113.23:80" "reset 0." in_a connect 203.0.113.23 80
 expect "ct101 www.alias.test (CNAME to c.target.test)" "NOERROR 203.0.113.24" in_a dns $GW www.alias.test
 expect "ct101 -> www.alias.test:80" open in_a connect 203.0.113.24 80
 expect "ct101 c.target.test itself" REFUSED in_a dns $GW c.target.test
@@ -186,7 +186,7 @@ echo "--- two sandboxes, two lists"
 expect "ct102 b.other.test" "NOERROR 203.0.113.21" in_b dns $GW b.other.test
 expect "ct102 -> b.other.test:443" open in_b connect 203.0.113.21 443
 expect "ct102 a.allowed.test" REFUSED in_b dns $GW a.allowed.test
-expect "ct102 -> 203.0.113.20:80 (ct101's pair)" "reset 0.0" in_b connect 203.0.113.20 80
+expect "ct102 -> 203.0.113.20:80 (ct101's pair)" "reset 0." in_b connect 203.0.113.20 80
 
 echo "--- egress log: the resolver's decisions of ct102, kept by the agent (SIGUSR1: flush now)"
 kill -USR1 "$RESOLVER_PID"
@@ -226,7 +226,7 @@ echo "--- TTL expiry (TTL 1 s, floor 2 s)"
 expect "ct101 short.ttl.test" "NOERROR 203.0.113.25" in_a dns $GW short.ttl.test
 expect "ct101 -> short.ttl.test:80" open in_a connect 203.0.113.25 80
 sleep 3
-expect "ct101 -> short.ttl.test:80 after the TTL" "reset 0.0" in_a connect 203.0.113.25 80
+expect "ct101 -> short.ttl.test:80 after the TTL" "reset 0." in_a connect 203.0.113.25 80
 
 echo "--- list changes at runtime, both ways; narrowing cuts an established flow"
 expect "ct101 b.other.test before" REFUSED in_a dns $GW b.other.test
@@ -234,12 +234,15 @@ expect "EGRESS ct101 + b.other.test" OK agent "EGRESS $IP_A ports=80 names=a.all
 expect "ct101 b.other.test after" "NOERROR 203.0.113.21" in_a dns $GW b.other.test
 expect "ct101 -> b.other.test:80" open in_a connect 203.0.113.21 80
 expect "ct101 x.wild.test after *.wild.test was removed" REFUSED in_a dns $GW x.wild.test
-expect "ct101 -> x.wild.test:80 (its pair was cut)" "reset 0.0" in_a connect 203.0.113.22 80
+expect "ct101 -> x.wild.test:80 (its pair was cut)" "reset 0." in_a connect 203.0.113.22 80
 expect "ct101 a.allowed.test again" "NOERROR 203.0.113.20" in_a dns $GW a.allowed.test
 rm -f "$RIG_TMP/flag"
 rig_probe "$NS_A" hold 203.0.113.20 80 --duration 3 --flag "$RIG_TMP/flag" >"$RIG_TMP/hold" &
 hold_pid=$!
-sleep 1
+for _ in $(seq 1 200); do # its first round trip, awaited (20 s at most)
+	grep -q echoed "$RIG_TMP/hold" 2>/dev/null && break
+	sleep 0.1
+done
 expect "EGRESS ct101 without a.allowed.test" OK agent "EGRESS $IP_A ports=80 names=b.other.test"
 touch "$RIG_TMP/flag"
 wait "$hold_pid" || true
@@ -252,7 +255,7 @@ expect "allowlist -> on: EGRESS off" OK agent "EGRESS $IP_A off"
 expect "ct101 (on) -> 203.0.113.10:80" open in_a connect 203.0.113.10 80
 expect "on -> allowlist: EGRESS" OK agent "EGRESS $IP_A ports=80 names=a.allowed.test"
 expect "on -> allowlist: REVOKE" OK agent "REVOKE $IP_A"
-expect "ct101 (allowlist) -> 203.0.113.10:80" "reset 0.0" in_a connect 203.0.113.10 80
+expect "ct101 (allowlist) -> 203.0.113.10:80" "reset 0." in_a connect 203.0.113.10 80
 expect "allowlist -> off: EGRESS off" OK agent "EGRESS $IP_A off"
 expect "ct101 (off) -> 203.0.113.20:80" timeout in_a connect 203.0.113.20 80 --timeout 0.7
 # The rig's node runs an echo server on udp/53: the query comes back unanswered.
@@ -263,7 +266,7 @@ echo "--- restarts keep enforcement (fail closed)"
 expect "ct101 a.allowed.test" "NOERROR 203.0.113.20" in_a dns $GW a.allowed.test
 stop_agent
 expect "agent down: ct101 -> a.allowed.test:80 (pair in the kernel)" open in_a connect 203.0.113.20 80
-expect "agent down: ct101 -> 203.0.113.21:80" "reset 0.0" in_a connect 203.0.113.21 80
+expect "agent down: ct101 -> 203.0.113.21:80" "reset 0." in_a connect 203.0.113.21 80
 expect "agent down: DNS answers nothing new" SERVFAIL in_a dns $GW b.other.test
 start_agent
 expect "agent restarted: lists from its journal" "OK 2 $IP_A=80/a.allowed.test $IP_B=80,443/" agent EGRESSES
@@ -271,7 +274,7 @@ expect "agent restarted: ct101 -> a.allowed.test:80" open in_a connect 203.0.113
 kill "$RESOLVER_PID"
 wait "$RESOLVER_PID" 2>/dev/null || true
 expect "resolver down: ct101 DNS gets no answer" no-answer no_answer in_a dns $GW a.allowed.test --timeout 0.7
-expect "resolver down: ct101 -> 203.0.113.21:80" "reset 0.0" in_a connect 203.0.113.21 80
+expect "resolver down: ct101 -> 203.0.113.21:80" "reset 0." in_a connect 203.0.113.21 80
 start_resolver
 expect "resolver restarted: ct101 a.allowed.test" "NOERROR 203.0.113.20" in_a dns $GW a.allowed.test
 

@@ -56,7 +56,7 @@ check "EGRESS ct102" '^OK' "$(agent "EGRESS $IP_B ports=80 names=a.allowed.test"
 check "PAIR ct101 a.allowed.test" '^OK 1' "$(agent "PAIR $IP_A a.allowed.test 203.0.113.20 ttl=3600")"
 
 echo "--- a refused destination, 3 times: one element counted 3"
-for i in 1 2 3; do check "ct101 -> 203.0.113.21:8080 ($i) fails at once" '^reset 0\.0' "$(in_a connect 203.0.113.21 8080)"; done
+for i in 1 2 3; do check "ct101 -> 203.0.113.21:8080 ($i) fails at once" '^reset 0\.' "$(in_a connect 203.0.113.21 8080)"; done
 check "EGRESSREFUSED ct101" '^OK 1 203\.0\.113\.21:8080/tcp/3/[0-9]+/[0-9]+$' "$(agent "EGRESSREFUSED $IP_A")"
 check "STATUS egress_connections_refused" ' egress_connections_refused=3 ' "$(agent STATUS)"
 
@@ -85,7 +85,7 @@ recorded=$(rig_in "$NS_NODE" nft list set inet sandbox egress_refused | grep -c 
 check "ct102's recorded tcp destinations: its bound (31, one more if its bucket refilled)" '^3[12]$' "$recorded"
 check "ct102's others: one element" '^1$' \
 	"$(rig_in "$NS_NODE" nft list set inet sandbox egress_refused | grep -c "$IP_B \. 0\.0\.0\.0 \. tcp \. 0" || true)"
-check "ct101 -> 203.0.113.21:9100: another source still records" '^reset 0\.0' "$(in_a connect 203.0.113.21 9100)"
+check "ct101 -> 203.0.113.21:9100: another source still records" '^reset 0\.' "$(in_a connect 203.0.113.21 9100)"
 check "EGRESSREFUSED ct101 has it" '^OK 3 203\.0\.113\.21:9100/tcp/1/' "$(agent "EGRESSREFUSED $IP_A")"
 check "STATUS egress_connections_refused" ' egress_connections_refused=47 ' "$(agent STATUS)"
 
@@ -117,8 +117,8 @@ for set in egress_refused egress_refused_last; do
 	rig_in "$NS_NODE" nft -f "$RIG_TMP/fill-$set.nft"
 	check "$set full" '^16384$' "$(elements "$set")"
 done
-check "ct101 -> 203.0.113.21:7000 still fails at once" '^reset 0\.0' "$(in_a connect 203.0.113.21 7000)"
-check "ct101 -> 203.0.113.21:7000 again" '^reset 0\.0' "$(in_a connect 203.0.113.21 7000)"
+check "ct101 -> 203.0.113.21:7000 still fails at once" '^reset 0\.' "$(in_a connect 203.0.113.21 7000)"
+check "ct101 -> 203.0.113.21:7000 again" '^reset 0\.' "$(in_a connect 203.0.113.21 7000)"
 in_a dns 203.0.113.21 x.test --port 5002 --timeout 0.3 >/dev/null || true
 check "ct101 udp -> 203.0.113.21:5002 still refused (4th admin-prohibited: 2 udp, 2 icmp)" 'counter packets 4 .*admin-prohibited' \
 	"$(rig_in "$NS_NODE" nft list chain inet sandbox egress_reject)"

@@ -60,7 +60,7 @@ start_agent() {
     "${capargs[@]}" "$agent" --config "$dir/agent.yaml" 2>"$dir/agent.log" &
   pid=$!
   umask 022
-  for _ in $(seq 1 50); do
+  for _ in $(seq 1 200); do # 20 s at most; a refusal to start ends it at once
     [[ -S "$dir/run/agent.sock" ]] && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1

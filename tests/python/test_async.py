@@ -79,7 +79,11 @@ def test_commands_files(stack: Stack) -> None:
             assert "".join(seen) == "a\nb\n" and r.ok
             h = await sb.commands.run("echo bg; sleep 0.3", background=True)
             assert (await h.wait(30)).stdout == "bg\n" and h.done and not await h.kill()
-            h = await sb.commands.run("sleep 300", background=True)
+            started = asyncio.Event()  # the kill comes once the command runs
+            h = await sb.commands.run(
+                "echo started; sleep 300", background=True, on_stdout=lambda _: started.set()
+            )
+            await asyncio.wait_for(started.wait(), 30)
             with pytest.raises(TimeoutError):
                 await h.wait(0.2)
             assert await h.kill() and (await h.wait(30)).exit_code != 0

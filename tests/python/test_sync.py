@@ -121,6 +121,7 @@ def test_capture_and_fork(stack: Stack) -> None:
     gone = httpx.delete(
         stack.url + "/v1/templates/py-capture",
         headers={"Authorization": "Bearer " + stack.token},
+        timeout=60,  # httpx's own default is 5 s; the SDK's is 60
     )
     assert gone.status_code == 204, gone.text
 
@@ -161,11 +162,11 @@ def test_ports_and_preview_url(sb: Sandbox, stack: Stack) -> None:
             time.sleep(0.1)
         assert found and found.addresses == ["127.0.0.1"]
         assert found.url == sb.get_host(8123)
-        r = httpx.get(found.url, headers={"Authorization": f"Bearer {stack.token}"})
+        r = httpx.get(found.url, headers={"Authorization": f"Bearer {stack.token}"}, timeout=60)
         assert r.status_code == 200 and "Directory listing" in r.text
         link = sb.preview(8123, expires_in=120)
         assert link.port == 8123 and link.url.startswith(stack.url.rstrip("/") + "/v1/previews/")
-        r = httpx.get(link.url)  # no token: the link is the credential
+        r = httpx.get(link.url, timeout=60)  # no token: the link is the credential
         assert r.status_code == 200 and "Directory listing" in r.text
     finally:
         sb.commands.run(f"kill {pid}")
@@ -197,7 +198,11 @@ def test_background_wait_and_kill(sb: Sandbox, workdir: str) -> None:
     r = h.wait(timeout=30)
     assert r.stdout == "started\ndone\n" and r.exit_code == 0 and h.done
     assert h.kill() is False
-    h = sb.commands.run("sleep 299.25", background=True)
+    started = threading.Event()  # the kill comes once the command runs, however slow the start
+    h = sb.commands.run(
+        "echo started; sleep 299.25", background=True, on_stdout=lambda _: started.set()
+    )
+    assert started.wait(30)
     with pytest.raises(TimeoutError):
         h.wait(timeout=0.2)
     assert h.kill() is True

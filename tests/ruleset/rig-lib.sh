@@ -99,7 +99,7 @@ rig_serve() {
 	rig_probe "$ns" serve --tcp "$tcp" --udp "$udp" --log "$RIG_TMP/log.$ns" --ready "$ready" \
 		>/dev/null 2>&1 &
 	RIG_PIDS+=($!)
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 400); do # 20 s at most: only a failure waits that long
 		[[ -e $ready ]] && return 0
 		sleep 0.05
 	done
@@ -261,7 +261,7 @@ log_level: warn
 CONF
 	ip netns exec "$NS_NODE" "$1" serve --config "$RIG_TMP/agent.yaml" >>"$RIG_TMP/agent.log" 2>&1 &
 	RIG_PIDS+=($!)
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 400); do
 		[[ -S $RIG_TMP/run/agent.sock ]] && return 0
 		sleep 0.05
 	done

@@ -312,7 +312,7 @@ start_dnsmasq() {
 		--dhcp-leasefile="$T/dhcp/leases" --pid-file= --user=root --log-facility="$T/dhcp/dnsmasq.log" &
 	DNSMASQ_PID=$!
 	local _
-	for _ in $(seq 1 50); do
+	for _ in $(seq 1 200); do
 		if grep -qs '^inotify wd:' /proc/"$DNSMASQ_PID"/fdinfo/*; then break; fi
 		sleep 0.1
 	done
@@ -472,7 +472,7 @@ while True:
     c.close()
 PY
 agent_pid=$!
-for _ in $(seq 1 50); do [[ -S $PVS_ROOT/run/pve-sandbox/agent.sock ]] && break; sleep 0.1; done
+for _ in $(seq 1 200); do [[ -S $PVS_ROOT/run/pve-sandbox/agent.sock ]] && break; sleep 0.1; done
 out=$(setup ssh-key template 2>&1) && rc=0 || rc=$?
 kill "$agent_pid" 2>/dev/null || true
 wait "$agent_pid" 2>/dev/null || true

@@ -265,7 +265,7 @@ await check('upload and download a file', async () => {
   await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: downloads });
   await page.click('#files-list button[data-name="upload-me.txt"]');
   const file = path.join(downloads, 'upload-me.txt');
-  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 600 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
   assert(fs.existsSync(file), 'no download');
   assert(fs.readFileSync(file, 'utf8') === content, 'downloaded bytes differ');
   await shot('files');
@@ -494,7 +494,7 @@ await check('metrics charts', async () => {
   await go('#/metrics', '#metrics-status');
   await waitText('#metrics-status', /samples/);
   await page.waitForFunction(() => Number(document.querySelector('#chart-live-value').textContent) >= 1);
-  await page.waitForFunction(() => (document.querySelector('#chart-http polyline').getAttribute('points') || '').split(' ').length >= 2, { timeout: 15000 });
+  await page.waitForFunction(() => (document.querySelector('#chart-http polyline').getAttribute('points') || '').split(' ').length >= 2);
   await shot('metrics');
 });
 

@@ -8,6 +8,7 @@
 // Each check prints "PASS name" or "FAIL name: why"; the exit code is the number of failures
 // (2 for a usage error). The C++ test asserts on both.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -132,9 +133,13 @@ async function toolChecks(url, client, id, dir) {
     assert.match(text(r), /timed out after 1 s/);
   });
   await check('exec progress', async () => {
+    // The command runs until the second progress report has come (30 s at most): the reports
+    // are awaited, not expected within a fixed sleep.
     const seen = [];
-    const r = await call(client, 'exec', { sandbox_id: id, command: 'sleep 2.5; echo done' },
-      { onprogress: (p) => seen.push(p) });
+    const go = `${dir}/progress-seen`;
+    const command = `for i in $(seq 300); do [ -e ${go} ] && break; sleep 0.1; done; echo done`;
+    const r = await call(client, 'exec', { sandbox_id: id, command },
+      { onprogress: (p) => { seen.push(p); if (seen.length === 2) writeFileSync(go, ''); } });
     assert.equal(r.structuredContent.stdout, 'done\n');
     assert.ok(seen.length >= 2, JSON.stringify(seen));
     assert.ok(seen[1].progress > seen[0].progress);
