@@ -23,9 +23,9 @@ Error volumes_off() {
 // holder_of knowing: what needs the volume unmounted waits until the node is recovered.
 Status read_whole(const Node* node, const std::string& volume) {
   if (!node || node->recovered) return {};
-  return fail(ErrorCode::kUnavailable, node->cfg.name + ": " + Node::kRecovering +
-                                           ": a sandbox not adopted yet may " + "mount volume " +
-                                           volume + "; try again shortly");
+  const std::string why = ": a sandbox not adopted yet may mount volume " + volume;
+  return fail(ErrorCode::kUnavailable,
+              node->cfg.name + ": " + Node::kRecovering + why + "; try again shortly");
 }
 
 std::string storage_of(const std::string& volid) {
