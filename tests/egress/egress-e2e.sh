@@ -239,10 +239,7 @@ expect "ct101 a.allowed.test again" "NOERROR 203.0.113.20" in_a dns $GW a.allowe
 rm -f "$RIG_TMP/flag"
 rig_probe "$NS_A" hold 203.0.113.20 80 --duration 3 --flag "$RIG_TMP/flag" >"$RIG_TMP/hold" &
 hold_pid=$!
-for _ in $(seq 1 200); do # its first round trip, awaited (20 s at most)
-	grep -q echoed "$RIG_TMP/hold" 2>/dev/null && break
-	sleep 0.1
-done
+rig_await "$RIG_TMP/hold" echoed || true # its first round trip (the check below says if not)
 expect "EGRESS ct101 without a.allowed.test" OK agent "EGRESS $IP_A ports=80 names=b.other.test"
 touch "$RIG_TMP/flag"
 wait "$hold_pid" || true

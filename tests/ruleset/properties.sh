@@ -80,18 +80,15 @@ assert() { # assert DESCRIPTION CONDITION-COMMAND...
 	fi
 }
 # hold_and_cut NAME DURATION NS HOST PORT CUT...: a connection from NS to HOST:PORT echoing every
-# 0.2 s, and CUT run once it has echoed (20 s at most); HELD is then its "before=N after=M" (round trips
-# before and after CUT).
+# 0.2 s, and CUT run once it has echoed (20 s at most); HELD is then its "before=N after=M"
+# (round trips before and after CUT).
 hold_and_cut() {
 	local name=$1 duration=$2 ns=$3 host=$4 port=$5 pid
 	shift 5
 	local out="$RIG_TMP/hold-$name.out" flag="$RIG_TMP/cut-$name"
 	rig_probe "$ns" hold "$host" "$port" --flag "$flag" --duration "$duration" >"$out" &
 	pid=$!
-	for _ in $(seq 1 200); do
-		grep -q echoed "$out" 2>/dev/null && break
-		sleep 0.1
-	done
+	rig_await "$out" echoed || true
 	"$@"
 	touch "$flag"
 	wait "$pid" || true
@@ -173,10 +170,7 @@ check "ct101 -> 10.99.0.1 tcp/53" ok tcp "$NS_A" 10.99.0.1 53 2
 check "ct102 -> 10.99.0.1 udp/53" ok udp "$NS_B" 10.99.0.1 53 2
 token="dhcp-$RIG_ID-$BRNF"
 rig_probe "$NS_B" dhcp-raw eth0 "$token"
-for _ in $(seq 1 100); do # the server's log line, awaited (10 s at most)
-	grep -q "udp 67 .*$token" "$RIG_TMP/log.$NS_NODE" && break
-	sleep 0.1
-done
+rig_await "$RIG_TMP/log.$NS_NODE" "udp 67 .*$token" 100 || true # the server's log line
 check "ct102 DHCP broadcast 0.0.0.0:68 -> 255.255.255.255:67 reaches the host" ok \
 	grep -q "udp 67 .*$token" "$RIG_TMP/log.$NS_NODE"
 check "ct101 -> 10.99.0.1 tcp/22" blocked tcp "$NS_A" 10.99.0.1 22

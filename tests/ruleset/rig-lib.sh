@@ -57,6 +57,17 @@ rig_probe() {
 	ip netns exec "$ns" "$RIG_PYTHON" "$RIG_PROBE" "$@"
 }
 
+# rig_await FILE PATTERN [TENTHS]: until FILE has a line matching PATTERN (grep), polled every
+# 0.1 s for TENTHS tenths of a second at most (200: 20 s); the caller checks what it needs after.
+rig_await() {
+	local _
+	for _ in $(seq 1 "${3:-200}"); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 rig_sysctl() {
 	ip netns exec "$1" sysctl -qw "$2=$3" >/dev/null
 }
