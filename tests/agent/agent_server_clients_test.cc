@@ -3,18 +3,10 @@
 // no acknowledged change is lost (kill -9, a full file system).
 #include "agent/agent_server_fixture.h"
 
-#include <chrono>
-#include <thread>
+#include "support/eventually.h"
 
 namespace pvs::test {
 namespace {
-
-// Waits (10 s at most) until another thread's counter reaches `at_least`; returns its value.
-int await_at_least(const std::atomic<int>& counter, int at_least) {
-  for (int i = 0; i < 10000 && counter.load() < at_least; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return counter.load();
-}
 
 std::string reply_as(const std::string& socket, uid_t uid, gid_t gid) {
   int pipe_fds[2];
@@ -89,7 +81,7 @@ TEST_F(AgentServerTest, MalformedInputIsAnsweredWhileAnotherClientKeepsWorking) 
 
   // The other client's progress is awaited, not assumed: it has answers before the
   // malformed input starts and more after the pipelined batch ends.
-  ASSERT_GE(await_at_least(good, 2), 2);
+  ASSERT_TRUE(test::eventually([&] { return good >= 2; }, 10s)) << good.load();
 
   LineClient c(agent_->socket());
   // Overlong line: 413, and the connection carries on with the next line.
@@ -134,7 +126,7 @@ TEST_F(AgentServerTest, MalformedInputIsAnsweredWhileAnotherClientKeepsWorking) 
   EXPECT_EQ(oks, 1000);
   EXPECT_EQ(c.call("HELLO 1"), "OK pve-sandbox-agent " PVS_VERSION " proto=1");
   const int before = good.load();
-  EXPECT_GE(await_at_least(good, before + 2), before + 2);
+  EXPECT_TRUE(test::eventually([&] { return good >= before + 2; }, 10s)) << good.load();
 
   done = true;
   other.join();
@@ -171,7 +163,7 @@ TEST_F(AgentServerTest, SyncIsAtomicForAConcurrentList) {
   // interleave with the writer's SYNCs by construction, not by the scheduler's luck.
   int seen = 0;
   for (int i = 0; i < 20; ++i) {
-    ASSERT_GT(await_at_least(lists, seen + 1), seen);
+    ASSERT_TRUE(test::eventually([&] { return lists > seen; }, 10s)) << lists.load();
     seen = lists.load();
     ASSERT_EQ(writer.call(i % 2 == 0 ? sync_b : sync_a, 10000), "OK 3000");
   }

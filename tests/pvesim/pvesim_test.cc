@@ -11,12 +11,11 @@
 #include <Poco/StreamCopier.h>
 
 #include <algorithm>
-#include <chrono>
 #include <sstream>
-#include <thread>
 
 #include "schema.h"
 #include "sim.h"
+#include "support/eventually.h"
 #include "timing.h"
 
 namespace {
@@ -74,14 +73,12 @@ class PvesimTest : public ::testing::Test {
   // asked, no lock: a task's end is awaited, never assumed after a sleep. 30 s at most.
   bool await_body(const std::string& path, const std::string& needle, bool unlocked = false) {
     std::string body;
-    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-         std::chrono::steady_clock::now() < end;
-         std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
-      body = request("GET", "/api2/json/nodes/pve/lxc/" + path).body;
-      if (body.find(needle) != std::string::npos &&
-          (!unlocked || body.find(R"("lock")") == std::string::npos))
-        return true;
-    }
+    if (pvs::test::eventually([&] {
+          body = request("GET", "/api2/json/nodes/pve/lxc/" + path).body;
+          return body.find(needle) != std::string::npos &&
+                 (!unlocked || body.find(R"("lock")") == std::string::npos);
+        }))
+      return true;
     ADD_FAILURE() << path << " never showed " << needle << (unlocked ? " unlocked: " : ": ")
                   << body;
     return false;

@@ -2,6 +2,7 @@
 // stack (pvs::test::Stack with pvesim's netns backend: every sandbox is a network namespace with
 // its own sshd; the real agent keeps the real nftables sets).
 #include "e2e_fixture.h"
+#include "support/eventually.h"
 
 namespace pvs::service {
 namespace {
@@ -219,9 +220,8 @@ TEST_F(ServiceE2eTest, StreamingExecsPerTokenAreLimited) {
                         "tok-demo", {{"Accept", "application/x-ndjson"}});
     EXPECT_EQ(r.status, 200);
   });
-  for (int i = 0; i < 600 && ::access(mark.c_str(), F_OK) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(::access(mark.c_str(), F_OK), 0) << "the first stream's command never ran";
+  EXPECT_TRUE(test::eventually([&] { return ::access(mark.c_str(), F_OK) == 0; }))
+      << "the first stream's command never ran";
   auto second = test::http(port_, "POST", exec, R"({"command":"true"})", "tok-demo",
                            {{"Accept", "application/x-ndjson"}});
   EXPECT_EQ(second.status, 429) << second.body;

@@ -8,6 +8,7 @@
 
 #include "service/support/api_fixture.h"
 #include "service/support/policy_rules.h"
+#include "support/eventually.h"
 
 namespace pvs::service {
 namespace {
@@ -201,8 +202,7 @@ TEST_F(ApiPolicyTest, ToolsAndEditsAskTheSamePolicy) {
   std::atomic<int> reports{0};
   std::thread approver([&] {
     std::string id = pending_id();
-    for (int i = 0; i < 180 && reports < 2; ++i)  // two progress reports, awaited (9 s at most)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    test::eventually([&] { return reports >= 2; }, std::chrono::seconds(9));  // two reports
     EXPECT_EQ(call("POST", "/v1/approvals/" + id + "/approve", "", "tok-carol").status, 200);
   });
   std::vector<std::pair<double, std::string>> told;

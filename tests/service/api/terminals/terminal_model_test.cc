@@ -21,6 +21,7 @@
 #include "service/support/http_client.h"
 #include "service/support/in_process_service.h"
 #include "service/support/json_object.h"
+#include "support/eventually.h"
 #include "support/stack_fixture.h"
 
 namespace pvs::service {
@@ -165,8 +166,8 @@ class TerminalModelTest : public ::testing::Test {
   // is in the log every line typed before it was run or refused, however slow the machine (a
   // quiet screen alone did not say so under the sanitizer's load: run53).
   std::string ran_through(const std::string& line) {
-    for (int i = 0; i < 400 && ran().find(line) == std::string::npos; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    test::eventually([&] { return ran().find(line) != std::string::npos; },
+                     std::chrono::seconds(20));
     return ran();
   }
 
