@@ -18,7 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (c.error().message.rfind("fuzz.yaml", 0) != 0) std::abort();
     return 0;
   }
-  if (pvs::service::describe(*c).find("fuzz-secret-value") != std::string::npos) std::abort();
+  // The secret must not reach the description from the environment; an input that writes the
+  // same characters itself (a path, say) shows them, which is no leak.
+  if (text.find("fuzz-secret-value") == std::string::npos &&
+      pvs::service::describe(*c).find("fuzz-secret-value") != std::string::npos)
+    std::abort();
   using pvs::service::PolicyAction;
   pvs::service::PolicyRequest r;
   r.action = PolicyAction::kFilesWrite;
