@@ -60,6 +60,32 @@ class SshSessionTest : public ::testing::Test {
   static inline SshdFixture* sshd_ = nullptr;
 };
 
+// The names in `dir`, sorted.
+inline std::vector<std::string> names_in(SshSession& s, const std::string& dir) {
+  std::vector<std::string> names;
+  auto list = s.list_dir(dir);
+  EXPECT_TRUE(list) << list.error().to_string();
+  if (list) {
+    for (const auto& e : list->entries) names.push_back(e.name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// An input stream that yields `data` and then fails (badbit) instead of ending.
+class FailingBuf : public std::streambuf {
+ public:
+  explicit FailingBuf(std::string data) : data_(std::move(data)) {
+    setg(data_.data(), data_.data(), data_.data() + data_.size());
+  }
+
+ protected:
+  int_type underflow() override { throw std::runtime_error("the source broke"); }
+
+ private:
+  std::string data_;
+};
+
 // A gate a remote command waits at until the test opens it, so that an interleaving happens by
 // construction rather than by a sleep: a FIFO in the user's home that the test holds open
 // read-write (opening it never blocks either side, and what the test writes waits in the pipe

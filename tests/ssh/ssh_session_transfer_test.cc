@@ -8,35 +8,12 @@ namespace {
 
 constexpr std::size_t kChunk = 64 << 10;
 
+// Over libssh2 only: ssh_session_bulk_test.cc covers what bulk_client carries.
 SshConfig chunked(SshConfig c, int connections = 4) {
   c.transfer_chunk = kChunk;
   c.transfer_connections = connections;
+  c.bulk_client.clear();
   return c;
-}
-
-// An input stream that yields `data` and then fails (badbit) instead of ending.
-class FailingBuf : public std::streambuf {
- public:
-  explicit FailingBuf(std::string data) : data_(std::move(data)) {
-    setg(data_.data(), data_.data(), data_.data() + data_.size());
-  }
-
- protected:
-  int_type underflow() override { throw std::runtime_error("the source broke"); }
-
- private:
-  std::string data_;
-};
-
-std::vector<std::string> names_in(SshSession& s, const std::string& dir) {
-  std::vector<std::string> names;
-  auto list = s.list_dir(dir);
-  EXPECT_TRUE(list) << list.error().to_string();
-  if (list) {
-    for (const auto& e : list->entries) names.push_back(e.name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 TEST_F(SshSessionTest, ChunkedUploadsKeepEveryByteAtEverySize) {
@@ -128,6 +105,7 @@ TEST_F(SshSessionTest, ChunkedUploadsStayWithinTheMemoryBudget) {
   SshConfig c = config();
   c.transfer_chunk = 4 << 20;
   c.transfer_memory = 0;
+  c.bulk_client.clear();
   SshSession s(c);
   const std::string big = random_bytes(10 << 20, 12);
   std::istringstream in(big);

@@ -127,6 +127,14 @@ struct SshConfig {
   // against its own value): an upload gets as many connections as chunks fit, and one that
   // finds no room for two goes as one stream (in bounded memory, as before). 0: never chunks.
   std::uint64_t transfer_memory = std::uint64_t{256} << 20;
+  // OpenSSH's client, which carries the bytes of a transfer of at least transfer_chunk (an
+  // upload longer than one, a download of a file as long) on a connection of its own: libcrypto's
+  // ciphers cost both ends a fraction of libssh2's per byte (docs/ssh.md, "Bulk bytes through
+  // OpenSSH"). SFTP still does the rest (the file's creation and mode, fsync, the rename, the
+  // typed errors). It trusts only the host key this session verified, reads no configuration
+  // and forwards nothing. When it cannot start (not installed, a key with a passphrase, a key
+  // it refuses), the transfer goes over SFTP as before, and the log says why once. Empty: never.
+  std::string bulk_client = "/usr/bin/ssh";
 
   // After an exec timeout the process group is killed; wait this long for the channel to close
   // before returning the partial result anyway.
@@ -239,6 +247,8 @@ struct SshStats {
   // controller is gone, docs/ssh.md) has answered; one that ended before its registration
   // arrived is not counted.
   std::uint64_t watched = 0;
+  // Transfers whose bytes went through bulk_client.
+  std::uint64_t bulk_transfers = 0;
   // Negotiated algorithms of the current connection: "kex=... hostkey=... cipher=... mac=...".
   std::string methods;
 };

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "node.h"
+
 namespace pvs::lifecycle {
 namespace {
 

@@ -50,6 +50,8 @@ class CappedBuffer {
 bool is_fatal_session_error(int rc);  // the connection is unusable after this return code
 Error session_error(LIBSSH2_SESSION* s, int rc, std::string_view what);
 Error sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what);
+// Base64 with padding (RFC 4648), as known_hosts lines carry keys.
+std::string base64(std::string_view in);
 // Gives an error another SSH kind (and the generic code that goes with it).
 void retag(Error& e, SshErrc kind);
 // Accepts "SHA256:abc", "sha256:abc", "abc", with or without base64 padding.
@@ -102,6 +104,10 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   void close();
   bool connected() const { return connected_.load(); }
   std::string fingerprint() const;
+  // The host key verified on the last connection, as the server sent it (SSH wire format).
+  std::string host_key() const;
+  // A transfer went through bulk_client (SshStats::bulk_transfers).
+  void count_bulk() { bulk_transfers_.fetch_add(1); }
   SshStats stats() const;
   const SshConfig& config() const { return config_; }
   // Wakes the I/O thread (an op's caller-side state changed, e.g. pty input queued).
@@ -188,12 +194,14 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   bool stop_ = false;                      // GUARDED_BY(mu_)
   std::thread thread_;                     // GUARDED_BY(mu_)
   std::string fingerprint_;                // GUARDED_BY(mu_)
+  std::string host_key_;                   // GUARDED_BY(mu_)
   std::string tofu_fingerprint_;           // GUARDED_BY(mu_): the key trusted first
   std::string methods_;                    // GUARDED_BY(mu_)
   UniqueFd wake_fd_;
   std::atomic<bool> connected_{false};
   std::atomic<std::uint64_t> connects_{0};
   std::atomic<std::uint64_t> keepalives_{0};
+  std::atomic<std::uint64_t> bulk_transfers_{0};
   std::atomic<int> stat_channels_open_{0};
   std::atomic<int> stat_channel_limit_{0};
   std::atomic<std::uint64_t> watched_{0};

@@ -318,6 +318,7 @@ Status SshSession::Impl::verify_host_key() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     fingerprint_ = fp;
+    host_key_.assign(key, key_len);
   }
   auto mismatch = [&](const std::string& expected) {
     return ssh_fail(SshErrc::kHostKeyMismatch, "ssh " + where + ": HOST KEY MISMATCH: server key " +

@@ -173,6 +173,11 @@ std::string SshSession::Impl::fingerprint() const {
   return fingerprint_;
 }
 
+std::string SshSession::Impl::host_key() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return host_key_;
+}
+
 SshStats SshSession::Impl::stats() const {
   SshStats s;
   s.connects = connects_.load();
@@ -181,6 +186,7 @@ SshStats SshSession::Impl::stats() const {
   s.channels_open = stat_channels_open_.load();
   s.channel_limit = stat_channel_limit_.load();
   s.watched = watched_.load();
+  s.bulk_transfers = bulk_transfers_.load();
   std::lock_guard<std::mutex> lock(mu_);
   s.methods = methods_;
   return s;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "pvesandbox/common/log.h"
+#include "openssh_bulk.h"
 #include "session_impl.h"
 
 namespace pvs {
@@ -225,6 +226,21 @@ Result<std::uint64_t> SshSession::download(const std::string& remote_path, std::
     if (!out) return ssh_fail(SshErrc::kLocalIo, "download: writing the destination failed");
     return {};
   };
+  // A file of a chunk or more: its bytes through bulk_client (openssh_bulk.h). Anything the
+  // stat does not settle (an error, a special file) is SFTP's to answer, as before.
+  if (ssh_detail::bulk_enabled(impl_->config())) {
+    auto st = stat(remote_path);
+    if (st && st->is_regular() && st->size >= impl_->config().transfer_chunk &&
+        st->size <= options.max_size) {
+      auto r = ssh_detail::bulk_download({impl_->config(), impl_->host_key()}, remote_path, sink,
+                                         options);
+      if (!r) return tl::unexpected<Error>(r.error());
+      if (*r) {
+        impl_->count_bulk();
+        return **r;
+      }
+    }
+  }
   auto r = run_sftp_op(*impl_, [&](ssh_detail::SftpPromise p) {
     return ssh_detail::make_download_op(remote_path, options, std::move(sink), std::move(p));
   });

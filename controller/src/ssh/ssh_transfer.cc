@@ -18,6 +18,7 @@
 #include <mutex>
 #include <thread>
 
+#include "openssh_bulk.h"
 #include "session_impl.h"
 
 namespace pvs::ssh_detail {
@@ -200,6 +201,27 @@ Result<bool> read_head(const Source& source, std::size_t chunk, ChunkBudget& bud
   return true;
 }
 
+// Through bulk_client (openssh_bulk.h): the file is created (or emptied) over SFTP, its bytes
+// go through the client, and the fsync is SFTP's again. nullopt when the client did not start
+// (then nothing of `source` was read).
+Result<std::optional<std::uint64_t>> bulk(Impl& first, const std::string& path,
+                                          const UploadPart& part, std::string_view head,
+                                          const Source& source, const MakeParent& make_parent) {
+  UploadPart create = part;
+  create.fsync = false;
+  if (auto r = first_op(first, path, create, nothing, make_parent); !r)
+    return tl::unexpected<Error>(r.error());
+  auto r = bulk_upload({first.config(), first.host_key()}, path, head, source);
+  if (!r || !*r) return r;
+  first.count_bulk();
+  if (part.fsync) {
+    UploadPart sync = part;
+    sync.truncate = false;
+    if (auto s = upload_op(first, path, sync, nothing); !s) return tl::unexpected<Error>(s.error());
+  }
+  return r;
+}
+
 // Runs `work(conn, index)` for every connection at once, the first on the calling thread; the
 // first error, if any.
 template <typename Work>
@@ -234,7 +256,7 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
                                      const MakeParent& make_parent) {
   const SshConfig& cfg = first.config();
   const std::size_t chunk = cfg.transfer_chunk;
-  if (cfg.transfer_connections <= 1 || chunk == 0) {
+  if (chunk == 0 || (cfg.transfer_connections <= 1 && !bulk_enabled(cfg))) {
     return first_op(first, path, part, std::move(source), make_parent);
   }
   // The first chunk, and one more per further connection, as far as the process's budget for
@@ -245,6 +267,11 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
   if (!room) return tl::unexpected<Error>(room.error());
   if (head.size() < chunk && *room)
     return first_op(first, path, part, source_of(head), make_parent);
+  if (head.size() == chunk && bulk_enabled(cfg)) {
+    auto r = bulk(first, path, part, head, source, make_parent);
+    if (!r) return tl::unexpected<Error>(r.error());
+    if (*r) return **r;
+  }
   const int more = *room && (budget.held() > 0 || budget.take(1) == 1)
                        ? budget.take(cfg.transfer_connections - 1)
                        : 0;

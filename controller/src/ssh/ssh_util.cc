@@ -123,6 +123,16 @@ std::string base64_unpadded(std::string_view in) {
   return out;
 }
 
+}  // namespace
+
+std::string base64(std::string_view in) {
+  std::string out = base64_unpadded(in);
+  out.append((4 - out.size() % 4) % 4, '=');
+  return out;
+}
+
+namespace {
+
 // Decodes base64, skipping whitespace; stops at '='. False on any other character.
 bool base64_decode(std::string_view in, std::string* out) {
   std::uint32_t acc = 0;

@@ -1,0 +1,462 @@
+// Bulk bytes through OpenSSH's own client (openssh_bulk.h).
+#include "openssh_bulk.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "pvesandbox/common/log.h"
+
+extern char** environ;
+
+namespace pvs::ssh_detail {
+namespace {
+
+constexpr std::size_t kBuffer = 256 << 10;
+// What the remote login shell may print before the token (a chatty rc file) is dropped, up to
+// this; more and the transfer does not start.
+constexpr std::size_t kMaxBeforeToken = 64 << 10;
+constexpr std::size_t kErrTail = 2048;
+
+std::string random_hex(int digits) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  while (static_cast<int>(s.size()) < digits) {
+    std::uint64_t v = rng();
+    for (int i = 0; i < 16 && static_cast<int>(s.size()) < digits; ++i, v >>= 4) s += kHex[v & 15];
+  }
+  return s;
+}
+
+// The key type named at the start of an SSH wire-format key ("ssh-ed25519", ...), or "".
+std::string key_type(std::string_view blob) {
+  if (blob.size() < 4) return "";
+  std::size_t n = 0;
+  for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(blob[i]);
+  if (n == 0 || n > 64 || blob.size() < 4 + n) return "";
+  std::string name(blob.substr(4, n));
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '@' || c == '.'))
+      return "";
+  }
+  return name;
+}
+
+// AES-GCM in libcrypto on a CPU with AES instructions is the cheapest cipher per byte for both
+// ends; elsewhere OpenSSH's own order (chacha20-poly1305 first) stays.
+bool cpu_has_aes() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul");
+#else
+  return false;
+#endif
+}
+
+// A directory only this process's user can enter, for the files the child reads; removed with
+// what it holds.
+class PrivateDir {
+ public:
+  PrivateDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string base = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
+    std::string tmpl = base + "/pvs-bulk-XXXXXX";
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~PrivateDir() {
+    for (const auto& f : files_) ::unlink(f.c_str());
+    if (!path_.empty()) ::rmdir(path_.c_str());
+  }
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+
+  bool ok() const { return !path_.empty(); }
+  // Writes `name` (mode 0600); its path, or "" when it could not be written.
+  std::string write(const std::string& name, std::string_view content) {
+    std::string file = path_ + "/" + name;
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return "";
+    files_.push_back(file);
+    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ::close(fd);
+    return ok ? file : "";
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<std::string> files_;
+};
+
+// The child and its three pipes; killed and reaped if still there when this goes.
+class Child {
+ public:
+  ~Child() {
+    for (int* fd : {&in, &out, &err}) close_fd(*fd);
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      (void)reap();
+    }
+  }
+  static void close_fd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  // The wait status.
+  int reap() {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid = -1;
+    return status;
+  }
+  pid_t pid = -1;
+  int in = -1, out = -1, err = -1;
+};
+
+// Starts argv[0] (searched in PATH when it has no '/') with pipes for stdin (when `input`),
+// stdout and stderr; errno's text when it cannot.
+std::string spawn(const std::vector<std::string>& argv, const std::string& home, bool input,
+                  Child& child) {
+  int in[2] = {-1, -1}, out[2], err[2];
+  if ((input && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0) return strerror(errno);
+  if (::pipe2(err, O_CLOEXEC) != 0) return strerror(errno);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (input) {
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  }
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::string env_home = "HOME=" + home;
+  char path_var[] = "PATH=/usr/bin:/bin";
+  char lang[] = "LC_ALL=C";
+  char* env[] = {path_var, env_home.data(), lang, nullptr};
+  const bool search = argv[0].find('/') == std::string::npos;
+  int rc = search ? posix_spawnp(&child.pid, args[0], &fa, &attr, args.data(), env)
+                  : posix_spawn(&child.pid, args[0], &fa, &attr, args.data(), env);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  for (int fd : {in[0], out[1], err[1]}) {
+    if (fd >= 0) ::close(fd);
+  }
+  child.in = in[1];
+  child.out = out[0];
+  child.err = err[0];
+  if (rc != 0) {
+    child.pid = -1;
+    return strerror(rc);
+  }
+  for (int fd : {child.in, child.out, child.err}) {
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  return "";
+}
+
+// Why bulk transfers are not going through the client: said once per process, then quietly.
+void not_started(const std::string& why) {
+  static std::atomic<bool> said{false};
+  const std::string text = "ssh: bulk transfers go over SFTP: " + why;
+  if (!said.exchange(true)) {
+    log::warn(text);
+  } else {
+    log::debug(text);
+  }
+}
+
+// The argument vector for `remote` (a POSIX shell command) on the peer; nullopt, with `why`, on
+// a setting the client could not be given safely (the caller goes over SFTP).
+std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, PrivateDir& dir,
+                                                    const std::string& remote, std::string& why) {
+  const SshConfig& c = peer.config;
+  const std::string type = key_type(peer.host_key);
+  if (type.empty()) return why = "no host key to pin", std::nullopt;
+  const std::string known =
+      dir.write("known_hosts", "pvs-bulk " + type + " " + base64(peer.host_key) + "\n");
+  std::string key = c.private_key_file;
+  if (key.empty()) key = dir.write("id", c.private_key);
+  if (known.empty() || key.empty()) return why = "cannot write its files", std::nullopt;
+  // The client expands % and ~ in these paths; ours never have them, an operator's might.
+  for (const std::string* p : {&known, static_cast<const std::string*>(&key)}) {
+    if (p->find_first_of("%\"\n") != std::string::npos || p->front() != '/')
+      return why = "a key path it would expand (" + *p + ")", std::nullopt;
+  }
+  const std::string algorithms = type == "ssh-rsa" ? "rsa-sha2-512,rsa-sha2-256" : type;
+  const auto secs = std::max<std::int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(c.connect_timeout).count());
+  std::vector<std::string> argv = {c.bulk_client, "-F", "/dev/null", "-T", "-x", "-a",
+                                   "-e",          "none", "-i",       key};
+  const std::vector<std::string> options = {
+      "BatchMode=yes", "IdentitiesOnly=yes", "IdentityAgent=none",
+      "UserKnownHostsFile=\"" + known + "\"", "GlobalKnownHostsFile=/dev/null",
+      "HostKeyAlias=pvs-bulk", "StrictHostKeyChecking=yes", "UpdateHostKeys=no", "CheckHostIP=no",
+      "HostKeyAlgorithms=" + algorithms, "ConnectTimeout=" + std::to_string(secs),
+      "ServerAliveInterval=15", "ServerAliveCountMax=4", "ClearAllForwardings=yes",
+      "ControlMaster=no", "ControlPath=none", "ProxyCommand=none", "ProxyJump=none",
+      "PermitLocalCommand=no", "Compression=no", "LogLevel=ERROR"};
+  for (const auto& o : options) argv.insert(argv.end(), {"-o", o});
+  if (cpu_has_aes()) {
+    argv.insert(argv.end(), {"-o", "Ciphers=^aes128-gcm@openssh.com,aes256-gcm@openssh.com"});
+  }
+  argv.insert(argv.end(), {"-p", std::to_string(c.port), "-l", c.user, "--", c.host, remote});
+  return argv;
+}
+
+// SIGPIPE held back on this thread while it writes to the child (a child that died makes the
+// write fail with EPIPE instead); one raised meanwhile is taken before it is let through.
+class SigpipeHeld {
+ public:
+  SigpipeHeld() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeHeld() {
+    if (!was_pending_) {
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeHeld(const SigpipeHeld&) = delete;
+  SigpipeHeld& operator=(const SigpipeHeld&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
+
+// One run of the client: `feed` gives the bytes for the remote command's stdin (none when
+// empty), `sink` takes its stdout after the token.
+struct Run {
+  const BulkPeer& peer;
+  std::string what;  // "upload /path", for messages
+  Source feed;
+  Sink sink;
+  std::uint64_t max_size = UINT64_MAX;
+  Clock::time_point deadline = Clock::time_point::max();
+};
+
+int millis_until(Clock::time_point t) {
+  if (t == Clock::time_point::max()) return -1;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(ms + 1, 0, 60000));
+}
+
+// Drives the child to its end. nullopt: it ended (or was stopped) before the token.
+class Driver {
+ public:
+  Driver(Run& run, Child& child, std::string token)
+      : run_(run), child_(child), token_(std::move(token)) {}
+
+  Result<std::optional<std::uint64_t>> drive() {
+    const auto started_by = Clock::now() + 2 * run_.peer.config.connect_timeout;
+    std::vector<char> buf(kBuffer);
+    std::string_view pending;
+    bool fed = !run_.feed;
+    while (child_.out >= 0 || child_.err >= 0) {
+      if (started_ && !fed && pending.empty() && child_.in >= 0) {
+        auto n = run_.feed(buf.data(), buf.size());
+        if (!n) return tl::unexpected<Error>(n.error());
+        fed_bytes_ += *n;
+        if (*n == 0) {
+          fed = true;
+          Child::close_fd(child_.in);
+        }
+        pending = std::string_view(buf.data(), *n);
+      }
+      pollfd fds[3] = {{child_.in, static_cast<short>(started_ && !pending.empty() ? POLLOUT : 0), 0},
+                       {child_.out, POLLIN, 0},
+                       {child_.err, POLLIN, 0}};
+      const int wait = millis_until(started_ ? run_.deadline : started_by);
+      int rc = ::poll(fds, 3, wait);
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc == 0 && Clock::now() >= (started_ ? run_.deadline : started_by)) {
+        if (!started_) return stopped("no token within twice connect_timeout");
+        return ssh_fail(SshErrc::kTimeout, run_.what + ": not done within its timeout");
+      }
+      if (fds[0].revents != 0 && !write_some(pending)) Child::close_fd(child_.in);
+      if (fds[2].revents != 0) read_err();
+      if (fds[1].revents != 0) {
+        if (auto st = read_out(); !st) return tl::unexpected<Error>(st.error());
+      }
+      if (!started_ && child_.out < 0) return stopped("it ended before the transfer began");
+    }
+    if (!fed && started_) Child::close_fd(child_.in);
+    return finish(fed);
+  }
+
+ private:
+  // False when the child's stdin is gone (its exit status says why).
+  bool write_some(std::string_view& pending) {
+    ssize_t n = ::write(child_.in, pending.data(), pending.size());
+    if (n < 0) return errno == EAGAIN || errno == EINTR;
+    pending.remove_prefix(static_cast<std::size_t>(n));
+    return true;
+  }
+
+  void read_err() {
+    char b[4096];
+    ssize_t n = ::read(child_.err, b, sizeof b);
+    if (n <= 0) {
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) Child::close_fd(child_.err);
+      return;
+    }
+    err_.append(b, static_cast<std::size_t>(n));
+    if (err_.size() > 2 * kErrTail) err_.erase(0, err_.size() - kErrTail);
+  }
+
+  Status read_out() {
+    char b[kBuffer / 4];
+    ssize_t n = ::read(child_.out, b, sizeof b);
+    if (n <= 0) {
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) Child::close_fd(child_.out);
+      return {};
+    }
+    std::string_view got(b, static_cast<std::size_t>(n));
+    if (!started_) {
+      before_.append(got);
+      const std::size_t at = before_.find(token_);
+      if (at == std::string::npos) {
+        if (before_.size() > kMaxBeforeToken) Child::close_fd(child_.out);
+        return {};
+      }
+      started_ = true;
+      std::string rest = before_.substr(at + token_.size());
+      before_.clear();
+      return deliver(rest);
+    }
+    return deliver(got);
+  }
+
+  Status deliver(std::string_view data) {
+    if (data.empty()) return {};
+    if (!run_.sink) return ssh_fail(SshErrc::kProtocol, run_.what + ": unexpected output");
+    total_ += data.size();
+    if (total_ > run_.max_size) {
+      return ssh_fail(SshErrc::kTooLarge,
+                      run_.what + ": larger than " + std::to_string(run_.max_size) + " bytes");
+    }
+    return run_.sink(data);
+  }
+
+  Result<std::optional<std::uint64_t>> stopped(const std::string& why) {
+    Child::close_fd(child_.in);
+    ::kill(child_.pid, SIGKILL);
+    (void)child_.reap();
+    not_started(why + (err_.empty() ? "" : ": " + tail()));
+    return std::optional<std::uint64_t>();
+  }
+
+  Result<std::optional<std::uint64_t>> finish(bool fed) {
+    const int status = child_.reap();
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fed) {
+      return std::optional<std::uint64_t>(run_.sink ? total_ : fed_bytes_);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 255) {
+      return ssh_fail(SshErrc::kDisconnected, run_.what + ": the connection failed: " + tail());
+    }
+    return ssh_fail(rename_error_kind(err_), run_.what + ": " + tail());
+  }
+
+  std::string tail() const {
+    std::string t = err_.size() > kErrTail ? err_.substr(err_.size() - kErrTail) : err_;
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    return t.empty() ? "no message" : t;
+  }
+
+  Run& run_;
+  Child& child_;
+  const std::string token_;
+  bool started_ = false;
+  std::string before_, err_;
+  std::uint64_t total_ = 0, fed_bytes_ = 0;
+};
+
+Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& command) {
+  PrivateDir dir;
+  if (!dir.ok()) {
+    not_started(std::string("no private directory: ") + strerror(errno));
+    return std::optional<std::uint64_t>();
+  }
+  const std::string token = "pvs-bulk-" + random_hex(24) + "\n";
+  const std::string remote = "printf '%s\\n' " + token.substr(0, token.size() - 1) + " && " + command;
+  std::string why;
+  auto argv = client_argv(run.peer, dir, remote, why);
+  if (!argv) {
+    not_started(why);
+    return std::optional<std::uint64_t>();
+  }
+  Child child;
+  if (std::string e = spawn(*argv, dir.path(), static_cast<bool>(run.feed), child); !e.empty()) {
+    not_started("cannot run " + run.peer.config.bulk_client + ": " + e);
+    return std::optional<std::uint64_t>();
+  }
+  SigpipeHeld held;
+  return Driver(run, child, token).drive();
+}
+
+}  // namespace
+
+bool bulk_enabled(const SshConfig& config) {
+  return !config.bulk_client.empty() && config.transfer_chunk > 0 && config.passphrase.empty();
+}
+
+Result<std::optional<std::uint64_t>> bulk_upload(const BulkPeer& peer, const std::string& path,
+                                                 std::string_view head, const Source& rest) {
+  auto first = std::make_shared<std::size_t>(0);
+  Run run{peer, "upload " + path, nullptr, nullptr};
+  run.feed = [head, first, &rest](char* buf, std::size_t n) -> Result<std::size_t> {
+    if (*first < head.size()) {
+      const std::size_t k = std::min(n, head.size() - *first);
+      std::memcpy(buf, head.data() + *first, k);
+      *first += k;
+      return k;
+    }
+    return rest(buf, n);
+  };
+  return run_client(run, "exec cat > " + shell_quote(path));
+}
+
+Result<std::optional<std::uint64_t>> bulk_download(const BulkPeer& peer, const std::string& path,
+                                                   const Sink& sink,
+                                                   const DownloadOptions& options) {
+  Run run{peer, "download " + path, nullptr, sink};
+  run.max_size = options.max_size;
+  if (options.timeout < std::chrono::hours(24 * 366)) run.deadline = Clock::now() + options.timeout;
+  return run_client(run, "exec cat -- " + shell_quote(path));
+}
+
+}  // namespace pvs::ssh_detail

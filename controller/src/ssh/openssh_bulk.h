@@ -1,0 +1,50 @@
+// Bulk bytes through OpenSSH's own client (SshConfig::bulk_client; docs/ssh.md, "Bulk bytes
+// through OpenSSH").
+//
+// libssh2 encrypts with its own portable C ChaCha20, or AES-GCM sixteen bytes per call, and on a
+// shared machine the controller's CPU per byte is the transfer's rate. OpenSSH's client uses
+// libcrypto's vectorised ciphers on whole packets. So a transfer of at least one chunk
+// (SshConfig::transfer_chunk) runs `ssh` as a child for its bytes, on an exec channel of a
+// connection of its own (`cat`), while SFTP over libssh2 keeps everything around them: the
+// checks and typed errors before, the fsync and the rename after.
+//
+// The child trusts only the host key libssh2 verified for this session (a known_hosts file of
+// one line under a private directory, StrictHostKeyChecking), reads no configuration (-F
+// /dev/null), forwards nothing, and has no agent. The remote command prints a random token
+// before it execs `cat`: nothing of the transfer is sent or taken before the token, so a client
+// that cannot start (none installed, a key it refuses, a host it cannot reach) leaves the
+// source untouched and the caller goes on over SFTP.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "session_impl.h"
+
+namespace pvs::ssh_detail {
+
+// Who the child connects to, as the libssh2 session did.
+struct BulkPeer {
+  const SshConfig& config;
+  std::string host_key;  // the verified key, as the server sent it (SSH wire format)
+};
+
+// True if `config` lets transfers go through bulk_client at all (a client named, a key without
+// a passphrase, chunks on).
+bool bulk_enabled(const SshConfig& config);
+
+// Writes `head`, then the rest of `rest`, to the existing file `path` (emptied first).
+// nullopt: the client did not start and nothing was read from `rest` (go on over SFTP).
+Result<std::optional<std::uint64_t>> bulk_upload(const BulkPeer& peer, const std::string& path,
+                                                 std::string_view head, const Source& rest);
+
+// Hands the file at `path` to `sink` until its end; the bytes delivered. nullopt: the client
+// did not start and `sink` got nothing. `options.max_size` and `options.timeout` hold as over
+// SFTP.
+Result<std::optional<std::uint64_t>> bulk_download(const BulkPeer& peer, const std::string& path,
+                                                   const Sink& sink,
+                                                   const DownloadOptions& options);
+
+}  // namespace pvs::ssh_detail

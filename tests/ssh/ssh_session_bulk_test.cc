@@ -1,0 +1,149 @@
+// Transfers of a chunk or more through OpenSSH's client (SshConfig::bulk_client) against a real
+// OpenSSH sshd: every byte in place both ways, the file's mode, fsync and rename as over SFTP,
+// typed errors, SFTP again when the client cannot start, and a client that trusts nothing but
+// the key this session verified.
+#include <sys/stat.h>
+
+#include "ssh_session_fixture.h"
+
+namespace pvs {
+namespace {
+
+constexpr std::size_t kBulkChunk = 64 << 10;
+
+SshConfig bulk(SshConfig c) {
+  c.transfer_chunk = kBulkChunk;
+  return c;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(SshSessionTest, BulkClientCarriesEveryByteBothWays) {
+  SshSession s(bulk(config()));
+  const std::string dir = sshd_->home() + "/bulk";
+  ASSERT_TRUE(s.mkdir(dir, 0755, true));
+  const std::size_t sizes[] = {kBulkChunk - 1, kBulkChunk, 3 * kBulkChunk + 5, 40 * kBulkChunk + 7};
+  int seed = 31;
+  std::uint64_t expected = 0;
+  for (std::size_t size : sizes) {
+    SCOPED_TRACE("size " + std::to_string(size));
+    const std::string data = random_bytes(size, seed++);
+    const std::string remote = dir + "/f.bin";
+    ASSERT_TRUE(s.upload(remote, data, upload_opts(0600)));
+    EXPECT_EQ(run(s, "sha256sum " + remote).out.substr(0, 64), local_sha256(data));
+    EXPECT_EQ(s.stat(remote)->mode & 0777, 0600u);
+    std::ostringstream out;
+    auto n = s.download(remote, out);
+    ASSERT_TRUE(n) << n.error().to_string();
+    EXPECT_EQ(*n, size);
+    EXPECT_TRUE(out.str() == data) << "downloaded " << out.str().size() << " bytes, differ";
+    // From a stream, into a directory the upload makes, with fsync.
+    std::istringstream in(data);
+    const std::string made = dir + "/made-" + std::to_string(seed) + "/f.bin";
+    UploadOptions o = upload_opts(0640, true);
+    o.fsync = true;
+    ASSERT_TRUE(s.upload(made, in, o));
+    EXPECT_TRUE(*s.download(made) == data);
+    EXPECT_EQ(s.stat(made)->mode & 0777, 0640u);
+    if (size >= kBulkChunk) expected += 3;
+    EXPECT_EQ(s.stats().bulk_transfers, expected);
+  }
+  EXPECT_EQ(names_in(s, dir).front(), "f.bin");  // no temporary files beside it
+  EXPECT_EQ(s.stats().exec_connections, 1);      // the client's connection is its own
+}
+
+TEST_F(SshSessionTest, BulkClientThatCannotStartLeavesItToSftp) {
+  for (const char* client : {"/nonexistent/ssh", "/bin/false"}) {
+    SCOPED_TRACE(client);
+    SshConfig c = bulk(config());
+    c.bulk_client = client;
+    SshSession s(c);
+    const std::string data = random_bytes(5 * kBulkChunk + 3, 41);
+    const std::string remote = sshd_->home() + "/fallback.bin";
+    std::istringstream in(data);
+    ASSERT_TRUE(s.upload(remote, in));
+    std::ostringstream out;
+    ASSERT_TRUE(s.download(remote, out));
+    EXPECT_TRUE(out.str() == data);
+    EXPECT_EQ(s.stats().bulk_transfers, 0u);
+    EXPECT_GT(s.stats().exec_connections, 1);  // the chunks took over, from the first byte
+    ASSERT_TRUE(s.remove(remote));
+  }
+}
+
+// What the client is given: no configuration, no agent, no forwarding, and a known_hosts of
+// one line, the key this session verified; its private directory is gone afterwards.
+TEST_F(SshSessionTest, BulkClientTrustsOnlyTheVerifiedKey) {
+  const std::string record = sshd_->dir() + "/bulk-record";
+  const std::string script = sshd_->dir() + "/record-client";
+  std::ofstream(script) << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << record << ".args\n"
+                        << "for a in \"$@\"; do case \"$a\" in UserKnownHostsFile=*)\n"
+                        << "  f=${a#UserKnownHostsFile=\\\"}; f=${f%\\\"}; cp \"$f\" " << record
+                        << ".known; echo \"$f\" > " << record << ".path;; esac; done\nexit 255\n";
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  SshConfig c = bulk(config());
+  c.bulk_client = script;
+  SshSession s(c);
+  const std::string data = random_bytes(2 * kBulkChunk, 43);
+  ASSERT_TRUE(s.upload(sshd_->home() + "/recorded.bin", data));
+  EXPECT_EQ(s.stats().bulk_transfers, 0u);
+
+  std::istringstream pub(slurp(sshd_->dir() + "/host_ed25519.pub"));
+  std::string type, key;
+  pub >> type >> key;
+  EXPECT_EQ(slurp(record + ".known"), "pvs-bulk " + type + " " + key + "\n");
+  std::string path = slurp(record + ".path");
+  path = path.substr(0, path.find('\n'));
+  struct stat st{};
+  EXPECT_NE(::stat(path.c_str(), &st), 0) << path << " is left over";
+  const std::string args = slurp(record + ".args");
+  for (const char* want :
+       {"-F\n/dev/null\n", "\nBatchMode=yes\n", "\nStrictHostKeyChecking=yes\n",
+        "\nGlobalKnownHostsFile=/dev/null\n", "\nIdentityAgent=none\n", "\nIdentitiesOnly=yes\n",
+        "\nClearAllForwardings=yes\n", "\nProxyCommand=none\n", "\n-a\n", "\n-x\n"}) {
+    EXPECT_NE(args.find(want), std::string::npos) << want << " not in\n" << args;
+  }
+  EXPECT_NE(args.find("\nprintf '%s\\n' pvs-bulk-"), std::string::npos) << args;
+  EXPECT_NE(args.find(" && exec cat > '" + sshd_->home() + "/.recorded.bin.pvs-tmp-"),
+            std::string::npos)
+      << args;
+}
+
+TEST_F(SshSessionTest, BulkErrorsAreTypedAndLeaveNothing) {
+  SshSession s(bulk(config()));
+  const std::string dir = sshd_->home() + "/bulk-errors";
+  ASSERT_TRUE(s.mkdir(dir, 0755, true));
+  const std::string remote = dir + "/f.bin";
+  const std::string data = random_bytes(10 * kBulkChunk, 45);
+  ASSERT_TRUE(s.upload(remote, data));
+  // A source that breaks on the way: kLocalIo, the old file stays, nothing is left over.
+  FailingBuf broken(random_bytes(4 * kBulkChunk + 99, 46));
+  std::istream from_broken(&broken);
+  auto up = s.upload(remote, from_broken);
+  ASSERT_FALSE(up);
+  EXPECT_EQ(up.error().ssh, SshErrc::kLocalIo) << up.error().to_string();
+  EXPECT_TRUE(*s.download(remote) == data);
+  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{"f.bin"});
+  // A file its owner may not read: the stat passes, `cat` is refused.
+  ASSERT_EQ(run(s, "chmod 000 " + remote).exit_code, 0);
+  std::ostringstream out;
+  auto down = s.download(remote, out);
+  ASSERT_FALSE(down);
+  EXPECT_EQ(down.error().ssh, SshErrc::kPermissionDenied) << down.error().to_string();
+  // Larger than max_size: refused before any byte, as over SFTP.
+  ASSERT_EQ(run(s, "chmod 600 " + remote).exit_code, 0);
+  DownloadOptions small;
+  small.max_size = kBulkChunk;
+  auto big = s.download(remote, out, small);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().ssh, SshErrc::kTooLarge);
+  EXPECT_EQ(s.stats().bulk_transfers, 1u);  // the first upload
+}
+
+}  // namespace
+}  // namespace pvs
