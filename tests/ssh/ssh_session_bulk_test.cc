@@ -16,6 +16,24 @@ SshConfig bulk(SshConfig c) {
   return c;
 }
 
+// An input stream that yields `data`, then calls `wait` and ends.
+class HeldBuf : public std::streambuf {
+ public:
+  HeldBuf(std::string data, std::function<void()> wait) : data_(std::move(data)), wait_(wait) {
+    setg(data_.data(), data_.data(), data_.data() + data_.size());
+  }
+
+ protected:
+  int_type underflow() override {
+    if (wait_) std::exchange(wait_, nullptr)();
+    return traits_type::eof();
+  }
+
+ private:
+  std::string data_;
+  std::function<void()> wait_;
+};
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -99,7 +117,7 @@ TEST_F(SshSessionTest, BulkClientTrustsOnlyTheVerifiedKey) {
   EXPECT_EQ(slurp(record + ".known"), "pvs-bulk " + type + " " + key + "\n");
   std::string path = slurp(record + ".path");
   path = path.substr(0, path.find('\n'));
-  struct stat st{};
+  struct stat st {};
   EXPECT_NE(::stat(path.c_str(), &st), 0) << path << " is left over";
   const std::string args = slurp(record + ".args");
   for (const char* want :
@@ -143,6 +161,29 @@ TEST_F(SshSessionTest, BulkErrorsAreTypedAndLeaveNothing) {
   ASSERT_FALSE(big);
   EXPECT_EQ(big.error().ssh, SshErrc::kTooLarge);
   EXPECT_EQ(s.stats().bulk_transfers, 1u);  // the first upload
+}
+
+// close() stops a transfer the client carries, as it fails SFTP's: kClosed.
+TEST_F(SshSessionTest, CloseStopsABulkTransfer) {
+  SshSession s(bulk(config()));
+  std::promise<void> released;
+  std::shared_future<void> release = released.get_future().share();
+  std::atomic<bool> waiting{false};
+  HeldBuf held(random_bytes(3 * kBulkChunk, 51), [&] {
+    waiting = true;
+    release.wait();
+  });
+  std::istream in(&held);
+  auto up = std::async(std::launch::async, [&] { return s.upload(sshd_->home() + "/held", in); });
+  ASSERT_TRUE(eventually([&] { return waiting.load(); }, 20s));
+  s.close();
+  released.set_value();
+  auto r = up.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().ssh, SshErrc::kClosed) << r.error().to_string();
+  // The session works again afterwards, the client too.
+  ASSERT_TRUE(s.upload(sshd_->home() + "/after", random_bytes(kBulkChunk, 52)));
+  EXPECT_EQ(s.stats().bulk_transfers, 1u);
 }
 
 }  // namespace

@@ -285,7 +285,8 @@ class SshSession {
   // SFTP. Paths are remote paths as the server sees them (relative ones from the login dir).
   Status upload(const std::string& remote_path, std::string_view data,
                 const UploadOptions& options = {});
-  // Reads `in` to its end (on the session's I/O thread, while the caller waits). `size_hint`
+  // Reads `in` to its end while the caller waits (on the session's I/O thread, or on the
+  // caller's when the bytes go through bulk_client). `size_hint`
   // is accepted for callers that know the size; the transfer does not need it.
   Status upload(const std::string& remote_path, std::istream& in, const UploadOptions& options = {},
                 std::optional<std::uint64_t> size_hint = std::nullopt);
@@ -329,6 +330,9 @@ std::string format_sha256_fingerprint(std::string_view raw_digest);
 // The key type named inside an OpenSSH or PEM private key ("ssh-ed25519", "ssh-rsa",
 // "ecdsa-sha2-nistp256", ...), or an error for text that is not a private key.
 Result<std::string> private_key_type(std::string_view key_text);
+// The Ciphers option the bulk client (SshConfig::bulk_client) is given: AES-GCM first on a CPU
+// with AES instructions ("^aes128-gcm@openssh.com,..."), else "" (OpenSSH's own order).
+std::string bulk_cipher_preference();
 // POSIX single-quoting: 'it'\''s'.
 std::string shell_quote(std::string_view text);
 // The command line sent to the server for an exec (pid marker when timed, cd, env).

@@ -102,9 +102,24 @@ class PrivateDir {
   std::vector<std::string> files_;
 };
 
+}  // namespace
+
+void BulkChildren::kill_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [pid, killed] : killed_) {
+    ::kill(pid, SIGKILL);
+    killed = true;
+  }
+}
+
+namespace {
+
 // The child and its three pipes; killed and reaped if still there when this goes.
 class Child {
  public:
+  explicit Child(BulkChildren& children) : children_(children) {}
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
   ~Child() {
     for (int* fd : {&in, &out, &err}) close_fd(*fd);
     if (pid > 0) {
@@ -112,12 +127,14 @@ class Child {
       (void)reap();
     }
   }
+  void registered() { children_.add(pid); }
   static void close_fd(int& fd) {
     if (fd >= 0) ::close(fd);
     fd = -1;
   }
   // The wait status.
   int reap() {
+    killed_by_close = children_.remove(pid);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -126,6 +143,10 @@ class Child {
   }
   pid_t pid = -1;
   int in = -1, out = -1, err = -1;
+  bool killed_by_close = false;
+
+ private:
+  BulkChildren& children_;
 };
 
 // Starts argv[0] (searched in PATH when it has no '/') with pipes for stdin (when `input`),
@@ -133,8 +154,14 @@ class Child {
 std::string spawn(const std::vector<std::string>& argv, const std::string& home, bool input,
                   Child& child) {
   int in[2] = {-1, -1}, out[2], err[2];
-  if ((input && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0) return strerror(errno);
+  if ((input && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0)
+    return strerror(errno);
   if (::pipe2(err, O_CLOEXEC) != 0) return strerror(errno);
+  // Larger pipes for the bytes: fewer wake-ups of either side (the default is 64 KiB; where
+  // the system's limit is lower, the default stays).
+  for (int fd : {in[1], out[0]}) {
+    if (fd >= 0) (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   if (input) {
@@ -175,6 +202,7 @@ std::string spawn(const std::vector<std::string>& argv, const std::string& home,
     child.pid = -1;
     return strerror(rc);
   }
+  child.registered();
   for (int fd : {child.in, child.out, child.err}) {
     if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
@@ -212,19 +240,32 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, Privat
   const std::string algorithms = type == "ssh-rsa" ? "rsa-sha2-512,rsa-sha2-256" : type;
   const auto secs = std::max<std::int64_t>(
       1, std::chrono::duration_cast<std::chrono::seconds>(c.connect_timeout).count());
-  std::vector<std::string> argv = {c.bulk_client, "-F", "/dev/null", "-T", "-x", "-a",
-                                   "-e",          "none", "-i",       key};
-  const std::vector<std::string> options = {
-      "BatchMode=yes", "IdentitiesOnly=yes", "IdentityAgent=none",
-      "UserKnownHostsFile=\"" + known + "\"", "GlobalKnownHostsFile=/dev/null",
-      "HostKeyAlias=pvs-bulk", "StrictHostKeyChecking=yes", "UpdateHostKeys=no", "CheckHostIP=no",
-      "HostKeyAlgorithms=" + algorithms, "ConnectTimeout=" + std::to_string(secs),
-      "ServerAliveInterval=15", "ServerAliveCountMax=4", "ClearAllForwardings=yes",
-      "ControlMaster=no", "ControlPath=none", "ProxyCommand=none", "ProxyJump=none",
-      "PermitLocalCommand=no", "Compression=no", "LogLevel=ERROR"};
+  std::vector<std::string> argv = {c.bulk_client, "-F", "/dev/null", "-T", "-x",
+                                   "-a",          "-e", "none",      "-i", key};
+  const std::vector<std::string> options = {"BatchMode=yes",
+                                            "IdentitiesOnly=yes",
+                                            "IdentityAgent=none",
+                                            "UserKnownHostsFile=\"" + known + "\"",
+                                            "GlobalKnownHostsFile=/dev/null",
+                                            "HostKeyAlias=pvs-bulk",
+                                            "StrictHostKeyChecking=yes",
+                                            "UpdateHostKeys=no",
+                                            "CheckHostIP=no",
+                                            "HostKeyAlgorithms=" + algorithms,
+                                            "ConnectTimeout=" + std::to_string(secs),
+                                            "ServerAliveInterval=15",
+                                            "ServerAliveCountMax=4",
+                                            "ClearAllForwardings=yes",
+                                            "ControlMaster=no",
+                                            "ControlPath=none",
+                                            "ProxyCommand=none",
+                                            "ProxyJump=none",
+                                            "PermitLocalCommand=no",
+                                            "Compression=no",
+                                            "LogLevel=ERROR"};
   for (const auto& o : options) argv.insert(argv.end(), {"-o", o});
-  if (cpu_has_aes()) {
-    argv.insert(argv.end(), {"-o", "Ciphers=^aes128-gcm@openssh.com,aes256-gcm@openssh.com"});
+  if (std::string ciphers = bulk_cipher_preference(); !ciphers.empty()) {
+    argv.insert(argv.end(), {"-o", "Ciphers=" + ciphers});
   }
   argv.insert(argv.end(), {"-p", std::to_string(c.port), "-l", c.user, "--", c.host, remote});
   return argv;
@@ -297,9 +338,10 @@ class Driver {
         }
         pending = std::string_view(buf.data(), *n);
       }
-      pollfd fds[3] = {{child_.in, static_cast<short>(started_ && !pending.empty() ? POLLOUT : 0), 0},
-                       {child_.out, POLLIN, 0},
-                       {child_.err, POLLIN, 0}};
+      pollfd fds[3] = {
+          {child_.in, static_cast<short>(started_ && !pending.empty() ? POLLOUT : 0), 0},
+          {child_.out, POLLIN, 0},
+          {child_.err, POLLIN, 0}};
       const int wait = millis_until(started_ ? run_.deadline : started_by);
       int rc = ::poll(fds, 3, wait);
       if (rc < 0 && errno == EINTR) continue;
@@ -376,12 +418,14 @@ class Driver {
     Child::close_fd(child_.in);
     ::kill(child_.pid, SIGKILL);
     (void)child_.reap();
+    if (child_.killed_by_close) return closed();
     not_started(why + (err_.empty() ? "" : ": " + tail()));
     return std::optional<std::uint64_t>();
   }
 
   Result<std::optional<std::uint64_t>> finish(bool fed) {
     const int status = child_.reap();
+    if (child_.killed_by_close) return closed();
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fed) {
       return std::optional<std::uint64_t>(run_.sink ? total_ : fed_bytes_);
     }
@@ -389,6 +433,10 @@ class Driver {
       return ssh_fail(SshErrc::kDisconnected, run_.what + ": the connection failed: " + tail());
     }
     return ssh_fail(rename_error_kind(err_), run_.what + ": " + tail());
+  }
+
+  tl::unexpected<Error> closed() const {
+    return ssh_fail(SshErrc::kClosed, run_.what + ": ssh session closed");
   }
 
   std::string tail() const {
@@ -412,14 +460,15 @@ Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& com
     return std::optional<std::uint64_t>();
   }
   const std::string token = "pvs-bulk-" + random_hex(24) + "\n";
-  const std::string remote = "printf '%s\\n' " + token.substr(0, token.size() - 1) + " && " + command;
+  const std::string remote =
+      "printf '%s\\n' " + token.substr(0, token.size() - 1) + " && " + command;
   std::string why;
   auto argv = client_argv(run.peer, dir, remote, why);
   if (!argv) {
     not_started(why);
     return std::optional<std::uint64_t>();
   }
-  Child child;
+  Child child(run.peer.children);
   if (std::string e = spawn(*argv, dir.path(), static_cast<bool>(run.feed), child); !e.empty()) {
     not_started("cannot run " + run.peer.config.bulk_client + ": " + e);
     return std::optional<std::uint64_t>();
@@ -429,6 +478,10 @@ Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& com
 }
 
 }  // namespace
+
+std::string bulk_cipher_preference() {
+  return cpu_has_aes() ? "^aes128-gcm@openssh.com,aes256-gcm@openssh.com" : "";
+}
 
 bool bulk_enabled(const SshConfig& config) {
   return !config.bulk_client.empty() && config.transfer_chunk > 0 && config.passphrase.empty();

@@ -28,7 +28,8 @@ namespace pvs::ssh_detail {
 // Who the child connects to, as the libssh2 session did.
 struct BulkPeer {
   const SshConfig& config;
-  std::string host_key;  // the verified key, as the server sent it (SSH wire format)
+  std::string host_key;    // the verified key, as the server sent it (SSH wire format)
+  BulkChildren& children;  // the session's: its close() stops the client (kClosed)
 };
 
 // True if `config` lets transfers go through bulk_client at all (a client named, a key without

@@ -8,12 +8,14 @@
 
 #include <libssh2.h>
 #include <libssh2_sftp.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +29,29 @@ namespace pvs::ssh_detail {
 
 class WatchdogOp;
 using Clock = std::chrono::steady_clock;
+
+// The bulk clients a session runs (openssh_bulk.h); its close() stops them. A pid stays here
+// until just before it is reaped, so kill_all() never reaches a process that is not ours.
+class BulkChildren {
+ public:
+  void add(pid_t pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    killed_[pid] = false;
+  }
+  // Before the pid is reaped: true if kill_all() killed it.
+  bool remove(pid_t pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = killed_.find(pid);
+    const bool killed = it != killed_.end() && it->second;
+    if (it != killed_.end()) killed_.erase(it);
+    return killed;
+  }
+  void kill_all();
+
+ private:
+  std::mutex mu_;
+  std::map<pid_t, bool> killed_;  // GUARDED_BY(mu_)
+};
 
 // Keeps the first and last half of `cap` bytes of a stream and counts all of it.
 class CappedBuffer {
@@ -108,6 +133,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::string host_key() const;
   // A transfer went through bulk_client (SshStats::bulk_transfers).
   void count_bulk() { bulk_transfers_.fetch_add(1); }
+  ssh_detail::BulkChildren& bulk_children() { return bulk_children_; }
   SshStats stats() const;
   const SshConfig& config() const { return config_; }
   // Wakes the I/O thread (an op's caller-side state changed, e.g. pty input queued).
@@ -202,6 +228,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::atomic<std::uint64_t> connects_{0};
   std::atomic<std::uint64_t> keepalives_{0};
   std::atomic<std::uint64_t> bulk_transfers_{0};
+  ssh_detail::BulkChildren bulk_children_;
   std::atomic<int> stat_channels_open_{0};
   std::atomic<int> stat_channel_limit_{0};
   std::atomic<std::uint64_t> watched_{0};

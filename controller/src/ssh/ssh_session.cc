@@ -150,6 +150,7 @@ Status SshSession::Impl::connect_sync() {
 }
 
 void SshSession::Impl::close() {
+  bulk_children_.kill_all();
   std::thread t;
   {
     std::lock_guard<std::mutex> lock(mu_);

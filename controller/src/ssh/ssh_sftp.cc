@@ -7,8 +7,8 @@
 #include <ostream>
 #include <random>
 
-#include "pvesandbox/common/log.h"
 #include "openssh_bulk.h"
+#include "pvesandbox/common/log.h"
 #include "session_impl.h"
 
 namespace pvs {
@@ -232,8 +232,8 @@ Result<std::uint64_t> SshSession::download(const std::string& remote_path, std::
     auto st = stat(remote_path);
     if (st && st->is_regular() && st->size >= impl_->config().transfer_chunk &&
         st->size <= options.max_size) {
-      auto r = ssh_detail::bulk_download({impl_->config(), impl_->host_key()}, remote_path, sink,
-                                         options);
+      auto r = ssh_detail::bulk_download(
+          {impl_->config(), impl_->host_key(), impl_->bulk_children()}, remote_path, sink, options);
       if (!r) return tl::unexpected<Error>(r.error());
       if (*r) {
         impl_->count_bulk();

@@ -211,7 +211,8 @@ Result<std::optional<std::uint64_t>> bulk(Impl& first, const std::string& path,
   create.fsync = false;
   if (auto r = first_op(first, path, create, nothing, make_parent); !r)
     return tl::unexpected<Error>(r.error());
-  auto r = bulk_upload({first.config(), first.host_key()}, path, head, source);
+  auto r =
+      bulk_upload({first.config(), first.host_key(), first.bulk_children()}, path, head, source);
   if (!r || !*r) return r;
   first.count_bulk();
   if (part.fsync) {

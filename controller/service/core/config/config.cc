@@ -323,6 +323,9 @@ void parse_ssh(yaml::Map s, const Env& env, ManagerConfig& m) {
   std::uint64_t memory_mib = ssh.transfer_memory >> 20;
   s.integer("transfer_memory_mib", &memory_mib, 0, 65536);
   ssh.transfer_memory = memory_mib << 20;
+  s.string("bulk_client", &ssh.bulk_client);
+  if (s.ok() && !ssh.bulk_client.empty() && ssh.bulk_client.front() != '/')
+    s.fail("bulk_client", "must be an absolute path to OpenSSH's ssh, or \"\" (never)");
   seconds(s, "ready_timeout_seconds", &m.ssh_ready_timeout, 1, 3600);
   s.boolean("wait_for_ready", &m.wait_for_ssh);
   s.boolean("per_sandbox_host_keys", &m.per_sandbox_host_keys);

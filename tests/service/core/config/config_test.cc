@@ -371,6 +371,16 @@ TEST(Config, LargeUploadsInChunks) {
             std::string::npos);
 }
 
+TEST(Config, BulkClient) {
+  auto c = parse_config(minimal(), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.ssh.bulk_client, "/usr/bin/ssh");
+  c = parse_config(minimal("  bulk_client: \"\"\n"), "controller.yaml", &kEnv);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->manager.ssh.bulk_client, "");
+  EXPECT_NE(error_of(minimal("  bulk_client: ssh\n")).find("ssh.bulk_client"), std::string::npos);
+}
+
 TEST(Config, TemplateReplicas) {
   auto d = parse_config(minimal(), "controller.yaml", &kEnv);
   ASSERT_TRUE(d) << d.error().message;
