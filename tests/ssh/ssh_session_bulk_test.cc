@@ -95,7 +95,7 @@ TEST_F(SshSessionTest, BulkClientThatCannotStartLeavesItToSftp) {
 }
 
 // What the client is given: no configuration, no agent, no forwarding, and a known_hosts of
-// one line, the key this session verified; its private directory is gone afterwards.
+// one line, the key this session verified; the session's private directory is gone with it.
 TEST_F(SshSessionTest, BulkClientTrustsOnlyTheVerifiedKey) {
   const std::string record = sshd_->dir() + "/bulk-record";
   const std::string script = sshd_->dir() + "/record-client";
@@ -104,13 +104,14 @@ TEST_F(SshSessionTest, BulkClientTrustsOnlyTheVerifiedKey) {
                         << "  f=${a#UserKnownHostsFile=\\\"}; f=${f%\\\"}; cp \"$f\" " << record
                         << ".known; echo \"$f\" > " << record << ".path;; esac; done\nexit 255\n";
   ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
-  SshConfig c = bulk(config());
-  c.bulk_client = script;
-  SshSession s(c);
-  const std::string data = random_bytes(2 * kBulkChunk, 43);
-  ASSERT_TRUE(s.upload(sshd_->home() + "/recorded.bin", data));
-  EXPECT_EQ(s.stats().bulk_transfers, 0u);
-
+  {
+    SshConfig c = bulk(config());
+    c.bulk_client = script;
+    SshSession s(c);
+    const std::string data = random_bytes(2 * kBulkChunk, 43);
+    ASSERT_TRUE(s.upload(sshd_->home() + "/recorded.bin", data));
+    EXPECT_EQ(s.stats().bulk_transfers, 0u);
+  }
   std::istringstream pub(slurp(sshd_->dir() + "/host_ed25519.pub"));
   std::string type, key;
   pub >> type >> key;
@@ -123,7 +124,8 @@ TEST_F(SshSessionTest, BulkClientTrustsOnlyTheVerifiedKey) {
   for (const char* want :
        {"-F\n/dev/null\n", "\nBatchMode=yes\n", "\nStrictHostKeyChecking=yes\n",
         "\nGlobalKnownHostsFile=/dev/null\n", "\nIdentityAgent=none\n", "\nIdentitiesOnly=yes\n",
-        "\nClearAllForwardings=yes\n", "\nProxyCommand=none\n", "\n-a\n", "\n-x\n"}) {
+        "\nClearAllForwardings=yes\n", "\nProxyCommand=none\n", "\n-a\n", "\n-x\n",
+        "\nControlMaster=auto\n", "\nControlPersist=60\n"}) {
     EXPECT_NE(args.find(want), std::string::npos) << want << " not in\n" << args;
   }
   EXPECT_NE(args.find("\nprintf '%s\\n' pvs-bulk-"), std::string::npos) << args;

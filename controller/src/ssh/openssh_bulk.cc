@@ -67,57 +67,10 @@ bool cpu_has_aes() {
 #endif
 }
 
-// A directory only this process's user can enter, for the files the child reads; removed with
-// what it holds.
-class PrivateDir {
- public:
-  PrivateDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string base = tmp != nullptr && *tmp == '/' ? tmp : "/tmp";
-    std::string tmpl = base + "/pvs-bulk-XXXXXX";
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~PrivateDir() {
-    for (const auto& f : files_) ::unlink(f.c_str());
-    if (!path_.empty()) ::rmdir(path_.c_str());
-  }
-  PrivateDir(const PrivateDir&) = delete;
-  PrivateDir& operator=(const PrivateDir&) = delete;
-
-  bool ok() const { return !path_.empty(); }
-  // Writes `name` (mode 0600); its path, or "" when it could not be written.
-  std::string write(const std::string& name, std::string_view content) {
-    std::string file = path_ + "/" + name;
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return "";
-    files_.push_back(file);
-    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-    ::close(fd);
-    return ok ? file : "";
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  std::vector<std::string> files_;
-};
-
-}  // namespace
-
-void BulkChildren::kill_all() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [pid, killed] : killed_) {
-    ::kill(pid, SIGKILL);
-    killed = true;
-  }
-}
-
-namespace {
-
 // The child and its three pipes; killed and reaped if still there when this goes.
 class Child {
  public:
-  explicit Child(BulkChildren& children) : children_(children) {}
+  explicit Child(BulkClients& clients) : clients_(clients) {}
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
   ~Child() {
@@ -127,14 +80,14 @@ class Child {
       (void)reap();
     }
   }
-  void registered() { children_.add(pid); }
+  void registered() { clients_.add(pid); }
   static void close_fd(int& fd) {
     if (fd >= 0) ::close(fd);
     fd = -1;
   }
   // The wait status.
   int reap() {
-    killed_by_close = children_.remove(pid);
+    killed_by_close = clients_.remove(pid);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -146,7 +99,7 @@ class Child {
   bool killed_by_close = false;
 
  private:
-  BulkChildren& children_;
+  BulkClients& clients_;
 };
 
 // Starts argv[0] (searched in PATH when it has no '/') with pipes for stdin (when `input`),
@@ -222,18 +175,19 @@ void not_started(const std::string& why) {
 
 // The argument vector for `remote` (a POSIX shell command) on the peer; nullopt, with `why`, on
 // a setting the client could not be given safely (the caller goes over SFTP).
-std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, PrivateDir& dir,
+std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, const std::string& dir,
                                                     const std::string& remote, std::string& why) {
   const SshConfig& c = peer.config;
   const std::string type = key_type(peer.host_key);
   if (type.empty()) return why = "no host key to pin", std::nullopt;
-  const std::string known =
-      dir.write("known_hosts", "pvs-bulk " + type + " " + base64(peer.host_key) + "\n");
+  const std::string known = write_private_file(
+      dir, "known_hosts", "pvs-bulk " + type + " " + base64(peer.host_key) + "\n");
   std::string key = c.private_key_file;
-  if (key.empty()) key = dir.write("id", c.private_key);
+  if (key.empty()) key = write_private_file(dir, "id", c.private_key);
   if (known.empty() || key.empty()) return why = "cannot write its files", std::nullopt;
   // The client expands % and ~ in these paths; ours never have them, an operator's might.
-  for (const std::string* p : {&known, static_cast<const std::string*>(&key)}) {
+  const std::string control = dir + "/" + kControlSocket;
+  for (const std::string* p : {&known, static_cast<const std::string*>(&key), &control}) {
     if (p->find_first_of("%\"\n") != std::string::npos || p->front() != '/')
       return why = "a key path it would expand (" + *p + ")", std::nullopt;
   }
@@ -242,27 +196,30 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, Privat
       1, std::chrono::duration_cast<std::chrono::seconds>(c.connect_timeout).count());
   std::vector<std::string> argv = {c.bulk_client, "-F", "/dev/null", "-T", "-x",
                                    "-a",          "-e", "none",      "-i", key};
-  const std::vector<std::string> options = {"BatchMode=yes",
-                                            "IdentitiesOnly=yes",
-                                            "IdentityAgent=none",
-                                            "UserKnownHostsFile=\"" + known + "\"",
-                                            "GlobalKnownHostsFile=/dev/null",
-                                            "HostKeyAlias=pvs-bulk",
-                                            "StrictHostKeyChecking=yes",
-                                            "UpdateHostKeys=no",
-                                            "CheckHostIP=no",
-                                            "HostKeyAlgorithms=" + algorithms,
-                                            "ConnectTimeout=" + std::to_string(secs),
-                                            "ServerAliveInterval=15",
-                                            "ServerAliveCountMax=4",
-                                            "ClearAllForwardings=yes",
-                                            "ControlMaster=no",
-                                            "ControlPath=none",
-                                            "ProxyCommand=none",
-                                            "ProxyJump=none",
-                                            "PermitLocalCommand=no",
-                                            "Compression=no",
-                                            "LogLevel=ERROR"};
+  const std::vector<std::string> options = {
+      "BatchMode=yes",
+      "IdentitiesOnly=yes",
+      "IdentityAgent=none",
+      "UserKnownHostsFile=\"" + known + "\"",
+      "GlobalKnownHostsFile=/dev/null",
+      "HostKeyAlias=pvs-bulk",
+      "StrictHostKeyChecking=yes",
+      "UpdateHostKeys=no",
+      "CheckHostIP=no",
+      "HostKeyAlgorithms=" + algorithms,
+      "ConnectTimeout=" + std::to_string(secs),
+      "ServerAliveInterval=15",
+      "ServerAliveCountMax=4",
+      "ClearAllForwardings=yes",
+      "ControlMaster=auto",
+      "ControlPath=\"" + control + "\"",
+      "ControlPersist=" + std::to_string(kMasterPersistSeconds),
+
+      "ProxyCommand=none",
+      "ProxyJump=none",
+      "PermitLocalCommand=no",
+      "Compression=no",
+      "LogLevel=ERROR"};
   for (const auto& o : options) argv.insert(argv.end(), {"-o", o});
   if (std::string ciphers = bulk_cipher_preference(); !ciphers.empty()) {
     argv.insert(argv.end(), {"-o", "Ciphers=" + ciphers});
@@ -454,8 +411,8 @@ class Driver {
 };
 
 Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& command) {
-  PrivateDir dir;
-  if (!dir.ok()) {
+  const std::string dir = run.peer.clients.dir(run.peer.config.bulk_client);
+  if (dir.empty()) {
     not_started(std::string("no private directory: ") + strerror(errno));
     return std::optional<std::uint64_t>();
   }
@@ -468,8 +425,8 @@ Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& com
     not_started(why);
     return std::optional<std::uint64_t>();
   }
-  Child child(run.peer.children);
-  if (std::string e = spawn(*argv, dir.path(), static_cast<bool>(run.feed), child); !e.empty()) {
+  Child child(run.peer.clients);
+  if (std::string e = spawn(*argv, dir, static_cast<bool>(run.feed), child); !e.empty()) {
     not_started("cannot run " + run.peer.config.bulk_client + ": " + e);
     return std::optional<std::uint64_t>();
   }

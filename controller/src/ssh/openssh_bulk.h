@@ -9,11 +9,14 @@
 // checks and typed errors before, the fsync and the rename after.
 //
 // The child trusts only the host key libssh2 verified for this session (a known_hosts file of
-// one line under a private directory, StrictHostKeyChecking), reads no configuration (-F
-// /dev/null), forwards nothing, and has no agent. The remote command prints a random token
-// before it execs `cat`: nothing of the transfer is sent or taken before the token, so a client
-// that cannot start (none installed, a key it refuses, a host it cannot reach) leaves the
-// source untouched and the caller goes on over SFTP.
+// one line under the session's private directory, StrictHostKeyChecking), reads no
+// configuration (-F /dev/null), forwards nothing, and has no agent. The first client of a
+// session becomes its master (ControlMaster=auto, ControlPersist): later transfers run as
+// further channels on that connection, without a key exchange and a login each; the session's
+// close() ends it, and it ends by itself a minute after its last transfer. The remote command
+// prints a random token before it execs `cat`: nothing of the transfer is sent or taken before the
+// token, so a client that cannot start (none installed, a key it refuses, a host it cannot reach)
+// leaves the source untouched and the caller goes on over SFTP.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +31,19 @@ namespace pvs::ssh_detail {
 // Who the child connects to, as the libssh2 session did.
 struct BulkPeer {
   const SshConfig& config;
-  std::string host_key;    // the verified key, as the server sent it (SSH wire format)
-  BulkChildren& children;  // the session's: its close() stops the client (kClosed)
+  std::string host_key;  // the verified key, as the server sent it (SSH wire format)
+  BulkClients& clients;  // the session's: its close() stops the client (kClosed)
 };
+
+// The control socket of the session's master, in BulkClients::dir().
+inline constexpr const char* kControlSocket = "ctl";
+// How long the master stays after its last client (OpenSSH's ControlPersist).
+inline constexpr int kMasterPersistSeconds = 60;
+
+// Writes `dir`/`name` (0600) in one step: a reader sees the old file or the new one. Its path,
+// or "" when it could not be written.
+std::string write_private_file(const std::string& dir, const std::string& name,
+                               std::string_view content);
 
 // True if `config` lets transfers go through bulk_client at all (a client named, a key without
 // a passphrase, chunks on).

@@ -30,27 +30,32 @@ namespace pvs::ssh_detail {
 class WatchdogOp;
 using Clock = std::chrono::steady_clock;
 
-// The bulk clients a session runs (openssh_bulk.h); its close() stops them. A pid stays here
-// until just before it is reaped, so kill_all() never reaches a process that is not ours.
-class BulkChildren {
+// A session's bulk clients (openssh_bulk.h, bulk_clients.cc): the private directory their files
+// and the control socket of the session's OpenSSH master live in, and the clients running. A
+// pid stays listed until just before it is reaped, so stop() never reaches a process that is
+// not ours.
+class BulkClients {
  public:
-  void add(pid_t pid) {
-    std::lock_guard<std::mutex> lock(mu_);
-    killed_[pid] = false;
-  }
-  // Before the pid is reaped: true if kill_all() killed it.
-  bool remove(pid_t pid) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = killed_.find(pid);
-    const bool killed = it != killed_.end() && it->second;
-    if (it != killed_.end()) killed_.erase(it);
-    return killed;
-  }
-  void kill_all();
+  BulkClients() = default;
+  ~BulkClients();  // ends the master, removes the directory
+  BulkClients(const BulkClients&) = delete;
+  BulkClients& operator=(const BulkClients&) = delete;
+
+  // The directory (0700, made on first use, kept until the destructor); "" if it cannot be.
+  // `client` is the one that will make the master there (stop() and the destructor end it).
+  std::string dir(const std::string& client);
+  void add(pid_t pid);
+  // Before the pid is reaped: true if stop() killed it.
+  bool remove(pid_t pid);
+  // Kills the running clients and ends the master (the session's close()).
+  void stop();
 
  private:
+  void end_master();  // GUARDED_BY(mu_)
+
   std::mutex mu_;
   std::map<pid_t, bool> killed_;  // GUARDED_BY(mu_)
+  std::string dir_, client_;      // GUARDED_BY(mu_)
 };
 
 // Keeps the first and last half of `cap` bytes of a stream and counts all of it.
@@ -133,7 +138,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::string host_key() const;
   // A transfer went through bulk_client (SshStats::bulk_transfers).
   void count_bulk() { bulk_transfers_.fetch_add(1); }
-  ssh_detail::BulkChildren& bulk_children() { return bulk_children_; }
+  ssh_detail::BulkClients& bulk_clients() { return bulk_clients_; }
   SshStats stats() const;
   const SshConfig& config() const { return config_; }
   // Wakes the I/O thread (an op's caller-side state changed, e.g. pty input queued).
@@ -228,7 +233,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::atomic<std::uint64_t> connects_{0};
   std::atomic<std::uint64_t> keepalives_{0};
   std::atomic<std::uint64_t> bulk_transfers_{0};
-  ssh_detail::BulkChildren bulk_children_;
+  ssh_detail::BulkClients bulk_clients_;
   std::atomic<int> stat_channels_open_{0};
   std::atomic<int> stat_channel_limit_{0};
   std::atomic<std::uint64_t> watched_{0};

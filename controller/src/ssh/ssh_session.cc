@@ -150,7 +150,7 @@ Status SshSession::Impl::connect_sync() {
 }
 
 void SshSession::Impl::close() {
-  bulk_children_.kill_all();
+  bulk_clients_.stop();
   std::thread t;
   {
     std::lock_guard<std::mutex> lock(mu_);

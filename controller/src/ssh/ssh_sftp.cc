@@ -233,7 +233,7 @@ Result<std::uint64_t> SshSession::download(const std::string& remote_path, std::
     if (st && st->is_regular() && st->size >= impl_->config().transfer_chunk &&
         st->size <= options.max_size) {
       auto r = ssh_detail::bulk_download(
-          {impl_->config(), impl_->host_key(), impl_->bulk_children()}, remote_path, sink, options);
+          {impl_->config(), impl_->host_key(), impl_->bulk_clients()}, remote_path, sink, options);
       if (!r) return tl::unexpected<Error>(r.error());
       if (*r) {
         impl_->count_bulk();

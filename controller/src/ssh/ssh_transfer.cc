@@ -212,7 +212,7 @@ Result<std::optional<std::uint64_t>> bulk(Impl& first, const std::string& path,
   if (auto r = first_op(first, path, create, nothing, make_parent); !r)
     return tl::unexpected<Error>(r.error());
   auto r =
-      bulk_upload({first.config(), first.host_key(), first.bulk_children()}, path, head, source);
+      bulk_upload({first.config(), first.host_key(), first.bulk_clients()}, path, head, source);
   if (!r || !*r) return r;
   first.count_bulk();
   if (part.fsync) {

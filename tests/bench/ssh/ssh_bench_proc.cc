@@ -197,6 +197,20 @@ void await_tree(pid_t root, const std::set<pid_t>& before) {
 }
 
 // utime + stime (ms) of one live process.
+double adopted_ssh_cpu_ms(pid_t except) {
+  double sum = 0;
+  const pid_t self = getpid();
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(entry.path().filename().c_str()));
+    if (pid <= 0 || pid == except) continue;
+    auto f = stat_fields(pid);
+    if (f.empty() || std::atoi(f[1].c_str()) != self) continue;
+    std::string comm = read_file("/proc/" + std::to_string(pid) + "/comm");
+    if (comm == "ssh\n") sum += ticks_ms(f[11], f[12]);
+  }
+  return sum;
+}
+
 double own_cpu_ms(pid_t pid) {
   auto f = stat_fields(pid);
   return f.empty() ? 0.0 : ticks_ms(f[11], f[12]);

@@ -48,5 +48,8 @@ std::set<pid_t> descendants(pid_t root);
 // server-side process must have been reaped, so that its CPU is in its parent's cutime.
 void await_tree(pid_t root, const std::set<pid_t>& before);
 double own_cpu_ms(pid_t pid);  // utime + stime (ms) of one live process
+// utime + stime (ms) of the live `ssh` processes this one adopted (a subreaper adopts the
+// OpenSSH masters SshSession's bulk clients leave in the background), except `except`.
+double adopted_ssh_cpu_ms(pid_t except);
 
 }  // namespace ssh_bench

@@ -144,8 +144,9 @@ class SftpRun {
   template <typename F>
   auto metered(SideCpu& into, bool in_process, F&& transfer) {
     auto client_cpu = [&] {
-      // In process: the bulk client, a child this process reaps, counts as the client too.
-      return in_process ? process_cpu_ms() + children_cpu_ms()
+      // In process: the bulk clients count as the client too (the ones this process reaps and
+      // the master it adopted).
+      return in_process ? process_cpu_ms() + children_cpu_ms() + adopted_ssh_cpu_ms(b_.master_pid)
                         : children_cpu_ms() + own_cpu_ms(b_.master_pid);
     };
     auto tree = descendants(b_.sshd.pid());

@@ -1,0 +1,119 @@
+// A session's bulk clients (session_impl.h: BulkClients): their private directory, the clients
+// running, and the session's OpenSSH master, which keeps one authenticated connection for them
+// (ControlPersist) so that a transfer does not pay a key exchange and a login each.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "openssh_bulk.h"
+
+namespace pvs::ssh_detail {
+namespace {
+
+// Runs `argv` with every stdio on /dev/null and waits for it, at most `limit`.
+void run_quietly(const std::vector<std::string>& argv, std::chrono::milliseconds limit) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  for (int fd : {0, 1, 2}) {
+    posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  char path_var[] = "PATH=/usr/bin:/bin";
+  char* env[] = {path_var, nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), env);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return;
+  const auto until = Clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() >= until) {
+      ::kill(pid, SIGKILL);
+      (void)::waitpid(pid, &status, 0);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
+std::string write_private_file(const std::string& dir, const std::string& name,
+                               std::string_view content) {
+  const std::string file = dir + "/" + name, part = file + ".part-" + std::to_string(::getpid());
+  int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return "";
+  const bool ok =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  ::close(fd);
+  if (!ok || ::rename(part.c_str(), file.c_str()) != 0) {
+    ::unlink(part.c_str());
+    return "";
+  }
+  return file;
+}
+
+std::string BulkClients::dir(const std::string& client) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dir_.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl =
+        std::string(tmp != nullptr && *tmp == '/' ? tmp : "/tmp") + "/pvs-bulk-XXXXXX";
+    if (::mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
+  }
+  client_ = client;
+  return dir_;
+}
+
+void BulkClients::add(pid_t pid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  killed_[pid] = false;
+}
+
+bool BulkClients::remove(pid_t pid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = killed_.find(pid);
+  const bool killed = it != killed_.end() && it->second;
+  if (it != killed_.end()) killed_.erase(it);
+  return killed;
+}
+
+void BulkClients::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [pid, killed] : killed_) {
+    ::kill(pid, SIGKILL);
+    killed = true;
+  }
+  end_master();
+}
+
+// The master ends at `-O exit` (or by itself ControlPersist after its last client).
+void BulkClients::end_master() {
+  if (dir_.empty() || client_.empty()) return;
+  struct stat st {};
+  if (::lstat((dir_ + "/" + kControlSocket).c_str(), &st) != 0) return;
+  run_quietly(
+      {client_, "-F", "/dev/null", "-o", "ControlPath=\"" + dir_ + "/" + kControlSocket + "\"",
+       "-O", "exit", "--", "pvs-bulk"},
+      std::chrono::seconds(2));
+}
+
+BulkClients::~BulkClients() {
+  std::lock_guard<std::mutex> lock(mu_);
+  end_master();
+  if (dir_.empty()) return;
+  for (const char* name : {"known_hosts", "id", kControlSocket}) {
+    ::unlink((dir_ + "/" + name).c_str());
+  }
+  ::rmdir(dir_.c_str());
+}
+
+}  // namespace pvs::ssh_detail
