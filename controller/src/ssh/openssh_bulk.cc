@@ -21,8 +21,6 @@
 
 #include "pvesandbox/common/log.h"
 
-extern char** environ;
-
 namespace pvs::ssh_detail {
 namespace {
 
