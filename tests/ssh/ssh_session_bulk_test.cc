@@ -75,6 +75,34 @@ TEST_F(SshSessionTest, BulkClientCarriesEveryByteBothWays) {
   EXPECT_EQ(s.stats().exec_connections, 1);      // the client's connection is its own
 }
 
+// Transfers at once on one session: the first client to come makes the master, the others
+// take it (or a connection of their own while it is not there yet); every byte lands.
+TEST_F(SshSessionTest, BulkTransfersAtOnceShareTheMaster) {
+  SshSession s(bulk(config()));
+  const std::string home = sshd_->home();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::string> data;
+    std::vector<std::future<Status>> ups;
+    for (int i = 0; i < 3; ++i) data.push_back(random_bytes((5 + i) * kBulkChunk + i, 60 + i));
+    for (int i = 0; i < 3; ++i) {
+      ups.push_back(std::async(std::launch::async, [&, i] {
+        return s.upload(home + "/many-" + std::to_string(i), data[i]);
+      }));
+    }
+    for (auto& u : ups) ASSERT_TRUE(u.get()) << "round " << round;
+    std::vector<std::future<std::string>> downs;
+    for (int i = 0; i < 3; ++i) {
+      downs.push_back(std::async(std::launch::async, [&, i] {
+        std::ostringstream out;
+        auto n = s.download(home + "/many-" + std::to_string(i), out);
+        return n ? out.str() : n.error().to_string();
+      }));
+    }
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(downs[i].get() == data[i]) << "round " << round;
+  }
+  EXPECT_EQ(s.stats().bulk_transfers, 18u);
+}
+
 TEST_F(SshSessionTest, BulkClientThatCannotStartLeavesItToSftp) {
   for (const char* client : {"/nonexistent/ssh", "/bin/false"}) {
     SCOPED_TRACE(client);
@@ -128,10 +156,9 @@ TEST_F(SshSessionTest, BulkClientTrustsOnlyTheVerifiedKey) {
         "\nControlMaster=auto\n", "\nControlPersist=60\n"}) {
     EXPECT_NE(args.find(want), std::string::npos) << want << " not in\n" << args;
   }
-  EXPECT_NE(args.find("\nprintf '%s\\n' pvs-bulk-"), std::string::npos) << args;
-  EXPECT_NE(args.find(" && exec cat > '" + sshd_->home() + "/.recorded.bin.pvs-tmp-"),
-            std::string::npos)
+  EXPECT_NE(args.find("\nexec 3> '" + sshd_->home() + "/.recorded.bin.pvs-tmp-"), std::string::npos)
       << args;
+  EXPECT_NE(args.find(" && printf '%s\\n' pvs-bulk-"), std::string::npos) << args;
 }
 
 TEST_F(SshSessionTest, BulkErrorsAreTypedAndLeaveNothing) {

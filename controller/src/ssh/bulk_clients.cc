@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <thread>
 
@@ -48,7 +50,9 @@ void run_quietly(const std::vector<std::string>& argv, std::chrono::milliseconds
 
 std::string write_private_file(const std::string& dir, const std::string& name,
                                std::string_view content) {
-  const std::string file = dir + "/" + name, part = file + ".part-" + std::to_string(::getpid());
+  static std::atomic<std::uint64_t> parts{0};
+  const std::string file = dir + "/" + name,
+                    part = file + ".part-" + std::to_string(parts.fetch_add(1));
   int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return "";
   const bool ok =

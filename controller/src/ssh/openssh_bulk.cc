@@ -408,7 +408,9 @@ class Driver {
   std::uint64_t total_ = 0, fed_bytes_ = 0;
 };
 
-Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& command) {
+// Runs `prepare`, then prints the token, then `command` (POSIX shell, on the peer).
+Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& prepare,
+                                                const std::string& command) {
   const std::string dir = run.peer.clients.dir(run.peer.config.bulk_client);
   if (dir.empty()) {
     not_started(std::string("no private directory: ") + strerror(errno));
@@ -416,7 +418,7 @@ Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& com
   }
   const std::string token = "pvs-bulk-" + random_hex(24) + "\n";
   const std::string remote =
-      "printf '%s\\n' " + token.substr(0, token.size() - 1) + " && " + command;
+      prepare + " && printf '%s\\n' " + token.substr(0, token.size() - 1) + " && " + command;
   std::string why;
   auto argv = client_argv(run.peer, dir, remote, why);
   if (!argv) {
@@ -455,7 +457,9 @@ Result<std::optional<std::uint64_t>> bulk_upload(const BulkPeer& peer, const std
     }
     return rest(buf, n);
   };
-  return run_client(run, "exec cat > " + shell_quote(path));
+  // The file is open before the token: once anything was sent, a failed upload's removal of
+  // the file cannot come before the shell's open and leave the name behind.
+  return run_client(run, "exec 3> " + shell_quote(path), "exec cat >&3 3>&-");
 }
 
 Result<std::optional<std::uint64_t>> bulk_download(const BulkPeer& peer, const std::string& path,
@@ -464,7 +468,7 @@ Result<std::optional<std::uint64_t>> bulk_download(const BulkPeer& peer, const s
   Run run{peer, "download " + path, nullptr, sink};
   run.max_size = options.max_size;
   if (options.timeout < std::chrono::hours(24 * 366)) run.deadline = Clock::now() + options.timeout;
-  return run_client(run, "exec cat -- " + shell_quote(path));
+  return run_client(run, "true", "exec cat -- " + shell_quote(path));
 }
 
 }  // namespace pvs::ssh_detail
