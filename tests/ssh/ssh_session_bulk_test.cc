@@ -71,6 +71,12 @@ TEST_F(SshSessionTest, BulkClientCarriesEveryByteBothWays) {
     if (size >= kBulkChunk) expected += 3;
     EXPECT_EQ(s.stats().bulk_transfers, expected);
   }
+  // A mode its owner may not write: made writable for the client's shell, then given it.
+  const std::string read_only = random_bytes(2 * kBulkChunk, 39);
+  ASSERT_TRUE(s.upload(dir + "/ro.bin", read_only, upload_opts(0444)));
+  EXPECT_EQ(s.stat(dir + "/ro.bin")->mode & 0777, 0444u);
+  EXPECT_TRUE(*s.download(dir + "/ro.bin") == read_only);
+  EXPECT_EQ(s.stats().bulk_transfers, expected + 1);
   EXPECT_EQ(names_in(s, dir).front(), "f.bin");  // no temporary files beside it
   EXPECT_EQ(s.stats().exec_connections, 1);      // the client's connection is its own
 }
@@ -104,10 +110,17 @@ TEST_F(SshSessionTest, BulkTransfersAtOnceShareTheMaster) {
 }
 
 TEST_F(SshSessionTest, BulkClientThatCannotStartLeavesItToSftp) {
-  for (const char* client : {"/nonexistent/ssh", "/bin/false"}) {
+  // One that never gets to the token but keeps writing to stderr: given up after twice
+  // connect_timeout all the same.
+  const std::string noisy = sshd_->dir() + "/noisy-client";
+  std::ofstream(noisy) << "#!/bin/sh\nwhile :; do echo noise >&2; sleep 0.1; done\n";
+  ASSERT_EQ(::chmod(noisy.c_str(), 0755), 0);
+  for (const std::string& client :
+       {std::string("/nonexistent/ssh"), std::string("/bin/false"), noisy}) {
     SCOPED_TRACE(client);
     SshConfig c = bulk(config());
     c.bulk_client = client;
+    c.connect_timeout = std::chrono::seconds(1);
     SshSession s(c);
     const std::string data = random_bytes(5 * kBulkChunk + 3, 41);
     const std::string remote = sshd_->home() + "/fallback.bin";
@@ -156,7 +169,8 @@ TEST_F(SshSessionTest, BulkClientTrustsOnlyTheVerifiedKey) {
         "\nControlMaster=auto\n", "\nControlPersist=60\n"}) {
     EXPECT_NE(args.find(want), std::string::npos) << want << " not in\n" << args;
   }
-  EXPECT_NE(args.find("\nexec 3> '" + sshd_->home() + "/.recorded.bin.pvs-tmp-"), std::string::npos)
+  EXPECT_NE(args.find(" && exec 3<> '" + sshd_->home() + "/.recorded.bin.pvs-tmp-"),
+            std::string::npos)
       << args;
   EXPECT_NE(args.find(" && printf '%s\\n' pvs-bulk-"), std::string::npos) << args;
 }

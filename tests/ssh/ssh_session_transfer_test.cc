@@ -144,6 +144,19 @@ TEST_F(SshSessionTest, ParentsAreMadeWhenTheFirstOpenFindsNone) {
   }
 }
 
+// A mode its owner may not write: the chunks' ops open the file again, so it is made writable
+// and given its mode once written.
+TEST_F(SshSessionTest, ChunkedUploadsOfAReadOnlyMode) {
+  SshSession s(chunked(config()));
+  const std::string data = random_bytes(5 * kChunk + 1, 13);
+  const std::string remote = sshd_->home() + "/ro-chunks.bin";
+  ASSERT_TRUE(s.upload(remote, data, upload_opts(0444)));
+  EXPECT_EQ(s.stat(remote)->mode & 0777, 0444u);
+  EXPECT_TRUE(*s.download(remote) == data);
+  EXPECT_GT(s.stats().exec_connections, 1);
+  ASSERT_TRUE(s.remove(remote));
+}
+
 TEST_F(SshSessionTest, OneTransferConnectionStaysOnOne) {
   SshSession s(chunked(config(), 1));
   const std::string data = random_bytes(20 * kChunk, 9);

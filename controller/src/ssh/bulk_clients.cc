@@ -77,9 +77,26 @@ std::string BulkClients::dir(const std::string& client) {
   return dir_;
 }
 
-void BulkClients::add(pid_t pid) {
+std::uint64_t BulkClients::epoch() {
   std::lock_guard<std::mutex> lock(mu_);
-  killed_[pid] = false;
+  return epoch_;
+}
+
+void BulkClients::add(pid_t pid, std::uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool stopped = epoch != epoch_;
+  if (stopped) ::kill(pid, SIGKILL);
+  killed_[pid] = stopped;
+}
+
+void BulkClients::pause(std::chrono::steady_clock::time_point until) {
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_ = until;
+}
+
+bool BulkClients::paused() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::chrono::steady_clock::now() < paused_;
 }
 
 bool BulkClients::remove(pid_t pid) {
@@ -92,6 +109,7 @@ bool BulkClients::remove(pid_t pid) {
 
 void BulkClients::stop() {
   std::lock_guard<std::mutex> lock(mu_);
+  ++epoch_;
   for (auto& [pid, killed] : killed_) {
     ::kill(pid, SIGKILL);
     killed = true;

@@ -68,7 +68,7 @@ bool cpu_has_aes() {
 // The child and its three pipes; killed and reaped if still there when this goes.
 class Child {
  public:
-  explicit Child(BulkClients& clients) : clients_(clients) {}
+  Child(BulkClients& clients, std::uint64_t epoch) : clients_(clients), epoch_(epoch) {}
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
   ~Child() {
@@ -78,7 +78,7 @@ class Child {
       (void)reap();
     }
   }
-  void registered() { clients_.add(pid); }
+  void registered() { clients_.add(pid, epoch_); }
   static void close_fd(int& fd) {
     if (fd >= 0) ::close(fd);
     fd = -1;
@@ -98,20 +98,27 @@ class Child {
 
  private:
   BulkClients& clients_;
+  const std::uint64_t epoch_;
 };
 
 // Starts argv[0] (searched in PATH when it has no '/') with pipes for stdin (when `input`),
 // stdout and stderr; errno's text when it cannot.
 std::string spawn(const std::vector<std::string>& argv, const std::string& home, bool input,
                   Child& child) {
-  int in[2] = {-1, -1}, out[2], err[2];
-  if ((input && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0)
-    return strerror(errno);
-  if (::pipe2(err, O_CLOEXEC) != 0) return strerror(errno);
-  // Larger pipes for the bytes: fewer wake-ups of either side (the default is 64 KiB; where
-  // the system's limit is lower, the default stays).
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  if ((input && ::pipe2(in, O_CLOEXEC) != 0) || ::pipe2(out, O_CLOEXEC) != 0 ||
+      ::pipe2(err, O_CLOEXEC) != 0) {
+    const int e = errno;
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return strerror(e);
+  }
+  // Larger pipes for the bytes: fewer wake-ups of either side (the default is 64 KiB). Pipes
+  // count against the user's pipe-user-pages-soft (64 MiB): 256 KiB each leaves room for
+  // over a hundred transfers at once.
   for (int fd : {in[1], out[0]}) {
-    if (fd >= 0) (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+    if (fd >= 0) (void)::fcntl(fd, F_SETPIPE_SZ, 256 << 10);
   }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -160,8 +167,13 @@ std::string spawn(const std::vector<std::string>& argv, const std::string& home,
   return "";
 }
 
-// Why bulk transfers are not going through the client: said once per process, then quietly.
-void not_started(const std::string& why) {
+// How long a session goes over SFTP after a client that did not start.
+constexpr auto kPauseAfterFailure = std::chrono::seconds(60);
+
+// Why bulk transfers are not going through the client: said once per process, then quietly;
+// the session that saw it goes over SFTP for a while.
+void not_started(BulkClients& clients, const std::string& why) {
+  clients.pause(Clock::now() + kPauseAfterFailure);
   static std::atomic<bool> said{false};
   const std::string text = "ssh: bulk transfers go over SFTP: " + why;
   if (!said.exchange(true)) {
@@ -181,12 +193,17 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, const 
   const std::string known = write_private_file(
       dir, "known_hosts", "pvs-bulk " + type + " " + base64(peer.host_key) + "\n");
   std::string key = c.private_key_file;
-  if (key.empty()) key = write_private_file(dir, "id", c.private_key);
+  if (key.empty()) {
+    // OpenSSH wants the END line's newline, which libssh2 does without.
+    std::string text = c.private_key;
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    key = write_private_file(dir, "id", text);
+  }
   if (known.empty() || key.empty()) return why = "cannot write its files", std::nullopt;
   // The client expands % and ~ in these paths; ours never have them, an operator's might.
   const std::string control = dir + "/" + kControlSocket;
   for (const std::string* p : {&known, static_cast<const std::string*>(&key), &control}) {
-    if (p->find_first_of("%\"\n") != std::string::npos || p->front() != '/')
+    if (p->find_first_of("%\"\\\n") != std::string::npos || p->front() != '/')
       return why = "a key path it would expand (" + *p + ")", std::nullopt;
   }
   const std::string algorithms = type == "ssh-rsa" ? "rsa-sha2-512,rsa-sha2-256" : type;
@@ -263,6 +280,7 @@ struct Run {
   Sink sink;
   std::uint64_t max_size = UINT64_MAX;
   Clock::time_point deadline = Clock::time_point::max();
+  std::string path;  // the remote file
 };
 
 int millis_until(Clock::time_point t) {
@@ -278,7 +296,9 @@ class Driver {
       : run_(run), child_(child), token_(std::move(token)) {}
 
   Result<std::optional<std::uint64_t>> drive() {
-    const auto started_by = Clock::now() + 2 * run_.peer.config.connect_timeout;
+    // Until the token: twice connect_timeout (and never past the transfer's own deadline).
+    const auto started_by =
+        std::min(run_.deadline, Clock::now() + 2 * run_.peer.config.connect_timeout);
     std::vector<char> buf(kBuffer);
     std::string_view pending;
     bool fed = !run_.feed;
@@ -297,13 +317,16 @@ class Driver {
           {child_.in, static_cast<short>(started_ && !pending.empty() ? POLLOUT : 0), 0},
           {child_.out, POLLIN, 0},
           {child_.err, POLLIN, 0}};
-      const int wait = millis_until(started_ ? run_.deadline : started_by);
-      int rc = ::poll(fds, 3, wait);
-      if (rc < 0 && errno == EINTR) continue;
-      if (rc == 0 && Clock::now() >= (started_ ? run_.deadline : started_by)) {
+      // Checked on every pass: a peer that keeps sending something (a byte of stderr now and
+      // then, a trickle of the file) must not hold the transfer past its deadline.
+      const auto deadline = started_ ? run_.deadline : started_by;
+      if (Clock::now() >= deadline) {
         if (!started_) return stopped("no token within twice connect_timeout");
         return ssh_fail(SshErrc::kTimeout, run_.what + ": not done within its timeout");
       }
+      int rc = ::poll(fds, 3, millis_until(deadline));
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc < 0) return ssh_fail(SshErrc::kLocalIo, run_.what + ": poll: " + strerror(errno));
       if (fds[0].revents != 0 && !write_some(pending)) Child::close_fd(child_.in);
       if (fds[2].revents != 0) read_err();
       if (fds[1].revents != 0) {
@@ -374,7 +397,7 @@ class Driver {
     ::kill(child_.pid, SIGKILL);
     (void)child_.reap();
     if (child_.killed_by_close) return closed();
-    not_started(why + (err_.empty() ? "" : ": " + tail()));
+    not_started(run_.peer.clients, why + (err_.empty() ? "" : ": " + tail()));
     return std::optional<std::uint64_t>();
   }
 
@@ -385,7 +408,10 @@ class Driver {
       return std::optional<std::uint64_t>(run_.sink ? total_ : fed_bytes_);
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 255) {
-      return ssh_fail(SshErrc::kDisconnected, run_.what + ": the connection failed: " + tail());
+      // The client's own failure (its connection, the master, a remote command killed by a
+      // signal): the session's connection may be fine, so not kDisconnected (the caller still
+      // removes what the upload left).
+      return ssh_fail(SshErrc::kNetwork, run_.what + ": the bulk client failed: " + tail());
     }
     return ssh_fail(rename_error_kind(err_), run_.what + ": " + tail());
   }
@@ -411,9 +437,14 @@ class Driver {
 // Runs `prepare`, then prints the token, then `command` (POSIX shell, on the peer).
 Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& prepare,
                                                 const std::string& command) {
+  const std::uint64_t epoch = run.peer.clients.epoch();
+  // A relative path is SFTP's (its start is sftp-server's directory, which a login shell's rc
+  // file may not share).
+  if (run.path.empty() || run.path.front() != '/' || run.peer.clients.paused())
+    return std::optional<std::uint64_t>();
   const std::string dir = run.peer.clients.dir(run.peer.config.bulk_client);
   if (dir.empty()) {
-    not_started(std::string("no private directory: ") + strerror(errno));
+    not_started(run.peer.clients, std::string("no private directory: ") + strerror(errno));
     return std::optional<std::uint64_t>();
   }
   const std::string token = "pvs-bulk-" + random_hex(24) + "\n";
@@ -422,12 +453,12 @@ Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& pre
   std::string why;
   auto argv = client_argv(run.peer, dir, remote, why);
   if (!argv) {
-    not_started(why);
+    not_started(run.peer.clients, why);
     return std::optional<std::uint64_t>();
   }
-  Child child(run.peer.clients);
+  Child child(run.peer.clients, epoch);
   if (std::string e = spawn(*argv, dir, static_cast<bool>(run.feed), child); !e.empty()) {
-    not_started("cannot run " + run.peer.config.bulk_client + ": " + e);
+    not_started(run.peer.clients, "cannot run " + run.peer.config.bulk_client + ": " + e);
     return std::optional<std::uint64_t>();
   }
   SigpipeHeld held;
@@ -447,7 +478,7 @@ bool bulk_enabled(const SshConfig& config) {
 Result<std::optional<std::uint64_t>> bulk_upload(const BulkPeer& peer, const std::string& path,
                                                  std::string_view head, const Source& rest) {
   auto first = std::make_shared<std::size_t>(0);
-  Run run{peer, "upload " + path, nullptr, nullptr};
+  Run run{peer, "upload " + path, nullptr, nullptr, UINT64_MAX, Clock::time_point::max(), path};
   run.feed = [head, first, &rest](char* buf, std::size_t n) -> Result<std::size_t> {
     if (*first < head.size()) {
       const std::size_t k = std::min(n, head.size() - *first);
@@ -457,16 +488,19 @@ Result<std::optional<std::uint64_t>> bulk_upload(const BulkPeer& peer, const std
     }
     return rest(buf, n);
   };
-  // The file is open before the token: once anything was sent, a failed upload's removal of
-  // the file cannot come before the shell's open and leave the name behind.
-  return run_client(run, "exec 3> " + shell_quote(path), "exec cat >&3 3>&-");
+  // The file (which SFTP made empty) is open before the token, without truncating it and
+  // only if it is there: a shell that reaches the open late (after its client was given up,
+  // while SFTP writes the file instead) neither empties what SFTP wrote nor, but for the
+  // instant between the test and the open, makes the name again after its removal.
+  const std::string file = shell_quote(path);
+  return run_client(run, "[ -f " + file + " ] && exec 3<> " + file, "exec cat >&3 3>&-");
 }
 
 Result<std::optional<std::uint64_t>> bulk_download(const BulkPeer& peer, const std::string& path,
                                                    const Sink& sink,
                                                    const DownloadOptions& options) {
-  Run run{peer, "download " + path, nullptr, sink};
-  run.max_size = options.max_size;
+  Run run{peer, "download " + path, nullptr, sink, options.max_size, Clock::time_point::max(),
+          path};
   if (options.timeout < std::chrono::hours(24 * 366)) run.deadline = Clock::now() + options.timeout;
   return run_client(run, "true", "exec cat -- " + shell_quote(path));
 }

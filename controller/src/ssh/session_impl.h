@@ -44,18 +44,27 @@ class BulkClients {
   // The directory (0700, made on first use, kept until the destructor); "" if it cannot be.
   // `client` is the one that will make the master there (stop() and the destructor end it).
   std::string dir(const std::string& client);
-  void add(pid_t pid);
+  // Counts the stop() calls; a client started under an older count is killed by add(pid,
+  // epoch), so that none started while close() ran outlives it.
+  std::uint64_t epoch();
+  void add(pid_t pid, std::uint64_t epoch);
   // Before the pid is reaped: true if stop() killed it.
   bool remove(pid_t pid);
   // Kills the running clients and ends the master (the session's close()).
   void stop();
+  // A client did not start: the session's transfers go over SFTP until `until` (each attempt
+  // would cost a connection and a login first).
+  void pause(std::chrono::steady_clock::time_point until);
+  bool paused();
 
  private:
   void end_master();  // GUARDED_BY(mu_)
 
   std::mutex mu_;
-  std::map<pid_t, bool> killed_;  // GUARDED_BY(mu_)
-  std::string dir_, client_;      // GUARDED_BY(mu_)
+  std::map<pid_t, bool> killed_;                    // GUARDED_BY(mu_)
+  std::string dir_, client_;                        // GUARDED_BY(mu_)
+  std::uint64_t epoch_ = 0;                         // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point paused_{};  // GUARDED_BY(mu_)
 };
 
 // Keeps the first and last half of `cap` bytes of a stream and counts all of it.
@@ -133,8 +142,15 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   Status connect_sync();
   void close();
   bool connected() const { return connected_.load(); }
+  // The key the server presented last ("SHA256:..."), whether the policy accepted it or not.
   std::string fingerprint() const;
-  // The host key verified on the last connection, as the server sent it (SSH wire format).
+  // The last key the policy accepted on this connection ("" after a refusal).
+  std::string accepted_fingerprint() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return accepted_fingerprint_;
+  }
+  // The host key the policy accepted on the last connection, as the server sent it (SSH wire
+  // format); "" after a refusal.
   std::string host_key() const;
   // A transfer went through bulk_client (SshStats::bulk_transfers).
   void count_bulk() { bulk_transfers_.fetch_add(1); }
@@ -226,6 +242,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::thread thread_;                     // GUARDED_BY(mu_)
   std::string fingerprint_;                // GUARDED_BY(mu_)
   std::string host_key_;                   // GUARDED_BY(mu_)
+  std::string accepted_fingerprint_;       // GUARDED_BY(mu_)
   std::string tofu_fingerprint_;           // GUARDED_BY(mu_): the key trusted first
   std::string methods_;                    // GUARDED_BY(mu_)
   UniqueFd wake_fd_;
@@ -329,6 +346,7 @@ enum class SftpCall {
   kRename,
   kStatvfsFree,
   kRealpath,  // the canonical absolute path, symbolic links resolved (SSH_FXP_REALPATH)
+  kChmod,     // the permission bits of path to mode (SSH_FXP_SETSTAT)
   // path -> path2 by posix-rename@openssh.com: rename(2), replacing path2 (libssh2 >= 1.11;
   // older ones fail it with kProtocol)
   kReplace

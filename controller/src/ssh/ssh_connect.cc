@@ -207,7 +207,17 @@ Status SshSession::Impl::do_connect() {
     }
     return fail_teardown(std::move(e));
   }
-  if (auto st = verify_host_key(); !st) return fail_teardown(st.error());
+  {
+    // The key a bulk client may pin (BulkClients) is one the policy accepted, or none.
+    auto st = verify_host_key();
+    std::size_t key_len = 0;
+    int key_type = 0;
+    const char* key = st ? libssh2_session_hostkey(session_, &key_len, &key_type) : nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    host_key_ = key != nullptr ? std::string(key, key_len) : std::string();
+    accepted_fingerprint_ = key != nullptr ? fingerprint_ : std::string();
+    if (!st) return fail_teardown(st.error());
+  }
   if (auto st = authenticate(); !st) return fail_teardown(st.error());
 
   start_session_timers();
@@ -318,7 +328,6 @@ Status SshSession::Impl::verify_host_key() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     fingerprint_ = fp;
-    host_key_.assign(key, key_len);
   }
   auto mismatch = [&](const std::string& expected) {
     return ssh_fail(SshErrc::kHostKeyMismatch, "ssh " + where + ": HOST KEY MISMATCH: server key " +

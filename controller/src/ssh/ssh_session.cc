@@ -98,7 +98,7 @@ struct SshSession::ExecPool {
     SshConfig cfg = primary.config();
     // The extra connection must meet the key the primary accepted (for TOFU: not a new first).
     if (cfg.host_key_policy == HostKeyPolicy::kTrustOnFirstUse) {
-      cfg.host_key_fingerprint = primary.fingerprint();
+      cfg.host_key_fingerprint = primary.accepted_fingerprint();
     }
     Member m;
     m.impl = std::make_shared<Impl>(std::move(cfg));

@@ -190,6 +190,12 @@ class CallOp : public SftpOp {
         rc = libssh2_sftp_statvfs(s, path_.c_str(), path_.size(), &vfs);
         what = "statvfs";
         break;
+      case SftpCall::kChmod:
+        attrs.flags = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+        attrs.permissions = mode_;
+        rc = libssh2_sftp_stat_ex(s, path_.c_str(), len, LIBSSH2_SFTP_SETSTAT, &attrs);
+        what = "chmod";
+        break;
       case SftpCall::kRealpath:
         real_.resize(4096);
         rc = libssh2_sftp_symlink_ex(s, path_.c_str(), len, real_.data(), 4096,

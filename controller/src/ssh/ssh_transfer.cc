@@ -223,6 +223,18 @@ Result<std::optional<std::uint64_t>> bulk(Impl& first, const std::string& path,
   return r;
 }
 
+// Writes that open the file again after its creation (the bulk client's shell, the chunks' ops)
+// need the owner's write bit: the file is made with it, and given `mode` once written.
+Result<std::uint64_t> given_mode(Impl& first, const std::string& path, std::uint32_t mode,
+                                 Result<std::uint64_t> written) {
+  if (!written || (mode & 0200) != 0) return written;
+  auto r = run_sftp_op(first, [&](SftpPromise p) {
+    return make_sftp_call_op(SftpCall::kChmod, path, "", mode, std::move(p));
+  });
+  if (!r) return tl::unexpected<Error>(r.error());
+  return written;
+}
+
 // Runs `work(conn, index)` for every connection at once, the first on the calling thread; the
 // first error, if any.
 template <typename Work>
@@ -268,10 +280,12 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
   if (!room) return tl::unexpected<Error>(room.error());
   if (head.size() < chunk && *room)
     return first_op(first, path, part, source_of(head), make_parent);
+  UploadPart writable = part;
+  writable.mode |= 0200;
   if (head.size() == chunk && bulk_enabled(cfg)) {
-    auto r = bulk(first, path, part, head, source, make_parent);
+    auto r = bulk(first, path, writable, head, source, make_parent);
     if (!r) return tl::unexpected<Error>(r.error());
-    if (*r) return **r;
+    if (*r) return given_mode(first, path, part.mode, **r);
   }
   const int more = *room && (budget.held() > 0 || budget.take(1) == 1)
                        ? budget.take(cfg.transfer_connections - 1)
@@ -279,13 +293,13 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
   if (more == 0)
     return first_op(first, path, part, then(std::move(head), std::move(source)), make_parent);
   // Longer than a chunk: create (or empty) the file before any chunk lands in it.
-  UploadPart create = part;
+  UploadPart create = writable;
   create.fsync = false;
   if (auto r = first_op(first, path, create, nothing, make_parent); !r) return r;
   Chunks chunks(std::move(source), chunk, head.size());
   const auto conns = connections(1 + more);
   auto st = on_each(conns, [&](Impl& conn, std::size_t i) {
-    return upload_worker(conn, chunks, path, part, i == 0 ? std::move(head) : std::string());
+    return upload_worker(conn, chunks, path, writable, i == 0 ? std::move(head) : std::string());
   });
   if (!st) return tl::unexpected<Error>(st.error());
   if (part.fsync) {
@@ -293,7 +307,7 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
     sync.truncate = false;
     if (auto r = upload_op(first, path, sync, nothing); !r) return r;
   }
-  return chunks.total();
+  return given_mode(first, path, part.mode, chunks.total());
 }
 
 }  // namespace pvs::ssh_detail

@@ -196,7 +196,7 @@ void await_tree(pid_t root, const std::set<pid_t>& before) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
-// utime + stime (ms) of one live process.
+// The live `ssh` processes this one adopted (the bulk clients' masters).
 double adopted_ssh_cpu_ms(pid_t except) {
   double sum = 0;
   const pid_t self = getpid();
@@ -211,6 +211,7 @@ double adopted_ssh_cpu_ms(pid_t except) {
   return sum;
 }
 
+// utime + stime (ms) of one live process.
 double own_cpu_ms(pid_t pid) {
   auto f = stat_fields(pid);
   return f.empty() ? 0.0 : ticks_ms(f[11], f[12]);
