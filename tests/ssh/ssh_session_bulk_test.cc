@@ -182,14 +182,8 @@ TEST_F(SshSessionTest, BulkErrorsAreTypedAndLeaveNothing) {
   const std::string remote = dir + "/f.bin";
   const std::string data = random_bytes(10 * kBulkChunk, 45);
   ASSERT_TRUE(s.upload(remote, data));
-  // A source that breaks on the way: kLocalIo, the old file stays, nothing is left over.
-  FailingBuf broken(random_bytes(4 * kBulkChunk + 99, 46));
-  std::istream from_broken(&broken);
-  auto up = s.upload(remote, from_broken);
-  ASSERT_FALSE(up);
-  EXPECT_EQ(up.error().ssh, SshErrc::kLocalIo) << up.error().to_string();
-  EXPECT_TRUE(*s.download(remote) == data);
-  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{"f.bin"});
+  // A source that breaks on the way.
+  expect_broken_upload_leaves_old(s, dir, remote, data, 4 * kBulkChunk + 99, 46);
   // A file its owner may not read: the stat passes, `cat` is refused.
   ASSERT_EQ(run(s, "chmod 000 " + remote).exit_code, 0);
   std::ostringstream out;

@@ -159,6 +159,20 @@ inline std::string random_bytes(std::size_t n, unsigned seed) {
   return s;
 }
 
+// An upload over `remote` (the only file in `dir`, holding `old`) from a source that breaks
+// after `bytes`: kLocalIo, the old file stays, nothing is left over.
+inline void expect_broken_upload_leaves_old(SshSession& s, const std::string& dir,
+                                            const std::string& remote, const std::string& old,
+                                            std::size_t bytes, int seed) {
+  FailingBuf broken(random_bytes(bytes, seed));
+  std::istream from_broken(&broken);
+  auto up = s.upload(remote, from_broken);
+  ASSERT_FALSE(up);
+  EXPECT_EQ(up.error().ssh, SshErrc::kLocalIo) << up.error().to_string();
+  EXPECT_TRUE(*s.download(remote) == old);
+  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{"f.bin"});
+}
+
 inline std::string local_sha256(const std::string& data) {
   char path[] = "/tmp/pvs-ssh-sum-XXXXXX";
   int fd = ::mkstemp(path);

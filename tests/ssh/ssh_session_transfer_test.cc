@@ -73,14 +73,8 @@ TEST_F(SshSessionTest, ChunkedUploadsFailAsOneWould) {
   const std::string remote = dir + "/f.bin";
   const std::string data = random_bytes(10 * kChunk, 5);
   ASSERT_TRUE(s.upload(remote, data));
-  // A source that breaks after some chunks: kLocalIo, the old file stays, nothing is left over.
-  FailingBuf broken(random_bytes(4 * kChunk + 99, 6));
-  std::istream from_broken(&broken);
-  auto up = s.upload(remote, from_broken);
-  ASSERT_FALSE(up);
-  EXPECT_EQ(up.error().ssh, SshErrc::kLocalIo);
-  EXPECT_TRUE(*s.download(remote) == data);
-  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{"f.bin"});
+  // A source that breaks after some chunks.
+  expect_broken_upload_leaves_old(s, dir, remote, data, 4 * kChunk + 99, 6);
   // A missing directory.
   auto no_dir = s.upload(dir + "/nope/f.bin", data);
   ASSERT_FALSE(no_dir);

@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,9 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "pvesandbox/common/log.h"
@@ -29,17 +26,6 @@ constexpr std::size_t kBuffer = 256 << 10;
 // this; more and the transfer does not start.
 constexpr std::size_t kMaxBeforeToken = 64 << 10;
 constexpr std::size_t kErrTail = 2048;
-
-std::string random_hex(int digits) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  while (static_cast<int>(s.size()) < digits) {
-    std::uint64_t v = rng();
-    for (int i = 0; i < 16 && static_cast<int>(s.size()) < digits; ++i, v >>= 4) s += kHex[v & 15];
-  }
-  return s;
-}
 
 // The key type named at the start of an SSH wire-format key ("ssh-ed25519", ...), or "".
 std::string key_type(std::string_view blob) {
@@ -229,7 +215,6 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, const 
       "ControlMaster=auto",
       "ControlPath=\"" + control + "\"",
       "ControlPersist=" + std::to_string(kMasterPersistSeconds),
-
       "ProxyCommand=none",
       "ProxyJump=none",
       "PermitLocalCommand=no",

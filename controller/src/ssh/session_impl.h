@@ -89,6 +89,8 @@ class CappedBuffer {
 bool is_fatal_session_error(int rc);  // the connection is unusable after this return code
 Error session_error(LIBSSH2_SESSION* s, int rc, std::string_view what);
 Error sftp_error(LIBSSH2_SESSION* s, LIBSSH2_SFTP* sftp, int rc, std::string_view what);
+// `digits` random lowercase hex digits (names of temporary files, tokens).
+std::string random_hex(int digits);
 // Base64 with padding (RFC 4648), as known_hosts lines carry keys.
 std::string base64(std::string_view in);
 // Gives an error another SSH kind (and the generic code that goes with it).

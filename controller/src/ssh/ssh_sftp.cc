@@ -5,7 +5,6 @@
 #include <future>
 #include <istream>
 #include <ostream>
-#include <random>
 
 #include "openssh_bulk.h"
 #include "pvesandbox/common/log.h"
@@ -40,15 +39,6 @@ std::pair<std::string, std::string> split_path(const std::string& path) {
   if (slash == std::string::npos) return {".", path};
   if (slash == 0) return {"/", path.substr(1)};
   return {path.substr(0, slash), path.substr(slash + 1)};
-}
-
-std::string random_suffix() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  std::uint64_t v = rng();
-  for (int i = 0; i < 12; ++i, v >>= 4) s += kHex[v & 15];
-  return s;
 }
 
 }  // namespace
@@ -119,9 +109,9 @@ Status do_upload(SshSession& self, SshSession::Impl& impl, const ssh_detail::Con
   if (options.create_parents && dir != "/" && dir != ".") {
     make_parent = [&self, parent = dir] { return self.mkdir(parent, 0755, true); };
   }
-  const std::string target =
-      options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" + random_suffix()
-                     : remote_path;
+  const std::string target = options.atomic ? (dir == "/" ? "" : dir) + "/." + base + ".pvs-tmp-" +
+                                                  ssh_detail::random_hex(12)
+                                            : remote_path;
   ssh_detail::UploadPart part;
   part.mode = options.mode;
   part.fsync = options.fsync;

@@ -201,25 +201,39 @@ Result<bool> read_head(const Source& source, std::size_t chunk, ChunkBudget& bud
   return true;
 }
 
+// Creates (or empties) the file before bytes land in it apart from the op that creates it.
+Status create_empty(Impl& first, const std::string& path, const UploadPart& part,
+                    const MakeParent& make_parent) {
+  UploadPart create = part;
+  create.fsync = false;
+  auto r = first_op(first, path, create, nothing, make_parent);
+  if (!r) return tl::unexpected<Error>(r.error());
+  return {};
+}
+
+// fsync@openssh.com of the written file, when `part` asks for it.
+Status sync_if_asked(Impl& first, const std::string& path, const UploadPart& part) {
+  if (!part.fsync) return {};
+  UploadPart sync = part;
+  sync.truncate = false;
+  auto r = upload_op(first, path, sync, nothing);
+  if (!r) return tl::unexpected<Error>(r.error());
+  return {};
+}
+
 // Through bulk_client (openssh_bulk.h): the file is created (or emptied) over SFTP, its bytes
 // go through the client, and the fsync is SFTP's again. nullopt when the client did not start
 // (then nothing of `source` was read).
 Result<std::optional<std::uint64_t>> bulk(Impl& first, const std::string& path,
                                           const UploadPart& part, std::string_view head,
                                           const Source& source, const MakeParent& make_parent) {
-  UploadPart create = part;
-  create.fsync = false;
-  if (auto r = first_op(first, path, create, nothing, make_parent); !r)
-    return tl::unexpected<Error>(r.error());
+  if (auto st = create_empty(first, path, part, make_parent); !st)
+    return tl::unexpected<Error>(st.error());
   auto r =
       bulk_upload({first.config(), first.host_key(), first.bulk_clients()}, path, head, source);
   if (!r || !*r) return r;
   first.count_bulk();
-  if (part.fsync) {
-    UploadPart sync = part;
-    sync.truncate = false;
-    if (auto s = upload_op(first, path, sync, nothing); !s) return tl::unexpected<Error>(s.error());
-  }
+  if (auto st = sync_if_asked(first, path, part); !st) return tl::unexpected<Error>(st.error());
   return r;
 }
 
@@ -293,20 +307,15 @@ Result<std::uint64_t> chunked_upload(Impl& first, const Connections& connections
   if (more == 0)
     return first_op(first, path, part, then(std::move(head), std::move(source)), make_parent);
   // Longer than a chunk: create (or empty) the file before any chunk lands in it.
-  UploadPart create = writable;
-  create.fsync = false;
-  if (auto r = first_op(first, path, create, nothing, make_parent); !r) return r;
+  if (auto st = create_empty(first, path, writable, make_parent); !st)
+    return tl::unexpected<Error>(st.error());
   Chunks chunks(std::move(source), chunk, head.size());
   const auto conns = connections(1 + more);
   auto st = on_each(conns, [&](Impl& conn, std::size_t i) {
     return upload_worker(conn, chunks, path, writable, i == 0 ? std::move(head) : std::string());
   });
   if (!st) return tl::unexpected<Error>(st.error());
-  if (part.fsync) {
-    UploadPart sync = part;
-    sync.truncate = false;
-    if (auto r = upload_op(first, path, sync, nothing); !r) return r;
-  }
+  if (auto s = sync_if_asked(first, path, part); !s) return tl::unexpected<Error>(s.error());
   return given_mode(first, path, part.mode, chunks.total());
 }
 

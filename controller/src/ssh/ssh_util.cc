@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "pvesandbox/common/text.h"
 #include "session_impl.h"
@@ -124,6 +125,17 @@ std::string base64_unpadded(std::string_view in) {
 }
 
 }  // namespace
+
+std::string random_hex(int digits) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  while (static_cast<int>(s.size()) < digits) {
+    std::uint64_t v = rng();
+    for (int i = 0; i < 16 && static_cast<int>(s.size()) < digits; ++i, v >>= 4) s += kHex[v & 15];
+  }
+  return s;
+}
 
 std::string base64(std::string_view in) {
   std::string out = base64_unpadded(in);
