@@ -208,7 +208,9 @@ def test_background_wait_and_kill(sb: Sandbox, workdir: str) -> None:
     assert h.kill() is True
     r = h.wait(timeout=30)
     assert r.exit_code != 0 and not r.timed_out
-    assert sb.commands.run("pgrep -x -f 'sleep 299.25' || true").stdout == ""  # the group died
+    # The group died: its sleep may take a moment longer than the shell whose end we saw.
+    gone = "for i in $(seq 50); do pgrep -x -f 'sleep 299.25' >/dev/null || exit 0; sleep 0.1; done"
+    assert sb.commands.run(gone + "; echo alive").stdout == ""
 
 
 def test_files_write_read_list_exists_remove(sb: Sandbox, workdir: str) -> None:
