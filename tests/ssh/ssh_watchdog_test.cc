@@ -134,23 +134,24 @@ class SshWatchdogTest : public ::testing::Test {
 
 SshdFixture* SshWatchdogTest::sshd_ = nullptr;
 
-// Timed commands share their connection's one watchdog; nothing runs beside a command, so
-// nothing is left once it returns; the watchdog ends with the connection when it guards
-// nothing.
+// Timed commands that run long enough to be registered share their connection's one
+// watchdog; nothing runs beside a command, so nothing is left once it returns; the watchdog
+// ends with the connection when it guards nothing.
 TEST_F(SshWatchdogTest, TimedCommandsShareOneWatchdogAndLeaveNothing) {
   SshConfig c = config();
   c.exec_connections = 1;
   auto s = std::make_unique<SshSession>(c);
-  for (int i = 0; i < 10; ++i) {
-    auto r = s->exec("echo " + std::to_string(i), timed(30s));
+  for (int i = 0; i < 3; ++i) {
+    auto r = s->exec("sleep 0.2; echo " + std::to_string(i), timed(30s));
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(r->out, std::to_string(i) + "\n");
   }
   std::vector<std::future<Result<ExecResult>>> burst;
-  for (int i = 0; i < 8; ++i) burst.push_back(s->exec_async("true", timed(30s)));
+  for (int i = 0; i < 6; ++i) burst.push_back(s->exec_async("sleep 0.2", timed(30s)));
   for (auto& f : burst) EXPECT_TRUE(f.get());
-  // A command that ends before its registration went out is never registered.
-  EXPECT_LE(s->stats().watched, 18u);
+  // One whose registration had not gone out when it ended is never registered.
+  EXPECT_TRUE(eventually([&] { return s->stats().watched >= 1; }));
+  EXPECT_LE(s->stats().watched, 9u);
   EXPECT_EQ(test::user_commands_matching(uid(), {kWatchdog}).size(), 1u)
       << test::user_commands_matching(uid(), {kWatchdog}).size() << " watchdogs";
   for (const auto& cmd : test::user_commands(uid())) {  // sshd's own: "sshd:", "sshd-session:"
@@ -159,6 +160,28 @@ TEST_F(SshWatchdogTest, TimedCommandsShareOneWatchdogAndLeaveNothing) {
   }
   s->close();
   EXPECT_TRUE(test::wait_until_gone(uid(), {kWatchdog}, 10s));
+}
+
+// A timed command is registered only once it has run 50 ms (ssh_exec.cc, kWatchAfter): short
+// ones send nothing but their pid marker, and a connection that only ran short ones has no
+// watchdog. How many ran that long depends on the machine; those that did not are counted.
+TEST_F(SshWatchdogTest, ShortTimedCommandsAreNeverRegistered) {
+  SshConfig c = config();
+  c.exec_connections = 1;
+  SshSession s(c);
+  unsigned long long longer = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = s.exec("true", timed(30s));
+    ASSERT_TRUE(r) << r.error().to_string();
+    longer += r->duration >= 50ms ? 1 : 0;
+  }
+  // A registration could only have come from a command that ran its 50 ms.
+  EXPECT_LE(s.stats().watched, longer);
+  if (longer == 0) {
+    EXPECT_TRUE(test::user_commands_matching(uid(), {kWatchdog}).empty())
+        << "a watchdog started for commands that never needed one";
+  }
+  EXPECT_LT(longer, 20u) << "no `true` ended within 50 ms: nothing was shown";
 }
 
 TEST_F(SshWatchdogTest, KillsTheGroupWhenTheControllerIsGone) {
@@ -222,7 +245,8 @@ TEST_F(SshWatchdogTest, GivesWayAtTheChannelLimit) {
     c.exec_connections = 1;
     SshSession s(c);
     std::vector<std::future<Result<ExecResult>>> runs;
-    for (int i = 0; i < 6; ++i) runs.push_back(s.exec_async("echo ok", timed(30s)));
+    // Each runs past the 50 ms after which it is registered: the watchdog wants a channel.
+    for (int i = 0; i < 6; ++i) runs.push_back(s.exec_async("sleep 0.1; echo ok", timed(30s)));
     for (auto& f : runs) {
       ASSERT_EQ(f.wait_for(30s), std::future_status::ready) << "limit " << limit;
       auto r = f.get();

@@ -205,13 +205,13 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::uint64_t session_generation() const { return generation_; }
   // The session's watchdog (ssh_watchdog.cc): one process per connection in the sandbox that
   // kills a timed command's process group at its guard time should this controller be gone.
-  // ensure_watchdog starts it (a timed command is starting); watch registers a group (its
-  // leader's pid) with its guard, counted from the leader's start; unwatch lets it go (the
-  // leader ended); yield_watchdog asks it to give its channel up to a waiting command.
-  void ensure_watchdog();
+  // watch registers a group (its leader's pid) with its guard, counted from the leader's start,
+  // and starts the watchdog if the connection has none (ensure_watchdog); unwatch lets it go
+  // (the leader ended); yield_watchdog asks it to give its channel up to a waiting command.
   void watch(long pgid, int guard_seconds);
   void unwatch(long pgid);
   void yield_watchdog();
+  void ensure_watchdog();
   // The watchdog's side: the registrations queued for it, as lines, and a count of how many it
   // delivered.
   void take_watch_lines(std::string* out);

@@ -4,9 +4,9 @@
 // Its start is the exec request; running: stdin out, stdout+stderr drained together until EOF;
 // the exit status arrives by the close. On timeout the command's process group is killed through a
 // second channel and the channel is drained for kill_grace; after that it is abandoned to the
-// zombie list and the partial result returned. A timed command's process group is registered
-// with the session's watchdog (ssh_watchdog.cc) once its pid marker arrives, and let go when its
-// channel closes.
+// zombie list and the partial result returned. A timed command's process group (its pid marker)
+// is registered with the session's watchdog (ssh_watchdog.cc) once the command has run
+// kWatchAfter, and let go when its channel closes.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +22,10 @@ using Step = ChannelOp::Step;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kMaxReadsPerStep = 16;  // fairness between channels
+// A timed command is registered with the session's watchdog once it has run this long: one
+// that ends sooner needs no guard, and nothing about it travels but its pid marker (most
+// commands; a connection whose commands are all short starts no watchdog at all).
+constexpr auto kWatchAfter = std::chrono::milliseconds(50);
 
 class ExecOp : public ChannelOp {
  public:
@@ -51,7 +55,10 @@ class ExecOp : public ChannelOp {
   Clock::time_point deadline() const override {
     if (state_ == State::kDone) return Clock::time_point::max();
     if (refused()) return std::min(retry_at(), deadline_);
-    return timed_out_ ? grace_deadline_ : deadline_;
+    const auto due = timed_out_ ? grace_deadline_ : deadline_;
+    // Only a running command is registered (the steps after its EOF never do it).
+    const bool watch_due = watch_pending_ && state_ == State::kRunning;
+    return watch_due ? std::min(due, start_ + kWatchAfter) : due;
   }
 
  private:
@@ -62,7 +69,6 @@ class ExecOp : public ChannelOp {
   }
 
   Step start(SshSession::Impl& io) override {
-    if (want_marker_) io.ensure_watchdog();  // its channel opens while the command starts
     int rc = libssh2_channel_process_startup(channel_, "exec", 4, command_.data(),
                                              static_cast<unsigned>(command_.size()));
     if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
@@ -154,6 +160,12 @@ class ExecOp : public ChannelOp {
       begin_close();
       return Step::kProgress;
     }
+    if (watch_pending_ && now >= start_ + kWatchAfter) {
+      watch_pending_ = false;
+      watched_ = true;
+      io.watch(pgid_, guard_seconds());  // starts the watchdog if the connection has none
+      progress = true;                   // another pass: the watchdog takes the line
+    }
     if (!timed_out_ && now >= deadline_) {
       timed_out_ = true;
       grace_deadline_ = now + io.config().kill_grace;
@@ -203,10 +215,7 @@ class ExecOp : public ChannelOp {
         pgid_ = std::strtol(digits.c_str(), nullptr, 10);
         window_.erase(at, end + 1 - at);
         want_marker_ = false;
-        if (pgid_ > 1) {
-          io.watch(pgid_, guard_seconds());
-          watched_ = true;
-        }
+        watch_pending_ = pgid_ > 1;
         emit_err(window_);
         window_.clear();
         maybe_kill(io);
@@ -303,7 +312,8 @@ class ExecOp : public ChannelOp {
   bool want_marker_;
   std::string window_;
   long pgid_ = -1;
-  bool watched_ = false;  // registered with the session's watchdog
+  bool watch_pending_ = false;  // the pid is known; registered once the command ran kWatchAfter
+  bool watched_ = false;        // registered with the session's watchdog
   bool timed_out_ = false;
   bool kill_sent_ = false;
   std::optional<Error> error_;
