@@ -164,8 +164,10 @@ TEST_F(SshWatchdogTest, TimedCommandsShareOneWatchdogAndLeaveNothing) {
 
 // A timed command is registered only once it has run 50 ms (ssh_exec.cc, kWatchAfter): short
 // ones send nothing but their pid marker, and a connection that only ran short ones has no
-// watchdog. How many ran that long depends on the machine; those that did not are counted.
+// watchdog. How many ran that long depends on the machine: those that did are counted (a
+// command's duration includes its wait for a channel, so it is at least its run).
 TEST_F(SshWatchdogTest, ShortTimedCommandsAreNeverRegistered) {
+  ASSERT_TRUE(test::wait_until_gone(uid(), {kWatchdog}, 10s));
   SshConfig c = config();
   c.exec_connections = 1;
   SshSession s(c);
@@ -175,13 +177,50 @@ TEST_F(SshWatchdogTest, ShortTimedCommandsAreNeverRegistered) {
     ASSERT_TRUE(r) << r.error().to_string();
     longer += r->duration >= 50ms ? 1 : 0;
   }
-  // A registration could only have come from a command that ran its 50 ms.
-  EXPECT_LE(s.stats().watched, longer);
+  EXPECT_LT(longer, 20u) << "no `true` ended within 50 ms: nothing was shown";
   if (longer == 0) {
     EXPECT_TRUE(test::user_commands_matching(uid(), {kWatchdog}).empty())
         << "a watchdog started for commands that never needed one";
   }
-  EXPECT_LT(longer, 20u) << "no `true` ended within 50 ms: nothing was shown";
+  // One that runs longer is registered; the watchdog answers in order, so once its answer is
+  // in, every earlier registration's is too.
+  ASSERT_TRUE(s.exec("sleep 0.2", timed(30s)));
+  ASSERT_TRUE(eventually([&] { return s.stats().watched >= 1; }));
+  EXPECT_LE(s.stats().watched, longer + 1);
+}
+
+// A watchdog that gave its channel up to a waiting command, with a registration it never sent,
+// starts again when a command's channel is freed: the long command is guarded while it runs.
+TEST_F(SshWatchdogTest, ARegistrationOutlivesAWatchdogThatGaveWay) {
+  SshConfig c = config();
+  c.max_channels = 2;
+  c.spare_channels = 0;
+  c.exec_connections = 1;
+  SshSession s(c);
+  std::promise<void> a_started, c_started;
+  auto when = [](std::promise<void>& p) {
+    auto told = std::make_shared<bool>(false);
+    ExecOptions o = timed(30s);
+    o.on_output = [&p, told](ExecStream, std::string_view) {
+      if (!std::exchange(*told, true)) p.set_value();
+    };
+    return o;
+  };
+  auto a = s.exec_async("echo a; sleep 60", when(a_started));
+  auto c2 = s.exec_async("echo c; sleep 1", when(c_started));
+  a_started.get_future().wait();
+  c_started.get_future().wait();
+  // Both are registered by now and the watchdog waits for a channel; the next command waits
+  // too and makes it give way.
+  std::this_thread::sleep_for(200ms);
+  auto b = s.exec_async("echo b");
+  EXPECT_TRUE(c2.get());
+  EXPECT_TRUE(b.get());
+  EXPECT_TRUE(eventually([&] { return s.stats().watched >= 1; }, 10s))
+      << "the long command was left unguarded";
+  EXPECT_EQ(a.wait_for(0s), std::future_status::timeout);
+  s.close();  // its sleep goes with the test's user
+  EXPECT_FALSE(a.get());
 }
 
 TEST_F(SshWatchdogTest, KillsTheGroupWhenTheControllerIsGone) {

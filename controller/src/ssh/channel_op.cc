@@ -58,7 +58,10 @@ Step ChannelOp::step(SshSession::Impl& io) {
       if (rc == LIBSSH2_ERROR_EAGAIN) return Step::kIdle;
       channel_ = nullptr;
       release_slot(io);
-      return freed(io);
+      const Step step = freed(io);
+      // A watchdog that gave way, with a registration still queued, may have a channel now.
+      if (!kind_.gives_way) io.resume_watchdog();
+      return step;
     }
     case State::kDone: return Step::kDone;
   }

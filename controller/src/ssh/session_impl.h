@@ -206,19 +206,21 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   // The session's watchdog (ssh_watchdog.cc): one process per connection in the sandbox that
   // kills a timed command's process group at its guard time should this controller be gone.
   // watch registers a group (its leader's pid) with its guard, counted from the leader's start,
-  // and starts the watchdog if the connection has none (ensure_watchdog); unwatch lets it go
-  // (the leader ended); yield_watchdog asks it to give its channel up to a waiting command.
+  // and starts the watchdog if the connection has none; unwatch lets it go (the leader ended);
+  // yield_watchdog asks it to give its channel up to a waiting command; resume_watchdog (a
+  // command's channel was freed) starts it again if it gave way with a registration queued.
   void watch(long pgid, int guard_seconds);
   void unwatch(long pgid);
   void yield_watchdog();
-  void ensure_watchdog();
+  void resume_watchdog();
   // The watchdog's side: the registrations queued for it, as lines, and a count of how many it
   // delivered.
   void take_watch_lines(std::string* out);
   void count_watched(std::uint64_t n) { watched_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
-  void ensure_thread();  // REQUIRES: mu_ held
+  void ensure_watchdog();  // one running or starting
+  void ensure_thread();    // REQUIRES: mu_ held
   void run();
   bool step_ops();
   bool send_keepalive();

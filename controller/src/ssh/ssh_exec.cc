@@ -6,7 +6,8 @@
 // second channel and the channel is drained for kill_grace; after that it is abandoned to the
 // zombie list and the partial result returned. A timed command's process group (its pid marker)
 // is registered with the session's watchdog (ssh_watchdog.cc) once the command has run
-// kWatchAfter, and let go when its channel closes.
+// kWatchAfter, and let go when its channel closes. One whose timeout passed is registered all
+// the same: should its kill not end it, the watchdog is the guard that is left.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -58,7 +59,7 @@ class ExecOp : public ChannelOp {
     const auto due = timed_out_ ? grace_deadline_ : deadline_;
     // Only a running command is registered (the steps after its EOF never do it).
     const bool watch_due = watch_pending_ && state_ == State::kRunning;
-    return watch_due ? std::min(due, start_ + kWatchAfter) : due;
+    return watch_due ? std::min(due, watch_at_) : due;
   }
 
  private:
@@ -83,6 +84,7 @@ class ExecOp : public ChannelOp {
       return Step::kProgress;
     }
     state_ = State::kRunning;
+    watch_at_ = Clock::now() + kWatchAfter;  // counted from the command's start, not its queue
     return Step::kProgress;
   }
 
@@ -160,7 +162,7 @@ class ExecOp : public ChannelOp {
       begin_close();
       return Step::kProgress;
     }
-    if (watch_pending_ && now >= start_ + kWatchAfter) {
+    if (watch_pending_ && now >= watch_at_) {
       watch_pending_ = false;
       watched_ = true;
       io.watch(pgid_, guard_seconds());  // starts the watchdog if the connection has none
@@ -318,6 +320,7 @@ class ExecOp : public ChannelOp {
   bool kill_sent_ = false;
   std::optional<Error> error_;
   Clock::time_point start_;
+  Clock::time_point watch_at_ = Clock::time_point::max();  // set when the command starts
   Clock::time_point deadline_ = Clock::time_point::max();
 };
 

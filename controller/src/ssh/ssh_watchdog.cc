@@ -119,7 +119,7 @@ class WatchdogOp : public ChannelOp {
         if (is_fatal_session_error(static_cast<int>(w))) {
           return fail_session(io, static_cast<int>(w), "write");
         }
-        begin_close(now + kWatchdogCloseGrace);  // the watchdog is gone: the next timed command's
+        begin_close(now + kWatchdogCloseGrace);  // the watchdog is gone: the next
         return Step::kProgress;                  // registration starts another
       }
       off_ += static_cast<std::size_t>(w);
@@ -150,7 +150,7 @@ class WatchdogOp : public ChannelOp {
       }
     }
     if (libssh2_channel_eof(channel_) != 0) {
-      log::warn("ssh watchdog: the watchdog's shell ended; the next timed command starts one");
+      log::warn("ssh watchdog: the watchdog's shell ended; the next registration starts one");
       begin_close(now + kWatchdogCloseGrace);
       return Step::kProgress;
     }
@@ -202,6 +202,13 @@ void SshSession::Impl::unwatch(long pgid) {
 
 void SshSession::Impl::yield_watchdog() {
   if (watchdog_ && !watchdog_->finished()) watchdog_->yield();
+}
+
+void SshSession::Impl::resume_watchdog() {
+  // Not on the watchdog's own release: it gave way to a command that waits for that channel.
+  const bool waiting = std::any_of(watch_queue_.begin(), watch_queue_.end(),
+                                   [](const auto& w) { return w.second > 0; });
+  if (waiting) ensure_watchdog();
 }
 
 void SshSession::Impl::take_watch_lines(std::string* out) {
