@@ -2,7 +2,10 @@
 // OpenSSH sshd: every byte in place both ways, the file's mode, fsync and rename as over SFTP,
 // typed errors, SFTP again when the client cannot start, and a client that trusts nothing but
 // the key this session verified.
+#include <arpa/inet.h>
 #include <sys/stat.h>
+
+#include <set>
 
 #include "ssh_session_fixture.h"
 
@@ -221,6 +224,56 @@ TEST_F(SshSessionTest, CloseStopsABulkTransfer) {
   // The session works again afterwards, the client too.
   ASSERT_TRUE(s.upload(sshd_->home() + "/after", random_bytes(kBulkChunk, 52)));
   EXPECT_EQ(s.stats().bulk_transfers, 1u);
+}
+
+// This process's ends of its connections to `port` (libssh2's; a bulk master is a process of
+// its own) are shut down: the connection drops for libssh2 alone.
+void drop_own_connections(std::uint16_t port) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir("/proc/self/fd"), ::closedir);
+  while (dirent* e = ::readdir(d.get())) {
+    const int fd = std::atoi(e->d_name);
+    sockaddr_in peer{};
+    socklen_t len = sizeof peer;
+    if (fd > 2 && ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+        peer.sin_family == AF_INET && ntohs(peer.sin_port) == port) {
+      ::shutdown(fd, SHUT_RDWR);
+    }
+  }
+}
+
+// Bulk clients (and masters: ssh may retitle those "ssh: PATH [mux]") whose files are under
+// `dir` (the TMPDIR their session's private directory was made in), by pid.
+std::set<pid_t> bulk_clients_under(const std::string& dir) {
+  std::set<pid_t> out;
+  for (const auto& [pid, cmd] : test::user_processes(::getuid())) {
+    if (cmd.find(dir + "/pvs-bulk-") != std::string::npos) out.insert(pid);
+  }
+  return out;
+}
+
+// A master serves the connection it was made beside: after libssh2 reconnects, the next
+// transfer makes its own (the old one, whose connection may have dropped too, is never used
+// again and ends a minute after its last transfer, or with the session).
+TEST_F(SshSessionTest, AReconnectGetsItsOwnBulkMaster) {
+  const std::string tmp = sshd_->dir() + "/bulk-tmp";
+  ASSERT_EQ(::mkdir(tmp.c_str(), 0700), 0);
+  ASSERT_EQ(::setenv("TMPDIR", tmp.c_str(), 1), 0);  // this test's process only
+  SshSession s(bulk(config()));
+  const std::string home = sshd_->home();
+  const std::string data = random_bytes(3 * kBulkChunk, 53);
+  ASSERT_TRUE(s.upload(home + "/first-master", data));
+  const auto first = bulk_clients_under(tmp);
+  ASSERT_EQ(first.size(), 1u) << "one master, no client left";
+  drop_own_connections(sshd_->port());
+  ASSERT_TRUE(eventually([&] { return s.stat(home) && s.stats().connects >= 2; }, 20s));
+  ASSERT_TRUE(s.upload(home + "/second-master", data));
+  EXPECT_EQ(s.stats().bulk_transfers, 2u);
+  const auto both = bulk_clients_under(tmp);
+  EXPECT_EQ(both.size(), 2u) << "the reconnect's transfer went through the old master";
+  EXPECT_TRUE(both.contains(*first.begin()));
+  s.close();
+  EXPECT_TRUE(eventually([&] { return bulk_clients_under(tmp).empty(); }, 10s));
+  ::unsetenv("TMPDIR");
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "openssh_bulk.h"
 
@@ -77,6 +79,12 @@ std::string BulkClients::dir(const std::string& client) {
   return dir_;
 }
 
+std::string BulkClients::control(std::uint64_t connection) {
+  std::lock_guard<std::mutex> lock(mu_);
+  masters_.insert(connection);
+  return dir_ + "/ctl-" + std::to_string(connection);
+}
+
 std::uint64_t BulkClients::epoch() {
   std::lock_guard<std::mutex> lock(mu_);
   return epoch_;
@@ -114,27 +122,29 @@ void BulkClients::stop() {
     ::kill(pid, SIGKILL);
     killed = true;
   }
-  end_master();
+  end_masters();
 }
 
-// The master ends at `-O exit` (or by itself ControlPersist after its last client).
-void BulkClients::end_master() {
+// A master ends at `-O exit` (or by itself ControlPersist after its last client).
+void BulkClients::end_masters() {
   if (dir_.empty() || client_.empty()) return;
-  struct stat st {};
-  if (::lstat((dir_ + "/" + kControlSocket).c_str(), &st) != 0) return;
-  run_quietly(
-      {client_, "-F", "/dev/null", "-o", "ControlPath=\"" + dir_ + "/" + kControlSocket + "\"",
-       "-O", "exit", "--", "pvs-bulk"},
-      std::chrono::seconds(2));
+  for (std::uint64_t connection : masters_) {
+    const std::string control = dir_ + "/ctl-" + std::to_string(connection);
+    struct stat st {};
+    if (::lstat(control.c_str(), &st) != 0) continue;
+    run_quietly({client_, "-F", "/dev/null", "-o", "ControlPath=\"" + control + "\"", "-O", "exit",
+                 "--", "pvs-bulk"},
+                std::chrono::seconds(2));
+  }
 }
 
 BulkClients::~BulkClients() {
   std::lock_guard<std::mutex> lock(mu_);
-  end_master();
+  end_masters();
   if (dir_.empty()) return;
-  for (const char* name : {"known_hosts", "id", kControlSocket}) {
-    ::unlink((dir_ + "/" + name).c_str());
-  }
+  std::vector<std::string> names = {"known_hosts", "id"};
+  for (std::uint64_t connection : masters_) names.push_back("ctl-" + std::to_string(connection));
+  for (const auto& name : names) ::unlink((dir_ + "/" + name).c_str());
   ::rmdir(dir_.c_str());
 }
 

@@ -187,7 +187,7 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, const 
   }
   if (known.empty() || key.empty()) return why = "cannot write its files", std::nullopt;
   // The client expands % and ~ in these paths; ours never have them, an operator's might.
-  const std::string control = dir + "/" + kControlSocket;
+  const std::string control = peer.clients.control(peer.key_from);
   for (const std::string* p : {&known, static_cast<const std::string*>(&key), &control}) {
     if (p->find_first_of("%\"\\\n") != std::string::npos || p->front() != '/')
       return why = "a key path it would expand (" + *p + ")", std::nullopt;
@@ -451,6 +451,11 @@ Result<std::optional<std::uint64_t>> run_client(Run& run, const std::string& pre
 }
 
 }  // namespace
+
+BulkPeer bulk_peer(SshSession::Impl& session) {
+  auto [key, from] = session.host_key();
+  return {session.config(), std::move(key), from, session.bulk_clients()};
+}
 
 std::string bulk_cipher_preference() {
   return cpu_has_aes() ? "^aes128-gcm@openssh.com,aes256-gcm@openssh.com" : "";

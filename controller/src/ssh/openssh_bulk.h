@@ -13,7 +13,9 @@
 // configuration (-F /dev/null), forwards nothing, and has no agent. The first client of a
 // session becomes its master (ControlMaster=auto, ControlPersist): later transfers run as
 // further channels on that connection, without a key exchange and a login each; the session's
-// close() ends it, and it ends by itself a minute after its last transfer. The remote command
+// close() ends it, and it ends by itself a minute after its last transfer. A master serves one
+// connection of the session: after a reconnect the next transfer makes another, so none goes
+// through a master whose connection may have dropped with the one libssh2 lost. The remote command
 // prints a random token before it execs `cat`: nothing of the transfer is sent or taken before the
 // token, so a client that cannot start (none installed, a key it refuses, a host it cannot reach)
 // leaves the source untouched and the caller goes on over SFTP.
@@ -31,12 +33,12 @@ namespace pvs::ssh_detail {
 // Who the child connects to, as the libssh2 session did.
 struct BulkPeer {
   const SshConfig& config;
-  std::string host_key;  // the verified key, as the server sent it (SSH wire format)
-  BulkClients& clients;  // the session's: its close() stops the client (kClosed)
+  std::string host_key;    // the verified key, as the server sent it (SSH wire format)
+  std::uint64_t key_from;  // the connection (counted from 1) that key was verified on
+  BulkClients& clients;    // the session's: its close() stops the client (kClosed)
 };
-
-// The control socket of the session's master, in BulkClients::dir().
-inline constexpr const char* kControlSocket = "ctl";
+// The peer of `session`'s current connection.
+BulkPeer bulk_peer(SshSession::Impl& session);
 // How long the master stays after its last client (OpenSSH's ControlPersist).
 inline constexpr int kMasterPersistSeconds = 60;
 

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,15 +32,19 @@ class WatchdogOp;
 using Clock = std::chrono::steady_clock;
 
 // A session's bulk clients (openssh_bulk.h, bulk_clients.cc): the private directory their files
-// and the control socket of the session's OpenSSH master live in, and the clients running. A
-// pid stays listed until just before it is reaped, so stop() never reaches a process that is
-// not ours.
+// and the control sockets of the session's OpenSSH masters (one per connection) live in, and
+// the clients running. A pid stays listed until just before it is reaped, so stop() never
+// reaches a process that is not ours.
 class BulkClients {
  public:
   BulkClients() = default;
-  ~BulkClients();  // ends the master, removes the directory
+  ~BulkClients();  // ends the masters, removes the directory
   BulkClients(const BulkClients&) = delete;
   BulkClients& operator=(const BulkClients&) = delete;
+
+  // The control socket, in dir(), of the master for the session's connection `connection`
+  // (each its own: a reconnect's transfers do not go through a master the old one made).
+  std::string control(std::uint64_t connection);
 
   // The directory (0700, made on first use, kept until the destructor); "" if it cannot be.
   // `client` is the one that will make the master there (stop() and the destructor end it).
@@ -50,7 +55,7 @@ class BulkClients {
   void add(pid_t pid, std::uint64_t epoch);
   // Before the pid is reaped: true if stop() killed it.
   bool remove(pid_t pid);
-  // Kills the running clients and ends the master (the session's close()).
+  // Kills the running clients and ends the masters (the session's close()).
   void stop();
   // A client did not start: the session's transfers go over SFTP until `until` (each attempt
   // would cost a connection and a login first).
@@ -58,10 +63,11 @@ class BulkClients {
   bool paused();
 
  private:
-  void end_master();  // GUARDED_BY(mu_)
+  void end_masters();  // GUARDED_BY(mu_)
 
   std::mutex mu_;
   std::map<pid_t, bool> killed_;                    // GUARDED_BY(mu_)
+  std::set<std::uint64_t> masters_;                 // GUARDED_BY(mu_): control() handed out
   std::string dir_, client_;                        // GUARDED_BY(mu_)
   std::uint64_t epoch_ = 0;                         // GUARDED_BY(mu_)
   std::chrono::steady_clock::time_point paused_{};  // GUARDED_BY(mu_)
@@ -153,7 +159,8 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   }
   // The host key the policy accepted on the last connection, as the server sent it (SSH wire
   // format); "" after a refusal.
-  std::string host_key() const;
+  // The accepted host key and the connection it came from (BulkPeer::key_from).
+  std::pair<std::string, std::uint64_t> host_key() const;
   // A transfer went through bulk_client (SshStats::bulk_transfers).
   void count_bulk() { bulk_transfers_.fetch_add(1); }
   ssh_detail::BulkClients& bulk_clients() { return bulk_clients_; }
@@ -246,6 +253,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::thread thread_;                     // GUARDED_BY(mu_)
   std::string fingerprint_;                // GUARDED_BY(mu_)
   std::string host_key_;                   // GUARDED_BY(mu_)
+  std::uint64_t key_from_ = 0;             // GUARDED_BY(mu_): the connection host_key_ is of
   std::string accepted_fingerprint_;       // GUARDED_BY(mu_)
   std::string tofu_fingerprint_;           // GUARDED_BY(mu_): the key trusted first
   std::string methods_;                    // GUARDED_BY(mu_)

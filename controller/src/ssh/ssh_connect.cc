@@ -215,6 +215,7 @@ Status SshSession::Impl::do_connect() {
     const char* key = st ? libssh2_session_hostkey(session_, &key_len, &key_type) : nullptr;
     std::lock_guard<std::mutex> lock(mu_);
     host_key_ = key != nullptr ? std::string(key, key_len) : std::string();
+    ++key_from_;
     accepted_fingerprint_ = key != nullptr ? fingerprint_ : std::string();
     if (!st) return fail_teardown(st.error());
   }

@@ -174,9 +174,9 @@ std::string SshSession::Impl::fingerprint() const {
   return fingerprint_;
 }
 
-std::string SshSession::Impl::host_key() const {
+std::pair<std::string, std::uint64_t> SshSession::Impl::host_key() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return host_key_;
+  return {host_key_, key_from_};
 }
 
 SshStats SshSession::Impl::stats() const {

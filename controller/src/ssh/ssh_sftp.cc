@@ -222,8 +222,7 @@ Result<std::uint64_t> SshSession::download(const std::string& remote_path, std::
     auto st = stat(remote_path);
     if (st && st->is_regular() && st->size >= impl_->config().transfer_chunk &&
         st->size <= options.max_size) {
-      auto r = ssh_detail::bulk_download(
-          {impl_->config(), impl_->host_key(), impl_->bulk_clients()}, remote_path, sink, options);
+      auto r = ssh_detail::bulk_download(ssh_detail::bulk_peer(*impl_), remote_path, sink, options);
       if (!r) return tl::unexpected<Error>(r.error());
       if (*r) {
         impl_->count_bulk();

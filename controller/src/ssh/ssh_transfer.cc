@@ -229,8 +229,7 @@ Result<std::optional<std::uint64_t>> bulk(Impl& first, const std::string& path,
                                           const Source& source, const MakeParent& make_parent) {
   if (auto st = create_empty(first, path, part, make_parent); !st)
     return tl::unexpected<Error>(st.error());
-  auto r =
-      bulk_upload({first.config(), first.host_key(), first.bulk_clients()}, path, head, source);
+  auto r = bulk_upload(bulk_peer(first), path, head, source);
   if (!r || !*r) return r;
   first.count_bulk();
   if (auto st = sync_if_asked(first, path, part); !st) return tl::unexpected<Error>(st.error());
