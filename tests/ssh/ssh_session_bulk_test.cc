@@ -3,6 +3,7 @@
 // typed errors, SFTP again when the client cannot start, and a client that trusts nothing but
 // the key this session verified.
 #include <arpa/inet.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #include <set>
