@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "ssh_session_fixture.h"
@@ -242,6 +244,21 @@ void drop_own_connections(std::uint16_t port) {
   }
 }
 
+// TMPDIR (where a session makes its private directory) set to `dir` while it lives.
+class TmpdirFor {
+ public:
+  explicit TmpdirFor(const std::string& dir) {
+    if (const char* was = std::getenv("TMPDIR")) was_ = was;
+    ::setenv("TMPDIR", dir.c_str(), 1);
+  }
+  ~TmpdirFor() { was_ ? ::setenv("TMPDIR", was_->c_str(), 1) : ::unsetenv("TMPDIR"); }
+  TmpdirFor(const TmpdirFor&) = delete;
+  TmpdirFor& operator=(const TmpdirFor&) = delete;
+
+ private:
+  std::optional<std::string> was_;
+};
+
 // Bulk clients (and masters: ssh may retitle those "ssh: PATH [mux]") whose files are under
 // `dir` (the TMPDIR their session's private directory was made in), by pid.
 std::set<pid_t> bulk_clients_under(const std::string& dir) {
@@ -258,7 +275,7 @@ std::set<pid_t> bulk_clients_under(const std::string& dir) {
 TEST_F(SshSessionTest, AReconnectGetsItsOwnBulkMaster) {
   const std::string tmp = sshd_->dir() + "/bulk-tmp";
   ASSERT_TRUE(::mkdir(tmp.c_str(), 0700) == 0 || errno == EEXIST);
-  ASSERT_EQ(::setenv("TMPDIR", tmp.c_str(), 1), 0);  // this test's process only
+  TmpdirFor tmpdir(tmp);  // this test's process only
   SshSession s(bulk(config()));
   const std::string home = sshd_->home();
   const std::string data = random_bytes(3 * kBulkChunk, 53);
@@ -274,7 +291,6 @@ TEST_F(SshSessionTest, AReconnectGetsItsOwnBulkMaster) {
   EXPECT_TRUE(both.contains(*first.begin()));
   s.close();
   EXPECT_TRUE(eventually([&] { return bulk_clients_under(tmp).empty(); }, 10s));
-  ::unsetenv("TMPDIR");
 }
 
 }  // namespace

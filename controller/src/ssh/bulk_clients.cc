@@ -142,8 +142,11 @@ BulkClients::~BulkClients() {
   std::lock_guard<std::mutex> lock(mu_);
   end_masters();
   if (dir_.empty()) return;
-  std::vector<std::string> names = {"known_hosts", "id"};
-  for (std::uint64_t connection : masters_) names.push_back("ctl-" + std::to_string(connection));
+  std::vector<std::string> names = {"id"};
+  for (std::uint64_t connection : masters_) {
+    names.push_back("ctl-" + std::to_string(connection));
+    names.push_back("known_hosts-" + std::to_string(connection));
+  }
   for (const auto& name : names) ::unlink((dir_ + "/" + name).c_str());
   ::rmdir(dir_.c_str());
 }

@@ -176,8 +176,11 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, const 
   const SshConfig& c = peer.config;
   const std::string type = key_type(peer.host_key);
   if (type.empty()) return why = "no host key to pin", std::nullopt;
-  const std::string known = write_private_file(
-      dir, "known_hosts", "pvs-bulk " + type + " " + base64(peer.host_key) + "\n");
+  // The master and the key it pins are of one connection: each their own name.
+  const std::string control = peer.clients.control(peer.key_from);
+  const std::string known =
+      write_private_file(dir, "known_hosts-" + std::to_string(peer.key_from),
+                         "pvs-bulk " + type + " " + base64(peer.host_key) + "\n");
   std::string key = c.private_key_file;
   if (key.empty()) {
     // OpenSSH wants the END line's newline, which libssh2 does without.
@@ -187,7 +190,6 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, const 
   }
   if (known.empty() || key.empty()) return why = "cannot write its files", std::nullopt;
   // The client expands % and ~ in these paths; ours never have them, an operator's might.
-  const std::string control = peer.clients.control(peer.key_from);
   for (const std::string* p : {&known, static_cast<const std::string*>(&key), &control}) {
     if (p->find_first_of("%\"\\\n") != std::string::npos || p->front() != '/')
       return why = "a key path it would expand (" + *p + ")", std::nullopt;

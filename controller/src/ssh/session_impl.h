@@ -43,7 +43,8 @@ class BulkClients {
   BulkClients& operator=(const BulkClients&) = delete;
 
   // The control socket, in dir(), of the master for the session's connection `connection`
-  // (each its own: a reconnect's transfers do not go through a master the old one made).
+  // (each its own: a reconnect's transfers do not go through a master the old one made), and
+  // the name of that connection's known_hosts-N there, both removed with the directory.
   std::string control(std::uint64_t connection);
 
   // The directory (0700, made on first use, kept until the destructor); "" if it cannot be.
@@ -253,10 +254,11 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
   std::thread thread_;                     // GUARDED_BY(mu_)
   std::string fingerprint_;                // GUARDED_BY(mu_)
   std::string host_key_;                   // GUARDED_BY(mu_)
-  std::uint64_t key_from_ = 0;             // GUARDED_BY(mu_): the connection host_key_ is of
-  std::string accepted_fingerprint_;       // GUARDED_BY(mu_)
-  std::string tofu_fingerprint_;           // GUARDED_BY(mu_): the key trusted first
-  std::string methods_;                    // GUARDED_BY(mu_)
+  // The connection host_key_ is of: counted with it, under mu_ (generation_ is the I/O thread's).
+  std::uint64_t key_from_ = 0;        // GUARDED_BY(mu_)
+  std::string accepted_fingerprint_;  // GUARDED_BY(mu_)
+  std::string tofu_fingerprint_;      // GUARDED_BY(mu_): the key trusted first
+  std::string methods_;               // GUARDED_BY(mu_)
   UniqueFd wake_fd_;
   std::atomic<bool> connected_{false};
   std::atomic<std::uint64_t> connects_{0};
