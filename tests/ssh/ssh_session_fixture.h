@@ -170,7 +170,7 @@ inline void expect_broken_upload_leaves_old(SshSession& s, const std::string& di
   ASSERT_FALSE(up);
   EXPECT_EQ(up.error().ssh, SshErrc::kLocalIo) << up.error().to_string();
   EXPECT_TRUE(*s.download(remote) == old);
-  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{"f.bin"});
+  EXPECT_EQ(names_in(s, dir), std::vector<std::string>{remote.substr(remote.rfind('/') + 1)});
 }
 
 inline std::string local_sha256(const std::string& data) {

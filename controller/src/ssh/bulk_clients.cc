@@ -82,7 +82,11 @@ std::string BulkClients::dir(const std::string& client) {
 std::string BulkClients::control(std::uint64_t connection) {
   std::lock_guard<std::mutex> lock(mu_);
   masters_.insert(connection);
-  return dir_ + "/ctl-" + std::to_string(connection);
+  return dir_ + "/" + of_connection("ctl", connection);
+}
+
+std::string BulkClients::of_connection(std::string_view kind, std::uint64_t connection) {
+  return std::string(kind) + "-" + std::to_string(connection);
 }
 
 std::uint64_t BulkClients::epoch() {
@@ -129,7 +133,7 @@ void BulkClients::stop() {
 void BulkClients::end_masters() {
   if (dir_.empty() || client_.empty()) return;
   for (std::uint64_t connection : masters_) {
-    const std::string control = dir_ + "/ctl-" + std::to_string(connection);
+    const std::string control = dir_ + "/" + of_connection("ctl", connection);
     struct stat st {};
     if (::lstat(control.c_str(), &st) != 0) continue;
     run_quietly({client_, "-F", "/dev/null", "-o", "ControlPath=\"" + control + "\"", "-O", "exit",
@@ -144,8 +148,8 @@ BulkClients::~BulkClients() {
   if (dir_.empty()) return;
   std::vector<std::string> names = {"id"};
   for (std::uint64_t connection : masters_) {
-    names.push_back("ctl-" + std::to_string(connection));
-    names.push_back("known_hosts-" + std::to_string(connection));
+    for (const char* kind : {"ctl", "known_hosts"})
+      names.push_back(of_connection(kind, connection));
   }
   for (const auto& name : names) ::unlink((dir_ + "/" + name).c_str());
   ::rmdir(dir_.c_str());

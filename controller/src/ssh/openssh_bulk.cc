@@ -179,7 +179,7 @@ std::optional<std::vector<std::string>> client_argv(const BulkPeer& peer, const 
   // The master and the key it pins are of one connection: each their own name.
   const std::string control = peer.clients.control(peer.key_from);
   const std::string known =
-      write_private_file(dir, "known_hosts-" + std::to_string(peer.key_from),
+      write_private_file(dir, BulkClients::of_connection("known_hosts", peer.key_from),
                          "pvs-bulk " + type + " " + base64(peer.host_key) + "\n");
   std::string key = c.private_key_file;
   if (key.empty()) {

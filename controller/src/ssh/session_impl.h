@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -43,9 +44,11 @@ class BulkClients {
   BulkClients& operator=(const BulkClients&) = delete;
 
   // The control socket, in dir(), of the master for the session's connection `connection`
-  // (each its own: a reconnect's transfers do not go through a master the old one made), and
-  // the name of that connection's known_hosts-N there, both removed with the directory.
+  // (each its own: a reconnect's transfers do not go through a master the old one made).
   std::string control(std::uint64_t connection);
+  // The name in dir() of `connection`'s own file `kind` ("ctl", "known_hosts"): kind-N. Those
+  // of every connection control() was asked for are removed with the directory.
+  static std::string of_connection(std::string_view kind, std::uint64_t connection);
 
   // The directory (0700, made on first use, kept until the destructor); "" if it cannot be.
   // `client` is the one that will make the master there (stop() and the destructor end it).
@@ -159,8 +162,7 @@ class SshSession::Impl : public std::enable_shared_from_this<SshSession::Impl> {
     return accepted_fingerprint_;
   }
   // The host key the policy accepted on the last connection, as the server sent it (SSH wire
-  // format); "" after a refusal.
-  // The accepted host key and the connection it came from (BulkPeer::key_from).
+  // format; "" after a refusal), and that connection's count (BulkPeer::key_from).
   std::pair<std::string, std::uint64_t> host_key() const;
   // A transfer went through bulk_client (SshStats::bulk_transfers).
   void count_bulk() { bulk_transfers_.fetch_add(1); }
